@@ -1,0 +1,182 @@
+"""Hive metastore operations. The publish step is `repoint`: one `alterPartitions` call,
+which the metastore applies in a single transaction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from zipper import sqltemplates
+from zipper.engine import fs
+from zipper.spec.model import TableSpec
+
+STATS_PARAMS = ("numRows", "rawDataSize", "totalSize", "numFiles", "COLUMN_STATS_ACCURATE")
+
+
+@dataclass(frozen=True)
+class Partition:
+    end: str
+    location: str
+    params: dict[str, str] = field(default_factory=dict)
+
+
+def _converters(spark):
+    return spark._jvm.scala.jdk.javaapi.CollectionConverters
+
+
+def _external_catalog(spark):
+    return spark._jsparkSession.sessionState().catalog().externalCatalog()
+
+
+def _scala_map(spark, mapping: dict[str, str]):
+    return spark._jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(dict(mapping))
+
+
+def _to_python_map(spark, scala_map) -> dict[str, str]:
+    java_map = _converters(spark).asJava(scala_map)
+    return {str(k): str(v) for k, v in java_map.items()}
+
+
+def database_exists(spark, database: str) -> bool:
+    return bool(_external_catalog(spark).databaseExists(database))
+
+
+def ensure_database(spark, database: str) -> None:
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {sqltemplates.quote_identifier(database)}")
+
+
+def table_exists(spark, spec: TableSpec) -> bool:
+    catalog = _external_catalog(spark)
+    return bool(catalog.databaseExists(spec.database)) and bool(catalog.tableExists(spec.database, spec.table_name))
+
+
+def default_table_location(spark, spec: TableSpec) -> str:
+    database = _external_catalog(spark).getDatabase(spec.database)
+    return database.locationUri().toString().rstrip("/") + "/" + spec.table_name
+
+
+def table_location(spark, spec: TableSpec) -> str:
+    table = _external_catalog(spark).getTable(spec.database, spec.table_name)
+    return table.location().toString().rstrip("/")
+
+
+def table_properties(spark, spec: TableSpec) -> dict[str, str]:
+    table = _external_catalog(spark).getTable(spec.database, spec.table_name)
+    return _to_python_map(spark, table.properties())
+
+
+def create_table(spark, spec: TableSpec, columns: list[tuple[str, str]], location: str, properties: dict[str, str]) -> None:
+    ensure_database(spark, spec.database)
+    spark.sql(
+        sqltemplates.render(
+            "create_table.sql",
+            table=spec.table,
+            columns=columns,
+            begin_column=spec.begin_column,
+            end_column=spec.end_column,
+            open_end=spec.open_end.isoformat(),
+            location=location,
+            properties=sorted(properties.items()),
+        )
+    )
+
+
+def set_table_properties(spark, spec: TableSpec, properties: dict[str, str]) -> None:
+    pairs = ", ".join(
+        f"{sqltemplates.quote_literal(k)} = {sqltemplates.quote_literal(v)}" for k, v in sorted(properties.items())
+    )
+    spark.sql(f"ALTER TABLE {sqltemplates.quote_identifier(spec.table)} SET TBLPROPERTIES ({pairs})")
+
+
+def list_partitions(spark, spec: TableSpec) -> list[Partition]:
+    catalog = _external_catalog(spark)
+    parts = _converters(spark).asJava(catalog.listPartitions(spec.database, spec.table_name, spark._jvm.scala.Option.empty()))
+    result = []
+    for part in parts:
+        values = _to_python_map(spark, part.spec())
+        location = part.storage().locationUri()
+        result.append(
+            Partition(
+                end=values[spec.end_column],
+                location=location.get().toString() if location.isDefined() else "",
+                params=_to_python_map(spark, part.parameters()),
+            )
+        )
+    return sorted(result, key=lambda p: p.end)
+
+
+def add_partitions(spark, spec: TableSpec, locations: dict[str, str]) -> None:
+    """Add partitions (end value -> location) in one statement."""
+    if not locations:
+        return
+    clauses = " ".join(
+        f"PARTITION ({sqltemplates.quote_identifier(spec.end_column)} = {sqltemplates.quote_literal(end)})"
+        f" LOCATION {sqltemplates.quote_literal(loc)}"
+        for end, loc in sorted(locations.items())
+    )
+    spark.sql(f"ALTER TABLE {sqltemplates.quote_identifier(spec.table)} ADD IF NOT EXISTS {clauses}")
+
+
+def drop_partitions(spark, spec: TableSpec, ends: list[str]) -> None:
+    if not ends:
+        return
+    clauses = ", ".join(
+        f"PARTITION ({sqltemplates.quote_identifier(spec.end_column)} = {sqltemplates.quote_literal(end)})"
+        for end in sorted(ends)
+    )
+    spark.sql(f"ALTER TABLE {sqltemplates.quote_identifier(spec.table)} DROP IF EXISTS {clauses}")
+
+
+def _with_location_and_params(spark, part, location: str, params: dict[str, str]):
+    """A copy of a CatalogTablePartition with a new location and parameters.
+
+    Fields are matched by name, so the call does not depend on how many fields this Spark
+    version's case classes have."""
+    jvm = spark._jvm
+    storage = part.storage()
+    storage_names = [storage.productElementName(i) for i in range(storage.productArity())]
+    storage_fields = [storage.productElement(i) for i in range(storage.productArity())]
+    storage_fields[storage_names.index("locationUri")] = jvm.scala.Some(jvm.java.net.URI(location))
+    new_storage = storage.copy(*storage_fields)
+
+    names = [part.productElementName(i) for i in range(part.productArity())]
+    fields = [part.productElement(i) for i in range(part.productArity())]
+    fields[names.index("storage")] = new_storage
+    fields[names.index("parameters")] = _scala_map(spark, params)
+    if "stats" in names:
+        fields[names.index("stats")] = jvm.scala.Option.empty()
+    return part.copy(*fields)
+
+
+def repoint(spark, spec: TableSpec, changes: list[Partition]) -> None:
+    """Re-point partitions at new directories and replace their zipper parameters, atomically."""
+    catalog = _external_catalog(spark)
+    updated = []
+    for change in changes:
+        part = catalog.getPartition(spec.database, spec.table_name, _scala_map(spark, {spec.end_column: change.end}))
+        kept = {
+            k: v
+            for k, v in _to_python_map(spark, part.parameters()).items()
+            if not k.startswith("zipper.") and k not in STATS_PARAMS
+        }
+        kept.update(change.params)
+        updated.append(_with_location_and_params(spark, part, fs.qualify(spark, change.location), kept))
+    catalog.alterPartitions(
+        spec.database,
+        spec.table_name,
+        spark._jvm.org.apache.spark.api.python.PythonUtils.toSeq(updated),
+    )
+    refresh(spark, spec)
+
+
+def refresh(spark, spec: TableSpec) -> None:
+    spark.catalog.refreshTable(spec.table)
+
+
+def data_columns(spark, spec: TableSpec) -> list[tuple[str, str]]:
+    """(name, Spark SQL type) of the stored data columns, without begin and end."""
+    schema = spark.table(spec.table).schema
+    return [
+        (f.name, f.dataType.simpleString())
+        for f in schema.fields
+        if f.name not in (spec.begin_column, spec.end_column)
+    ]

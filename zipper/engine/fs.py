@@ -1,0 +1,103 @@
+"""File operations through Hadoop's FileSystem, so local paths, HDFS and object stores behave alike."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    path: str
+    size: int
+    modified_ms: int
+
+
+def _hadoop_path(spark, path: str):
+    jvm = spark._jvm
+    return jvm.org.apache.hadoop.fs.Path(path)
+
+
+def _fs(spark, path: str):
+    hpath = _hadoop_path(spark, path)
+    return hpath.getFileSystem(spark._jsc.hadoopConfiguration()), hpath
+
+
+def qualify(spark, path: str) -> str:
+    """An absolute URI (file:/..., hdfs://...) for a path."""
+    fs, hpath = _fs(spark, path)
+    return fs.makeQualified(hpath).toString()
+
+
+def exists(spark, path: str) -> bool:
+    fs, hpath = _fs(spark, path)
+    return bool(fs.exists(hpath))
+
+
+def mkdirs(spark, path: str) -> None:
+    fs, hpath = _fs(spark, path)
+    fs.mkdirs(hpath)
+
+
+def delete(spark, path: str) -> bool:
+    fs, hpath = _fs(spark, path)
+    return bool(fs.delete(hpath, True))
+
+
+def is_hidden(name: str) -> bool:
+    return name.startswith(("_", "."))
+
+
+def glob(spark, pattern: str) -> list[str]:
+    fs, hpath = _fs(spark, pattern)
+    statuses = fs.globStatus(hpath)
+    return [] if statuses is None else [s.getPath().toString() for s in statuses]
+
+
+def list_data_files(spark, roots: list[str]) -> list[FileInfo]:
+    """Every visible file under the roots, recursively; Spark's rule hides names starting with _ or ."""
+    found: list[FileInfo] = []
+    for root in roots:
+        fs, hpath = _fs(spark, root)
+        status = fs.getFileStatus(hpath)
+        if status.isFile():
+            found.append(FileInfo(status.getPath().toString(), status.getLen(), status.getModificationTime()))
+            continue
+        iterator = fs.listFiles(hpath, True)
+        base = status.getPath().toString().rstrip("/") + "/"
+        while iterator.hasNext():
+            entry = iterator.next()
+            full = entry.getPath().toString()
+            relative = full[len(base):] if full.startswith(base) else entry.getPath().getName()
+            if any(is_hidden(part) and "=" not in part for part in relative.split("/")):
+                continue
+            found.append(FileInfo(full, entry.getLen(), entry.getModificationTime()))
+    return sorted(found, key=lambda f: f.path)
+
+
+def list_dirs(spark, root: str) -> list[tuple[str, int]]:
+    """Immediate subdirectories of root with their modification times."""
+    fs, hpath = _fs(spark, root)
+    if not fs.exists(hpath):
+        return []
+    return [
+        (s.getPath().toString(), s.getModificationTime())
+        for s in fs.listStatus(hpath)
+        if s.isDirectory()
+    ]
+
+
+def du(spark, path: str) -> int:
+    fs, hpath = _fs(spark, path)
+    return int(fs.getContentSummary(hpath).getLength())
+
+
+def local_path(uri: str) -> str | None:
+    """The local filesystem path of a file: URI, or None for remote storage."""
+    if uri.startswith("file:"):
+        rest = uri[len("file:"):]
+        while rest.startswith("//"):
+            rest = rest[1:]
+        return rest
+    if uri.startswith("/"):
+        return uri
+    return None

@@ -1,0 +1,386 @@
+"""The daily data path: spec -> plan -> transforms -> write to fresh directories -> audit -> publish.
+
+Nothing a reader can see changes until `catalog.repoint`, one metastore transaction that
+moves the open partition and the day's closed partition to their new directories together
+with the commit record. Before it, a failure leaves the table as it was; after it, the
+commit is complete."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from dataclasses import dataclass, field
+
+from zipper.engine import audit, catalog, conform, faults, fs, sources, state, transforms
+from zipper.engine.catalog import Partition
+from zipper.engine.plan import DAY, init_date, plan_merge
+from zipper.errors import InputError, SpecError, StateError
+from zipper.spec.model import TableSpec
+
+MAX_LISTED_KEYS = 20
+
+
+def broadcast_max_rows() -> int:
+    return int(os.environ.get("ZIPPER_BROADCAST_MAX_ROWS", "2000000"))
+
+
+@dataclass
+class RunResult:
+    table: str
+    ds: str
+    action: str  # init | merge | noop
+    message: str = ""
+    counts: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    run_id: str = ""
+
+    def summary(self) -> str:
+        if self.action == "noop":
+            return f"{self.table} {self.ds}: no-op, {self.message}"
+        if self.action == "init":
+            return f"{self.table} {self.ds}: initialized, {self.counts.get('open_after', 0)} open rows; {self.seconds:.1f} s"
+        c = self.counts
+        return (
+            f"{self.table} {self.ds}: {c['new']} new, {c['changed']} changed, {c['unchanged']} re-sent unchanged"
+            + (f", {c['updated_in_place']} updated in place" if c.get("updated_in_place") else "")
+            + f", {c['closed']} closed; {c['open_after']} open rows after; {self.seconds:.1f} s"
+        )
+
+
+# ---------------------------------------------------------------- helpers
+
+def _where(spec: TableSpec, ds: dt.date) -> dict:
+    return {"table": spec.table, "ds": ds.isoformat()}
+
+
+def _key_text(rows, keys: list[str]) -> str:
+    def one(row):
+        values = ["NULL" if row[k] is None else str(row[k]) for k in keys]
+        return values[0] if len(values) == 1 else "(" + ", ".join(values) + ")"
+
+    return ", ".join(one(r) for r in rows)
+
+
+def _struct_type(columns: list[tuple[str, str]], begin_column: str | None = None):
+    from pyspark.sql.types import StringType, StructField, StructType, _parse_datatype_string
+
+    fields = [StructField(name, _parse_datatype_string(kind), True) for name, kind in columns]
+    if begin_column:
+        fields.append(StructField(begin_column, StringType(), True))
+    return StructType(fields)
+
+
+def validate_keys(df, spec: TableSpec, ds: dt.date, what: str) -> int:
+    """Row count of the input; fails naming keys if any is NULL or repeated."""
+    rows = df.count()
+    nulls = transforms.null_key_rows(df, spec.keys).limit(MAX_LISTED_KEYS).collect()
+    if nulls:
+        raise InputError(
+            f"{what} has NULL in key columns {spec.keys}: {_key_text(nulls, spec.keys)}", **_where(spec, ds)
+        )
+    dups = transforms.duplicate_keys(df, spec.keys).limit(MAX_LISTED_KEYS + 1).collect()
+    if dups:
+        more = " (first 20)" if len(dups) > MAX_LISTED_KEYS else ""
+        raise InputError(
+            f"{what} has keys {spec.keys} more than once{more}: {_key_text(dups[:MAX_LISTED_KEYS], spec.keys)}",
+            **_where(spec, ds),
+        )
+    return rows
+
+
+def _check_owned(st: state.TableState, spec: TableSpec, ds: dt.date) -> None:
+    if not st.exists:
+        return
+    props = st.properties
+    if state.P_SPEC_NAME not in props:
+        raise StateError("table exists and was not created by zipper; refusing to change it", **_where(spec, ds))
+    recorded_keys = props.get(state.P_KEYS, "")
+    if recorded_keys and recorded_keys.split(",") != spec.keys:
+        raise StateError(
+            f"spec keys {spec.keys} differ from the table's keys {recorded_keys.split(',')}; "
+            "keys cannot change on an existing table",
+            **_where(spec, ds),
+        )
+    if props.get(state.P_END_STYLE, spec.end_style) != spec.end_style:
+        raise StateError(
+            f"spec end_style {spec.end_style} differs from the table's {props[state.P_END_STYLE]}", **_where(spec, ds)
+        )
+
+
+def recover(spark, spec: TableSpec, st: state.TableState, ds: dt.date) -> state.TableState:
+    """Finish what a killed run left: empty partitions that were added but never published."""
+    if not st.pending:
+        return st
+    stray = [p for p in st.pending if audit.written_rows(spark, p.location) > 0]
+    if stray:
+        raise StateError(
+            f"partitions {[p.end for p in stray]} hold data but no zipper commit record; see `zipper check {spec.name}`",
+            **_where(spec, ds),
+        )
+    catalog.drop_partitions(spark, spec, [p.end for p in st.pending])
+    return state.read_state(spark, spec)
+
+
+def _spec_columns(spark, spec: TableSpec) -> list[tuple[str, str]]:
+    from pyspark.sql.types import _parse_datatype_string
+
+    columns = []
+    for name, kind in (spec.columns or {}).items():
+        try:
+            columns.append((name, _parse_datatype_string(kind).simpleString()))
+        except Exception:
+            raise SpecError(f"key 'columns.{name}': {kind!r} is not a Spark SQL type", table=spec.table) from None
+    return columns
+
+
+def _schema_columns(df) -> list[tuple[str, str]]:
+    return [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+
+
+# ---------------------------------------------------------------- init
+
+def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunResult:
+    started = time.monotonic()
+    ds = init_date(spec, requested)
+    where = _where(spec, ds)
+    st = state.read_state(spark, spec)
+    _check_owned(st, spec, ds)
+    if st.initialized:
+        if st.init_ds == ds:
+            return RunResult(spec.table, ds.isoformat(), "noop", f"already initialized as of {ds}")
+        raise StateError(
+            f"already initialized (base date {st.init_ds}, at {st.last_committed}); a new base needs a rebuild", **where
+        )
+
+    base_df, fingerprint = None, "empty"
+    if spec.base is not None:
+        located = sources.locate(spark, spec, spec.base, ds, "base")
+        fingerprint = located.fingerprint
+        schema = _struct_type(_spec_columns(spark, spec)) if spec.columns else None
+        base_df = sources.read(spark, located, spec.base, schema)
+        if base_df is None:
+            raise InputError(f"base at {located.description} has no files", **where)
+        base_df = conform.lower_case_columns(base_df, spec, ds.isoformat(), "base")
+        conform.check_shape(base_df, spec, ds.isoformat(), "base")
+
+    if spec.columns:
+        columns = _spec_columns(spark, spec)
+    elif base_df is not None:
+        columns = _schema_columns(base_df)
+    else:
+        columns = _columns_from_first_increment(spark, spec, ds + DAY)
+    if base_df is not None:
+        base_df = conform.to_table_columns(base_df, columns, spec, ds.isoformat(), "base")
+        validate_keys(base_df, spec, ds, "base")
+
+    if not st.exists:
+        catalog.ensure_database(spark, spec.database)
+        catalog.create_table(
+            spark,
+            spec,
+            columns,
+            catalog.default_table_location(spark, spec),
+            {
+                state.P_SPEC_NAME: spec.name,
+                state.P_KEYS: ",".join(spec.keys),
+                state.P_END_STYLE: spec.end_style,
+                state.P_OPEN_END: spec.open_end.isoformat(),
+                state.P_FORMAT: state.FORMAT_VERSION,
+            },
+        )
+    st = state.read_state(spark, spec)
+    table_columns = catalog.data_columns(spark, spec)
+    if sorted(table_columns) != sorted(columns):
+        raise StateError(f"table exists with columns {table_columns}, expected {columns}", **where)
+
+    run_id = state.new_run_id()
+    open_dir = state.run_dir(st, run_id) + "/" + transforms.SLOT + "=" + transforms.OPEN
+    if base_df is not None:
+        names = [c for c, _ in table_columns]
+        transforms.opening(base_df, names, spec.begin_column, ds.isoformat()).write.parquet(open_dir)
+    else:
+        fs.mkdirs(spark, open_dir)
+    rows = audit.written_rows(spark, open_dir)
+
+    open_end = spec.open_end.isoformat()
+    catalog.add_partitions(spark, spec, {open_end: state.empty_dir(st.location)})
+    fs.mkdirs(spark, state.empty_dir(st.location))
+    catalog.repoint(
+        spark,
+        spec,
+        [
+            Partition(
+                open_end,
+                open_dir,
+                {
+                    state.LAST_COMMITTED: ds.isoformat(),
+                    state.RUN_ID: run_id,
+                    state.ROWS: str(rows),
+                    state.COMMITTED_AT: state.utc_now_iso(),
+                    state.INIT_DS: ds.isoformat(),
+                    state.INIT_FINGERPRINT: fingerprint,
+                },
+            )
+        ],
+    )
+    return RunResult(
+        spec.table, ds.isoformat(), "init", "", {"open_after": rows}, time.monotonic() - started, run_id
+    )
+
+
+def _columns_from_first_increment(spark, spec: TableSpec, first: dt.date) -> list[tuple[str, str]]:
+    where = _where(spec, first)
+    try:
+        located = sources.locate(spark, spec, spec.source, first, "increment")
+    except InputError:
+        raise StateError(
+            "the spec has no base and no columns, and the first increment is not there to take the columns from;"
+            " add `columns:` to the spec or wait for the increment",
+            **where,
+        ) from None
+    df = sources.read(spark, located, spec.source)
+    if df is None:
+        raise StateError(
+            f"the spec has no base and no columns, and the first increment ({located.description}) is empty;"
+            " add `columns:` to the spec",
+            **where,
+        )
+    df = conform.lower_case_columns(df, spec, first.isoformat(), "increment")
+    conform.check_shape(df, spec, first.isoformat(), "increment")
+    return _schema_columns(df)
+
+
+# ---------------------------------------------------------------- merge
+
+def merge_date(spark, spec: TableSpec, ds: dt.date) -> RunResult:
+    started = time.monotonic()
+    where = _where(spec, ds)
+    st = state.read_state(spark, spec)
+    _check_owned(st, spec, ds)
+    st = recover(spark, spec, st, ds)
+
+    fingerprints: dict[dt.date, str] = {}
+
+    def current_fingerprint(day: dt.date) -> str:
+        if day not in fingerprints:
+            fingerprints[day] = sources.locate(spark, spec, spec.source, day, "increment").fingerprint
+        return fingerprints[day]
+
+    located = sources.locate(spark, spec, spec.source, ds, "increment")
+    fingerprints[ds] = located.fingerprint
+    plan = plan_merge(
+        spec,
+        ds,
+        initialized=st.initialized,
+        last_committed=st.last_committed,
+        init_ds=st.init_ds,
+        committed_fingerprints={d: c.fingerprint for d, c in st.commits.items()},
+        current_fingerprint=current_fingerprint,
+    )
+    if plan.action == "noop":
+        return RunResult(spec.table, ds.isoformat(), "noop", plan.reason, seconds=time.monotonic() - started)
+    if plan.action == "init_and_apply":
+        init_table(spark, spec, None)
+        st = state.read_state(spark, spec)
+    return apply_date(spark, spec, st, ds, located, started)
+
+
+def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, located: sources.Input,
+               started: float | None = None) -> RunResult:
+    """Merge the increment of `ds` into a table that is at ds - 1, and publish."""
+    from pyspark.sql import Observation
+
+    started = started if started is not None else time.monotonic()
+    where = _where(spec, ds)
+    ds_text = ds.isoformat()
+    table_columns = catalog.data_columns(spark, spec)
+    names = [c for c, _ in table_columns]
+    tracked = conform.tracked_columns(spec, names)
+
+    schema = _struct_type(table_columns)
+    increment = sources.read(spark, located, spec.source, schema)
+    increment = conform.lower_case_columns(increment, spec, ds_text, f"increment {located.description}")
+    conform.check_shape(increment, spec, ds_text, f"increment {located.description}")
+    increment = conform.to_table_columns(increment, table_columns, spec, ds_text, f"increment {located.description}")
+    input_rows = validate_keys(increment, spec, ds, f"increment {located.description}")
+
+    run_id = state.new_run_id()
+    run_root = state.run_dir(st, run_id)
+    open_dir = f"{run_root}/{transforms.SLOT}={transforms.OPEN}"
+    closed_dir = f"{run_root}/{transforms.SLOT}={transforms.CLOSED}"
+    open_before = st.open_rows
+
+    if input_rows == 0:
+        counts = {kind: 0 for kind in transforms.KINDS} | {"carried": open_before}
+        open_dir = st.open_partition.location
+        fs.mkdirs(spark, closed_dir)
+        max_closed_begin = None
+    else:
+        open_rows = spark.read.schema(_struct_type(table_columns, spec.begin_column)).parquet(st.open_partition.location)
+        merged = transforms.classify(
+            open_rows,
+            increment,
+            keys=spec.keys,
+            columns=names,
+            tracked=tracked,
+            begin_column=spec.begin_column,
+            ds=ds_text,
+            broadcast_increment=input_rows <= broadcast_max_rows(),
+        )
+        observation = Observation(f"zipper_{spec.name}_{run_id}".replace("-", "_"))
+        (
+            merged.observe(observation, *transforms.kind_metrics(), transforms.closed_begin_metric(spec.begin_column))
+            .drop(transforms.KIND)
+            .write.partitionBy(transforms.SLOT)
+            .parquet(run_root)
+        )
+        metrics = observation.get
+        counts = {kind: int(metrics[kind] or 0) for kind in transforms.KINDS}
+        max_closed_begin = metrics["max_closed_begin"]
+        for directory in (open_dir, closed_dir):
+            fs.mkdirs(spark, directory)
+    faults.checkpoint("after_write")
+
+    summary = audit.reconcile(
+        counts,
+        open_before=open_before,
+        input_rows=input_rows,
+        open_written=audit.written_rows(spark, open_dir),
+        closed_written=audit.written_rows(spark, closed_dir),
+        max_closed_begin=max_closed_begin,
+        ds=ds_text,
+        table=spec.table,
+    )
+    faults.checkpoint("after_audit")
+
+    closed_end = spec.closed_end(ds).isoformat()
+    existing = {p.end for p in catalog.list_partitions(spark, spec)}
+    if closed_end in {p.end for p in st.closed}:
+        raise StateError(f"partition {spec.end_column}={closed_end} already holds a commit", **where)
+    if closed_end not in existing:
+        fs.mkdirs(spark, state.empty_dir(st.location))
+        catalog.add_partitions(spark, spec, {closed_end: state.empty_dir(st.location)})
+    faults.checkpoint("before_publish")
+
+    now = state.utc_now_iso()
+    open_params = {k: v for k, v in st.open_partition.params.items() if k.startswith("zipper.init_")}
+    open_params.update(
+        {
+            state.LAST_COMMITTED: ds_text,
+            state.RUN_ID: run_id,
+            state.ROWS: str(summary["open_after"]),
+            state.COMMITTED_AT: now,
+        }
+    )
+    commit = state.Commit(ds_text, run_id, now, located.fingerprint, summary, summary["closed"], closed_end)
+    catalog.repoint(
+        spark,
+        spec,
+        [
+            Partition(spec.open_end.isoformat(), open_dir, open_params),
+            Partition(closed_end, closed_dir, commit.params()),
+        ],
+    )
+    faults.checkpoint("after_publish")
+    return RunResult(spec.table, ds_text, "merge", "", summary, time.monotonic() - started, run_id)

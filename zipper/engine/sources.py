@@ -1,0 +1,123 @@
+"""Find, fingerprint and read a day's increment (or the base snapshot)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from dataclasses import dataclass
+
+import jinja2
+
+from zipper.engine import fs
+from zipper.errors import InputError, SpecError
+from zipper.spec.model import BaseSpec, SourceSpec, TableSpec
+
+PARTITION_TERM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*'([^'\\]*)'\s*$")
+
+
+@dataclass(frozen=True)
+class Input:
+    """A located input: what to read and the fingerprint of what is there now."""
+
+    description: str  # the rendered path or table partition, for messages
+    format: str
+    paths: list[str]
+    files: list[fs.FileInfo]
+    fingerprint: str
+    table: str | None = None
+    partition: dict[str, str] | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not self.files
+
+
+def template_context(ds: dt.date) -> dict[str, str]:
+    return {
+        "ds": ds.isoformat(),
+        "ds_nodash": ds.strftime("%Y%m%d"),
+        "prev_ds": (ds - dt.timedelta(days=1)).isoformat(),
+        "next_ds": (ds + dt.timedelta(days=1)).isoformat(),
+    }
+
+
+def render(template: str, ds: dt.date, what: str) -> str:
+    try:
+        return jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(template).render(template_context(ds))
+    except jinja2.TemplateError as exc:
+        raise SpecError(f"{what}: cannot render {template!r}: {exc}") from None
+
+
+def parse_partition(expression: str) -> dict[str, str]:
+    """`a = 'x' AND b = 'y'` -> {a: x, b: y}. Only equalities, so a spec cannot inject SQL."""
+    terms = re.split(r"(?i)\s+and\s+|,", expression)
+    parsed = {}
+    for term in terms:
+        match = PARTITION_TERM.match(term)
+        if not match:
+            raise SpecError(f"source.partition: {expression!r}: expected col = 'value' [AND ...]")
+        parsed[match.group(1).lower()] = match.group(2)
+    return parsed
+
+
+def fingerprint(files: list[fs.FileInfo], extra: str = "") -> str:
+    digest = hashlib.sha256(extra.encode())
+    for f in files:
+        digest.update(f"{f.path}\t{f.size}\t{f.modified_ms}\n".encode())
+    return f"{len(files)}f-{sum(f.size for f in files)}b-{digest.hexdigest()[:24]}"
+
+
+def locate(spark, spec: TableSpec, source: SourceSpec | BaseSpec, ds: dt.date, what: str) -> Input:
+    if source.format == "table":
+        return _locate_table(spark, source, ds, what)
+    rendered = render(source.path, ds, f"{what}.path")
+    matches = fs.glob(spark, rendered)
+    if not matches:
+        raise InputError(f"{what} not found: {rendered}", table=spec.table, ds=ds.isoformat())
+    files = fs.list_data_files(spark, matches)
+    return Input(rendered, source.format, matches, files, fingerprint(files))
+
+
+def _locate_table(spark, source, ds: dt.date, what: str) -> Input:
+    partition = parse_partition(render(source.partition, ds, f"{what}.partition")) if getattr(source, "partition", None) else {}
+    db, name = source.table.split(".")
+    jcat = spark._jsparkSession.sessionState().catalog().externalCatalog()
+    if not (jcat.databaseExists(db) and jcat.tableExists(db, name)):
+        raise InputError(f"{what} table {source.table} does not exist", ds=ds.isoformat())
+    description = source.table + (f" partition {partition}" if partition else "")
+    if partition:
+        spec_map = spark._jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(partition)
+        found = jcat.getPartitionOption(db, name, spec_map)
+        if not found.isDefined():
+            raise InputError(f"{what} not found: {description}", ds=ds.isoformat())
+        paths = [found.get().location().toString()]
+    else:
+        paths = [jcat.getTable(db, name).location().toString()]
+    files = fs.list_data_files(spark, paths)
+    return Input(description, "table", paths, files, fingerprint(files, description), source.table, partition)
+
+
+def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None):
+    """The input as a DataFrame with lower-case column names. An empty input needs `schema`."""
+    from pyspark.sql import functions as F
+
+    if located.format == "table":
+        df = spark.table(located.table)
+        for column, value in (located.partition or {}).items():
+            df = df.where(F.col(column) == F.lit(value)).drop(column)
+        return df
+    if located.empty:
+        if schema is None:
+            return None
+        return spark.createDataFrame([], schema)
+    reader = spark.read.format(located.format)
+    options = dict(source.options)
+    if located.format == "csv":
+        options.setdefault("header", "true")
+        if schema is not None:
+            reader = reader.schema(schema)
+        else:
+            options.setdefault("inferSchema", "true")
+    reader = reader.options(**options)
+    return reader.load(located.paths)

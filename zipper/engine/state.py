@@ -1,0 +1,159 @@
+"""The committed state of a zipper table, read from its partition parameters in the metastore.
+
+The open partition's parameters say which date the table is at; each closed partition's
+parameters record the run that produced it (input fingerprint, counts, run id). Both are
+written by the same metastore call that publishes the data, so they cannot drift from it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import secrets
+from dataclasses import dataclass, field
+
+from zipper.engine import catalog
+from zipper.engine.catalog import Partition
+from zipper.spec.model import TableSpec
+
+FORMAT_VERSION = "1"
+
+# table properties
+P_SPEC_NAME = "zipper.spec_name"
+P_KEYS = "zipper.keys"
+P_END_STYLE = "zipper.end_style"
+P_OPEN_END = "zipper.open_end"
+P_FORMAT = "zipper.format_version"
+
+# partition parameters
+LAST_COMMITTED = "zipper.last_committed"
+DS = "zipper.ds"
+RUN_ID = "zipper.run_id"
+ROWS = "zipper.rows"
+COMMITTED_AT = "zipper.committed_at"
+FINGERPRINT = "zipper.fingerprint"
+COUNTS = "zipper.counts"
+INIT_DS = "zipper.init_ds"
+INIT_FINGERPRINT = "zipper.init_fingerprint"
+
+
+def new_run_id(now: dt.datetime | None = None) -> str:
+    """Sortable and unique: UTC time of the run plus random bits; names the run's directory."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def run_time(run_id: str) -> dt.datetime | None:
+    try:
+        return dt.datetime.strptime(run_id.split("-")[0], "%Y%m%dT%H%M%SZ").replace(tzinfo=dt.timezone.utc)
+    except ValueError:
+        return None
+
+
+def utc_now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One committed date: what went in and what came out."""
+
+    ds: str
+    run_id: str
+    committed_at: str
+    fingerprint: str
+    counts: dict
+    rows: int
+    end: str
+
+    @classmethod
+    def from_partition(cls, part: Partition) -> "Commit":
+        p = part.params
+        return cls(
+            ds=p[DS],
+            run_id=p.get(RUN_ID, ""),
+            committed_at=p.get(COMMITTED_AT, ""),
+            fingerprint=p.get(FINGERPRINT, ""),
+            counts=json.loads(p.get(COUNTS, "{}")),
+            rows=int(p.get(ROWS, "0")),
+            end=part.end,
+        )
+
+    def params(self) -> dict[str, str]:
+        return {
+            DS: self.ds,
+            RUN_ID: self.run_id,
+            COMMITTED_AT: self.committed_at,
+            FINGERPRINT: self.fingerprint,
+            COUNTS: json.dumps(self.counts, sort_keys=True),
+            ROWS: str(self.rows),
+        }
+
+
+@dataclass(frozen=True)
+class TableState:
+    exists: bool
+    location: str = ""
+    properties: dict[str, str] = field(default_factory=dict)
+    open_partition: Partition | None = None
+    commits: dict[str, Commit] = field(default_factory=dict)  # by ds
+    closed: list[Partition] = field(default_factory=list)
+    pending: list[Partition] = field(default_factory=list)  # added, never published
+
+    @property
+    def initialized(self) -> bool:
+        return self.open_partition is not None and LAST_COMMITTED in self.open_partition.params
+
+    @property
+    def last_committed(self) -> dt.date | None:
+        if not self.initialized:
+            return None
+        return dt.date.fromisoformat(self.open_partition.params[LAST_COMMITTED])
+
+    @property
+    def open_rows(self) -> int:
+        return int(self.open_partition.params.get(ROWS, "0")) if self.open_partition else 0
+
+    @property
+    def init_ds(self) -> dt.date | None:
+        value = self.open_partition.params.get(INIT_DS) if self.open_partition else None
+        return dt.date.fromisoformat(value) if value else None
+
+
+def read_state(spark, spec: TableSpec) -> TableState:
+    if not catalog.table_exists(spark, spec):
+        return TableState(exists=False)
+    open_end = spec.open_end.isoformat()
+    open_partition = None
+    commits: dict[str, Commit] = {}
+    closed: list[Partition] = []
+    pending: list[Partition] = []
+    for part in catalog.list_partitions(spark, spec):
+        if part.end == open_end:
+            open_partition = part
+        elif DS in part.params:
+            commits[part.params[DS]] = Commit.from_partition(part)
+            closed.append(part)
+        else:
+            pending.append(part)
+    return TableState(
+        exists=True,
+        location=catalog.table_location(spark, spec),
+        properties=catalog.table_properties(spark, spec),
+        open_partition=open_partition,
+        commits=commits,
+        closed=closed,
+        pending=pending,
+    )
+
+
+def versions_root(state: TableState) -> str:
+    return state.location + "/versions"
+
+
+def run_dir(state: TableState, run_id: str) -> str:
+    return f"{versions_root(state)}/{run_id}"
+
+
+def empty_dir(location: str) -> str:
+    """A directory that stays empty: pending partitions point here until they are published."""
+    return location + "/versions/empty"

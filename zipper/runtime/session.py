@@ -1,0 +1,107 @@
+"""The one place a SparkSession is configured: embedded default or an external metastore."""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+RUNTIME_DIR = Path(__file__).resolve().parent
+DEFAULT_WAREHOUSE = "./warehouse"
+
+
+@dataclass(frozen=True)
+class SessionSettings:
+    """`metastore='embedded'`: Derby under the warehouse. `external`: whatever Spark is configured with."""
+
+    warehouse: str = DEFAULT_WAREHOUSE
+    metastore: str = "embedded"
+    verbose: bool = False
+    app_name: str = "zipper"
+
+    @classmethod
+    def from_env(cls, warehouse: str | None = None, verbose: bool = False, app_name: str = "zipper"):
+        return cls(
+            warehouse=warehouse or os.environ.get("ZIPPER_WAREHOUSE") or DEFAULT_WAREHOUSE,
+            metastore=os.environ.get("ZIPPER_METASTORE", "embedded"),
+            verbose=verbose,
+            app_name=app_name,
+        )
+
+    @property
+    def warehouse_path(self) -> Path:
+        return Path(self.warehouse).expanduser().resolve()
+
+
+def embedded_conf(settings: SessionSettings) -> dict[str, str]:
+    """Settings that make a local Spark use a Derby metastore inside the warehouse folder."""
+    warehouse = settings.warehouse_path
+    log_config = RUNTIME_DIR / "log4j2.properties"
+    return {
+        "spark.sql.warehouse.dir": str(warehouse),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={warehouse}/metastore_db;create=true",
+        "spark.driver.extraJavaOptions": (
+            f"-Dderby.system.home={warehouse} -Dderby.stream.error.file={warehouse}/derby.log"
+            f" -Dlog4j2.configurationFile=file:{log_config}"
+        ),
+    }
+
+
+def common_conf() -> dict[str, str]:
+    return {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.sources.partitionOverwriteMode": "static",
+        # Lets one write emit the open and closed partitions without a sort.
+        "spark.sql.maxConcurrentOutputFileWriters": "4",
+        "spark.sql.parquet.compression.codec": "snappy",
+    }
+
+
+def log_dir(settings: SessionSettings) -> Path:
+    default = settings.warehouse_path / "logs" if settings.metastore == "embedded" else Path("/tmp/zipper-logs")
+    return Path(os.environ.get("ZIPPER_LOG_DIR") or default)
+
+
+def build_session(settings: SessionSettings, extra: dict[str, str] | None = None):
+    """Create (or join, under spark-submit) the session. Imports pyspark lazily.
+
+    Unless verbose, the JVM's console output goes to a log file, so a user sees zipper's own
+    one-line messages and not Java's start-up chatter or stack traces."""
+    warnings.filterwarnings("ignore", message=".*pandas.*")
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
+
+    conf = dict(common_conf())
+    conf["spark.app.name"] = settings.app_name
+    conf["spark.sql.catalogImplementation"] = "hive"
+    if settings.metastore == "embedded":
+        settings.warehouse_path.mkdir(parents=True, exist_ok=True)
+        conf.update(embedded_conf(settings))
+        conf.setdefault("spark.ui.enabled", "false")
+    conf.update(extra or {})
+    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ
+    # Under spark-submit the JVM already runs with its --master; elsewhere default to local.
+    if "spark.master" not in conf and not under_submit:
+        conf["spark.master"] = os.environ.get("ZIPPER_SPARK_MASTER", "local[*]")
+
+    if SparkContext._active_spark_context is None and not under_submit:
+        spark_conf = SparkConf(loadDefaults=False).setAll(list(conf.items()))
+        gateway = None
+        if not settings.verbose:
+            from pyspark.java_gateway import launch_gateway
+
+            folder = log_dir(settings)
+            folder.mkdir(parents=True, exist_ok=True)
+            log_file = open(folder / f"spark-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log", "ab")
+            gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": log_file, "stderr": log_file})
+        SparkContext(conf=spark_conf, gateway=gateway)
+
+    builder = SparkSession.builder.enableHiveSupport()
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark

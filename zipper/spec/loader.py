@@ -1,0 +1,90 @@
+"""Read spec files; every failure names the file and the key."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from zipper.errors import SpecError
+from zipper.spec.model import TableSpec
+
+SPEC_SUFFIXES = (".yaml", ".yml")
+DEFAULT_SPECS_DIR = Path(__file__).resolve().parents[2] / "dags" / "tables"
+
+
+def specs_dir(explicit: str | os.PathLike | None = None) -> Path:
+    return Path(explicit or os.environ.get("ZIPPER_SPECS") or DEFAULT_SPECS_DIR)
+
+
+def _describe(error: dict) -> str:
+    key = ".".join(str(p) for p in error["loc"]) or "(top level)"
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return f"key '{key}': unknown key"
+    if kind == "missing":
+        return f"key '{key}': required key is missing"
+    message = error["msg"].removeprefix("Value error, ")
+    got = error.get("input")
+    shown = "" if isinstance(got, (dict, list)) or got is None else f" (got {got!r})"
+    return f"key '{key}': {message}{shown}"
+
+
+def load_spec_file(path: str | os.PathLike) -> TableSpec:
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read spec: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise SpecError(f"{path}:{where} not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(raw, dict):
+        raise SpecError(f"{path}: a spec is a YAML mapping of keys, got {type(raw).__name__}")
+    try:
+        return TableSpec.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(_describe(e) for e in exc.errors())
+        raise SpecError(f"{path}: {problems}") from None
+
+
+def spec_files(directory: str | os.PathLike | None = None) -> list[Path]:
+    folder = specs_dir(directory)
+    if not folder.is_dir():
+        raise SpecError(f"{folder}: specs folder does not exist (set --specs or ZIPPER_SPECS)")
+    return sorted(p for p in folder.iterdir() if p.suffix in SPEC_SUFFIXES and p.is_file())
+
+
+def load_specs(directory: str | os.PathLike | None = None) -> dict[str, tuple[Path, TableSpec]]:
+    """All specs of a folder by name; a name or table used twice is an error naming both files."""
+    found: dict[str, tuple[Path, TableSpec]] = {}
+    tables: dict[str, Path] = {}
+    for path in spec_files(directory):
+        spec = load_spec_file(path)
+        if spec.name in found:
+            raise SpecError(f"{path}: key 'name': {spec.name!r} is also used by {found[spec.name][0]}")
+        if spec.table in tables:
+            raise SpecError(f"{path}: key 'table': {spec.table!r} is also used by {tables[spec.table]}")
+        found[spec.name] = (path, spec)
+        tables[spec.table] = path
+    return found
+
+
+def find_spec(name: str, directory: str | os.PathLike | None = None) -> tuple[Path, TableSpec]:
+    """One spec by name. Other broken files in the folder do not block it."""
+    folder = specs_dir(directory)
+    candidates = [p for p in spec_files(folder) if p.stem == name]
+    others = [p for p in spec_files(folder) if p.stem != name]
+    for path in candidates + others:
+        try:
+            spec = load_spec_file(path)
+        except SpecError:
+            if path in candidates:
+                raise
+            continue
+        if spec.name == name:
+            return path, spec
+    raise SpecError(f"{folder}: no spec named {name!r}")

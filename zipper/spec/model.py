@@ -1,0 +1,133 @@
+"""Typed table specs, validated once at load so every later step can trust them."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+OPEN_END_DEFAULT = dt.date(9999, 12, 31)
+
+
+def _identifier(value: str) -> str:
+    if not IDENTIFIER.match(value):
+        raise ValueError(f"{value!r} is not an identifier (letters, digits, _; not starting with a digit)")
+    return value.lower()
+
+
+def _qualified_table(value: str) -> str:
+    parts = value.split(".")
+    if len(parts) != 2:
+        raise ValueError(f"{value!r} must be database.table")
+    return ".".join(_identifier(p) for p in parts)
+
+
+Identifier = Annotated[str, AfterValidator(_identifier)]
+QualifiedTable = Annotated[str, AfterValidator(_qualified_table)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SourceSpec(_Strict):
+    """Where the day's increment comes from; `path` and `partition` are Jinja templates of `ds`."""
+
+    mode: Literal["upsert"] = "upsert"
+    format: Literal["parquet", "csv", "orc", "table"] = "parquet"
+    path: str | None = None
+    table: QualifiedTable | None = None
+    partition: str | None = None
+    options: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _location(self) -> "SourceSpec":
+        if self.format == "table":
+            if not self.table:
+                raise ValueError("format 'table' needs 'table' (database.table)")
+            if self.path:
+                raise ValueError("format 'table' reads 'table', not 'path'")
+        elif not self.path:
+            raise ValueError(f"format {self.format!r} needs 'path'")
+        return self
+
+
+class BaseSpec(_Strict):
+    """A full snapshot loaded once by `zipper init` as the table's first open state."""
+
+    format: Literal["parquet", "csv", "orc", "table"] = "parquet"
+    path: str | None = None
+    table: QualifiedTable | None = None
+    options: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _location(self) -> "BaseSpec":
+        if self.format == "table" and not self.table:
+            raise ValueError("format 'table' needs 'table' (database.table)")
+        if self.format != "table" and not self.path:
+            raise ValueError(f"format {self.format!r} needs 'path'")
+        return self
+
+
+class TableSpec(_Strict):
+    name: Identifier
+    table: QualifiedTable
+    keys: list[Identifier] = Field(min_length=1)
+    source: SourceSpec
+    base: BaseSpec | None = None
+    start_date: dt.date
+    end_date: dt.date | None = None
+    begin_column: Identifier = "begin_dt"
+    end_column: Identifier = "end_dt"
+    open_end: dt.date = OPEN_END_DEFAULT
+    end_style: Literal["exclusive", "inclusive"] = "exclusive"
+    track_columns: Literal["all"] | list[Identifier] = "all"
+    retention_days: int = Field(default=7, ge=0)
+    columns: dict[Identifier, str] | None = None
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "TableSpec":
+        if len(set(self.keys)) != len(self.keys):
+            raise ValueError(f"keys repeat a column: {self.keys}")
+        if self.begin_column == self.end_column:
+            raise ValueError("begin_column and end_column must differ")
+        reserved = {self.begin_column, self.end_column}
+        if reserved & set(self.keys):
+            raise ValueError(f"keys may not use the reserved columns {sorted(reserved)}")
+        if isinstance(self.track_columns, list):
+            if not self.track_columns:
+                raise ValueError("track_columns: give 'all' or a non-empty list")
+            clash = (set(self.keys) | reserved) & set(self.track_columns)
+            if clash:
+                raise ValueError(f"track_columns may not list key or reserved columns: {sorted(clash)}")
+        if self.end_date and self.end_date < self.start_date:
+            raise ValueError(f"end_date {self.end_date} is before start_date {self.start_date}")
+        last = self.end_date or self.start_date
+        if self.open_end <= last:
+            raise ValueError(f"open_end {self.open_end} must be after every run date")
+        if self.columns is not None:
+            missing = [k for k in self.keys if k not in self.columns]
+            if missing:
+                raise ValueError(f"columns must include the keys; missing {missing}")
+            if reserved & set(self.columns):
+                raise ValueError(f"columns may not include the reserved columns {sorted(reserved)}")
+        return self
+
+    @property
+    def database(self) -> str:
+        return self.table.split(".")[0]
+
+    @property
+    def table_name(self) -> str:
+        return self.table.split(".")[1]
+
+    def closed_end(self, ds: dt.date) -> dt.date:
+        """The end value (and partition) of versions closed by the run of `ds`."""
+        return ds if self.end_style == "exclusive" else ds - dt.timedelta(days=1)
+
+    def first_merge_date(self) -> dt.date:
+        return self.start_date
