@@ -49,6 +49,13 @@ def render(template: str, ds: dt.date, what: str) -> str:
         raise SpecError(f"{what}: cannot render {template!r}: {exc}") from None
 
 
+def resolve_path(path: str, spec: TableSpec) -> str:
+    """A relative local path is relative to the folder of the spec file that names it."""
+    if "://" in path or path.startswith("/") or ":" in path.split("/")[0] or spec.origin is None:
+        return path
+    return str((spec.origin.parent / path).resolve())
+
+
 def parse_partition(expression: str) -> dict[str, str]:
     """`a = 'x' AND b = 'y'` -> {a: x, b: y}. Only equalities, so a spec cannot inject SQL."""
     terms = re.split(r"(?i)\s+and\s+|,", expression)
@@ -71,7 +78,7 @@ def fingerprint(files: list[fs.FileInfo], extra: str = "") -> str:
 def locate(spark, spec: TableSpec, source: SourceSpec | BaseSpec, ds: dt.date, what: str) -> Input:
     if source.format == "table":
         return _locate_table(spark, source, ds, what)
-    rendered = render(source.path, ds, f"{what}.path")
+    rendered = resolve_path(render(source.path, ds, f"{what}.path"), spec)
     matches = fs.glob(spark, rendered)
     if not matches:
         raise InputError(f"{what} not found: {rendered}", table=spec.table, ds=ds.isoformat())

@@ -45,10 +45,12 @@ def load_spec_file(path: str | os.PathLike) -> TableSpec:
     if not isinstance(raw, dict):
         raise SpecError(f"{path}: a spec is a YAML mapping of keys, got {type(raw).__name__}")
     try:
-        return TableSpec.model_validate(raw)
+        spec = TableSpec.model_validate(raw)
     except ValidationError as exc:
         problems = "; ".join(_describe(e) for e in exc.errors())
         raise SpecError(f"{path}: {problems}") from None
+    spec._origin = path.resolve()
+    return spec
 
 
 def spec_files(directory: str | os.PathLike | None = None) -> list[Path]:

@@ -6,7 +6,9 @@ import datetime as dt
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pathlib import Path
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 OPEN_END_DEFAULT = dt.date(9999, 12, 31)
@@ -88,6 +90,12 @@ class TableSpec(_Strict):
     retention_days: int = Field(default=7, ge=0)
     columns: dict[Identifier, str] | None = None
     description: str = ""
+    _origin: Path | None = PrivateAttr(default=None)
+
+    @property
+    def origin(self) -> Path | None:
+        """The spec file this was loaded from; relative source paths resolve against its folder."""
+        return self._origin
 
     @model_validator(mode="after")
     def _consistent(self) -> "TableSpec":

@@ -1,0 +1,12 @@
+-- Consecutive versions of a key whose intervals overlap (the key would appear twice in a slice).
+SELECT *
+FROM (
+  SELECT {% for k in keys %}{{ k | ident }}, {% endfor %}{{ begin_column | ident }}, {{ end_column | ident }},
+         LAG({{ end_column | ident }}) OVER (
+           PARTITION BY {% for k in keys %}{{ k | ident }}{{ ", " if not loop.last }}{% endfor %}
+
+           ORDER BY {{ begin_column | ident }}, {{ end_column | ident }}
+         ) AS previous_end
+  FROM {{ table | ident }}
+) versions
+WHERE previous_end {{ ">" if end_style == "exclusive" else ">=" }} {{ begin_column | ident }}

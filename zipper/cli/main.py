@@ -1,0 +1,196 @@
+"""The `zipper` command. spark_jobs/zipper_job.py runs this same code under spark-submit."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+import traceback
+
+from zipper.cli import output
+from zipper.errors import InputError, ZipperError
+from zipper.spec.loader import find_spec
+
+EXIT_ERROR = 1
+EXIT_CHECK_FAILED = 3
+
+
+def _common(top_level: bool) -> argparse.ArgumentParser:
+    """Options accepted before or after the verb; after the verb they must not reset a value given before."""
+    default = None if top_level else argparse.SUPPRESS
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--specs", metavar="DIR", default=default,
+                        help="folder of table specs (env ZIPPER_SPECS; default dags/tables)")
+    common.add_argument("--warehouse", metavar="DIR", default=default,
+                        help="warehouse folder; the Derby metastore is DIR/metastore_db (env ZIPPER_WAREHOUSE; default ./warehouse)")
+    common.add_argument("--verbose", action="store_true", default=False if top_level else argparse.SUPPRESS,
+                        help="show Spark's log and full traces")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common(top_level=False)
+    parser = argparse.ArgumentParser(prog="zipper", description="Daily SCD type 2 (zipper) tables on Hive.",
+                                     parents=[_common(top_level=True)])
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    p = verbs.add_parser("init", parents=[common], help="create the table (and load the base)")
+    p.add_argument("name")
+    p.add_argument("--ds", help="the base holds the state at the end of this date (default: start_date - 1)")
+
+    p = verbs.add_parser("merge", parents=[common], help="merge one day's increment")
+    p.add_argument("name")
+    p.add_argument("--ds", required=True, help="the run date, YYYY-MM-DD")
+
+    p = verbs.add_parser("status", parents=[common], help="committed state as JSON")
+    p.add_argument("name")
+    p.add_argument("--recent", type=int, default=10, help="how many recent commits to list")
+
+    p = verbs.add_parser("slice", parents=[common], help="the table as of a date")
+    p.add_argument("name")
+    p.add_argument("--as-of", required=True, dest="as_of", help="YYYY-MM-DD")
+    p.add_argument("--format", choices=["csv", "json", "parquet"], default="csv")
+    p.add_argument("--out", help="file to write (a directory for parquet); default stdout")
+
+    p = verbs.add_parser("history", parents=[common], help="every version of one key")
+    p.add_argument("name")
+    p.add_argument("--key", action="append", required=True, metavar="COL=VALUE", help="repeat for composite keys")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+
+    p = verbs.add_parser("check", parents=[common], help="verify every invariant on the live table")
+    p.add_argument("name")
+
+    p = verbs.add_parser("vacuum", parents=[common], help="remove unreferenced version directories")
+    p.add_argument("name")
+    p.add_argument("--retention-days", type=int, help="override the spec's retention_days")
+    p.add_argument("--dry-run", action="store_true")
+    return parser
+
+
+def parse_date(value: str | None, flag: str, table: str) -> dt.date | None:
+    if value is None:
+        return None
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise InputError(f"{flag} {value!r} is not a date (YYYY-MM-DD)", table=table) from None
+
+
+class Runner:
+    """Holds the parsed arguments and opens Spark only when a verb needs it."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.path, self.spec = find_spec(args.name, args.specs)
+        self._spark = None
+
+    @property
+    def spark(self):
+        if self._spark is None:
+            from zipper.runtime.session import SessionSettings, build_session
+
+            settings = SessionSettings.from_env(self.args.warehouse, self.args.verbose, f"zipper {self.args.verb} {self.spec.name}")
+            self._spark = build_session(settings)
+        return self._spark
+
+    def run(self) -> int:
+        return getattr(self, "do_" + self.args.verb)()
+
+    def do_init(self) -> int:
+        from zipper.engine import merge
+
+        ds = parse_date(self.args.ds, "--ds", self.spec.table)
+        print(merge.init_table(self.spark, self.spec, ds).summary())
+        return 0
+
+    def do_merge(self) -> int:
+        from zipper.engine import merge
+
+        ds = parse_date(self.args.ds, "--ds", self.spec.table)
+        print(merge.merge_date(self.spark, self.spec, ds).summary())
+        return 0
+
+    def do_status(self) -> int:
+        from zipper.engine import inspect
+
+        print(json.dumps(inspect.status(self.spark, self.spec, self.args.recent), indent=2))
+        return 0
+
+    def do_slice(self) -> int:
+        from zipper.engine import inspect
+
+        as_of = parse_date(self.args.as_of, "--as-of", self.spec.table)
+        df = inspect.slice_as_of(self.spark, self.spec, as_of)
+        output.write_rows(df, self.args.format, self.args.out, self.spec.table)
+        return 0
+
+    def do_history(self) -> int:
+        from zipper.engine import inspect
+
+        key = inspect.parse_key(self.spec, self.args.key)
+        df = inspect.history(self.spark, self.spec, key)
+        if self.args.format == "table":
+            output.print_table(df, noun="versions")
+        else:
+            output.write_rows(df, self.args.format, None, self.spec.table)
+        return 0
+
+    def do_check(self) -> int:
+        from zipper.engine import check
+
+        report = check.run_checks(self.spark, self.spec)
+        print(json.dumps(report, indent=2, default=str))
+        if not report["ok"]:
+            print(f"zipper: {self.spec.table}: check failed: {', '.join(report['failed'])}", file=sys.stderr)
+            return EXIT_CHECK_FAILED
+        return 0
+
+    def do_vacuum(self) -> int:
+        from zipper.engine import vacuum
+
+        report = vacuum.vacuum(self.spark, self.spec, self.args.retention_days, self.args.dry_run)
+        verb = "would remove" if report["dry_run"] else "removed"
+        print(f"{report['table']}: {verb} {len(report['removed'])} directories ({report['removed_bytes']} bytes),"
+              f" kept {report['kept']}; retention {report['retention_days']} days")
+        return 0
+
+
+def _one_line(exc: BaseException) -> str:
+    """The useful first line of a Spark/Java failure, without the JVM stack."""
+    text = str(exc).strip()
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            text = f"{java.getClass().getName()}: {java.getMessage()}"
+        except Exception:
+            pass
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return first[:500]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    runner = None
+    try:
+        runner = Runner(args)
+        return runner.run()
+    except ZipperError as exc:
+        if args.verbose:
+            traceback.print_exc()
+        print(f"zipper: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("zipper: interrupted; nothing was published by this run unless it said so", file=sys.stderr)
+        return 130
+    except Exception as exc:  # Spark, Java and I/O failures
+        if args.verbose:
+            traceback.print_exc()
+        where = " ".join(filter(None, [runner.spec.table if runner else None, getattr(args, "ds", None)]))
+        hint = "" if args.verbose else " (run with --verbose for the full trace)"
+        print(f"zipper: error: {where + ': ' if where else ''}{_one_line(exc)}{hint}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""Row output for the CLI: CSV, JSON lines, Parquet, or an aligned text table."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import datetime as dt
+import decimal
+import json
+import sys
+
+from zipper.errors import InputError
+
+
+def _plain(value):
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    return value
+
+
+@contextlib.contextmanager
+def _target(out: str | None):
+    if out is None:
+        yield sys.stdout
+    else:
+        with open(out, "w", newline="", encoding="utf-8") as handle:
+            yield handle
+
+
+def write_rows(df, fmt: str, out: str | None, table: str) -> None:
+    if fmt == "parquet":
+        if not out:
+            raise InputError("--format parquet needs --out DIR", table=table)
+        df.write.mode("errorifexists").parquet(out)
+        return
+    columns = df.columns
+    with _target(out) as handle:
+        if fmt == "csv":
+            writer = csv.writer(handle, lineterminator="\n")
+            writer.writerow(columns)
+            for row in df.toLocalIterator():
+                writer.writerow(["" if v is None else _plain(v) for v in row])
+        else:
+            for row in df.toLocalIterator():
+                handle.write(json.dumps({c: _plain(v) for c, v in zip(columns, row)}, ensure_ascii=False) + "\n")
+
+
+def print_table(df, noun: str = "rows") -> None:
+    rows = [[("NULL" if v is None else str(_plain(v))) for v in row] for row in df.collect()]
+    header = df.columns
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
+    print(line)
+    print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths)))
+    print(f"({len(rows)} {noun})")

@@ -1,0 +1,87 @@
+"""Read-only views of a zipper table: status, as-of slices, the history of one key."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from zipper import sqltemplates
+from zipper.engine import state
+from zipper.errors import InputError, StateError
+from zipper.spec.model import TableSpec
+
+
+def require_initialized(spark, spec: TableSpec) -> state.TableState:
+    st = state.read_state(spark, spec)
+    if not st.exists:
+        raise StateError(f"table does not exist; run `zipper init {spec.name}`", table=spec.table)
+    if not st.initialized:
+        raise StateError(f"table is not initialized; run `zipper init {spec.name}`", table=spec.table)
+    return st
+
+
+def status(spark, spec: TableSpec, recent: int = 10) -> dict:
+    st = require_initialized(spark, spec)
+    commits = sorted(st.commits.values(), key=lambda c: c.ds)
+    partitions = [
+        {"end": st.open_partition.end, "rows": st.open_rows, "kind": "open", "location": st.open_partition.location}
+    ] + [
+        {"end": p.end, "rows": int(p.params.get(state.ROWS, 0)), "kind": "closed", "ds": p.params[state.DS],
+         "location": p.location}
+        for p in st.closed
+    ] + [{"end": p.end, "rows": 0, "kind": "pending", "location": p.location} for p in st.pending]
+    return {
+        "name": spec.name,
+        "table": spec.table,
+        "last_committed": st.last_committed.isoformat(),
+        "base_date": st.init_ds.isoformat() if st.init_ds else None,
+        "open_rows": st.open_rows,
+        "closed_rows": sum(c.rows for c in commits),
+        "end_style": spec.end_style,
+        "partitions": partitions,
+        "recent_commits": [
+            {"ds": c.ds, "run_id": c.run_id, "committed_at": c.committed_at, "fingerprint": c.fingerprint,
+             "counts": c.counts}
+            for c in commits[-recent:]
+        ][::-1],
+    }
+
+
+def slice_as_of(spark, spec: TableSpec, as_of: dt.date):
+    st = require_initialized(spark, spec)
+    if as_of > st.last_committed:
+        raise StateError(f"table is only committed up to {st.last_committed}", table=spec.table, ds=as_of.isoformat())
+    return spark.sql(
+        sqltemplates.render(
+            "slice_as_of.sql",
+            table=spec.table,
+            keys=spec.keys,
+            begin_column=spec.begin_column,
+            end_column=spec.end_column,
+            end_style=spec.end_style,
+            as_of=as_of.isoformat(),
+        )
+    )
+
+
+def parse_key(spec: TableSpec, pairs: list[str]) -> dict[str, str]:
+    values = {}
+    for pair in pairs:
+        column, sep, value = pair.partition("=")
+        column = column.strip().lower()
+        if not sep or not column:
+            raise InputError(f"--key {pair!r}: expected column=value", table=spec.table)
+        if column not in spec.keys:
+            raise InputError(f"--key {column!r} is not a key column; keys are {spec.keys}", table=spec.table)
+        values[column] = value
+    missing = [k for k in spec.keys if k not in values]
+    if missing:
+        raise InputError(f"--key missing for key columns {missing}", table=spec.table)
+    return values
+
+
+def history(spark, spec: TableSpec, key: dict[str, str]):
+    require_initialized(spark, spec)
+    query = sqltemplates.render(
+        "history.sql", table=spec.table, keys=spec.keys, begin_column=spec.begin_column, end_column=spec.end_column
+    )
+    return spark.sql(query, args={f"key{i}": key[k] for i, k in enumerate(spec.keys)})
