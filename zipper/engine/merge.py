@@ -158,7 +158,10 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
         located = sources.locate(spark, spec, spec.base, ds, "base")
         fingerprint = located.fingerprint
         schema = _struct_type(_spec_columns(spark, spec)) if spec.columns else None
-        base_df = sources.read(spark, located, spec.base, schema)
+        try:
+            base_df = sources.read(spark, located, spec.base, schema)
+        except InputError as exc:
+            raise InputError(exc.detail, **where) from None
         if base_df is None:
             raise InputError(f"base at {located.description} has no files", **where)
         base_df = conform.lower_case_columns(base_df, spec, ds.isoformat(), "base")
@@ -267,8 +270,6 @@ def merge_date(spark, spec: TableSpec, ds: dt.date) -> RunResult:
             fingerprints[day] = sources.locate(spark, spec, spec.source, day, "increment").fingerprint
         return fingerprints[day]
 
-    located = sources.locate(spark, spec, spec.source, ds, "increment")
-    fingerprints[ds] = located.fingerprint
     plan = plan_merge(
         spec,
         ds,
@@ -281,8 +282,10 @@ def merge_date(spark, spec: TableSpec, ds: dt.date) -> RunResult:
     if plan.action == "noop":
         return RunResult(spec.table, ds.isoformat(), "noop", plan.reason, seconds=time.monotonic() - started)
     if plan.action == "init_and_apply":
+        sources.locate(spark, spec, spec.source, ds, "increment")  # fail before creating anything
         init_table(spark, spec, None)
         st = state.read_state(spark, spec)
+    located = sources.locate(spark, spec, spec.source, ds, "increment")
     return apply_date(spark, spec, st, ds, located, started)
 
 
@@ -299,7 +302,10 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
     tracked = conform.tracked_columns(spec, names)
 
     schema = _struct_type(table_columns)
-    increment = sources.read(spark, located, spec.source, schema)
+    try:
+        increment = sources.read(spark, located, spec.source, schema)
+    except InputError as exc:
+        raise InputError(exc.detail, **where) from None
     increment = conform.lower_case_columns(increment, spec, ds_text, f"increment {located.description}")
     conform.check_shape(increment, spec, ds_text, f"increment {located.description}")
     increment = conform.to_table_columns(increment, table_columns, spec, ds_text, f"increment {located.description}")

@@ -127,4 +127,19 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None):
         else:
             options.setdefault("inferSchema", "true")
     reader = reader.options(**options)
-    return reader.load(located.paths)
+    try:
+        df = reader.load(located.paths)
+        df.schema  # noqa: B018 - resolve now, so a bad file fails here with its name
+    except Exception as exc:  # AnalysisException, SparkException: unreadable or inconsistent files
+        raise _unreadable(located, exc) from None
+    return df
+
+
+def _unreadable(located: Input, exc: Exception) -> InputError:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if "COLUMN_ALREADY_EXISTS" in text:
+        column = re.search(r"`([^`]+)`", text)
+        return InputError(
+            f"{located.description} has columns that differ only in case: {column.group(1) if column else text}"
+        )
+    return InputError(f"cannot read {located.description}: {text[:300]}")

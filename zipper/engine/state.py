@@ -122,6 +122,10 @@ class TableState:
 def read_state(spark, spec: TableSpec) -> TableState:
     if not catalog.table_exists(spark, spec):
         return TableState(exists=False)
+    properties = catalog.table_properties(spark, spec)
+    location = catalog.table_location(spark, spec)
+    if P_SPEC_NAME not in properties:  # not a zipper table: do not interpret it
+        return TableState(exists=True, location=location, properties=properties)
     open_end = spec.open_end.isoformat()
     open_partition = None
     commits: dict[str, Commit] = {}
@@ -137,8 +141,8 @@ def read_state(spark, spec: TableSpec) -> TableState:
             pending.append(part)
     return TableState(
         exists=True,
-        location=catalog.table_location(spark, spec),
-        properties=catalog.table_properties(spark, spec),
+        location=location,
+        properties=properties,
         open_partition=open_partition,
         commits=commits,
         closed=closed,

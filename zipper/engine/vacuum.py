@@ -1,4 +1,9 @@
-"""`zipper vacuum`: remove version directories no partition points to, once older than retention."""
+"""`zipper vacuum`: remove data directories no partition points to, once older than retention.
+
+Each run writes `versions/<run_id>/zipper_slot=open` and `.../zipper_slot=closed`. The closed
+directory stays referenced for as long as its history partition exists; the open one is
+superseded by the next day's run. So the unit of removal is the slot directory, and a run
+directory goes when nothing in it is referenced any more."""
 
 from __future__ import annotations
 
@@ -10,34 +15,31 @@ from zipper.spec.model import TableSpec
 MIN_AGE = dt.timedelta(hours=1)
 
 
-def _run_of(location: str, root: str) -> str | None:
-    prefix = root.rstrip("/") + "/"
-    return location[len(prefix):].split("/")[0] if location.startswith(prefix) else None
-
-
 def vacuum(spark, spec: TableSpec, retention_days: int | None = None, dry_run: bool = False,
            now: dt.datetime | None = None) -> dict:
     st = inspect.require_initialized(spark, spec)
     retention = spec.retention_days if retention_days is None else retention_days
     now = now or dt.datetime.now(dt.timezone.utc)
-    root = fs.qualify(spark, state.versions_root(st))
-    partitions = [st.open_partition, *st.closed, *st.pending]
-    live = {_run_of(fs.qualify(spark, p.location), root) for p in partitions}
+    root = fs.qualify(spark, state.versions_root(st)).rstrip("/")
+    live = {fs.qualify(spark, p.location).rstrip("/") for p in [st.open_partition, *st.closed, *st.pending]}
     removed, kept = [], 0
-    for directory, modified_ms in sorted(fs.list_dirs(spark, root)):
-        run = directory.rstrip("/").rsplit("/", 1)[-1]
-        if run == "empty" or run in live:
-            kept += 1
-            continue
+    for run_dir, modified_ms in sorted(fs.list_dirs(spark, root)):
+        run_dir = run_dir.rstrip("/")
+        run = run_dir.rsplit("/", 1)[-1]
         started = state.run_time(run) or dt.datetime.fromtimestamp(modified_ms / 1000, dt.timezone.utc)
         # A directory this young may belong to a merge that is still running.
-        if now - started < max(dt.timedelta(days=retention), MIN_AGE):
+        old_enough = now - started >= max(dt.timedelta(days=retention), MIN_AGE)
+        if run == "empty" or not old_enough:
             kept += 1
             continue
-        size = fs.du(spark, directory)
-        if not dry_run:
-            fs.delete(spark, directory)
-        removed.append({"directory": directory, "bytes": size})
+        children = [d.rstrip("/") for d, _ in fs.list_dirs(spark, run_dir)]
+        referenced = [c for c in children if c in live]
+        targets = [run_dir] if not referenced else [c for c in children if c not in live]
+        for target in targets:
+            removed.append({"directory": target, "bytes": fs.du(spark, target)})
+            if not dry_run:
+                fs.delete(spark, target)
+        kept += bool(referenced)
     return {
         "table": spec.table,
         "retention_days": retention,

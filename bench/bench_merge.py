@@ -1,0 +1,426 @@
+"""Benchmark: one daily zipper merge against a copy floor and the article's hand-written SQL.
+
+Three ways to move a dimension's open partition from D-1 to D, timed in one local SparkSession:
+
+  copy     read the open partition and write it back as Parquet: the I/O any merge must pay,
+           so merge/copy says how much the merge logic itself costs on top;
+  article  the classic "left join + union all" INSERT OVERWRITE (sql/article_left_join_union_all.sql)
+           on a plain Hive table holding the same rows: what zipper replaces;
+  merge    zipper's merge_date through audit and publish.
+
+The methods alternate inside each round, so drift on a shared machine (another Spark job, page
+cache, JIT warm-up) hits all three alike, and the median of the rounds is reported. Everything
+lives in a fresh temp directory that is deleted at the end (unless --keep).
+
+    .venv/bin/python bench/bench_merge.py                          # 5,000,000 rows, 3 rounds
+    .venv/bin/python bench/bench_merge.py --rows 200000 --repeats 1  # smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import re
+import resource
+import shutil
+import statistics
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DAY = dt.date(2024, 6, 1)  # the merged date D; the base is the state at D - 1
+DATABASE = "bench"
+KEYS = ["user_id"]
+BEGIN, END = "begin_dt", "end_dt"
+OPEN_END = "9999-12-31"
+CITIES = ["Beijing", "Shanghai", "Guangzhou", "Shenzhen", "Hangzhou", "Chengdu", "Wuhan", "Xi'an"]
+METHODS = ("copy", "article", "merge")
+MB = 1024 * 1024
+
+
+# ---------------------------------------------------------------- setup
+
+@dataclass(frozen=True)
+class Layout:
+    """Where everything goes inside the one temp directory, so cleanup is a single rmtree."""
+
+    root: Path
+
+    @property
+    def warehouse(self) -> Path:
+        return self.root / "warehouse"
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def base(self) -> str:
+        return str(self.data / "base")
+
+    def increment(self, day: dt.date) -> str:
+        return str(self.data / "incr" / f"ds={day.isoformat()}")
+
+    def copy_target(self, round_no: int) -> str:
+        return str(self.root / "copy" / f"round_{round_no}")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=5_000_000, help="rows in the base dimension")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds; each times copy, article and merge once")
+    parser.add_argument("--keep", action="store_true", help="keep the temp directory (logs, data) for inspection")
+    args = parser.parse_args(argv)
+    if args.rows < 1000 or args.repeats < 1:
+        parser.error("--rows must be >= 1000 and --repeats >= 1")
+    return args
+
+
+def start_session(layout: Layout):
+    """The same session zipper's CLI builds (no tuning), so the merge is timed as users run it."""
+    from zipper.runtime.session import SessionSettings, build_session
+
+    spark = build_session(SessionSettings(warehouse=str(layout.warehouse), app_name="zipper bench"))
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS `{DATABASE}`")
+    return spark
+
+
+# ---------------------------------------------------------------- data
+
+def dimension_rows(ids, version: int, updated):
+    """Typed dimension rows derived from `id` alone, so base and increment agree on every key.
+
+    `version` salts the hashes: version 1 of a key differs from version 0 in balance (and
+    `updated`), so every re-sent key is a real change."""
+    from pyspark.sql import functions as F
+
+    def bucket(salt: str, size: int):
+        return F.pmod(F.xxhash64(F.col("id"), F.lit(version), F.lit(salt)), F.lit(size))
+
+    return ids.select(
+        (F.col("id") + 1).alias("user_id"),
+        F.concat(F.lit("user_"), F.col("id").cast("string")).alias("name"),
+        F.element_at(F.array(*[F.lit(c) for c in CITIES]), (bucket("city", len(CITIES)) + 1).cast("int")).alias("city"),
+        (bucket("balance", 100_000_000) / 100).cast("decimal(12,2)").alias("balance"),
+        bucket("level", 10).cast("int").alias("level"),
+        updated.alias("updated"),
+    )
+
+
+def generate(spark, layout: Layout, rows: int) -> dict[str, int]:
+    """Base at D-1 plus the increment of D: 1% re-sent existing keys (changed), 0.2% new keys."""
+    from pyspark.sql import functions as F
+
+    yesterday = F.lit(DAY - dt.timedelta(days=1))
+    base = dimension_rows(spark.range(rows), 0, F.date_sub(yesterday, (F.col("id") % 365).cast("int")))
+    base.write.parquet(layout.base)
+
+    changed, new = rows // 100, rows // 500
+    step = rows // changed  # spread the changed keys evenly over the key space
+    today = F.lit(DAY)
+    changed_rows = dimension_rows(spark.range(changed).select((F.col("id") * step).alias("id")), 1, today)
+    new_rows = dimension_rows(spark.range(rows, rows + new), 0, today)
+    changed_rows.unionByName(new_rows).coalesce(1).write.parquet(layout.increment(DAY))
+    return {"base": rows, "changed": changed, "new": new}
+
+
+def register_increment(spark, layout: Layout) -> str:
+    """The article SQL names its increment as a table; point one at the same Parquet files."""
+    name = f"{DATABASE}.incr"
+    spark.sql(f"CREATE TABLE `{DATABASE}`.`incr` USING parquet LOCATION '{layout.increment(DAY)}'")
+    return name
+
+
+def disk_mb(path: str) -> float:
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file()) / MB
+
+
+# ---------------------------------------------------------------- the three methods
+
+def zipper_spec(layout: Layout, round_no: int):
+    """One table per round: a zipper table merges a date once, so each round needs a fresh one."""
+    from zipper.spec.model import TableSpec
+
+    return TableSpec.model_validate(
+        dict(
+            name=f"t_merge_{round_no}",
+            table=f"{DATABASE}.t_merge_{round_no}",
+            keys=KEYS,
+            source=dict(mode="upsert", format="parquet", path=f"{layout.data}/incr/ds={{{{ ds }}}}"),
+            base=dict(format="parquet", path=layout.base),
+            start_date=DAY,
+        )
+    )
+
+
+def data_columns(spark, layout: Layout) -> list[tuple[str, str]]:
+    return [(f.name, f.dataType.simpleString()) for f in spark.read.parquet(layout.base).schema.fields]
+
+
+def create_article_table(spark, layout: Layout, round_no: int, columns: list[tuple[str, str]]) -> str:
+    """The article's own copy: a plain Hive table, base rows open since D-1. Not timed."""
+    table = f"{DATABASE}.article_{round_no}"
+    ddl = ", ".join(f"`{name}` {kind}" for name, kind in columns)
+    spark.sql(
+        f"CREATE TABLE `{DATABASE}`.`article_{round_no}` ({ddl}, `{BEGIN}` STRING)"
+        f" PARTITIONED BY (`{END}` STRING) STORED AS PARQUET"
+    )
+    names = ", ".join(f"`{name}`" for name, _ in columns)
+    spark.sql(
+        f"INSERT OVERWRITE TABLE `{DATABASE}`.`article_{round_no}` PARTITION (`{END}` = '{OPEN_END}')"
+        f" SELECT {names}, '{(DAY - dt.timedelta(days=1)).isoformat()}' FROM parquet.`{layout.base}`"
+    )
+    return table
+
+
+def article_sql(table: str, increment: str, columns: list[tuple[str, str]]) -> str:
+    from zipper import sqltemplates
+
+    return sqltemplates.render(
+        "article_left_join_union_all.sql",
+        table=table,
+        columns=[name for name, _ in columns],
+        keys=KEYS,
+        begin_column=BEGIN,
+        end_column=END,
+        ds=DAY.isoformat(),
+        open_end=OPEN_END,
+        increment=increment,
+    )
+
+
+def split_insert(sql: str) -> tuple[str, str]:
+    """(INSERT OVERWRITE ... PARTITION (...) header, the SELECT it writes) of the rendered article."""
+    match = re.search(r"^(INSERT OVERWRITE TABLE .*?)$\n(.*)", sql, flags=re.M | re.S)
+    if not match:
+        raise ValueError("the article template no longer starts with INSERT OVERWRITE TABLE")
+    return match.group(1), match.group(2)
+
+
+def is_self_overwrite_refusal(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "overwrite" in text and "being read from" in text
+
+
+@contextmanager
+def article_settings(spark):
+    """The article overwrites only the partitions it emits (dynamic partitions); zipper's session
+    default is static, so switch for the article alone and restore afterwards."""
+    previous = spark.conf.get("spark.sql.sources.partitionOverwriteMode")
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    spark.sql("SET hive.exec.dynamic.partition=true")
+    spark.sql("SET hive.exec.dynamic.partition.mode=nonstrict")
+    try:
+        yield
+    finally:
+        spark.conf.set("spark.sql.sources.partitionOverwriteMode", previous)
+
+
+@dataclass
+class Article:
+    """Runs the article SQL; falls back to a staging table if Spark refuses to read and
+    overwrite the same table in one statement (then both steps are timed together)."""
+
+    staged: bool = False
+
+    def run(self, spark, table: str, sql: str) -> float:
+        with article_settings(spark):
+            return self._run(spark, table, sql)
+
+    def _run(self, spark, table: str, sql: str) -> float:
+        if not self.staged:
+            started = time.perf_counter()
+            try:
+                spark.sql(sql)
+                return time.perf_counter() - started
+            except Exception as exc:  # AnalysisException, raised before anything is written
+                if not is_self_overwrite_refusal(exc):
+                    raise
+                self.staged = True
+        return self._run_staged(spark, table, sql)
+
+    @staticmethod
+    def _run_staged(spark, table: str, sql: str) -> float:
+        header, select = split_insert(sql)
+        stage = f"`{DATABASE}`.`{table.split('.')[1]}_stage`"
+        spark.sql(f"DROP TABLE IF EXISTS {stage}")
+        started = time.perf_counter()
+        spark.sql(f"CREATE TABLE {stage} USING parquet AS {select}")
+        spark.sql(f"{header} SELECT * FROM {stage}")
+        return time.perf_counter() - started
+
+
+def time_copy(spark, table: str, target: str) -> float:
+    """Read the open partition through the metastore and write it back: the I/O floor."""
+    started = time.perf_counter()
+    spark.table(table).where(f"`{END}` = '{OPEN_END}'").drop(END).write.parquet(target)
+    return time.perf_counter() - started
+
+
+def time_merge(spark, spec) -> tuple[float, object]:
+    from zipper.engine import merge
+
+    started = time.perf_counter()
+    result = merge.merge_date(spark, spec, DAY)
+    return time.perf_counter() - started, result
+
+
+def partition_counts(spark, table: str) -> dict[str, int]:
+    """Rows per end partition, to check the article did the same work as the merge. Not timed."""
+    return {row[0]: row[1] for row in spark.table(table).groupBy(END).count().collect()}
+
+
+# ---------------------------------------------------------------- memory
+
+class HeapMeter:
+    """Peak JVM heap (sum over heap pools of each pool's peak) since the last reset.
+
+    In local mode the driver JVM also runs the tasks, so this is the whole job's heap. Summing
+    per-pool peaks can overstate the simultaneous peak a little; it never understates it."""
+
+    def __init__(self, spark):
+        jvm = spark._jvm
+        self._pools = [p for p in jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
+                       if str(p.getType().toString()) == "Heap memory"]
+        self._max = jvm.java.lang.Runtime.getRuntime().maxMemory()
+        self._pid = jvm.java.lang.ProcessHandle.current().pid()
+
+    def reset(self) -> None:
+        for pool in self._pools:
+            pool.resetPeakUsage()
+
+    def peak_mb(self) -> float:
+        return sum(p.getPeakUsage().getUsed() for p in self._pools) / MB
+
+    @property
+    def max_mb(self) -> float:
+        return self._max / MB
+
+    def jvm_rss_peak_mb(self) -> float | None:
+        """The JVM process's peak resident set (VmHWM), when /proc has it."""
+        try:
+            for line in Path(f"/proc/{self._pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return None
+
+
+def python_rss_peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+# ---------------------------------------------------------------- rounds
+
+@dataclass
+class Samples:
+    seconds: dict[str, list[float]] = field(default_factory=lambda: {m: [] for m in METHODS})
+    peak_heap_mb: dict[str, float] = field(default_factory=lambda: {m: 0.0 for m in METHODS})
+
+    def add(self, method: str, seconds: float, heap_mb: float) -> None:
+        self.seconds[method].append(seconds)
+        self.peak_heap_mb[method] = max(self.peak_heap_mb[method], heap_mb)
+
+    def median(self, method: str) -> float:
+        return statistics.median(self.seconds[method])
+
+
+def prepare_round(spark, layout: Layout, round_no: int, columns) -> tuple[object, str]:
+    """Fresh zipper table (init from the base) and fresh article table, both at D-1. Not timed."""
+    from zipper.engine import merge
+
+    spec = zipper_spec(layout, round_no)
+    merge.init_table(spark, spec)
+    return spec, create_article_table(spark, layout, round_no, columns)
+
+
+def measured(meter: HeapMeter, samples: Samples, method: str, run) -> object:
+    """Run one timed method; `run` returns seconds or (seconds, result)."""
+    meter.reset()
+    outcome = run()
+    seconds, result = outcome if isinstance(outcome, tuple) else (outcome, None)
+    samples.add(method, seconds, meter.peak_mb())
+    print(f"    {method:<8} {seconds:8.2f} s", flush=True)
+    return result
+
+
+def run_rounds(spark, layout: Layout, repeats: int, increment: str, meter: HeapMeter) -> tuple[Samples, Article]:
+    columns = data_columns(spark, layout)
+    samples, article = Samples(), Article()
+    for round_no in range(1, repeats + 1):
+        spec, article_table = prepare_round(spark, layout, round_no, columns)
+        print(f"  round {round_no}/{repeats}", flush=True)
+        sql = article_sql(article_table, increment, columns)
+        measured(meter, samples, "copy", lambda: time_copy(spark, spec.table, layout.copy_target(round_no)))
+        measured(meter, samples, "article", lambda: article.run(spark, article_table, sql))
+        result = measured(meter, samples, "merge", lambda: time_merge(spark, spec))
+        print(f"    merge:   {result.summary()}")
+        print(f"    article: rows per {END} {dict(sorted(partition_counts(spark, article_table).items()))}"
+              + (" (staged: SELECT into a staging table, then INSERT OVERWRITE; both timed)" if article.staged else ""),
+              flush=True)
+    return samples, article
+
+
+# ---------------------------------------------------------------- report
+
+def report(args, samples: Samples, article: Article, meter: HeapMeter) -> None:
+    medians = {m: samples.median(m) for m in METHODS}
+    print()
+    print(f"{'method':<9}{'median s':>10}{'peak heap MB':>14}  samples s")
+    for m in METHODS:
+        label = m + ("*" if m == "article" and article.staged else "")
+        shown = " ".join(f"{s:.2f}" for s in samples.seconds[m])
+        print(f"{label:<9}{medians[m]:>10.2f}{samples.peak_heap_mb[m]:>14.0f}  {shown}")
+    if article.staged:
+        print("* Spark refused INSERT OVERWRITE reading its own target: SELECT staged to a table, both steps timed")
+    merge_copy = medians["merge"] / medians["copy"]
+    merge_article = medians["merge"] / medians["article"]
+    peak_heap = max(samples.peak_heap_mb.values())
+    jvm_rss = meter.jvm_rss_peak_mb()
+    print(f"merge/copy {merge_copy:.2f}   merge/article {merge_article:.2f}")
+    print(
+        f"driver memory: peak heap {peak_heap:.0f} MB of {meter.max_mb:.0f} MB max"
+        + (f", JVM peak RSS {jvm_rss:.0f} MB" if jvm_rss is not None else "")
+        + f", Python peak RSS {python_rss_peak_mb():.0f} MB"
+    )
+    print(
+        f"RESULT rows={args.rows} copy={medians['copy']:.1f}s article={medians['article']:.1f}s"
+        f" merge={medians['merge']:.1f}s merge/copy={merge_copy:.2f} merge/article={merge_article:.2f}"
+        f" peak_driver_heap={peak_heap:.0f}MB python_rss={python_rss_peak_mb():.0f}MB"
+    )
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    layout = Layout(Path(tempfile.mkdtemp(prefix="zipper-bench-")))
+    spark = None
+    try:
+        spark = start_session(layout)
+        meter = HeapMeter(spark)
+        started = time.perf_counter()
+        sizes = generate(spark, layout, args.rows)
+        print(
+            f"generated base {sizes['base']:,} rows ({disk_mb(layout.base):.0f} MB Parquet),"
+            f" increment {sizes['changed']:,} changed + {sizes['new']:,} new for {DAY}"
+            f" in {time.perf_counter() - started:.1f} s; Spark {spark.version},"
+            f" {spark.sparkContext.defaultParallelism} cores; {layout.root}",
+            flush=True,
+        )
+        increment = register_increment(spark, layout)
+        samples, article = run_rounds(spark, layout, args.repeats, increment, meter)
+        report(args, samples, article, meter)
+    finally:
+        if spark is not None:
+            spark.stop()
+        if args.keep:
+            print(f"kept {layout.root}")
+        else:
+            shutil.rmtree(layout.root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,314 @@
+"""Merge semantics, atomic publish and the committed state, on a real Hive table."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+import pytest
+
+from tests.support import TableFixture, day, table_rows
+from zipper.engine import catalog, check, fs, inspect, merge, state, vacuum
+from zipper.engine.catalog import Partition
+from zipper.errors import AuditError, InputError, StateError
+
+OPEN = "9999-12-31"
+
+
+@pytest.fixture
+def users(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name)
+    t.write_base(spark, [(1, "ann", "Oslo"), (2, "bob", "Rome"), (3, "cid", None)])
+    return t
+
+
+def snapshot(spark, t):
+    """Everything a reader or the next run could observe."""
+    st = state.read_state(spark, t.spec)
+    return (
+        table_rows(spark, t.table),
+        [(p.end, p.location) for p in catalog.list_partitions(spark, t.spec)],
+        st.last_committed,
+    )
+
+
+def version_dirs(spark, t):
+    st = state.read_state(spark, t.spec)
+    return sorted(d for d, _ in fs.list_dirs(spark, state.versions_root(st)))
+
+
+def test_changed_unchanged_new_and_absent_keys(spark, users):
+    users.write_increment(spark, day(1), [(2, "bob", "Paris"), (3, "cid", None), (4, "dan", "Oslo")])
+    result = merge.merge_date(spark, users.spec, day(1))
+    assert result.counts == {"input": 3, "new": 1, "changed": 1, "unchanged": 1, "updated_in_place": 0,
+                             "closed": 1, "open_before": 3, "open_after": 4}
+    assert table_rows(spark, users.table) == [
+        (1, "ann", "Oslo", "2023-12-31", OPEN),
+        (2, "bob", "Paris", "2024-01-01", OPEN),
+        (2, "bob", "Rome", "2023-12-31", "2024-01-01"),
+        (3, "cid", None, "2023-12-31", OPEN),
+        (4, "dan", "Oslo", "2024-01-01", OPEN),
+    ]
+    assert result.summary().startswith(
+        f"{users.table} 2024-01-01: 1 new, 1 changed, 1 re-sent unchanged, 1 closed; 4 open rows after;")
+
+
+def test_null_safe_comparison_and_return_to_an_earlier_value(spark, users):
+    users.write_increment(spark, day(1), [(1, "ann", None)])       # value -> NULL: change
+    users.write_increment(spark, day(2), [(1, "ann", None)])       # NULL -> NULL: no change
+    users.write_increment(spark, day(3), [(1, "ann", "Oslo")])     # back to the first value: change
+    for n in (1, 2, 3):
+        merge.merge_date(spark, users.spec, day(n))
+    history = inspect.history(spark, users.spec, {"id": "1"}).collect()
+    assert [(r.city, r.begin_dt, r.end_dt) for r in history] == [
+        ("Oslo", "2023-12-31", "2024-01-01"),
+        (None, "2024-01-01", "2024-01-03"),
+        ("Oslo", "2024-01-03", OPEN),
+    ]
+
+
+def test_empty_increments_commit_a_day_without_change(spark, users):
+    users.write_increment(spark, day(1), [])
+    os.makedirs(users.increment_dir(day(2)))  # a folder with no files at all
+    before = table_rows(spark, users.table) if catalog.table_exists(spark, users.spec) else None
+    for n in (1, 2):
+        result = merge.merge_date(spark, users.spec, day(n))
+        assert result.counts["input"] == 0 and result.counts["open_after"] == 3
+    assert before is None
+    st = state.read_state(spark, users.spec)
+    assert st.last_committed == day(2) and sorted(st.commits) == ["2024-01-01", "2024-01-02"]
+    assert [r[-1] for r in table_rows(spark, users.table)] == [OPEN] * 3
+
+
+def test_missing_increment_is_an_error_naming_the_path(spark, users):
+    with pytest.raises(InputError) as err:
+        merge.merge_date(spark, users.spec, day(1))
+    assert str(users.increment_dir(day(1))) in str(err.value) and "2024-01-01" in str(err.value)
+
+
+def test_null_and_duplicate_keys_fail_and_write_nothing(spark, users):
+    users.write_increment(spark, day(1), [(2, "bob", "Paris")])
+    merge.merge_date(spark, users.spec, day(1))
+    before, dirs = snapshot(spark, users), version_dirs(spark, users)
+
+    users.write_increment(spark, day(2), [(None, "x", "y"), (5, "e", "f")])
+    with pytest.raises(InputError, match=r"NULL in key columns \['id'\]: NULL"):
+        merge.merge_date(spark, users.spec, day(2))
+
+    users.write_increment(spark, day(2), [(k, "n", "c") for k in range(30) for _ in range(2)])
+    with pytest.raises(InputError) as err:
+        merge.merge_date(spark, users.spec, day(2))
+    message = str(err.value)
+    assert "more than once (first 20): 0, 1, 2" in message and ", 19" in message and ", 20" not in message
+    assert users.table in message and "2024-01-02" in message and str(users.increment_dir(day(2))) in message
+    assert snapshot(spark, users) == before and version_dirs(spark, users) == dirs
+
+
+def test_composite_keys(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name, keys=("tenant", "id"), schema="tenant string, id int, v string")
+    t.write_base(spark, [("a", 1, "x"), ("b", 1, "x")])
+    t.write_increment(spark, day(1), [("a", 1, "y"), ("b", 1, "x"), ("b", 2, "z")])
+    assert merge.merge_date(spark, t.spec, day(1)).counts["changed"] == 1
+    assert table_rows(spark, t.table) == [
+        ("a", 1, "x", "2023-12-31", "2024-01-01"),
+        ("a", 1, "y", "2024-01-01", OPEN),
+        ("b", 1, "x", "2023-12-31", OPEN),
+        ("b", 2, "z", "2024-01-01", OPEN),
+    ]
+    assert [r.v for r in inspect.history(spark, t.spec, {"tenant": "a", "id": "1"}).collect()] == ["x", "y"]
+
+
+def test_inclusive_end_style_closes_on_the_day_before(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name, end_style="inclusive")
+    t.write_base(spark, [(1, "ann", "Oslo")])
+    t.write_increment(spark, day(1), [(1, "ann", "Rome")])
+    t.write_increment(spark, day(2), [(1, "ann", "Nice")])
+    merge.merge_date(spark, t.spec, day(1))
+    merge.merge_date(spark, t.spec, day(2))
+    assert table_rows(spark, t.table) == [
+        (1, "ann", "Nice", "2024-01-02", OPEN),
+        (1, "ann", "Oslo", "2023-12-31", "2023-12-31"),
+        (1, "ann", "Rome", "2024-01-01", "2024-01-01"),
+    ]
+    assert [r.city for r in inspect.slice_as_of(spark, t.spec, day(1)).collect()] == ["Rome"]
+    assert [r.city for r in inspect.slice_as_of(spark, t.spec, day(0)).collect()] == ["Oslo"]
+    assert check.run_checks(spark, t.spec)["ok"]
+
+
+def test_track_columns_update_others_in_place(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name, track_columns=["city"])
+    t.write_base(spark, [(1, "ann", "Oslo")])
+    t.write_increment(spark, day(1), [(1, "anna", "Oslo")])
+    result = merge.merge_date(spark, t.spec, day(1))
+    assert result.counts["updated_in_place"] == 1 and result.counts["closed"] == 0
+    assert table_rows(spark, t.table) == [(1, "anna", "Oslo", "2023-12-31", OPEN)]
+
+
+def test_table_without_base_is_created_by_the_first_merge(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name, base=False)
+    t.write_increment(spark, day(1), [(1, "ann", "Oslo")])
+    with pytest.raises(StateError, match="not initialized"):
+        merge.merge_date(spark, t.spec, day(2))
+    assert merge.merge_date(spark, t.spec, day(1)).counts["new"] == 1
+    assert table_rows(spark, t.table) == [(1, "ann", "Oslo", "2024-01-01", OPEN)]
+
+
+def test_init_with_ds_and_declared_columns(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name, base=False,
+                     columns={"id": "bigint", "name": "string", "city": "string"})
+    result = merge.init_table(spark, t.spec, dt.date(2024, 1, 3))
+    assert result.action == "init" and result.counts["open_after"] == 0
+    assert merge.init_table(spark, t.spec, dt.date(2024, 1, 3)).action == "noop"
+    with pytest.raises(StateError, match="already initialized"):
+        merge.init_table(spark, t.spec, dt.date(2024, 1, 5))
+    t.write_increment(spark, day(4), [(1, "ann", "Oslo")])
+    assert merge.merge_date(spark, t.spec, day(4)).counts["new"] == 1
+    assert [f.name for f in spark.table(t.table).schema] == ["id", "name", "city", "begin_dt", "end_dt"]
+
+
+def test_order_and_idempotency(spark, users):
+    users.write_increment(spark, day(1), [(2, "bob", "Paris")])
+    merge.merge_date(spark, users.spec, day(1))
+    before = snapshot(spark, users)
+    again = merge.merge_date(spark, users.spec, day(1))
+    assert again.action == "noop" and "same input" in again.summary()
+    assert snapshot(spark, users) == before
+    with pytest.raises(StateError, match="merge the missing dates first: 2024-01-02, 2024-01-03"):
+        merge.merge_date(spark, users.spec, day(4))
+    users.write_increment(spark, day(1), [(2, "bob", "Lyon")])  # re-delivered with other content
+    with pytest.raises(StateError, match="2024-01-01 differs from what was committed"):
+        merge.merge_date(spark, users.spec, day(1))
+    assert snapshot(spark, users) == before
+
+
+def test_publish_repoints_partitions_at_fresh_directories_with_the_commit(spark, users):
+    users.write_increment(spark, day(1), [(2, "bob", "Paris"), (4, "dan", "Oslo")])
+    initial = state.read_state(spark, users.spec) if catalog.table_exists(spark, users.spec) else None
+    result = merge.merge_date(spark, users.spec, day(1))
+    st = state.read_state(spark, users.spec)
+    assert initial is None
+    assert st.open_partition.location.endswith(f"/versions/{result.run_id}/zipper_slot=open")
+    closed = st.commits["2024-01-01"]
+    assert closed.run_id == result.run_id and closed.counts["new"] == 1 and closed.rows == 1
+    assert closed.fingerprint.startswith("1f-")
+    assert st.open_partition.params[state.LAST_COMMITTED] == "2024-01-01"
+    assert st.open_partition.params[state.ROWS] == "4"
+    # the base's directory is kept for retention, untouched
+    dirs = version_dirs(spark, users)
+    assert len([d for d in dirs if not d.endswith("/empty")]) == 2
+    assert check.run_checks(spark, users.spec)["ok"]
+
+
+def test_audit_failure_publishes_nothing(spark, users):
+    users.write_increment(spark, day(1), [(2, "bob", "Paris")])
+    merge.merge_date(spark, users.spec, day(1))
+    st = state.read_state(spark, users.spec)
+    # The recorded open count no longer matches the data (e.g. someone edited the files).
+    tampered = dict(st.open_partition.params, **{state.ROWS: "99"})
+    catalog.repoint(spark, users.spec, [Partition(OPEN, st.open_partition.location,
+                                                  {k: v for k, v in tampered.items() if k.startswith("zipper.")})])
+    before = snapshot(spark, users)
+    users.write_increment(spark, day(2), [(1, "ann", "Bergen")])
+    with pytest.raises(AuditError, match="open rows read 3 != 99 recorded"):
+        merge.merge_date(spark, users.spec, day(2))
+    assert snapshot(spark, users) == before
+
+
+def test_pending_partition_left_by_a_killed_run_is_dropped(spark, users):
+    users.write_increment(spark, day(1), [(2, "bob", "Paris")])
+    merge.merge_date(spark, users.spec, day(1))
+    st = state.read_state(spark, users.spec)
+    catalog.add_partitions(spark, users.spec, {"2024-01-02": state.empty_dir(st.location)})
+    assert [p.end for p in state.read_state(spark, users.spec).pending] == ["2024-01-02"]
+    assert not check.run_checks(spark, users.spec)["ok"]
+    users.write_increment(spark, day(2), [(1, "ann", "Bergen")])
+    merge.merge_date(spark, users.spec, day(2))
+    st = state.read_state(spark, users.spec)
+    assert st.pending == [] and sorted(st.commits) == ["2024-01-01", "2024-01-02"]
+
+
+@pytest.mark.parametrize(
+    "rows, schema, message",
+    [
+        ([(1, "a", "b", 5)], "id bigint, name string, city string, extra int", r"columns not in the table \['extra'\]"),
+        ([(1, "a")], "id bigint, name string", r"table columns missing \['city'\]"),
+        ([(1, "a", 7)], "id bigint, name string, city int", "column 'city' has type int, the table has string"),
+        ([(1, "a", "b", "x")], "id bigint, name string, city string, begin_dt string", "must not contain the table's own columns"),
+        ([("a", "b")], "name string, city string", r"lacks key columns \['id'\]"),
+        ([(1, "a", "b")], "id bigint, NAME string, name string", "differ only in case"),
+    ],
+)
+def test_increment_that_does_not_fit_the_table_is_refused(spark, users, rows, schema, message):
+    merge.init_table(spark, users.spec)
+    before = snapshot(spark, users)
+    if "NAME" in schema:
+        spark.conf.set("spark.sql.caseSensitive", "true")
+    try:
+        users.write_increment(spark, day(1), rows, schema)
+    finally:
+        spark.conf.set("spark.sql.caseSensitive", "false")
+    with pytest.raises(InputError, match=message):
+        merge.merge_date(spark, users.spec, day(1))
+    assert snapshot(spark, users) == before
+
+
+def test_safe_widening_and_upper_case_columns_are_accepted(spark, users):
+    users.write_increment(spark, day(1), [(2, "bob", "Paris")], "ID int, Name string, CITY string")
+    assert merge.merge_date(spark, users.spec, day(1)).counts["changed"] == 1
+
+
+def test_refuses_tables_it_did_not_create_and_changed_keys(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name)
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS db_{unique_name}")
+    spark.sql(f"CREATE TABLE {t.table} (id bigint) STORED AS PARQUET")
+    t.write_base(spark, [(1, "a", "b")])
+    with pytest.raises(StateError, match="not created by zipper"):
+        merge.init_table(spark, t.spec)
+    spark.sql(f"DROP TABLE {t.table}")
+    merge.init_table(spark, t.spec)
+    other = TableFixture(tmp_path, unique_name, keys=("name",))
+    other.write_increment(spark, day(1), [(1, "a", "b")])
+    with pytest.raises(StateError, match=r"spec keys \['name'\] differ from the table's keys \['id'\]"):
+        merge.merge_date(spark, other.spec, day(1))
+
+
+def test_check_reports_a_duplicated_open_key(spark, users):
+    users.write_increment(spark, day(1), [(2, "bob", "Paris")])
+    merge.merge_date(spark, users.spec, day(1))
+    assert check.run_checks(spark, users.spec)["ok"]
+    st = state.read_state(spark, users.spec)
+    spark.createDataFrame([(1, "ann", "Oslo", "2024-01-01")], "id bigint, name string, city string, begin_dt string") \
+        .write.mode("append").parquet(st.open_partition.location)
+    catalog.refresh(spark, users.spec)
+    report = check.run_checks(spark, users.spec)
+    assert not report["ok"]
+    assert set(report["failed"]) == {"open_duplicate_keys", "overlapping_versions", "row_counts_match_commits"}
+    duplicates = next(c for c in report["checks"] if c["check"] == "open_duplicate_keys")
+    assert duplicates["examples"] == [{"id": 1, "versions": 2}]
+
+
+def test_status_slice_and_vacuum(spark, users):
+    for n, city in ((1, "Paris"), (2, "Lyon"), (3, "Nice")):
+        users.write_increment(spark, day(n), [(2, "bob", city)])
+        merge.merge_date(spark, users.spec, day(n))
+    report = inspect.status(spark, users.spec)
+    assert report["last_committed"] == "2024-01-03" and report["open_rows"] == 3 and report["closed_rows"] == 3
+    assert [c["ds"] for c in report["recent_commits"]] == ["2024-01-03", "2024-01-02", "2024-01-01"]
+    assert [p["end"] for p in report["partitions"]] == [OPEN, "2024-01-01", "2024-01-02", "2024-01-03"]
+    assert [r.city for r in inspect.slice_as_of(spark, users.spec, day(2)).where("id = 2").collect()] == ["Lyon"]
+    with pytest.raises(StateError, match="only committed up to 2024-01-03"):
+        inspect.slice_as_of(spark, users.spec, day(4))
+
+    before = table_rows(spark, users.table)
+    assert vacuum.vacuum(spark, users.spec)["removed"] == []  # everything is younger than retention
+    later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=8)
+    dry = vacuum.vacuum(spark, users.spec, dry_run=True, now=later)
+    # superseded: the base's run directory, and the open directories of days 1 and 2
+    assert [r["directory"].split("/versions/")[1].count("/") for r in dry["removed"]] == [0, 1, 1]
+    assert all(r["directory"].endswith("zipper_slot=open") for r in dry["removed"][1:])
+    done = vacuum.vacuum(spark, users.spec, now=later)
+    assert [r["directory"] for r in done["removed"]] == [r["directory"] for r in dry["removed"]]
+    assert all(not fs.exists(spark, r["directory"]) for r in done["removed"])
+    catalog.refresh(spark, users.spec)
+    assert table_rows(spark, users.table) == before
+    assert check.run_checks(spark, users.spec)["ok"]

@@ -1,0 +1,81 @@
+"""The pure merge transform, row by row."""
+
+from __future__ import annotations
+
+from pyspark.testing import assertDataFrameEqual
+
+from zipper.engine import transforms
+
+SCHEMA_OPEN = "id bigint, name string, city string, begin_dt string"
+SCHEMA_INC = "id bigint, name string, city string"
+OUT = "id bigint, name string, city string, begin_dt string, zipper_slot string, zipper_kind string"
+
+
+def classify(spark, open_rows, increment, tracked=("name", "city"), broadcast=True):
+    return transforms.classify(
+        spark.createDataFrame(open_rows, SCHEMA_OPEN),
+        spark.createDataFrame(increment, SCHEMA_INC),
+        keys=["id"], columns=["id", "name", "city"], tracked=list(tracked),
+        begin_column="begin_dt", ds="2024-01-05", broadcast_increment=broadcast,
+    )
+
+
+OPEN = [
+    (1, "a", "x", "2024-01-01"),  # absent from the increment
+    (2, "b", "y", "2024-01-02"),  # changes city
+    (3, "c", None, "2024-01-03"),  # re-sent with the same NULL city
+    (4, "d", "z", "2024-01-01"),  # NULL appears in city: a change
+]
+INCREMENT = [(2, "b", "w"), (3, "c", None), (4, "d", None), (9, "n", "q")]
+
+
+def test_each_row_goes_to_its_slot_with_its_kind(spark):
+    expected = spark.createDataFrame(
+        [
+            (1, "a", "x", "2024-01-01", "open", "carried"),
+            (2, "b", "y", "2024-01-02", "closed", "closed"),
+            (2, "b", "w", "2024-01-05", "open", "changed"),
+            (3, "c", None, "2024-01-03", "open", "unchanged"),
+            (4, "d", "z", "2024-01-01", "closed", "closed"),
+            (4, "d", None, "2024-01-05", "open", "changed"),
+            (9, "n", "q", "2024-01-05", "open", "new"),
+        ],
+        OUT,
+    )
+    assertDataFrameEqual(classify(spark, OPEN, INCREMENT), expected, checkRowOrder=False)
+
+
+def test_same_result_without_broadcast(spark):
+    assertDataFrameEqual(
+        classify(spark, OPEN, INCREMENT, broadcast=False), classify(spark, OPEN, INCREMENT), checkRowOrder=False
+    )
+
+
+def test_untracked_change_updates_in_place_without_a_new_version(spark):
+    result = classify(spark, [(1, "a", "x", "2024-01-01")], [(1, "a", "moved")], tracked=["name"])
+    expected = spark.createDataFrame([(1, "a", "moved", "2024-01-01", "open", "updated")], OUT)
+    assertDataFrameEqual(result, expected)
+
+
+def test_empty_open_partition_makes_every_row_new(spark):
+    result = classify(spark, [], [(1, "a", "x")])
+    assertDataFrameEqual(result, spark.createDataFrame([(1, "a", "x", "2024-01-05", "open", "new")], OUT))
+
+
+def test_key_problems_are_found(spark):
+    df = spark.createDataFrame([(1, "a", "x"), (1, "b", "y"), (None, "c", "z"), (2, "d", "w")], SCHEMA_INC)
+    assert [tuple(r) for r in transforms.duplicate_keys(df, ["id"]).collect()] == [(1, 2)]
+    assert [tuple(r) for r in transforms.null_key_rows(df, ["id"]).collect()] == [(None,)]
+
+
+def test_slice_as_of_respects_end_style(spark):
+    table = spark.createDataFrame(
+        [(1, "2024-01-01", "2024-01-05"), (1, "2024-01-05", "9999-12-31")], "id int, begin_dt string, end_dt string"
+    )
+    exclusive = transforms.slice_as_of(table, "begin_dt", "end_dt", "2024-01-05", "exclusive")
+    assert [r.begin_dt for r in exclusive.collect()] == ["2024-01-05"]
+    inclusive_table = spark.createDataFrame(
+        [(1, "2024-01-01", "2024-01-04"), (1, "2024-01-05", "9999-12-31")], "id int, begin_dt string, end_dt string"
+    )
+    inclusive = transforms.slice_as_of(inclusive_table, "begin_dt", "end_dt", "2024-01-04", "inclusive")
+    assert [r.begin_dt for r in inclusive.collect()] == ["2024-01-01"]

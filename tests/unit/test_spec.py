@@ -1,0 +1,108 @@
+"""Spec loading: the documented example works as written; every mistake names file and key."""
+
+from __future__ import annotations
+
+import datetime as dt
+import textwrap
+
+import pytest
+
+from zipper.errors import SpecError
+from zipper.spec.loader import find_spec, load_spec_file, load_specs
+
+EXAMPLE = """\
+name: dim_user                 # unique; the DAG will be zipper_dim_user
+table: dw.dim_user             # target Hive table (database created if missing)
+keys: [user_id]                # one or more business key columns
+source:
+  mode: upsert
+  format: parquet
+  path: /data/ods/user_inc/ds={{ ds }}   # Jinja, rendered with ds
+base:
+  format: parquet
+  path: /data/ods/user_base
+start_date: '2024-01-01'
+end_date: '2024-12-31'         # optional
+begin_column: begin_dt
+end_column: end_dt
+open_end: '9999-12-31'
+end_style: exclusive
+track_columns: all
+"""
+
+
+def write(tmp_path, text, name="dim_user.yaml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_documented_example_loads_with_its_values(tmp_path):
+    spec = load_spec_file(write(tmp_path, EXAMPLE))
+    assert spec.name == "dim_user" and spec.table == "dw.dim_user" and spec.keys == ["user_id"]
+    assert spec.start_date == dt.date(2024, 1, 1) and spec.end_date == dt.date(2024, 12, 31)
+    assert spec.open_end == dt.date(9999, 12, 31) and spec.end_style == "exclusive"
+    assert spec.retention_days == 7 and spec.track_columns == "all"
+    assert spec.closed_end(dt.date(2024, 3, 5)) == dt.date(2024, 3, 5)
+
+
+def test_inclusive_style_closes_the_day_before(tmp_path):
+    spec = load_spec_file(write(tmp_path, EXAMPLE.replace("end_style: exclusive", "end_style: inclusive")))
+    assert spec.closed_end(dt.date(2024, 3, 5)) == dt.date(2024, 3, 4)
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (("keys: [user_id]", "keys: [user_id]\ncolour: red"), "key 'colour': unknown key"),
+        (("table: dw.dim_user", ""), "key 'table': required key is missing"),
+        (("table: dw.dim_user", "table: dim_user"), "key 'table': 'dim_user' must be database.table"),
+        (("table: dw.dim_user", "table: dw.dim_user;drop"), "is not an identifier"),
+        (("keys: [user_id]", "keys: []"), "key 'keys'"),
+        (("keys: [user_id]", "keys: ['user id']"), "key 'keys.0': 'user id' is not an identifier"),
+        (("end_style: exclusive", "end_style: sideways"), "key 'end_style'"),
+        (("format: parquet\n  path: /data/ods/user_inc", "format: avro\n  path: /data/ods/user_inc"), "key 'source.format'"),
+        (("start_date: '2024-01-01'", "start_date: 'soon'"), "key 'start_date'"),
+        (("end_date: '2024-12-31'", "end_date: '2023-12-31'"), "end_date 2023-12-31 is before start_date"),
+        (("track_columns: all", "track_columns: [user_id]"), "track_columns may not list key"),
+        (("begin_column: begin_dt", "begin_column: end_dt"), "begin_column and end_column must differ"),
+        (("open_end: '9999-12-31'", "open_end: '2024-06-01'"), "open_end 2024-06-01 must be after every run date"),
+    ],
+)
+def test_bad_specs_name_file_and_key(tmp_path, change, expected):
+    old, new = change
+    assert old in EXAMPLE
+    path = write(tmp_path, EXAMPLE.replace(old, new))
+    with pytest.raises(SpecError) as err:
+        load_spec_file(path)
+    message = str(err.value)
+    assert str(path) in message
+    assert expected in message
+    assert "\n" not in message
+
+
+def test_invalid_yaml_names_the_line(tmp_path):
+    path = write(tmp_path, "name: x\nkeys: [a\n")
+    with pytest.raises(SpecError, match=r"line \d+.*not valid YAML"):
+        load_spec_file(path)
+
+
+def test_names_and_tables_are_unique_across_files(tmp_path):
+    write(tmp_path, EXAMPLE, "a.yaml")
+    write(tmp_path, EXAMPLE.replace("table: dw.dim_user", "table: dw.other"), "b.yaml")
+    with pytest.raises(SpecError, match="'dim_user' is also used by .*a.yaml"):
+        load_specs(tmp_path)
+
+
+def test_find_spec_ignores_other_broken_files(tmp_path):
+    write(tmp_path, EXAMPLE)
+    write(tmp_path, "name: [broken", "zz.yaml")
+    path, spec = find_spec("dim_user", tmp_path)
+    assert spec.name == "dim_user" and path.name == "dim_user.yaml"
+    with pytest.raises(SpecError, match="no spec named 'nope'"):
+        find_spec("nope", tmp_path)
+
+
+def test_identifiers_are_lower_cased(tmp_path):
+    spec = load_spec_file(write(tmp_path, EXAMPLE.replace("keys: [user_id]", "keys: [User_ID]")))
+    assert spec.keys == ["user_id"]
