@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import secrets
 import time
 from dataclasses import dataclass, field
 
@@ -72,21 +73,37 @@ def _struct_type(columns: list[tuple[str, str]], begin_column: str | None = None
 
 
 def validate_keys(df, spec: TableSpec, ds: dt.date, what: str) -> int:
-    """Row count of the input; fails naming keys if any is NULL or repeated."""
-    rows = df.count()
-    nulls = transforms.null_key_rows(df, spec.keys).limit(MAX_LISTED_KEYS).collect()
+    """Row count of the input; fails naming keys if any is NULL or repeated. One pass over the input."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    rows = Observation(f"zipper_rows_{secrets.token_hex(6)}")
+    offenders = (
+        transforms.key_offenders(df.observe(rows, F.count(F.lit(1)).alias("rows")), spec.keys)
+        .limit(MAX_LISTED_KEYS * 2 + 1)
+        .collect()
+    )
+    nulls = [r for r in offenders if any(r[k] is None for k in spec.keys)][:MAX_LISTED_KEYS]
     if nulls:
         raise InputError(
             f"{what} has NULL in key columns {spec.keys}: {_key_text(nulls, spec.keys)}", **_where(spec, ds)
         )
-    dups = transforms.duplicate_keys(df, spec.keys).limit(MAX_LISTED_KEYS + 1).collect()
-    if dups:
-        more = " (first 20)" if len(dups) > MAX_LISTED_KEYS else ""
+    if offenders:
+        more = " (first 20)" if len(offenders) > MAX_LISTED_KEYS else ""
         raise InputError(
-            f"{what} has keys {spec.keys} more than once{more}: {_key_text(dups[:MAX_LISTED_KEYS], spec.keys)}",
+            f"{what} has keys {spec.keys} more than once{more}: {_key_text(offenders[:MAX_LISTED_KEYS], spec.keys)}",
             **_where(spec, ds),
         )
-    return rows
+    observed = observed_metrics(rows)
+    return int(observed["rows"]) if "rows" in observed else df.count()
+
+
+def observed_metrics(observation) -> dict:
+    """Metrics of an Observation; empty when Spark collected none (an input with no partitions)."""
+    try:
+        return dict(observation.get)
+    except Exception:
+        return {}
 
 
 def _check_owned(st: state.TableState, spec: TableSpec, ds: dt.date) -> None:
@@ -334,16 +351,16 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
             ds=ds_text,
             broadcast_increment=input_rows <= broadcast_max_rows(),
         )
-        observation = Observation(f"zipper_{spec.name}_{run_id}".replace("-", "_"))
+        observation = Observation(f"zipper_merge_{secrets.token_hex(6)}")
         (
             merged.observe(observation, *transforms.kind_metrics(), transforms.closed_begin_metric(spec.begin_column))
             .drop(transforms.KIND)
             .write.partitionBy(transforms.SLOT)
             .parquet(run_root)
         )
-        metrics = observation.get
-        counts = {kind: int(metrics[kind] or 0) for kind in transforms.KINDS}
-        max_closed_begin = metrics["max_closed_begin"]
+        metrics = observed_metrics(observation)
+        counts = {kind: int(metrics.get(kind) or 0) for kind in transforms.KINDS}
+        max_closed_begin = metrics.get("max_closed_begin")
         for directory in (open_dir, closed_dir):
             fs.mkdirs(spark, directory)
     faults.checkpoint("after_write")
@@ -361,10 +378,9 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
     faults.checkpoint("after_audit")
 
     closed_end = spec.closed_end(ds).isoformat()
-    existing = {p.end for p in catalog.list_partitions(spark, spec)}
     if closed_end in {p.end for p in st.closed}:
         raise StateError(f"partition {spec.end_column}={closed_end} already holds a commit", **where)
-    if closed_end not in existing:
+    if closed_end not in {p.end for p in st.pending}:
         fs.mkdirs(spark, state.empty_dir(st.location))
         catalog.add_partitions(spark, spec, {closed_end: state.empty_dir(st.location)})
     faults.checkpoint("before_publish")

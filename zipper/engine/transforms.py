@@ -45,6 +45,16 @@ def duplicate_keys(increment: DataFrame, keys: list[str]) -> DataFrame:
     )
 
 
+def key_offenders(increment: DataFrame, keys: list[str]) -> DataFrame:
+    """Keys that are NULL or appear more than once, with their copies, in one aggregation."""
+    return (
+        increment.groupBy(*keys)
+        .agg(F.count(F.lit(1)).alias("copies"))
+        .where(_any([F.col(k).isNull() for k in keys]) | (F.col("copies") > 1))
+        .orderBy(*keys)
+    )
+
+
 def with_begin(rows: DataFrame, columns: list[str], begin_column: str, ds: str) -> DataFrame:
     """Rows opening on ds, in table column order."""
     return rows.select(*columns, F.lit(ds).alias(begin_column))
@@ -101,7 +111,10 @@ def classify(
     increment_keys = increment.select(*keys)
     if broadcast_increment:
         increment_keys = F.broadcast(increment_keys)
+    # A key-only scan of the open partition: cheap with Parquet, and it keeps the main pass to one read.
     open_keys_in_increment = open_rows.select(*keys).join(increment_keys, on=keys, how="left_semi")
+    if broadcast_increment:  # at most as many keys as the increment: broadcast, no shuffle
+        open_keys_in_increment = F.broadcast(open_keys_in_increment)
     new_keys = increment.join(open_keys_in_increment, on=keys, how="left_anti").select(
         *columns, F.lit(ds).alias(begin_column), F.lit(OPEN).alias(SLOT), F.lit("new").alias(KIND)
     )
