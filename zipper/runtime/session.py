@@ -60,6 +60,18 @@ def common_conf() -> dict[str, str]:
     }
 
 
+def spark_submit_conf(settings: SessionSettings) -> dict[str, str]:
+    """The --conf pairs a spark-submit of spark_jobs/zipper_job.py needs for these settings.
+
+    Under spark-submit the driver JVM starts before any Python runs, so JVM options (the Derby
+    home, the log configuration) must be on the command line rather than set by the job."""
+    conf = dict(common_conf())
+    if settings.metastore == "embedded":
+        conf.update(embedded_conf(settings))
+        conf["spark.ui.enabled"] = "false"
+    return conf
+
+
 def log_dir(settings: SessionSettings) -> Path:
     default = settings.warehouse_path / "logs" if settings.metastore == "embedded" else Path("/tmp/zipper-logs")
     return Path(os.environ.get("ZIPPER_LOG_DIR") or default)

@@ -1,0 +1,95 @@
+"""Run the zipper CLI and the probe as real subprocesses, each with its own JVM."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("city", pa.string())])
+
+
+def day(n: int) -> str:
+    return (dt.date(2024, 1, 1) + dt.timedelta(days=n - 1)).isoformat()
+
+
+def write_parquet(folder: Path, rows: list[tuple]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pylist([dict(zip(SCHEMA.names, r)) for r in rows], schema=SCHEMA)
+    pq.write_table(table, folder / "part-00000.parquet")
+
+
+def make_spec(root: Path, name: str = "dim", **options) -> Path:
+    specs = root / "specs"
+    specs.mkdir(parents=True, exist_ok=True)
+    raw = {
+        "name": name,
+        "table": f"dw.{name}",
+        "keys": ["id"],
+        "source": {"mode": "upsert", "format": "parquet", "path": str(root / "data" / "incr" / "ds={{ ds }}")},
+        "base": {"format": "parquet", "path": str(root / "data" / "base")},
+        "start_date": day(1),
+    }
+    raw.update(options)
+    (specs / f"{name}.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    return specs
+
+
+def env_for(root: Path, **extra) -> dict:
+    env = dict(os.environ)
+    env.pop("ZIPPER_KILL_AT", None)
+    env["PATH"] = f"{BIN}:{env.get('PATH', '')}"
+    env["ZIPPER_SPECS"] = str(root / "specs")
+    env["ZIPPER_WAREHOUSE"] = str(root / "warehouse")
+    env.update(extra)
+    return env
+
+
+def wait_for_jvms(root: Path, timeout: float = 90) -> None:
+    """A killed driver's JVM exits when its stdin closes; wait so Derby is free for the next run."""
+    import psutil
+
+    marker = str(root / "warehouse")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = []
+        for proc in psutil.process_iter(["cmdline"]):
+            try:
+                if any(marker in part for part in (proc.info["cmdline"] or [])) and "java" in " ".join(proc.info["cmdline"][:1]):
+                    alive.append(proc)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        if not alive:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"JVMs using {marker} did not exit")
+
+
+def zipper(root: Path, *args: str, timeout: float = 300, **extra_env) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [str(BIN / "zipper"), *args], env=env_for(root, **extra_env), capture_output=True, text=True,
+        timeout=timeout, cwd=root,
+    )
+    wait_for_jvms(root)
+    return result
+
+
+def probe(root: Path, table: str, *zipper_args: str, timeout: float = 300) -> dict:
+    result = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("table_probe.py")), str(root / "warehouse"), table, *zipper_args],
+        env=env_for(root), capture_output=True, text=True, timeout=timeout, cwd=root,
+    )
+    wait_for_jvms(root)
+    lines = [line for line in result.stdout.splitlines() if line.startswith("PROBE ")]
+    assert result.returncode == 0 and lines, result.stderr[-3000:]
+    return json.loads(lines[-1][len("PROBE "):])

@@ -1,0 +1,66 @@
+"""Test helper run as a subprocess: read a zipper table with a plain Hive-enabled SparkSession
+(no zipper code), optionally run one `zipper` command in the same JVM, and read it again.
+
+    python table_probe.py WAREHOUSE TABLE [zipper args ...]
+
+Prints one JSON object: {"before": snapshot, "exit": code, "after": snapshot}."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+
+
+def plain_session(warehouse: str):
+    from pyspark.sql import SparkSession
+
+    return (
+        SparkSession.builder.master("local[2]")
+        .appName("probe")
+        .enableHiveSupport()
+        .config("spark.sql.warehouse.dir", warehouse)
+        .config("spark.hadoop.javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={warehouse}/metastore_db;create=true")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+
+
+def snapshot(spark, table: str) -> dict:
+    database, name = table.split(".")
+    if not spark.catalog.tableExists(name, database):
+        return {"exists": False}
+    spark.catalog.refreshTable(table)
+    rows = sorted([["" if v is None else str(v) for v in r] for r in spark.table(table).collect()])
+    partitions = {
+        r[0].split("=", 1)[1]: None for r in spark.sql(f"SHOW PARTITIONS {table}").collect()
+    }
+    counts = {r[0]: r[1] for r in spark.sql(f"SELECT end_dt, count(*) FROM {table} GROUP BY end_dt").collect()}
+    return {
+        "exists": True,
+        "rows": rows,
+        "partitions_with_rows": {k: counts[k] for k in sorted(counts)},
+        "partitions": sorted(partitions),
+    }
+
+
+def main() -> int:
+    warehouse, table, *command = sys.argv[1:]
+    spark = plain_session(warehouse)
+    spark.sparkContext.setLogLevel("ERROR")
+    result = {"before": snapshot(spark, table)}
+    if command:
+        from zipper.cli.main import main as zipper_main
+
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            result["exit"] = zipper_main(command + ["--warehouse", warehouse])
+        result["stdout"] = out.getvalue()
+        result["after"] = snapshot(spark, table)
+    print("PROBE " + json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
