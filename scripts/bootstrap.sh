@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Create or reuse .venv with the pinned dependencies. Checks Python 3.11 and Java 17 first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fail() { echo "zipper setup: $*" >&2; exit 1; }
+
+PYTHON="${PYTHON:-}"
+if [[ -z "$PYTHON" ]]; then
+  for candidate in python3.11 python3; do
+    if command -v "$candidate" >/dev/null 2>&1 && \
+       [[ "$("$candidate" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" == "3.11" ]]; then
+      PYTHON="$candidate"; break
+    fi
+  done
+fi
+[[ -n "$PYTHON" ]] || fail "Python 3.11 is required (python3.11 not found). Install it, e.g. 'sudo apt-get install python3.11 python3.11-venv', or set PYTHON=/path/to/python3.11."
+
+JAVA="${JAVA_HOME:+$JAVA_HOME/bin/}java"
+command -v "$JAVA" >/dev/null 2>&1 || fail "Java 17 is required for Spark and was not found. Install it, e.g. 'sudo apt-get install openjdk-17-jre-headless' (Debian/Ubuntu) or 'brew install openjdk@17' (macOS), or set JAVA_HOME."
+JAVA_VERSION="$("$JAVA" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)"
+[[ "$JAVA_VERSION" == "17" || "$JAVA_VERSION" == "21" ]] || fail "Java 17 is required for Spark 4; found Java ${JAVA_VERSION:-unknown} at $(command -v "$JAVA"). Install openjdk-17 and set JAVA_HOME."
+
+STAMP=".venv/.zipper-installed"
+WANT="$(cat constraints.txt setup.cfg | sha256sum | cut -d' ' -f1)"
+if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$WANT" ]]; then
+  exit 0
+fi
+echo "zipper setup: installing pinned dependencies into .venv (about 5 minutes the first time)" >&2
+[[ -x .venv/bin/python ]] || "$PYTHON" -m venv .venv
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+.venv/bin/python -m pip install --quiet -c constraints.txt pip setuptools wheel
+.venv/bin/python -m pip install --quiet -c constraints.txt --no-build-isolation -e ".[airflow,test]"
+.venv/bin/python - <<'PY'
+import glob, os, pyspark
+jars = glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars", "spark-core_*.jar"))
+jar_version = os.path.basename(jars[0]).rsplit("-", 1)[1].removesuffix(".jar") if jars else "missing"
+if pyspark.__version__ != jar_version:
+    raise SystemExit(f"zipper setup: pyspark {pyspark.__version__} but Spark jars {jar_version}: "
+                     "pyspark and pyspark-client must be pinned to the same version")
+PY
+echo "$WANT" > "$STAMP"

@@ -1,0 +1,36 @@
+"""The installed stack is the pinned one: pyspark's Python files and Spark's jars agree."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from pathlib import Path
+
+import pyspark
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_pyspark_python_side_matches_the_spark_jars():
+    jars = glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars", "spark-core_*.jar"))
+    assert jars, "Spark jars missing from the pyspark package"
+    jar_version = re.search(r"spark-core_[\d.]+-(.+)\.jar$", jars[0]).group(1)
+    assert pyspark.__version__ == jar_version
+
+
+def test_constraints_pin_pyspark_and_pyspark_client_together():
+    pins = dict(
+        line.strip().split("==", 1)
+        for line in (REPO / "constraints.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
+    assert pins["pyspark"] == pins["pyspark-client"] == pyspark.__version__
+
+
+def test_dag_parse_path_does_not_import_spark():
+    import subprocess
+    import sys
+
+    code = "import zipper.spec.loader, zipper.engine.plan, sys; print('pyspark' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
