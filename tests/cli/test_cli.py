@@ -120,3 +120,23 @@ def test_spark_submit_entry_point_runs_the_same_code(workspace):
     wait_for_jvms(workspace)
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(result.stdout[result.stdout.index("{"):])["table"] == "dw.dim"
+
+
+def test_metastore_in_use_is_a_clear_one_line_error(workspace):
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; sys.path.insert(0, sys.argv[1]); from table_probe import plain_session;"
+         " s = plain_session(sys.argv[2]); s.sql('SHOW DATABASES').collect(); print('READY', flush=True);"
+         " time.sleep(600)",
+         str(REPO / "tests" / "cli"), str(workspace / "warehouse")],
+        env=env_for(workspace), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=workspace,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "READY"
+        result = subprocess.run([str(BIN / "zipper"), "status", "dim"], env=env_for(workspace),
+                                capture_output=True, text=True, timeout=300, cwd=workspace)
+        assert_one_line_error(result, "dw.dim", "metastore_db is in use by another process")
+    finally:
+        holder.kill()
+        holder.wait()
+        wait_for_jvms(workspace)

@@ -156,17 +156,32 @@ class Runner:
         return 0
 
 
-def _one_line(exc: BaseException) -> str:
-    """The useful first line of a Spark/Java failure, without the JVM stack."""
-    text = str(exc).strip()
+def _java_messages(exc: BaseException) -> list[str]:
+    """Messages along a Java exception's cause chain, outermost first."""
     java = getattr(exc, "java_exception", None)
-    if java is not None:
-        try:
-            text = f"{java.getClass().getName()}: {java.getMessage()}"
-        except Exception:
-            pass
-    first = text.splitlines()[0] if text else type(exc).__name__
-    return first[:500]
+    if java is None:  # pyspark's captured exceptions keep the Java throwable as _origin
+        java = getattr(exc, "_origin", None)
+    messages = []
+    try:
+        while java is not None and len(messages) < 20:
+            messages.append(f"{java.getClass().getName()}: {java.getMessage()}")
+            java = java.getCause()
+    except Exception:
+        pass
+    return messages
+
+
+def _one_line(exc: BaseException, warehouse: str | None = None) -> str:
+    """The useful part of a Spark/Java failure, without the JVM stack."""
+    chain = _java_messages(exc) or [str(exc).strip() or type(exc).__name__]
+    text = " ".join(chain)
+    if "XSDB6" in text or "Another instance of Derby" in text:
+        where = f" at {warehouse}/metastore_db" if warehouse else ""
+        return (f"the embedded Derby metastore{where} is in use by another process (it allows one JVM at a time);"
+                " wait for it or stop it, or use an external metastore")
+    first = chain[0].splitlines()[0] if chain[0] else type(exc).__name__
+    root = chain[-1].splitlines()[0] if len(chain) > 1 and chain[-1] else ""
+    return (first + (f"; caused by {root}" if root and root != first else ""))[:600]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,7 +203,10 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         where = " ".join(filter(None, [runner.spec.table if runner else None, getattr(args, "ds", None)]))
         hint = "" if args.verbose else " (run with --verbose for the full trace)"
-        print(f"zipper: error: {where + ': ' if where else ''}{_one_line(exc)}{hint}", file=sys.stderr)
+        from zipper.runtime.session import SessionSettings
+
+        warehouse = str(SessionSettings.from_env(getattr(args, "warehouse", None)).warehouse_path)
+        print(f"zipper: error: {where + ': ' if where else ''}{_one_line(exc, warehouse)}{hint}", file=sys.stderr)
         return EXIT_ERROR
 
 
