@@ -64,18 +64,4 @@ def test_empty_open_partition_makes_every_row_new(spark):
 
 def test_key_problems_are_found(spark):
     df = spark.createDataFrame([(1, "a", "x"), (1, "b", "y"), (None, "c", "z"), (2, "d", "w")], SCHEMA_INC)
-    assert [tuple(r) for r in transforms.duplicate_keys(df, ["id"]).collect()] == [(1, 2)]
-    assert [tuple(r) for r in transforms.null_key_rows(df, ["id"]).collect()] == [(None,)]
-
-
-def test_slice_as_of_respects_end_style(spark):
-    table = spark.createDataFrame(
-        [(1, "2024-01-01", "2024-01-05"), (1, "2024-01-05", "9999-12-31")], "id int, begin_dt string, end_dt string"
-    )
-    exclusive = transforms.slice_as_of(table, "begin_dt", "end_dt", "2024-01-05", "exclusive")
-    assert [r.begin_dt for r in exclusive.collect()] == ["2024-01-05"]
-    inclusive_table = spark.createDataFrame(
-        [(1, "2024-01-01", "2024-01-04"), (1, "2024-01-05", "9999-12-31")], "id int, begin_dt string, end_dt string"
-    )
-    inclusive = transforms.slice_as_of(inclusive_table, "begin_dt", "end_dt", "2024-01-04", "inclusive")
-    assert [r.begin_dt for r in inclusive.collect()] == ["2024-01-01"]
+    assert [tuple(r) for r in transforms.key_offenders(df, ["id"]).collect()] == [(None, 1), (1, 2)]

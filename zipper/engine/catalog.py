@@ -36,10 +36,6 @@ def _to_python_map(spark, scala_map) -> dict[str, str]:
     return {str(k): str(v) for k, v in java_map.items()}
 
 
-def database_exists(spark, database: str) -> bool:
-    return bool(_external_catalog(spark).databaseExists(database))
-
-
 def ensure_database(spark, database: str) -> None:
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {sqltemplates.quote_identifier(database)}")
 
@@ -78,13 +74,6 @@ def create_table(spark, spec: TableSpec, columns: list[tuple[str, str]], locatio
             properties=sorted(properties.items()),
         )
     )
-
-
-def set_table_properties(spark, spec: TableSpec, properties: dict[str, str]) -> None:
-    pairs = ", ".join(
-        f"{sqltemplates.quote_literal(k)} = {sqltemplates.quote_literal(v)}" for k, v in sorted(properties.items())
-    )
-    spark.sql(f"ALTER TABLE {sqltemplates.quote_identifier(spec.table)} SET TBLPROPERTIES ({pairs})")
 
 
 def list_partitions(spark, spec: TableSpec) -> list[Partition]:

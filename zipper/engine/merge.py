@@ -139,7 +139,7 @@ def recover(spark, spec: TableSpec, st: state.TableState, ds: dt.date) -> state.
     return state.read_state(spark, spec)
 
 
-def _spec_columns(spark, spec: TableSpec) -> list[tuple[str, str]]:
+def _spec_columns(spec: TableSpec) -> list[tuple[str, str]]:
     from pyspark.sql.types import _parse_datatype_string
 
     columns = []
@@ -174,7 +174,7 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
     if spec.base is not None:
         located = sources.locate(spark, spec, spec.base, ds, "base")
         fingerprint = located.fingerprint
-        schema = _struct_type(_spec_columns(spark, spec)) if spec.columns else None
+        schema = _struct_type(_spec_columns(spec)) if spec.columns else None
         try:
             base_df = sources.read(spark, located, spec.base, schema)
         except InputError as exc:
@@ -185,7 +185,7 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
         conform.check_shape(base_df, spec, ds.isoformat(), "base")
 
     if spec.columns:
-        columns = _spec_columns(spark, spec)
+        columns = _spec_columns(spec)
     elif base_df is not None:
         columns = _schema_columns(base_df)
     else:

@@ -31,20 +31,6 @@ def _any(conditions: list[Column]) -> Column:
     return reduce(lambda a, b: a | b, conditions, F.lit(False))
 
 
-def null_key_rows(increment: DataFrame, keys: list[str]) -> DataFrame:
-    return increment.where(_any([F.col(k).isNull() for k in keys])).select(*keys)
-
-
-def duplicate_keys(increment: DataFrame, keys: list[str]) -> DataFrame:
-    return (
-        increment.where(_all([F.col(k).isNotNull() for k in keys]))
-        .groupBy(*keys)
-        .agg(F.count(F.lit(1)).alias("copies"))
-        .where(F.col("copies") > 1)
-        .orderBy(*keys)
-    )
-
-
 def key_offenders(increment: DataFrame, keys: list[str]) -> DataFrame:
     """Keys that are NULL or appear more than once, with their copies, in one aggregation."""
     return (
@@ -53,11 +39,6 @@ def key_offenders(increment: DataFrame, keys: list[str]) -> DataFrame:
         .where(_any([F.col(k).isNull() for k in keys]) | (F.col("copies") > 1))
         .orderBy(*keys)
     )
-
-
-def with_begin(rows: DataFrame, columns: list[str], begin_column: str, ds: str) -> DataFrame:
-    """Rows opening on ds, in table column order."""
-    return rows.select(*columns, F.lit(ds).alias(begin_column))
 
 
 def classify(
@@ -131,10 +112,5 @@ def closed_begin_metric(begin_column: str) -> Column:
 
 
 def opening(rows: DataFrame, columns: list[str], begin_column: str, ds: str) -> DataFrame:
-    """A base snapshot as the first open partition: every row opens on ds."""
-    return with_begin(rows, columns, begin_column, ds)
-
-
-def slice_as_of(table: DataFrame, begin_column: str, end_column: str, as_of: str, end_style: str) -> DataFrame:
-    visible_end = F.col(end_column) > F.lit(as_of) if end_style == "exclusive" else F.col(end_column) >= F.lit(as_of)
-    return table.where((F.col(begin_column) <= F.lit(as_of)) & visible_end)
+    """A base snapshot as the first open partition: every row opens on ds, in table column order."""
+    return rows.select(*columns, F.lit(ds).alias(begin_column))
