@@ -298,11 +298,10 @@ def merge_date(spark, spec: TableSpec, ds: dt.date) -> RunResult:
     )
     if plan.action == "noop":
         return RunResult(spec.table, ds.isoformat(), "noop", plan.reason, seconds=time.monotonic() - started)
+    located = sources.locate(spark, spec, spec.source, ds, "increment")  # fails before anything is created
     if plan.action == "init_and_apply":
-        sources.locate(spark, spec, spec.source, ds, "increment")  # fail before creating anything
         init_table(spark, spec, None)
         st = state.read_state(spark, spec)
-    located = sources.locate(spark, spec, spec.source, ds, "increment")
     return apply_date(spark, spec, st, ds, located, started)
 
 

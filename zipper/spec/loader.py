@@ -78,8 +78,9 @@ def load_specs(directory: str | os.PathLike | None = None) -> dict[str, tuple[Pa
 def find_spec(name: str, directory: str | os.PathLike | None = None) -> tuple[Path, TableSpec]:
     """One spec by name. Other broken files in the folder do not block it."""
     folder = specs_dir(directory)
-    candidates = [p for p in spec_files(folder) if p.stem == name]
-    others = [p for p in spec_files(folder) if p.stem != name]
+    files = spec_files(folder)
+    candidates = [p for p in files if p.stem == name]
+    others = [p for p in files if p.stem != name]
     for path in candidates + others:
         try:
             spec = load_spec_file(path)
