@@ -36,15 +36,19 @@ INIT_DS = "zipper.init_ds"
 INIT_FINGERPRINT = "zipper.init_fingerprint"
 
 
+RUN_ID_TIME = "%Y%m%dT%H%M%S%fZ"
+
+
 def new_run_id(now: dt.datetime | None = None) -> str:
-    """Sortable and unique: UTC time of the run plus random bits; names the run's directory."""
+    """Sortable and unique: UTC time of the run to the microsecond plus random bits; names the
+    run's directory. Runs of one table are serial, so sorting run ids sorts runs by start."""
     now = now or dt.datetime.now(dt.timezone.utc)
-    return now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+    return now.strftime(RUN_ID_TIME) + "-" + secrets.token_hex(3)
 
 
 def run_time(run_id: str) -> dt.datetime | None:
     try:
-        return dt.datetime.strptime(run_id.split("-")[0], "%Y%m%dT%H%M%SZ").replace(tzinfo=dt.timezone.utc)
+        return dt.datetime.strptime(run_id.split("-")[0], RUN_ID_TIME).replace(tzinfo=dt.timezone.utc)
     except ValueError:
         return None
 
