@@ -36,7 +36,7 @@ INIT_DS = "zipper.init_ds"
 INIT_FINGERPRINT = "zipper.init_fingerprint"
 
 
-RUN_ID_TIME = "%Y%m%dT%H%M%S%fZ"
+RUN_ID_TIME = "%Y%m%dT%H%M%S.%fZ"
 
 
 def new_run_id(now: dt.datetime | None = None) -> str:
