@@ -56,11 +56,13 @@ class ZipperModel:
     """The merge rules in plain Python.
 
     open:   key tuple -> (attrs tuple, begin)    the current version of each key
-    closed: [(key, attrs, begin, end)]           every version closed so far"""
+    closed: [(key, attrs, begin, end)]           every version closed so far
+    tracked: positions in attrs of the tracked columns (None: all); the others are updated in place"""
 
-    def __init__(self, end_style: str, base_rows: list[tuple], key_count: int):
+    def __init__(self, end_style: str, base_rows: list[tuple], key_count: int, tracked: tuple[int, ...] | None = None):
         self.end_style = end_style
         self.key_count = key_count
+        self.tracked = tracked
         self.open: dict[tuple, tuple[tuple, str]] = {}
         self.closed: list[tuple[tuple, tuple, str, str]] = []
         self.history: dict[tuple, list[tuple]] = {}
@@ -73,6 +75,9 @@ class ZipperModel:
 
     def _split(self, row: tuple) -> tuple[tuple, tuple]:
         return tuple(row[: self.key_count]), tuple(row[self.key_count:])
+
+    def _tracked(self, attrs: tuple) -> tuple:
+        return attrs if self.tracked is None else tuple(attrs[i] for i in self.tracked)
 
     def closed_end(self, ds: dt.date) -> str:
         return (ds if self.end_style == "exclusive" else ds - dt.timedelta(days=1)).isoformat()
@@ -97,6 +102,10 @@ class ZipperModel:
             # Python == on None is NULL-safe equality: None == None, None != 0, None != ''.
             if old_attrs == attrs:
                 counts["unchanged"] += 1
+                continue
+            if self._tracked(old_attrs) == self._tracked(attrs):
+                self.open[key] = (attrs, begin)
+                counts["updated_in_place"] += 1
                 continue
             self.closed.append((key, old_attrs, begin, self.closed_end(ds)))
             self.open[key] = (attrs, today)
@@ -247,3 +256,10 @@ def test_single_key_merges_match_the_model(spark, tmp_path_factory, scenario):
 ))
 def test_composite_key_merges_match_the_model(spark, tmp_path_factory, scenario):
     run_against_model(spark, tmp_path_factory, COMPOSITE, scenario)
+
+
+def test_model_updates_untracked_columns_in_place():
+    m = ZipperModel("exclusive", [(1, "ann", 5)], 1, tracked=(1,))  # only score is tracked
+    assert m.merge(day(1), [(1, "anna", 5)])["updated_in_place"] == 1
+    m.merge(day(2), [(1, "anna", 6)])
+    assert m.rows() == [(1, "anna", 5, "2023-12-31", "2024-01-02"), (1, "anna", 6, "2024-01-02", OPEN)]

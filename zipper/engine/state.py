@@ -34,6 +34,7 @@ FINGERPRINT = "zipper.fingerprint"
 COUNTS = "zipper.counts"
 INIT_DS = "zipper.init_ds"
 INIT_FINGERPRINT = "zipper.init_fingerprint"
+REPLAY = "zipper.replay"  # on the open partition while a rerun's replay is under way
 
 
 RUN_ID_TIME = "%Y%m%dT%H%M%S.%fZ"
@@ -94,6 +95,29 @@ class Commit:
 
 
 @dataclass(frozen=True)
+class ReplayMarker:
+    """A replay under way: the table was restored to `first - 1` and is being replayed up to `last`.
+
+    Published with the restore and with every replayed date but the last, which clears it, so
+    a table carrying it was left mid-way by a crash and the same rerun resumes it."""
+
+    first: dt.date
+    last: dt.date
+    run_id: str = ""
+
+    def params(self) -> dict[str, str]:
+        return {REPLAY: json.dumps({"from": self.first.isoformat(), "to": self.last.isoformat(),
+                                    "run_id": self.run_id}, sort_keys=True)}
+
+    @classmethod
+    def from_params(cls, params: dict[str, str]) -> "ReplayMarker | None":
+        if REPLAY not in params:
+            return None
+        value = json.loads(params[REPLAY])
+        return cls(dt.date.fromisoformat(value["from"]), dt.date.fromisoformat(value["to"]), value.get("run_id", ""))
+
+
+@dataclass(frozen=True)
 class TableState:
     exists: bool
     location: str = ""
@@ -116,6 +140,12 @@ class TableState:
     @property
     def open_rows(self) -> int:
         return int(self.open_partition.params.get(ROWS, "0")) if self.open_partition else 0
+
+    @property
+    def replay(self) -> ReplayMarker | None:
+        """The replay a crash interrupted, if any (a marker at or behind the table is spent)."""
+        marker = ReplayMarker.from_params(self.open_partition.params) if self.initialized else None
+        return marker if marker is not None and marker.last > self.last_committed else None
 
     @property
     def init_ds(self) -> dt.date | None:
