@@ -210,9 +210,13 @@ def test_rebuild_equals_the_incremental_table_and_later_merges_continue_it(spark
     fresh.write_base(spark, base)
     with pytest.raises(StateError, match="table does not exist yet; give the last date"):
         rebuild.rebuild(spark, fresh.spec)
-    lines = []
-    result = rebuild.rebuild(spark, fresh.spec, day(3), progress=lines.append)
-    assert "initialized" in lines[0] and "3 increments up to 2024-01-03: 3 open rows, 1 closed rows" in result.summary()
+    with faults.crash_at("before_rebuild_publish"), pytest.raises(faults.SimulatedCrash):
+        rebuild.rebuild(spark, fresh.spec, day(3))  # created, base loaded, partitions added: not published
+    st = state.read_state(spark, fresh.spec)
+    assert st.last_committed == day(0) and len(st.pending) == 3 and table_rows(spark, fresh.table) == [
+        ("a", 1, "ann", "Oslo", "2023-12-31", OPEN), ("b", 1, "bob", None, "2023-12-31", OPEN)]
+    result = rebuild.rebuild(spark, fresh.spec, day(3))
+    assert "3 increments up to 2024-01-03: 3 open rows, 1 closed rows" in result.summary()
     assert table_rows(spark, fresh.table) == table_rows(spark, t.table)
     ours, theirs = state.read_state(spark, fresh.spec), state.read_state(spark, t.spec)
     assert {d: (c.counts, c.fingerprint) for d, c in ours.commits.items()} == \
@@ -222,7 +226,13 @@ def test_rebuild_equals_the_incremental_table_and_later_merges_continue_it(spark
     assert table_rows(spark, fresh.table) == table_rows(spark, t.table)
     assert table_rows(spark, t.table) == model_rows(t, days, base, tracked=(1,))  # attrs (name, city)
 
-    rebuild.rebuild(spark, fresh.spec, day(2))  # back to day 2: later partitions dropped, later merges continue
+    # Back to day 2: the later partitions go. Killed between the publish and their drop: empty, no commit record.
+    with faults.crash_at("after_rebuild_publish"), pytest.raises(faults.SimulatedCrash):
+        rebuild.rebuild(spark, fresh.spec, day(2))
+    st = state.read_state(spark, fresh.spec)
+    assert st.last_committed == day(2) and [p.end for p in st.pending] == ["2024-01-02", "2024-01-03"]
+    assert table_rows(spark, fresh.table) == model_rows(fresh, {n: days[n] for n in (1, 2)}, base, tracked=(1,))
+    rebuild.rebuild(spark, fresh.spec, day(2))
     st = state.read_state(spark, fresh.spec)
     assert st.last_committed == day(2) and sorted(st.commits) == ["2024-01-01", "2024-01-02"] and not st.pending
     assert table_rows(spark, fresh.table) == model_rows(fresh, {n: days[n] for n in (1, 2)}, base, tracked=(1,))
