@@ -48,27 +48,16 @@ def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet
     st = merge.recover(spark, spec, st, end)
 
     dates = date_range(init_ds + DAY, end)
-    located = inputs.locate_dates(spark, spec, dates)  # every missing date named before anything is written
-    table_columns = catalog.data_columns(spark, spec)
-    names = [c for c, _ in table_columns]
-    base, base_fingerprint = inputs.read_base(spark, spec, table_columns, init_ds)
+    marked, located, base_fingerprint = _marked_inputs(spark, spec, init_ds, dates)
     if base_fingerprint != st.open_partition.params.get(state.INIT_FINGERPRINT, base_fingerprint):
         progress(f"{spec.table}: the base differs from the one loaded on {init_ds}; the rebuild uses it as it is now")
-    rows = inputs.dated_rows(spark, spec, table_columns, located, base, init_ds)
-    descriptions = inputs.descriptions(located) | {init_ds.isoformat(): "base"}
-    inputs.check_keys(rows, spec, descriptions)
 
     run_id = state.new_run_id()
     run_root = state.run_dir(st, run_id)
-    marked = rebuild_transforms.marked(
-        rows, keys=spec.keys, columns=names, tracked=conform.tracked_columns(spec, names)
-    ).persist()
+    marked = marked.persist()
     try:
         per_date = {r[DS]: {k: int(r[k]) for k in KINDS} for r in rebuild_transforms.daily_counts(marked).collect()}
-        versions = rebuild_transforms.versions(
-            marked, keys=spec.keys, columns=names, begin_column=spec.begin_column, end_column=spec.end_column,
-            end_style=spec.end_style, open_end=spec.open_end.isoformat(),
-        )
+        versions = _versions(spec, marked)
         (
             rebuild_transforms.with_slot(versions, spec.end_column, spec.open_end.isoformat())
             .write.partitionBy(SLOT)
@@ -101,6 +90,36 @@ def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet
         time.monotonic() - started,
         run_id,
     )
+
+
+def _marked_inputs(spark, spec: TableSpec, init_ds: dt.date, dates: list[dt.date]):
+    """(the base and every increment of `dates` as marked rows, the located increments, the
+    base's fingerprint); every missing increment and every bad key named before anything is written."""
+    located = inputs.locate_dates(spark, spec, dates)
+    table_columns = catalog.data_columns(spark, spec)
+    names = [c for c, _ in table_columns]
+    base, base_fingerprint = inputs.read_base(spark, spec, table_columns, init_ds)
+    rows = inputs.dated_rows(spark, spec, table_columns, located, base, init_ds)
+    inputs.check_keys(rows, spec, inputs.descriptions(located) | {init_ds.isoformat(): "base"})
+    marked = rebuild_transforms.marked(rows, keys=spec.keys, columns=names, tracked=conform.tracked_columns(spec, names))
+    return marked, located, base_fingerprint
+
+
+def _versions(spec: TableSpec, marked):
+    names = [c for c in marked.columns if c not in (DS, rebuild_transforms.KIND)]
+    return rebuild_transforms.versions(
+        marked, keys=spec.keys, columns=names, begin_column=spec.begin_column, end_column=spec.end_column,
+        end_style=spec.end_style, open_end=spec.open_end.isoformat(),
+    )
+
+
+def rebuilt_rows(spark, spec: TableSpec, last: dt.date | None = None):
+    """What a rebuild up to `last` (default: the last committed date) would write, as one
+    DataFrame of the table's columns; nothing is written. Tests compare live tables with it."""
+    st = state.read_state(spark, spec)
+    init_ds = st.init_ds
+    marked, _, _ = _marked_inputs(spark, spec, init_ds, date_range(init_ds + DAY, last or st.last_committed))
+    return _versions(spec, marked)
 
 
 def _commit_counts(per_date: dict[str, dict[str, int]], init_ds: dt.date, dates: list[dt.date]) -> dict:
