@@ -3,13 +3,16 @@ crashes mid-replay, and the rebuild that all of them must equal."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from pyspark.testing import assertDataFrameEqual
 
 from tests.engine.test_model import ZipperModel
 from tests.support import TableFixture, day, table_rows
 from zipper.engine import catalog, check, faults, inspect, merge, rebuild, replay, state
-from zipper.errors import InputError, StateError
+from zipper.engine.catalog import Partition
+from zipper.errors import AuditError, InputError, StateError
 
 OPEN = "9999-12-31"
 BASE = [(1, "ann", "Oslo"), (2, "bob", "Rome"), (3, "cid", None)]
@@ -85,7 +88,7 @@ def test_rerun_restores_the_day_before_and_replays_every_later_date(spark, tmp_p
     assert_equals_a_rebuild(spark, t)
 
 
-def test_an_unreadable_increment_fails_the_rerun_before_anything_changes(spark, tmp_path, unique_name):
+def test_bad_inputs_and_a_failed_restore_audit_change_nothing(spark, tmp_path, unique_name):
     t = TableFixture(tmp_path, unique_name)
     build(spark, t, {n: DAYS[n] for n in (1, 2)})
     t.write_increment(spark, day(2), [(1, "ann", "Tromso")])
@@ -102,6 +105,17 @@ def test_an_unreadable_increment_fails_the_rerun_before_anything_changes(spark, 
         replay.rerun(spark, t.spec, day(4))
     with pytest.raises(StateError, match="before the spec's start_date 2024-01-01"):
         replay.rerun(spark, t.spec, day(0))
+    assert snapshot(spark, t) == before
+
+    # The restore is audited against the commit record of the date it goes back to.
+    st = state.read_state(spark, t.spec)
+    closed = next(p for p in st.closed if p.params[state.DS] == "2024-01-02")
+    commit = st.commits["2024-01-02"]
+    tampered = dataclasses.replace(commit, counts={**commit.counts, "open_before": 99})
+    catalog.repoint(spark, t.spec, [Partition(closed.end, closed.location, tampered.params())])
+    before = snapshot(spark, t)
+    with pytest.raises(AuditError, match="restored open rows 4 != 99 open before the run of 2024-01-02"):
+        replay.rerun(spark, t.spec, day(2))
     assert snapshot(spark, t) == before
 
 
