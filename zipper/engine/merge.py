@@ -313,7 +313,7 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
         done = replay.rerun(spark, spec, plan.replay_from, plan.replay_to, progress=say)
         if plan.action == "resume":  # the table is where the interrupted replay was going: plan again
             return merge_date(spark, spec, ds, progress)
-        return RunResult(spec.table, ds.isoformat(), "replay", f"replayed {done.ds}; table at {plan.replay_to}",
+        return RunResult(spec.table, ds.isoformat(), "replay", f"{plan.reason}; replayed {done.ds}",
                          done.counts, time.monotonic() - started, done.run_id)
     located = sources.locate(spark, spec, spec.source, ds, "increment")  # fails before anything is created
     if plan.action == "init_and_apply":
