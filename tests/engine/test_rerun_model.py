@@ -26,7 +26,7 @@ CRASHES = [
     ("before_publish", 1), ("after_publish", 2), ("after_replayed_date", 1),
 ]
 TRACKING = {"all": None, "score": (1,)}  # track_columns -> tracked positions in (name, score)
-RERUN_SETTINGS = settings(MODEL_SETTINGS, max_examples=3)
+RERUN_SETTINGS = settings(MODEL_SETTINGS, max_examples=2)
 
 
 @st.composite
