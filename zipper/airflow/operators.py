@@ -122,11 +122,15 @@ class ZipperRerunOperator(ZipperSparkJobOperator):
     verb = "rerun"
 
     def execute(self, context: Any) -> list[dict]:
-        params = context["params"]
-        first = _date_param(params, "from_date", required=True)
-        last = _date_param(params, "to_date", required=False)
-        self.application_args = ["rerun", self.table_name, "--from", first] + (["--to", last] if last else [])
+        self.application_args = rerun_args(self.table_name, context["params"])
         return super().execute(context)
+
+
+def rerun_args(table_name: str, params: dict) -> list[str]:
+    """`rerun NAME --from D [--to E]` from the trigger form's params, dates checked."""
+    first = _date_param(params, "from_date", required=True)
+    last = _date_param(params, "to_date", required=False)
+    return ["rerun", table_name, "--from", first] + (["--to", last] if last else [])
 
 
 class ZipperAuditOperator(BaseOperator):

@@ -20,7 +20,8 @@ def current_dagbag():
     frame = sys._getframe(1)
     while frame is not None:
         candidate = frame.f_locals.get("self")
-        if type(candidate).__name__ == "DagBag" and isinstance(getattr(candidate, "import_errors", None), dict):
+        is_bag = any(cls.__name__ == "DagBag" for cls in type(candidate).__mro__)  # also BundleDagBag (3.x)
+        if is_bag and isinstance(getattr(candidate, "import_errors", None), dict):
             return candidate
         frame = frame.f_back
     return None
