@@ -153,3 +153,22 @@ class LocalAirflow:
             return runs if len(done) >= count else None
 
         return self.wait_until(finished, timeout, what=f"{count} finished runs of {dag_id}")
+
+    def wait_for_backfill(self, dag_id: str, timeout: float = 1800) -> list[dict]:
+        """Until the DAG's latest backfill has completed; its runs, in date order. Fails fast on a failed run."""
+        rows = self.query("SELECT max(id) FROM backfill WHERE dag_id = ?", dag_id)
+        backfill_id = rows[0][0] if rows else None
+        if backfill_id is None:
+            raise RuntimeError(f"{dag_id} has no backfill")
+
+        def runs():
+            found = self.query("SELECT dr.run_id, dr.logical_date, dr.state FROM dag_run dr"
+                               " WHERE dr.backfill_id = ? ORDER BY dr.logical_date", backfill_id)
+            found = [dict(zip(("run_id", "logical_date", "state"), r)) for r in found]
+            failed = [r for r in found if r["state"] == "failed"]
+            if failed:
+                raise RuntimeError(f"{dag_id}: backfill runs failed: {failed}; logs under {self.home}/logs")
+            done = self.query("SELECT completed_at FROM backfill WHERE id = ?", backfill_id)[0][0]
+            return found if done and all(r["state"] in FINISHED for r in found) else None
+
+        return self.wait_until(runs, timeout, what=f"the backfill of {dag_id}")
