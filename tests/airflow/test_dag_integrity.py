@@ -136,6 +136,7 @@ def test_spec_scheduling_keys_reach_the_dag(parsed):
 def test_rerun_dag_takes_dates_from_its_trigger_form(parsed):
     dag = parsed["bag"].dags["zipper_dim_a_rerun"]
     assert type(dag.timetable).__name__ == "NullTimetable"  # triggered only
+    assert dag.is_paused_upon_creation is False  # a trigger from the form runs without unpausing first
     assert [t.task_id for t in dag.tasks] == ["rerun"]
     rerun = dag.get_task("rerun")
     assert rerun.pool == DEFAULT_POOL and [o.uri for o in rerun.outlets] == ["hive://dw/dim_a"]

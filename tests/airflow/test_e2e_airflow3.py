@@ -118,7 +118,7 @@ def test_dags_test_creates_the_table_on_its_first_date(dags_tested, tables):
 
 
 def test_a_bad_spec_is_an_import_error_of_its_own_file(af3, workspace):
-    out = af3.cli("dags", "list-import-errors", "-o", "json").stdout
+    out = af3.cli("dags", "list-import-errors", "-o", "json", check=False).stdout  # exits 1 when it lists any
     errors = json.loads(out[out.index("[{"):])
     broken = str(workspace["specs"] / "broken.yaml")
     assert [e["filepath"] for e in errors] == [broken], errors
@@ -163,7 +163,6 @@ def test_clearing_a_past_merge_replays_it(af3, workspace, tables, with_future):
 def test_rerun_dag_from_the_trigger_form(af3, workspace, tables):
     write_parquet(workspace["data"] / "incr" / f"ds={DATES[2]}", [(4, "dan", "Lviv")])
     ref = _freeze_data(workspace, "rerun")
-    af3.cli("dags", "unpause", f"{DAG}_rerun")
     af3.cli("dags", "trigger", f"{DAG}_rerun", "--conf", json.dumps({"from_date": DATES[2]}))
     runs = af3.wait_for_runs(f"{DAG}_rerun", 1, timeout=600)
     assert runs[0]["state"] == "success"

@@ -98,6 +98,7 @@ def build_rerun_dag(spec: TableSpec, specs: Path):
         schedule=None,
         start_date=_midnight_utc(spec.start_date),
         catchup=False,
+        is_paused_upon_creation=False,  # nothing scheduled; a trigger from the form must just run
         max_active_runs=1,
         default_args={**_default_args(spec), "retries": 0},
         tags=_tags(spec),
