@@ -19,15 +19,5 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 "$VENV/bin/python" -m pip install --quiet -c constraints-airflow2.txt pip setuptools wheel
 "$VENV/bin/python" -m pip install --quiet -c constraints-airflow2.txt --no-build-isolation -e ".[test]" \
   apache-airflow apache-airflow-providers-apache-spark
-"$VENV/bin/python" - <<'PY'
-import glob, os, pyspark
-import airflow
-if not airflow.__version__.startswith("2.11."):
-    raise SystemExit(f"zipper setup: expected Airflow 2.11 in .venv-airflow2, found {airflow.__version__}")
-jars = glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars", "spark-core_*.jar"))
-jar_version = os.path.basename(jars[0]).rsplit("-", 1)[1].removesuffix(".jar") if jars else "missing"
-if pyspark.__version__ != jar_version:
-    raise SystemExit(f"zipper setup: pyspark {pyspark.__version__} but Spark jars {jar_version}: "
-                     "pyspark and pyspark-client must be pinned to the same version")
-PY
+"$VENV/bin/python" scripts/check_install.py 2.11
 echo "$WANT" > "$STAMP"
