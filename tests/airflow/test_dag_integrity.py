@@ -69,6 +69,13 @@ def parsed(specs):
     return {"bag": bag, "queries": queries, "lookups": lookups}
 
 
+def test_the_shipped_dags_folder_loads_without_import_errors(monkeypatch):
+    monkeypatch.delenv("ZIPPER_SPECS", raising=False)  # the default: dags/tables
+    bag = make_dagbag()
+    assert bag.import_errors == {}
+    assert sorted(bag.dag_ids) == ["zipper_dim_user", "zipper_dim_user_rerun"]
+
+
 def test_good_specs_load_and_bad_ones_are_import_errors_of_their_own_files(parsed, specs):
     bag = parsed["bag"]
     assert sorted(bag.dag_ids) == ["zipper_dim_a", "zipper_dim_a_rerun", "zipper_dim_b", "zipper_dim_b_rerun"]
