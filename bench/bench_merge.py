@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import re
 import resource
 import shutil
@@ -298,6 +299,15 @@ class HeapMeter:
     def max_mb(self) -> float:
         return self._max / MB
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time the JVM has used so far (user + system), when /proc has it. Less sensitive
+        than wall time to other work on a shared machine, so the report gives both."""
+        try:
+            fields = Path(f"/proc/{self._pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def jvm_rss_peak_mb(self) -> float | None:
         """The JVM process's peak resident set (VmHWM), when /proc has it."""
         try:
@@ -318,14 +328,20 @@ def python_rss_peak_mb() -> float:
 @dataclass
 class Samples:
     seconds: dict[str, list[float]] = field(default_factory=lambda: {m: [] for m in METHODS})
+    cpu_seconds: dict[str, list[float]] = field(default_factory=lambda: {m: [] for m in METHODS})
     peak_heap_mb: dict[str, float] = field(default_factory=lambda: {m: 0.0 for m in METHODS})
 
-    def add(self, method: str, seconds: float, heap_mb: float) -> None:
+    def add(self, method: str, seconds: float, cpu_seconds: float | None, heap_mb: float) -> None:
         self.seconds[method].append(seconds)
+        if cpu_seconds is not None:
+            self.cpu_seconds[method].append(cpu_seconds)
         self.peak_heap_mb[method] = max(self.peak_heap_mb[method], heap_mb)
 
     def median(self, method: str) -> float:
         return statistics.median(self.seconds[method])
+
+    def cpu_median(self, method: str) -> float | None:
+        return statistics.median(self.cpu_seconds[method]) if self.cpu_seconds[method] else None
 
 
 def prepare_round(spark, layout: Layout, round_no: int, columns) -> tuple[object, str]:
@@ -340,10 +356,13 @@ def prepare_round(spark, layout: Layout, round_no: int, columns) -> tuple[object
 def measured(meter: HeapMeter, samples: Samples, method: str, run) -> object:
     """Run one timed method; `run` returns seconds or (seconds, result)."""
     meter.reset()
+    cpu_before = meter.cpu_seconds()
     outcome = run()
+    cpu_after = meter.cpu_seconds()
+    cpu = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
     seconds, result = outcome if isinstance(outcome, tuple) else (outcome, None)
-    samples.add(method, seconds, meter.peak_mb())
-    print(f"    {method:<8} {seconds:8.2f} s", flush=True)
+    samples.add(method, seconds, cpu, meter.peak_mb())
+    print(f"    {method:<8} {seconds:8.2f} s" + (f"  JVM CPU {cpu:6.2f} s" if cpu is not None else ""), flush=True)
     return result
 
 
@@ -378,6 +397,10 @@ def report(args, samples: Samples, article: Article, meter: HeapMeter) -> None:
         print("* Spark refused INSERT OVERWRITE reading its own target: SELECT staged to a table, both steps timed")
     merge_copy = medians["merge"] / medians["copy"]
     merge_article = medians["merge"] / medians["article"]
+    cpu = {m: samples.cpu_median(m) for m in METHODS}
+    if all(cpu.values()):
+        print("JVM CPU s (median): " + "   ".join(f"{m} {cpu[m]:.2f}" for m in METHODS)
+              + f"   merge/copy {cpu['merge'] / cpu['copy']:.2f}   merge/article {cpu['merge'] / cpu['article']:.2f}")
     peak_heap = max(samples.peak_heap_mb.values())
     jvm_rss = meter.jvm_rss_peak_mb()
     print(f"merge/copy {merge_copy:.2f}   merge/article {merge_article:.2f}")

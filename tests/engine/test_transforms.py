@@ -65,3 +65,14 @@ def test_empty_open_partition_makes_every_row_new(spark):
 def test_key_problems_are_found(spark):
     df = spark.createDataFrame([(1, "a", "x"), (1, "b", "y"), (None, "c", "z"), (2, "d", "w")], SCHEMA_INC)
     assert [tuple(r) for r in transforms.key_offenders(df, ["id"]).collect()] == [(None, 1), (1, 2)]
+
+
+def test_big_pass_only_routes_rows_and_keeps_their_values(spark):
+    routed = transforms.route_open(
+        spark.createDataFrame(OPEN, SCHEMA_OPEN), spark.createDataFrame(INCREMENT, SCHEMA_INC), keys=["id"]
+    )
+    expected = spark.createDataFrame(
+        [row + (slot,) for row, slot in zip(OPEN, ["open", "touched", "touched", "touched"])],
+        SCHEMA_OPEN + ", zipper_slot string",
+    )
+    assertDataFrameEqual(routed, expected, checkRowOrder=False)

@@ -1,7 +1,8 @@
 """The daily audit: reconcile what the merge counted with what it wrote, before publishing.
 
-Cheap by design: the counts come from the write itself (DataFrame.observe) and the written
-row counts from Parquet footers, so no data is read twice. `zipper check` does the full scan."""
+Cheap by design: row counts come from Parquet footers (of the files read and of the files
+written) and from the small key-only pass, so no data is read twice. `zipper check` does the
+full scan."""
 
 from __future__ import annotations
 
@@ -20,25 +21,63 @@ def written_rows(spark, directory: str) -> int:
     return spark.read.parquet(directory).count()
 
 
-def reconcile(counts: dict, *, open_before: int, input_rows: int, open_written: int, closed_written: int,
-              max_closed_begin: str | None, ds: str, table: str) -> dict:
-    """Check the identities that hold for every correct merge; return the summary counts."""
-    carried, unchanged, updated = counts["carried"], counts["unchanged"], counts["updated"]
-    changed, closed, new = counts["changed"], counts["closed"], counts["new"]
-    open_after = carried + unchanged + updated + changed + new
+def max_value(spark, directory: str, column: str) -> str | None:
+    """The largest value of a column in a directory's Parquet files, from the footer statistics
+    (a small Spark read where the files are not local or carry no statistics)."""
+    files = fs.list_data_files(spark, [directory]) if fs.exists(spark, directory) else []
+    if not files:
+        return None
+    local = [fs.local_path(f.path) for f in files]
+    if all(local):
+        import pyarrow.parquet as pq
+
+        largest, complete = None, True
+        for path in local:
+            metadata = pq.ParquetFile(path).metadata
+            if metadata.num_rows == 0:
+                continue
+            index = metadata.schema.names.index(column) if column in metadata.schema.names else None
+            for group in range(metadata.num_row_groups):
+                stats = metadata.row_group(group).column(index).statistics if index is not None else None
+                if stats is None or not stats.has_min_max:
+                    complete = False
+                    break
+                value = stats.max.decode() if isinstance(stats.max, bytes) else stats.max
+                largest = value if largest is None or value > largest else largest
+        if complete:
+            return largest
+    from pyspark.sql import functions as F
+
+    return spark.read.parquet(directory).agg(F.max(column)).first()[0]
+
+
+def reconcile(*, open_recorded: int, open_read: int, input_rows: int, kinds: dict[str, int], untouched: int,
+              touched: int, open_written: int, closed_written: int, max_closed_begin: str | None, ds: str,
+              table: str) -> dict:
+    """Check the identities that hold for every correct merge; return the summary counts.
+
+    open_recorded: rows the last commit recorded; open_read: rows in the files it points to;
+    untouched / touched: open rows the big pass kept / set aside; kinds: touched rows by what
+    the day does to them, counted by the small job; the written counts come from the new
+    files' footers. Every open row goes one way or the other, every touched row meets exactly
+    one increment row, the open slot gains one row per key that was not open, and each changed
+    key closes one version."""
+    changed, updated, unchanged = kinds["changed"], kinds["updated"], kinds["unchanged"]
+    matched = changed + updated + unchanged
+    new = input_rows - matched
     problems = []
-    if carried + unchanged + updated + closed != open_before:
-        problems.append(
-            f"open rows read {carried + unchanged + updated + closed} != {open_before} recorded at the last commit"
-        )
-    if new + changed + unchanged + updated != input_rows:
-        problems.append(f"increment rows accounted {new + changed + unchanged + updated} != {input_rows} read")
-    if closed != changed:
-        problems.append(f"closed rows {closed} != changed keys {changed}")
-    if open_written != open_after:
-        problems.append(f"open rows written {open_written} != {open_after} computed")
-    if closed_written != closed:
-        problems.append(f"closed rows written {closed_written} != {closed} computed")
+    if open_read != open_recorded:
+        problems.append(f"open rows read {open_read} != {open_recorded} recorded at the last commit")
+    if untouched + touched != open_read:
+        problems.append(f"open rows kept {untouched} + set aside {touched} != {open_read} read")
+    if touched != matched:
+        problems.append(f"open rows set aside {touched} != {matched} matched to the increment")
+    if matched > input_rows:
+        problems.append(f"keys found open {matched} > {input_rows} increment rows")
+    if open_written != open_read + new:
+        problems.append(f"open rows written {open_written} != {open_read} open before + {new} new keys")
+    if closed_written != changed:
+        problems.append(f"closed rows written {closed_written} != {changed} changed keys")
     if max_closed_begin is not None and max_closed_begin >= ds:
         problems.append(f"a closed row began on {max_closed_begin}, not before {ds}")
     if problems:
@@ -49,7 +88,7 @@ def reconcile(counts: dict, *, open_before: int, input_rows: int, open_written: 
         "changed": changed,
         "unchanged": unchanged,
         "updated_in_place": updated,
-        "closed": closed,
-        "open_before": open_before,
-        "open_after": open_after,
+        "closed": closed_written,
+        "open_before": open_read,
+        "open_after": open_written,
     }

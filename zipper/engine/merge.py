@@ -313,11 +313,54 @@ def merge_date(spark, spec: TableSpec, ds: dt.date) -> RunResult:
     return apply_date(spark, spec, st, ds, located, started)
 
 
+@dataclass(frozen=True)
+class Written:
+    """What the two merge jobs wrote, counted for the audit."""
+
+    kinds: dict[str, int]  # increment keys found open, by what the day does to them
+    untouched: int  # open rows the big pass kept as they were (footers)
+    touched: int  # open rows the big pass set aside for the small job (footers)
+
+
+def _write_merge(spark, spec: TableSpec, st: state.TableState, increment, table_columns, tracked: list[str],
+                 ds_text: str, run_root: str, broadcast: bool) -> Written:
+    """Write the new open and closed slots under `run_root` in two jobs.
+
+    The big pass copies the open partition into the new open slot, setting aside the rows whose
+    keys the increment names (`zipper_slot=touched`, a scratch directory no partition points
+    to). The small job reads those back, decides each one against the increment, counts the
+    outcome as it writes, and appends successors and new keys to the open slot and old
+    versions to the closed slot."""
+    from pyspark.sql import Observation
+
+    names = [c for c, _ in table_columns]
+    open_schema = _struct_type(table_columns, spec.begin_column)
+    open_rows = spark.read.schema(open_schema).parquet(st.open_partition.location)
+    transforms.route_open(open_rows, increment, keys=spec.keys, broadcast_increment=broadcast) \
+        .write.partitionBy(transforms.SLOT).parquet(run_root)
+    open_dir, touched_dir = (f"{run_root}/{transforms.SLOT}={slot}" for slot in (transforms.OPEN, transforms.TOUCHED))
+    for directory in (open_dir, touched_dir):
+        fs.mkdirs(spark, directory)
+    untouched, touched = audit.written_rows(spark, open_dir), audit.written_rows(spark, touched_dir)
+
+    observation = Observation(f"zipper_kinds_{secrets.token_hex(6)}")
+    (
+        transforms.day_rows(
+            spark.read.schema(open_schema).parquet(touched_dir), increment, keys=spec.keys, columns=names,
+            tracked=tracked, begin_column=spec.begin_column, ds=ds_text, broadcast_increment=broadcast,
+        )
+        .observe(observation, *transforms.kind_counts(("changed", "updated", "unchanged")))
+        .drop(transforms.KIND)
+        .write.mode("append").partitionBy(transforms.SLOT).parquet(run_root)
+    )
+    kinds = observed_metrics(observation)
+    fs.delete(spark, touched_dir)
+    return Written({kind: int(kinds.get(kind, 0)) for kind in ("changed", "updated", "unchanged")}, untouched, touched)
+
+
 def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, located: sources.Input,
                started: float | None = None) -> RunResult:
     """Merge the increment of `ds` into a table that is at ds - 1, and publish."""
-    from pyspark.sql import Observation
-
     started = started if started is not None else time.monotonic()
     where = _where(spec, ds)
     ds_text = ds.isoformat()
@@ -342,43 +385,26 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
     open_before = st.open_rows
 
     if input_rows == 0:
-        counts = {kind: 0 for kind in transforms.KINDS} | {"carried": open_before}
         open_dir = st.open_partition.location
+        written = Written({"changed": 0, "updated": 0, "unchanged": 0}, open_before, 0)
         fs.mkdirs(spark, closed_dir)
-        max_closed_begin = None
     else:
-        open_rows = spark.read.schema(_struct_type(table_columns, spec.begin_column)).parquet(st.open_partition.location)
-        merged = transforms.classify(
-            open_rows,
-            increment,
-            keys=spec.keys,
-            columns=names,
-            tracked=tracked,
-            begin_column=spec.begin_column,
-            ds=ds_text,
-            broadcast_increment=input_rows <= broadcast_max_rows(),
-        )
-        observation = Observation(f"zipper_merge_{secrets.token_hex(6)}")
-        (
-            merged.observe(observation, *transforms.kind_metrics(), transforms.closed_begin_metric(spec.begin_column))
-            .drop(transforms.KIND)
-            .write.partitionBy(transforms.SLOT)
-            .parquet(run_root)
-        )
-        metrics = observed_metrics(observation)
-        counts = {kind: int(metrics.get(kind) or 0) for kind in transforms.KINDS}
-        max_closed_begin = metrics.get("max_closed_begin")
+        written = _write_merge(spark, spec, st, increment, table_columns, tracked, ds_text, run_root,
+                                        broadcast=input_rows <= broadcast_max_rows())
         for directory in (open_dir, closed_dir):
             fs.mkdirs(spark, directory)
     faults.checkpoint("after_write")
 
     summary = audit.reconcile(
-        counts,
-        open_before=open_before,
+        open_recorded=open_before,
+        open_read=audit.written_rows(spark, st.open_partition.location),
         input_rows=input_rows,
+        kinds=written.kinds,
+        untouched=written.untouched,
+        touched=written.touched,
         open_written=audit.written_rows(spark, open_dir),
         closed_written=audit.written_rows(spark, closed_dir),
-        max_closed_begin=max_closed_begin,
+        max_closed_begin=audit.max_value(spark, closed_dir, spec.begin_column),
         ds=ds_text,
         table=spec.table,
     )

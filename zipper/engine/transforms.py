@@ -1,9 +1,11 @@
-"""The merge as pure DataFrame -> DataFrame functions.
+"""The merge as pure DataFrame -> DataFrame functions, split by size.
 
-One pass over the open partition: it is left-joined to the (usually broadcast) increment and
-every open row leaves as itself (kept open or closed), or as itself plus its successor (a
-changed key). Keys seen only in the increment come from a key-only anti join. Each output row
-carries its destination (`zipper_slot`: open | closed) and why it is there (`zipper_kind`)."""
+A day names few keys. The big pass (`route_open`) only sorts the open partition's rows into
+those the increment does not name, kept as they are, and the few it does ("touched"). The
+small set of touched rows then meets the increment (`match_open`) and gives everything that
+changes (`day_rows`): successors, closed versions, keys that were not open. Each output row
+carries its destination (`zipper_slot`: open | closed) and why it is there (`zipper_kind`,
+dropped before writing, so Spark only computes it where a test or a count asks)."""
 
 from __future__ import annotations
 
@@ -14,11 +16,10 @@ from pyspark.sql import functions as F
 
 SLOT = "zipper_slot"
 KIND = "zipper_kind"
-OPEN, CLOSED = "open", "closed"
+OPEN, CLOSED, TOUCHED = "open", "closed", "touched"
 # carried: open row whose key is not in the increment; unchanged: re-sent with equal tracked
 # values; updated: equal tracked values, other columns updated in place; changed: the new
 # version of a changed key; closed: the old version it replaces; new: a key not open before.
-KINDS = ("carried", "unchanged", "updated", "changed", "closed", "new")
 _INC = "zipper__inc__"
 _HIT = _INC + "hit"
 
@@ -41,6 +42,78 @@ def key_offenders(increment: DataFrame, keys: list[str]) -> DataFrame:
     )
 
 
+def route_open(open_rows: DataFrame, increment: DataFrame, *, keys: list[str], broadcast_increment: bool = True) -> DataFrame:
+    """The open rows, each tagged for the big pass: `open` when the increment does not name its
+    key (it stays as it is), `touched` when it does (the small job decides its fate).
+
+    One lookup per row and no value changes, so this pass costs little more than a copy."""
+    flags = increment.select(*[F.col(k).alias(_INC + k) for k in keys], F.lit(True).alias(_HIT))
+    if broadcast_increment:
+        flags = F.broadcast(flags)
+    joined = open_rows.join(flags, on=_all([open_rows[k] == F.col(_INC + k) for k in keys]), how="left")
+    slot = F.when(F.col(_HIT).isNull(), F.lit(OPEN)).otherwise(F.lit(TOUCHED))
+    return joined.select(*[open_rows[c] for c in open_rows.columns], slot.alias(SLOT))
+
+
+def match_open(
+    touched_rows: DataFrame,
+    increment: DataFrame,
+    *,
+    keys: list[str],
+    columns: list[str],
+    tracked: list[str],
+    begin_column: str,
+    broadcast_increment: bool = True,
+) -> DataFrame:
+    """One row per increment key that is open: the open version, the increment's values
+    (prefixed `zipper__inc__`) and what the day does to it (`zipper_kind`: changed, updated or
+    unchanged). `touched_rows` are open rows whose keys the increment names (or all open rows)."""
+    values = [c for c in columns if c not in keys]
+    renamed = increment.select(*keys, *[F.col(c).alias(_INC + c) for c in values])
+    if broadcast_increment:
+        renamed = F.broadcast(renamed)
+    joined = touched_rows.join(renamed, on=keys, how="inner")
+    changed = ~_all([F.col(c).eqNullSafe(F.col(_INC + c)) for c in tracked])
+    same_untracked = _all([F.col(c).eqNullSafe(F.col(_INC + c)) for c in values if c not in tracked])
+    kind = F.when(changed, F.lit("changed")).when(same_untracked, F.lit("unchanged")).otherwise(F.lit("updated"))
+    return joined.select(*columns, begin_column, *[F.col(_INC + c) for c in values], kind.alias(KIND))
+
+
+def day_rows(
+    touched: DataFrame,
+    increment: DataFrame,
+    *,
+    keys: list[str],
+    columns: list[str],
+    tracked: list[str],
+    begin_column: str,
+    ds: str,
+    broadcast_increment: bool = True,
+) -> DataFrame:
+    """What the day adds, from the few open rows whose keys the increment names: one open
+    successor per such key (a changed key opens on ds; an unchanged or updated one keeps its
+    begin), the closed old version of each changed key, and the increment's keys that were not
+    open."""
+    matched = match_open(touched, increment, keys=keys, columns=columns, tracked=tracked,
+                         begin_column=begin_column, broadcast_increment=broadcast_increment)
+    changed = F.col(KIND) == "changed"
+    slots = F.when(changed, F.array(F.lit(OPEN), F.lit(CLOSED))).otherwise(F.array(F.lit(OPEN)))
+    successor = F.col(SLOT) == OPEN
+    versions = matched.select("*", F.explode(slots).alias(SLOT)).select(
+        *[F.col(c) if c in keys else F.when(successor, F.col(_INC + c)).otherwise(F.col(c)).alias(c) for c in columns],
+        F.when(successor & changed, F.lit(ds)).otherwise(F.col(begin_column)).alias(begin_column),
+        F.col(SLOT),
+        F.when(successor, F.col(KIND)).otherwise(F.lit("closed")).alias(KIND),
+    )
+    open_keys = touched.select(*keys)
+    if broadcast_increment:  # at most as many keys as the increment
+        open_keys = F.broadcast(open_keys)
+    new_keys = increment.join(open_keys, on=keys, how="left_anti").select(
+        *columns, F.lit(ds).alias(begin_column), F.lit(OPEN).alias(SLOT), F.lit("new").alias(KIND)
+    )
+    return versions.unionByName(new_keys)
+
+
 def classify(
     open_rows: DataFrame,
     increment: DataFrame,
@@ -52,63 +125,23 @@ def classify(
     ds: str,
     broadcast_increment: bool = True,
 ) -> DataFrame:
-    """Every row of the new open partition and of the day's closed partition, tagged.
+    """Every row of the new open slot and of the day's closed slot, tagged with both: the
+    composition the merge runs as two jobs (it writes the routed rows in between).
 
     `open_rows` has `columns` + begin_column; `increment` has `columns` with unique, non-null keys
     and the table's types. Output: columns, begin_column, zipper_slot, zipper_kind."""
-    renamed = increment.select(*[F.col(c).alias(_INC + c) for c in columns], F.lit(True).alias(_HIT))
-    if broadcast_increment:
-        renamed = F.broadcast(renamed)
-    joined = open_rows.join(renamed, on=_all([open_rows[k] == F.col(_INC + k) for k in keys]), how="left")
-
-    hit = F.col(_HIT).isNotNull()
-    same_tracked = _all([F.col(c).eqNullSafe(F.col(_INC + c)) for c in tracked])
-    untracked = [c for c in columns if c not in tracked and c not in keys]
-    same_untracked = _all([F.col(c).eqNullSafe(F.col(_INC + c)) for c in untracked])
-
-    def version(source_prefix: str, begin: Column, slot: str, kind: Column | str) -> Column:
-        return F.struct(
-            *[F.col(source_prefix + c).alias(c) for c in columns],
-            begin.alias(begin_column),
-            F.lit(slot).alias(SLOT),
-            (kind if isinstance(kind, Column) else F.lit(kind)).alias(KIND),
-        )
-
-    old_begin = F.col(begin_column)
-    versions = (
-        F.when(~hit, F.array(version("", old_begin, OPEN, "carried")))
-        .when(
-            ~same_tracked,
-            F.array(version("", old_begin, CLOSED, "closed"), version(_INC, F.lit(ds), OPEN, "changed")),
-        )
-        .otherwise(
-            F.array(
-                version(_INC, old_begin, OPEN, F.when(same_untracked, F.lit("unchanged")).otherwise(F.lit("updated")))
-            )
-        )
+    routed = route_open(open_rows, increment, keys=keys, broadcast_increment=broadcast_increment)
+    untouched = routed.where(F.col(SLOT) == OPEN).withColumn(KIND, F.lit("carried"))
+    touched = routed.where(F.col(SLOT) == TOUCHED).drop(SLOT)
+    return untouched.unionByName(
+        day_rows(touched, increment, keys=keys, columns=columns, tracked=tracked, begin_column=begin_column,
+                 ds=ds, broadcast_increment=broadcast_increment)
     )
-    from_open = joined.select(F.explode(versions).alias("v")).select("v.*")
-
-    increment_keys = increment.select(*keys)
-    if broadcast_increment:
-        increment_keys = F.broadcast(increment_keys)
-    # A key-only scan of the open partition: cheap with Parquet, and it keeps the main pass to one read.
-    open_keys_in_increment = open_rows.select(*keys).join(increment_keys, on=keys, how="left_semi")
-    if broadcast_increment:  # at most as many keys as the increment: broadcast, no shuffle
-        open_keys_in_increment = F.broadcast(open_keys_in_increment)
-    new_keys = increment.join(open_keys_in_increment, on=keys, how="left_anti").select(
-        *columns, F.lit(ds).alias(begin_column), F.lit(OPEN).alias(SLOT), F.lit("new").alias(KIND)
-    )
-    return from_open.unionByName(new_keys)
 
 
-def kind_metrics() -> list[Column]:
-    """Aggregates for DataFrame.observe: counted while the write runs, no extra pass."""
-    return [F.sum(F.when(F.col(KIND) == kind, 1).otherwise(0)).alias(kind) for kind in KINDS]
-
-
-def closed_begin_metric(begin_column: str) -> Column:
-    return F.max(F.when(F.col(KIND) == "closed", F.col(begin_column))).alias("max_closed_begin")
+def kind_counts(kinds: tuple[str, ...]) -> list[Column]:
+    """Rows of each kind, for DataFrame.observe on the small job's output."""
+    return [F.sum(F.when(F.col(KIND) == kind, 1).otherwise(0)).alias(kind) for kind in kinds]
 
 
 def opening(rows: DataFrame, columns: list[str], begin_column: str, ds: str) -> DataFrame:

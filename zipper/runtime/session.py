@@ -54,8 +54,10 @@ def common_conf() -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.sources.partitionOverwriteMode": "static",
-        # Lets one write emit the open and closed partitions without a sort.
+        # Lets one write emit the open and closed slots without a sort: each task keeps a writer
+        # per slot open. Planned writes would add a sort by slot and bypass these writers.
         "spark.sql.maxConcurrentOutputFileWriters": "4",
+        "spark.sql.optimizer.plannedWrite.enabled": "false",
         "spark.sql.parquet.compression.codec": "snappy",
     }
 
