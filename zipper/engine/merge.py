@@ -52,6 +52,14 @@ class RunResult:
             + f", {c['closed']} closed; {c['open_after']} open rows after; {self.seconds:.1f} s"
         )
 
+    def report(self) -> dict:
+        """Machine-readable form of the run, for schedulers (the DAGs' audit task)."""
+        return {
+            "table": self.table, "ds": self.ds, "action": self.action, "message": self.message,
+            "counts": dict(self.counts), "run_id": self.run_id, "seconds": round(self.seconds, 3),
+            "summary": self.summary(),
+        }
+
 
 # ---------------------------------------------------------------- helpers
 
