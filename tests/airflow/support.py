@@ -86,17 +86,6 @@ def assert_serial(merges: list[dict]) -> None:
         assert before["end_date"] <= after["start_date"], (before, after)
 
 
-def rerun_available() -> bool:
-    """`zipper rerun` (replay of past dates) exists in this checkout's CLI."""
-    from zipper.cli.main import build_parser
-
-    try:
-        build_parser().parse_args(["rerun", "x", "--from", DATES[0]])
-    except SystemExit:
-        return False
-    return True
-
-
 def expected_after_first_date() -> list[list[str]]:
     """The sample table after its base and the merge of day 1, worked out by hand."""
     open_end = "9999-12-31"

@@ -16,7 +16,6 @@ from tests.airflow.support import (
     expected_after_first_date,
     minimal_env,
     probe,
-    rerun_available,
     write_sample,
     write_spec,
 )
@@ -25,8 +24,6 @@ from zipper.airflow.environment import DEFAULT_POOL
 from zipper.airflow.local import LocalAirflow
 
 pytestmark = [pytest.mark.slow, pytest.mark.airflow]
-needs_rerun = pytest.mark.skipif(not rerun_available(), reason="waits for `zipper rerun` (replay of past dates)")
-
 BACKFILLED = "dim_bf"
 FIRST = "dim_first"
 DAG = "zipper_" + BACKFILLED
@@ -141,7 +138,6 @@ def _reference_and_table(workspace, ref: str) -> tuple[dict, dict]:
     return result["tables"][f"dw.{BACKFILLED}"], result["tables"][f"dw.{ref}"]
 
 
-@needs_rerun
 @pytest.mark.parametrize("with_future", [False, True], ids=["only_that_date", "with_future_runs"])
 def test_clearing_a_past_merge_replays_it(af3, workspace, backfilled, with_future):
     """Clearing D2's merge after its input changed gives the table of daily runs over the new input."""
@@ -161,7 +157,6 @@ def test_clearing_a_past_merge_replays_it(af3, workspace, backfilled, with_futur
     assert table["rows"] == reference["rows"] and table["partitions"] == reference["partitions"]
 
 
-@needs_rerun
 def test_rerun_dag_from_the_trigger_form(af3, workspace, backfilled):
     write_parquet(workspace["data"] / "incr" / f"ds={DATES[2]}", [(4, "dan", "Lviv")])
     ref = _freeze_data(workspace, "rerun")
