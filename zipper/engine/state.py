@@ -34,6 +34,8 @@ FINGERPRINT = "zipper.fingerprint"
 COUNTS = "zipper.counts"
 INIT_DS = "zipper.init_ds"
 INIT_FINGERPRINT = "zipper.init_fingerprint"
+LANDING = "zipper.landing"  # a landing-zone date: the files it consumed and where their copy is kept
+COLUMNS = "zipper.columns"  # on the open partition: columns the last commit added or widened
 
 
 RUN_ID_TIME = "%Y%m%dT%H%M%S.%fZ"
@@ -68,6 +70,7 @@ class Commit:
     counts: dict
     rows: int
     end: str
+    landing: dict | None = None  # range of landing-zone files consumed, and the kept copy (see landing.py)
 
     @classmethod
     def from_partition(cls, part: Partition) -> "Commit":
@@ -80,10 +83,11 @@ class Commit:
             counts=json.loads(p.get(COUNTS, "{}")),
             rows=int(p.get(ROWS, "0")),
             end=part.end,
+            landing=json.loads(p[LANDING]) if LANDING in p else None,
         )
 
     def params(self) -> dict[str, str]:
-        return {
+        params = {
             DS: self.ds,
             RUN_ID: self.run_id,
             COMMITTED_AT: self.committed_at,
@@ -91,6 +95,9 @@ class Commit:
             COUNTS: json.dumps(self.counts, sort_keys=True),
             ROWS: str(self.rows),
         }
+        if self.landing is not None:
+            params[LANDING] = json.dumps(self.landing, sort_keys=True)
+        return params
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,14 @@ class TableState:
     @property
     def open_rows(self) -> int:
         return int(self.open_partition.params.get(ROWS, "0")) if self.open_partition else 0
+
+    @property
+    def recorded_column_change(self) -> dict[str, list[tuple[str, str]]]:
+        """Columns the last commit added or widened ({"added": [(name, type)], "widened": [...]}),
+        so a run can finish a schema change that a crash interrupted after the publish."""
+        value = self.open_partition.params.get(COLUMNS) if self.open_partition else None
+        raw = json.loads(value) if value else {}
+        return {kind: [tuple(c) for c in raw.get(kind, [])] for kind in ("added", "widened")}
 
     @property
     def init_ds(self) -> dt.date | None:
