@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support import TableFixture, day, table_rows
-from zipper.engine import catalog, fs, merge, state
+from zipper.engine import catalog, check, fs, merge, state
 from zipper.errors import InputError
 
 OPEN = "9999-12-31"
@@ -53,6 +53,7 @@ def test_upserts_deletes_and_deletes_of_keys_not_open(spark, cdc):
     cdc.write_increment(spark, day(2), [(2, "bob", "Rome", 0)], CDC)
     assert merge.merge_date(spark, cdc.spec, day(2)).counts["new"] == 1
     assert (2, "bob", "Rome", "2024-01-02", OPEN) in table_rows(spark, cdc.table)
+    assert check.run_checks(spark, cdc.spec)["ok"]
 
 
 def test_a_delete_must_carry_the_open_row_unless_delete_match_is_key(spark, cdc, tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support import TableFixture, day, table_rows
-from zipper.engine import catalog, faults, merge, state
+from zipper.engine import catalog, check, faults, merge, state
 from zipper.errors import InputError
 
 OPEN = "9999-12-31"
@@ -41,6 +41,7 @@ def test_added_missing_and_widened_columns(spark, tmp_path, unique_name):
         (3, "cid", "Rome", 1, "2023-12-31", None, "2024-01-02"),
         (4, "dan", "Nice", 1, "2024-01-01", None, OPEN),
     ]
+    assert check.run_checks(spark, t.spec)["ok"]
 
 
 def test_a_changed_type_fails_naming_the_column_and_both_types(spark, tmp_path, unique_name):
