@@ -128,6 +128,8 @@ def complete_columns(spark, spec: TableSpec, st: state.TableState) -> bool:
     if not st.initialized:
         return False
     recorded = st.recorded_column_change
+    if not (recorded["added"] or recorded["widened"]):
+        return False
     current = catalog.data_columns(spark, spec)
     wanted = dict(recorded["widened"])
     columns = [(name, wanted.get(name, kind)) for name, kind in current]
@@ -362,8 +364,10 @@ def _write_merge(spark, spec: TableSpec, st: state.TableState, day: dayinput.Day
 
 
 def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, located: sources.Input,
-               started: float | None = None) -> RunResult:
+               started: float | None = None, carry_params: dict[str, str] | None = None) -> RunResult:
     """Merge the input of `ds` into a table that is at ds - 1, and publish.
+
+    `carry_params`: extra open-partition parameters to publish with the commit.
 
     Column changes: a widening is applied to the table just before the publish (older files
     read the same values through the wider type, while the new files need it); added columns
@@ -442,6 +446,7 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
             state.COMMITTED_AT: now,
         }
     )
+    open_params.update(carry_params or {})
     if changed_columns.alters_table:
         open_params[state.COLUMNS] = json.dumps(changed_columns.record(), sort_keys=True)
     consumed = day.located.landing
