@@ -1,10 +1,32 @@
 # The two commands: `make demo` and `make test`. Both create or reuse .venv.
-.PHONY: setup demo test bench clean
+.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test bench bench-parse clean
+
+AIRFLOW_HOME ?= $(CURDIR)/airflow_home
+ZIPPER_SPECS ?= $(CURDIR)/dags/tables
+ZIPPER_WAREHOUSE ?= $(CURDIR)/warehouse
+AIRFLOW_ENV = AIRFLOW_HOME="$(AIRFLOW_HOME)" ZIPPER_SPECS="$(ZIPPER_SPECS)" ZIPPER_WAREHOUSE="$(ZIPPER_WAREHOUSE)"
 
 setup:
 	@scripts/bootstrap.sh
 
+# .venv-airflow2: the same package on Airflow 2.11 (about 8 minutes the first time).
+setup-airflow2:
+	@scripts/bootstrap_airflow2.sh
+
+# Render airflow.cfg.template into $(AIRFLOW_HOME), migrate the SQLite database, create the pool.
+airflow-setup: setup
+	$(AIRFLOW_ENV) .venv/bin/python -m zipper.airflow.home
+
+# The Airflow UI with this package's DAGs (api-server, scheduler, dag-processor, triggerer).
+airflow: airflow-setup
+	$(AIRFLOW_ENV) PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/airflow standalone
+
+# The sample week through Airflow: a backfill, then the table.
 demo: setup
+	$(AIRFLOW_ENV) .venv/bin/python -m zipper.airflow.demo
+
+# The same week merged directly in one Spark session, without Airflow.
+demo-direct: setup
 	.venv/bin/python -m zipper.demo
 
 test:
@@ -13,5 +35,8 @@ test:
 bench: setup
 	.venv/bin/python bench/bench_merge.py
 
+bench-parse: setup
+	.venv/bin/python bench/bench_parse.py
+
 clean:
-	rm -rf warehouse demo_data
+	rm -rf warehouse demo_data airflow_home

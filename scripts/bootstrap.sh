@@ -31,12 +31,5 @@ echo "zipper setup: installing pinned dependencies into .venv (about 5 minutes t
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 .venv/bin/python -m pip install --quiet -c constraints.txt pip setuptools wheel
 .venv/bin/python -m pip install --quiet -c constraints.txt --no-build-isolation -e ".[airflow,test]"
-.venv/bin/python - <<'PY'
-import glob, os, pyspark
-jars = glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars", "spark-core_*.jar"))
-jar_version = os.path.basename(jars[0]).rsplit("-", 1)[1].removesuffix(".jar") if jars else "missing"
-if pyspark.__version__ != jar_version:
-    raise SystemExit(f"zipper setup: pyspark {pyspark.__version__} but Spark jars {jar_version}: "
-                     "pyspark and pyspark-client must be pinned to the same version")
-PY
+.venv/bin/python scripts/check_install.py
 echo "$WANT" > "$STAMP"

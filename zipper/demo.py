@@ -1,4 +1,4 @@
-"""`make demo`: a sample user dimension, a week of daily merges, and what analysts see.
+"""The sample user dimension of `make demo`, a week of daily merges, and what analysts see.
 
 The data is deterministic and written once; running the demo again shows that every
 merge of an already committed date with the same input is a no-op."""
@@ -74,15 +74,34 @@ def generate(data_dir: Path, start: dt.date) -> bool:
     return True
 
 
+def show(spark, spec) -> None:
+    """What analysts see: partitions with row counts, one key's history, an as-of slice."""
+    from zipper.cli.output import print_table
+    from zipper.engine import inspect
+
+    print(f"\nPartitions of {spec.table} ({spec.end_column} = {spec.open_end} holds the current state):")
+    partitions = inspect.status(spark, spec)["partitions"]
+    print_table(spark.createDataFrame(
+        [(p["end"], p["kind"], p.get("ds", ""), p["rows"]) for p in sorted(partitions, key=lambda p: p["end"])],
+        f"{spec.end_column} string, kind string, closed_by_run_of string, rows long"), noun="partitions")
+    print("\nHistory of user_id = 7 (changed on day 2, back to its first city on day 4):")
+    print_table(inspect.history(spark, spec, {"user_id": "7"}), noun="versions")
+    as_of = spec.start_date + dt.timedelta(days=2)
+    sliced = inspect.slice_as_of(spark, spec, as_of)
+    print(f"\nAs-of slice {as_of} ({sliced.count()} users; first 5):")
+    print_table(sliced.limit(5))
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The week merged directly in one Spark session (no Airflow); `make demo` runs it through
+    Airflow instead (zipper.airflow.demo)."""
     parser = argparse.ArgumentParser(prog="python -m zipper.demo")
     parser.add_argument("--specs", default=str(REPO / "dags" / "tables"))
     parser.add_argument("--warehouse", default=str(REPO / "warehouse"))
     parser.add_argument("--data", default=str(REPO / "demo_data" / "dim_user"))
     args = parser.parse_args(argv)
 
-    from zipper.cli.output import print_table
-    from zipper.engine import inspect, merge
+    from zipper.engine import merge
     from zipper.engine.plan import date_range
     from zipper.errors import ZipperError
     from zipper.runtime.session import SessionSettings, build_session
@@ -102,18 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     except ZipperError as exc:
         print(f"zipper: error: {exc}", file=sys.stderr)
         return 1
-
-    print(f"\nPartitions of {spec.table} ({spec.end_column} = {spec.open_end} holds the current state):")
-    partitions = inspect.status(spark, spec)["partitions"]
-    print_table(spark.createDataFrame(
-        [(p["end"], p["kind"], p.get("ds", ""), p["rows"]) for p in sorted(partitions, key=lambda p: p["end"])],
-        f"{spec.end_column} string, kind string, closed_by_run_of string, rows long"), noun="partitions")
-    print("\nHistory of user_id = 7 (changed on day 2, back to its first city on day 4):")
-    print_table(inspect.history(spark, spec, {"user_id": "7"}), noun="versions")
-    as_of = spec.start_date + dt.timedelta(days=2)
-    sliced = inspect.slice_as_of(spark, spec, as_of)
-    print(f"\nAs-of slice {as_of} ({sliced.count()} users; first 5):")
-    print_table(sliced.limit(5))
+    show(spark, spec)
     print(f"\nDone in {time.monotonic() - started:.0f} s. Query it yourself: see README, 'Querying the tables'.")
     return 0
 

@@ -140,3 +140,30 @@ def test_mode_options_and_keys_from_a_landing_zone(tmp_path):
     assert load_spec_file(write(tmp_path, landing)).keys == []
     with pytest.raises(SpecError, match="key 'keys': at least one key column is required"):
         load_spec_file(write(tmp_path, EXAMPLE.replace("keys: [user_id]", "")))
+
+
+def test_airflow_keys_have_defaults_and_are_validated(tmp_path):
+    spec = load_spec_file(write(tmp_path, EXAMPLE))
+    assert spec.airflow.schedule == "@daily" and spec.airflow.spark_conn_id == "zipper_spark"
+    assert spec.airflow.pool == "zipper_embedded_metastore" and spec.airflow.sensor.mode == "reschedule"
+    custom = EXAMPLE + "airflow:\n  schedule: '15 4 * * *'\n  tags: [sales]\n  sensor: {mode: deferrable, poke_interval: 60}\n"
+    spec = load_spec_file(write(tmp_path, custom))
+    assert spec.airflow.schedule == "15 4 * * *" and spec.airflow.tags == ["sales"]
+    assert spec.airflow.sensor.mode == "deferrable" and spec.airflow.sensor.poke_interval == 60
+
+
+@pytest.mark.parametrize(
+    "block, expected",
+    [
+        ("airflow:\n  schedule: '@hourly'\n", "key 'airflow.schedule': '@hourly' is not a daily schedule"),
+        ("airflow:\n  schedule: '0 */2 * * *'\n", "key 'airflow.schedule'"),
+        ("airflow:\n  retries: -1\n", "key 'airflow.retries'"),
+        ("airflow:\n  sensor: {mode: sometimes}\n", "key 'airflow.sensor.mode'"),
+        ("airflow:\n  owners: [me]\n", "key 'airflow.owners': unknown key"),
+    ],
+)
+def test_bad_airflow_keys_name_file_and_key(tmp_path, block, expected):
+    path = write(tmp_path, EXAMPLE + block)
+    with pytest.raises(SpecError) as err:
+        load_spec_file(path)
+    assert str(path) in str(err.value) and expected in str(err.value)

@@ -14,6 +14,7 @@ from zipper.spec.loader import find_spec
 
 EXIT_ERROR = 1
 EXIT_CHECK_FAILED = 3
+REPORT_PREFIX = "zipper-report: "
 
 
 def _common(top_level: bool) -> argparse.ArgumentParser:
@@ -42,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = verbs.add_parser("merge", parents=[common], help="merge one day's increment")
     p.add_argument("name")
     p.add_argument("--ds", required=True, help="the run date, YYYY-MM-DD")
+    p.add_argument("--json-report", action="store_true", dest="json_report",
+                   help=f"also print one line '{REPORT_PREFIX}{{...}}' (JSON) for schedulers")
 
     p = verbs.add_parser("status", parents=[common], help="committed state as JSON")
     p.add_argument("name")
@@ -112,8 +115,14 @@ class Runner:
         from zipper.engine import merge
 
         ds = parse_date(self.args.ds, "--ds", self.spec.table)
-        print(merge.merge_date(self.spark, self.spec, ds).summary())
+        result = merge.merge_date(self.spark, self.spec, ds)
+        print(result.summary())
+        self.report(result)
         return 0
+
+    def report(self, result) -> None:
+        if getattr(self.args, "json_report", False):
+            print(REPORT_PREFIX + json.dumps(result.report()), flush=True)
 
     def do_status(self) -> int:
         from zipper.engine import inspect

@@ -53,6 +53,14 @@ class RunResult:
             + f"; {self.seconds:.1f} s"
         )
 
+    def report(self) -> dict:
+        """Machine-readable form of the run, for schedulers (the DAGs' audit task)."""
+        return {
+            "table": self.table, "ds": self.ds, "action": self.action, "message": self.message,
+            "counts": dict(self.counts), "run_id": self.run_id, "seconds": round(self.seconds, 3),
+            "summary": self.summary(),
+        }
+
 
 def _notes(c: dict) -> list[str]:
     """What a run reports beyond the version counts: ignored deletes, anomalies, column changes."""

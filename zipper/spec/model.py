@@ -141,6 +141,45 @@ class BaseSpec(_Strict):
         return self
 
 
+DAILY_CRON = re.compile(r"^(\d{1,2}) (\d{1,2}) \* \* \*$")
+DAILY_PRESETS = ("@daily", "@midnight")
+
+
+def _daily_schedule(value: str) -> str:
+    """A zipper table takes one increment per date, so only schedules that fire once a day make sense."""
+    value = " ".join(value.split())
+    if value in DAILY_PRESETS:
+        return value
+    match = DAILY_CRON.match(value)
+    if not match or int(match.group(1)) > 59 or int(match.group(2)) > 23:
+        raise ValueError(
+            f"{value!r} is not a daily schedule: use '@daily' or a cron expression 'M H * * *' (one run per date)"
+        )
+    return value
+
+
+class SensorSpec(_Strict):
+    """How the DAG waits for the day's increment before merging."""
+
+    enabled: bool = True
+    mode: Literal["reschedule", "poke", "deferrable"] = "reschedule"
+    poke_interval: int = Field(default=300, ge=1, description="seconds between checks")
+    timeout: int = Field(default=172800, ge=1, description="seconds before the sensor fails")
+
+
+class AirflowSpec(_Strict):
+    """Scheduling of the table's DAG. Only read by the Airflow integration; the engine ignores it."""
+
+    schedule: Annotated[str, AfterValidator(_daily_schedule)] = "@daily"
+    owner: str = Field(default="zipper", min_length=1)
+    tags: list[str] = Field(default_factory=list)
+    retries: int = Field(default=1, ge=0)
+    retry_delay_minutes: float = Field(default=5, ge=0)
+    spark_conn_id: str = Field(default="zipper_spark", min_length=1)
+    pool: str = Field(default="zipper_embedded_metastore", min_length=1)
+    sensor: SensorSpec = Field(default_factory=SensorSpec)
+
+
 class TableSpec(_Strict):
     name: Identifier
     table: QualifiedTable
@@ -158,6 +197,7 @@ class TableSpec(_Strict):
     retention_days: int = Field(default=7, ge=0)
     columns: dict[Identifier, str] | None = None
     description: str = ""
+    airflow: AirflowSpec = Field(default_factory=AirflowSpec)
     _origin: Path | None = PrivateAttr(default=None)
 
     @property

@@ -1,0 +1,108 @@
+"""Shared pieces of the Airflow tests: a small sample table over three dates, specs, the probe."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from tests.cli.helpers import REPO, day, wait_for_jvms, write_parquet
+
+AIRFLOW2_VENV = REPO / ".venv-airflow2"
+DATES = [day(1), day(2), day(3)]
+BASE = [(1, "ann", "Oslo"), (2, "bob", "Rome")]
+INCREMENTS = {
+    day(1): [(2, "bob", "Paris"), (3, "cid", None)],
+    day(2): [(1, "ann", "Bergen"), (3, "cid", "Lima")],
+    day(3): [(4, "dan", "Kyiv"), (2, "bob", "Rome")],  # bob moves back: a change, not a no-op
+}
+
+
+def write_sample(root: Path) -> Path:
+    """Base plus three daily increments under root/data; returns the data folder."""
+    data = root / "data"
+    write_parquet(data / "base", BASE)
+    for ds, rows in INCREMENTS.items():
+        write_parquet(data / "incr" / f"ds={ds}", rows)
+    return data
+
+
+def write_spec(folder: Path, name: str, data: Path, **options) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    raw = {
+        "name": name,
+        "table": f"dw.{name}",
+        "keys": ["id"],
+        "source": {"format": "parquet", "path": str(data / "incr" / "ds={{ ds }}")},
+        "base": {"format": "parquet", "path": str(data / "base")},
+        "start_date": DATES[0],
+        "end_date": DATES[-1],
+        "description": f"test table {name}",
+        "airflow": {"owner": "data-eng", "tags": ["test"], "retries": 0,
+                    "sensor": {"poke_interval": 5, "timeout": 600}},
+    }
+    raw.update(options)
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+def minimal_env(root: Path, specs: Path, warehouse: Path) -> dict[str, str]:
+    """Only what the issue allows: no rendered airflow.cfg, just these variables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "ZIPPER_"))}
+    env.update({
+        "AIRFLOW_HOME": str(root / "airflow"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "ZIPPER_SPECS": str(specs),
+        "ZIPPER_WAREHOUSE": str(warehouse),
+    })
+    return env
+
+
+def probe(warehouse: Path, run=(), tables=(), status=(), timeout: float = 300) -> dict:
+    """One JVM: run zipper commands, then snapshot tables (see probe.py)."""
+    plan = {"run": [list(a) for a in run], "tables": list(tables), "status": [[str(s), n] for s, n in status]}
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.airflow.probe", str(warehouse), json.dumps(plan)],
+        capture_output=True, text=True, timeout=timeout, cwd=REPO,
+        env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"},
+    )
+    wait_for_jvms(warehouse.parent)  # the warehouse folder is always <root>/warehouse here
+    lines = [line for line in result.stdout.splitlines() if line.startswith("PROBE ")]
+    assert result.returncode == 0 and lines, result.stderr[-3000:]
+    return json.loads(lines[-1][len("PROBE "):])
+
+
+def assert_serial(merges: list[dict]) -> None:
+    """Each date's merge started after the previous date's merge ended, in date order."""
+    assert [m["state"] for m in merges] == ["success"] * len(merges), merges
+    ordered = sorted(merges, key=lambda m: m["logical_date"])
+    for before, after in zip(ordered, ordered[1:]):
+        assert before["end_date"] <= after["start_date"], (before, after)
+
+
+def rerun_available() -> bool:
+    """`zipper rerun` (replay of past dates) exists in this checkout's CLI."""
+    from zipper.cli.main import build_parser
+
+    try:
+        build_parser().parse_args(["rerun", "x", "--from", DATES[0]])
+    except SystemExit:
+        return False
+    return True
+
+
+def expected_after_first_date() -> list[list[str]]:
+    """The sample table after its base and the merge of day 1, worked out by hand."""
+    open_end = "9999-12-31"
+    return sorted([
+        ["1", "ann", "Oslo", "2023-12-31", open_end],
+        ["2", "bob", "Rome", "2023-12-31", DATES[0]],
+        ["2", "bob", "Paris", DATES[0], open_end],
+        ["3", "cid", "", DATES[0], open_end],
+    ])

@@ -1,0 +1,166 @@
+"""DAG integrity, on whichever Airflow this interpreter has (3.3 in .venv, 2.11 in .venv-airflow2;
+the 2.11 run is started from the 3.3 suite, see test_integrity_on_airflow2).
+
+Layers: the DAG file loads with no import errors; a bad spec is an import error of its own file and
+the other DAGs still load; parsing imports no pyspark, runs no database query and asks for no
+connection; every DAG has docs, owner, tags and an explicit catchup; tasks and order are right."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import sqlalchemy
+
+from tests.airflow.support import AIRFLOW2_VENV, DATES, write_spec
+from tests.cli.helpers import REPO
+from zipper.airflow.compat import AIRFLOW_3
+from zipper.airflow.environment import DEFAULT_CONN_ID, DEFAULT_POOL
+
+DAGS_FOLDER = REPO / "dags"
+
+
+def make_dagbag():
+    if AIRFLOW_3:
+        from airflow.dag_processing.dagbag import DagBag
+
+        return DagBag(dag_folder=str(DAGS_FOLDER))
+    from airflow.models.dagbag import DagBag
+
+    return DagBag(dag_folder=str(DAGS_FOLDER), include_examples=False)
+
+
+@pytest.fixture(scope="module")
+def specs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("integrity")
+    folder = root / "specs"
+    write_spec(folder, "dim_a", root / "data")
+    write_spec(folder, "dim_b", root / "data", end_date=None,
+               airflow={"schedule": "30 2 * * *", "sensor": {"enabled": False}, "spark_conn_id": "my_yarn",
+                        "owner": "data-eng", "tags": ["test"]})
+    (folder / "bad_key.yaml").write_text((folder / "dim_a.yaml").read_text().replace("name: dim_a", "name: bad\ncolour: red"))
+    (folder / "same_name.yaml").write_text((folder / "dim_a.yaml").read_text().replace("dw.dim_a", "dw.other"))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def parsed(specs):
+    """One DagBag of the dags folder, counting database queries and connection lookups while parsing."""
+    from zipper.airflow.compat import BaseHook
+
+    queries, lookups = [], []
+
+    def count_query(conn, cursor, statement, *args):
+        queries.append(statement)
+
+    original = BaseHook.get_connection
+    BaseHook.get_connection = classmethod(lambda cls, conn_id: lookups.append(conn_id) or original.__func__(cls, conn_id))
+    sqlalchemy.event.listen(sqlalchemy.engine.Engine, "before_cursor_execute", count_query)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ZIPPER_SPECS", str(specs))
+    try:
+        bag = make_dagbag()
+    finally:
+        sqlalchemy.event.remove(sqlalchemy.engine.Engine, "before_cursor_execute", count_query)
+        BaseHook.get_connection = original
+        mp.undo()
+    return {"bag": bag, "queries": queries, "lookups": lookups}
+
+
+def test_the_shipped_dags_folder_loads_without_import_errors(monkeypatch):
+    monkeypatch.delenv("ZIPPER_SPECS", raising=False)  # the default: dags/tables
+    bag = make_dagbag()
+    assert bag.import_errors == {}
+    assert sorted(bag.dag_ids) == ["zipper_dim_user", "zipper_dim_user_rerun"]
+
+
+def test_good_specs_load_and_bad_ones_are_import_errors_of_their_own_files(parsed, specs):
+    bag = parsed["bag"]
+    assert sorted(bag.dag_ids) == ["zipper_dim_a", "zipper_dim_a_rerun", "zipper_dim_b", "zipper_dim_b_rerun"]
+    errors = {k: v for k, v in bag.import_errors.items()}
+    assert sorted(errors) == [str(specs / "bad_key.yaml"), str(specs / "same_name.yaml")], errors
+    assert errors[str(specs / "bad_key.yaml")] == f"{specs / 'bad_key.yaml'}: key 'colour': unknown key"
+    assert "key 'name': 'dim_a' is also used by" in errors[str(specs / "same_name.yaml")]
+
+
+def test_parsing_queries_no_database_and_no_connection(parsed):
+    assert parsed["queries"] == []
+    assert parsed["lookups"] == []
+
+
+def test_parsing_imports_no_pyspark(specs):
+    code = (
+        "import json, os, sys\n"
+        "from tests.airflow.test_dag_integrity import make_dagbag\n"
+        "bag = make_dagbag()\n"
+        "print('RESULT', json.dumps({'dags': len(bag.dag_ids),"
+        " 'spark': sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j'))}))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120,
+                            env={**__import__("os").environ, "ZIPPER_SPECS": str(specs)})
+    line = [x for x in result.stdout.splitlines() if x.startswith("RESULT ")]
+    assert line, result.stderr[-2000:]
+    outcome = json.loads(line[0][len("RESULT "):])
+    assert outcome == {"dags": 4, "spark": []}
+
+
+def test_every_dag_has_docs_owner_tags_and_explicit_catchup(parsed):
+    for dag in parsed["bag"].dags.values():
+        assert dag.doc_md and len(dag.doc_md) > 200, dag.dag_id
+        assert dag.owner == "data-eng", dag.dag_id
+        assert "zipper" in dag.tags and "test" in dag.tags, dag.dag_id
+        assert dag.max_active_runs == 1, dag.dag_id
+        assert dag.catchup is (not dag.dag_id.endswith("_rerun")), dag.dag_id
+
+
+def test_merge_dag_tasks_order_and_settings(parsed):
+    dag = parsed["bag"].dags["zipper_dim_a"]
+    assert [t.task_id for t in dag.topological_sort()] == ["wait_for_increment", "merge", "audit"]
+    wait, merge, audit = (dag.get_task(t) for t in ("wait_for_increment", "merge", "audit"))
+    assert merge.upstream_task_ids == {"wait_for_increment"} and audit.upstream_task_ids == {"merge"}
+    assert merge.depends_on_past and not wait.depends_on_past
+    assert merge.pool == DEFAULT_POOL and merge._conn_id == DEFAULT_CONN_ID
+    assert merge.application.endswith("spark_jobs/zipper_job.py")
+    assert merge.application_args == ["merge", "dim_a", "--ds", "{{ ds }}", "--json-report"]
+    assert "application_args" in merge.template_fields
+    assert [o.uri for o in merge.outlets] == ["hive://dw/dim_a"]
+    assert wait.mode == "reschedule" and wait.poke_interval == 5 and wait.timeout == 600
+    assert dag.start_date.date().isoformat() == DATES[0] and dag.end_date.date().isoformat() == DATES[-1]
+    assert "CronDataIntervalTimetable" in type(dag.timetable).__name__
+    assert "zipper rerun dim_a" in dag.doc_md and "`id`" in dag.doc_md
+
+
+def test_spec_scheduling_keys_reach_the_dag(parsed):
+    dag = parsed["bag"].dags["zipper_dim_b"]
+    assert [t.task_id for t in dag.topological_sort()] == ["merge", "audit"]  # sensor disabled
+    assert dag.get_task("merge")._conn_id == "my_yarn"
+    assert dag.end_date is None
+    assert (getattr(dag.timetable, "expression", None) or dag.timetable._expression) == "30 2 * * *"
+
+
+def test_rerun_dag_takes_dates_from_its_trigger_form(parsed):
+    dag = parsed["bag"].dags["zipper_dim_a_rerun"]
+    assert type(dag.timetable).__name__ == "NullTimetable"  # triggered only
+    assert dag.is_paused_upon_creation is False  # a trigger from the form runs without unpausing first
+    assert [t.task_id for t in dag.tasks] == ["rerun"]
+    rerun = dag.get_task("rerun")
+    assert rerun.pool == DEFAULT_POOL and [o.uri for o in rerun.outlets] == ["hive://dw/dim_a"]
+    schema = {k: dag.params.get_param(k).schema for k in dag.params}
+    assert schema["from_date"]["format"] == "date" and schema["to_date"]["type"] == ["null", "string"]
+
+
+@pytest.mark.skipif(not AIRFLOW_3, reason="started from the Airflow 3 suite only")
+@pytest.mark.airflow
+def test_integrity_on_airflow2():
+    """The same DAG files on Airflow 2.11: this module and the operator tests in .venv-airflow2."""
+    python = AIRFLOW2_VENV / "bin" / "python"
+    assert python.exists(), "run scripts/bootstrap_airflow2.sh (make test does)"
+    result = subprocess.run(
+        [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-q", "tests/airflow/test_dag_integrity.py",
+         "tests/airflow/test_operators.py", "tests/airflow/test_increments.py"],
+        capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert result.returncode == 0, result.stdout[-4000:]
+    summary = result.stdout.strip().splitlines()[-1]
+    assert "passed" in summary and "failed" not in summary and "error" not in summary, summary

@@ -1,0 +1,172 @@
+"""Airflow 3 end to end: a real api-server, scheduler (LocalExecutor) and dag-processor on SQLite,
+configured only by environment variables, running the zipper DAGs with spark-submit.
+
+One instance serves every scenario (each spark-submit costs about 25 s of JVM start here)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tests.airflow.support import (
+    DATES,
+    assert_serial,
+    expected_after_first_date,
+    minimal_env,
+    probe,
+    rerun_available,
+    write_sample,
+    write_spec,
+)
+from tests.cli.helpers import write_parquet
+from zipper.airflow.environment import DEFAULT_POOL
+from zipper.airflow.local import LocalAirflow
+
+pytestmark = [pytest.mark.slow, pytest.mark.airflow]
+needs_rerun = pytest.mark.skipif(not rerun_available(), reason="waits for `zipper rerun` (replay of past dates)")
+
+BACKFILLED = "dim_bf"
+FIRST = "dim_first"
+DAG = "zipper_" + BACKFILLED
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    root = tmp_path_factory.mktemp("af3")
+    data = write_sample(root)
+    specs, refs = root / "specs", root / "ref_specs"
+    write_spec(specs, BACKFILLED, data)
+    write_spec(specs, FIRST, data)
+    (specs / "broken.yaml").write_text(
+        "name: broken\ntable: dw.broken\nkeys: []\nsource: {path: /x}\nstart_date: '2024-01-01'\n")
+    write_spec(refs, "dim_ref", data)
+    return {"root": root, "data": data, "specs": specs, "refs": refs, "warehouse": root / "warehouse"}
+
+
+@pytest.fixture(scope="module")
+def af3(workspace):
+    env = minimal_env(workspace["root"], workspace["specs"], workspace["warehouse"])
+    instance = LocalAirflow(workspace["root"] / "airflow", env)
+    instance.cli("db", "migrate")
+    instance.cli("pools", "set", DEFAULT_POOL, "1", "zipper merges")
+    instance.start()
+    try:
+        instance.wait_for_dags([DAG, f"zipper_{FIRST}", f"{DAG}_rerun"])
+        yield instance
+    finally:
+        instance.stop()
+
+
+@pytest.fixture(scope="module")
+def backfilled(af3):
+    """`airflow backfill create` over the three dates with max-active-runs 3, run by the scheduler."""
+    af3.cli("backfill", "create", "--dag-id", DAG, "--from-date", DATES[0], "--to-date", DATES[-1],
+            "--max-active-runs", "3", "--reprocess-behavior", "failed")
+    af3.cli("dags", "unpause", DAG)  # Airflow 3 queues no task of a paused DAG, backfill or not
+    runs = af3.wait_for_runs(DAG, len(DATES), timeout=600)
+    return {"runs": runs, "merges": af3.task_instances(DAG, "merge")}
+
+
+@pytest.fixture(scope="module")
+def dags_tested(af3, backfilled):
+    """`airflow dags test` of the first date on a table that does not exist yet (after the backfill:
+    the embedded metastore allows one Spark driver at a time)."""
+    return af3.cli("dags", "test", f"zipper_{FIRST}", DATES[0], check=False, timeout=400)
+
+
+@pytest.fixture(scope="module")
+def tables(workspace, backfilled, dags_tested):
+    """The Airflow tables, and the reference: `zipper merge` of each date (the daily runs)."""
+    refs = str(workspace["refs"])
+    return probe(
+        workspace["warehouse"],
+        run=[["merge", "dim_ref", "--ds", ds, "--specs", refs] for ds in DATES],
+        tables=[f"dw.{BACKFILLED}", "dw.dim_ref", f"dw.{FIRST}"],
+        status=[(workspace["specs"], BACKFILLED)],
+    )
+
+
+def test_backfill_runs_every_date_serially_in_order(backfilled):
+    runs = backfilled["runs"]
+    assert [r["logical_date"][:10] for r in runs] == DATES
+    assert {r["run_type"] for r in runs} == {"backfill"} and {r["state"] for r in runs} == {"success"}
+    assert_serial(backfilled["merges"])
+
+
+def test_backfill_produces_the_table_of_daily_runs(tables):
+    assert tables["exits"] == [0, 0, 0]
+    backfilled, reference = tables["tables"][f"dw.{BACKFILLED}"], tables["tables"]["dw.dim_ref"]
+    assert backfilled["exists"] and backfilled["rows"] == reference["rows"]
+    assert backfilled["partitions"] == reference["partitions"] == sorted([*DATES, "9999-12-31"])
+    commits = tables["status"][BACKFILLED]["recent_commits"]
+    assert [c["ds"] for c in sorted(commits, key=lambda c: c["committed_at"])] == DATES
+
+
+def test_audit_logs_the_counts_of_each_commit(af3, backfilled):
+    audits = af3.task_instances(DAG, "audit")
+    assert [a["state"] for a in audits] == ["success"] * len(DATES)
+    log = next((af3.home / "logs" / f"dag_id={DAG}").glob("run_id=*/task_id=audit/attempt=1.log")).read_text()
+    assert "new=" in log and "open_after=" in log and "changed=" in log
+
+
+def test_dags_test_creates_the_table_on_its_first_date(dags_tested, tables):
+    assert dags_tested.returncode == 0, dags_tested.stdout[-3000:] + dags_tested.stderr[-3000:]
+    first = tables["tables"][f"dw.{FIRST}"]
+    assert first["exists"] and first["rows"] == expected_after_first_date()
+
+
+def test_a_bad_spec_is_an_import_error_of_its_own_file(af3, workspace):
+    out = af3.cli("dags", "list-import-errors", "-o", "json", check=False).stdout  # exits 1 when it lists any
+    errors = json.loads(out[out.index("[{"):])
+    broken = str(workspace["specs"] / "broken.yaml")
+    assert [e["filepath"] for e in errors] == [broken], errors
+    assert "key 'keys'" in errors[0]["error"] and broken in errors[0]["error"]
+
+
+def _freeze_data(workspace, label: str) -> str:
+    """Copy the current inputs for a reference table that merges them from scratch."""
+    frozen = workspace["root"] / f"data_{label}"
+    shutil.copytree(workspace["data"], frozen)
+    write_spec(workspace["refs"], f"ref_{label}", frozen)
+    return f"ref_{label}"
+
+
+def _reference_and_table(workspace, ref: str) -> tuple[dict, dict]:
+    result = probe(workspace["warehouse"],
+                   run=[["merge", ref, "--ds", ds, "--specs", str(workspace["refs"])] for ds in DATES],
+                   tables=[f"dw.{BACKFILLED}", f"dw.{ref}"])
+    assert result["exits"] == [0] * len(DATES)
+    return result["tables"][f"dw.{BACKFILLED}"], result["tables"][f"dw.{ref}"]
+
+
+@needs_rerun
+@pytest.mark.parametrize("with_future", [False, True], ids=["only_that_date", "with_future_runs"])
+def test_clearing_a_past_merge_replays_it(af3, workspace, backfilled, with_future):
+    """Clearing D2's merge after its input changed gives the table of daily runs over the new input."""
+    changed = [(1, "ann", "Tromso"), (5, "eve", "Faro")] if with_future else [(1, "ann", "Bergen"), (6, "fay", "Oslo")]
+    write_parquet(workspace["data"] / "incr" / f"ds={DATES[1]}", changed)
+    ref = _freeze_data(workspace, "future" if with_future else "single")
+    before = {m["run_id"]: m["try_number"] for m in af3.task_instances(DAG, "merge")}
+    last = DATES[-1] if with_future else DATES[1]
+    # -t is a substring on Airflow 3.3 (a regex on 2.11): "merge" names the merge task on both
+    af3.cli("tasks", "clear", DAG, "-t", "merge", "-d", "-s", DATES[1], "-e", last, "-y")
+    cleared = [m for m in af3.task_instances(DAG, "merge") if DATES[1] <= m["logical_date"][:10] <= last]
+    assert len(cleared) == (2 if with_future else 1)
+    af3.wait_until(lambda: all(m["state"] == "success" and m["try_number"] > before[m["run_id"]]
+                               for m in af3.task_instances(DAG, "merge") if m["run_id"] in {c["run_id"] for c in cleared}),
+                   600, "the cleared merges")
+    table, reference = _reference_and_table(workspace, ref)
+    assert table["rows"] == reference["rows"] and table["partitions"] == reference["partitions"]
+
+
+@needs_rerun
+def test_rerun_dag_from_the_trigger_form(af3, workspace, backfilled):
+    write_parquet(workspace["data"] / "incr" / f"ds={DATES[2]}", [(4, "dan", "Lviv")])
+    ref = _freeze_data(workspace, "rerun")
+    af3.cli("dags", "trigger", f"{DAG}_rerun", "--conf", json.dumps({"from_date": DATES[2]}))
+    runs = af3.wait_for_runs(f"{DAG}_rerun", 1, timeout=600)
+    assert runs[0]["state"] == "success"
+    table, reference = _reference_and_table(workspace, ref)
+    assert table["rows"] == reference["rows"]

@@ -1,0 +1,105 @@
+"""The increment checks behind the sensor: files, table partitions, landing-zone folders; and the
+deferrable trigger firing when the increment appears. Real files, no Spark."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from pathlib import Path
+
+import pytest
+import yaml
+
+from zipper.airflow.increments import (
+    CHECKS,
+    ExternalMetastore,
+    check_files,
+    check_increment,
+    check_landing_zone,
+    partition_dir,
+)
+from zipper.spec.loader import load_spec_file
+
+DS = dt.date(2024, 1, 2)
+
+
+def spec_at(folder: Path, source: dict, name: str = "dim"):
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({"name": name, "table": f"dw.{name}", "keys": ["id"], "source": source,
+                                    "start_date": "2024-01-01"}))
+    return load_spec_file(path), path
+
+
+def test_files_are_ready_when_the_rendered_path_exists_even_empty(tmp_path):
+    spec, _ = spec_at(tmp_path / "specs", {"path": "../in/ds={{ ds }}"})  # relative to the spec's folder
+    assert not check_files(spec, DS, tmp_path).ready
+    (tmp_path / "in" / "ds=2024-01-02").mkdir(parents=True)  # an empty folder: an empty increment
+    readiness = check_increment(spec, DS, tmp_path)
+    assert readiness.ready and readiness.checked == str(tmp_path / "in" / "ds=2024-01-02")
+    assert not check_files(spec, DS + dt.timedelta(days=1), tmp_path).ready
+
+
+def test_globs_match_like_the_merge(tmp_path):
+    spec, _ = spec_at(tmp_path, {"format": "csv", "path": str(tmp_path / "in" / "{{ ds_nodash }}_*.csv")})
+    assert not check_increment(spec, DS, tmp_path).ready
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "20240102_part1.csv").write_text("id\n1\n")
+    assert check_increment(spec, DS, tmp_path).ready
+
+
+def test_table_partition_is_its_directory_under_the_embedded_warehouse(tmp_path, monkeypatch):
+    monkeypatch.delenv("ZIPPER_METASTORE", raising=False)
+    spec, _ = spec_at(tmp_path, {"format": "table", "table": "ods.user_inc", "partition": "ds = '{{ ds }}' AND src = 'a:b'"})
+    warehouse = tmp_path / "warehouse"
+    assert not check_increment(spec, DS, warehouse).ready
+    expected = warehouse / "ods.db" / "user_inc" / "ds=2024-01-02" / "src=a%3Ab"
+    assert partition_dir(warehouse, "ods.user_inc", {"ds": "2024-01-02", "src": "a:b"}) == expected
+    expected.mkdir(parents=True)
+    assert check_increment(spec, DS, warehouse).ready
+    assert partition_dir(warehouse, "default.t", {}) == warehouse / "t"
+
+
+def test_with_an_external_metastore_the_partition_is_asked_of_the_metastore(tmp_path, monkeypatch):
+    monkeypatch.setenv("ZIPPER_METASTORE", "external")
+    spec, _ = spec_at(tmp_path, {"format": "table", "table": "ods.user_inc", "partition": "ds = '{{ ds }}'"})
+    with pytest.raises(ExternalMetastore) as raised:
+        check_increment(spec, DS, tmp_path)
+    assert raised.value.table == "ods.user_inc" and raised.value.partition == {"ds": "2024-01-02"}
+
+
+def test_landing_zone_needs_a_data_file(tmp_path):
+    spec, _ = spec_at(tmp_path, {"path": str(tmp_path / "lz" / "users")})
+    folder = tmp_path / "lz" / "users"
+    folder.mkdir(parents=True)
+    (folder / "_metadata.json").write_text('{"keyColumns": ["id"]}')
+    assert not check_landing_zone(spec, DS, tmp_path).ready
+    (folder / "00000000000000000001.parquet").write_bytes(b"x")
+    assert check_landing_zone(spec, DS, tmp_path).ready
+    assert set(CHECKS) == {"files", "table", "landing_zone"}
+
+
+def test_remote_paths_without_a_filesystem_fail_with_advice(tmp_path):
+    spec, _ = spec_at(tmp_path, {"path": "nosuchfs://bucket/in/ds={{ ds }}"})
+    with pytest.raises(RuntimeError, match="nosuchfs://.*sensor: {enabled: false}"):
+        check_increment(spec, DS, tmp_path)
+
+
+def test_trigger_fires_once_the_increment_appears(tmp_path):
+    from zipper.airflow.triggers import IncrementTrigger
+
+    _, path = spec_at(tmp_path, {"path": str(tmp_path / "in" / "ds={{ ds }}")})
+    trigger = IncrementTrigger(spec_path=str(path), ds=DS.isoformat(), poke_interval=0.05)
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "zipper.airflow.triggers.IncrementTrigger" and kwargs["ds"] == "2024-01-02"
+
+    async def scenario():
+        events = trigger.run()
+        first = asyncio.ensure_future(events.__anext__())
+        await asyncio.sleep(0.2)
+        assert not first.done()  # still waiting: nothing there yet
+        (tmp_path / "in" / "ds=2024-01-02").mkdir(parents=True)
+        return await asyncio.wait_for(first, 5)
+
+    event = asyncio.run(scenario())
+    assert event.payload == {"status": "ready", "checked": str(tmp_path / "in" / "ds=2024-01-02")}

@@ -1,0 +1,90 @@
+"""The spark-submit command the merge runs, per connection rule; report parsing; trigger params.
+
+Connections come from AIRFLOW_CONN_* environment variables (no database). Given / When / Then."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from zipper.airflow.compat import AirflowException
+from zipper.airflow.hooks import ZipperSparkSubmitHook
+from zipper.airflow.operators import describe, rerun_args
+from zipper.cli.main import REPORT_PREFIX
+
+APP = "/repo/spark_jobs/zipper_job.py"
+ARGS = ["merge", "dim", "--ds", "2024-01-02", "--json-report"]
+
+
+@pytest.fixture(autouse=True)
+def spark_default_is_yarn(monkeypatch):
+    """Airflow 2 creates `spark_default` pointing at yarn; zipper must never fall back to it."""
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "yarn"}))
+    monkeypatch.delenv("AIRFLOW_CONN_ZIPPER_SPARK", raising=False)
+    monkeypatch.delenv("ZIPPER_SPARK_MASTER", raising=False)
+
+
+def command(**hook_args) -> tuple[ZipperSparkSubmitHook, list[str]]:
+    hook = ZipperSparkSubmitHook(conn_id="zipper_spark", conf={"spark.sql.session.timeZone": "UTC"},
+                                 application_args=ARGS, name="zipper-merge-dim", **hook_args)
+    return hook, hook._build_spark_submit_command(APP)
+
+
+def test_without_the_connection_the_job_runs_on_the_embedded_default():
+    # Given no zipper_spark connection (only spark_default, at yarn)
+    # When the command is built
+    hook, argv = command()
+    # Then: local[*], the spark-submit beside this Python, this Python for driver and workers
+    assert argv == [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[*]",
+                    "--conf", "spark.sql.session.timeZone=UTC", "--name", "zipper-merge-dim", APP, *ARGS]
+    assert hook.embedded
+    assert hook.local_environment() == {"PYSPARK_DRIVER_PYTHON": sys.executable, "PYSPARK_PYTHON": sys.executable,
+                                        "SPARK_LOCAL_IP": "127.0.0.1"}
+
+
+def test_zipper_spark_master_overrides_the_embedded_master(monkeypatch):
+    monkeypatch.setenv("ZIPPER_SPARK_MASTER", "local[2]")
+    _, argv = command()
+    assert argv[1:3] == ["--master", "local[2]"]
+
+
+def test_a_standalone_connection_is_used_unchanged(monkeypatch):
+    # Given a zipper_spark connection to a Spark standalone master, client mode
+    monkeypatch.setenv("AIRFLOW_CONN_ZIPPER_SPARK", "spark://spark-master:7077?deploy-mode=client")
+    hook, argv = command()
+    # Then its master and deploy mode; executors' Python is the cluster's business
+    assert argv[1:3] == ["--master", "spark://spark-master:7077"]
+    assert argv[-len(ARGS) - 3:-len(ARGS) - 1] == ["--deploy-mode", "client"]
+    assert not hook.embedded and hook.local_environment() == {"PYSPARK_DRIVER_PYTHON": sys.executable}
+
+
+def test_a_yarn_cluster_connection_is_used_unchanged(monkeypatch):
+    monkeypatch.setenv("AIRFLOW_CONN_ZIPPER_SPARK",
+                       json.dumps({"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "cluster", "queue": "etl"}}))
+    hook, argv = command(env_vars={"ZIPPER_SPECS": "/specs"})
+    assert argv[1:3] == ["--master", "yarn"]
+    assert "spark.yarn.appMasterEnv.ZIPPER_SPECS=/specs" in argv
+    assert argv[argv.index("--queue") + 1] == "etl" and argv[argv.index("--deploy-mode") + 1] == "cluster"
+    assert hook.local_environment() == {}  # the driver runs on the cluster
+
+
+def test_report_lines_are_collected_and_still_logged():
+    hook, _ = command()
+    report = {"table": "dw.dim", "ds": "2024-01-02", "action": "merge", "counts": {"new": 1}, "summary": "s"}
+    lines = ["some spark output\n", REPORT_PREFIX + json.dumps(report) + "\n", f"{REPORT_PREFIX}{{not json\n"]
+    hook._process_spark_submit_log(iter(lines))
+    assert hook.reports == [report]
+    assert describe(report) == "s | run - | counts: new=1"
+
+
+def test_rerun_arguments_come_from_the_trigger_form():
+    assert rerun_args("dim", {"from_date": "2024-01-02", "to_date": None}) == ["rerun", "dim", "--from", "2024-01-02"]
+    assert rerun_args("dim", {"from_date": "2024-01-02", "to_date": "2024-01-05"}) == [
+        "rerun", "dim", "--from", "2024-01-02", "--to", "2024-01-05"]
+    with pytest.raises(AirflowException, match="'from_date' is required"):
+        rerun_args("dim", {"from_date": "", "to_date": None})
+    with pytest.raises(AirflowException, match="'to_date': '2024-02-30' is not a date"):
+        rerun_args("dim", {"from_date": "2024-01-02", "to_date": "2024-02-30"})

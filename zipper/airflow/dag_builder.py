@@ -1,0 +1,138 @@
+"""One DAG per table spec (`zipper_<name>`) and one rerun DAG (`zipper_<name>_rerun`).
+
+The DAG file in `dags/` calls `build_dags(globals())`. Parsing reads the spec files and builds
+operators; it imports no pyspark and touches no database or connection. A spec that does not load
+is reported as an import error of its own file and skipped; the others still load."""
+
+from __future__ import annotations
+
+import datetime as dt
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from zipper.airflow.compat import DAG, CronDataIntervalTimetable, Param, make_asset
+from zipper.airflow.docs import asset_uri, merge_dag_doc, rerun_dag_doc
+from zipper.airflow.operators import ZipperAuditOperator, ZipperMergeOperator, ZipperRerunOperator
+from zipper.airflow.parse_errors import report_spec_error
+from zipper.airflow.sensors import ZipperIncrementSensor
+from zipper.errors import SpecError
+from zipper.spec.loader import scan_specs, specs_dir
+from zipper.spec.model import TableSpec
+
+DAG_PREFIX = "zipper_"
+CRON_PRESETS = {"@daily": "0 0 * * *", "@midnight": "0 0 * * *"}
+
+
+def _midnight_utc(day: dt.date) -> dt.datetime:
+    return dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc)
+
+
+def timetable(spec: TableSpec):
+    """Data-interval semantics on both Airflow versions: the run of date D covers D and starts when
+    D ends, so the day's increment can exist. (Airflow 3 would read a bare '@daily' as a trigger
+    timetable that fires at the start of D.)"""
+    cron = CRON_PRESETS.get(spec.airflow.schedule, spec.airflow.schedule)
+    return CronDataIntervalTimetable(cron, timezone="UTC")
+
+
+def _default_args(spec: TableSpec) -> dict[str, Any]:
+    return {
+        "owner": spec.airflow.owner,
+        "retries": spec.airflow.retries,
+        "retry_delay": timedelta(minutes=spec.airflow.retry_delay_minutes),
+    }
+
+
+def _tags(spec: TableSpec) -> list[str]:
+    return sorted({"zipper", *spec.airflow.tags})
+
+
+def _job_args(spec: TableSpec, specs: Path) -> dict[str, Any]:
+    return {
+        "table_name": spec.name,
+        "specs_dir": str(specs),
+        "conn_id": spec.airflow.spark_conn_id,
+        "pool": spec.airflow.pool,
+        "outlets": [make_asset(asset_uri(spec), name=f"zipper_{spec.name}")],
+    }
+
+
+def build_merge_dag(spec: TableSpec, spec_path: Path, specs: Path):
+    dag_id = DAG_PREFIX + spec.name
+    with DAG(
+        dag_id=dag_id,
+        description=spec.description or f"Daily SCD type 2 table {spec.table}",
+        schedule=timetable(spec),
+        start_date=_midnight_utc(spec.start_date),
+        end_date=_midnight_utc(spec.end_date) if spec.end_date else None,
+        catchup=True,
+        max_active_runs=1,
+        default_args=_default_args(spec),
+        tags=_tags(spec),
+        doc_md=merge_dag_doc(spec, spec_path, dag_id + "_rerun"),
+    ) as dag:
+        merge = ZipperMergeOperator(task_id="merge", depends_on_past=True, **_job_args(spec, specs))
+        audit = ZipperAuditOperator(task_id="audit", merge_task_id="merge", table=spec.table, retries=0)
+        if spec.airflow.sensor.enabled:
+            sensor = spec.airflow.sensor
+            wait = ZipperIncrementSensor(
+                task_id="wait_for_increment",
+                spec_path=str(spec_path),
+                mode="poke" if sensor.mode == "deferrable" else sensor.mode,
+                deferrable=sensor.mode == "deferrable",
+                poke_interval=sensor.poke_interval,
+                timeout=sensor.timeout,
+                retries=0,
+            )
+            wait >> merge
+        merge >> audit
+    return dag
+
+
+def build_rerun_dag(spec: TableSpec, specs: Path):
+    dag_id = DAG_PREFIX + spec.name + "_rerun"
+    with DAG(
+        dag_id=dag_id,
+        description=f"Replay dates of {spec.table} (zipper rerun)",
+        schedule=None,
+        start_date=_midnight_utc(spec.start_date),
+        catchup=False,
+        is_paused_upon_creation=False,  # nothing scheduled; a trigger from the form must just run
+        max_active_runs=1,
+        default_args={**_default_args(spec), "retries": 0},
+        tags=_tags(spec),
+        doc_md=rerun_dag_doc(spec, DAG_PREFIX + spec.name),
+        params={
+            "from_date": Param(type="string", format="date", title="From date",
+                               description="first date to replay (YYYY-MM-DD)"),
+            "to_date": Param(None, type=["null", "string"], format="date", title="To date",
+                             description="last date to replay; empty: the last committed date"),
+        },
+    ) as dag:
+        ZipperRerunOperator(task_id="rerun", **_job_args(spec, specs))
+    return dag
+
+
+def load_table_specs(folder: Path) -> list[tuple[Path, TableSpec]]:
+    """Every spec that loads; each one that does not is reported against its own file."""
+    loaded = []
+    for path, spec in scan_specs(folder):
+        if isinstance(spec, SpecError):
+            report_spec_error(path, str(spec))
+        else:
+            loaded.append((path, spec))
+    return loaded
+
+
+def build_dags(namespace: dict[str, Any] | None = None, folder: str | Path | None = None) -> dict[str, Any]:
+    """Build the DAGs of every spec in `folder` (default ZIPPER_SPECS, else dags/tables) into
+    `namespace` (the DAG file's globals()), in name order."""
+    specs = specs_dir(folder).resolve()
+    dags: dict[str, Any] = {}
+    for path, spec in sorted(load_table_specs(specs), key=lambda item: item[1].name):
+        for dag in (build_merge_dag(spec, path, specs), build_rerun_dag(spec, specs)):
+            dags[dag.dag_id] = dag
+    if namespace is not None:
+        namespace.update(dags)
+    return dags

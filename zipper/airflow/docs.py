@@ -1,0 +1,91 @@
+"""The `doc_md` of each DAG, rendered from its spec: what the table is and how to operate it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zipper.spec.model import TableSpec
+
+
+def _code(value: object) -> str:
+    return "`" + str(value).replace("`", "'") + "`"
+
+
+def _source(spec: TableSpec) -> str:
+    source = spec.source
+    if source.format == "table":
+        where = f"Hive table {_code(source.table)}" + (f" partition {_code(source.partition)}" if source.partition else "")
+    else:
+        where = f"{source.format} files at {_code(source.path)}"
+    return f"{where} ({source.mode} mode)"
+
+
+def _base(spec: TableSpec) -> str:
+    if spec.base is None:
+        return "none (the table starts empty)"
+    base = spec.base
+    return f"Hive table {_code(base.table)}" if base.format == "table" else f"{base.format} files at {_code(base.path)}"
+
+
+def _columns(spec: TableSpec) -> str:
+    if spec.columns:
+        return ", ".join(f"{_code(name)} {kind}" for name, kind in spec.columns.items())
+    return "taken from the base" if spec.base else "taken from the first increment"
+
+
+def merge_dag_doc(spec: TableSpec, spec_path: Path, rerun_dag_id: str) -> str:
+    a = spec.airflow
+    dates = f"{spec.start_date} .. {spec.end_date or '(open)'}"
+    tracked = "all columns" if spec.track_columns == "all" else ", ".join(map(_code, spec.track_columns))
+    rows = [
+        ("table", _code(spec.table)),
+        ("keys", ", ".join(map(_code, spec.keys))),
+        ("source", _source(spec)),
+        ("base", _base(spec)),
+        ("columns", _columns(spec)),
+        ("history on", tracked),
+        ("validity", f"{_code(spec.begin_column)} / {_code(spec.end_column)}, end style {spec.end_style},"
+                     f" open end {spec.open_end}"),
+        ("dates", dates),
+        ("schedule", f"{_code(a.schedule)} (the run of a date starts after the date ends)"),
+        ("spark", f"connection {_code(a.spark_conn_id)} (if absent: embedded `local[*]`), pool {_code(a.pool)}"),
+        ("spec", _code(spec_path)),
+    ]
+    table = "\n".join(f"| {k} | {v} |" for k, v in rows)
+    description = f"\n{spec.description}\n" if spec.description else ""
+    sensor = (f"`wait_for_increment` ({a.sensor.mode}, every {a.sensor.poke_interval} s, gives up after"
+              f" {a.sensor.timeout} s) → " if a.sensor.enabled else "")
+    return f"""### {spec.table}: daily SCD type 2 (zipper)
+{description}
+| | |
+|---|---|
+{table}
+
+**Tasks**: {sensor}`merge` (spark-submit `zipper merge {spec.name} --ds <ds>`, one date at a time:
+depends on the previous date's merge) → `audit` (the commit's counts in the task log).
+The merge updates the asset {_code(asset_uri(spec))}.
+
+**Rerun** (on call): trigger {_code(rerun_dag_id)} with `from_date` (and optionally `to_date`),
+which runs `zipper rerun {spec.name} --from D [--to E]`; or clear the `merge` task of a past date in
+this DAG (with or without its future runs): the merge of a past date restores the table to the day
+before and replays, as `zipper rerun` does.
+
+**Backfill**: Airflow 3: `airflow backfill create --dag-id zipper_{spec.name} --from-date A --to-date B
+--reprocess-behavior failed`; Airflow 2.11: `airflow dags backfill -s A -e B zipper_{spec.name}`.
+"""
+
+
+def rerun_dag_doc(spec: TableSpec, merge_dag_id: str) -> str:
+    return f"""### Rerun {spec.table}
+
+Replays dates of {_code(spec.table)} after their input changed: restores the table to the day
+before `from_date` and merges every date from there up to `to_date` (default: the last committed
+date), serially, as `zipper rerun {spec.name} --from D [--to E]`.
+
+Trigger it from the UI's form with the dates. It uses the same pool as {_code(merge_dag_id)}: with
+the default single slot it never runs next to a merge.
+"""
+
+
+def asset_uri(spec: TableSpec) -> str:
+    return f"hive://{spec.database}/{spec.table_name}"

@@ -1,0 +1,27 @@
+"""Where things are for the DAGs: the repository, the spark-submit job, the warehouse.
+
+Read when a task runs (never at parse time), from the worker's environment."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SPARK_JOB = REPO / "spark_jobs" / "zipper_job.py"
+DEFAULT_POOL = "zipper_embedded_metastore"
+DEFAULT_CONN_ID = "zipper_spark"
+EMBEDDED_MASTER = "local[*]"
+# Passed from the worker to the Spark job when set (the job reads the same variables as the CLI).
+PASSED_THROUGH = ("ZIPPER_METASTORE", "ZIPPER_LOG_DIR", "ZIPPER_BROADCAST_MAX_ROWS")
+
+
+def warehouse() -> Path:
+    """ZIPPER_WAREHOUSE, or the repository's `warehouse/` (a worker's working directory is arbitrary)."""
+    return Path(os.environ.get("ZIPPER_WAREHOUSE") or REPO / "warehouse").expanduser().resolve()
+
+
+def python_bin() -> Path:
+    """The bin folder of the Python that runs Airflow; spark-submit from pyspark lives there too."""
+    return Path(sys.executable).parent

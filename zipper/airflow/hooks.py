@@ -1,0 +1,94 @@
+"""spark-submit for zipper jobs: the provider's hook with zipper's connection rule.
+
+Rule: if the connection (default `zipper_spark`) exists, its master and deploy mode are used
+unchanged (yarn, k8s://..., spark://...). If it does not, the job runs on the embedded default,
+`local[*]` (or ZIPPER_SPARK_MASTER), with this Python and its pyspark. The provider's own
+fallback (yarn, or Airflow 2's `spark_default`, which points at yarn) is never used."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Iterator
+
+from airflow.providers.apache.spark.hooks.spark_submit import DEFAULT_SPARK_BINARY, SparkSubmitHook
+
+from zipper.airflow.compat import AirflowNotFoundException
+from zipper.airflow.environment import EMBEDDED_MASTER, python_bin
+from zipper.cli.main import REPORT_PREFIX
+
+
+class ZipperSparkSubmitHook(SparkSubmitHook):
+    """Runs an argv list through spark-submit and collects the job's `zipper-report:` lines."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        self.embedded = False
+        self.reports: list[dict] = []
+        super().__init__(*args, **kwargs)
+
+    def _connection_exists(self) -> bool:
+        try:
+            self.get_connection(self._conn_id)
+        except AirflowNotFoundException:
+            return False
+        return True
+
+    def _resolve_connection(self) -> dict[str, Any]:
+        if self._connection_exists():
+            return super()._resolve_connection()
+        self.embedded = True
+        self.log.info("No connection %r: running on the embedded default (%s)", self._conn_id, self._embedded_master())
+        return {
+            "master": self._embedded_master(),
+            "queue": None,
+            "deploy_mode": None,
+            "spark_binary": self.spark_binary or DEFAULT_SPARK_BINARY,
+            "namespace": None,
+            "principal": self._principal,
+            "keytab": self._keytab,
+            "rest_scheme": "http",
+            "rest_port": 6066,
+            "rest_endpoint": None,
+        }
+
+    @staticmethod
+    def _embedded_master() -> str:
+        return os.environ.get("ZIPPER_SPARK_MASTER") or EMBEDDED_MASTER
+
+    def _get_spark_binary_path(self) -> list[str]:
+        """spark-submit of the pyspark installed with Airflow, so job and jars match; else from PATH."""
+        binary = self._connection["spark_binary"]
+        beside = python_bin() / binary
+        return [str(beside)] if beside.is_file() else [binary]
+
+    def local_environment(self) -> dict[str, str]:
+        """What spark-submit on this machine needs to run the job with this Python.
+
+        The driver runs here unless the deploy mode is cluster; executors run here only on the
+        embedded default. A cluster's Python is the cluster's business (its Spark config)."""
+        env = {}
+        if self._connection["deploy_mode"] != "cluster":
+            env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+        if self.embedded:
+            env["PYSPARK_PYTHON"] = sys.executable
+            env["SPARK_LOCAL_IP"] = "127.0.0.1"  # a local[*] driver has no reason to listen elsewhere
+        return env
+
+    def submit(self, application: str = "", **kwargs: Any) -> str | None:
+        for key, value in self.local_environment().items():
+            os.environ.setdefault(key, value)  # the task's own process; a value set by the user wins
+        return super().submit(application, **kwargs)
+
+    def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
+        super()._process_spark_submit_log(self._collect_reports(itr))
+
+    def _collect_reports(self, lines: Iterator[Any]) -> Iterator[Any]:
+        for line in lines:
+            text = line.strip()
+            if text.startswith(REPORT_PREFIX):
+                try:
+                    self.reports.append(json.loads(text[len(REPORT_PREFIX):]))
+                except ValueError:
+                    self.log.warning("Unreadable zipper report line: %s", text)
+            yield line

@@ -1,0 +1,146 @@
+"""Is the day's increment there? One check per source kind, without Spark and without Airflow.
+
+The signal is what the merge accepts: for file sources, the rendered path (a glob) matching at
+least one file or folder (an empty folder is an empty increment, a day with no change); for a
+Hive table source, the partition existing. Producers should therefore create an increment folder
+only when it is complete (write elsewhere, then rename). New source kinds register a check in
+`CHECKS` (see `kind_of`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import glob
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from zipper.engine.sources import parse_partition, render, resolve_path
+from zipper.spec.model import TableSpec
+
+LOCAL_SCHEMES = ("", "file")
+# Hive escapes these characters in partition directory names (FileUtils.escapePathName).
+HIVE_ESCAPED = set('"#%\'*/:=?\\\x7f{[]^')
+REMOTE_ALIASES = {"s3a": "s3", "s3n": "s3"}
+
+
+@dataclass(frozen=True)
+class Readiness:
+    ready: bool
+    checked: str  # what was looked at, for the task log
+
+
+class ExternalMetastore(Exception):
+    """The partition can only be checked in the metastore; the caller (the sensor) does that."""
+
+    def __init__(self, table: str, partition: dict[str, str]):
+        self.table = table
+        self.partition = partition
+        super().__init__(f"{table} partition {partition}")
+
+
+def kind_of(spec: TableSpec) -> str:
+    """The check a source needs. Landing-zone sources are folders of change files."""
+    if spec.source.mode == "landing_zone":
+        return "landing_zone"
+    return "table" if spec.source.format == "table" else "files"
+
+
+def _scheme(path: str) -> str:
+    head = path.split("://", 1)[0] if "://" in path else ""
+    return head.lower()
+
+
+def _local(path: str) -> str:
+    return path[len("file://"):] if path.startswith("file://") else path
+
+
+def _remote_fs(path: str):
+    """An fsspec filesystem for hdfs://, s3a://, gs://, ... paths; a clear error if none is installed."""
+    scheme = _scheme(path)
+    protocol = REMOTE_ALIASES.get(scheme, scheme)
+    try:
+        import fsspec
+
+        return fsspec.filesystem(protocol), protocol + path[len(scheme):]
+    except (ImportError, ValueError) as exc:
+        raise RuntimeError(
+            f"cannot check {path}: no fsspec filesystem for {scheme}:// here ({exc}); install the fsspec"
+            " implementation for it, or set `airflow: {sensor: {enabled: false}}` in the spec"
+        ) from None
+
+
+def matches(path: str) -> list[str]:
+    """Files or folders matching a (glob) path, local or remote."""
+    if _scheme(path) in LOCAL_SCHEMES:
+        return sorted(glob.glob(_local(path)))
+    fs, url = _remote_fs(path)
+    return sorted(fs.glob(url))
+
+
+def _is_data_file(name: str) -> bool:
+    return not name.startswith(("_", "."))
+
+
+def data_files(path: str) -> list[str]:
+    """Data files (not `_metadata.json`, `_SUCCESS` or hidden files) under the matching paths."""
+    found = []
+    for match in matches(path):
+        if _scheme(path) in LOCAL_SCHEMES:
+            if os.path.isfile(match):
+                found += [match] if _is_data_file(os.path.basename(match)) else []
+                continue
+            for root, _dirs, files in os.walk(match):
+                found += [os.path.join(root, f) for f in files if _is_data_file(f)]
+        else:
+            fs, _ = _remote_fs(path)
+            found += [f for f in fs.find(match) if _is_data_file(f.rsplit("/", 1)[-1])]
+    return sorted(found)
+
+
+def source_path(spec: TableSpec, ds: dt.date) -> str:
+    return resolve_path(render(spec.source.path, ds, "source.path"), spec)
+
+
+def check_files(spec: TableSpec, ds: dt.date, warehouse: Path) -> Readiness:
+    path = source_path(spec, ds)
+    return Readiness(bool(matches(path)), path)
+
+
+def check_landing_zone(spec: TableSpec, ds: dt.date, warehouse: Path) -> Readiness:
+    """Landing zones keep one folder per table; the day is there when any data file is."""
+    path = source_path(spec, ds)
+    return Readiness(bool(data_files(path)), f"data files under {path}")
+
+
+def _escape(value: str) -> str:
+    return "".join(f"%{ord(c):02X}" if c in HIVE_ESCAPED or ord(c) < 0x20 else c for c in value)
+
+
+def partition_dir(warehouse: Path, table: str, partition: dict[str, str]) -> Path:
+    """Where the embedded metastore's managed table keeps a partition (Hive's default layout)."""
+    database, name = table.split(".")
+    table_dir = warehouse / name if database == "default" else warehouse / f"{database}.db" / name
+    return table_dir.joinpath(*(f"{_escape(k)}={_escape(v)}" for k, v in partition.items()))
+
+
+def check_table(spec: TableSpec, ds: dt.date, warehouse: Path) -> Readiness:
+    """With the embedded Derby metastore only one JVM may open it, so the partition's directory
+    under the warehouse is checked instead (tables created by Spark in that warehouse)."""
+    source = spec.source
+    partition = parse_partition(render(source.partition, ds, "source.partition")) if source.partition else {}
+    if os.environ.get("ZIPPER_METASTORE", "embedded") == "external":
+        raise ExternalMetastore(source.table, partition)
+    directory = partition_dir(warehouse, source.table, partition)
+    return Readiness(directory.is_dir(), str(directory))
+
+
+CHECKS: dict[str, Callable[[TableSpec, dt.date, Path], Readiness]] = {
+    "files": check_files,
+    "table": check_table,
+    "landing_zone": check_landing_zone,
+}
+
+
+def check_increment(spec: TableSpec, ds: dt.date, warehouse: Path) -> Readiness:
+    return CHECKS[kind_of(spec)](spec, ds, warehouse)

@@ -1,0 +1,163 @@
+"""Operators of the zipper DAGs. They hold arguments; the hook runs spark-submit.
+
+Everything that depends on the worker (warehouse, metastore settings, connection) is resolved
+in `execute`, never when the DAG file is parsed."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+from zipper.airflow import environment
+from zipper.airflow.compat import AirflowException, BaseOperator
+from zipper.airflow.hooks import ZipperSparkSubmitHook
+
+
+class ZipperSparkJobOperator(SparkSubmitOperator):
+    """Runs `spark_jobs/zipper_job.py VERB NAME ...` (the `zipper` CLI under spark-submit).
+
+    The job gets ZIPPER_SPECS (the folder the DAG was built from) and ZIPPER_WAREHOUSE; with the
+    embedded Derby metastore also the `--conf` pairs of `spark_submit_conf()`, since JVM options
+    must be on the command line. Returns the job's report lines (XCom) for the audit task."""
+
+    ui_color = "#f0c75e"
+    verb = ""
+    name_suffix = ""  # templated end of the Spark application name
+
+    def __init__(self, *, table_name: str, specs_dir: str, conn_id: str = environment.DEFAULT_CONN_ID,
+                 **kwargs: Any):
+        kwargs.setdefault("application", str(environment.SPARK_JOB))
+        kwargs.setdefault("name", f"zipper-{self.verb}-{table_name}{self.name_suffix}")
+        super().__init__(conn_id=conn_id, **kwargs)
+        self.table_name = table_name
+        self.specs_dir = specs_dir
+        self.application_args = self.job_args(table_name)
+
+    def job_args(self, table_name: str) -> list[str]:
+        """The job's arguments after spark_jobs/zipper_job.py (templated)."""
+        return [self.verb, table_name]
+
+    def job_environment(self) -> dict[str, str]:
+        env = {"ZIPPER_SPECS": self.specs_dir, "ZIPPER_WAREHOUSE": str(environment.warehouse())}
+        env.update({k: os.environ[k] for k in environment.PASSED_THROUGH if os.environ.get(k)})
+        return env
+
+    def execute(self, context: Any) -> list[dict]:
+        from zipper.runtime.session import SessionSettings, spark_submit_conf
+
+        settings = SessionSettings.from_env(str(environment.warehouse()))
+        self.conf = {**spark_submit_conf(settings), **(self.conf or {})}
+        self.env_vars = {**self.job_environment(), **(self.env_vars or {})}
+        self._hook = None  # built by the provider's execute, after it has added its own conf
+        super().execute(context)
+        return self._hook.reports
+
+    def _get_hook(self) -> ZipperSparkSubmitHook:
+        # The provider's arguments, with zipper's hook class (same provider version on 2.11 and 3).
+        return ZipperSparkSubmitHook(
+            conf=self.conf,
+            conn_id=self._conn_id,
+            files=self.files,
+            py_files=self.py_files,
+            archives=self._archives,
+            driver_class_path=self.driver_class_path,
+            jars=self.jars,
+            java_class=self._java_class,
+            packages=self.packages,
+            exclude_packages=self.exclude_packages,
+            repositories=self._repositories,
+            total_executor_cores=self._total_executor_cores,
+            executor_cores=self._executor_cores,
+            executor_memory=self._executor_memory,
+            driver_memory=self._driver_memory,
+            keytab=self.keytab,
+            principal=self.principal,
+            proxy_user=self.proxy_user,
+            name=self.name,
+            num_executors=self._num_executors,
+            status_poll_interval=self._status_poll_interval,
+            application_args=self.application_args,
+            env_vars=self.env_vars,
+            verbose=self._verbose,
+            spark_binary=self._spark_binary,
+            properties_file=self.properties_file,
+            yarn_queue=self._yarn_queue,
+            deploy_mode=self._deploy_mode,
+            use_krb5ccache=self._use_krb5ccache,
+            post_submit_commands=self.post_submit_commands,
+            track_driver_via_k8s_api=self._track_driver_via_k8s_api,
+            yarn_track_via_rm_api=self._yarn_track_via_rm_api,
+            yarn_rm_auth=self._yarn_rm_auth,
+        )
+
+
+class ZipperMergeOperator(ZipperSparkJobOperator):
+    """`zipper merge NAME --ds {{ ds }}`: one date; a cleared past date replays as `merge` specifies."""
+
+    verb = "merge"
+    name_suffix = "-{{ ds }}"
+
+    def job_args(self, table_name: str) -> list[str]:
+        return ["merge", table_name, "--ds", "{{ ds }}", "--json-report"]
+
+
+def _date_param(params: dict, key: str, required: bool) -> str | None:
+    value = params.get(key)
+    if value in (None, ""):
+        if required:
+            raise AirflowException(f"param {key!r} is required (YYYY-MM-DD)")
+        return None
+    try:
+        return dt.date.fromisoformat(str(value)).isoformat()
+    except ValueError:
+        raise AirflowException(f"param {key!r}: {value!r} is not a date (YYYY-MM-DD)") from None
+
+
+class ZipperRerunOperator(ZipperSparkJobOperator):
+    """`zipper rerun NAME --from D [--to E]` with the dates from the run's params (the trigger form)."""
+
+    verb = "rerun"
+
+    def execute(self, context: Any) -> list[dict]:
+        self.application_args = rerun_args(self.table_name, context["params"])
+        return super().execute(context)
+
+
+def rerun_args(table_name: str, params: dict) -> list[str]:
+    """`rerun NAME --from D [--to E]` from the trigger form's params, dates checked."""
+    first = _date_param(params, "from_date", required=True)
+    last = _date_param(params, "to_date", required=False)
+    return ["rerun", table_name, "--from", first] + (["--to", last] if last else [])
+
+
+class ZipperAuditOperator(BaseOperator):
+    """Logs the counts of the day's commit, as reported by the merge job (no second Spark JVM:
+    the embedded Derby metastore allows one). The committed state itself is in the metastore."""
+
+    ui_color = "#b6e3b6"
+
+    def __init__(self, *, merge_task_id: str, table: str, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.merge_task_id = merge_task_id
+        self.table = table
+
+    def execute(self, context: Any) -> dict | None:
+        reports = context["ti"].xcom_pull(task_ids=self.merge_task_id) or []
+        if not reports:
+            self.log.warning(
+                "%s: the merge job printed no report (cluster deploy mode keeps the driver's output on the"
+                " cluster); `zipper status` shows the commit", self.table)
+            return None
+        for report in reports:
+            self.log.info("%s", describe(report))
+        return reports[-1]
+
+
+def describe(report: dict) -> str:
+    """The job's summary line and its counts, e.g. `dw.dim_user 2024-01-03: 10 new, ... | counts {...}`."""
+    counts = report.get("counts") or {}
+    shown = ", ".join(f"{k}={counts[k]}" for k in sorted(counts))
+    return f"{report.get('summary', '')} | run {report.get('run_id') or '-'} | counts: {shown or 'none'}"

@@ -1,0 +1,39 @@
+"""The deferrable form of the increment sensor: the triggerer checks, the worker slot is free."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, AsyncIterator
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+
+class IncrementTrigger(BaseTrigger):
+    """Fires once the increment of `ds` is there; checks every `poke_interval` seconds."""
+
+    def __init__(self, spec_path: str, ds: str, poke_interval: float = 300.0):
+        super().__init__()
+        self.spec_path = spec_path
+        self.ds = ds
+        self.poke_interval = poke_interval
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {"spec_path": self.spec_path, "ds": self.ds, "poke_interval": self.poke_interval},
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        from zipper.airflow.sensors import increment_ready
+
+        while True:
+            try:
+                readiness = await asyncio.to_thread(increment_ready, self.spec_path, self.ds)
+            except Exception as exc:  # a bad spec or an unreachable store: report, do not spin
+                yield TriggerEvent({"status": "error", "message": f"{type(exc).__name__}: {exc}"})
+                return
+            if readiness.ready:
+                yield TriggerEvent({"status": "ready", "checked": readiness.checked})
+                return
+            self.log.info("not yet: %s", readiness.checked)
+            await asyncio.sleep(self.poke_interval)
