@@ -195,22 +195,17 @@ def read(spark, spec: TableSpec, located: sources.Input, ds: dt.date):
     from pyspark.sql import functions as F
 
     where = {"table": spec.table, "ds": ds.isoformat()}
-    schemas = {}
-    for f in located.files:
-        try:
-            schema = spark.read.parquet(f.path).schema
-        except Exception as exc:
-            raise InputError(f"cannot read landing-zone file {f.path}: {str(exc).strip().splitlines()[0][:300]}",
-                             **where) from None
-        names = [field.name.lower() for field in schema.fields]
-        clashes = sorted({n for n in names if names.count(n) > 1})
-        if clashes:
-            raise InputError(f"landing-zone file {f.path} has columns that differ only in case: {clashes}", **where)
-        schemas[f.path] = [(field.name, field.name.lower(), field.dataType.simpleString()) for field in schema.fields]
+    schemas, by_signature, spark_schemas = {}, {}, {}
+    for f, signature in _signatures(located.files, where).items():
+        if signature not in by_signature:  # one Spark schema read per distinct file schema
+            spark_schema = _spark_schema(spark, f.path, where)
+            by_signature[signature] = _fields(spark_schema, f.path, where)
+            spark_schemas[json.dumps(by_signature[signature])] = spark_schema
+        schemas[f.path] = by_signature[signature]
     union = _union_types(schemas, where)
     parts = []
     for paths, fields in _groups(schemas).items():
-        df = spark.read.parquet(*paths)
+        df = spark.read.schema(spark_schemas[json.dumps(fields)]).parquet(*paths)
         have = {lower: original for original, lower, _ in fields}
         selected = [
             (F.col(f"`{have[name]}`").cast(kind) if name in have else F.lit(None).cast(kind)).alias(name)
@@ -224,6 +219,41 @@ def read(spark, spec: TableSpec, located: sources.Input, ds: dt.date):
         rows = rows.unionByName(part)
     columns = {fs.name_of(path): [lower for _, lower, _ in fields] for path, fields in schemas.items()}
     return rows, columns
+
+
+def _signatures(files: list[fs.FileInfo], where: dict) -> dict:
+    """Each file's schema as a comparable string, from its footer (pyarrow) when the files are
+    local; remote files are each their own signature (Spark reads each one's schema)."""
+    local = [fs.local_path(f.path) for f in files]
+    if not all(local):
+        return {f: f.path for f in files}
+    import pyarrow.parquet as pq
+
+    signatures = {}
+    for f, path in zip(files, local):
+        try:
+            signatures[f] = pq.read_schema(path).remove_metadata().to_string(show_field_metadata=False)
+        except Exception as exc:
+            raise InputError(f"cannot read landing-zone file {f.path}: {str(exc).strip().splitlines()[0][:300]}",
+                             **where) from None
+    return signatures
+
+
+def _spark_schema(spark, path: str, where: dict):
+    try:
+        return spark.read.parquet(path).schema
+    except Exception as exc:
+        raise InputError(f"cannot read landing-zone file {path}: {str(exc).strip().splitlines()[0][:300]}",
+                         **where) from None
+
+
+def _fields(schema, path: str, where: dict) -> list[tuple[str, str, str]]:
+    """(name, lower-case name, Spark type) of a Parquet file's columns, as Spark reads them."""
+    names = [field.name.lower() for field in schema.fields]
+    clashes = sorted({n for n in names if names.count(n) > 1})
+    if clashes:
+        raise InputError(f"landing-zone file {path} has columns that differ only in case: {clashes}", **where)
+    return [(field.name, field.name.lower(), field.dataType.simpleString()) for field in schema.fields]
 
 
 def columns_of(spark, spec: TableSpec, located: sources.Input, ds: dt.date) -> list[tuple[str, str]]:
