@@ -1,5 +1,5 @@
 # The two commands: `make demo` and `make test`. Both create or reuse .venv.
-.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test bench bench-parse clean
+.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test bench bench-parse bench-replay clean
 
 AIRFLOW_HOME ?= $(CURDIR)/airflow_home
 ZIPPER_SPECS ?= $(CURDIR)/dags/tables
@@ -37,6 +37,9 @@ bench: setup
 
 bench-parse: setup
 	.venv/bin/python bench/bench_parse.py
+
+bench-replay: setup
+	.venv/bin/python bench/bench_replay.py
 
 clean:
 	rm -rf warehouse demo_data airflow_home

@@ -63,5 +63,9 @@ class TableFixture:
 
 def table_rows(spark, table: str, order=None) -> list[tuple]:
     """All rows of a table as sorted tuples (data columns, begin, end)."""
-    rows = [tuple(r) for r in spark.table(table).collect()]
-    return sorted(rows, key=lambda r: tuple("" if v is None else str(v) for v in r))
+    return sorted_rows(spark.table(table))
+
+
+def sorted_rows(df) -> list[tuple]:
+    """All rows of a DataFrame as tuples, in the order table_rows uses."""
+    return sorted((tuple(r) for r in df.collect()), key=lambda r: tuple("" if v is None else str(v) for v in r))

@@ -80,6 +80,9 @@ class ZipperModel:
     def _split(self, row: tuple) -> tuple[tuple, tuple]:
         return tuple(row[: self.key_count]), tuple(row[self.key_count:])
 
+    def _tracked(self, attrs: tuple) -> tuple:
+        return attrs if self.tracked is None else tuple(attrs[i] for i in self.tracked)
+
     def closed_end(self, ds: dt.date) -> str:
         return (ds if self.end_style == "exclusive" else ds - dt.timedelta(days=1)).isoformat()
 
@@ -141,8 +144,7 @@ class ZipperModel:
                 "open_before": len(self.open), "open_after": 0}
 
     def _same(self, old: tuple, new: tuple) -> bool:
-        positions = range(len(old)) if self.tracked is None else self.tracked
-        return all(old[i] == new[i] for i in positions)
+        return self._tracked(old) == self._tracked(new)
 
     def _close(self, ds: dt.date, key: tuple, counts: dict) -> None:
         attrs, begin = self.open.pop(key)
@@ -447,3 +449,10 @@ def test_snapshots_match_the_model(spark, tmp_path_factory, scenario):
     run_against_model(spark, tmp_path_factory, SINGLE, (end_style, base, days), source=source,
                       apply=lambda model, ds, rows: model.merge_snapshot(ds, rows, hard_deletes == "invalidate"))
     event(f"hard_deletes {hard_deletes}")
+
+
+def test_model_updates_untracked_columns_in_place():
+    m = ZipperModel("exclusive", [(1, "ann", 5)], 1, tracked=(1,))  # only score is tracked
+    assert m.merge(day(1), [(1, "anna", 5)])["updated_in_place"] == 1
+    m.merge(day(2), [(1, "anna", 6)])
+    assert m.rows() == [(1, "anna", 5, "2023-12-31", "2024-01-02"), (1, "anna", 6, "2024-01-02", OPEN)]

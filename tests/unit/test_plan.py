@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from zipper.engine.plan import init_date, plan_merge
+from zipper.engine.plan import init_date, plan_merge, plan_rerun
 from zipper.errors import StateError
 from zipper.spec.model import TableSpec
 
@@ -17,11 +17,16 @@ SPEC = TableSpec.model_validate(
 D = dt.date
 
 
-def plan(ds, last=D(2024, 1, 5), initialized=True, commits=None, current=None, init_ds=D(2023, 12, 31)):
+CAUTIOUS = SPEC.model_copy(update={"on_past_date": "error"})
+
+
+def plan(ds, last=D(2024, 1, 5), initialized=True, commits=None, current=None, init_ds=D(2023, 12, 31),
+         pending=None, spec=SPEC):
     commits = commits if commits is not None else {f"2024-01-0{i}": f"fp{i}" for i in range(1, 6)}
     current = current or (lambda d: f"fp{d.day}")
-    return plan_merge(SPEC, ds, initialized=initialized, last_committed=last if initialized else None,
-                      init_ds=init_ds, committed_fingerprints=commits, current_fingerprint=current)
+    return plan_merge(spec, ds, initialized=initialized, last_committed=last if initialized else None,
+                      init_ds=init_ds, committed_fingerprints=commits, current_fingerprint=current,
+                      pending_replay=pending)
 
 
 def test_next_date_applies():
@@ -33,18 +38,81 @@ def test_same_date_same_input_is_a_noop():
     assert result.action == "noop" and "same input" in result.reason
 
 
-def test_same_date_changed_input_is_an_error():
-    with pytest.raises(StateError, match="2024-01-05 differs"):
-        plan(D(2024, 1, 5), current=lambda d: "other")
+def test_same_date_changed_input_is_replayed():
+    result = plan(D(2024, 1, 5), current=lambda d: "other")
+    assert (result.action, result.replay_from, result.replay_to) == ("replay", D(2024, 1, 5), D(2024, 1, 5))
+    assert "2024-01-05 differs" in result.reason
 
 
 def test_past_date_with_unchanged_inputs_is_a_noop():
     assert plan(D(2024, 1, 3)).action == "noop"
 
 
-def test_past_date_with_a_later_changed_input_names_it():
-    with pytest.raises(StateError, match="2024-01-04 differs"):
-        plan(D(2024, 1, 3), current=lambda d: "changed" if d.day == 4 else f"fp{d.day}")
+def test_past_date_with_a_later_changed_input_replays_from_that_date():
+    result = plan(D(2024, 1, 3), current=lambda d: "changed" if d.day == 4 else f"fp{d.day}")
+    assert (result.action, result.replay_from, result.replay_to) == ("replay", D(2024, 1, 4), D(2024, 1, 5))
+    assert "input of 2024-01-04 differs" in result.reason
+
+
+def test_on_past_date_error_names_the_rerun_command():
+    with pytest.raises(StateError, match=r"on_past_date: error, so replay it explicitly: `zipper rerun t --from 2024-01-04`"):
+        plan(D(2024, 1, 3), current=lambda d: "changed" if d.day >= 4 else f"fp{d.day}", spec=CAUTIOUS)
+    assert plan(D(2024, 1, 3), spec=CAUTIOUS).action == "noop"
+
+
+def test_an_interrupted_replay_is_finished_first_or_named():
+    result = plan(D(2024, 1, 4), last=D(2024, 1, 3), pending=(D(2024, 1, 2), D(2024, 1, 5)))
+    assert (result.action, result.replay_from, result.replay_to) == ("resume", D(2024, 1, 2), D(2024, 1, 5))
+    assert "interrupted with the table at 2024-01-03" in result.reason
+    with pytest.raises(StateError, match=r"finish it explicitly: `zipper rerun t --from 2024-01-02 --to 2024-01-05`"):
+        plan(D(2024, 1, 6), last=D(2024, 1, 3), pending=(D(2024, 1, 2), D(2024, 1, 5)), spec=CAUTIOUS)
+
+
+def rerun(first, last=None, table_at=D(2024, 1, 5), pending=None, current=None):
+    commits = {f"2024-01-0{i}": f"fp{i}" for i in range(1, table_at.day + 1)}
+    return plan_rerun(SPEC, first, last, initialized=True, last_committed=table_at, init_ds=D(2023, 12, 31),
+                      pending_replay=pending, committed_fingerprints=commits,
+                      current_fingerprint=current or (lambda d: f"fp{d.day}"))
+
+
+def test_rerun_restores_the_day_before_and_replays_to_the_last_committed_date():
+    result = rerun(D(2024, 1, 3))
+    assert result.restore_from == D(2024, 1, 3) and result.dates == [D(2024, 1, 3), D(2024, 1, 4), D(2024, 1, 5)]
+    assert (result.marker_from, result.marker_to, result.notes) == (D(2024, 1, 3), D(2024, 1, 5), [])
+
+
+def test_rerun_past_the_last_date_merges_without_a_restore_and_short_ranges_say_what_is_dropped():
+    ahead = rerun(D(2024, 1, 6), D(2024, 1, 8))
+    assert ahead.restore_from is None and ahead.dates == [D(2024, 1, 6), D(2024, 1, 7), D(2024, 1, 8)]
+    short = rerun(D(2024, 1, 2), D(2024, 1, 3))
+    assert short.dates == [D(2024, 1, 2), D(2024, 1, 3)]
+    assert "2024-01-04, 2024-01-05 will no longer be committed" in short.notes[0]
+
+
+def test_rerun_resumes_an_interrupted_replay_and_redoes_only_changed_dates():
+    pending = (D(2024, 1, 2), D(2024, 1, 5))
+    resumed = rerun(D(2024, 1, 2), table_at=D(2024, 1, 3), pending=pending)
+    assert resumed.restore_from is None and resumed.dates == [D(2024, 1, 4), D(2024, 1, 5)]
+    assert "resuming the interrupted replay of 2024-01-02..2024-01-05 (table at 2024-01-03)" in resumed.notes[0]
+    changed = rerun(D(2024, 1, 2), table_at=D(2024, 1, 3), pending=pending,
+                    current=lambda d: "new" if d.day == 3 else f"fp{d.day}")
+    assert changed.restore_from == D(2024, 1, 3) and changed.dates[0] == D(2024, 1, 3)
+    earlier = rerun(D(2024, 1, 1), table_at=D(2024, 1, 3), pending=pending)
+    assert earlier.restore_from == D(2024, 1, 1) and earlier.dates[-1] == D(2024, 1, 5)
+    assert (earlier.marker_from, earlier.marker_to) == (D(2024, 1, 1), D(2024, 1, 5))
+
+
+def test_rerun_refuses_gaps_reversed_ranges_and_the_base_date():
+    with pytest.raises(StateError, match="merge the missing dates first: 2024-01-06"):
+        rerun(D(2024, 1, 7))
+    with pytest.raises(StateError, match="--to 2024-01-02 is before --from 2024-01-03"):
+        rerun(D(2024, 1, 3), D(2024, 1, 2))
+    with pytest.raises(StateError, match="not initialized"):
+        plan_rerun(SPEC, D(2024, 1, 3), None, initialized=False, last_committed=None, init_ds=None,
+                   pending_replay=None, committed_fingerprints={}, current_fingerprint=str)
+    with pytest.raises(StateError, match="base date 2024-01-02"):
+        plan_rerun(SPEC, D(2024, 1, 2), None, initialized=True, last_committed=D(2024, 1, 5), init_ds=D(2024, 1, 2),
+                   pending_replay=None, committed_fingerprints={}, current_fingerprint=str)
 
 
 def test_gap_names_the_missing_dates():

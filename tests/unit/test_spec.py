@@ -42,7 +42,7 @@ def test_documented_example_loads_with_its_values(tmp_path):
     assert spec.name == "dim_user" and spec.table == "dw.dim_user" and spec.keys == ["user_id"]
     assert spec.start_date == dt.date(2024, 1, 1) and spec.end_date == dt.date(2024, 12, 31)
     assert spec.open_end == dt.date(9999, 12, 31) and spec.end_style == "exclusive"
-    assert spec.retention_days == 7 and spec.track_columns == "all"
+    assert spec.retention_days == 7 and spec.track_columns == "all" and spec.on_past_date == "replay"
     assert spec.closed_end(dt.date(2024, 3, 5)) == dt.date(2024, 3, 5)
 
 
@@ -67,6 +67,7 @@ def test_inclusive_style_closes_the_day_before(tmp_path):
         (("track_columns: all", "track_columns: [user_id]"), "track_columns may not list key"),
         (("begin_column: begin_dt", "begin_column: end_dt"), "begin_column and end_column must differ"),
         (("open_end: '9999-12-31'", "open_end: '2024-06-01'"), "open_end 2024-06-01 must be after every run date"),
+        (("track_columns: all", "track_columns: all\non_past_date: ask"), "key 'on_past_date': Input should be 'replay' or 'error'"),
     ],
 )
 def test_bad_specs_name_file_and_key(tmp_path, change, expected):

@@ -46,6 +46,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json-report", action="store_true", dest="json_report",
                    help=f"also print one line '{REPORT_PREFIX}{{...}}' (JSON) for schedulers")
 
+    p = verbs.add_parser("rerun", parents=[common],
+                         help="restore the table to the day before --from and replay --from..--to in one application")
+    p.add_argument("name")
+    p.add_argument("--from", required=True, dest="first", metavar="D", help="first date to replay, YYYY-MM-DD")
+    p.add_argument("--to", dest="last", metavar="E",
+                   help="last date to replay (default: the last committed date)")
+
+    p = verbs.add_parser("rebuild", parents=[common],
+                         help="build the table from the base and every increment, published at once")
+    p.add_argument("name")
+    p.add_argument("--to", dest="last", metavar="E",
+                   help="last date to build (default: the last committed date; required for a new table)")
+
     p = verbs.add_parser("status", parents=[common], help="committed state as JSON")
     p.add_argument("name")
     p.add_argument("--recent", type=int, default=10, help="how many recent commits to list")
@@ -78,6 +91,10 @@ def parse_date(value: str | None, flag: str, table: str) -> dt.date | None:
         return dt.date.fromisoformat(value)
     except ValueError:
         raise InputError(f"{flag} {value!r} is not a date (YYYY-MM-DD)", table=table) from None
+
+
+def _progress(line: str) -> None:
+    print(line, flush=True)
 
 
 class Runner:
@@ -115,9 +132,24 @@ class Runner:
         from zipper.engine import merge
 
         ds = parse_date(self.args.ds, "--ds", self.spec.table)
-        result = merge.merge_date(self.spark, self.spec, ds)
+        result = merge.merge_date(self.spark, self.spec, ds, progress=_progress)
         print(result.summary())
         self.report(result)
+        return 0
+
+    def do_rerun(self) -> int:
+        from zipper.engine import replay
+
+        first = parse_date(self.args.first, "--from", self.spec.table)
+        last = parse_date(self.args.last, "--to", self.spec.table)
+        print(replay.rerun(self.spark, self.spec, first, last, progress=_progress).summary())
+        return 0
+
+    def do_rebuild(self) -> int:
+        from zipper.engine import rebuild
+
+        last = parse_date(self.args.last, "--to", self.spec.table)
+        print(rebuild.rebuild(self.spark, self.spec, last, progress=_progress).summary())
         return 0
 
     def report(self, result) -> None:
@@ -214,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # Spark, Java and I/O failures
         if args.verbose:
             traceback.print_exc()
-        where = " ".join(filter(None, [runner.spec.table if runner else None, getattr(args, "ds", None)]))
+        where = " ".join(filter(None, [runner.spec.table if runner else None,
+                                       getattr(args, "ds", None) or getattr(args, "first", None)]))
         hint = "" if args.verbose else " (run with --verbose for the full trace)"
         from zipper.runtime.session import SessionSettings
 

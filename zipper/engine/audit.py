@@ -97,3 +97,27 @@ def reconcile(*, open_recorded: int, open_read: int, input_rows: int, kinds: dic
     if "deleted" in kinds:
         summary["deleted"] = deleted
     return summary
+
+
+def reconcile_restore(*, rows_read: int, rows_written: int, expected: int, first: str, table: str) -> None:
+    """A restore to the day before `first` must give back exactly the open rows that the run of
+    `first` started from (its recorded `open_before`), and write every row it read."""
+    problems = []
+    if rows_read != expected:
+        problems.append(f"restored open rows {rows_read} != {expected} open before the run of {first} (its commit record)")
+    if rows_written != rows_read:
+        problems.append(f"open rows written {rows_written} != {rows_read} restored")
+    if problems:
+        raise AuditError("restore audit failed, nothing published: " + "; ".join(problems), table=table, ds=first)
+
+
+def reconcile_rebuild(*, expected: dict[str, int], written: dict[str, int], last: str, table: str) -> None:
+    """Rows written per directory (Parquet footers) must equal the rows each date's counts call for."""
+    problems = [
+        f"{slot}: {written.get(slot, 0)} rows written != {rows} computed"
+        for slot, rows in sorted(expected.items())
+        if written.get(slot, 0) != rows
+    ]
+    if problems:
+        shown = "; ".join(problems[:10]) + (f" ... ({len(problems)} directories)" if len(problems) > 10 else "")
+        raise AuditError("rebuild audit failed, nothing published: " + shown, table=table, ds=last)

@@ -37,6 +37,11 @@ def status(spark, spec: TableSpec, recent: int = 10) -> dict:
         "open_rows": st.open_rows,
         "closed_rows": sum(c.rows for c in commits),
         "end_style": spec.end_style,
+        # a rerun a crash interrupted: the table is behind, and the same rerun (or any merge) finishes it
+        "replay_interrupted": (
+            {"from": st.replay.first.isoformat(), "to": st.replay.last.isoformat(), "run_id": st.replay.run_id}
+            if st.replay else None
+        ),
         "partitions": partitions,
         "recent_commits": [
             {"ds": c.ds, "run_id": c.run_id, "committed_at": c.committed_at, "fingerprint": c.fingerprint,

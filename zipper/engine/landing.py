@@ -124,13 +124,23 @@ def last_consumed(st, ds: dt.date) -> int:
     return max(earlier, key=lambda c: c.ds).landing["last"] if earlier else 0
 
 
+def require_folder(spark, spec: TableSpec, ds: dt.date) -> None:
+    folder = folder_of(spec, ds)
+    if not fs.exists(spark, folder):
+        raise InputError(f"landing zone not found: {folder}; nothing was changed", table=spec.table, ds=ds.isoformat())
+
+
 def locate(spark, spec: TableSpec, st, ds: dt.date) -> sources.Input:
     """The files `ds` consumes: for a committed date the kept copy its commit names, otherwise
     every file after the last consumed one, checked for gaps and for a change of keyColumns."""
     where = {"table": spec.table, "ds": ds.isoformat()}
     commit = st.commits.get(ds.isoformat()) if st is not None and st.exists else None
     if commit is not None and commit.landing:
-        return _kept(spark, spec, commit, ds)
+        return _kept(spark, spec, commit.landing, commit.fingerprint, ds)
+    replaying = st.replay if st is not None and st.exists else None
+    if replaying is not None and ds.isoformat() in replaying.landing:  # restored away, to be replayed
+        record = replaying.landing[ds.isoformat()]
+        return _kept(spark, spec, record, record["fingerprint"], ds)
     folder = folder_of(spec, ds)
     if not fs.exists(spark, folder):
         raise InputError(f"landing zone not found: {folder}", **where)
@@ -152,15 +162,14 @@ def locate(spark, spec: TableSpec, st, ds: dt.date) -> sources.Input:
                          fingerprint(consumed.first, consumed.last, consumed.files), landing=consumed)
 
 
-def _kept(spark, spec: TableSpec, commit, ds: dt.date) -> sources.Input:
-    record = commit.landing
+def _kept(spark, spec: TableSpec, record: dict, recorded_fingerprint: str, ds: dt.date) -> sources.Input:
     kept = record.get("kept")
     files = fs.list_files(spark, kept) if kept else []
     files = [f for f in files if number(fs.name_of(f.path)) is not None]
     consumed = Consumed(record.get("folder", ""), record["first"], record["last"],
                         tuple((fs.name_of(f.path), f.size) for f in files), kept)
     found = fingerprint(consumed.first, consumed.last, consumed.files)
-    if found != commit.fingerprint:
+    if found != recorded_fingerprint:
         raise InputError(f"the copy of the landing-zone files {record['first']:020d}..{record['last']:020d} kept at"
                          f" {kept} is missing or changed; the date cannot be read again", table=spec.table,
                          ds=ds.isoformat())

@@ -32,7 +32,7 @@ def broadcast_max_rows() -> int:
 class RunResult:
     table: str
     ds: str
-    action: str  # init | merge | noop
+    action: str  # init | merge | noop | restore | rerun | replay | rebuild
     message: str = ""
     counts: dict = field(default_factory=dict)
     seconds: float = 0.0
@@ -41,6 +41,10 @@ class RunResult:
     def summary(self) -> str:
         if self.action == "noop":
             return f"{self.table} {self.ds}: no-op, {self.message}"
+        if self.action in ("restore", "rerun", "rebuild"):
+            return f"{self.table}: {self.message}; {self.seconds:.1f} s"
+        if self.action == "replay":
+            return f"{self.table} {self.ds}: {self.message}; {self.seconds:.1f} s"
         if self.action == "init":
             return f"{self.table} {self.ds}: initialized, {self.counts.get('open_after', 0)} open rows; {self.seconds:.1f} s"
         c = self.counts
@@ -286,7 +290,9 @@ def _columns_from_first_increment(spark, spec: TableSpec, st: state.TableState, 
 
 # ---------------------------------------------------------------- merge
 
-def merge_date(spark, spec: TableSpec, ds: dt.date) -> RunResult:
+def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
+    """Merge one date. A past date whose input (or a later date's) changed is replayed, per
+    `on_past_date`; `progress` receives one line per replayed date."""
     started = time.monotonic()
     spec = resolve_keys(spark, spec)
     st = state.read_state(spark, spec)
@@ -308,9 +314,20 @@ def merge_date(spark, spec: TableSpec, ds: dt.date) -> RunResult:
         init_ds=st.init_ds,
         committed_fingerprints={d: c.fingerprint for d, c in st.commits.items()},
         current_fingerprint=current_fingerprint,
+        pending_replay=(st.replay.first, st.replay.last) if st.replay else None,
     )
     if plan.action == "noop":
         return RunResult(spec.table, ds.isoformat(), "noop", plan.reason, seconds=time.monotonic() - started)
+    if plan.action in ("replay", "resume"):
+        from zipper.engine import replay
+
+        say = progress or (lambda line: None)
+        say(f"{spec.table} {ds}: {plan.reason}")
+        done = replay.rerun(spark, spec, plan.replay_from, plan.replay_to, progress=say)
+        if plan.action == "resume":  # the table is where the interrupted replay was going: plan again
+            return merge_date(spark, spec, ds, progress)
+        return RunResult(spec.table, ds.isoformat(), "replay", f"{plan.reason}; replayed {done.ds}",
+                         done.counts, time.monotonic() - started, done.run_id)
     located = sources.locate_increment(spark, spec, st, ds)  # fails before anything is created
     if plan.action == "init_and_apply":
         init_table(spark, spec, None)
@@ -375,7 +392,8 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
                started: float | None = None, carry_params: dict[str, str] | None = None) -> RunResult:
     """Merge the input of `ds` into a table that is at ds - 1, and publish.
 
-    `carry_params`: extra open-partition parameters to publish with the commit.
+    `carry_params`: extra open-partition parameters to publish with the commit (a replay keeps
+    its marker this way until its last date).
 
     Column changes: a widening is applied to the table just before the publish (older files
     read the same values through the wider type, while the new files need it); added columns

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from zipper.errors import StateError
@@ -14,8 +14,23 @@ DAY = dt.timedelta(days=1)
 
 @dataclass(frozen=True)
 class Plan:
-    action: str  # "init_and_apply" | "apply" | "noop"
+    action: str  # "init_and_apply" | "apply" | "noop" | "replay" | "resume"
     reason: str
+    # replay: restore to replay_from - 1 and replay replay_from..replay_to;
+    # resume: finish the interrupted replay replay_from..replay_to, then plan the merge again.
+    replay_from: dt.date | None = None
+    replay_to: dt.date | None = None
+
+
+@dataclass(frozen=True)
+class RerunPlan:
+    """What `zipper rerun` does: restore (or not), then replay `dates` in order."""
+
+    restore_from: dt.date | None  # restore the table to the end of restore_from - 1; None: no restore
+    dates: list[dt.date]
+    marker_from: dt.date  # the replay recorded on the table until its last date is published
+    marker_to: dt.date
+    notes: list[str] = field(default_factory=list)
 
 
 def date_range(first: dt.date, last: dt.date) -> list[dt.date]:
@@ -48,7 +63,9 @@ def plan_merge(
     init_ds: dt.date | None,
     committed_fingerprints: dict[str, str],
     current_fingerprint: Callable[[dt.date], str],
+    pending_replay: tuple[dt.date, dt.date] | None = None,
 ) -> Plan:
+    """`pending_replay`: (from, to) of a replay a crash interrupted, the table being behind `to`."""
     check_in_schedule(spec, ds)
     where = {"table": spec.table, "ds": ds.isoformat()}
     if not initialized:
@@ -58,6 +75,16 @@ def plan_merge(
             f"table is not initialized; run `zipper init {spec.name}` (the first merge date is {spec.first_merge_date()})",
             **where,
         )
+    if pending_replay is not None:
+        first, last = pending_replay
+        interrupted = f"a replay of {first}..{last} was interrupted with the table at {last_committed}"
+        if spec.on_past_date == "error":
+            raise StateError(
+                f"{interrupted}; the spec says on_past_date: error, so finish it explicitly:"
+                f" `zipper rerun {spec.name} --from {first} --to {last}`",
+                **where,
+            )
+        return Plan("resume", f"{interrupted}; finishing it first", first, last)
     if ds == last_committed + DAY:
         return Plan("apply", f"table is at {last_committed}")
     if ds > last_committed + DAY:
@@ -73,8 +100,87 @@ def plan_merge(
         if ds == last_committed:
             return Plan("noop", f"already committed with the same input (table is at {last_committed})")
         return Plan("noop", f"table is at {last_committed}; {ds}..{last_committed} were committed with the same input")
-    raise StateError(
-        f"table is at {last_committed} and the input of {describe_dates(changed)} differs from what was committed;"
-        f" replaying past dates is `zipper rerun` (not available yet)",
-        **where,
+    reason = f"table is at {last_committed} and the input of {describe_dates(changed)} differs from what was committed"
+    if spec.on_past_date == "error":
+        raise StateError(
+            f"{reason}; the spec says on_past_date: error, so replay it explicitly:"
+            f" `zipper rerun {spec.name} --from {changed[0]}`",
+            **where,
+        )
+    # Dates before the first changed one would replay to exactly what is committed: start there.
+    return Plan("replay", reason, changed[0], last_committed)
+
+
+def plan_rerun(
+    spec: TableSpec,
+    first: dt.date,
+    last: dt.date | None,
+    *,
+    initialized: bool,
+    last_committed: dt.date | None,
+    init_ds: dt.date | None,
+    pending_replay: tuple[dt.date, dt.date] | None,
+    committed_fingerprints: dict[str, str],
+    current_fingerprint: Callable[[dt.date], str],
+) -> RerunPlan:
+    """Restore to first - 1 and replay first..last (default: the last committed date).
+
+    An interrupted replay (`pending_replay`) is resumed rather than restarted when the rerun
+    starts inside it: its dates already replayed are kept unless their input changed since."""
+    where = {"table": spec.table, "ds": first.isoformat()}
+    check_in_schedule(spec, first)
+    if last is not None and last < first:
+        raise StateError(f"--to {last} is before --from {first}", **where)
+    if not initialized:
+        raise StateError(f"table is not initialized; run `zipper init {spec.name}` or `zipper merge` its first date",
+                         **where)
+    if init_ds is not None and first <= init_ds:
+        raise StateError(f"date is not after the table's base date {init_ds}; the base already holds it", **where)
+    notes: list[str] = []
+    if pending_replay is not None and first >= pending_replay[0]:
+        pending_from, pending_to = pending_replay
+        end = last or pending_to
+        changed = [
+            d for d in date_range(pending_from, last_committed)
+            if committed_fingerprints.get(d.isoformat()) != current_fingerprint(d)
+        ]
+        start = changed[0] if changed else last_committed + DAY
+        notes.append(
+            f"resuming the interrupted replay of {pending_from}..{pending_to} (table at {last_committed})"
+            + (f"; the input of {describe_dates(changed)} changed since it was replayed" if changed else "")
+        )
+        marker_from = pending_from
+    else:
+        if pending_replay is not None:
+            notes.append(f"an interrupted replay of {pending_replay[0]}..{pending_replay[1]} is taken over by this one")
+            end = last or pending_replay[1]
+        else:
+            end = last or last_committed
+        if first > last_committed + DAY:
+            missing = date_range(last_committed + DAY, first - DAY)
+            raise StateError(f"table is at {last_committed}; merge the missing dates first: {describe_dates(missing)}",
+                             **where)
+        start = first
+        marker_from = first
+    if end < start:
+        raise StateError(f"--to {end} is before {start}, where the replay would start", **where)
+    check_in_schedule(spec, end)
+    if end < last_committed:
+        notes.append(
+            f"the table will be at {end}: {describe_dates(date_range(end + DAY, last_committed))}"
+            " will no longer be committed; merge them again to bring them back"
+        )
+    return RerunPlan(
+        restore_from=start if start <= last_committed else None,
+        dates=date_range(start, end),
+        marker_from=marker_from,
+        marker_to=end,
+        notes=notes,
     )
+
+
+def rebuild_supported(spec: TableSpec) -> bool:
+    """A rebuild computes the table in one pass from rows that are each a key's full state on
+    their date: the upsert mode without `sequence_by`. Deletes, ordered changes and snapshots
+    go through the daily merge (a rerun from the first date after the base does the same job)."""
+    return spec.source.mode == "upsert" and spec.source.sequence_by is None

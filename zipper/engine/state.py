@@ -36,6 +36,8 @@ INIT_DS = "zipper.init_ds"
 INIT_FINGERPRINT = "zipper.init_fingerprint"
 LANDING = "zipper.landing"  # a landing-zone date: the files it consumed and where their copy is kept
 COLUMNS = "zipper.columns"  # on the open partition: columns the last commit added or widened
+REPLAY = "zipper.replay"  # on the open partition while a rerun's replay is under way
+REPLAY_LANDING = "zipper.replay_landing."  # + ds: the landing-zone files a replayed date reads
 
 
 RUN_ID_TIME = "%Y%m%dT%H%M%S.%fZ"
@@ -101,6 +103,37 @@ class Commit:
 
 
 @dataclass(frozen=True)
+class ReplayMarker:
+    """A replay under way: the table was restored to `first - 1` and is being replayed up to `last`.
+
+    Published with the restore and with every replayed date but the last, which clears it, so
+    a table carrying it was left mid-way by a crash and the same rerun resumes it. For a landing
+    zone it also carries, per replayed date, the record of the files that date consumed (the
+    restore dropped their commit records), so a resumed replay reads the same kept copies."""
+
+    first: dt.date
+    last: dt.date
+    run_id: str = ""
+    landing: dict = field(default_factory=dict)  # ds text -> landing record (see landing.Consumed.record)
+
+    def params(self) -> dict[str, str]:
+        params = {REPLAY: json.dumps({"from": self.first.isoformat(), "to": self.last.isoformat(),
+                                      "run_id": self.run_id}, sort_keys=True)}
+        # one parameter per date: a Hive parameter value holds at most 4000 characters
+        params.update({REPLAY_LANDING + ds: json.dumps(record, sort_keys=True) for ds, record in self.landing.items()})
+        return params
+
+    @classmethod
+    def from_params(cls, params: dict[str, str]) -> "ReplayMarker | None":
+        if REPLAY not in params:
+            return None
+        value = json.loads(params[REPLAY])
+        landing = {k[len(REPLAY_LANDING):]: json.loads(v) for k, v in params.items() if k.startswith(REPLAY_LANDING)}
+        return cls(dt.date.fromisoformat(value["from"]), dt.date.fromisoformat(value["to"]), value.get("run_id", ""),
+                   landing)
+
+
+@dataclass(frozen=True)
 class TableState:
     exists: bool
     location: str = ""
@@ -131,6 +164,12 @@ class TableState:
         value = self.open_partition.params.get(COLUMNS) if self.open_partition else None
         raw = json.loads(value) if value else {}
         return {kind: [tuple(c) for c in raw.get(kind, [])] for kind in ("added", "widened")}
+
+    @property
+    def replay(self) -> ReplayMarker | None:
+        """The replay a crash interrupted, if any (a marker at or behind the table is spent)."""
+        marker = ReplayMarker.from_params(self.open_partition.params) if self.initialized else None
+        return marker if marker is not None and marker.last > self.last_committed else None
 
     @property
     def init_ds(self) -> dt.date | None:

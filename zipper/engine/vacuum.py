@@ -24,7 +24,9 @@ def vacuum(spark, spec: TableSpec, retention_days: int | None = None, dry_run: b
     root = fs.qualify(spark, state.versions_root(st)).rstrip("/")
     live = {fs.qualify(spark, p.location).rstrip("/") for p in [st.open_partition, *st.closed, *st.pending]}
     # the landing-zone files a commit consumed, kept so that its date can be read again
-    live |= {fs.qualify(spark, c.landing["kept"]).rstrip("/") for c in st.commits.values() if c.landing and c.landing.get("kept")}
+    records = [c.landing for c in st.commits.values() if c.landing]
+    records += list(st.replay.landing.values()) if st.replay else []  # restored away, not yet replayed
+    live |= {fs.qualify(spark, r["kept"]).rstrip("/") for r in records if r.get("kept")}
     removed, kept = [], 0
     for run_dir, modified_ms in sorted(fs.list_dirs(spark, root)):
         run_dir = run_dir.rstrip("/")

@@ -195,6 +195,7 @@ class TableSpec(_Strict):
     end_style: Literal["exclusive", "inclusive"] = "exclusive"
     track_columns: Literal["all"] | list[Identifier] = "all"
     retention_days: int = Field(default=7, ge=0)
+    on_past_date: Literal["replay", "error"] = "replay"
     columns: dict[Identifier, str] | None = None
     description: str = ""
     airflow: AirflowSpec = Field(default_factory=AirflowSpec)

@@ -1,0 +1,10 @@
+-- The open partition as it was at the end of the day before {{ first }}, which a rerun of
+-- {{ first }} restores: every version that began before {{ first }} and was still open then.
+-- The runs of {{ first }} and later closed versions with an end on or after {{ closed_end }}
+-- ({{ first }} itself with exclusive ends, the day before with inclusive ends); those versions
+-- are open again, with their end reset to {{ open_end }}. Versions that began on or after
+-- {{ first }} are left out: the replay makes them again.
+SELECT {% for c in columns %}{{ c | ident }}, {% endfor %}{{ begin_column | ident }}
+FROM {{ table | ident }}
+WHERE {{ begin_column | ident }} < {{ first | lit }}
+  AND {{ end_column | ident }} >= {{ closed_end | lit }}

@@ -1,0 +1,61 @@
+"""`zipper rerun` end to end in subprocesses: a SIGKILL between two replayed dates leaves a
+consistent table at the last replayed date, and the same command resumes and converges."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import signal
+
+import pytest
+
+from tests.cli.helpers import day, make_spec, probe, write_parquet, zipper
+from tests.cli.test_cli import assert_one_line_error
+from tests.engine.test_model import ZipperModel
+
+pytestmark = pytest.mark.subprocess
+BASE = [(1, "n0", None), (2, "n0", None)]
+
+
+def increment(k: int, renamed: int = 1) -> list[tuple]:
+    """Day k renames one id and adds id 10 + k."""
+    return [(renamed, f"n{k}", None), (10 + k, "new", None)]
+
+
+def expected(days: dict[int, list[tuple]]) -> list[list[str]]:
+    model = ZipperModel("exclusive", BASE, 1)
+    for k in sorted(days):
+        model.merge(dt.date.fromisoformat(day(k)), days[k])
+    return sorted(["" if v is None else str(v) for v in row] for row in model.rows())
+
+
+def test_rerun_killed_mid_replay_resumes_with_the_same_command(tmp_path):
+    make_spec(tmp_path)
+    write_parquet(tmp_path / "data" / "base", BASE)
+    days = {k: increment(k) for k in range(1, 5)}
+    for k, rows in days.items():
+        write_parquet(tmp_path / "data" / "incr" / f"ds={day(k)}", rows)
+
+    result = zipper(tmp_path, "rerun", "dim", "--from", "2024-13-01")
+    assert_one_line_error(result, "dw.dim", "--from '2024-13-01' is not a date")
+
+    created = zipper(tmp_path, "merge", "dim", "--ds", day(1))  # creates the table and merges day 1
+    assert created.returncode == 0, created.stderr
+
+    days[1] = increment(1, renamed=2)  # day 1 re-delivered with other content
+    write_parquet(tmp_path / "data" / "incr" / f"ds={day(1)}", days[1])
+    killed = zipper(tmp_path, "rerun", "dim", "--from", day(1), "--to", day(4), ZIPPER_KILL_AT="after_replayed_date")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    lines = killed.stdout.splitlines()
+    assert lines[0].startswith("dw.dim: restored to 2023-12-31: 2 open rows, 1 history partitions")
+    assert lines[1].startswith("dw.dim 2024-01-01: 1 new, 1 changed") and len(lines) == 2
+
+    resumed = probe(tmp_path, "dw.dim", "rerun", "dim", "--from", day(1), "--to", day(4))
+    assert resumed["before"]["rows"] == expected({1: days[1]}), "killed after day 1: the table as of day 1"
+    assert resumed["exit"] == 0
+    out = resumed["stdout"].splitlines()
+    assert out[0] == "dw.dim: resuming the interrupted replay of 2024-01-01..2024-01-04 (table at 2024-01-01)"
+    assert [line.split(":")[0] for line in out[1:4]] == [f"dw.dim {day(k)}" for k in (2, 3, 4)]
+    assert re.fullmatch(r"dw\.dim: replayed 2024-01-02\.\.2024-01-04 \(3 dates\); table at 2024-01-04; [\d.]+ s", out[4])
+    assert resumed["after"]["rows"] == expected(days)
+    assert resumed["after"]["partitions"] == sorted([day(k) for k in range(1, 5)] + ["9999-12-31"])

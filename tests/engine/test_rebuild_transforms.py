@@ -1,0 +1,70 @@
+"""The set-based rebuild transform, row by row: versions, their ends in both styles, counts."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.testing import assertDataFrameEqual
+
+from zipper.engine import rebuild_transforms as rt
+
+DATED = "id bigint, name string, city string, zipper_ds string"
+VERSIONS = "id bigint, name string, city string, begin_dt string, end_dt string"
+OPEN = "9999-12-31"
+
+ROWS = [
+    (1, "a", "x", "2024-01-01"),   # base
+    (1, "a", "x", "2024-01-02"),   # re-sent unchanged
+    (1, "A", "x", "2024-01-03"),   # only the untracked name differs: updated in place
+    (1, "A", None, "2024-01-05"),  # value -> NULL: a new version
+    (1, "A", None, "2024-01-06"),  # NULL -> NULL: unchanged
+    (1, "A", "x", "2024-01-07"),   # back to the first value: a new version
+    (2, "b", None, "2024-01-03"),  # a new key
+    (3, "c", "y", "2024-01-01"),   # base only
+]
+
+
+def marked(spark, tracked=("city",)):
+    return rt.marked(spark.createDataFrame(ROWS, DATED), keys=["id"], columns=["id", "name", "city"],
+                     tracked=list(tracked))
+
+
+def versions(spark, end_style, tracked=("city",)):
+    return rt.versions(marked(spark, tracked), keys=["id"], columns=["id", "name", "city"], begin_column="begin_dt",
+                       end_column="end_dt", end_style=end_style, open_end=OPEN)
+
+
+@pytest.mark.parametrize("end_style, closed", [("exclusive", ("2024-01-05", "2024-01-07")),
+                                               ("inclusive", ("2024-01-04", "2024-01-06"))])
+def test_versions_hold_their_last_row_and_end_where_the_next_begins(spark, end_style, closed):
+    expected = [
+        (1, "A", "x", "2024-01-01", closed[0]),  # the in-place update of 01-03 is kept when it closes
+        (1, "A", None, "2024-01-05", closed[1]),
+        (1, "A", "x", "2024-01-07", OPEN),
+        (2, "b", None, "2024-01-03", OPEN),
+        (3, "c", "y", "2024-01-01", OPEN),
+    ]
+    assertDataFrameEqual(versions(spark, end_style), spark.createDataFrame(expected, VERSIONS), checkRowOrder=False)
+
+
+def test_every_column_tracked_makes_a_name_change_a_version(spark):
+    result = versions(spark, "exclusive", tracked=("name", "city")).where("id = 1").orderBy("begin_dt")
+    assert [(r.name, r.city, r.begin_dt, r.end_dt) for r in result.collect()] == [
+        ("a", "x", "2024-01-01", "2024-01-03"),
+        ("A", "x", "2024-01-03", "2024-01-05"),
+        ("A", None, "2024-01-05", "2024-01-07"),
+        ("A", "x", "2024-01-07", OPEN),
+    ]
+
+
+def test_daily_counts_and_slots(spark):
+    counts = {r.zipper_ds: (r.new, r.changed, r.unchanged, r.updated) for r in rt.daily_counts(marked(spark)).collect()}
+    assert counts == {
+        "2024-01-01": (2, 0, 0, 0),
+        "2024-01-02": (0, 0, 1, 0),
+        "2024-01-03": (1, 0, 0, 1),
+        "2024-01-05": (0, 1, 0, 0),
+        "2024-01-06": (0, 0, 1, 0),
+        "2024-01-07": (0, 1, 0, 0),
+    }
+    slots = sorted(r.zipper_slot for r in rt.with_slot(versions(spark, "exclusive"), "end_dt", OPEN).collect())
+    assert slots == ["closed-2024-01-05", "closed-2024-01-07", "open", "open", "open"]

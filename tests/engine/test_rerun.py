@@ -1,0 +1,264 @@
+"""Reruns on a real Hive table: restore, serial replay, content-based merges of past dates,
+crashes mid-replay, and the rebuild that all of them must equal."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from pyspark.testing import assertDataFrameEqual
+
+from tests.engine.test_model import ZipperModel
+from tests.support import TableFixture, day, sorted_rows, table_rows
+from zipper.engine import catalog, check, faults, inspect, merge, rebuild, replay, state
+from zipper.engine.catalog import Partition
+from zipper.errors import AuditError, InputError, StateError
+
+OPEN = "9999-12-31"
+BASE = [(1, "ann", "Oslo"), (2, "bob", "Rome"), (3, "cid", None)]
+DAYS = {
+    1: [(2, "bob", "Paris"), (4, "dan", "Oslo")],
+    2: [(1, "ann", "Bergen")],
+    3: [(2, "bob", "Lyon"), (4, "dan", "Nice"), (3, "cid", None)],
+    4: [(3, "cid", "Oslo")],
+}
+
+
+def build(spark, t, days=DAYS, base=BASE):
+    t.write_base(spark, base)
+    for n, rows in days.items():
+        t.write_increment(spark, day(n), rows)
+    for n in days:
+        merge.merge_date(spark, t.spec, day(n))
+
+
+def model_rows(t, days, base=BASE, tracked=None) -> list[tuple]:
+    model = ZipperModel(t.spec.end_style, base, len(t.spec.keys), tracked)
+    for n in sorted(days):
+        model.merge(day(n), days[n])
+    return model.rows()
+
+
+def model_counts(t, days, base=BASE, tracked=None) -> dict[str, dict]:
+    model = ZipperModel(t.spec.end_style, base, len(t.spec.keys), tracked)
+    return {day(n).isoformat(): model.merge(day(n), days[n]) for n in sorted(days)}
+
+
+def snapshot(spark, t):
+    return (
+        table_rows(spark, t.table),
+        [(p.end, p.location, p.params.get(state.RUN_ID)) for p in catalog.list_partitions(spark, t.spec)],
+    )
+
+
+def assert_equals_what_a_rebuild_writes(spark, t):
+    """The rebuild oracle, without publishing: the rows a rebuild would write are the table's."""
+    assert sorted_rows(rebuild.rebuilt_rows(spark, t.spec)) == table_rows(spark, t.table)
+
+
+def assert_equals_a_rebuild(spark, t):
+    """The rebuild oracle: rebuilding in place changes no row and no recorded count."""
+    before = table_rows(spark, t.table)
+    counts = {d: c.counts for d, c in state.read_state(spark, t.spec).commits.items()}
+    rebuild.rebuild(spark, t.spec)
+    assert table_rows(spark, t.table) == before
+    assert {d: c.counts for d, c in state.read_state(spark, t.spec).commits.items()} == counts
+    assert check.run_checks(spark, t.spec)["ok"]
+
+
+@pytest.mark.parametrize("end_style", ["exclusive", "inclusive"])
+def test_rerun_restores_the_day_before_and_replays_every_later_date(spark, tmp_path, unique_name, end_style):
+    t = TableFixture(tmp_path, unique_name, end_style=end_style)
+    build(spark, t)
+    st = state.read_state(spark, t.spec)
+    columns = catalog.data_columns(spark, t.spec)
+    for n in (1, 3, 4):  # the restored open partition is the table's slice as of the day before
+        expected = inspect.slice_as_of(spark, t.spec, day(n - 1)).drop("end_dt")
+        assertDataFrameEqual(replay.restored_open_rows(spark, t.spec, st, day(n), columns), expected,
+                             checkRowOrder=False)
+
+    changed = {**DAYS, 2: [(1, "ann", "Tromso"), (5, "eve", None)]}
+    t.write_increment(spark, day(2), changed[2])
+    lines = []
+    result = replay.rerun(spark, t.spec, day(2), progress=lines.append)
+    assert result.action == "rerun" and result.ds == "2024-01-02..2024-01-04"
+    assert table_rows(spark, t.table) == model_rows(t, changed)
+    assert lines[0].startswith(f"{t.table}: restored to 2024-01-01: 4 open rows, 3 history partitions")
+    assert [line.split(":")[0] for line in lines[1:]] == [f"{t.table} {day(n)}" for n in (2, 3, 4)]
+    assert "1 new, 1 changed" in lines[1]
+    st = state.read_state(spark, t.spec)
+    assert st.last_committed == day(4) and st.replay is None
+    assert {d: c.counts for d, c in st.commits.items()} == model_counts(t, changed)
+    assert merge.merge_date(spark, t.spec, day(2)).action == "noop"  # recorded inputs are the current ones
+    assert_equals_what_a_rebuild_writes(spark, t)
+
+
+def test_bad_inputs_and_a_failed_restore_audit_change_nothing(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name)
+    build(spark, t, {n: DAYS[n] for n in (1, 2)})
+    t.write_increment(spark, day(2), [(1, "ann", "Tromso")])
+    before = snapshot(spark, t)
+    with pytest.raises(InputError, match=r"2024-01-03: increments missing for 2024-01-03, 2024-01-04 \(increment not"):
+        replay.rerun(spark, t.spec, day(1), day(4))
+    t.write_increment(spark, day(3), [(4, "dan", "Nice"), (4, "dan", "Rome")])
+    with pytest.raises(InputError, match=r"2024-01-03: increment .*ds=2024-01-03 has keys \['id'\] more than once: 4"):
+        replay.rerun(spark, t.spec, day(1), day(3))
+    t.write_increment(spark, day(3), [(4, "dan", 7)], "id bigint, name string, city int")
+    with pytest.raises(InputError, match="2024-01-03: increment .* column 'city' has type int"):
+        replay.rerun(spark, t.spec, day(2), day(3))
+    with pytest.raises(StateError, match="merge the missing dates first: 2024-01-03"):
+        replay.rerun(spark, t.spec, day(4))
+    with pytest.raises(StateError, match="before the spec's start_date 2024-01-01"):
+        replay.rerun(spark, t.spec, day(0))
+    assert snapshot(spark, t) == before
+
+    # The restore is audited against the commit record of the date it goes back to.
+    st = state.read_state(spark, t.spec)
+    closed = next(p for p in st.closed if p.params[state.DS] == "2024-01-02")
+    commit = st.commits["2024-01-02"]
+    tampered = dataclasses.replace(commit, counts={**commit.counts, "open_before": 99})
+    catalog.repoint(spark, t.spec, [Partition(closed.end, closed.location, tampered.params())])
+    before = snapshot(spark, t)
+    with pytest.raises(AuditError, match="restored open rows 4 != 99 open before the run of 2024-01-02"):
+        replay.rerun(spark, t.spec, day(2))
+    assert snapshot(spark, t) == before
+
+
+def test_past_merges_replay_changed_inputs_and_later_clears_are_noops(spark, tmp_path, unique_name):
+    """What clearing dates in the Airflow UI does: a content check, then a replay or a no-op."""
+    t = TableFixture(tmp_path, unique_name)
+    build(spark, t)
+    unchanged = merge.merge_date(spark, t.spec, day(2))
+    assert unchanged.action == "noop" and "2024-01-02..2024-01-04 were committed with the same input" in unchanged.summary()
+
+    changed = {**DAYS, 3: [(2, "bob", "Lyon"), (6, "fay", "Oslo")]}
+    t.write_increment(spark, day(3), changed[3])
+    lines = []
+    result = merge.merge_date(spark, t.spec, day(2), progress=lines.append)  # clearing day 2 and all later ones
+    assert result.action == "replay" and "replayed 2024-01-03..2024-01-04" in result.summary()
+    assert "the input of 2024-01-03 differs" in lines[0] and "restored to 2024-01-02" in lines[1]
+    assert [line.split(":")[0] for line in lines[2:]] == [f"{t.table} {day(3)}", f"{t.table} {day(4)}"]
+    for n in (3, 4):
+        assert merge.merge_date(spark, t.spec, day(n)).action == "noop"
+    assert table_rows(spark, t.table) == model_rows(t, changed)
+
+    cautious = TableFixture(tmp_path, unique_name, on_past_date="error")
+    t.write_increment(spark, day(4), [(3, "cid", "Rome")])
+    before = snapshot(spark, t)
+    with pytest.raises(StateError, match=f"on_past_date: error, so replay it explicitly: `zipper rerun {t.name} --from 2024-01-04`"):
+        merge.merge_date(spark, cautious.spec, day(3))
+    assert snapshot(spark, t) == before
+
+
+def test_a_crash_mid_replay_leaves_a_consistent_table_and_the_same_command_resumes(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name)
+    build(spark, t)
+    changed = {**DAYS, 2: [(1, "ann", "Tromso")], 4: [(3, "cid", "Nice"), (7, "gus", None)]}
+    for n in (2, 4):
+        t.write_increment(spark, day(n), changed[n])
+
+    with faults.crash_at("after_replayed_date", occurrence=2), pytest.raises(faults.SimulatedCrash):
+        replay.rerun(spark, t.spec, day(2))
+    st = state.read_state(spark, t.spec)
+    assert st.last_committed == day(3) and (st.replay.first, st.replay.last) == (day(2), day(4))
+    assert inspect.status(spark, t.spec)["replay_interrupted"]["to"] == "2024-01-04"
+    assert table_rows(spark, t.table) == model_rows(t, {n: changed[n] for n in (1, 2, 3)})
+
+    lines = []
+    replay.rerun(spark, t.spec, day(2), progress=lines.append)
+    assert "resuming the interrupted replay of 2024-01-02..2024-01-04 (table at 2024-01-03)" in lines[0]
+    assert [line.split(":")[0] for line in lines[1:]] == [f"{t.table} {day(4)}"]
+    assert table_rows(spark, t.table) == model_rows(t, changed)
+    assert state.read_state(spark, t.spec).replay is None
+
+    # Killed between the restore's publish and its drop: empty partitions without a commit record.
+    t.write_increment(spark, day(3), [(2, "bob", "Lyon")])
+    changed[3] = [(2, "bob", "Lyon")]
+    with faults.crash_at("after_restore_publish"), pytest.raises(faults.SimulatedCrash):
+        replay.rerun(spark, t.spec, day(3))
+    st = state.read_state(spark, t.spec)
+    assert st.last_committed == day(2) and [p.end for p in st.pending] == ["2024-01-03", "2024-01-04"]
+    assert table_rows(spark, t.table) == model_rows(t, {n: changed[n] for n in (1, 2)})
+
+    # The next scheduled merge finishes the interrupted replay first, then merges its own date.
+    t.write_increment(spark, day(5), [(1, "ann", "Oslo")])
+    changed[5] = [(1, "ann", "Oslo")]
+    lines = []
+    result = merge.merge_date(spark, t.spec, day(5), progress=lines.append)
+    assert "a replay of 2024-01-03..2024-01-04 was interrupted with the table at 2024-01-02" in lines[0]
+    assert result.action == "merge" and result.ds == "2024-01-05"
+    assert table_rows(spark, t.table) == model_rows(t, changed)
+    assert_equals_what_a_rebuild_writes(spark, t)
+
+
+def test_untracked_columns_are_restored_as_they_were_before_the_date(spark, tmp_path, unique_name):
+    """The open row holds the latest in-place update; the restore must not carry it back in time."""
+    t = TableFixture(tmp_path, unique_name, track_columns=["city"])
+    days = {1: [(1, "anna", "Oslo")], 2: [(1, "annie", "Oslo")], 3: [(1, "annie", "Rome")]}
+    build(spark, t, days, base=[(1, "ann", "Oslo")])
+    st = state.read_state(spark, t.spec)
+    restored = replay.restored_open_rows(spark, t.spec, st, day(2), catalog.data_columns(spark, t.spec))
+    assert [tuple(r) for r in restored.collect()] == [(1, "anna", "Oslo", "2023-12-31")]
+
+    days[2] = []  # re-delivered without the rename
+    t.write_increment(spark, day(2), days[2])
+    replay.rerun(spark, t.spec, day(2))
+    assert table_rows(spark, t.table) == [(1, "anna", "Oslo", "2023-12-31", "2024-01-03"),
+                                          (1, "annie", "Rome", "2024-01-03", OPEN)]
+    assert table_rows(spark, t.table) == model_rows(t, days, [(1, "ann", "Oslo")], tracked=(1,))
+    assert_equals_a_rebuild(spark, t)
+
+    t.write_increment(spark, day(1), [(1, "ana", "Oslo")])
+    before = snapshot(spark, t)
+    with pytest.raises(StateError, match=r"input of 2024-01-01 differs .* rerun from 2024-01-01 instead"):
+        replay.rerun(spark, t.spec, day(3))
+    assert snapshot(spark, t) == before
+
+
+def test_rebuild_equals_the_incremental_table_and_later_merges_continue_it(spark, tmp_path, unique_name):
+    shape = {"keys": ("tenant", "id"), "schema": "tenant string, id bigint, name string, city string"}
+    t = TableFixture(tmp_path, unique_name, end_style="inclusive", track_columns=["city"], **shape)
+    base = [("a", 1, "ann", "Oslo"), ("b", 1, "bob", None)]
+    days = {1: [("a", 1, "Ann", "Oslo"), ("b", 2, "cid", "Rome")], 2: [("a", 1, "Ann", "Nice"), ("b", 1, "bob", None)],
+            3: [], 4: [("a", 1, "Ann", "Oslo"), ("b", 2, "Cid", "Rome")]}
+    build(spark, t, {n: days[n] for n in (1, 2, 3)}, base)
+    t.write_increment(spark, day(4), days[4])
+
+    fresh = TableFixture(tmp_path, unique_name + "_r", end_style="inclusive", track_columns=["city"],
+                         source=t.raw["source"], **shape)  # the same increments
+    fresh.write_base(spark, base)
+    with pytest.raises(StateError, match="table does not exist yet; give the last date"):
+        rebuild.rebuild(spark, fresh.spec)
+    with faults.crash_at("before_rebuild_publish"), pytest.raises(faults.SimulatedCrash):
+        rebuild.rebuild(spark, fresh.spec, day(3))  # created, base loaded, partitions added: not published
+    st = state.read_state(spark, fresh.spec)
+    assert st.last_committed == day(0) and len(st.pending) == 3 and table_rows(spark, fresh.table) == [
+        ("a", 1, "ann", "Oslo", "2023-12-31", OPEN), ("b", 1, "bob", None, "2023-12-31", OPEN)]
+    result = rebuild.rebuild(spark, fresh.spec, day(3))
+    assert "3 increments up to 2024-01-03: 3 open rows, 1 closed rows" in result.summary()
+    assert table_rows(spark, fresh.table) == table_rows(spark, t.table)
+    ours, theirs = state.read_state(spark, fresh.spec), state.read_state(spark, t.spec)
+    assert {d: (c.counts, c.fingerprint) for d, c in ours.commits.items()} == \
+        {d: (c.counts, c.fingerprint) for d, c in theirs.commits.items()}
+    for table in (t, fresh):
+        merge.merge_date(spark, table.spec, day(4))
+    assert table_rows(spark, fresh.table) == table_rows(spark, t.table)
+    assert table_rows(spark, t.table) == model_rows(t, days, base, tracked=(1,))  # attrs (name, city)
+
+    # Back to day 2: the later partitions go. Killed between the publish and their drop: empty, no commit record.
+    with faults.crash_at("after_rebuild_publish"), pytest.raises(faults.SimulatedCrash):
+        rebuild.rebuild(spark, fresh.spec, day(2))
+    st = state.read_state(spark, fresh.spec)
+    assert st.last_committed == day(2) and [p.end for p in st.pending] == ["2024-01-02", "2024-01-03"]
+    assert table_rows(spark, fresh.table) == model_rows(fresh, {n: days[n] for n in (1, 2)}, base, tracked=(1,))
+    rebuild.rebuild(spark, fresh.spec, day(2))
+    st = state.read_state(spark, fresh.spec)
+    assert st.last_committed == day(2) and sorted(st.commits) == ["2024-01-01", "2024-01-02"] and not st.pending
+    assert table_rows(spark, fresh.table) == model_rows(fresh, {n: days[n] for n in (1, 2)}, base, tracked=(1,))
+    assert check.run_checks(spark, fresh.spec)["ok"]
+
+    t.write_increment(spark, day(3), [("a", 9, "x", None), ("a", 9, "y", None)])
+    before = snapshot(spark, fresh)
+    with pytest.raises(InputError, match=r"2024-01-03: increment .* has keys \['tenant', 'id'\] more than once: \(a, 9\)"):
+        rebuild.rebuild(spark, fresh.spec, day(4))
+    assert snapshot(spark, fresh) == before

@@ -1,0 +1,126 @@
+"""The inputs of a range of dates, for a rerun or a rebuild: all located (and fingerprinted)
+before anything changes, read as the table's columns, their keys checked in one job."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from zipper.engine import conform, sources, transforms
+from zipper.engine.plan import describe_dates
+from zipper.engine.rebuild_transforms import DS, dated
+from zipper.errors import InputError
+from zipper.spec.model import TableSpec
+
+MAX_LISTED_KEYS = 20
+
+
+def locate_dates(spark, spec: TableSpec, dates: list[dt.date], st=None) -> dict[dt.date, sources.Input]:
+    """Every date's increment (for a landing zone, as the table in state `st` sees it: a
+    committed date's kept copy); fails naming every date whose increment is missing or unreadable."""
+    located, failed = {}, []
+    for day in dates:
+        try:
+            located[day] = sources.locate_increment(spark, spec, st, day)
+        except InputError as exc:
+            failed.append((day, exc.detail))
+    if failed:
+        raise InputError(
+            f"increments missing for {describe_dates([d for d, _ in failed])} ({failed[0][1]}); nothing was changed",
+            table=spec.table,
+            ds=failed[0][0].isoformat(),
+        )
+    return located
+
+
+def _schema(table_columns: list[tuple[str, str]]):
+    from pyspark.sql.types import StructField, StructType, _parse_datatype_string
+
+    return StructType([StructField(name, _parse_datatype_string(kind), True) for name, kind in table_columns])
+
+
+def read_as_table(spark, spec: TableSpec, located: sources.Input, source, table_columns: list[tuple[str, str]],
+                  ds: dt.date, what: str):
+    """The input as the table's columns, in order, with the checks and safe widenings of a merge."""
+    ds_text = ds.isoformat()
+    what = f"{what} {located.description}"
+    try:
+        df = sources.read(spark, located, source, _schema(table_columns))
+    except InputError as exc:
+        raise InputError(exc.detail, table=spec.table, ds=ds_text) from None
+    df = conform.lower_case_columns(df, spec, ds_text, what)
+    conform.check_shape(df, spec, ds_text, what)
+    # As the merge of that date saw it: a column added later is NULL, a column type change fails.
+    have = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+    _, changes = conform.evolve(have, table_columns, spec, ds_text, what)
+    if changes.added:
+        raise InputError(f"{what} has columns not in the table {[name for name, _ in changes.added]};"
+                         " merge its date first", table=spec.table, ds=ds_text)
+    if changes.widened:
+        name, old, new = changes.widened[0]
+        raise InputError(f"{what} column {name!r} has type {new}, the table has {old}; merge its date first",
+                         table=spec.table, ds=ds_text)
+    return conform.to_columns(df, table_columns)
+
+
+def read_base(spark, spec: TableSpec, table_columns: list[tuple[str, str]], init_ds: dt.date):
+    """(base as the table's columns or None, its fingerprint) as `zipper init` would load it now."""
+    if spec.base is None:
+        return None, "empty"
+    located = sources.locate(spark, spec, spec.base, init_ds, "base")
+    if located.empty and located.format != "table":
+        raise InputError(f"base at {located.description} has no files", table=spec.table, ds=init_ds.isoformat())
+    return read_as_table(spark, spec, located, spec.base, table_columns, init_ds, "base"), located.fingerprint
+
+
+def dated_rows(spark, spec: TableSpec, table_columns: list[tuple[str, str]], located: dict[dt.date, sources.Input],
+               base=None, base_ds: dt.date | None = None):
+    """The base (tagged with its date) and every located increment (tagged with its run date), as one DataFrame."""
+    names = [c for c, _ in table_columns]
+    parts = [dated(base, names, base_ds.isoformat())] if base is not None else []
+    for day in sorted(located):
+        increment = read_as_table(spark, spec, located[day], spec.source, table_columns, day, "increment")
+        parts.append(dated(increment, names, day.isoformat()))
+    if not parts:
+        return dated(spark.createDataFrame([], _schema(table_columns)), names, "")
+    rows = parts[0]
+    for part in parts[1:]:
+        rows = rows.unionByName(part)
+    return rows
+
+
+def _key_text(rows, keys: list[str]) -> str:
+    def one(row):
+        values = ["NULL" if row[k] is None else str(row[k]) for k in keys]
+        return values[0] if len(values) == 1 else "(" + ", ".join(values) + ")"
+
+    return ", ".join(one(r) for r in rows)
+
+
+def check_keys(rows, spec: TableSpec, descriptions: dict[str, str]) -> None:
+    """Fail as the merge of the earliest offending date would: NULL keys first, then repeated keys.
+
+    `rows`: dated rows (columns + DS); `descriptions`: date -> what the input is, for the message."""
+    offenders = (
+        transforms.key_offenders(rows, [DS, *spec.keys])
+        .limit(MAX_LISTED_KEYS * 2 + 1)
+        .collect()
+    )
+    if not offenders:
+        return
+    first = offenders[0][DS]
+    of_first = [r for r in offenders if r[DS] == first]
+    what = descriptions.get(first, "input")
+    nulls = [r for r in of_first if any(r[k] is None for k in spec.keys)][:MAX_LISTED_KEYS]
+    if nulls:
+        raise InputError(f"{what} has NULL in key columns {spec.keys}: {_key_text(nulls, spec.keys)}",
+                         table=spec.table, ds=first)
+    more = " (first 20)" if len(of_first) > MAX_LISTED_KEYS else ""
+    raise InputError(
+        f"{what} has keys {spec.keys} more than once{more}: {_key_text(of_first[:MAX_LISTED_KEYS], spec.keys)}",
+        table=spec.table,
+        ds=first,
+    )
+
+
+def descriptions(located: dict[dt.date, sources.Input]) -> dict[str, str]:
+    return {day.isoformat(): f"increment {inp.description}" for day, inp in located.items()}

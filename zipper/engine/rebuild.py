@@ -1,0 +1,183 @@
+"""`zipper rebuild`: the whole table from the base plus every increment up to E, in one job,
+published atomically at the end (the alternative to restore and replay).
+
+Computed by `rebuild_transforms`, independently of the daily merge, and written with the same
+commit records a merge writes (input fingerprints, counts per date), so `zipper status`, later
+merges and `zipper check` work on a rebuilt table as on any other. Publish: partitions the
+rebuild needs and the table lacks are first added pointing at the empty directory (invisible
+to readers); one metastore call then re-points the open partition and every history partition
+at the new directories and every partition that no longer belongs at the empty directory; those
+are dropped afterwards. A crash before that call leaves the table as it was (plus empty
+partitions without a commit record, which the next run drops); after it, the rebuilt table."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+from zipper.engine import audit, catalog, conform, faults, fs, inputs, merge, rebuild_transforms, state
+from zipper.engine.catalog import Partition
+from zipper.engine.plan import DAY, check_in_schedule, date_range, rebuild_supported
+from zipper.engine.rebuild_transforms import CLOSED_PREFIX, DS, KINDS, OPEN, SLOT
+from zipper.errors import StateError
+from zipper.spec.model import TableSpec
+
+
+def _quiet(line: str) -> None:
+    pass
+
+
+def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet) -> merge.RunResult:
+    """Rebuild up to `last` (default: the last committed date, or where an interrupted replay was going)."""
+    started = time.monotonic()
+    if not rebuild_supported(spec):
+        raise StateError(
+            f"rebuild computes the table in one pass from full-state rows: source mode upsert without sequence_by;"
+            f" this table has mode {spec.source.mode}{' with sequence_by' if spec.source.sequence_by else ''}."
+            f" Rerun from the first date after the base instead (`zipper rerun {spec.name} --from D`)",
+            table=spec.table, ds=last.isoformat() if last else None)
+    st = state.read_state(spark, spec)
+    merge._check_owned(st, spec, last or spec.start_date)
+    if not st.initialized:
+        if last is None:
+            raise StateError(f"table does not exist yet; give the last date to build: `zipper rebuild {spec.name} --to E`",
+                             table=spec.table)
+        progress(merge.init_table(spark, spec).summary())
+        st = state.read_state(spark, spec)
+    init_ds = st.init_ds
+    end = last or (st.replay.last if st.replay else st.last_committed)
+    where = {"table": spec.table, "ds": end.isoformat()}
+    if end < init_ds:
+        raise StateError(f"--to {end} is before the table's base date {init_ds}", **where)
+    if end > init_ds:
+        check_in_schedule(spec, end)
+    st = merge.recover(spark, spec, st, end)
+
+    dates = date_range(init_ds + DAY, end)
+    marked, located, base_fingerprint = _marked_inputs(spark, spec, init_ds, dates)
+    if base_fingerprint != st.open_partition.params.get(state.INIT_FINGERPRINT, base_fingerprint):
+        progress(f"{spec.table}: the base differs from the one loaded on {init_ds}; the rebuild uses it as it is now")
+
+    run_id = state.new_run_id()
+    run_root = state.run_dir(st, run_id)
+    marked = marked.persist()
+    try:
+        per_date = {r[DS]: {k: int(r[k]) for k in KINDS} for r in rebuild_transforms.daily_counts(marked).collect()}
+        versions = _versions(spec, marked)
+        (
+            rebuild_transforms.with_slot(versions, spec.end_column, spec.open_end.isoformat())
+            .write.partitionBy(SLOT)
+            .parquet(run_root)
+        )
+    finally:
+        marked.unpersist()
+
+    counts = _commit_counts(per_date, init_ds, dates)
+    open_dir = f"{run_root}/{SLOT}={OPEN}"
+    closed_dirs = {day: f"{run_root}/{SLOT}={CLOSED_PREFIX}{spec.closed_end(day).isoformat()}" for day in dates}
+    for directory in [open_dir, *closed_dirs.values()]:
+        fs.mkdirs(spark, directory)
+    open_rows = counts[end]["open_after"] if dates else per_date.get(init_ds.isoformat(), {}).get("new", 0)
+    expected = {open_dir: open_rows} | {closed_dirs[day]: counts[day]["closed"] for day in dates}
+    written = {directory: audit.written_rows(spark, directory) for directory in expected}
+    audit.reconcile_rebuild(expected=expected, written=written, last=end.isoformat(), table=spec.table)
+    faults.checkpoint("after_rebuild_write")
+
+    _publish(spark, spec, st, run_id, end, open_dir, open_rows, closed_dirs, counts, located,
+             {state.INIT_DS: init_ds.isoformat(), state.INIT_FINGERPRINT: base_fingerprint})
+    closed_rows = sum(c["closed"] for c in counts.values())
+    return merge.RunResult(
+        spec.table,
+        end.isoformat(),
+        "rebuild",
+        f"rebuilt from the base of {init_ds} and {len(dates)} increments up to {end}:"
+        f" {open_rows} open rows, {closed_rows} closed rows in {len(dates)} history partitions",
+        {"open_after": open_rows, "closed": closed_rows, "dates": len(dates)},
+        time.monotonic() - started,
+        run_id,
+    )
+
+
+def _marked_inputs(spark, spec: TableSpec, init_ds: dt.date, dates: list[dt.date]):
+    """(the base and every increment of `dates` as marked rows, the located increments, the
+    base's fingerprint); every missing increment and every bad key named before anything is written."""
+    located = inputs.locate_dates(spark, spec, dates)
+    table_columns = catalog.data_columns(spark, spec)
+    names = [c for c, _ in table_columns]
+    base, base_fingerprint = inputs.read_base(spark, spec, table_columns, init_ds)
+    rows = inputs.dated_rows(spark, spec, table_columns, located, base, init_ds)
+    inputs.check_keys(rows, spec, inputs.descriptions(located) | {init_ds.isoformat(): "base"})
+    marked = rebuild_transforms.marked(rows, keys=spec.keys, columns=names, tracked=conform.tracked_columns(spec, names))
+    return marked, located, base_fingerprint
+
+
+def _versions(spec: TableSpec, marked):
+    names = [c for c in marked.columns if c not in (DS, rebuild_transforms.KIND)]
+    return rebuild_transforms.versions(
+        marked, keys=spec.keys, columns=names, begin_column=spec.begin_column, end_column=spec.end_column,
+        end_style=spec.end_style, open_end=spec.open_end.isoformat(),
+    )
+
+
+def rebuilt_rows(spark, spec: TableSpec, last: dt.date | None = None):
+    """What a rebuild up to `last` (default: the last committed date) would write, as one
+    DataFrame of the table's columns; nothing is written. Tests compare live tables with it."""
+    st = state.read_state(spark, spec)
+    init_ds = st.init_ds
+    marked, _, _ = _marked_inputs(spark, spec, init_ds, date_range(init_ds + DAY, last or st.last_committed))
+    return _versions(spec, marked)
+
+
+def _commit_counts(per_date: dict[str, dict[str, int]], init_ds: dt.date, dates: list[dt.date]) -> dict:
+    """Each date's counts, as the merge of that date reports them."""
+    open_rows = per_date.get(init_ds.isoformat(), {}).get("new", 0)  # the base: every row opens
+    counts = {}
+    for day in dates:
+        c = per_date.get(day.isoformat(), dict.fromkeys(KINDS, 0))
+        opened = open_rows + c["new"]
+        counts[day] = {
+            "input": sum(c.values()),
+            "new": c["new"],
+            "changed": c["changed"],
+            "unchanged": c["unchanged"],
+            "updated_in_place": c["updated"],
+            "closed": c["changed"],
+            "open_before": open_rows,
+            "open_after": opened,
+        }
+        open_rows = opened
+    return counts
+
+
+def _publish(spark, spec: TableSpec, st: state.TableState, run_id: str, end: dt.date, open_dir: str, open_rows: int,
+             closed_dirs: dict, counts: dict, located: dict, init_params: dict[str, str]) -> None:
+    empty = state.empty_dir(st.location)
+    fs.mkdirs(spark, empty)
+    now = state.utc_now_iso()
+    wanted = {
+        spec.closed_end(day).isoformat(): Partition(
+            spec.closed_end(day).isoformat(),
+            directory,
+            state.Commit(day.isoformat(), run_id, now, located[day].fingerprint, counts[day], counts[day]["closed"],
+                         spec.closed_end(day).isoformat()).params(),
+        )
+        for day, directory in closed_dirs.items()
+    }
+    existing = {p.end for p in st.closed + st.pending}
+    stale = sorted(existing - set(wanted))
+    catalog.add_partitions(spark, spec, {e: empty for e in wanted if e not in existing})
+    faults.checkpoint("before_rebuild_publish")
+    open_params = dict(init_params) | {
+        state.LAST_COMMITTED: end.isoformat(),
+        state.RUN_ID: run_id,
+        state.ROWS: str(open_rows),
+        state.COMMITTED_AT: now,
+    }
+    catalog.repoint(
+        spark,
+        spec,
+        [Partition(spec.open_end.isoformat(), open_dir, open_params), *wanted.values()]
+        + [Partition(e, empty, {}) for e in stale],
+    )
+    faults.checkpoint("after_rebuild_publish")
+    catalog.drop_partitions(spark, spec, stale)

@@ -1,0 +1,238 @@
+"""`zipper rerun`: restore the table to the day before D, then replay D..E serially in one
+Spark application, publishing after each date.
+
+SCD2 history depends on order: the run of D builds on the open partition of D - 1, so every
+date from D on is replayed. The restore is derived from the table itself (the versions that
+were open at the end of D - 1) and published like a merge: one metastore call re-points the
+open partition at the restored rows and every history partition made by the runs of D and
+later at an empty directory; those partitions are dropped afterwards. The same call records
+the replay under way on the open partition (`zipper.replay`), and every replayed date but the
+last keeps it, so a crash leaves a consistent table at some date and the same command resumes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+import time
+
+from zipper import sqltemplates
+from zipper.engine import (audit, catalog, conform, faults, fs, inputs, landing, merge, rebuild_transforms, sources,
+                           state, transforms)
+from zipper.engine.catalog import Partition
+from zipper.engine.plan import DAY, date_range, describe_dates, plan_rerun, rebuild_supported
+from zipper.errors import StateError
+from zipper.spec.model import TableSpec
+
+
+def _quiet(line: str) -> None:
+    pass
+
+
+def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, progress=_quiet) -> merge.RunResult:
+    """Restore to first - 1 (unless the table is there already) and replay first..last
+    (default: the last committed date, or where an interrupted replay was going)."""
+    started = time.monotonic()
+    spec = merge.resolve_keys(spark, spec)
+    st = state.read_state(spark, spec)
+    merge._check_owned(st, spec, first)
+    st = merge.recover(spark, spec, st, first)
+
+    located: dict[dt.date, object] = {}
+
+    def current_fingerprint(day: dt.date) -> str:
+        if day not in located:
+            located.update(inputs.locate_dates(spark, spec, [day], st))
+        return located[day].fingerprint
+
+    pending = st.replay
+    plan = plan_rerun(
+        spec,
+        first,
+        last,
+        initialized=st.initialized,
+        last_committed=st.last_committed,
+        init_ds=st.init_ds,
+        pending_replay=(pending.first, pending.last) if pending else None,
+        committed_fingerprints={d: c.fingerprint for d, c in st.commits.items()},
+        current_fingerprint=current_fingerprint,
+    )
+    for note in plan.notes:
+        progress(f"{spec.table}: {note}")
+
+    # Every increment of the range is found and readable before anything changes; for the
+    # plain modes their keys are checked too (the others are checked date by date, before each publish).
+    landing_zone = spec.source.mode == "landing_zone"
+    pending_landing = pending.landing if pending is not None else {}
+    # A landing zone's date that the table never consumed is located when its turn comes, after
+    # the date before it is committed: what it consumes depends on that.
+    up_front = [d for d in plan.dates
+                if not landing_zone or d.isoformat() in st.commits or d.isoformat() in pending_landing]
+    located.update(inputs.locate_dates(spark, spec, [d for d in up_front if d not in located], st))
+    if landing_zone and len(up_front) < len(plan.dates):
+        landing.require_folder(spark, spec, plan.dates[len(up_front)])
+    replayed = {d: located[d] for d in up_front}
+    if spec.source.mode in ("upsert", "snapshot") and spec.source.sequence_by is None:
+        table_columns = catalog.data_columns(spark, spec)
+        inputs.check_keys(inputs.dated_rows(spark, spec, table_columns, replayed), spec, inputs.descriptions(replayed))
+
+    kept = {d.isoformat(): inp.landing.record(inp.fingerprint) for d, inp in replayed.items()
+            if inp.landing is not None and inp.landing.kept}
+    marker = state.ReplayMarker(plan.marker_from, plan.marker_to, state.new_run_id(), kept)
+    if plan.restore_from is not None:
+        progress(restore(spark, spec, st, plan.restore_from, marker).summary())
+    elif pending is not None and (pending.first, pending.last) == (marker.first, marker.last):
+        marker = state.ReplayMarker(pending.first, pending.last, pending.run_id, pending.landing | kept)
+    elif len(plan.dates) > 1:
+        _record_marker(spark, spec, st, marker)
+
+    results = []
+    for n, day in enumerate(plan.dates, start=1):
+        st = state.read_state(spark, spec)
+        carry = marker.params() if n < len(plan.dates) else {}
+        day_input = replayed[day] if day in replayed else sources.locate_increment(spark, spec, st, day)
+        result = merge.apply_date(spark, spec, st, day, day_input, carry_params=carry)
+        results.append(result)
+        progress(result.summary())
+        if n < len(plan.dates):
+            faults.checkpoint("after_replayed_date")
+    span = f"{plan.dates[0]}..{plan.dates[-1]}" if len(plan.dates) > 1 else plan.dates[0].isoformat()
+    return merge.RunResult(
+        spec.table,
+        span,
+        "rerun",
+        f"replayed {span} ({len(plan.dates)} dates); table at {plan.dates[-1]}",
+        {"dates": len(plan.dates), "restored": plan.restore_from is not None},
+        time.monotonic() - started,
+        results[-1].run_id,
+    )
+
+
+def _record_marker(spark, spec: TableSpec, st: state.TableState, marker: state.ReplayMarker) -> None:
+    """Record a replay that starts right after the last committed date (nothing to restore)."""
+    params = {k: v for k, v in st.open_partition.params.items() if k.startswith("zipper.") and not k.startswith(state.REPLAY)}
+    catalog.repoint(spark, spec, [Partition(spec.open_end.isoformat(), st.open_partition.location,
+                                            params | marker.params())])
+
+
+def restored_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.date,
+                       table_columns: list[tuple[str, str]]):
+    """The open partition as it was at the end of first - 1: columns + begin."""
+    names = [c for c, _ in table_columns]
+    tracked = conform.tracked_columns(spec, names)
+    untracked = [c for c in names if c not in tracked and c not in spec.keys]
+    if untracked:
+        if not rebuild_supported(spec):
+            raise StateError(
+                f"the table has untracked columns, so the table cannot say what they held before {first} (the open rows"
+                f" hold their latest values), and with source mode {spec.source.mode}"
+                f"{' and sequence_by' if spec.source.sequence_by else ''} that state cannot be rebuilt from the inputs;"
+                " rerun from the first date after the base instead",
+                table=spec.table, ds=first.isoformat())
+        return _rebuilt_open_rows(spark, spec, st, first, table_columns, tracked)
+    return spark.sql(
+        sqltemplates.render(
+            "restore_open_before.sql",
+            table=spec.table,
+            columns=names,
+            begin_column=spec.begin_column,
+            end_column=spec.end_column,
+            first=first.isoformat(),
+            closed_end=spec.closed_end(first).isoformat(),
+            open_end=spec.open_end.isoformat(),
+        )
+    )
+
+
+def _rebuilt_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.date,
+                       table_columns: list[tuple[str, str]], tracked: list[str]):
+    """With untracked columns the table cannot say which in-place updates happened before `first`
+    (the open row holds the latest ones), so the state at first - 1 is rebuilt from the base and
+    the increments up to first - 1, which must be the ones that were committed."""
+    where = {"table": spec.table, "ds": first.isoformat()}
+    init_ds = st.init_ds
+    dates = date_range(init_ds + DAY, first - DAY)
+    located = inputs.locate_dates(spark, spec, dates)
+    changed = [d for d in dates if st.commits.get(d.isoformat()) is None
+               or st.commits[d.isoformat()].fingerprint != located[d].fingerprint]
+    if changed:
+        raise StateError(
+            f"the table has untracked columns, so restoring it to {first - DAY} rebuilds that state from the base and"
+            f" the increments before {first}; the input of {describe_dates(changed)} differs from what was committed:"
+            f" rerun from {changed[0]} instead (`zipper rerun {spec.name} --from {changed[0]}`)",
+            **where,
+        )
+    base, fingerprint = inputs.read_base(spark, spec, table_columns, init_ds)
+    recorded = st.open_partition.params.get(state.INIT_FINGERPRINT)
+    if recorded and fingerprint != recorded:
+        raise StateError(
+            f"the table has untracked columns, so restoring it to {first - DAY} rebuilds that state from the base;"
+            f" the base differs from the one loaded on {init_ds}: restore it, or `zipper rebuild {spec.name}`",
+            **where,
+        )
+    names = [c for c, _ in table_columns]
+    rows = inputs.dated_rows(spark, spec, table_columns, located, base, init_ds)
+    marked = rebuild_transforms.marked(rows, keys=spec.keys, columns=names, tracked=tracked)
+    open_end = spec.open_end.isoformat()
+    return (
+        rebuild_transforms.versions(marked, keys=spec.keys, columns=names, begin_column=spec.begin_column,
+                                    end_column=spec.end_column, end_style=spec.end_style, open_end=open_end)
+        .where(f"`{spec.end_column}` = '{open_end}'")
+        .select(*names, spec.begin_column)
+    )
+
+
+def restore(spark, spec: TableSpec, st: state.TableState, first: dt.date, marker: state.ReplayMarker) -> merge.RunResult:
+    """Publish the table as it was at the end of first - 1, recording `marker`; audited first."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    started = time.monotonic()
+    first_text = first.isoformat()
+    commit = st.commits.get(first_text)
+    if commit is None or "open_before" not in commit.counts:
+        raise StateError(f"no commit record for {first}; see `zipper check {spec.name}`", table=spec.table, ds=first_text)
+    table_columns = catalog.data_columns(spark, spec)
+
+    run_id = state.new_run_id()
+    open_dir = f"{state.run_dir(st, run_id)}/{transforms.SLOT}={transforms.OPEN}"
+    observation = Observation(f"zipper_restore_{secrets.token_hex(6)}")
+    rows = restored_open_rows(spark, spec, st, first, table_columns)
+    rows.observe(observation, F.count(F.lit(1)).alias("rows")).write.parquet(open_dir)
+    fs.mkdirs(spark, open_dir)
+    rows_read = int(merge.observed_metrics(observation).get("rows") or 0)
+    rows_written = audit.written_rows(spark, open_dir)
+    faults.checkpoint("after_restore_write")
+    audit.reconcile_restore(rows_read=rows_read, rows_written=rows_written, expected=int(commit.counts["open_before"]),
+                            first=first_text, table=spec.table)
+
+    closed_end = spec.closed_end(first).isoformat()
+    dropped = [p.end for p in st.closed if p.end >= closed_end]
+    empty = state.empty_dir(st.location)
+    fs.mkdirs(spark, empty)
+    restored_to = (first - DAY).isoformat()
+    open_params = {k: v for k, v in st.open_partition.params.items() if k.startswith("zipper.init_")}
+    open_params.update({
+        state.LAST_COMMITTED: restored_to,
+        state.RUN_ID: run_id,
+        state.ROWS: str(rows_written),
+        state.COMMITTED_AT: state.utc_now_iso(),
+    })
+    open_params.update(marker.params())
+    catalog.repoint(
+        spark,
+        spec,
+        [Partition(spec.open_end.isoformat(), open_dir, open_params)] + [Partition(end, empty, {}) for end in dropped],
+    )
+    faults.checkpoint("after_restore_publish")
+    # Empty and without a commit record: `merge.recover` drops them too if this run dies here.
+    catalog.drop_partitions(spark, spec, dropped)
+    return merge.RunResult(
+        spec.table,
+        restored_to,
+        "restore",
+        f"restored to {restored_to}: {rows_written} open rows, {len(dropped)} history partitions"
+        f" ({dropped[0] if dropped else '-'}..{dropped[-1] if dropped else '-'}) dropped",
+        {"open_after": rows_written, "dropped": len(dropped)},
+        time.monotonic() - started,
+        run_id,
+    )
