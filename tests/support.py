@@ -21,7 +21,7 @@ class TableFixture:
     """A spec file plus the folders holding its base and increments."""
 
     def __init__(self, root: Path, name: str, *, keys=("id",), schema="id bigint, name string, city string",
-                 base=True, **spec_options):
+                 base=True, source=None, **spec_options):
         self.root = root
         self.name = name
         self.schema = schema
@@ -37,6 +37,8 @@ class TableFixture:
         }
         if base:
             raw["base"] = {"format": "parquet", "path": str(self.data / "base")}
+        # mode and its options; None removes a key (format: table has no path)
+        raw["source"] = {k: v for k, v in {**raw["source"], **(source or {})}.items() if v is not None}
         raw.update(spec_options)
         self.raw = raw
         self.path = self.specs / f"{name}.yaml"

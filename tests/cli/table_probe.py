@@ -3,7 +3,8 @@
 
     python table_probe.py WAREHOUSE TABLE [zipper args ...]
 
-Prints one JSON object: {"before": snapshot, "exit": code, "after": snapshot}."""
+Prints one JSON object: {"before": snapshot, "exit": code, "stdout": ..., "stderr": ..., "after": snapshot}
+(stdout and stderr: what the zipper command printed)."""
 
 from __future__ import annotations
 
@@ -53,10 +54,10 @@ def main() -> int:
     if command:
         from zipper.cli.main import main as zipper_main
 
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             result["exit"] = zipper_main(command + ["--warehouse", warehouse])
-        result["stdout"] = out.getvalue()
+        result["stdout"], result["stderr"] = out.getvalue(), err.getvalue()
         result["after"] = snapshot(spark, table)
     print("PROBE " + json.dumps(result))
     return 0

@@ -4,7 +4,11 @@ Hypothesis draws a base snapshot and a few days of upsert increments over tiny k
 domains (NULLs included), so that new keys, unchanged re-sends, changes, NULL -> NULL,
 value -> NULL, NULL -> value, returning to an earlier value and empty increments all occur.
 Each example builds a fresh Hive table, runs `merge.init_table` and `merge.merge_date` for
-every day, and compares the whole table and each day's counts with the model, row for row."""
+every day, and compares the whole table and each day's counts with the model, row for row.
+
+The same model, given a day's changes in order (`merge_changes`) or a full snapshot
+(`merge_snapshot`), also checks the cdc mode with deletes and `sequence_by` (several changes
+of a key in one day, written out of order) and the snapshot mode, both hard_deletes."""
 
 from __future__ import annotations
 
@@ -57,7 +61,7 @@ class ZipperModel:
 
     open:   key tuple -> (attrs tuple, begin)    the current version of each key
     closed: [(key, attrs, begin, end)]           every version closed so far
-    tracked: positions in attrs of the tracked columns (None: all); the others are updated in place"""
+    tracked: positions in attrs that open a new version (None: all); the others update in place"""
 
     def __init__(self, end_style: str, base_rows: list[tuple], key_count: int, tracked: tuple[int, ...] | None = None):
         self.end_style = end_style
@@ -84,35 +88,91 @@ class ZipperModel:
 
     def merge(self, ds: dt.date, rows: list[tuple]) -> dict:
         """Apply one day's upsert increment; return the counts the engine should report."""
-        counts = {"input": len(rows), "new": 0, "changed": 0, "unchanged": 0, "updated_in_place": 0,
-                  "closed": 0, "open_before": len(self.open), "open_after": 0}
-        today = ds.isoformat()
+        counts = self._counts(len(rows))
         if not rows:
             self.seen.add("empty increment")
         for row in rows:
+            self._upsert(ds, *self._split(row), counts)
+        counts["open_after"] = len(self.open)
+        return counts
+
+    def merge_changes(self, ds: dt.date, events: list[tuple[tuple, str]], deletes: bool = True) -> dict:
+        """Apply one day's changes, (row, "upsert" | "delete") in the order they happened: each
+        key ends the day in the state its last change left; a delete of a key that is absent at
+        that point is counted and ignored. `deletes=False`: the upsert mode with sequence_by."""
+        start = {key: attrs for key, (attrs, _) in self.open.items()}
+        final: dict[tuple, tuple | None] = {}
+        counts = self._counts(0)
+        if deletes:
+            counts.update(deleted=0, deletes_of_absent_keys=0)
+        for row, action in events:
             key, attrs = self._split(row)
-            if key not in self.open:
-                self.open[key] = (attrs, today)
-                self.history[key] = [attrs]
-                counts["new"] += 1
-                continue
-            old_attrs, begin = self.open[key]
-            self._note(old_attrs, attrs, self.history[key])
-            self.history[key].append(attrs)
-            # Python == on None is NULL-safe equality: None == None, None != 0, None != ''.
-            if old_attrs == attrs:
-                counts["unchanged"] += 1
-                continue
-            if self._tracked(old_attrs) == self._tracked(attrs):
-                self.open[key] = (attrs, begin)
-                counts["updated_in_place"] += 1
-                continue
+            present = final[key] is not None if key in final else key in start
+            if action == "delete":
+                self.seen.add("delete" if present else "delete of an absent key")
+                counts["deletes_of_absent_keys"] += not present
+                final[key] = None
+            else:
+                final[key] = attrs
+            if sum(1 for r, _ in events if self._split(r)[0] == key) > 1:
+                self.seen.add("several changes of a key in a day")
+        counts["input"], counts["source_rows"] = len(final), len(events)
+        for key, attrs in final.items():
+            if attrs is not None:
+                self._upsert(ds, key, attrs, counts)
+            elif key in self.open:
+                self._close(ds, key, counts)
+        counts["open_after"] = len(self.open)
+        return counts
+
+    def merge_snapshot(self, ds: dt.date, rows: list[tuple], invalidate: bool) -> dict:
+        """Apply a full snapshot: absent keys close (invalidate) or stay; the change set holds
+        new, changed and deleted keys only, so equal keys are counted from the snapshot."""
+        snapshot = dict(self._split(row) for row in rows)
+        counts = {**self._counts(0), "deleted": 0, "source_rows": len(rows)}
+        for key in sorted(set(self.open) - set(snapshot)) if invalidate else []:
+            self._close(ds, key, counts)
+            self.seen.add("key missing from the snapshot")
+        for key, attrs in snapshot.items():
+            self._upsert(ds, key, attrs, counts)
+        counts["input"] = len(rows) - counts["unchanged"] + counts["deleted"]
+        counts["open_after"] = len(self.open)
+        return counts
+
+    def _counts(self, rows: int) -> dict:
+        return {"input": rows, "new": 0, "changed": 0, "unchanged": 0, "updated_in_place": 0, "closed": 0,
+                "open_before": len(self.open), "open_after": 0}
+
+    def _same(self, old: tuple, new: tuple) -> bool:
+        return self._tracked(old) == self._tracked(new)
+
+    def _close(self, ds: dt.date, key: tuple, counts: dict) -> None:
+        attrs, begin = self.open.pop(key)
+        self.closed.append((key, attrs, begin, self.closed_end(ds)))
+        counts["deleted"] += 1
+        counts["closed"] += 1
+
+    def _upsert(self, ds: dt.date, key: tuple, attrs: tuple, counts: dict) -> None:
+        today = ds.isoformat()
+        if key not in self.open:
+            self.open[key] = (attrs, today)
+            self.history[key] = [attrs]
+            counts["new"] += 1
+            return
+        old_attrs, begin = self.open[key]
+        self._note(old_attrs, attrs, self.history[key])
+        self.history[key].append(attrs)
+        # Python == on None is NULL-safe equality: None == None, None != 0, None != ''.
+        if old_attrs == attrs:
+            counts["unchanged"] += 1
+        elif self._same(old_attrs, attrs):
+            self.open[key] = (attrs, begin)
+            counts["updated_in_place"] += 1
+        else:
             self.closed.append((key, old_attrs, begin, self.closed_end(ds)))
             self.open[key] = (attrs, today)
             counts["changed"] += 1
             counts["closed"] += 1
-        counts["open_after"] = len(self.open)
-        return counts
 
     def _note(self, old: tuple, new: tuple, history: list[tuple]) -> None:
         if old == new:
@@ -157,6 +217,27 @@ def test_model_follows_the_rules():
                                 (1, "ann", "Rome", "2024-01-01", OPEN)]
 
 
+def test_model_follows_the_rules_of_changes_and_snapshots():
+    """The model on test_cdc.test_sequence_by_keeps_the_last_change_and_checks_deletes_against_the_previous_one
+    and test_snapshot.test_missing_keys_close_or_stay_changed_keys_get_a_version."""
+    m = ZipperModel("exclusive", [(1, "ann", "Oslo", 0), (2, "bob", "Rome", 0), (3, "cid", "Nice", 0)], 1, tracked=(0, 1))
+    counts = m.merge_changes(day(1), [
+        ((1, "ann", "Bergen", 3), "upsert"), ((1, "ann", "Paris", 7), "upsert"),
+        ((2, "bob", "Lyon", 1), "upsert"), ((2, "bob", "Lyon", 2), "delete"),
+        ((3, "cid", "Nice", 1), "delete"), ((3, "cid", "Nice", 2), "upsert"),
+        ((4, "dan", "Oslo", 1), "upsert"), ((4, "dan", "Oslo", 2), "delete"),
+        ((5, "eve", None, 1), "delete"), ((5, "eve", None, 2), "delete"),
+    ])
+    assert counts == {"input": 5, "source_rows": 10, "new": 0, "changed": 1, "unchanged": 0, "updated_in_place": 1,
+                      "deleted": 1, "deletes_of_absent_keys": 2, "closed": 2, "open_before": 3, "open_after": 2}
+    assert m.rows() == [(1, "ann", "Oslo", 0, "2023-12-31", "2024-01-01"), (1, "ann", "Paris", 7, "2024-01-01", OPEN),
+                        (2, "bob", "Rome", 0, "2023-12-31", "2024-01-01"), (3, "cid", "Nice", 2, "2023-12-31", OPEN)]
+    snap = ZipperModel("exclusive", [(1, "ann", "Oslo"), (2, "bob", "Rome"), (3, "cid", None)], 1)
+    assert snap.merge_snapshot(day(1), [(1, "ann", "Oslo"), (2, "bob", "Paris"), (4, "dan", None)], True) == {
+        "input": 3, "source_rows": 3, "new": 1, "changed": 1, "unchanged": 1, "updated_in_place": 0, "deleted": 1,
+        "closed": 2, "open_before": 3, "open_after": 3}
+
+
 # ---------------------------------------------------------------- strategies
 
 @st.composite
@@ -194,23 +275,77 @@ def scenarios(draw, keys):
     return end_style, [key + attrs for key, attrs in base], days
 
 
+@st.composite
+def change_scenarios(draw, keys):
+    """(end_style, base rows, [day's changes]) for cdc with sequence_by: each change is
+    (key parts + (name, score), "upsert" | "delete"), in the order they happened; several per key."""
+    end_style = draw(st.sampled_from(["exclusive", "inclusive"]))
+    base = draw(st.lists(st.tuples(keys, ATTRS), max_size=5, unique_by=lambda r: r[0]))
+    current = dict(base)
+    days = []
+    for _ in range(draw(st.integers(1, 3))):
+        events = []
+        for _ in range(draw(st.integers(0, 7))):
+            known = sorted(current) + [k for k, _, _ in events]
+            key = draw(st.sampled_from(known)) if known and draw(st.booleans()) else draw(keys)
+            action = draw(st.sampled_from(["upsert", "upsert", "delete"]))
+            if action == "upsert" and key in current and draw(st.booleans()):
+                attrs = current[key]  # re-sent as it is
+            else:
+                attrs = draw(ATTRS)
+            events.append((key, attrs, action))
+            if action == "delete":
+                current.pop(key, None)
+            else:
+                current[key] = attrs
+        days.append([(key + attrs, action) for key, attrs, action in events])
+    return end_style, [key + attrs for key, attrs in base], days
+
+
+@st.composite
+def snapshot_scenarios(draw, keys):
+    """(end_style, hard_deletes, base rows, [full snapshots]): each snapshot keeps, changes or
+    drops each current key and may add new ones."""
+    end_style = draw(st.sampled_from(["exclusive", "inclusive"]))
+    hard_deletes = draw(st.sampled_from(["invalidate", "ignore"]))
+    base = draw(st.lists(st.tuples(keys, ATTRS), max_size=6, unique_by=lambda r: r[0]))
+    current = dict(base)
+    days = []
+    for _ in range(draw(st.integers(1, 3))):
+        snapshot = {}
+        for key in sorted(current):
+            how = draw(st.sampled_from(["keep", "change", "drop"]))
+            if how != "drop":
+                snapshot[key] = current[key] if how == "keep" else draw(ATTRS)
+        for key in draw(st.lists(keys, max_size=3)):
+            snapshot.setdefault(key, draw(ATTRS))
+        current = snapshot if hard_deletes == "invalidate" else {**current, **snapshot}
+        days.append([key + attrs for key, attrs in snapshot.items()])
+    return end_style, hard_deletes, [key + attrs for key, attrs in base], days
+
+
 # ---------------------------------------------------------------- engine vs model
 
-def run_against_model(spark, root_factory, shape: dict, scenario) -> None:
+def run_against_model(spark, root_factory, shape: dict, scenario, *, written=None, schema=None, apply=None,
+                      tracked=None, **spec_options) -> None:
+    """Build a table from the scenario's base, merge each day, compare counts and rows with the model.
+
+    Each day's increment is `written(rows)` as `schema` (default: the rows as the shape's
+    schema) and the model takes it as `apply(model, ds, rows)` (default: an upsert increment)."""
     end_style, base, days = scenario
     fixture = TableFixture(root_factory.mktemp("m"), f"model_{os.getpid()}_{next(_tables)}",
-                           keys=shape["keys"], schema=shape["schema"], end_style=end_style)
+                           keys=shape["keys"], schema=shape["schema"], end_style=end_style, **spec_options)
     fixture.write_base(spark, base)
     for n, rows in enumerate(days, start=1):
-        fixture.write_increment(spark, day(n), rows)
-    model = ZipperModel(end_style, base, len(shape["keys"]))
+        fixture.write_increment(spark, day(n), written(rows) if written else rows, schema)
+    model = ZipperModel(end_style, base, len(shape["keys"]), tracked)
 
     init = merge.init_table(spark, fixture.spec)
     assert init.action == "init" and init.counts["open_after"] == len(base)
     assert table_rows(spark, fixture.table) == model.rows()
 
     for n, rows in enumerate(days, start=1):
-        expected_counts = model.merge(day(n), rows)
+        expected_counts = apply(model, day(n), rows) if apply else model.merge(day(n), rows)
         result = merge.merge_date(spark, fixture.spec, day(n))
         assert result.action == "merge", (n, result.summary())
         assert result.counts == expected_counts, f"counts of day {n} ({day(n)})"
@@ -256,6 +391,64 @@ def test_single_key_merges_match_the_model(spark, tmp_path_factory, scenario):
 ))
 def test_composite_key_merges_match_the_model(spark, tmp_path_factory, scenario):
     run_against_model(spark, tmp_path_factory, COMPOSITE, scenario)
+
+
+# ---------------------------------------------------------------- deletes, ordered changes, snapshots
+
+SEQUENCED = {"keys": ("id",), "schema": "id int, name string, score int, seq int"}
+CDC_FILE = "id int, name string, score int, seq int, sys_op int"
+
+
+def run_changes_against_model(spark, root_factory, scenario, permutation) -> None:
+    """cdc with sequence_by: day's changes get seq 1, 2, ... in the order they happened and are
+    written in the order `permutation` gives; seq is stored but not tracked (updated in place)."""
+    end_style, base, days = scenario
+
+    def written(events):
+        rows = [row + (seq, 1 if action == "delete" else 0) for seq, (row, action) in enumerate(events, start=1)]
+        return [rows[i] for i in permutation(len(rows))]
+
+    def apply(model, ds, events):
+        return model.merge_changes(ds, [(row + (seq,), action) for seq, (row, action) in enumerate(events, start=1)])
+
+    run_against_model(spark, root_factory, SEQUENCED, (end_style, [row + (0,) for row in base], days),
+                      written=written, schema=CDC_FILE, apply=apply, tracked=(0, 1),
+                      source={"mode": "cdc", "sequence_by": "seq", "delete_match": "key"}, track_columns=["name", "score"])
+
+
+@pytest.mark.slow
+@settings(MODEL_SETTINGS, max_examples=4)
+@given(scenario=change_scenarios(SINGLE_KEYS), data=st.data())
+@example(scenario=(  # update then delete; delete then re-insert; insert then delete; deletes of absent keys
+    "exclusive",
+    [(1, "x", 5), (2, None, None), (3, "", 0)],
+    [
+        [((1, "y", 5), "upsert"), ((1, "y", 5), "delete"), ((2, None, None), "delete"), ((2, None, None), "upsert"),
+         ((4, "x", 0), "upsert"), ((4, "x", 0), "delete"), ((5, None, 0), "delete")],
+        [((1, "x", 5), "upsert"), ((3, "", 0), "delete"), ((3, "", 0), "delete")],
+    ],
+), data=None)
+def test_cdc_deletes_and_ordered_changes_match_the_model(spark, tmp_path_factory, scenario, data):
+    def permutation(n):  # the file order: drawn, or reversed (seq decides, not the file)
+        return data.draw(st.permutations(range(n))) if data is not None else list(range(n))[::-1]
+
+    run_changes_against_model(spark, tmp_path_factory, scenario, permutation)
+
+
+@pytest.mark.slow
+@settings(MODEL_SETTINGS, max_examples=4)
+@given(scenario=snapshot_scenarios(SINGLE_KEYS))
+@example(scenario=(  # a key dropped and back; all dropped; a NULL that stays NULL
+    "exclusive", "invalidate",
+    [(1, "x", 5), (2, None, None)],
+    [[(2, None, None), (3, "y", 0)], [(1, "x", 5)], []],
+))
+def test_snapshots_match_the_model(spark, tmp_path_factory, scenario):
+    end_style, hard_deletes, base, days = scenario
+    source = {"mode": "snapshot", "hard_deletes": hard_deletes}
+    run_against_model(spark, tmp_path_factory, SINGLE, (end_style, base, days), source=source,
+                      apply=lambda model, ds, rows: model.merge_snapshot(ds, rows, hard_deletes == "invalidate"))
+    event(f"hard_deletes {hard_deletes}")
 
 
 def test_model_updates_untracked_columns_in_place():

@@ -109,6 +109,40 @@ def test_identifiers_are_lower_cased(tmp_path):
     assert spec.keys == ["user_id"]
 
 
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("mode: upsert\n  op_column: op\n  path: /x", "key 'source.op_column': only for mode cdc, not 'upsert'"),
+        ("mode: cdc\n  hard_deletes: ignore\n  path: /x", "key 'source.hard_deletes': only for mode snapshot, not 'cdc'"),
+        ("mode: snapshot\n  sequence_by: seq\n  path: /x", "key 'source.sequence_by': only for mode cdc or upsert"),
+        ("mode: upsert\n  on_anomaly: error\n  path: /x", "key 'source.on_anomaly': only for mode landing_zone"),
+        ("mode: cdc\n  delete_match: some\n  path: /x", "key 'source.delete_match'"),
+        ("mode: landing_zone\n  format: csv\n  path: /x", "format must be 'parquet'"),
+        ("format: parquet\n  schema: {a: int}\n  path: /x", "key 'source.schema': only for format 'csv'"),
+        ("mode: cdc\n  op_column: user_id\n  path: /x", "source.op_column 'user_id' may not be a key"),
+        ("mode: cdc\n  sequence_by: begin_dt\n  path: /x", "source.sequence_by 'begin_dt' may not be a key or reserved"),
+    ],
+)
+def test_mode_options_are_checked_per_mode(tmp_path, source, expected):
+    text = EXAMPLE.replace("mode: upsert\n  format: parquet\n  path: /data/ods/user_inc/ds={{ ds }}", source)
+    assert text != EXAMPLE
+    with pytest.raises(SpecError) as err:
+        load_spec_file(write(tmp_path, text))
+    assert expected in str(err.value)
+
+
+def test_mode_options_and_keys_from_a_landing_zone(tmp_path):
+    cdc = load_spec_file(write(tmp_path, EXAMPLE.replace("mode: upsert", "mode: cdc\n  sequence_by: Seq")))
+    assert (cdc.source.operation_column, cdc.source.deletes_need_all_columns, cdc.source.sequence_by) == ("sys_op", True, "seq")
+    csv = load_spec_file(write(tmp_path, EXAMPLE.replace("mode: upsert\n  format: parquet", "mode: upsert\n  format: csv\n  schema: {Score: 'decimal(5,2)'}")))
+    assert csv.source.csv_schema == {"score": "decimal(5,2)"}
+    landing = EXAMPLE.replace("keys: [user_id]", "").replace("mode: upsert\n  format: parquet\n  path: /data/ods/user_inc/ds={{ ds }}",
+                                                             "mode: landing_zone\n  path: /landing/Employees")
+    assert load_spec_file(write(tmp_path, landing)).keys == []
+    with pytest.raises(SpecError, match="key 'keys': at least one key column is required"):
+        load_spec_file(write(tmp_path, EXAMPLE.replace("keys: [user_id]", "")))
+
+
 def test_airflow_keys_have_defaults_and_are_validated(tmp_path):
     spec = load_spec_file(write(tmp_path, EXAMPLE))
     assert spec.airflow.schedule == "@daily" and spec.airflow.spark_conn_id == "zipper_spark"

@@ -112,6 +112,10 @@ class Runner:
 
             settings = SessionSettings.from_env(self.args.warehouse, self.args.verbose, f"zipper {self.args.verb} {self.spec.name}")
             self._spark = build_session(settings)
+            if not self.spec.keys:  # a landing zone's keys come from the table or its _metadata.json
+                from zipper.engine import merge
+
+                self.spec = merge.resolve_keys(self._spark, self.spec)
         return self._spark
 
     def run(self) -> int:

@@ -58,13 +58,15 @@ def reconcile(*, open_recorded: int, open_read: int, input_rows: int, kinds: dic
 
     open_recorded: rows the last commit recorded; open_read: rows in the files it points to;
     untouched / touched: open rows the big pass kept / set aside; kinds: touched rows by what
-    the day does to them, counted by the small job; the written counts come from the new
-    files' footers. Every open row goes one way or the other, every touched row meets exactly
-    one increment row, the open slot gains one row per key that was not open, and each changed
-    key closes one version."""
+    the day does to them, and deletes of keys that were not open (`vanished`), counted by the
+    small job; the written counts come from the new files' footers. Every open row goes one way
+    or the other, every touched row meets exactly one increment row, the open slot gains one row
+    per key that was not open and loses one per deleted key, and each changed or deleted key
+    closes one version. `deleted` is in the summary only where the mode can delete."""
     changed, updated, unchanged = kinds["changed"], kinds["updated"], kinds["unchanged"]
-    matched = changed + updated + unchanged
-    new = input_rows - matched
+    deleted, vanished = kinds.get("deleted", 0), kinds.get("vanished", 0)
+    matched = changed + updated + unchanged + deleted
+    new = input_rows - matched - vanished
     problems = []
     if open_read != open_recorded:
         problems.append(f"open rows read {open_read} != {open_recorded} recorded at the last commit")
@@ -72,17 +74,17 @@ def reconcile(*, open_recorded: int, open_read: int, input_rows: int, kinds: dic
         problems.append(f"open rows kept {untouched} + set aside {touched} != {open_read} read")
     if touched != matched:
         problems.append(f"open rows set aside {touched} != {matched} matched to the increment")
-    if matched > input_rows:
-        problems.append(f"keys found open {matched} > {input_rows} increment rows")
-    if open_written != open_read + new:
-        problems.append(f"open rows written {open_written} != {open_read} open before + {new} new keys")
-    if closed_written != changed:
-        problems.append(f"closed rows written {closed_written} != {changed} changed keys")
+    if matched + vanished > input_rows:
+        problems.append(f"keys found open {matched} + deletes of keys not open {vanished} > {input_rows} increment rows")
+    if open_written != open_read + new - deleted:
+        problems.append(f"open rows written {open_written} != {open_read} open before + {new} new keys - {deleted} deleted")
+    if closed_written != changed + deleted:
+        problems.append(f"closed rows written {closed_written} != {changed} changed + {deleted} deleted keys")
     if max_closed_begin is not None and max_closed_begin >= ds:
         problems.append(f"a closed row began on {max_closed_begin}, not before {ds}")
     if problems:
         raise AuditError("audit failed, nothing published: " + "; ".join(problems), table=table, ds=ds)
-    return {
+    summary = {
         "input": input_rows,
         "new": new,
         "changed": changed,
@@ -92,6 +94,9 @@ def reconcile(*, open_recorded: int, open_read: int, input_rows: int, kinds: dic
         "open_before": open_read,
         "open_after": open_written,
     }
+    if "deleted" in kinds:
+        summary["deleted"] = deleted
+    return summary
 
 
 def reconcile_restore(*, rows_read: int, rows_written: int, expected: int, first: str, table: str) -> None:

@@ -180,3 +180,28 @@ def data_columns(spark, spec: TableSpec) -> list[tuple[str, str]]:
         for f in schema.fields
         if f.name not in (spec.begin_column, spec.end_column)
     ]
+
+
+def alter_data_columns(spark, spec: TableSpec, columns: list[tuple[str, str]]) -> None:
+    """Make the table's data columns `columns`: widen the types of existing ones in place and
+    append the new ones after the existing columns (the metastore checks types by position, so
+    new columns go last, after the begin column). One metastore call; Parquet files are read by
+    column name, so older files read NULL for an added column and their values widened."""
+    import json
+
+    wanted = dict(columns)
+    current = [(f.name, f.dataType.simpleString()) for f in spark.table(spec.table).schema.fields
+               if f.name != spec.end_column]
+    have = {name for name, _ in current}
+    fields = [(name, wanted.get(name, kind)) for name, kind in current] + [c for c in columns if c[0] not in have]
+    struct = {"type": "struct", "fields": [{"name": name, "type": _type_json(kind), "nullable": True, "metadata": {}}
+                                           for name, kind in fields]}
+    schema = spark._jvm.org.apache.spark.sql.types.DataType.fromJson(json.dumps(struct))
+    _external_catalog(spark).alterTableDataSchema(spec.database, spec.table_name, schema)
+    refresh(spark, spec)
+
+
+def _type_json(kind: str):
+    from pyspark.sql.types import _parse_datatype_string
+
+    return _parse_datatype_string(kind).jsonValue()

@@ -1,6 +1,12 @@
-"""Make an input match the table's columns, or say exactly which columns do not."""
+"""Make an input match the table's columns, or say exactly which columns do not.
+
+Increments may evolve the table (`evolve`): a new column is added, a missing one is NULL in
+the day's new versions, a type that widens safely widens the table's column; any other type
+change is an error. The base of `zipper init` must match exactly (`to_table_columns`)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from zipper.errors import InputError
 from zipper.spec.model import TableSpec
@@ -33,10 +39,6 @@ def check_shape(df, spec: TableSpec, ds: str, what: str) -> None:
     missing_keys = [k for k in spec.keys if k not in df.columns]
     if missing_keys:
         raise InputError(f"{what} lacks key columns {missing_keys}", table=spec.table, ds=ds)
-    if isinstance(spec.track_columns, list):
-        missing = [c for c in spec.track_columns if c not in df.columns]
-        if missing:
-            raise InputError(f"{what} lacks track_columns {missing}", table=spec.table, ds=ds)
 
 
 def to_table_columns(df, table_columns: list[tuple[str, str]], spec: TableSpec, ds: str, what: str):
@@ -74,3 +76,77 @@ def tracked_columns(spec: TableSpec, columns: list[str]) -> list[str]:
     if spec.track_columns == "all":
         return [c for c in columns if c not in spec.keys]
     return list(spec.track_columns)
+
+
+@dataclass(frozen=True)
+class ColumnChanges:
+    """What a day's input does to the table's columns."""
+
+    added: tuple[tuple[str, str], ...] = ()  # (name, type), appended to the table
+    missing: tuple[str, ...] = ()  # table columns the input lacks: NULL in the day's new versions
+    widened: tuple[tuple[str, str, str], ...] = ()  # (name, table type, wider input type)
+
+    @property
+    def alters_table(self) -> bool:
+        return bool(self.added or self.widened)
+
+    def report(self) -> dict:
+        """For the run's counts: only what happened."""
+        report = {}
+        if self.added:
+            report["columns_added"] = [f"{name} {kind}" for name, kind in self.added]
+        if self.missing:
+            report["columns_missing"] = list(self.missing)
+        if self.widened:
+            report["columns_widened"] = [f"{name} {old} -> {new}" for name, old, new in self.widened]
+        return report
+
+    def record(self) -> dict:
+        """For the commit record, so that a run can finish what a crash after the publish left."""
+        return {"added": [list(c) for c in self.added], "widened": [[name, new] for name, _, new in self.widened]}
+
+
+def evolve(input_columns: list[tuple[str, str]], table_columns: list[tuple[str, str]], spec: TableSpec, ds: str,
+           what: str) -> tuple[list[tuple[str, str]], ColumnChanges]:
+    """The table's columns once this input is merged, and what changed; a type change that is
+    not a safe widening (either way) fails naming the column and both types."""
+    have = dict(input_columns)
+    columns, missing, widened = [], [], []
+    for name, table_type in table_columns:
+        input_type = have.get(name)
+        if input_type is None:
+            missing.append(name)
+        elif input_type != table_type and (input_type, table_type) not in SAFE_WIDENINGS and input_type != "void":
+            if (table_type, input_type) not in SAFE_WIDENINGS:
+                raise InputError(
+                    f"{what} column {name!r} has type {input_type}, the table has {table_type}; a column cannot"
+                    " change type (only int -> bigint and float -> double widen)",
+                    table=spec.table,
+                    ds=ds,
+                )
+            widened.append((name, table_type, input_type))
+            table_type = input_type
+        columns.append((name, table_type))
+    known = dict(table_columns)
+    added = [(name, kind) for name, kind in input_columns if name not in known]
+    untyped = [name for name, kind in added if kind == "void"]
+    if untyped:
+        raise InputError(f"{what} has new columns without a type (only NULLs): {untyped}", table=spec.table, ds=ds)
+    return columns + added, ColumnChanges(tuple(added), tuple(missing), tuple(widened))
+
+
+def to_columns(df, columns: list[tuple[str, str]], keep: tuple[str, ...] = ()):
+    """The input as exactly these columns, in order: cast where the type differs, NULL where
+    the input lacks one; `keep` columns of the input follow unchanged."""
+    from pyspark.sql import functions as F
+
+    have = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+    selected = []
+    for name, kind in columns:
+        if name not in have:
+            selected.append(F.lit(None).cast(kind).alias(name))
+        elif have[name] == kind:
+            selected.append(F.col(name))
+        else:
+            selected.append(F.col(name).cast(kind).alias(name))
+    return df.select(*selected, *[F.col(c) for c in keep])

@@ -17,6 +17,8 @@ STEPS = ("after_write", "after_audit", "before_publish", "after_publish")
 RERUN_STEPS = ("after_restore_write", "after_restore_publish", "after_replayed_date")
 # A rebuild: written and audited; partitions added; published (before dropping the stale ones).
 REBUILD_STEPS = ("after_rebuild_write", "before_rebuild_publish", "after_rebuild_publish")
+# A merge that adds columns: published, the columns not yet added to the table.
+COLUMN_STEPS = ("before_add_columns",)
 
 _armed: dict[str, int] = {}
 

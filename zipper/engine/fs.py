@@ -101,3 +101,36 @@ def local_path(uri: str) -> str | None:
     if uri.startswith("/"):
         return uri
     return None
+
+
+def list_files(spark, directory: str) -> list[FileInfo]:
+    """The files directly inside a directory (not recursive), by name."""
+    fs, hpath = _fs(spark, directory)
+    if not fs.exists(hpath):
+        return []
+    return sorted(
+        (FileInfo(s.getPath().toString(), s.getLen(), s.getModificationTime()) for s in fs.listStatus(hpath) if s.isFile()),
+        key=lambda f: f.path,
+    )
+
+
+def read_text(spark, path: str) -> str:
+    fs, hpath = _fs(spark, path)
+    stream = fs.open(hpath)
+    try:
+        return spark._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+    finally:
+        stream.close()
+
+
+def copy(spark, source: str, target: str) -> None:
+    """Copy one file (across file systems if need be); the target must not exist."""
+    jvm = spark._jvm
+    src_fs, src = _fs(spark, source)
+    dst_fs, dst = _fs(spark, target)
+    if not jvm.org.apache.hadoop.fs.FileUtil.copy(src_fs, src, dst_fs, dst, False, False, spark._jsc.hadoopConfiguration()):
+        raise OSError(f"could not copy {source} to {target}")
+
+
+def name_of(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]

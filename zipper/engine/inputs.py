@@ -14,12 +14,13 @@ from zipper.spec.model import TableSpec
 MAX_LISTED_KEYS = 20
 
 
-def locate_dates(spark, spec: TableSpec, dates: list[dt.date]) -> dict[dt.date, sources.Input]:
-    """Every date's increment; fails naming every date whose increment is missing or unreadable."""
+def locate_dates(spark, spec: TableSpec, dates: list[dt.date], st=None) -> dict[dt.date, sources.Input]:
+    """Every date's increment (for a landing zone, as the table in state `st` sees it: a
+    committed date's kept copy); fails naming every date whose increment is missing or unreadable."""
     located, failed = {}, []
     for day in dates:
         try:
-            located[day] = sources.locate(spark, spec, spec.source, day, "increment")
+            located[day] = sources.locate_increment(spark, spec, st, day)
         except InputError as exc:
             failed.append((day, exc.detail))
     if failed:
@@ -48,7 +49,17 @@ def read_as_table(spark, spec: TableSpec, located: sources.Input, source, table_
         raise InputError(exc.detail, table=spec.table, ds=ds_text) from None
     df = conform.lower_case_columns(df, spec, ds_text, what)
     conform.check_shape(df, spec, ds_text, what)
-    return conform.to_table_columns(df, table_columns, spec, ds_text, what)
+    # As the merge of that date saw it: a column added later is NULL, a column type change fails.
+    have = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+    _, changes = conform.evolve(have, table_columns, spec, ds_text, what)
+    if changes.added:
+        raise InputError(f"{what} has columns not in the table {[name for name, _ in changes.added]};"
+                         " merge its date first", table=spec.table, ds=ds_text)
+    if changes.widened:
+        name, old, new = changes.widened[0]
+        raise InputError(f"{what} column {name!r} has type {new}, the table has {old}; merge its date first",
+                         table=spec.table, ds=ds_text)
+    return conform.to_columns(df, table_columns)
 
 
 def read_base(spark, spec: TableSpec, table_columns: list[tuple[str, str]], init_ds: dt.date):

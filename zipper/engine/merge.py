@@ -8,18 +8,20 @@ commit is complete."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import secrets
 import time
 from dataclasses import dataclass, field
 
-from zipper.engine import audit, catalog, conform, faults, fs, sources, state, transforms
+from zipper.engine import audit, catalog, conform, dayinput, faults, fs, landing, sources, state, transforms
 from zipper.engine.catalog import Partition
+from zipper.engine.dayinput import observed_metrics, validate_keys  # noqa: F401 - part of this module's API
 from zipper.engine.plan import DAY, init_date, plan_merge
 from zipper.errors import InputError, SpecError, StateError
 from zipper.spec.model import TableSpec
 
-MAX_LISTED_KEYS = 20
+MAX_LISTED_KEYS = dayinput.MAX_LISTED_KEYS
 
 
 def broadcast_max_rows() -> int:
@@ -49,7 +51,10 @@ class RunResult:
         return (
             f"{self.table} {self.ds}: {c['new']} new, {c['changed']} changed, {c['unchanged']} re-sent unchanged"
             + (f", {c['updated_in_place']} updated in place" if c.get("updated_in_place") else "")
-            + f", {c['closed']} closed; {c['open_after']} open rows after; {self.seconds:.1f} s"
+            + (f", {c['deleted']} deleted" if "deleted" in c else "")
+            + f", {c['closed']} closed; {c['open_after']} open rows after"
+            + "".join(f"; {note}" for note in _notes(c))
+            + f"; {self.seconds:.1f} s"
         )
 
     def report(self) -> dict:
@@ -61,18 +66,28 @@ class RunResult:
         }
 
 
+def _notes(c: dict) -> list[str]:
+    """What a run reports beyond the version counts: ignored deletes, anomalies, column changes."""
+    notes = []
+    if c.get("anomalies"):
+        kinds = [f"{c[name]} {text}" for problem, text in dayinput.ANOMALY_TEXT.items()
+                 if c.get(name := dayinput.ANOMALY_COUNTS[problem])]
+        notes.append(f"{c['anomalies']} anomalies ({', '.join(kinds)})")
+    elif c.get("deletes_of_absent_keys"):
+        notes.append(f"{c['deletes_of_absent_keys']} deletes of keys that were not open (ignored)")
+    if "files" in c:
+        notes.append(f"{c['files']} landing-zone files, {c['source_rows']} changes")
+    for key, text in (("columns_added", "columns added"), ("columns_missing", "columns missing (NULL in new versions)"),
+                      ("columns_widened", "columns widened")):
+        if c.get(key):
+            notes.append(f"{text}: {', '.join(c[key])}")
+    return notes
+
+
 # ---------------------------------------------------------------- helpers
 
 def _where(spec: TableSpec, ds: dt.date) -> dict:
     return {"table": spec.table, "ds": ds.isoformat()}
-
-
-def _key_text(rows, keys: list[str]) -> str:
-    def one(row):
-        values = ["NULL" if row[k] is None else str(row[k]) for k in keys]
-        return values[0] if len(values) == 1 else "(" + ", ".join(values) + ")"
-
-    return ", ".join(one(r) for r in rows)
 
 
 def _struct_type(columns: list[tuple[str, str]], begin_column: str | None = None):
@@ -82,40 +97,6 @@ def _struct_type(columns: list[tuple[str, str]], begin_column: str | None = None
     if begin_column:
         fields.append(StructField(begin_column, StringType(), True))
     return StructType(fields)
-
-
-def validate_keys(df, spec: TableSpec, ds: dt.date, what: str) -> int:
-    """Row count of the input; fails naming keys if any is NULL or repeated. One pass over the input."""
-    from pyspark.sql import Observation
-    from pyspark.sql import functions as F
-
-    rows = Observation(f"zipper_rows_{secrets.token_hex(6)}")
-    offenders = (
-        transforms.key_offenders(df.observe(rows, F.count(F.lit(1)).alias("rows")), spec.keys)
-        .limit(MAX_LISTED_KEYS * 2 + 1)
-        .collect()
-    )
-    nulls = [r for r in offenders if any(r[k] is None for k in spec.keys)][:MAX_LISTED_KEYS]
-    if nulls:
-        raise InputError(
-            f"{what} has NULL in key columns {spec.keys}: {_key_text(nulls, spec.keys)}", **_where(spec, ds)
-        )
-    if offenders:
-        more = " (first 20)" if len(offenders) > MAX_LISTED_KEYS else ""
-        raise InputError(
-            f"{what} has keys {spec.keys} more than once{more}: {_key_text(offenders[:MAX_LISTED_KEYS], spec.keys)}",
-            **_where(spec, ds),
-        )
-    observed = observed_metrics(rows)
-    return int(observed["rows"]) if "rows" in observed else df.count()
-
-
-def observed_metrics(observation) -> dict:
-    """Metrics of an Observation; empty when Spark collected none (an input with no partitions)."""
-    try:
-        return dict(observation.get)
-    except Exception:
-        return {}
 
 
 def _check_owned(st: state.TableState, spec: TableSpec, ds: dt.date) -> None:
@@ -138,7 +119,9 @@ def _check_owned(st: state.TableState, spec: TableSpec, ds: dt.date) -> None:
 
 
 def recover(spark, spec: TableSpec, st: state.TableState, ds: dt.date) -> state.TableState:
-    """Finish what a killed run left: empty partitions that were added but never published."""
+    """Finish what a killed run left: columns its publish recorded but did not add to the table
+    yet, and empty partitions that were added but never published."""
+    complete_columns(spark, spec, st)
     if not st.pending:
         return st
     stray = [p for p in st.pending if audit.written_rows(spark, p.location) > 0]
@@ -149,6 +132,29 @@ def recover(spark, spec: TableSpec, st: state.TableState, ds: dt.date) -> state.
         )
     catalog.drop_partitions(spark, spec, [p.end for p in st.pending])
     return state.read_state(spark, spec)
+
+
+def complete_columns(spark, spec: TableSpec, st: state.TableState) -> bool:
+    """Add (or widen) the columns the last commit recorded and the table lacks: what a run
+    killed between its publish and its ALTER left undone. True when it changed the table."""
+    if not st.initialized:
+        return False
+    recorded = st.recorded_column_change
+    if not (recorded["added"] or recorded["widened"]):
+        return False
+    current = catalog.data_columns(spark, spec)
+    wanted = dict(recorded["widened"])
+    columns = [(name, wanted.get(name, kind)) for name, kind in current]
+    columns += [(name, kind) for name, kind in recorded["added"] if name not in dict(current)]
+    if columns == current:
+        return False
+    catalog.alter_data_columns(spark, spec, columns)
+    return True
+
+
+def resolve_keys(spark, spec: TableSpec) -> TableSpec:
+    """The spec with its key columns (a landing zone's spec may leave them to `_metadata.json`)."""
+    return spec if spec.keys else landing.resolve_keys(spark, spec)
 
 
 def _spec_columns(spec: TableSpec) -> list[tuple[str, str]]:
@@ -171,6 +177,7 @@ def _schema_columns(df) -> list[tuple[str, str]]:
 
 def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunResult:
     started = time.monotonic()
+    spec = resolve_keys(spark, spec)
     ds = init_date(spec, requested)
     where = _where(spec, ds)
     st = state.read_state(spark, spec)
@@ -201,7 +208,7 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
     elif base_df is not None:
         columns = _schema_columns(base_df)
     else:
-        columns = _columns_from_first_increment(spark, spec, ds + DAY)
+        columns = _columns_from_first_increment(spark, spec, st, ds + DAY)
     if base_df is not None:
         base_df = conform.to_table_columns(base_df, columns, spec, ds.isoformat(), "base")
         validate_keys(base_df, spec, ds, "base")
@@ -261,26 +268,24 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
     )
 
 
-def _columns_from_first_increment(spark, spec: TableSpec, first: dt.date) -> list[tuple[str, str]]:
+def _columns_from_first_increment(spark, spec: TableSpec, st: state.TableState, first: dt.date) -> list[tuple[str, str]]:
     where = _where(spec, first)
     try:
-        located = sources.locate(spark, spec, spec.source, first, "increment")
+        located = sources.locate_increment(spark, spec, st, first)
     except InputError:
         raise StateError(
             "the spec has no base and no columns, and the first increment is not there to take the columns from;"
             " add `columns:` to the spec or wait for the increment",
             **where,
         ) from None
-    df = sources.read(spark, located, spec.source)
-    if df is None:
+    columns = dayinput.first_columns(spark, spec, st, located, first)
+    if not columns:
         raise StateError(
             f"the spec has no base and no columns, and the first increment ({located.description}) is empty;"
             " add `columns:` to the spec",
             **where,
         )
-    df = conform.lower_case_columns(df, spec, first.isoformat(), "increment")
-    conform.check_shape(df, spec, first.isoformat(), "increment")
-    return _schema_columns(df)
+    return columns
 
 
 # ---------------------------------------------------------------- merge
@@ -289,7 +294,7 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
     """Merge one date. A past date whose input (or a later date's) changed is replayed, per
     `on_past_date`; `progress` receives one line per replayed date."""
     started = time.monotonic()
-    where = _where(spec, ds)
+    spec = resolve_keys(spark, spec)
     st = state.read_state(spark, spec)
     _check_owned(st, spec, ds)
     st = recover(spark, spec, st, ds)
@@ -298,7 +303,7 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
 
     def current_fingerprint(day: dt.date) -> str:
         if day not in fingerprints:
-            fingerprints[day] = sources.locate(spark, spec, spec.source, day, "increment").fingerprint
+            fingerprints[day] = sources.locate_increment(spark, spec, st, day).fingerprint
         return fingerprints[day]
 
     plan = plan_merge(
@@ -323,7 +328,7 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
             return merge_date(spark, spec, ds, progress)
         return RunResult(spec.table, ds.isoformat(), "replay", f"{plan.reason}; replayed {done.ds}",
                          done.counts, time.monotonic() - started, done.run_id)
-    located = sources.locate(spark, spec, spec.source, ds, "increment")  # fails before anything is created
+    located = sources.locate_increment(spark, spec, st, ds)  # fails before anything is created
     if plan.action == "init_and_apply":
         init_table(spark, spec, None)
         st = state.read_state(spark, spec)
@@ -339,86 +344,97 @@ class Written:
     touched: int  # open rows the big pass set aside for the small job (footers)
 
 
-def _write_merge(spark, spec: TableSpec, st: state.TableState, increment, table_columns, tracked: list[str],
-                 ds_text: str, run_root: str, broadcast: bool) -> Written:
-    """Write the new open and closed slots under `run_root` in two jobs.
+def _write_merge(spark, spec: TableSpec, st: state.TableState, day: dayinput.Day, tracked: list[str], ds: dt.date,
+                 run_root: str, broadcast: bool) -> tuple[Written, dict]:
+    """Write the new open and closed slots under `run_root` in two jobs; return what was written
+    and the day's counts (with what the open rows showed about its changes).
 
     The big pass copies the open partition into the new open slot, setting aside the rows whose
-    keys the increment names (`zipper_slot=touched`, a scratch directory no partition points
-    to). The small job reads those back, decides each one against the increment, counts the
-    outcome as it writes, and appends successors and new keys to the open slot and old
-    versions to the closed slot."""
+    keys the change set names (`zipper_slot=touched`, a scratch directory no partition points
+    to). Between the jobs, the change set's first actions are checked against those rows (cdc
+    and landing zone). The small job reads them back, decides each one against the change set,
+    counts the outcome as it writes, and appends successors and new keys to the open slot and
+    old versions to the closed slot."""
     from pyspark.sql import Observation
+    from pyspark.sql import functions as F
 
-    names = [c for c, _ in table_columns]
-    open_schema = _struct_type(table_columns, spec.begin_column)
+    open_schema = _struct_type(day.columns, spec.begin_column)
     open_rows = spark.read.schema(open_schema).parquet(st.open_partition.location)
-    transforms.route_open(open_rows, increment, keys=spec.keys, broadcast_increment=broadcast) \
-        .write.partitionBy(transforms.SLOT).parquet(run_root)
+    # append: the run directory may already hold the day's change set or landing-zone files
+    transforms.route_open(open_rows, day.changes, keys=spec.keys, broadcast_increment=broadcast) \
+        .write.mode("append").partitionBy(transforms.SLOT).parquet(run_root)
     open_dir, touched_dir = (f"{run_root}/{transforms.SLOT}={slot}" for slot in (transforms.OPEN, transforms.TOUCHED))
     for directory in (open_dir, touched_dir):
         fs.mkdirs(spark, directory)
     untouched, touched = audit.written_rows(spark, open_dir), audit.written_rows(spark, touched_dir)
+    touched_rows = spark.read.schema(open_schema).parquet(touched_dir)
+    counts = dayinput.check_open(spec, ds, day, touched_rows) if day.check_open else dict(day.counts)
 
+    deletes = transforms.OP in day.changes.columns
+    kinds = ("changed", "updated", "unchanged") + (("deleted", "vanished") if deletes else ())
     observation = Observation(f"zipper_kinds_{secrets.token_hex(6)}")
-    (
+    rows = (
         transforms.day_rows(
-            spark.read.schema(open_schema).parquet(touched_dir), increment, keys=spec.keys, columns=names,
-            tracked=tracked, begin_column=spec.begin_column, ds=ds_text, broadcast_increment=broadcast,
+            touched_rows, day.changes, keys=spec.keys, columns=day.names, tracked=tracked,
+            begin_column=spec.begin_column, ds=ds.isoformat(), broadcast_increment=broadcast,
         )
-        .observe(observation, *transforms.kind_counts(("changed", "updated", "unchanged")))
-        .drop(transforms.KIND)
-        .write.mode("append").partitionBy(transforms.SLOT).parquet(run_root)
+        .observe(observation, *transforms.kind_counts(kinds))
     )
-    kinds = observed_metrics(observation)
+    if deletes:  # deletes of keys that were not open: counted above, not written
+        rows = rows.where(F.col(transforms.SLOT) != transforms.NONE)
+    rows.drop(transforms.KIND).write.mode("append").partitionBy(transforms.SLOT).parquet(run_root)
+    observed = observed_metrics(observation)
     fs.delete(spark, touched_dir)
-    return Written({kind: int(kinds.get(kind, 0)) for kind in ("changed", "updated", "unchanged")}, untouched, touched)
+    return Written({kind: int(observed.get(kind, 0)) for kind in kinds}, untouched, touched), counts
 
 
 def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, located: sources.Input,
                started: float | None = None, carry_params: dict[str, str] | None = None) -> RunResult:
-    """Merge the increment of `ds` into a table that is at ds - 1, and publish.
+    """Merge the input of `ds` into a table that is at ds - 1, and publish.
 
     `carry_params`: extra open-partition parameters to publish with the commit (a replay keeps
-    its marker this way until its last date)."""
+    its marker this way until its last date).
+
+    Column changes: a widening is applied to the table just before the publish (older files
+    read the same values through the wider type, while the new files need it); added columns
+    just after it (so that a column never shows before the data that fills it), and the publish
+    records them, so that a run killed in between is completed by the next one (`recover`)."""
     started = started if started is not None else time.monotonic()
     where = _where(spec, ds)
     ds_text = ds.isoformat()
     table_columns = catalog.data_columns(spark, spec)
-    names = [c for c, _ in table_columns]
-    tracked = conform.tracked_columns(spec, names)
-
-    schema = _struct_type(table_columns)
-    try:
-        increment = sources.read(spark, located, spec.source, schema)
-    except InputError as exc:
-        raise InputError(exc.detail, **where) from None
-    increment = conform.lower_case_columns(increment, spec, ds_text, f"increment {located.description}")
-    conform.check_shape(increment, spec, ds_text, f"increment {located.description}")
-    increment = conform.to_table_columns(increment, table_columns, spec, ds_text, f"increment {located.description}")
-    input_rows = validate_keys(increment, spec, ds, f"increment {located.description}")
-
     run_id = state.new_run_id()
     run_root = state.run_dir(st, run_id)
     open_dir = f"{run_root}/{transforms.SLOT}={transforms.OPEN}"
     closed_dir = f"{run_root}/{transforms.SLOT}={transforms.CLOSED}"
     open_before = st.open_rows
 
-    if input_rows == 0:
-        open_dir = st.open_partition.location
-        written = Written({"changed": 0, "updated": 0, "unchanged": 0}, open_before, 0)
-        fs.mkdirs(spark, closed_dir)
-    else:
-        written = _write_merge(spark, spec, st, increment, table_columns, tracked, ds_text, run_root,
-                                        broadcast=input_rows <= broadcast_max_rows())
-        for directory in (open_dir, closed_dir):
-            fs.mkdirs(spark, directory)
+    try:
+        day = dayinput.prepare(spark, spec, st, ds, located, table_columns, run_root)
+        tracked = conform.tracked_columns(spec, day.names)
+        if day.rows == 0:
+            open_dir = st.open_partition.location
+            kinds = {"changed": 0, "updated": 0, "unchanged": 0}
+            if spec.source.mode in ("cdc", "landing_zone", "snapshot"):
+                kinds.update(deleted=0, vanished=0)
+            written, counts = Written(kinds, open_before, 0), dict(day.counts)
+            fs.mkdirs(spark, closed_dir)
+        else:
+            written, counts = _write_merge(spark, spec, st, day, tracked, ds, run_root,
+                                           broadcast=day.rows <= broadcast_max_rows())
+            for directory in (open_dir, closed_dir):
+                fs.mkdirs(spark, directory)
+    except InputError:
+        fs.delete(spark, run_root)  # bad input: nothing of this run is worth keeping
+        raise
+    for directory in day.scratch:
+        fs.delete(spark, directory)
     faults.checkpoint("after_write")
 
     summary = audit.reconcile(
         open_recorded=open_before,
         open_read=audit.written_rows(spark, st.open_partition.location),
-        input_rows=input_rows,
+        input_rows=day.rows,
         kinds=written.kinds,
         untouched=written.untouched,
         touched=written.touched,
@@ -428,6 +444,10 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
         ds=ds_text,
         table=spec.table,
     )
+    summary.update(counts)
+    if spec.source.mode == "snapshot":  # keys of the snapshot equal to their open version: not in the change set
+        summary["unchanged"] = summary["source_rows"] - summary["new"] - summary["changed"] - summary["updated_in_place"]
+    summary.update(day.column_changes.report())
     faults.checkpoint("after_audit")
 
     closed_end = spec.closed_end(ds).isoformat()
@@ -438,6 +458,10 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
         catalog.add_partitions(spark, spec, {closed_end: state.empty_dir(st.location)})
     faults.checkpoint("before_publish")
 
+    changed_columns = day.column_changes
+    if changed_columns.widened:
+        wider = dict((name, new) for name, _, new in changed_columns.widened)
+        catalog.alter_data_columns(spark, spec, [(name, wider.get(name, kind)) for name, kind in table_columns])
     now = state.utc_now_iso()
     open_params = {k: v for k, v in st.open_partition.params.items() if k.startswith("zipper.init_")}
     open_params.update(
@@ -449,7 +473,11 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
         }
     )
     open_params.update(carry_params or {})
-    commit = state.Commit(ds_text, run_id, now, located.fingerprint, summary, summary["closed"], closed_end)
+    if changed_columns.alters_table:
+        open_params[state.COLUMNS] = json.dumps(changed_columns.record(), sort_keys=True)
+    consumed = day.located.landing
+    commit = state.Commit(ds_text, run_id, now, day.located.fingerprint, summary, summary["closed"], closed_end,
+                          consumed.record(day.located.fingerprint) if consumed is not None else None)
     catalog.repoint(
         spark,
         spec,
@@ -458,5 +486,8 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
             Partition(closed_end, closed_dir, commit.params()),
         ],
     )
+    if changed_columns.added:
+        faults.checkpoint("before_add_columns")
+        catalog.alter_data_columns(spark, spec, day.columns)
     faults.checkpoint("after_publish")
     return RunResult(spec.table, ds_text, "merge", "", summary, time.monotonic() - started, run_id)

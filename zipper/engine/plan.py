@@ -177,3 +177,10 @@ def plan_rerun(
         marker_to=end,
         notes=notes,
     )
+
+
+def rebuild_supported(spec: TableSpec) -> bool:
+    """A rebuild computes the table in one pass from rows that are each a key's full state on
+    their date: the upsert mode without `sequence_by`. Deletes, ordered changes and snapshots
+    go through the daily merge (a rerun from the first date after the base does the same job)."""
+    return spec.source.mode == "upsert" and spec.source.sequence_by is None

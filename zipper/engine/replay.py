@@ -16,9 +16,10 @@ import secrets
 import time
 
 from zipper import sqltemplates
-from zipper.engine import audit, catalog, conform, faults, fs, inputs, merge, rebuild_transforms, state, transforms
+from zipper.engine import (audit, catalog, conform, faults, fs, inputs, landing, merge, rebuild_transforms, sources,
+                           state, transforms)
 from zipper.engine.catalog import Partition
-from zipper.engine.plan import DAY, date_range, describe_dates, plan_rerun
+from zipper.engine.plan import DAY, date_range, describe_dates, plan_rerun, rebuild_supported
 from zipper.errors import StateError
 from zipper.spec.model import TableSpec
 
@@ -31,6 +32,7 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
     """Restore to first - 1 (unless the table is there already) and replay first..last
     (default: the last committed date, or where an interrupted replay was going)."""
     started = time.monotonic()
+    spec = merge.resolve_keys(spark, spec)
     st = state.read_state(spark, spec)
     merge._check_owned(st, spec, first)
     st = merge.recover(spark, spec, st, first)
@@ -39,7 +41,7 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
 
     def current_fingerprint(day: dt.date) -> str:
         if day not in located:
-            located.update(inputs.locate_dates(spark, spec, [day]))
+            located.update(inputs.locate_dates(spark, spec, [day], st))
         return located[day].fingerprint
 
     pending = st.replay
@@ -57,17 +59,29 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
     for note in plan.notes:
         progress(f"{spec.table}: {note}")
 
-    # Every increment of the range is found and readable, with unique non-NULL keys, before anything changes.
-    located.update(inputs.locate_dates(spark, spec, [d for d in plan.dates if d not in located]))
-    replayed = {d: located[d] for d in plan.dates}
-    table_columns = catalog.data_columns(spark, spec)
-    inputs.check_keys(inputs.dated_rows(spark, spec, table_columns, replayed), spec, inputs.descriptions(replayed))
+    # Every increment of the range is found and readable before anything changes; for the
+    # plain modes their keys are checked too (the others are checked date by date, before each publish).
+    landing_zone = spec.source.mode == "landing_zone"
+    pending_landing = pending.landing if pending is not None else {}
+    # A landing zone's date that the table never consumed is located when its turn comes, after
+    # the date before it is committed: what it consumes depends on that.
+    up_front = [d for d in plan.dates
+                if not landing_zone or d.isoformat() in st.commits or d.isoformat() in pending_landing]
+    located.update(inputs.locate_dates(spark, spec, [d for d in up_front if d not in located], st))
+    if landing_zone and len(up_front) < len(plan.dates):
+        landing.require_folder(spark, spec, plan.dates[len(up_front)])
+    replayed = {d: located[d] for d in up_front}
+    if spec.source.mode in ("upsert", "snapshot") and spec.source.sequence_by is None:
+        table_columns = catalog.data_columns(spark, spec)
+        inputs.check_keys(inputs.dated_rows(spark, spec, table_columns, replayed), spec, inputs.descriptions(replayed))
 
-    marker = state.ReplayMarker(plan.marker_from, plan.marker_to, state.new_run_id())
+    kept = {d.isoformat(): inp.landing.record(inp.fingerprint) for d, inp in replayed.items()
+            if inp.landing is not None and inp.landing.kept}
+    marker = state.ReplayMarker(plan.marker_from, plan.marker_to, state.new_run_id(), kept)
     if plan.restore_from is not None:
         progress(restore(spark, spec, st, plan.restore_from, marker).summary())
     elif pending is not None and (pending.first, pending.last) == (marker.first, marker.last):
-        marker = pending  # resuming: the table already says so
+        marker = state.ReplayMarker(pending.first, pending.last, pending.run_id, pending.landing | kept)
     elif len(plan.dates) > 1:
         _record_marker(spark, spec, st, marker)
 
@@ -75,7 +89,8 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
     for n, day in enumerate(plan.dates, start=1):
         st = state.read_state(spark, spec)
         carry = marker.params() if n < len(plan.dates) else {}
-        result = merge.apply_date(spark, spec, st, day, replayed[day], carry_params=carry)
+        day_input = replayed[day] if day in replayed else sources.locate_increment(spark, spec, st, day)
+        result = merge.apply_date(spark, spec, st, day, day_input, carry_params=carry)
         results.append(result)
         progress(result.summary())
         if n < len(plan.dates):
@@ -94,7 +109,7 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
 
 def _record_marker(spark, spec: TableSpec, st: state.TableState, marker: state.ReplayMarker) -> None:
     """Record a replay that starts right after the last committed date (nothing to restore)."""
-    params = {k: v for k, v in st.open_partition.params.items() if k.startswith("zipper.") and k != state.REPLAY}
+    params = {k: v for k, v in st.open_partition.params.items() if k.startswith("zipper.") and not k.startswith(state.REPLAY)}
     catalog.repoint(spark, spec, [Partition(spec.open_end.isoformat(), st.open_partition.location,
                                             params | marker.params())])
 
@@ -106,6 +121,13 @@ def restored_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.d
     tracked = conform.tracked_columns(spec, names)
     untracked = [c for c in names if c not in tracked and c not in spec.keys]
     if untracked:
+        if not rebuild_supported(spec):
+            raise StateError(
+                f"the table has untracked columns, so the table cannot say what they held before {first} (the open rows"
+                f" hold their latest values), and with source mode {spec.source.mode}"
+                f"{' and sequence_by' if spec.source.sequence_by else ''} that state cannot be rebuilt from the inputs;"
+                " rerun from the first date after the base instead",
+                table=spec.table, ds=first.isoformat())
         return _rebuilt_open_rows(spark, spec, st, first, table_columns, tracked)
     return spark.sql(
         sqltemplates.render(

@@ -6,6 +6,7 @@ import datetime as dt
 import hashlib
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import jinja2
 
@@ -27,6 +28,7 @@ class Input:
     fingerprint: str
     table: str | None = None
     partition: dict[str, str] | None = None
+    landing: Any = None  # landing.Consumed: the numbered change files of a landing-zone date
 
     @property
     def empty(self) -> bool:
@@ -75,6 +77,16 @@ def fingerprint(files: list[fs.FileInfo], extra: str = "") -> str:
     return f"{len(files)}f-{sum(f.size for f in files)}b-{digest.hexdigest()[:24]}"
 
 
+def locate_increment(spark, spec: TableSpec, st, ds: dt.date) -> Input:
+    """The increment of `ds` for the table in state `st`: a landing zone's depends on what the
+    table consumed before (and a committed date's is the copy kept at its commit)."""
+    if spec.source.mode == "landing_zone":
+        from zipper.engine import landing
+
+        return landing.locate(spark, spec, st, ds)
+    return locate(spark, spec, spec.source, ds, "increment")
+
+
 def locate(spark, spec: TableSpec, source: SourceSpec | BaseSpec, ds: dt.date, what: str) -> Input:
     if source.format == "table":
         return _locate_table(spark, source, ds, what)
@@ -121,9 +133,9 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None):
     reader = spark.read.format(located.format)
     options = dict(source.options)
     if located.format == "csv":
-        options.setdefault("header", "true")
-        if schema is not None:
-            reader = reader.schema(schema)
+        csv_schema = _csv_schema(spark, located, options, getattr(source, "csv_schema", {}), schema)
+        if csv_schema is not None:
+            reader = reader.schema(csv_schema)
         else:
             options.setdefault("inferSchema", "true")
     reader = reader.options(**options)
@@ -133,6 +145,29 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None):
     except Exception as exc:  # AnalysisException, SparkException: unreadable or inconsistent files
         raise _unreadable(located, exc) from None
     return df
+
+
+def _csv_schema(spark, located: Input, options: dict[str, str], declared: dict[str, str], table_schema):
+    """The schema to read CSV files with: the header's columns, in the header's order, typed by
+    the spec's `schema:`, else by the table's column of that name, else string. None (infer the
+    types) when neither the spec nor an existing table gives any. Sets the reader options that
+    make Spark check each file's header against it and fail on a value that does not parse."""
+    from pyspark.sql.types import StringType, StructField, StructType, _parse_datatype_string
+
+    options.setdefault("header", "true")
+    options.setdefault("mode", "FAILFAST")
+    known = {f.name.lower(): f.dataType for f in table_schema.fields} if table_schema is not None else {}
+    known.update({name.lower(): _parse_datatype_string(kind) for name, kind in declared.items()})
+    if not known:
+        return None
+    if options["header"].lower() != "true":  # no names: the columns are the declared ones, in order
+        return StructType([StructField(name, kind, True) for name, kind in known.items()])
+    try:
+        header = spark.read.options(**{k: v for k, v in options.items() if k != "inferSchema"}).csv(located.paths).columns
+    except Exception as exc:
+        raise _unreadable(located, exc) from None
+    options.setdefault("enforceSchema", "false")
+    return StructType([StructField(name, known.get(name.lower(), StringType()), True) for name in header])
 
 
 def _unreadable(located: Input, exc: Exception) -> InputError:

@@ -34,7 +34,10 @@ FINGERPRINT = "zipper.fingerprint"
 COUNTS = "zipper.counts"
 INIT_DS = "zipper.init_ds"
 INIT_FINGERPRINT = "zipper.init_fingerprint"
+LANDING = "zipper.landing"  # a landing-zone date: the files it consumed and where their copy is kept
+COLUMNS = "zipper.columns"  # on the open partition: columns the last commit added or widened
 REPLAY = "zipper.replay"  # on the open partition while a rerun's replay is under way
+REPLAY_LANDING = "zipper.replay_landing."  # + ds: the landing-zone files a replayed date reads
 
 
 RUN_ID_TIME = "%Y%m%dT%H%M%S.%fZ"
@@ -69,6 +72,7 @@ class Commit:
     counts: dict
     rows: int
     end: str
+    landing: dict | None = None  # range of landing-zone files consumed, and the kept copy (see landing.py)
 
     @classmethod
     def from_partition(cls, part: Partition) -> "Commit":
@@ -81,10 +85,11 @@ class Commit:
             counts=json.loads(p.get(COUNTS, "{}")),
             rows=int(p.get(ROWS, "0")),
             end=part.end,
+            landing=json.loads(p[LANDING]) if LANDING in p else None,
         )
 
     def params(self) -> dict[str, str]:
-        return {
+        params = {
             DS: self.ds,
             RUN_ID: self.run_id,
             COMMITTED_AT: self.committed_at,
@@ -92,6 +97,9 @@ class Commit:
             COUNTS: json.dumps(self.counts, sort_keys=True),
             ROWS: str(self.rows),
         }
+        if self.landing is not None:
+            params[LANDING] = json.dumps(self.landing, sort_keys=True)
+        return params
 
 
 @dataclass(frozen=True)
@@ -99,22 +107,30 @@ class ReplayMarker:
     """A replay under way: the table was restored to `first - 1` and is being replayed up to `last`.
 
     Published with the restore and with every replayed date but the last, which clears it, so
-    a table carrying it was left mid-way by a crash and the same rerun resumes it."""
+    a table carrying it was left mid-way by a crash and the same rerun resumes it. For a landing
+    zone it also carries, per replayed date, the record of the files that date consumed (the
+    restore dropped their commit records), so a resumed replay reads the same kept copies."""
 
     first: dt.date
     last: dt.date
     run_id: str = ""
+    landing: dict = field(default_factory=dict)  # ds text -> landing record (see landing.Consumed.record)
 
     def params(self) -> dict[str, str]:
-        return {REPLAY: json.dumps({"from": self.first.isoformat(), "to": self.last.isoformat(),
-                                    "run_id": self.run_id}, sort_keys=True)}
+        params = {REPLAY: json.dumps({"from": self.first.isoformat(), "to": self.last.isoformat(),
+                                      "run_id": self.run_id}, sort_keys=True)}
+        # one parameter per date: a Hive parameter value holds at most 4000 characters
+        params.update({REPLAY_LANDING + ds: json.dumps(record, sort_keys=True) for ds, record in self.landing.items()})
+        return params
 
     @classmethod
     def from_params(cls, params: dict[str, str]) -> "ReplayMarker | None":
         if REPLAY not in params:
             return None
         value = json.loads(params[REPLAY])
-        return cls(dt.date.fromisoformat(value["from"]), dt.date.fromisoformat(value["to"]), value.get("run_id", ""))
+        landing = {k[len(REPLAY_LANDING):]: json.loads(v) for k, v in params.items() if k.startswith(REPLAY_LANDING)}
+        return cls(dt.date.fromisoformat(value["from"]), dt.date.fromisoformat(value["to"]), value.get("run_id", ""),
+                   landing)
 
 
 @dataclass(frozen=True)
@@ -140,6 +156,14 @@ class TableState:
     @property
     def open_rows(self) -> int:
         return int(self.open_partition.params.get(ROWS, "0")) if self.open_partition else 0
+
+    @property
+    def recorded_column_change(self) -> dict[str, list[tuple[str, str]]]:
+        """Columns the last commit added or widened ({"added": [(name, type)], "widened": [...]}),
+        so a run can finish a schema change that a crash interrupted after the publish."""
+        value = self.open_partition.params.get(COLUMNS) if self.open_partition else None
+        raw = json.loads(value) if value else {}
+        return {kind: [tuple(c) for c in raw.get(kind, [])] for kind in ("added", "widened")}
 
     @property
     def replay(self) -> ReplayMarker | None:

@@ -5,7 +5,12 @@ those the increment does not name, kept as they are, and the few it does ("touch
 small set of touched rows then meets the increment (`match_open`) and gives everything that
 changes (`day_rows`): successors, closed versions, keys that were not open. Each output row
 carries its destination (`zipper_slot`: open | closed) and why it is there (`zipper_kind`,
-dropped before writing, so Spark only computes it where a test or a count asks)."""
+dropped before writing, so Spark only computes it where a test or a count asks).
+
+The increment is a day change set (see `changes`): without an op column every row upserts its
+key (the upsert mode's plan, unchanged); with `zipper_op` a row may delete its key instead: the
+open version is closed and nothing succeeds it, and a delete of a key that is not open leaves
+one row in no slot (`none`), there only to be counted."""
 
 from __future__ import annotations
 
@@ -16,10 +21,13 @@ from pyspark.sql import functions as F
 
 SLOT = "zipper_slot"
 KIND = "zipper_kind"
-OPEN, CLOSED, TOUCHED = "open", "closed", "touched"
+OP = "zipper_op"
+DELETE = "delete"
+OPEN, CLOSED, TOUCHED, NONE = "open", "closed", "touched", "none"
 # carried: open row whose key is not in the increment; unchanged: re-sent with equal tracked
 # values; updated: equal tracked values, other columns updated in place; changed: the new
-# version of a changed key; closed: the old version it replaces; new: a key not open before.
+# version of a changed key; closed: the old version it replaces; new: a key not open before;
+# deleted: the open version of a deleted key, closed; vanished: a delete of a key not open.
 _INC = "zipper__inc__"
 _HIT = _INC + "hit"
 
@@ -69,13 +77,16 @@ def match_open(
     (prefixed `zipper__inc__`) and what the day does to it (`zipper_kind`: changed, updated or
     unchanged). `touched_rows` are open rows whose keys the increment names (or all open rows)."""
     values = [c for c in columns if c not in keys]
-    renamed = increment.select(*keys, *[F.col(c).alias(_INC + c) for c in values])
+    ops = [F.col(OP).alias(_INC + OP)] if OP in increment.columns else []
+    renamed = increment.select(*keys, *[F.col(c).alias(_INC + c) for c in values], *ops)
     if broadcast_increment:
         renamed = F.broadcast(renamed)
     joined = touched_rows.join(renamed, on=keys, how="inner")
     changed = ~_all([F.col(c).eqNullSafe(F.col(_INC + c)) for c in tracked])
     same_untracked = _all([F.col(c).eqNullSafe(F.col(_INC + c)) for c in values if c not in tracked])
     kind = F.when(changed, F.lit("changed")).when(same_untracked, F.lit("unchanged")).otherwise(F.lit("updated"))
+    if ops:
+        kind = F.when(F.col(_INC + OP) == DELETE, F.lit("deleted")).otherwise(kind)
     return joined.select(*columns, begin_column, *[F.col(_INC + c) for c in values], kind.alias(KIND))
 
 
@@ -92,24 +103,34 @@ def day_rows(
 ) -> DataFrame:
     """What the day adds, from the few open rows whose keys the increment names: one open
     successor per such key (a changed key opens on ds; an unchanged or updated one keeps its
-    begin), the closed old version of each changed key, and the increment's keys that were not
-    open."""
+    begin), the closed old version of each changed or deleted key, and the increment's keys
+    that were not open (a delete of one: a row in slot `none`, not to be written)."""
     matched = match_open(touched, increment, keys=keys, columns=columns, tracked=tracked,
                          begin_column=begin_column, broadcast_increment=broadcast_increment)
+    deletes = OP in increment.columns
     changed = F.col(KIND) == "changed"
     slots = F.when(changed, F.array(F.lit(OPEN), F.lit(CLOSED))).otherwise(F.array(F.lit(OPEN)))
     successor = F.col(SLOT) == OPEN
+    kind = F.when(successor, F.col(KIND)).otherwise(F.lit("closed"))
+    if deletes:
+        deleted = F.col(KIND) == "deleted"
+        slots = F.when(deleted, F.array(F.lit(CLOSED))).otherwise(slots)
+        kind = F.when(successor | deleted, F.col(KIND)).otherwise(F.lit("closed"))
     versions = matched.select("*", F.explode(slots).alias(SLOT)).select(
         *[F.col(c) if c in keys else F.when(successor, F.col(_INC + c)).otherwise(F.col(c)).alias(c) for c in columns],
         F.when(successor & changed, F.lit(ds)).otherwise(F.col(begin_column)).alias(begin_column),
         F.col(SLOT),
-        F.when(successor, F.col(KIND)).otherwise(F.lit("closed")).alias(KIND),
+        kind.alias(KIND),
     )
     open_keys = touched.select(*keys)
     if broadcast_increment:  # at most as many keys as the increment
         open_keys = F.broadcast(open_keys)
+    slot, kind = F.lit(OPEN), F.lit("new")
+    if deletes:
+        slot = F.when(F.col(OP) == DELETE, F.lit(NONE)).otherwise(slot)
+        kind = F.when(F.col(OP) == DELETE, F.lit("vanished")).otherwise(kind)
     new_keys = increment.join(open_keys, on=keys, how="left_anti").select(
-        *columns, F.lit(ds).alias(begin_column), F.lit(OPEN).alias(SLOT), F.lit("new").alias(KIND)
+        *columns, F.lit(ds).alias(begin_column), slot.alias(SLOT), kind.alias(KIND)
     )
     return versions.unionByName(new_keys)
 
@@ -128,8 +149,9 @@ def classify(
     """Every row of the new open slot and of the day's closed slot, tagged with both: the
     composition the merge runs as two jobs (it writes the routed rows in between).
 
-    `open_rows` has `columns` + begin_column; `increment` has `columns` with unique, non-null keys
-    and the table's types. Output: columns, begin_column, zipper_slot, zipper_kind."""
+    `open_rows` has `columns` + begin_column; `increment` has `columns` (and maybe `zipper_op`)
+    with unique, non-null keys and the table's types. Output: columns, begin_column,
+    zipper_slot, zipper_kind."""
     routed = route_open(open_rows, increment, keys=keys, broadcast_increment=broadcast_increment)
     untouched = routed.where(F.col(SLOT) == OPEN).withColumn(KIND, F.lit("carried"))
     touched = routed.where(F.col(SLOT) == TOUCHED).drop(SLOT)

@@ -2,8 +2,9 @@
 
 Each run writes `versions/<run_id>/zipper_slot=open` and `.../zipper_slot=closed`. The closed
 directory stays referenced for as long as its history partition exists; the open one is
-superseded by the next day's run. So the unit of removal is the slot directory, and a run
-directory goes when nothing in it is referenced any more."""
+superseded by the next day's run. A landing-zone date also keeps the files it consumed in
+`.../zipper_landing`, referenced by its commit record. So the unit of removal is the slot
+directory, and a run directory goes when nothing in it is referenced any more."""
 
 from __future__ import annotations
 
@@ -22,6 +23,10 @@ def vacuum(spark, spec: TableSpec, retention_days: int | None = None, dry_run: b
     now = now or dt.datetime.now(dt.timezone.utc)
     root = fs.qualify(spark, state.versions_root(st)).rstrip("/")
     live = {fs.qualify(spark, p.location).rstrip("/") for p in [st.open_partition, *st.closed, *st.pending]}
+    # the landing-zone files a commit consumed, kept so that its date can be read again
+    records = [c.landing for c in st.commits.values() if c.landing]
+    records += list(st.replay.landing.values()) if st.replay else []  # restored away, not yet replayed
+    live |= {fs.qualify(spark, r["kept"]).rstrip("/") for r in records if r.get("kept")}
     removed, kept = [], 0
     for run_dir, modified_ms in sorted(fs.list_dirs(spark, root)):
         run_dir = run_dir.rstrip("/")

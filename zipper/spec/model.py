@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pathlib import Path
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 OPEN_END_DEFAULT = dt.date(9999, 12, 31)
@@ -35,18 +35,65 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class SourceSpec(_Strict):
-    """Where the day's increment comes from; `path` and `partition` are Jinja templates of `ds`."""
+Mode = Literal["upsert", "cdc", "landing_zone", "snapshot"]
 
-    mode: Literal["upsert"] = "upsert"
+# Which source keys each mode accepts (besides mode, format, path, table, partition, options).
+MODE_KEYS: dict[str, set[str]] = {
+    "op_column": {"cdc"},
+    "delete_match": {"cdc"},
+    "sequence_by": {"upsert", "cdc"},
+    "hard_deletes": {"snapshot"},
+    "on_anomaly": {"landing_zone"},
+}
+
+
+class SourceSpec(_Strict):
+    """Where the day's input comes from and what its rows mean (`mode`); `path` and `partition`
+    are Jinja templates of `ds`.
+
+    upsert: each row is the full new state of its key. cdc: each row also carries an operation
+    (`op_column`: 0 insert or update, 1 delete). landing_zone: a folder of numbered change files
+    with `__rowMarker__` and `_metadata.json`. snapshot: the complete current source."""
+
+    mode: Mode = "upsert"
     format: Literal["parquet", "csv", "orc", "table"] = "parquet"
     path: str | None = None
     table: QualifiedTable | None = None
     partition: str | None = None
     options: dict[str, str] = Field(default_factory=dict)
+    # The column types of a CSV input (CSV has none); columns not listed take the table's types.
+    schema_: dict[Identifier, str] | None = Field(default=None, alias="schema")
+    op_column: Identifier | None = None
+    delete_match: Literal["all_columns", "key"] | None = None
+    sequence_by: Identifier | None = None
+    hard_deletes: Literal["invalidate", "ignore"] | None = None
+    on_anomaly: Literal["warn", "error"] | None = None
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @field_validator(*MODE_KEYS)
+    @classmethod
+    def _only_for_its_modes(cls, value, info: ValidationInfo):
+        mode = info.data.get("mode", "upsert")
+        allowed = MODE_KEYS[info.field_name]
+        if value is not None and mode not in allowed:
+            raise ValueError(f"only for mode {' or '.join(sorted(allowed))}, not {mode!r}")
+        return value
+
+    @field_validator("schema_")
+    @classmethod
+    def _csv_only(cls, value, info: ValidationInfo):
+        if value is not None and info.data.get("format") != "csv":
+            raise ValueError("only for format 'csv' (the other formats carry their types)")
+        return value
 
     @model_validator(mode="after")
     def _location(self) -> "SourceSpec":
+        if self.mode == "landing_zone":
+            if self.format != "parquet":
+                raise ValueError("mode 'landing_zone' reads Parquet change files; format must be 'parquet'")
+            if not self.path or self.partition:
+                raise ValueError("mode 'landing_zone' needs 'path' (the table's folder) and no 'partition'")
         if self.format == "table":
             if not self.table:
                 raise ValueError("format 'table' needs 'table' (database.table)")
@@ -55,6 +102,26 @@ class SourceSpec(_Strict):
         elif not self.path:
             raise ValueError(f"format {self.format!r} needs 'path'")
         return self
+
+    @property
+    def operation_column(self) -> str:
+        return self.op_column or "sys_op"
+
+    @property
+    def deletes_need_all_columns(self) -> bool:
+        return (self.delete_match or "all_columns") == "all_columns"
+
+    @property
+    def invalidate_missing(self) -> bool:
+        return (self.hard_deletes or "invalidate") == "invalidate"
+
+    @property
+    def anomalies_are_errors(self) -> bool:
+        return self.on_anomaly == "error"
+
+    @property
+    def csv_schema(self) -> dict[str, str]:
+        return dict(self.schema_ or {})
 
 
 class BaseSpec(_Strict):
@@ -116,8 +183,9 @@ class AirflowSpec(_Strict):
 class TableSpec(_Strict):
     name: Identifier
     table: QualifiedTable
-    keys: list[Identifier] = Field(min_length=1)
     source: SourceSpec
+    # Empty only for a landing zone, whose `_metadata.json` supplies them when the table is created.
+    keys: list[Identifier] = Field(default_factory=list, validate_default=True)
     base: BaseSpec | None = None
     start_date: dt.date
     end_date: dt.date | None = None
@@ -137,6 +205,14 @@ class TableSpec(_Strict):
     def origin(self) -> Path | None:
         """The spec file this was loaded from; relative source paths resolve against its folder."""
         return self._origin
+
+    @field_validator("keys")
+    @classmethod
+    def _keys_given(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        source = info.data.get("source")
+        if not value and (source is None or source.mode != "landing_zone"):
+            raise ValueError("at least one key column is required (only mode landing_zone can take them from _metadata.json)")
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> "TableSpec":
@@ -158,6 +234,10 @@ class TableSpec(_Strict):
         last = self.end_date or self.start_date
         if self.open_end <= last:
             raise ValueError(f"open_end {self.open_end} must be after every run date")
+        if self.source.mode == "cdc" and self.source.operation_column in set(self.keys) | reserved | {self.source.sequence_by}:
+            raise ValueError(f"source.op_column {self.source.operation_column!r} may not be a key, sequence or reserved column")
+        if self.source.sequence_by in set(self.keys) | reserved:
+            raise ValueError(f"source.sequence_by {self.source.sequence_by!r} may not be a key or reserved column")
         if self.columns is not None:
             missing = [k for k in self.keys if k not in self.columns]
             if missing:
@@ -180,3 +260,9 @@ class TableSpec(_Strict):
 
     def first_merge_date(self) -> dt.date:
         return self.start_date
+
+    def with_keys(self, keys: list[str]) -> "TableSpec":
+        """This spec with its key columns resolved (a landing zone's, from `_metadata.json`)."""
+        resolved = self.model_copy(update={"keys": list(keys)})
+        resolved._origin = self._origin
+        return resolved

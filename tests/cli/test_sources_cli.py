@@ -1,0 +1,47 @@
+"""A landing-zone table through the `zipper` command: keys from _metadata.json, a bad change
+file refused with one line, the table read back unchanged with a plain Hive session."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from tests.cli.helpers import day, probe
+
+pytestmark = pytest.mark.subprocess
+OPEN = "9999-12-31"
+SCHEMA = pa.schema([("__rowMarker__", pa.int32()), ("EmployeeID", pa.string()), ("EmployeeLocation", pa.string())])
+
+
+def write(folder, n, rows):
+    pq.write_table(pa.Table.from_pylist([dict(zip(SCHEMA.names, r)) for r in rows], schema=SCHEMA),
+                   folder / f"{n:020d}.parquet")
+
+
+def test_landing_zone_merge_and_a_refused_change_file(tmp_path):
+    folder = tmp_path / "landing" / "Employees"
+    folder.mkdir(parents=True)
+    (folder / "_metadata.json").write_text(json.dumps({"keyColumns": ["EmployeeID"]}))
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "emp.yaml").write_text(yaml.safe_dump({
+        "name": "emp", "table": "dw.emp", "start_date": day(1),
+        "source": {"mode": "landing_zone", "path": str(folder)},
+    }))
+    write(folder, 1, [(0, "E0001", "Redmond"), (0, "E0002", "Redmond"), (1, "E0001", "Bellevue")])
+    first = probe(tmp_path, "dw.emp", "merge", "emp", "--ds", day(1))
+    assert first["exit"] == 0, first["stderr"]
+    assert first["stdout"].startswith("dw.emp 2024-01-01: 2 new, 0 changed, 0 re-sent unchanged, 0 deleted, 0 closed;")
+    assert "1 landing-zone files, 3 changes" in first["stdout"]
+    assert first["after"]["rows"] == [["E0001", "Bellevue", day(1), OPEN], ["E0002", "Redmond", day(1), OPEN]]
+
+    write(folder, 2, [(2, "E0002", None), (7, "E0001", "Seattle")])
+    refused = probe(tmp_path, "dw.emp", "merge", "emp", "--ds", day(2))
+    assert refused["exit"] == 1
+    lines = refused["stderr"].strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("zipper: error: dw.emp 2024-01-02: landing zone ")
+    assert "__rowMarker__ values other than 0 insert, 1 update, 2 delete, 4 upsert: 7 in 00000000000000000002.parquet row 1" in lines[0]
+    assert refused["after"] == refused["before"] == first["after"]

@@ -1,0 +1,102 @@
+"""Schema evolution (added, missing and widened columns) and the other input formats (csv with
+`schema:`, orc, a Hive table's partition), on a real Hive table."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support import TableFixture, day, table_rows
+from zipper.engine import catalog, check, faults, merge, state
+from zipper.errors import InputError
+
+OPEN = "9999-12-31"
+
+
+def columns_of(spark, t):
+    return [(f.name, f.dataType.simpleString()) for f in spark.table(t.table).schema]
+
+
+def test_added_missing_and_widened_columns(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, city string, level int")
+    t.write_base(spark, [(1, "ann", "Oslo", 1), (2, "bob", None, 1), (3, "cid", "Rome", 1)])
+    # day 1: a new column; level arrives as bigint (widens the table's int)
+    t.write_increment(spark, day(1), [(1, "ann", "Oslo", 5_000_000_000, "555"), (4, "dan", "Nice", 1, None)],
+                      "id bigint, name string, city string, level bigint, phone string")
+    first = merge.merge_date(spark, t.spec, day(1))
+    assert first.counts["columns_added"] == ["phone string"] and first.counts["columns_widened"] == ["level int -> bigint"]
+    assert "columns added: phone string; columns widened: level int -> bigint" in first.summary()
+    assert columns_of(spark, t) == [("id", "bigint"), ("name", "string"), ("city", "string"), ("level", "bigint"),
+                                    ("begin_dt", "string"), ("phone", "string"), ("end_dt", "string")]
+    # day 2: city is missing: NULL in the new versions; a change only where it was not NULL
+    t.write_increment(spark, day(2), [(2, "bob", 1, None), (3, "cid", 1, None)],
+                      "id bigint, name string, level int, phone string")
+    second = merge.merge_date(spark, t.spec, day(2))
+    assert second.counts["columns_missing"] == ["city"]
+    assert (second.counts["unchanged"], second.counts["changed"]) == (1, 1)
+    assert table_rows(spark, t.table) == [
+        (1, "ann", "Oslo", 1, "2023-12-31", None, "2024-01-01"),
+        (1, "ann", "Oslo", 5_000_000_000, "2024-01-01", "555", OPEN),
+        (2, "bob", None, 1, "2023-12-31", None, OPEN),
+        (3, "cid", None, 1, "2024-01-02", None, OPEN),
+        (3, "cid", "Rome", 1, "2023-12-31", None, "2024-01-02"),
+        (4, "dan", "Nice", 1, "2024-01-01", None, OPEN),
+    ]
+    assert check.run_checks(spark, t.spec)["ok"]
+
+
+def test_a_changed_type_fails_naming_the_column_and_both_types(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name)
+    t.write_base(spark, [(1, "ann", "Oslo")])
+    merge.init_table(spark, t.spec)
+    before = (table_rows(spark, t.table), columns_of(spark, t), catalog.list_partitions(spark, t.spec))
+    t.write_increment(spark, day(1), [(1, "ann", 3.5, "x")], "id bigint, name string, city double, phone string")
+    with pytest.raises(InputError, match="column 'city' has type double, the table has string; a column cannot change type"):
+        merge.merge_date(spark, t.spec, day(1))
+    assert (table_rows(spark, t.table), columns_of(spark, t), catalog.list_partitions(spark, t.spec)) == before
+
+
+def test_columns_are_added_after_the_publish_and_a_crash_in_between_is_completed(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name)
+    t.write_base(spark, [(1, "ann", "Oslo")])
+    t.write_increment(spark, day(1), [(1, "ann", "Rome", "555")], "id bigint, name string, city string, phone string")
+    with faults.crash_at("before_add_columns"), pytest.raises(faults.SimulatedCrash):
+        merge.merge_date(spark, t.spec, day(1))
+    # published, the new column not visible yet: readers see the day's data without it
+    assert state.read_state(spark, t.spec).last_committed == day(1)
+    assert [c for c, _ in columns_of(spark, t)] == ["id", "name", "city", "begin_dt", "end_dt"]
+    assert table_rows(spark, t.table) == [(1, "ann", "Oslo", "2023-12-31", "2024-01-01"),
+                                          (1, "ann", "Rome", "2024-01-01", OPEN)]
+    # the next run completes the change before anything else
+    assert merge.merge_date(spark, t.spec, day(1)).action == "noop"
+    assert table_rows(spark, t.table) == [(1, "ann", "Oslo", "2023-12-31", None, "2024-01-01"),
+                                          (1, "ann", "Rome", "2024-01-01", "555", OPEN)]
+
+
+def test_csv_with_schema_orc_and_hive_table_partition(spark, tmp_path, unique_name):
+    csv = TableFixture(tmp_path, unique_name + "_csv", schema="id bigint, name string, score decimal(5,2)",
+                       source={"format": "csv", "schema": {"score": "decimal(5,2)"}})
+    csv.write_base(spark, [(1, "ann", None)])
+    csv.increment_dir(day(1)).mkdir(parents=True)
+    # columns in another order than the table's, and a new one typed string
+    (csv.increment_dir(day(1)) / "part-0.csv").write_text("Score,ID,name,note\n1.50,1,ann,hi\n2.25,2,bob,\n")
+    result = merge.merge_date(spark, csv.spec, day(1))
+    assert (result.counts["changed"], result.counts["new"], result.counts["columns_added"]) == (1, 1, ["note string"])
+    assert [(r.id, str(r.score), r.note) for r in spark.table(csv.table).where(f"end_dt = '{OPEN}'").orderBy("id").collect()] == [
+        (1, "1.50", "hi"), (2, "2.25", None)]
+
+    orc = TableFixture(tmp_path, unique_name + "_orc", source={"format": "orc"})
+    orc.write_base(spark, [(1, "ann", "Oslo")])
+    spark.createDataFrame([(1, "ann", "Rome")], orc.schema).write.orc(str(orc.increment_dir(day(1))))
+    assert merge.merge_date(spark, orc.spec, day(1)).counts["changed"] == 1
+
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS ods_{unique_name}")
+    spark.sql(f"CREATE TABLE ods_{unique_name}.user_inc (id bigint, name string, city string) PARTITIONED BY (ds string)"
+              " STORED AS PARQUET")
+    spark.sql(f"INSERT INTO ods_{unique_name}.user_inc PARTITION (ds = '2024-01-01') VALUES (1, 'ann', 'Lyon'), (5, 'eve', 'Pau')")
+    spark.sql(f"INSERT INTO ods_{unique_name}.user_inc PARTITION (ds = '2024-01-02') VALUES (9, 'zed', 'Pau')")
+    hive = TableFixture(tmp_path, unique_name + "_tbl", source={
+        "format": "table", "path": None, "table": f"ods_{unique_name}.user_inc", "partition": "ds = '{{ ds }}'"})
+    hive.write_base(spark, [(1, "ann", "Oslo")])
+    result = merge.merge_date(spark, hive.spec, day(1))
+    assert (result.counts["changed"], result.counts["new"], result.counts["open_after"]) == (1, 1, 2)
+

@@ -1,0 +1,224 @@
+"""mode: landing_zone (numbered change files with __rowMarker__ and _metadata.json), on a real Hive table.
+
+The worked examples of the source document: an employee moving from Redmond to Bellevue, and a
+key change done as a delete of the old key and an insert of the new one."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from tests.support import day, table_rows
+from zipper.engine import catalog, fs, inspect, landing, merge, state, vacuum
+from zipper.errors import InputError
+from zipper.spec.loader import load_spec_file
+
+OPEN = "9999-12-31"
+EMPLOYEES = pa.schema([("__rowMarker__", pa.int32()), ("EmployeeID", pa.string()), ("EmployeeLocation", pa.string())])
+
+
+class LandingZone:
+    """A landing-zone folder and a spec reading it."""
+
+    def __init__(self, root, name, key_columns=("EmployeeID",), **source):
+        self.folder = root / "landing" / "dbo.schema" / "Employees"
+        self.folder.mkdir(parents=True)
+        if key_columns is not None:
+            self.set_keys(list(key_columns))
+        raw = {"name": name, "table": f"db_{name}.{name}", "start_date": day(1).isoformat(),
+               "source": {"mode": "landing_zone", "path": str(self.folder), **source}}
+        (root / f"{name}.yaml").write_text(yaml.safe_dump(raw))
+        self.spec = load_spec_file(root / f"{name}.yaml")
+        self.table = self.spec.table
+
+    def set_keys(self, keys):
+        (self.folder / "_metadata.json").write_text(json.dumps({"keyColumns": keys}))
+
+    def write(self, n: int, rows, schema=EMPLOYEES, compression="snappy", row_group_size=None):
+        table = pa.Table.from_pylist([dict(zip(schema.names, r)) for r in rows], schema=schema)
+        pq.write_table(table, self.folder / landing.file_name(n), compression=compression, row_group_size=row_group_size)
+
+
+def state_of(spark, zone):
+    st = state.read_state(spark, zone.spec)
+    return table_rows(spark, zone.table), [(p.end, p.location) for p in catalog.list_partitions(spark, zone.spec)], \
+        st.last_committed
+
+
+@pytest.fixture
+def zone(tmp_path, unique_name):
+    return LandingZone(tmp_path, unique_name)
+
+
+def test_employee_moves_from_redmond_to_bellevue(spark, zone):
+    """Keys from _metadata.json; every compression; a file whose rows must apply in order."""
+    zone.write(1, [(0, "E0001", "Redmond"), (0, "E0002", "Redmond"), (0, "E0003", "Redmond")], compression="none")
+    first = merge.merge_date(spark, zone.spec, day(1))  # creates the table from the files' columns
+    assert first.counts["new"] == 3 and first.counts["files"] == 1
+    zone.write(2, [(1, "E0001", "Bellevue")], compression="gzip")
+    merge.merge_date(spark, zone.spec, day(2))
+    spec = merge.resolve_keys(spark, zone.spec)
+    assert spec.keys == ["employeeid"]
+    assert [(r.employeelocation, r.begin_dt, r.end_dt) for r in inspect.history(spark, spec, {"employeeid": "E0001"}).collect()] == [
+        ("Redmond", "2024-01-01", "2024-01-02"), ("Bellevue", "2024-01-02", OPEN)]
+
+    # One file, 3000 rows for one key in row groups of 100, read in several tasks: the last row wins.
+    zone.write(3, [(1, "E0002", f"desk {i}") for i in range(3000)], compression="zstd", row_group_size=100)
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "4096")
+    try:
+        result = merge.merge_date(spark, zone.spec, day(3))
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+    assert (result.counts["source_rows"], result.counts["changed"]) == (3000, 1)
+    assert [r.employeelocation for r in inspect.history(spark, spec, {"employeeid": "E0002"}).collect()] == [
+        "Redmond", "desk 2999"]
+
+
+def test_key_change_is_a_delete_of_the_old_key_and_an_insert_of_the_new(spark, zone):
+    zone.write(1, [(0, "E0001", "Bellevue")])
+    merge.merge_date(spark, zone.spec, day(1))
+    # Delete rows need only the key: this file's delete carries NULL for the location.
+    zone.write(2, [(2, "E0001", None), (0, "E0002", "Bellevue")])
+    result = merge.merge_date(spark, zone.spec, day(2))
+    assert (result.counts["deleted"], result.counts["new"], result.counts["anomalies"]) == (1, 1, 0)
+    assert table_rows(spark, zone.table) == [
+        ("E0001", "Bellevue", "2024-01-01", "2024-01-02"),
+        ("E0002", "Bellevue", "2024-01-02", OPEN),
+    ]
+
+
+def test_several_changes_of_a_key_in_one_day_collapse_in_file_then_row_order(spark, zone):
+    zone.write(1, [(0, "A", "x"), (0, "B", "x"), (0, "C", "x")])
+    merge.merge_date(spark, zone.spec, day(1))
+    zone.write(2, [(2, "A", None), (0, "A", "x"),    # delete then re-insert with equal data: no change
+                   (0, "N", "y"), (2, "N", None),    # insert then delete: nothing
+                   (4, "B", "y")])                   # upsert ...
+    zone.write(3, [(1, "B", "z"), (2, "C", None)])   # ... then, in the next file, update; delete C
+    result = merge.merge_date(spark, zone.spec, day(2))
+    assert {k: result.counts[k] for k in ("files", "source_rows", "input", "changed", "unchanged", "deleted", "anomalies")} == \
+        {"files": 2, "source_rows": 7, "input": 4, "changed": 1, "unchanged": 1, "deleted": 1, "anomalies": 0}
+    assert table_rows(spark, zone.table) == [
+        ("A", "x", "2024-01-01", OPEN),
+        ("B", "x", "2024-01-01", "2024-01-02"),
+        ("B", "z", "2024-01-02", OPEN),
+        ("C", "x", "2024-01-01", "2024-01-02"),
+    ]
+
+
+def test_consumed_range_is_committed_and_kept_for_a_rerun(spark, zone):
+    zone.write(1, [(0, "A", "x")])
+    zone.write(2, [(0, "B", "x")])
+    merge.merge_date(spark, zone.spec, day(1))  # consumes 1..2, the highest present
+    st = state.read_state(spark, zone.spec)
+    record = st.commits["2024-01-01"].landing
+    assert (record["first"], record["last"], record["files"]) == (1, 2, 2)
+    kept = record["kept"]
+    assert sorted(fs.name_of(f.path) for f in fs.list_files(spark, kept) if not fs.is_hidden(fs.name_of(f.path))) == \
+        [landing.file_name(1), landing.file_name(2)]
+
+    empty = merge.merge_date(spark, zone.spec, day(2))  # nothing new: a day without change
+    assert (empty.counts["files"], empty.counts["input"]) == (0, 0)
+    assert state.read_state(spark, zone.spec).commits["2024-01-02"].landing["last"] == 2
+
+    # The landing zone is cleaned (the service keeps the last file); a rerun reads the kept copy.
+    (zone.folder / landing.file_name(1)).unlink()
+    again = merge.merge_date(spark, zone.spec, day(1))
+    assert again.action == "noop" and "same input" in again.summary()
+    st = state.read_state(spark, zone.spec)
+    located = landing.locate(spark, merge.resolve_keys(spark, zone.spec), st, day(1))
+    assert located.landing.kept == kept and located.fingerprint == st.commits["2024-01-01"].fingerprint
+    assert [fs.name_of(p) for p in located.paths] == [landing.file_name(1), landing.file_name(2)]
+
+    # vacuum never removes a copy that a commit names
+    later = vacuum.vacuum(spark, merge.resolve_keys(spark, zone.spec), retention_days=0,
+                          now=dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=30))
+    assert all("zipper_landing" not in r["directory"] for r in later["removed"])
+    assert fs.exists(spark, kept)
+
+    zone.write(4, [(0, "C", "x")])  # 3 is missing
+    before = state_of(spark, zone)
+    with pytest.raises(InputError, match=r"numbering has a gap after 00000000000000000002.parquet: missing 00000000000000000003.parquet"):
+        merge.merge_date(spark, zone.spec, day(3))
+    assert state_of(spark, zone) == before
+
+
+def test_key_columns_must_match_and_cannot_change(spark, tmp_path, unique_name):
+    zone = LandingZone(tmp_path, unique_name)
+    zone.write(1, [(0, "A", "x")])
+    merge.merge_date(spark, zone.spec, day(1))
+    zone.set_keys(["EmployeeID", "EmployeeLocation"])
+    zone.write(2, [(0, "B", "x")])
+    before = state_of(spark, zone)
+    with pytest.raises(InputError, match=r"keyColumns \['employeeid', 'employeelocation'\] differ from the table's keys \['employeeid'\]"):
+        merge.merge_date(spark, zone.spec, day(2))
+    assert state_of(spark, zone) == before
+
+    other = LandingZone(tmp_path / "other", unique_name + "_b")
+    spec = other.spec.with_keys(["employeelocation"])
+    other.write(1, [(0, "A", "x")])
+    with pytest.raises(InputError, match=r"keyColumns \['employeeid'\] differ from the spec's keys \['employeelocation'\]"):
+        merge.merge_date(spark, spec, day(1))
+
+
+def test_anomalies_are_applied_and_counted_or_fail_with_on_anomaly_error(spark, tmp_path, unique_name):
+    zone = LandingZone(tmp_path, unique_name)
+    zone.write(1, [(0, "A", "x"), (0, "B", "x")])
+    merge.merge_date(spark, zone.spec, day(1))
+    zone.write(2, [(0, "A", "y"),                  # insert of an open key: applied as an upsert
+                   (1, "U", "u"),                  # update of a key that is not open: applied as an upsert
+                   (2, "D", None),                 # delete of a key that is not open: ignored
+                   (0, "B", "x"), (0, "B", "z")])  # a second insert the same day: applied as an upsert
+    spec = zone.spec.model_copy(update={"source": zone.spec.source.model_copy(update={"on_anomaly": "error"})})
+    before = state_of(spark, zone)
+    with pytest.raises(InputError) as err:
+        merge.merge_date(spark, spec, day(2))
+    assert "(on_anomaly: error): 1 inserts of keys that are open: B" in str(err.value)  # within the day first
+    assert state_of(spark, zone) == before
+
+    result = merge.merge_date(spark, zone.spec, day(2))
+    assert {k: result.counts[k] for k in ("anomalies", "inserts_of_open_keys", "updates_of_absent_keys",
+                                          "deletes_of_absent_keys", "new", "changed")} == \
+        {"anomalies": 5, "inserts_of_open_keys": 3, "updates_of_absent_keys": 1, "deletes_of_absent_keys": 1,
+         "new": 1, "changed": 2}
+    assert ("5 anomalies (3 inserts of keys that are open, 1 updates of keys that are not open,"
+            " 1 deletes of keys that are not open)") in result.summary()
+    assert [r for r in table_rows(spark, zone.table) if r[-1] == OPEN] == [
+        ("A", "y", "2024-01-02", OPEN), ("B", "z", "2024-01-02", OPEN), ("U", "u", "2024-01-02", OPEN)]
+
+
+def test_bad_change_files_fail_naming_the_file(spark, zone):
+    zone.write(1, [(0, "A", "x"), (0, "B", "x")])
+    merge.merge_date(spark, zone.spec, day(1))
+    before = state_of(spark, zone)
+    keys_only = pa.schema([("__rowMarker__", pa.int32()), ("EmployeeID", pa.string())])
+
+    zone.write(2, [(0, "C", "x"), (3, "A", "y")])
+    with pytest.raises(InputError, match=r"__rowMarker__ values other than 0 insert, 1 update, 2 delete, 4 upsert: 3 in 00000000000000000002.parquet row 1"):
+        merge.merge_date(spark, zone.spec, day(2))
+    zone.write(2, [(2, "A"), (1, "B")], keys_only)
+    with pytest.raises(InputError, match=r"file 00000000000000000002.parquet has update or upsert rows .* lacks columns \['employeelocation'\]"):
+        merge.merge_date(spark, zone.spec, day(2))
+    zone.write(2, [(0, "A", 7)], pa.schema([("__rowMarker__", pa.int32()), ("EmployeeID", pa.string()), ("EmployeeLocation", pa.int64())]))
+    with pytest.raises(InputError, match="column 'employeelocation' has type bigint, the table has string"):
+        merge.merge_date(spark, zone.spec, day(2))
+    assert state_of(spark, zone) == before
+
+    # deletes need only the key; a file without __rowMarker__ is all inserts; a new column is added
+    zone.write(2, [(2, "A")], keys_only)
+    zone.write(3, [("C", "x", 3)], pa.schema([("EmployeeID", pa.string()), ("EmployeeLocation", pa.string()), ("Floor", pa.int32())]))
+    result = merge.merge_date(spark, zone.spec, day(2))
+    assert (result.counts["deleted"], result.counts["new"], result.counts["columns_added"]) == (1, 1, ["floor int"])
+    assert table_rows(spark, zone.table) == [
+        ("A", "x", "2024-01-01", None, "2024-01-02"),
+        ("B", "x", "2024-01-01", None, OPEN),
+        ("C", "x", "2024-01-02", 3, OPEN),
+    ]
+    shutil.rmtree(zone.folder)
+    with pytest.raises(InputError, match="landing zone not found"):
+        merge.merge_date(spark, zone.spec, day(3))

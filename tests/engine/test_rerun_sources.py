@@ -1,0 +1,132 @@
+"""Reruns of the source modes that are not plain upserts: deletes, full snapshots, landing-zone
+change files (whose kept copies a rerun must read again, even after the landing zone was
+cleaned and a crash interrupted the replay), and column changes under a rebuild."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.engine.test_landing import LandingZone
+from tests.support import TableFixture, day, table_rows
+from zipper.engine import catalog, check, faults, merge, rebuild, replay, state, vacuum
+from zipper.errors import StateError
+
+CDC = "id bigint, name string, city string, sys_op int"
+BASE = [(1, "ann", "Oslo"), (2, "bob", "Rome"), (3, "cid", None)]
+
+
+def partitions(spark, t):
+    return [(p.end, p.location) for p in catalog.list_partitions(spark, t.spec)]
+
+
+def daily_table(spark, root, name, source, days, schema=None):
+    """The oracle: a fresh table merged date by date from `days`."""
+    t = TableFixture(root, name, source=source)
+    t.write_base(spark, BASE)
+    for n, rows in days.items():
+        t.write_increment(spark, day(n), rows, schema)
+    for n in days:
+        merge.merge_date(spark, t.spec, day(n))
+    return t
+
+
+CDC_DAYS = {
+    1: [(1, "ann", "Bergen", 0), (2, "bob", "Rome", 1), (4, "dan", "Oslo", 0)],
+    2: [(3, "cid", None, 1), (2, "bob", "Nice", 0)],
+    3: [(4, "dan", "Oslo", 1), (1, "ann", "Lyon", 0)],
+}
+SNAPSHOT_DAYS = {
+    1: [(1, "ann", "Bergen"), (2, "bob", "Rome")],
+    2: [(1, "ann", "Bergen"), (3, "cid", "Nice"), (4, "dan", "Oslo")],
+    3: [(3, "cid", "Nice"), (4, "dan", "Paris")],
+}
+
+
+@pytest.mark.parametrize("mode", ["cdc", "snapshot"])
+def test_a_changed_past_input_is_replayed_to_the_table_daily_runs_give(spark, tmp_path, unique_name, mode):
+    source, days, schema = ({"mode": "cdc"}, CDC_DAYS, CDC) if mode == "cdc" else ({"mode": "snapshot"}, SNAPSHOT_DAYS, None)
+    t = daily_table(spark, tmp_path / "live", unique_name, source, days, schema)
+    changed = dict(days)
+    changed[2] = ([(3, "cid", "Bern", 0), (2, "bob", "Rome", 1)] if mode == "cdc"
+                  else [(1, "ann", "Oslo"), (2, "bob", "Rome"), (4, "dan", "Oslo")])
+    t.write_increment(spark, day(2), changed[2], schema)
+
+    result = merge.merge_date(spark, t.spec, day(2))  # what clearing day 2 in the UI runs
+    assert result.action == "replay"
+    oracle = daily_table(spark, tmp_path / "oracle", unique_name + "_o", source, changed, schema)
+    assert table_rows(spark, t.table) == table_rows(spark, oracle.table)
+    assert ({d: c.counts for d, c in state.read_state(spark, t.spec).commits.items()}
+            == {d: c.counts for d, c in state.read_state(spark, oracle.spec).commits.items()})
+    assert state.read_state(spark, t.spec).replay is None
+    assert check.run_checks(spark, t.spec)["ok"]
+
+
+def test_rebuild_refuses_modes_it_cannot_compute_and_changes_nothing(spark, tmp_path, unique_name):
+    t = daily_table(spark, tmp_path, unique_name, {"mode": "cdc"}, CDC_DAYS, CDC)
+    before = table_rows(spark, t.table), partitions(spark, t)
+    with pytest.raises(StateError, match=r"source mode upsert without sequence_by; this table has mode cdc.*zipper rerun"):
+        rebuild.rebuild(spark, t.spec)
+    assert (table_rows(spark, t.table), partitions(spark, t)) == before
+
+
+def test_rebuild_across_an_added_column_equals_the_incremental_table(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name)
+    t.write_base(spark, BASE)
+    t.write_increment(spark, day(1), [(1, "ann", "Bergen")])
+    t.write_increment(spark, day(2), [(2, "bob", "Rome", "a@x"), (4, "dan", "Oslo", None)],
+                      "id bigint, name string, city string, email string")
+    t.write_increment(spark, day(3), [(1, "ann", "Lyon", "ann@x")], "id bigint, name string, city string, email string")
+    for n in (1, 2, 3):
+        merge.merge_date(spark, t.spec, day(n))
+    before = table_rows(spark, t.table)
+    counts = {d: c.counts["open_after"] for d, c in state.read_state(spark, t.spec).commits.items()}
+    rebuild.rebuild(spark, t.spec)
+    assert table_rows(spark, t.table) == before
+    assert {d: c.counts["open_after"] for d, c in state.read_state(spark, t.spec).commits.items()} == counts
+    assert check.run_checks(spark, t.spec)["ok"]
+
+
+def test_landing_zone_rerun_reads_the_kept_copies_after_the_zone_was_cleaned(spark, tmp_path, unique_name):
+    zone = LandingZone(tmp_path, unique_name)
+    zone.write(1, [(0, "E1", "Redmond"), (0, "E2", "Redmond")])
+    merge.merge_date(spark, zone.spec, day(1))
+    zone.write(2, [(1, "E1", "Bellevue"), (0, "E3", "Seattle")])
+    merge.merge_date(spark, zone.spec, day(2))
+    zone.write(3, [(2, "E2", None), (1, "E3", "Tacoma")])
+    zone.write(4, [(0, "E4", "Redmond")])
+    merge.merge_date(spark, zone.spec, day(3))  # consumes files 3 and 4
+    before = table_rows(spark, zone.table)
+    consumed = {d: c.landing["first"] for d, c in state.read_state(spark, zone.spec).commits.items()}
+    for f in zone.folder.glob("*.parquet"):  # the landing zone is cleaned
+        f.unlink()
+
+    replay.rerun(spark, zone.spec, day(2))
+    assert table_rows(spark, zone.table) == before
+    assert {d: c.landing["first"] for d, c in state.read_state(spark, zone.spec).commits.items()} == consumed
+    assert check.run_checks(spark, merge.resolve_keys(spark, zone.spec))["ok"]
+
+
+def test_landing_zone_replay_killed_mid_way_resumes_from_the_same_files(spark, tmp_path, unique_name):
+    """After the restore the replayed dates have no commit record; the replay marker names the
+    files each consumed, so a resumed replay does not swallow later files into the next date."""
+    zone = LandingZone(tmp_path, unique_name)
+    for n, rows in enumerate([[(0, "E1", "Redmond"), (0, "E2", "Redmond")],
+                              [(1, "E1", "Bellevue"), (0, "E3", "Seattle")],
+                              [(2, "E2", None), (1, "E3", "Tacoma")]], start=1):
+        zone.write(n, rows)
+        merge.merge_date(spark, zone.spec, day(n))
+    before = table_rows(spark, zone.table)
+    (zone.folder / "00000000000000000002.parquet").unlink()  # the zone is partly cleaned
+
+    with faults.crash_at("after_replayed_date"), pytest.raises(faults.SimulatedCrash):
+        replay.rerun(spark, zone.spec, day(2))
+    st = state.read_state(spark, zone.spec)
+    assert st.last_committed == day(2) and st.replay is not None and set(st.replay.landing) == {"2024-01-02", "2024-01-03"}
+    zone.write(4, [(0, "E4", "Redmond")])  # a new file arrives meanwhile: it belongs to day 4
+    vacuum.vacuum(spark, zone.spec, retention_days=0)  # keeps the copies the marker names
+
+    replay.rerun(spark, zone.spec, day(2))
+    assert table_rows(spark, zone.table) == before
+    st = state.read_state(spark, zone.spec)
+    assert st.replay is None and st.commits["2024-01-03"].landing["last"] == 3
+    assert merge.merge_date(spark, zone.spec, day(4)).counts["new"] == 1

@@ -1,0 +1,67 @@
+"""mode: snapshot (the day's input is the complete current source), on a real Hive table."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.support import TableFixture, day, table_rows
+from zipper.engine import catalog, merge, state
+from zipper.errors import InputError
+
+OPEN = "9999-12-31"
+
+
+@pytest.fixture(params=["invalidate", "ignore"])
+def extract(request, spark, tmp_path, unique_name):
+    options = {"mode": "snapshot"} if request.param == "invalidate" else {"mode": "snapshot", "hard_deletes": "ignore"}
+    t = TableFixture(tmp_path, unique_name, source=options)
+    t.write_base(spark, [(1, "ann", "Oslo"), (2, "bob", "Rome"), (3, "cid", None)])
+    t.hard_deletes = request.param
+    return t
+
+
+def test_missing_keys_close_or_stay_changed_keys_get_a_version(spark, extract):
+    extract.write_increment(spark, day(1), [(1, "ann", "Oslo"), (2, "bob", "Paris"), (4, "dan", None)])
+    result = merge.merge_date(spark, extract.spec, day(1))
+    invalidate = extract.hard_deletes == "invalidate"
+    assert {k: result.counts[k] for k in ("source_rows", "input", "new", "changed", "unchanged", "deleted", "closed")} == \
+        {"source_rows": 3, "input": 3 if invalidate else 2, "new": 1, "changed": 1, "unchanged": 1,
+         "deleted": 1 if invalidate else 0, "closed": 2 if invalidate else 1}
+    cid = (3, "cid", None, "2023-12-31", "2024-01-01" if invalidate else OPEN)
+    assert table_rows(spark, extract.table) == sorted([
+        (1, "ann", "Oslo", "2023-12-31", OPEN),
+        (2, "bob", "Paris", "2024-01-01", OPEN),
+        (2, "bob", "Rome", "2023-12-31", "2024-01-01"),
+        cid,
+        (4, "dan", None, "2024-01-01", OPEN),
+    ], key=lambda r: tuple("" if v is None else str(v) for v in r))
+
+    # the same extract again: nothing to do; a closed key that comes back opens a new version
+    extract.write_increment(spark, day(2), [(1, "ann", "Oslo"), (2, "bob", "Paris"), (4, "dan", None)])
+    again = merge.merge_date(spark, extract.spec, day(2))
+    assert (again.counts["input"], again.counts["unchanged"], again.counts["closed"]) == (0, 3, 0)
+    if invalidate:
+        extract.write_increment(spark, day(3), [(3, "cid", None)])
+        back = merge.merge_date(spark, extract.spec, day(3))
+        assert (back.counts["new"], back.counts["deleted"], back.counts["open_after"]) == (1, 3, 1)
+        assert [r for r in table_rows(spark, extract.table) if r[-1] == OPEN] == [(3, "cid", None, "2024-01-03", OPEN)]
+
+
+def test_snapshot_without_files_or_with_repeated_keys_fails(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name, source={"mode": "snapshot"})
+    t.write_base(spark, [(1, "ann", "Oslo")])
+    merge.init_table(spark, t.spec)
+    before = (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec))
+    os.makedirs(t.increment_dir(day(1)))
+    with pytest.raises(InputError, match="has no files; an empty source must still be a file"):
+        merge.merge_date(spark, t.spec, day(1))
+    t.write_increment(spark, day(1), [(1, "ann", "Oslo"), (1, "ann", "Rome")])
+    with pytest.raises(InputError, match=r"has keys \['id'\] more than once: 1"):
+        merge.merge_date(spark, t.spec, day(1))
+    assert (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec)) == before
+    # a snapshot file with no rows: every key closes
+    t.write_increment(spark, day(1), [])
+    assert merge.merge_date(spark, t.spec, day(1)).counts["deleted"] == 1
+    assert state.read_state(spark, t.spec).open_rows == 0

@@ -1,0 +1,374 @@
+"""The day's input, whatever its mode, as one checked change set (see `changes`).
+
+Everything that can be checked without the open partition is checked here, before anything
+is written: NULL and repeated keys (or equal `sequence_by` values), operation values, the
+columns (and what the day does to them), and the problems found between the changes of one
+key within the day. What needs the open rows (whether a key had to be open, whether a delete
+matches the open row) is checked by `check_open` between the merge's two jobs, still before
+anything is published."""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from dataclasses import dataclass, field
+
+from zipper.engine import audit, changes, conform, fs, landing, sources
+from zipper.errors import InputError
+from zipper.spec.model import TableSpec
+
+MAX_LISTED_KEYS = 20
+SCRATCH = "zipper_changes"
+ANOMALY_COUNTS = {
+    changes.INSERT_OPEN: "inserts_of_open_keys",
+    changes.UPDATE_ABSENT: "updates_of_absent_keys",
+    changes.DELETE_ABSENT: "deletes_of_absent_keys",
+}
+ANOMALY_TEXT = {
+    changes.INSERT_OPEN: "inserts of keys that are open",
+    changes.UPDATE_ABSENT: "updates of keys that are not open",
+    changes.DELETE_ABSENT: "deletes of keys that are not open",
+}
+
+
+@dataclass
+class Day:
+    """A checked change set and what the merge needs to know about it."""
+
+    changes: object  # DataFrame: the table's columns (+ zipper_op, zipper_first, zipper_match); None when empty
+    rows: int
+    columns: list[tuple[str, str]]  # the table's columns once this day is published
+    column_changes: conform.ColumnChanges
+    located: sources.Input  # what was read (for a landing zone, the kept copy)
+    counts: dict = field(default_factory=dict)  # added to the run's counts
+    check_open: bool = False  # first actions to check against the open rows (cdc, landing_zone)
+    scratch: list[str] = field(default_factory=list)  # directories to delete once merged
+
+    @property
+    def names(self) -> list[str]:
+        return [c for c, _ in self.columns]
+
+
+# ---------------------------------------------------------------- messages
+
+def _where(spec: TableSpec, ds: dt.date) -> dict:
+    return {"table": spec.table, "ds": ds.isoformat()}
+
+
+def key_text(rows, keys: list[str]) -> str:
+    def one(row):
+        values = ["NULL" if row[k] is None else str(row[k]) for k in keys]
+        text = values[0] if len(values) == 1 else "(" + ", ".join(values) + ")"
+        diff = row[changes.DIFF] if changes.DIFF in row.__fields__ else None
+        return text + (f" (columns {', '.join(diff)})" if diff else "")
+
+    return ", ".join(one(r) for r in rows)
+
+
+def observed_metrics(observation) -> dict:
+    """Metrics of an Observation; empty when Spark collected none (an input with no partitions)."""
+    try:
+        return dict(observation.get)
+    except Exception:
+        return {}
+
+
+def _counted(df, name: str):
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    observation = Observation(f"zipper_{name}_{secrets.token_hex(6)}")
+    return df.observe(observation, F.count(F.lit(1)).alias("rows")), observation
+
+
+def _rows_seen(observation, df) -> int:
+    observed = observed_metrics(observation)
+    return int(observed["rows"]) if "rows" in observed else df.count()
+
+
+# ---------------------------------------------------------------- key checks
+
+def validate_keys(df, spec: TableSpec, ds: dt.date, what: str) -> int:
+    """Row count of the input; fails naming keys if any is NULL or repeated. One pass over the input."""
+    counted, observation = _counted(df, "rows")
+    offenders = changes_offenders(counted, spec.keys)
+    _refuse_nulls(offenders, spec, ds, what)
+    if offenders:
+        more = " (first 20)" if len(offenders) > MAX_LISTED_KEYS else ""
+        raise InputError(
+            f"{what} has keys {spec.keys} more than once{more}: {key_text(offenders[:MAX_LISTED_KEYS], spec.keys)}",
+            **_where(spec, ds),
+        )
+    return _rows_seen(observation, df)
+
+
+def changes_offenders(df, keys: list[str]):
+    from zipper.engine import transforms
+
+    return transforms.key_offenders(df, keys).limit(MAX_LISTED_KEYS * 2 + 1).collect()
+
+
+def _refuse_nulls(offenders, spec: TableSpec, ds: dt.date, what: str) -> None:
+    nulls = [r for r in offenders if any(r[k] is None for k in spec.keys)][:MAX_LISTED_KEYS]
+    if nulls:
+        raise InputError(f"{what} has NULL in key columns {spec.keys}: {key_text(nulls, spec.keys)}", **_where(spec, ds))
+
+
+def validate_order(events, spec: TableSpec, ds: dt.date, what: str, order_name: str | None) -> int:
+    """Row count of the events; fails naming keys that are NULL, and (with a sequence column,
+    `order_name`) keys whose sequence value is NULL or repeated."""
+    counted, observation = _counted(events, "events")
+    offenders = changes.order_offenders(counted, spec.keys).limit(MAX_LISTED_KEYS * 2 + 1).collect()
+    _refuse_nulls(offenders, spec, ds, what)
+    if offenders:
+        nulls = [r for r in offenders if r[changes.ORDER] is None]
+        if nulls:
+            raise InputError(f"{what} has NULL in sequence_by column {order_name!r} for keys {spec.keys}:"
+                             f" {key_text(nulls[:MAX_LISTED_KEYS], spec.keys)}", **_where(spec, ds))
+        shown = ", ".join(f"{key_text([r], spec.keys)} ({order_name} {r[changes.ORDER]})"
+                          for r in offenders[:MAX_LISTED_KEYS])
+        raise InputError(f"{what} has the same sequence_by value twice for keys {spec.keys}: {shown}",
+                         **_where(spec, ds))
+    return _rows_seen(observation, events)
+
+
+# ---------------------------------------------------------------- problems between changes
+
+def _collect_problems(problems, keys: list[str]) -> dict:
+    rows = changes.problem_summary(problems, keys=keys, examples=MAX_LISTED_KEYS).collect()
+    return {r[changes.PROBLEM]: (int(r["count"]), r["examples"]) for r in rows}
+
+
+def _handle_problems(spec: TableSpec, ds: dt.date, what: str, found: dict, against: str) -> dict:
+    """Fail on the problems that are errors; return the counts of those that are only reported."""
+    where = _where(spec, ds)
+    if changes.DELETE_MISMATCH in found:
+        count, examples = found[changes.DELETE_MISMATCH]
+        raise InputError(
+            f"{what} has {count} delete rows whose values differ from {against} (delete_match: all_columns);"
+            f" keys {spec.keys}: {key_text(examples, spec.keys)}",
+            **where,
+        )
+    counts = {}
+    if spec.source.mode == "landing_zone":
+        anomalies = {p: found[p] for p in ANOMALY_COUNTS if p in found}
+        if anomalies and spec.source.anomalies_are_errors:
+            shown = "; ".join(f"{count} {ANOMALY_TEXT[p]}: {key_text(examples, spec.keys)}"
+                              for p, (count, examples) in anomalies.items())
+            raise InputError(f"{what} has changes that do not fit {against} (on_anomaly: error): {shown}", **where)
+        counts = {ANOMALY_COUNTS[p]: count for p, (count, _) in anomalies.items()}
+    elif changes.DELETE_ABSENT in found:
+        counts = {"deletes_of_absent_keys": found[changes.DELETE_ABSENT][0]}
+    return counts
+
+
+def _add_counts(base: dict, more: dict) -> dict:
+    for name, value in more.items():
+        base[name] = base.get(name, 0) + value
+    if "anomalies" in base:
+        base["anomalies"] = sum(base[name] for name in ANOMALY_COUNTS.values())
+    return base
+
+
+def _problem_counts(spec: TableSpec) -> dict:
+    if spec.source.mode == "landing_zone":
+        return {"anomalies": 0, **dict.fromkeys(ANOMALY_COUNTS.values(), 0)}
+    if spec.source.mode == "cdc":
+        return {"deletes_of_absent_keys": 0}
+    return {}
+
+
+def check_open(spec: TableSpec, ds: dt.date, day: Day, touched_rows) -> dict:
+    """The first action of each key against the open rows (`touched_rows`: the open rows of the
+    day's keys): fails on a delete that does not match, or on an anomaly with on_anomaly:
+    error; returns the day's counts with those that are reported added."""
+    problems = changes.open_problems(touched_rows, day.changes, keys=spec.keys, columns=day.names)
+    found = _collect_problems(problems, spec.keys)
+    what = f"increment {day.located.description}"
+    return _add_counts(dict(day.counts), _handle_problems(spec, ds, what, found, "the open row"))
+
+
+# ---------------------------------------------------------------- reading
+
+def _schema(columns: list[tuple[str, str]]):
+    from pyspark.sql.types import StructField, StructType, _parse_datatype_string
+
+    return StructType([StructField(name, _parse_datatype_string(kind), True) for name, kind in columns])
+
+
+def _read(spark, spec: TableSpec, located: sources.Input, table_columns, ds: dt.date, what: str):
+    try:
+        df = sources.read(spark, located, spec.source, _schema(table_columns))
+    except InputError as exc:
+        raise InputError(exc.detail, **_where(spec, ds)) from None
+    df = conform.lower_case_columns(df, spec, ds.isoformat(), what)
+    conform.check_shape(df, spec, ds.isoformat(), what)
+    sequence = spec.source.sequence_by
+    if sequence and sequence not in df.columns:
+        raise InputError(f"{what} lacks the sequence_by column {sequence!r}", **_where(spec, ds))
+    return df
+
+
+def _columns_of(df, leave_out: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    return [(f.name, f.dataType.simpleString()) for f in df.schema.fields if f.name not in leave_out]
+
+
+def _materialize(spark, df, run_root: str):
+    """Write a change set to a scratch directory of the run and read it back: later steps read
+    it several times, and its row count comes from the footers."""
+    directory = f"{run_root}/{SCRATCH}"
+    df.write.parquet(directory)
+    fs.mkdirs(spark, directory)
+    return spark.read.schema(df.schema).parquet(directory), audit.written_rows(spark, directory), directory
+
+
+def prepare(spark, spec: TableSpec, st, ds: dt.date, located: sources.Input, table_columns: list[tuple[str, str]],
+            run_root: str) -> Day:
+    """The change set of `ds` for a table in state `st` with `table_columns`."""
+    mode = spec.source.mode
+    if mode == "landing_zone":
+        return _landing(spark, spec, ds, landing.keep(spark, located, run_root), table_columns, run_root)
+    what = f"increment {located.description}"
+    if located.empty and mode == "snapshot":
+        raise InputError(f"snapshot {located.description} has no files; an empty source must still be a file"
+                         " with its columns (every open key would be closed)", **_where(spec, ds))
+    if located.empty and located.format != "table":
+        return _empty(spec, located, table_columns)
+    df = _read(spark, spec, located, table_columns, ds, what)
+    if mode == "cdc":
+        return _cdc(spark, spec, ds, located, df, table_columns, run_root, what)
+    columns, column_changes = conform.evolve(_columns_of(df), table_columns, spec, ds.isoformat(), what)
+    rows = conform.to_columns(df, columns)
+    if mode == "snapshot":
+        return _snapshot(spark, spec, st, ds, located, rows, columns, column_changes, run_root, what)
+    sequence = spec.source.sequence_by
+    if not sequence:
+        return Day(rows, validate_keys(rows, spec, ds, what), columns, column_changes, located)
+    names = [c for c, _ in columns]
+    events = changes.upsert_events(rows, columns=names, order=sequence)
+    source_rows = validate_order(events, spec, ds, what, sequence)
+    flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=None)
+    collapsed = changes.collapse(flagged, columns=names, deletes=False)
+    result, count, scratch = _materialize(spark, collapsed, run_root)
+    return Day(result, count, columns, column_changes, located, {"source_rows": source_rows}, scratch=[scratch])
+
+
+def _empty(spec: TableSpec, located: sources.Input, table_columns) -> Day:
+    counts = _problem_counts(spec)
+    if spec.source.mode != "upsert" or spec.source.sequence_by:
+        counts["source_rows"] = 0
+    return Day(None, 0, list(table_columns), conform.ColumnChanges(), located, counts)
+
+
+def _cdc(spark, spec: TableSpec, ds: dt.date, located, df, table_columns, run_root: str, what: str) -> Day:
+    where = _where(spec, ds)
+    op = spec.source.operation_column
+    if op not in df.columns:
+        files = ", ".join(fs.name_of(f.path) for f in located.files[:5]) or located.description
+        raise InputError(f"{what} has no operation column {op!r} (0 insert or update, 1 delete); files: {files}",
+                         **where)
+    bad = changes.bad_operations(df, op_column=op).limit(5).collect()
+    if bad:
+        shown = "; ".join(f"{r['op'] if r['op'] is not None else 'NULL'} in {r['file'] or located.description}"
+                          for r in bad)
+        raise InputError(f"{what} has {op} values other than 0 (insert or update) and 1 (delete): {shown}", **where)
+    columns, column_changes = conform.evolve(_columns_of(df, (op,)), table_columns, spec, ds.isoformat(), what)
+    names = [c for c, _ in columns]
+    sequence = spec.source.sequence_by
+    # the columns a delete must carry: all but the keys and the sequence (which orders, and so differs)
+    match = [c for c in names if c not in spec.keys and c != sequence] if spec.source.deletes_need_all_columns else None
+    events = changes.cdc_events(conform.to_columns(df, columns, keep=(op,)), op_column=op, columns=names,
+                                order=sequence)
+    counts = _problem_counts(spec)
+    if not sequence:
+        counts["source_rows"] = validate_keys(events, spec, ds, what)
+        collapsed = changes.single_changes(events, columns=names, match=match)
+    else:
+        counts["source_rows"] = validate_order(events, spec, ds, what, sequence)
+        flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=match)
+        found = _collect_problems(flagged, spec.keys)
+        _add_counts(counts, _handle_problems(spec, ds, what, found, "the row they delete (the key's previous change)"))
+        collapsed = changes.collapse(flagged, columns=names, deletes=True)
+    result, count, scratch = _materialize(spark, collapsed, run_root)
+    return Day(result, count, columns, column_changes, located, counts, check_open=True, scratch=[scratch])
+
+
+def _landing(spark, spec: TableSpec, ds: dt.date, located: sources.Input, table_columns, run_root: str) -> Day:
+    where = _where(spec, ds)
+    what = f"landing zone {located.description}"
+    counts = {**_problem_counts(spec), "source_rows": 0, "files": len(located.files)}
+    if not located.files:
+        return Day(None, 0, list(table_columns), conform.ColumnChanges(), located, counts)
+    rows, file_columns = landing.read(spark, spec, located, ds)
+    bad = changes.bad_markers(rows, marker=landing.MARKER, file=landing.FILE, row=landing.ROW).limit(5).collect()
+    if bad:
+        shown = "; ".join(f"{r['marker'] if r['marker'] is not None else 'NULL'} in {r['file']} row {r['row']}"
+                          for r in bad)
+        raise InputError(f"{what} has __rowMarker__ values other than 0 insert, 1 update, 2 delete, 4 upsert: {shown}",
+                         **where)
+    for name, present in file_columns.items():
+        lacking = [k for k in spec.keys if k not in present]
+        if lacking:
+            raise InputError(f"{what}: file {name} lacks key columns {lacking}", **where)
+    input_columns = [(f.name, f.dataType.simpleString()) for f in rows.schema.fields
+                     if f.name not in (landing.MARKER, landing.FILE, landing.ROW)]
+    for reserved in (spec.begin_column, spec.end_column):
+        if reserved in dict(input_columns):
+            raise InputError(f"{what} must not contain the table's own column {reserved!r}", **where)
+    _refuse_partial_updates(rows, spec, ds, what, file_columns, [c for c, _ in table_columns])
+    columns, column_changes = conform.evolve(input_columns, table_columns, spec, ds.isoformat(), what)
+    names = [c for c, _ in columns]
+    events = changes.landing_events(
+        conform.to_columns(rows, columns, keep=(landing.MARKER, landing.FILE, landing.ROW)),
+        columns=names, marker=landing.MARKER, file=landing.FILE, row=landing.ROW,
+    )
+    counts["source_rows"] = validate_order(events, spec, ds, what, None)
+    flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=None)
+    found = _collect_problems(flagged, spec.keys)
+    _add_counts(counts, _handle_problems(spec, ds, what, found, "the key's previous change that day"))
+    collapsed = changes.collapse(flagged, columns=names, deletes=True)
+    result, count, scratch = _materialize(spark, collapsed, run_root)
+    return Day(result, count, columns, column_changes, located, counts, check_open=True, scratch=[scratch])
+
+
+def _refuse_partial_updates(rows, spec: TableSpec, ds: dt.date, what: str, file_columns: dict, table_names: list[str]):
+    """Update and upsert rows carry the full row: a file that has them must have every table column."""
+    from pyspark.sql import functions as F
+
+    lacking = {name: [c for c in table_names if c not in present] for name, present in file_columns.items()}
+    lacking = {name: missing for name, missing in lacking.items() if missing}
+    if not lacking:
+        return
+    offending = (
+        rows.where(F.col(landing.FILE).isin(*lacking) & F.col(landing.MARKER).isin(1, 4))
+        .select(landing.FILE).distinct().orderBy(landing.FILE).limit(5).collect()
+    )
+    if offending:
+        name = offending[0][landing.FILE]
+        raise InputError(f"{what}: file {name} has update or upsert rows (which carry the full row) but lacks"
+                         f" columns {lacking[name]}", **_where(spec, ds))
+
+
+def _snapshot(spark, spec: TableSpec, st, ds: dt.date, located, rows, columns, column_changes, run_root: str,
+              what: str) -> Day:
+    names = [c for c, _ in columns]
+    source_rows = validate_keys(rows, spec, ds, what)
+    open_rows = spark.read.schema(_schema(columns)).parquet(st.open_partition.location)
+    diff = changes.snapshot_changes(open_rows, rows, keys=spec.keys, columns=names,
+                                    invalidate=spec.source.invalidate_missing)
+    result, count, scratch = _materialize(spark, diff, run_root)
+    return Day(result, count, columns, column_changes, located, {"source_rows": source_rows}, scratch=[scratch])
+
+
+def first_columns(spark, spec: TableSpec, st, located: sources.Input, ds: dt.date) -> list[tuple[str, str]] | None:
+    """The data columns of a day's input, for a table created from it (None when it has none)."""
+    what = f"increment {located.description}"
+    if spec.source.mode == "landing_zone":
+        return landing.columns_of(spark, spec, located, ds) or None
+    df = sources.read(spark, located, spec.source)
+    if df is None:
+        return None
+    df = conform.lower_case_columns(df, spec, ds.isoformat(), what)
+    conform.check_shape(df, spec, ds.isoformat(), what)
+    leave_out = (spec.source.operation_column,) if spec.source.mode == "cdc" else ()
+    return _columns_of(df, leave_out)

@@ -1,0 +1,302 @@
+"""Landing-zone change files: a folder per table holding `_metadata.json` ({"keyColumns": [...]})
+and Parquet files named with 20 digits (`00000000000000000001.parquet`, ...), each row marked
+by `__rowMarker__` (0 insert, 1 update, 2 delete, 4 upsert; a file without it is all inserts).
+
+A date consumes every file numbered after the last one the table consumed, up to the highest
+present when the merge starts; a gap in the numbering is an error. The merge copies those
+files under its run directory (`versions/<run_id>/zipper_landing/`) and reads the copy; the
+commit record names the range and the copy (`zipper.landing`), so a replay of the date reads
+exactly what the first run read, even after the landing zone has been cleaned. `zipper vacuum`
+keeps every copy a commit names.
+
+Row order: each row's position comes from Parquet itself (Spark's `_metadata.row_index`, the
+row's index in its file, exact however the file is split into tasks), so rows apply in file
+order, then row order, with no assumption about how Spark partitions the read."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import re
+from dataclasses import dataclass, replace
+
+from zipper.engine import catalog, fs, sources, state
+from zipper.errors import InputError
+from zipper.spec.model import TableSpec
+
+METADATA = "_metadata.json"
+FILE_NAME = re.compile(r"^(\d{20})\.parquet$")
+MARKER = "__rowmarker__"  # `__rowMarker__`, as every input column, in lower case
+KEPT = "zipper_landing"
+FILE, ROW = "zipper_file", "zipper_row"
+
+
+@dataclass(frozen=True)
+class Consumed:
+    """The files one date consumes: numbers first..last (none when first > last)."""
+
+    folder: str
+    first: int
+    last: int
+    files: tuple[tuple[str, int], ...]  # (name, size), in number order
+    kept: str | None = None  # the copy this date reads, once made
+
+    def record(self, fingerprint: str) -> dict:
+        return {"first": self.first, "last": self.last, "files": len(self.files),
+                "bytes": sum(size for _, size in self.files), "kept": self.kept, "folder": self.folder,
+                "fingerprint": fingerprint}
+
+    def describe(self) -> str:
+        if not self.files:
+            return f"{self.folder} (no files after {self.last:020d})"
+        return f"{self.folder} files {self.first:020d}..{self.last:020d}"
+
+
+def number(name: str) -> int | None:
+    match = FILE_NAME.match(name)
+    return int(match.group(1)) if match else None
+
+
+def file_name(n: int) -> str:
+    return f"{n:020d}.parquet"
+
+
+def fingerprint(first: int, last: int, files) -> str:
+    """The consumed range and the files' names and sizes: the same for the landing zone and the copy."""
+    digest = hashlib.sha256(f"landing {first}..{last}\n".encode())
+    for name, size in files:
+        digest.update(f"{name}\t{size}\n".encode())
+    return f"{len(files)}f-{sum(size for _, size in files)}b-{digest.hexdigest()[:24]}"
+
+
+def folder_of(spec: TableSpec, ds: dt.date) -> str:
+    return sources.resolve_path(sources.render(spec.source.path, ds, "source.path"), spec)
+
+
+def key_columns(spark, folder: str) -> list[str] | None:
+    """`keyColumns` of the folder's `_metadata.json`, in lower case; None without the file."""
+    path = folder.rstrip("/") + "/" + METADATA
+    if not fs.exists(spark, path):
+        return None
+    try:
+        keys = json.loads(fs.read_text(spark, path)).get("keyColumns")
+    except (ValueError, AttributeError) as exc:
+        raise InputError(f"{path} is not a JSON object with keyColumns: {exc}") from None
+    if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and k for k in keys):
+        raise InputError(f"{path}: keyColumns must be a non-empty list of column names, got {keys!r}")
+    return [k.lower() for k in keys]
+
+
+def resolve_keys(spark, spec: TableSpec) -> TableSpec:
+    """The spec with its keys: as given, else the table's (once created), else `keyColumns`."""
+    if spec.keys:
+        return spec
+    if catalog.table_exists(spark, spec):
+        recorded = catalog.table_properties(spark, spec).get(state.P_KEYS, "")
+        if recorded:
+            return spec.with_keys(recorded.split(","))
+    folder = folder_of(spec, spec.start_date)
+    keys = key_columns(spark, folder)
+    if keys is None:
+        raise InputError(f"the spec has no keys and {folder}/{METADATA} is missing; give `keys:` or keyColumns",
+                         table=spec.table)
+    return spec.with_keys(keys)
+
+
+def _check_keys(spark, spec: TableSpec, st, folder: str, ds: dt.date) -> None:
+    keys = key_columns(spark, folder)
+    if keys is None:
+        return
+    recorded = st.properties.get(state.P_KEYS, "") if st is not None and st.exists else ""
+    table_keys = recorded.split(",") if recorded else list(spec.keys)
+    if keys != table_keys:
+        what = "the table's keys" if recorded else "the spec's keys"
+        raise InputError(f"{folder}/{METADATA} keyColumns {keys} differ from {what} {table_keys}; key columns"
+                         " cannot change (recreate the table to change them)", table=spec.table, ds=ds.isoformat())
+
+
+def last_consumed(st, ds: dt.date) -> int:
+    """The last file number the table consumed before `ds`: the latest earlier commit's."""
+    if st is None or not st.exists:
+        return 0
+    earlier = [c for d, c in st.commits.items() if d < ds.isoformat() and c.landing]
+    return max(earlier, key=lambda c: c.ds).landing["last"] if earlier else 0
+
+
+def require_folder(spark, spec: TableSpec, ds: dt.date) -> None:
+    folder = folder_of(spec, ds)
+    if not fs.exists(spark, folder):
+        raise InputError(f"landing zone not found: {folder}; nothing was changed", table=spec.table, ds=ds.isoformat())
+
+
+def locate(spark, spec: TableSpec, st, ds: dt.date) -> sources.Input:
+    """The files `ds` consumes: for a committed date the kept copy its commit names, otherwise
+    every file after the last consumed one, checked for gaps and for a change of keyColumns."""
+    where = {"table": spec.table, "ds": ds.isoformat()}
+    commit = st.commits.get(ds.isoformat()) if st is not None and st.exists else None
+    if commit is not None and commit.landing:
+        return _kept(spark, spec, commit.landing, commit.fingerprint, ds)
+    replaying = st.replay if st is not None and st.exists else None
+    if replaying is not None and ds.isoformat() in replaying.landing:  # restored away, to be replayed
+        record = replaying.landing[ds.isoformat()]
+        return _kept(spark, spec, record, record["fingerprint"], ds)
+    folder = folder_of(spec, ds)
+    if not fs.exists(spark, folder):
+        raise InputError(f"landing zone not found: {folder}", **where)
+    _check_keys(spark, spec, st, folder, ds)
+    last = last_consumed(st, ds)
+    numbered = {number(fs.name_of(f.path)): f for f in fs.list_files(spark, folder)}
+    numbered.pop(None, None)
+    new = sorted(n for n in numbered if n > last)
+    if new:
+        missing = sorted(set(range(last + 1, new[-1] + 1)) - set(new))
+        if missing:
+            shown = ", ".join(file_name(n) for n in missing[:5]) + (f" ... ({len(missing)} files)" if len(missing) > 5 else "")
+            raise InputError(f"landing zone {folder}: numbering has a gap after {file_name(last) if last else 'the start'}:"
+                             f" missing {shown}", **where)
+    files = [numbered[n] for n in new]
+    consumed = Consumed(folder, last + 1, new[-1] if new else last,
+                        tuple((fs.name_of(f.path), f.size) for f in files))
+    return sources.Input(consumed.describe(), "parquet", [f.path for f in files], files,
+                         fingerprint(consumed.first, consumed.last, consumed.files), landing=consumed)
+
+
+def _kept(spark, spec: TableSpec, record: dict, recorded_fingerprint: str, ds: dt.date) -> sources.Input:
+    kept = record.get("kept")
+    files = fs.list_files(spark, kept) if kept else []
+    files = [f for f in files if number(fs.name_of(f.path)) is not None]
+    consumed = Consumed(record.get("folder", ""), record["first"], record["last"],
+                        tuple((fs.name_of(f.path), f.size) for f in files), kept)
+    found = fingerprint(consumed.first, consumed.last, consumed.files)
+    if found != recorded_fingerprint:
+        raise InputError(f"the copy of the landing-zone files {record['first']:020d}..{record['last']:020d} kept at"
+                         f" {kept} is missing or changed; the date cannot be read again", table=spec.table,
+                         ds=ds.isoformat())
+    return sources.Input(f"{consumed.describe()} (kept copy)", "parquet", [f.path for f in files], files, found,
+                         landing=consumed)
+
+
+def keep(spark, located: sources.Input, run_root: str) -> sources.Input:
+    """Copy the consumed files under the run directory (unless they are a kept copy already) and
+    return the input that reads the copy."""
+    consumed = located.landing
+    if consumed.kept is not None or not located.files:
+        return located
+    kept = f"{run_root}/{KEPT}"
+    fs.mkdirs(spark, kept)
+    for f in located.files:
+        try:
+            fs.copy(spark, f.path, f"{kept}/{fs.name_of(f.path)}")
+        except Exception as exc:
+            raise InputError(f"cannot copy {f.path} from the landing zone: {str(exc).splitlines()[0][:200]}") from None
+    files = [f for f in fs.list_files(spark, kept) if number(fs.name_of(f.path)) is not None]
+    copied = tuple((fs.name_of(f.path), f.size) for f in files)
+    if copied != consumed.files:
+        raise InputError(f"the landing-zone files changed while they were copied: {copied} != {consumed.files}")
+    return replace(located, paths=[f.path for f in files], files=files, landing=replace(consumed, kept=kept))
+
+
+def read(spark, spec: TableSpec, located: sources.Input, ds: dt.date):
+    """The consumed files as one DataFrame: every column any file has (types reconciled by safe
+    widening), MARKER (0 for a file without one), FILE (its name) and ROW (its position in the
+    file). Returns (rows, {file name: its columns}) so that callers can check what each file lacks."""
+    from pyspark.sql import functions as F
+
+    where = {"table": spec.table, "ds": ds.isoformat()}
+    schemas, by_signature, spark_schemas = {}, {}, {}
+    for f, signature in _signatures(located.files, where).items():
+        if signature not in by_signature:  # one Spark schema read per distinct file schema
+            spark_schema = _spark_schema(spark, f.path, where)
+            by_signature[signature] = _fields(spark_schema, f.path, where)
+            spark_schemas[json.dumps(by_signature[signature])] = spark_schema
+        schemas[f.path] = by_signature[signature]
+    union = _union_types(schemas, where)
+    parts = []
+    for paths, fields in _groups(schemas).items():
+        df = spark.read.schema(spark_schemas[json.dumps(fields)]).parquet(*paths)
+        have = {lower: original for original, lower, _ in fields}
+        selected = [
+            (F.col(f"`{have[name]}`").cast(kind) if name in have else F.lit(None).cast(kind)).alias(name)
+            for name, kind in union.items() if name != MARKER
+        ]
+        marker = F.col(f"`{have[MARKER]}`").cast("int") if MARKER in have else F.lit(0)
+        parts.append(df.select(*selected, marker.alias(MARKER), F.col("_metadata.file_name").alias(FILE),
+                               F.col("_metadata.row_index").alias(ROW)))
+    rows = parts[0]
+    for part in parts[1:]:
+        rows = rows.unionByName(part)
+    columns = {fs.name_of(path): [lower for _, lower, _ in fields] for path, fields in schemas.items()}
+    return rows, columns
+
+
+def _signatures(files: list[fs.FileInfo], where: dict) -> dict:
+    """Each file's schema as a comparable string, from its footer (pyarrow) when the files are
+    local; remote files are each their own signature (Spark reads each one's schema)."""
+    local = [fs.local_path(f.path) for f in files]
+    if not all(local):
+        return {f: f.path for f in files}
+    import pyarrow.parquet as pq
+
+    signatures = {}
+    for f, path in zip(files, local):
+        try:
+            signatures[f] = pq.read_schema(path).remove_metadata().to_string(show_field_metadata=False)
+        except Exception as exc:
+            raise InputError(f"cannot read landing-zone file {f.path}: {str(exc).strip().splitlines()[0][:300]}",
+                             **where) from None
+    return signatures
+
+
+def _spark_schema(spark, path: str, where: dict):
+    try:
+        return spark.read.parquet(path).schema
+    except Exception as exc:
+        raise InputError(f"cannot read landing-zone file {path}: {str(exc).strip().splitlines()[0][:300]}",
+                         **where) from None
+
+
+def _fields(schema, path: str, where: dict) -> list[tuple[str, str, str]]:
+    """(name, lower-case name, Spark type) of a Parquet file's columns, as Spark reads them."""
+    names = [field.name.lower() for field in schema.fields]
+    clashes = sorted({n for n in names if names.count(n) > 1})
+    if clashes:
+        raise InputError(f"landing-zone file {path} has columns that differ only in case: {clashes}", **where)
+    return [(field.name, field.name.lower(), field.dataType.simpleString()) for field in schema.fields]
+
+
+def columns_of(spark, spec: TableSpec, located: sources.Input, ds: dt.date) -> list[tuple[str, str]]:
+    """The data columns the consumed files hold (without the marker), for a table created from them."""
+    if not located.files:
+        return []
+    rows, _ = read(spark, spec, located, ds)
+    return [(f.name, f.dataType.simpleString()) for f in rows.schema.fields if f.name not in (MARKER, FILE, ROW)]
+
+
+def _groups(schemas: dict[str, list]) -> dict[tuple[str, ...], list]:
+    """Files with the same columns, read together."""
+    groups: dict[str, list[str]] = {}
+    fields_of = {}
+    for path, fields in schemas.items():
+        signature = json.dumps(fields)
+        groups.setdefault(signature, []).append(path)
+        fields_of[signature] = fields
+    return {tuple(paths): fields_of[signature] for signature, paths in groups.items()}
+
+
+def _union_types(schemas: dict[str, list], where: dict) -> dict[str, str]:
+    from zipper.engine.conform import SAFE_WIDENINGS
+
+    union: dict[str, str] = {}
+    seen_in: dict[str, str] = {}
+    for path, fields in schemas.items():
+        for _, name, kind in fields:
+            if name not in union or union[name] == kind or (kind, union[name]) in SAFE_WIDENINGS:
+                union.setdefault(name, kind)
+                seen_in.setdefault(name, path)
+            elif (union[name], kind) in SAFE_WIDENINGS or union[name] == "void":
+                union[name] = kind
+            elif kind != "void":
+                raise InputError(f"landing-zone column {name!r} has type {union[name]} in {fs.name_of(seen_in[name])}"
+                                 f" and {kind} in {fs.name_of(path)}", **where)
+    return union
