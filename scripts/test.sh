@@ -1,8 +1,33 @@
 #!/usr/bin/env bash
-# Set up (if needed) and run the whole test suite.
+# Set up (if needed) and run the whole test suite; with arguments, run pytest with them instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
 scripts/bootstrap_airflow2.sh  # the Airflow 2.11 tests run the same DAGs in .venv-airflow2
 export PATH="$PWD/.venv/bin:$PATH"
-exec .venv/bin/python -m pytest -p no:cacheprovider "$@"
+pytest=(.venv/bin/python -m pytest -p no:cacheprovider)
+if [ $# -gt 0 ]; then
+  exec "${pytest[@]}" "$@"
+fi
+
+# The whole suite as two pytest processes at once, of about equal length: the Airflow and CLI
+# tests spend most of their time waiting for subprocesses (JVM starts, scheduler loops), time
+# the in-process Spark tests of the engine use. Each test has its own warehouse, metastore and
+# ports. Together the two groups are every file under tests/ (test_environment checks that).
+alongside=(tests/airflow tests/cli/test_cli.py tests/cli/test_sources_cli.py)
+in_line=(tests/unit tests/engine tests/cli/test_faults.py tests/cli/test_rerun_cli.py)
+log=$(mktemp -t zipper-tests-XXXXXX.log)
+"${pytest[@]}" --durations=15 "${alongside[@]}" >"$log" 2>&1 &
+subprocess_group=$!
+trap 'kill "$subprocess_group" 2>/dev/null || true' INT TERM
+in_process=0
+"${pytest[@]}" --durations=15 "${in_line[@]}" || in_process=$?
+with_subprocesses=0
+wait "$subprocess_group" || with_subprocesses=$?
+echo
+echo "=================== ${alongside[*]} (run alongside) ==================="
+cat "$log"
+rm -f "$log"
+echo
+echo "${in_line[*]}: exit $in_process; ${alongside[*]}: exit $with_subprocesses"
+[ "$in_process" -eq 0 ] && [ "$with_subprocesses" -eq 0 ]
