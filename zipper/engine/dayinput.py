@@ -285,12 +285,19 @@ def _cdc(spark, spec: TableSpec, ds: dt.date, located, df, table_columns, run_ro
         collapsed = changes.single_changes(events, columns=names, match=match)
     else:
         counts["source_rows"] = validate_order(events, spec, ds, what, sequence)
-        flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=match)
-        found = _collect_problems(flagged, spec.keys)
-        _add_counts(counts, _handle_problems(spec, ds, what, found, "the row they delete (the key's previous change)"))
-        collapsed = changes.collapse(flagged, columns=names, deletes=True)
+        collapsed = _collapsed(spec, ds, what, events, names, counts, match,
+                               "the row they delete (the key's previous change)")
     result, count, scratch = _materialize(spark, collapsed, run_root)
     return Day(result, count, columns, column_changes, located, counts, check_open=True, scratch=[scratch])
+
+
+def _collapsed(spec: TableSpec, ds: dt.date, what: str, events, names: list[str], counts: dict, match,
+               against: str):
+    """Several changes of a key in one day, collapsed to the state the last one leaves; the
+    problems between them (a delete that does not match `against`, ...) refused or counted first."""
+    flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=match)
+    _add_counts(counts, _handle_problems(spec, ds, what, _collect_problems(flagged, spec.keys), against))
+    return changes.collapse(flagged, columns=names, deletes=True)
 
 
 def _landing(spark, spec: TableSpec, ds: dt.date, located: sources.Input, table_columns, run_root: str) -> Day:
@@ -323,10 +330,7 @@ def _landing(spark, spec: TableSpec, ds: dt.date, located: sources.Input, table_
         columns=names, marker=landing.MARKER, file=landing.FILE, row=landing.ROW,
     )
     counts["source_rows"] = validate_order(events, spec, ds, what, None)
-    flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=None)
-    found = _collect_problems(flagged, spec.keys)
-    _add_counts(counts, _handle_problems(spec, ds, what, found, "the key's previous change that day"))
-    collapsed = changes.collapse(flagged, columns=names, deletes=True)
+    collapsed = _collapsed(spec, ds, what, events, names, counts, None, "the key's previous change that day")
     result, count, scratch = _materialize(spark, collapsed, run_root)
     return Day(result, count, columns, column_changes, located, counts, check_open=True, scratch=[scratch])
 
