@@ -124,10 +124,12 @@ def last_consumed(st, ds: dt.date) -> int:
     return max(earlier, key=lambda c: c.ds).landing["last"] if earlier else 0
 
 
-def require_folder(spark, spec: TableSpec, ds: dt.date) -> None:
+def require_folder(spark, spec: TableSpec, ds: dt.date) -> str:
+    """The table's landing-zone folder for `ds`; fails before anything is changed if it is missing."""
     folder = folder_of(spec, ds)
     if not fs.exists(spark, folder):
         raise InputError(f"landing zone not found: {folder}; nothing was changed", table=spec.table, ds=ds.isoformat())
+    return folder
 
 
 def locate(spark, spec: TableSpec, st, ds: dt.date) -> sources.Input:
@@ -141,9 +143,7 @@ def locate(spark, spec: TableSpec, st, ds: dt.date) -> sources.Input:
     if replaying is not None and ds.isoformat() in replaying.landing:  # restored away, to be replayed
         record = replaying.landing[ds.isoformat()]
         return _kept(spark, spec, record, record["fingerprint"], ds)
-    folder = folder_of(spec, ds)
-    if not fs.exists(spark, folder):
-        raise InputError(f"landing zone not found: {folder}", **where)
+    folder = require_folder(spark, spec, ds)
     _check_keys(spark, spec, st, folder, ds)
     last = last_consumed(st, ds)
     numbered = {number(fs.name_of(f.path)): f for f in fs.list_files(spark, folder)}

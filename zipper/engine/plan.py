@@ -184,3 +184,8 @@ def rebuild_supported(spec: TableSpec) -> bool:
     their date: the upsert mode without `sequence_by`. Deletes, ordered changes and snapshots
     go through the daily merge (a rerun from the first date after the base does the same job)."""
     return spec.source.mode == "upsert" and spec.source.sequence_by is None
+
+
+def source_kind(spec: TableSpec) -> str:
+    """The source mode as messages name it, e.g. `cdc with sequence_by`."""
+    return spec.source.mode + (" with sequence_by" if spec.source.sequence_by else "")

@@ -17,7 +17,7 @@ import time
 
 from zipper.engine import audit, catalog, conform, faults, fs, inputs, merge, rebuild_transforms, state
 from zipper.engine.catalog import Partition
-from zipper.engine.plan import DAY, check_in_schedule, date_range, rebuild_supported
+from zipper.engine.plan import DAY, check_in_schedule, date_range, rebuild_supported, source_kind
 from zipper.engine.rebuild_transforms import CLOSED_PREFIX, DS, KINDS, OPEN, SLOT
 from zipper.errors import StateError
 from zipper.spec.model import TableSpec
@@ -33,7 +33,7 @@ def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet
     if not rebuild_supported(spec):
         raise StateError(
             f"rebuild computes the table in one pass from full-state rows: source mode upsert without sequence_by;"
-            f" this table has mode {spec.source.mode}{' with sequence_by' if spec.source.sequence_by else ''}."
+            f" this table has mode {source_kind(spec)}."
             f" Rerun from the first date after the base instead (`zipper rerun {spec.name} --from D`)",
             table=spec.table, ds=last.isoformat() if last else None)
     st = state.read_state(spark, spec)

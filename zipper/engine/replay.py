@@ -19,7 +19,7 @@ from zipper import sqltemplates
 from zipper.engine import (audit, catalog, conform, faults, fs, inputs, landing, merge, rebuild_transforms, sources,
                            state, transforms)
 from zipper.engine.catalog import Partition
-from zipper.engine.plan import DAY, date_range, describe_dates, plan_rerun, rebuild_supported
+from zipper.engine.plan import DAY, date_range, describe_dates, plan_rerun, rebuild_supported, source_kind
 from zipper.errors import StateError
 from zipper.spec.model import TableSpec
 
@@ -109,7 +109,7 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
 
 def _record_marker(spark, spec: TableSpec, st: state.TableState, marker: state.ReplayMarker) -> None:
     """Record a replay that starts right after the last committed date (nothing to restore)."""
-    params = {k: v for k, v in st.open_partition.params.items() if k.startswith("zipper.") and not k.startswith(state.REPLAY)}
+    params = {k: v for k, v in st.open_partition.params.items() if k.startswith("zipper.") and not k.startswith((state.REPLAY, state.REPLAY_LANDING))}
     catalog.repoint(spark, spec, [Partition(spec.open_end.isoformat(), st.open_partition.location,
                                             params | marker.params())])
 
@@ -124,8 +124,8 @@ def restored_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.d
         if not rebuild_supported(spec):
             raise StateError(
                 f"the table has untracked columns, so the table cannot say what they held before {first} (the open rows"
-                f" hold their latest values), and with source mode {spec.source.mode}"
-                f"{' and sequence_by' if spec.source.sequence_by else ''} that state cannot be rebuilt from the inputs;"
+                f" hold their latest values), and with source mode {source_kind(spec)} that state cannot be rebuilt"
+                " from the inputs;"
                 " rerun from the first date after the base instead",
                 table=spec.table, ds=first.isoformat())
         return _rebuilt_open_rows(spark, spec, st, first, table_columns, tracked)
