@@ -7,6 +7,8 @@ import os
 
 import pytest
 
+from tests.jvm import spark_env
+
 _counter = itertools.count()
 
 
@@ -20,14 +22,17 @@ def spark(warehouse):
     from zipper.runtime.session import SessionSettings, build_session
 
     os.environ.pop("ZIPPER_KILL_AT", None)
-    session = build_session(
-        SessionSettings(warehouse=str(warehouse), app_name="zipper tests"),
-        extra={
-            "spark.sql.shuffle.partitions": "4",
-            "spark.default.parallelism": "4",
-            "spark.sql.adaptive.enabled": "true",
-        },
-    )
+    with pytest.MonkeyPatch.context() as mp:  # only this JVM: subprocesses get theirs from env_for
+        for key, value in spark_env().items():
+            mp.setenv(key, value)
+        session = build_session(
+            SessionSettings(warehouse=str(warehouse), app_name="zipper tests"),
+            extra={
+                "spark.sql.shuffle.partitions": "4",
+                "spark.default.parallelism": "4",
+                "spark.sql.adaptive.enabled": "true",
+            },
+        )
     yield session
     session.stop()
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from tests.cli.helpers import REPO, day, wait_for_jvms, write_parquet
+from tests.jvm import spark_env
 
 AIRFLOW2_VENV = REPO / ".venv-airflow2"
 DATES = [day(1), day(2), day(3)]
@@ -61,6 +62,7 @@ def minimal_env(root: Path, specs: Path, warehouse: Path) -> dict[str, str]:
         "ZIPPER_SPECS": str(specs),
         "ZIPPER_WAREHOUSE": str(warehouse),
     })
+    env.update(spark_env())  # JVM start-up options of the tasks' spark-submit drivers (tests/jvm.py)
     return env
 
 
@@ -70,7 +72,7 @@ def probe(warehouse: Path, run=(), tables=(), status=(), timeout: float = 300) -
     result = subprocess.run(
         [sys.executable, "-m", "tests.airflow.probe", str(warehouse), json.dumps(plan)],
         capture_output=True, text=True, timeout=timeout, cwd=REPO,
-        env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"},
+        env={**os.environ, **spark_env(), "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"},
     )
     wait_for_jvms(warehouse.parent)  # the warehouse folder is always <root>/warehouse here
     lines = [line for line in result.stdout.splitlines() if line.startswith("PROBE ")]

@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from tests.airflow.support import AIRFLOW2_VENV, DATES, assert_serial, minimal_env, probe, write_sample, write_spec
+from tests.jvm import spark_env
 from zipper.airflow.environment import DEFAULT_POOL
 
 pytestmark = [pytest.mark.slow, pytest.mark.airflow]
@@ -30,6 +31,7 @@ def backfilled(tmp_path_factory):
     write_spec(root / "specs", NAME, data, airflow={"owner": "data-eng", "retries": 0, "sensor": {"enabled": False}})
     write_spec(root / "ref_specs", "dim_ref", data)
     env = minimal_env(root, root / "specs", root / "warehouse")
+    env.update(spark_env(str(AIRFLOW2_VENV / "bin" / "python")))  # the tasks' drivers run that venv's pyspark
     # `airflow dags backfill` starts `airflow tasks run` subprocesses: the venv's bin goes first on PATH.
     env["PATH"] = f"{AIRFLOW2_VENV / 'bin'}:{env['PATH']}"
     airflow2(env, "db", "migrate")

@@ -14,6 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from tests.jvm import spark_env
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("city", pa.string())])
@@ -51,6 +53,7 @@ def env_for(root: Path, **extra) -> dict:
     env["PATH"] = f"{BIN}:{env.get('PATH', '')}"
     env["ZIPPER_SPECS"] = str(root / "specs")
     env["ZIPPER_WAREHOUSE"] = str(root / "warehouse")
+    env.update(spark_env())  # class data sharing and the quick JIT for the drivers (tests/jvm.py)
     env.update(extra)
     return env
 
