@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import shutil
+import uuid
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import yaml
 
 from zipper.spec.loader import load_spec_file
@@ -53,12 +57,45 @@ class TableFixture:
         return self.data / "incr" / f"ds={ds.isoformat()}"
 
     def write_base(self, spark, rows, schema=None) -> None:
-        spark.createDataFrame(rows, schema or self.schema).coalesce(1).write.mode("overwrite").parquet(
-            str(self.data / "base"))
+        write_parquet(spark, self.data / "base", rows, schema or self.schema)
 
     def write_increment(self, spark, ds: dt.date, rows, schema=None) -> None:
-        spark.createDataFrame(rows, schema or self.schema).coalesce(1).write.mode("overwrite").parquet(
-            str(self.increment_dir(ds)))
+        write_parquet(spark, self.increment_dir(ds), rows, schema or self.schema)
+
+
+# Spark SQL types of the test schemas and the Parquet (Arrow) types Spark writes for them.
+_ARROW_TYPES = {"int": pa.int32(), "bigint": pa.int64(), "string": pa.string(), "double": pa.float64()}
+
+
+def _arrow_schema(ddl: str) -> pa.Schema | None:
+    """'id bigint, name string' as an Arrow schema; None for types not in _ARROW_TYPES."""
+    fields = []
+    for column in ddl.split(","):
+        name, _, kind = column.strip().partition(" ")
+        if kind.strip().lower() not in _ARROW_TYPES:
+            return None
+        fields.append(pa.field(name, _ARROW_TYPES[kind.strip().lower()]))
+    return pa.schema(fields)
+
+
+def write_parquet(spark, folder: Path, rows, schema: str) -> None:
+    """Replace `folder` with one Parquet file holding `rows` (tuples in `schema`'s column order).
+
+    Written with pyarrow, as Spark would write it (same Parquet types, nullable columns, one file
+    under a new name each time), which costs milliseconds instead of a Spark job; other types
+    (decimal) are written by Spark."""
+    arrow = _arrow_schema(schema)
+    if arrow is None:
+        spark.createDataFrame(rows, schema).coalesce(1).write.mode("overwrite").parquet(str(folder))
+        return
+    rows = list(rows)
+    assert all(len(r) == len(arrow) for r in rows), (schema, rows)
+    table = pa.Table.from_arrays([pa.array([r[i] for r in rows], type=f.type) for i, f in enumerate(arrow)],
+                                 schema=arrow)
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    pq.write_table(table, folder / f"part-00000-{uuid.uuid4()}-c000.snappy.parquet", compression="snappy")
 
 
 def table_rows(spark, table: str, order=None) -> list[tuple]:
