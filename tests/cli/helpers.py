@@ -74,7 +74,7 @@ def wait_for_jvms(root: Path, timeout: float = 90) -> None:
                 continue
         if not alive:
             return
-        time.sleep(0.5)
+        time.sleep(0.1)  # a JVM exits within a second or two of its Python
     raise AssertionError(f"JVMs using {marker} did not exit")
 
 
