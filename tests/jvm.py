@@ -95,16 +95,18 @@ def spark_submit_opts(python: str | None = None) -> str:
         # another virtualenv (Airflow 2.11): other jar paths; an archive of its own would cost
         # more than its three drivers save
         return " ".join(opts)
-    spark_home = _spark_home()
     folder = Path(sys.prefix) / "zipper-test-cds"
-    folder.mkdir(exist_ok=True)
-    archive = folder / f"spark-{_key(java, spark_home)}.jsa"
-    with open(folder / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # the other pytest process may be making it
-        if not archive.exists():
-            for stale in folder.glob("spark-*.jsa"):
-                stale.unlink()
-            _make_archive(archive)
+    archive = folder / f"spark-{_key(java, _spark_home())}.jsa"
+    try:
+        folder.mkdir(exist_ok=True)
+        with open(folder / "lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # the other pytest process may be making it
+            if not archive.exists():
+                for stale in [*folder.glob("spark-*.jsa"), *folder.glob("*.partial")]:
+                    stale.unlink()
+                _make_archive(archive)
+    except OSError as exc:  # e.g. a read-only virtualenv: the drivers load their classes from the jars
+        sys.stderr.write(f"tests.jvm: no class data sharing archive ({exc})\n")
     if archive.exists():
         opts += [f"-XX:SharedArchiveFile={archive}", QUIET]
     return " ".join(opts)
