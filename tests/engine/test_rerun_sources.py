@@ -4,12 +4,14 @@ cleaned and a crash interrupted the replay), and column changes under a rebuild.
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from tests.engine.test_landing import LandingZone
 from tests.support import TableFixture, day, table_rows
 from zipper.engine import catalog, check, faults, merge, rebuild, replay, state, vacuum
-from zipper.errors import StateError
+from zipper.errors import InputError, StateError
 
 CDC = "id bigint, name string, city string, sys_op int"
 BASE = [(1, "ann", "Oslo"), (2, "bob", "Rome"), (3, "cid", None)]
@@ -130,3 +132,22 @@ def test_landing_zone_replay_killed_mid_way_resumes_from_the_same_files(spark, t
     st = state.read_state(spark, zone.spec)
     assert st.replay is None and st.commits["2024-01-03"].landing["last"] == 3
     assert merge.merge_date(spark, zone.spec, day(4)).counts["new"] == 1
+
+
+def test_landing_zone_rerun_past_the_last_commit_refuses_a_missing_zone_and_changes_nothing(spark, tmp_path,
+                                                                                          unique_name):
+    """The dates it never consumed are read from the zone itself; without it the rerun stops
+    before the restore, so the table keeps its dates and no replay is left pending."""
+    zone = LandingZone(tmp_path, unique_name)
+    zone.write(1, [(0, "E1", "Redmond"), (0, "E2", "Redmond")])
+    merge.merge_date(spark, zone.spec, day(1))
+    zone.write(2, [(1, "E1", "Bellevue"), (0, "E3", "Seattle")])
+    merge.merge_date(spark, zone.spec, day(2))
+    before = table_rows(spark, zone.table), partitions(spark, zone)
+    shutil.rmtree(zone.folder)
+
+    with pytest.raises(InputError, match=r"landing zone not found: .*Employees; nothing was changed"):
+        replay.rerun(spark, zone.spec, day(2), day(3))
+    assert (table_rows(spark, zone.table), partitions(spark, zone)) == before
+    st = state.read_state(spark, zone.spec)
+    assert st.last_committed == day(2) and st.replay is None

@@ -2,8 +2,8 @@
 
 A day names few keys. The big pass (`route_open`) only sorts the open partition's rows into
 those the increment does not name, kept as they are, and the few it does ("touched"). The
-small set of touched rows then meets the increment (`match_open`) and gives everything that
-changes (`day_rows`): successors, closed versions, keys that were not open. Each output row
+increment then looks up its keys among the touched rows (`day_rows`) and gives everything
+that changes: successors, closed versions, keys that were not open. Each output row
 carries its destination (`zipper_slot`: open | closed) and why it is there (`zipper_kind`,
 dropped before writing, so Spark only computes it where a test or a count asks).
 
@@ -30,6 +30,8 @@ OPEN, CLOSED, TOUCHED, NONE = "open", "closed", "touched", "none"
 # deleted: the open version of a deleted key, closed; vanished: a delete of a key not open.
 _INC = "zipper__inc__"
 _HIT = _INC + "hit"
+_OLD = "zipper__old__"
+_OLD_HIT = _OLD + "hit"
 
 
 def _all(conditions: list[Column]) -> Column:
@@ -63,33 +65,6 @@ def route_open(open_rows: DataFrame, increment: DataFrame, *, keys: list[str], b
     return joined.select(*[open_rows[c] for c in open_rows.columns], slot.alias(SLOT))
 
 
-def match_open(
-    touched_rows: DataFrame,
-    increment: DataFrame,
-    *,
-    keys: list[str],
-    columns: list[str],
-    tracked: list[str],
-    begin_column: str,
-    broadcast_increment: bool = True,
-) -> DataFrame:
-    """One row per increment key that is open: the open version, the increment's values
-    (prefixed `zipper__inc__`) and what the day does to it (`zipper_kind`: changed, updated or
-    unchanged). `touched_rows` are open rows whose keys the increment names (or all open rows)."""
-    values = [c for c in columns if c not in keys]
-    ops = [F.col(OP).alias(_INC + OP)] if OP in increment.columns else []
-    renamed = increment.select(*keys, *[F.col(c).alias(_INC + c) for c in values], *ops)
-    if broadcast_increment:
-        renamed = F.broadcast(renamed)
-    joined = touched_rows.join(renamed, on=keys, how="inner")
-    changed = ~_all([F.col(c).eqNullSafe(F.col(_INC + c)) for c in tracked])
-    same_untracked = _all([F.col(c).eqNullSafe(F.col(_INC + c)) for c in values if c not in tracked])
-    kind = F.when(changed, F.lit("changed")).when(same_untracked, F.lit("unchanged")).otherwise(F.lit("updated"))
-    if ops:
-        kind = F.when(F.col(_INC + OP) == DELETE, F.lit("deleted")).otherwise(kind)
-    return joined.select(*columns, begin_column, *[F.col(_INC + c) for c in values], kind.alias(KIND))
-
-
 def day_rows(
     touched: DataFrame,
     increment: DataFrame,
@@ -101,38 +76,57 @@ def day_rows(
     ds: str,
     broadcast_increment: bool = True,
 ) -> DataFrame:
-    """What the day adds, from the few open rows whose keys the increment names: one open
-    successor per such key (a changed key opens on ds; an unchanged or updated one keeps its
-    begin), the closed old version of each changed or deleted key, and the increment's keys
-    that were not open (a delete of one: a row in slot `none`, not to be written)."""
-    matched = match_open(touched, increment, keys=keys, columns=columns, tracked=tracked,
-                         begin_column=begin_column, broadcast_increment=broadcast_increment)
+    """What the day adds, from the few open rows whose keys the increment names (`touched`):
+    one open successor per increment key (a changed or new key opens on ds; an unchanged or
+    updated one keeps its begin), the closed old version of each changed or deleted key, and a
+    row in slot `none` for each delete of a key that was not open (counted, not written).
+
+    One pass over the increment, each row looking up its key's open version (`touched`, at
+    most one row per increment key, so it is the side that is broadcast)."""
+    values = [c for c in columns if c not in keys]
+    old = touched.select(
+        *[F.col(k).alias(_OLD + k) for k in keys],
+        *[F.col(c).alias(_OLD + c) for c in values],
+        F.col(begin_column).alias(_OLD + begin_column),
+        F.lit(True).alias(_OLD_HIT),
+    )
+    if broadcast_increment:  # at most as many rows as the increment
+        old = F.broadcast(old)
+    joined = increment.join(old, on=_all([increment[k] == F.col(_OLD + k) for k in keys]), how="left")
+
+    was_open = F.col(_OLD_HIT).isNotNull()
     deletes = OP in increment.columns
-    changed = F.col(KIND) == "changed"
-    slots = F.when(changed, F.array(F.lit(OPEN), F.lit(CLOSED))).otherwise(F.array(F.lit(OPEN)))
-    successor = F.col(SLOT) == OPEN
-    kind = F.when(successor, F.col(KIND)).otherwise(F.lit("closed"))
-    if deletes:
-        deleted = F.col(KIND) == "deleted"
-        slots = F.when(deleted, F.array(F.lit(CLOSED))).otherwise(slots)
-        kind = F.when(successor | deleted, F.col(KIND)).otherwise(F.lit("closed"))
-    versions = matched.select("*", F.explode(slots).alias(SLOT)).select(
-        *[F.col(c) if c in keys else F.when(successor, F.col(_INC + c)).otherwise(F.col(c)).alias(c) for c in columns],
-        F.when(successor & changed, F.lit(ds)).otherwise(F.col(begin_column)).alias(begin_column),
-        F.col(SLOT),
-        kind.alias(KIND),
+    delete = (F.col(OP) == DELETE) if deletes else F.lit(False)
+    changed = ~_all([F.col(_OLD + c).eqNullSafe(F.col(c)) for c in tracked])
+    same_untracked = _all([F.col(_OLD + c).eqNullSafe(F.col(c)) for c in values if c not in tracked])
+    kind = (
+        F.when(~was_open & delete, F.lit("vanished"))
+        .when(~was_open, F.lit("new"))
+        .when(delete, F.lit("deleted"))
+        .when(changed, F.lit("changed"))
+        .when(same_untracked, F.lit("unchanged"))
+        .otherwise(F.lit("updated"))
     )
-    open_keys = touched.select(*keys)
-    if broadcast_increment:  # at most as many keys as the increment
-        open_keys = F.broadcast(open_keys)
-    slot, kind = F.lit(OPEN), F.lit("new")
-    if deletes:
-        slot = F.when(F.col(OP) == DELETE, F.lit(NONE)).otherwise(slot)
-        kind = F.when(F.col(OP) == DELETE, F.lit("vanished")).otherwise(kind)
-    new_keys = increment.join(open_keys, on=keys, how="left_anti").select(
-        *columns, F.lit(ds).alias(begin_column), slot.alias(SLOT), kind.alias(KIND)
+    slots = (
+        F.when(F.col(KIND) == "vanished", F.array(F.lit(NONE)))
+        .when(F.col(KIND) == "deleted", F.array(F.lit(CLOSED)))
+        .when(F.col(KIND) == "changed", F.array(F.lit(OPEN), F.lit(CLOSED)))
+        .otherwise(F.array(F.lit(OPEN)))
     )
-    return versions.unionByName(new_keys)
+    # the open slot gets the increment's values; the closed slot the old version as it was
+    successor = (F.col(SLOT) == OPEN) | (F.col(SLOT) == NONE)
+    opens_today = F.col(KIND).isin("changed", "new", "vanished")
+    return (
+        joined.select("*", kind.alias(KIND))
+        .select("*", F.explode(slots).alias(SLOT))
+        .select(
+            *[F.col(c) if c in keys else F.when(successor, F.col(c)).otherwise(F.col(_OLD + c)).alias(c)
+              for c in columns],
+            F.when(successor & opens_today, F.lit(ds)).otherwise(F.col(_OLD + begin_column)).alias(begin_column),
+            F.col(SLOT),
+            F.when(successor | (F.col(KIND) == "deleted"), F.col(KIND)).otherwise(F.lit("closed")).alias(KIND),
+        )
+    )
 
 
 def classify(
