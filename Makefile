@@ -1,5 +1,5 @@
 # The two commands: `make demo` and `make test`. Both create or reuse .venv.
-.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test bench bench-parse bench-replay clean
+.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test bench bench-floor bench-parse bench-replay clean
 
 AIRFLOW_HOME ?= $(CURDIR)/airflow_home
 ZIPPER_SPECS ?= $(CURDIR)/dags/tables
@@ -34,6 +34,9 @@ test:
 
 bench: setup
 	.venv/bin/python bench/bench_merge.py
+
+bench-floor: setup
+	.venv/bin/python bench/bench_floor.py
 
 bench-parse: setup
 	.venv/bin/python bench/bench_parse.py

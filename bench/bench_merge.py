@@ -9,11 +9,13 @@ Three ways to move a dimension's open partition from D-1 to D, timed in one loca
   merge    zipper's merge_date through audit and publish.
 
 The methods alternate inside each round, so drift on a shared machine (another Spark job, page
-cache, JIT warm-up) hits all three alike, and the median of the rounds is reported. Everything
+cache) hits all three alike, and the median of the rounds is reported. One warm-up round
+(`--warmup`, left out of the medians) runs all three first, so that none is timed while the
+JVM is still compiling its code. Everything
 lives in a fresh temp directory that is deleted at the end (unless --keep).
 
     .venv/bin/python bench/bench_merge.py                          # 5,000,000 rows, 3 rounds
-    .venv/bin/python bench/bench_merge.py --rows 200000 --repeats 1  # smoke run
+    .venv/bin/python bench/bench_merge.py --rows 200000 --repeats 1 --warmup 0  # smoke run
 """
 
 from __future__ import annotations
@@ -72,10 +74,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=5_000_000, help="rows in the base dimension")
     parser.add_argument("--repeats", type=int, default=3, help="rounds; each times copy, article and merge once")
+    parser.add_argument("--warmup", type=int, default=1,
+                        help="rounds run first and left out of the medians (JIT and caches warm for all three)")
     parser.add_argument("--keep", action="store_true", help="keep the temp directory (logs, data) for inspection")
     args = parser.parse_args(argv)
-    if args.rows < 1000 or args.repeats < 1:
-        parser.error("--rows must be >= 1000 and --repeats >= 1")
+    if args.rows < 1000 or args.repeats < 1 or args.warmup < 0:
+        parser.error("--rows must be >= 1000, --repeats >= 1 and --warmup >= 0")
     return args
 
 
@@ -366,16 +370,22 @@ def measured(meter: HeapMeter, samples: Samples, method: str, run) -> object:
     return result
 
 
-def run_rounds(spark, layout: Layout, repeats: int, increment: str, meter: HeapMeter) -> tuple[Samples, Article]:
+def run_rounds(spark, layout: Layout, repeats: int, warmup: int, increment: str,
+               meter: HeapMeter) -> tuple[Samples, Article]:
+    """`warmup` rounds, then `repeats` measured ones. A warm-up round runs all three methods,
+    so each has its code generated and compiled by the JVM before it is measured."""
     columns = data_columns(spark, layout)
-    samples, article = Samples(), Article()
-    for round_no in range(1, repeats + 1):
+    samples, discarded, article = Samples(), Samples(), Article()
+    for round_no in range(1, warmup + repeats + 1):
         spec, article_table = prepare_round(spark, layout, round_no, columns)
-        print(f"  round {round_no}/{repeats}", flush=True)
+        warming = round_no <= warmup
+        label = f"warm-up round {round_no}/{warmup} (not counted)" if warming else f"round {round_no - warmup}/{repeats}"
+        print(f"  {label}", flush=True)
+        into = discarded if warming else samples
         sql = article_sql(article_table, increment, columns)
-        measured(meter, samples, "copy", lambda: time_copy(spark, spec.table, layout.copy_target(round_no)))
-        measured(meter, samples, "article", lambda: article.run(spark, article_table, sql))
-        result = measured(meter, samples, "merge", lambda: time_merge(spark, spec))
+        measured(meter, into, "copy", lambda: time_copy(spark, spec.table, layout.copy_target(round_no)))
+        measured(meter, into, "article", lambda: article.run(spark, article_table, sql))
+        result = measured(meter, into, "merge", lambda: time_merge(spark, spec))
         print(f"    merge:   {result.summary()}")
         print(f"    article: rows per {END} {dict(sorted(partition_counts(spark, article_table).items()))}"
               + (" (staged: SELECT into a staging table, then INSERT OVERWRITE; both timed)" if article.staged else ""),
@@ -433,7 +443,7 @@ def main(argv=None) -> int:
             flush=True,
         )
         increment = register_increment(spark, layout)
-        samples, article = run_rounds(spark, layout, args.repeats, increment, meter)
+        samples, article = run_rounds(spark, layout, args.repeats, args.warmup, increment, meter)
         report(args, samples, article, meter)
     finally:
         if spark is not None:

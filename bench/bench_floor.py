@@ -1,0 +1,125 @@
+"""Benchmark: how close can one pass over the open partition get to the copy floor?
+
+The merge's big pass reads every open row once, looks its key up among the increment's keys
+and writes it to one of two slots (`open`, or `touched` for the small job). This times, side by
+side in one local SparkSession, alternating, median of the rounds after a warm-up round:
+
+  copy      read the open partition and write it back as Parquet (bench_merge's floor);
+  lookup    the same plus the broadcast key lookup, writing only the rows the increment does
+            not name (one output): what any merge that reads each open row once must do;
+  big pass  zipper's big pass as the merge runs it (`transforms.route_open`, both slots written
+            by one partitioned write).
+
+lookup/copy bounds every single-pass design from below; big pass/copy is what zipper pays
+before its small job, key validation and metastore calls.
+
+    .venv/bin/python bench/bench_floor.py                     # 5,000,000 rows, 1 + 3 rounds
+    .venv/bin/python bench/bench_floor.py --rows 200000 --repeats 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_merge as common  # noqa: E402  (bench/ is not a package on the path when run as a script)
+
+METHODS = ("copy", "lookup", "big pass")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=5_000_000, help="rows in the base dimension")
+    parser.add_argument("--repeats", type=int, default=3, help="measured rounds after one warm-up round")
+    args = parser.parse_args(argv)
+    if args.rows < 1000 or args.repeats < 1:
+        parser.error("--rows must be >= 1000 and --repeats >= 1")
+    return args
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    layout = common.Layout(Path(tempfile.mkdtemp(prefix="zipper-floor-")))
+    try:
+        run(args, layout)
+    finally:
+        shutil.rmtree(layout.root, ignore_errors=True)
+
+
+def run(args, layout: common.Layout) -> None:
+    from pyspark.sql import functions as F
+
+    from zipper.engine import catalog, dayinput, merge, sources, state, transforms
+
+    spark = common.start_session(layout)
+    meter = common.HeapMeter(spark)
+    common.generate(spark, layout, args.rows)
+    spec = common.zipper_spec(layout, 0)
+    merge.init_table(spark, spec, common.DAY - dt.timedelta(days=1))
+    st = state.read_state(spark, spec)
+    located = sources.locate_increment(spark, spec, st, common.DAY)
+    day = dayinput.prepare(spark, spec, st, common.DAY, located, catalog.data_columns(spark, spec),
+                           str(layout.root / "scratch"))
+    open_schema = merge._struct_type(day.columns, spec.begin_column)
+    outputs = iter(range(1_000_000))
+
+    def target() -> str:
+        return str(layout.root / "out" / str(next(outputs)))
+
+    def open_rows():
+        return spark.read.schema(open_schema).parquet(st.open_partition.location)
+
+    def routed():
+        return transforms.route_open(open_rows(), day.changes, keys=spec.keys)
+
+    runs = {
+        "copy": lambda: common.time_copy(spark, spec.table, target()),
+        "lookup": lambda: routed().where(F.col(transforms.SLOT) == transforms.OPEN).drop(transforms.SLOT)
+        .write.parquet(target()),
+        "big pass": lambda: routed().write.mode("append").partitionBy(transforms.SLOT).parquet(target()),
+    }
+    wall = {m: [] for m in METHODS}
+    cpu = {m: [] for m in METHODS}
+    print(f"{args.rows:,} open rows, increment of {day.rows:,} rows; Spark {spark.version},"
+          f" {spark.sparkContext.defaultParallelism} cores", flush=True)
+    for round_no in range(args.repeats + 1):
+        shown = []
+        for method in METHODS:
+            cpu_before = meter.cpu_seconds()
+            started = time.perf_counter()
+            runs[method]()
+            seconds = time.perf_counter() - started
+            used = meter.cpu_seconds() - cpu_before if cpu_before is not None else None
+            if round_no:  # round 0 warms the JVM up for all three
+                wall[method].append(seconds)
+                if used is not None:
+                    cpu[method].append(used)
+            shown.append(f"{method} {seconds:.2f} s" + (f" (CPU {used:.2f})" if used is not None else ""))
+        print(f"  {'warm-up' if round_no == 0 else f'round {round_no}'}: " + ", ".join(shown), flush=True)
+    report(wall, cpu)
+
+
+def report(wall: dict[str, list[float]], cpu: dict[str, list[float]]) -> None:
+    base = statistics.median(wall["copy"])
+    base_cpu = statistics.median(cpu["copy"]) if cpu["copy"] else None
+    print()
+    print(f"{'method':<10}{'median s':>10}{'/copy':>8}{'CPU s':>8}{'/copy':>8}  samples s")
+    for method in METHODS:
+        median = statistics.median(wall[method])
+        cpu_median = statistics.median(cpu[method]) if cpu[method] else None
+        cpu_text = f"{cpu_median:>8.2f}{cpu_median / base_cpu:>8.2f}" if cpu_median and base_cpu else f"{'':>16}"
+        print(f"{method:<10}{median:>10.2f}{median / base:>8.2f}{cpu_text}  "
+              + " ".join(f"{s:.2f}" for s in wall[method]))
+    ratios = " ".join(f"{m.replace(' ', '_')}/copy={statistics.median(wall[m]) / base:.2f}" for m in METHODS[1:])
+    print(f"RESULT {ratios}")
+
+
+if __name__ == "__main__":
+    main()
