@@ -53,6 +53,42 @@ def test_changed_unchanged_new_and_absent_keys(spark, users):
         f"{users.table} 2024-01-01: 1 new, 1 changed, 1 re-sent unchanged, 1 closed; 4 open rows after;")
 
 
+def test_a_day_too_large_to_broadcast_is_joined_by_a_shuffle_with_the_same_result(spark, tmp_path, unique_name,
+                                                                                  monkeypatch):
+    columns = [("id", "bigint"), ("name", "string"), ("city", "string")]
+    row_bytes = merge.estimated_row_bytes(spark, columns, "begin_dt")
+    heap = spark._jvm.java.lang.Runtime.getRuntime().maxMemory()
+    assert row_bytes == 8 + 8 * 4 + (8 + 20 + 20 + 20)  # slots, then Spark's sizes: bigint, 3 strings
+    assert merge.broadcast_max_bytes(spark) == heap // 8
+    assert merge.broadcasts(spark, 1000, columns, "begin_dt")
+    assert not merge.broadcasts(spark, heap // 8 // row_bytes + 1, columns, "begin_dt")  # over an eighth of the heap
+    monkeypatch.setenv("ZIPPER_BROADCAST_MAX_ROWS", "999")
+    assert not merge.broadcasts(spark, 1000, columns, "begin_dt")
+    monkeypatch.delenv("ZIPPER_BROADCAST_MAX_ROWS")
+
+    days = {1: [(2, "bob", "Paris"), (3, "cid", None), (4, "dan", "Oslo")], 2: [(2, "bob", "Rome"), (5, "eve", None)]}
+    results = {}
+    for broadcast in (True, False):
+        t = TableFixture(tmp_path / str(broadcast), f"{unique_name}_{str(broadcast).lower()}")
+        t.write_base(spark, [(1, "ann", "Oslo"), (2, "bob", "Rome"), (3, "cid", None)])
+        counts = []
+        with monkeypatch.context() as env:
+            if not broadcast:  # no broadcast by zipper, and none chosen by Spark either: a real shuffle join
+                env.setenv("ZIPPER_BROADCAST_MAX_BYTES", "1")
+                spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+            try:
+                assert merge.broadcasts(spark, 3, columns, "begin_dt") is broadcast
+                for n, rows in days.items():
+                    t.write_increment(spark, day(n), rows)
+                    counts.append(merge.merge_date(spark, t.spec, day(n)).counts)
+            finally:
+                spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+        assert check.run_checks(spark, t.spec)["ok"]
+        results[broadcast] = (table_rows(spark, t.table), counts)
+    assert results[True] == results[False]
+    assert (5, "eve", None, "2024-01-02", OPEN) in results[False][0]
+
+
 def test_null_safe_comparison_and_return_to_an_earlier_value(spark, users):
     users.write_increment(spark, day(1), [(1, "ann", None)])       # value -> NULL: change
     users.write_increment(spark, day(2), [(1, "ann", None)])       # NULL -> NULL: no change

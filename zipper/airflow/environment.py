@@ -14,7 +14,7 @@ DEFAULT_POOL = "zipper_embedded_metastore"
 DEFAULT_CONN_ID = "zipper_spark"
 EMBEDDED_MASTER = "local[*]"
 # Passed from the worker to the Spark job when set (the job reads the same variables as the CLI).
-PASSED_THROUGH = ("ZIPPER_METASTORE", "ZIPPER_LOG_DIR", "ZIPPER_BROADCAST_MAX_ROWS")
+PASSED_THROUGH = ("ZIPPER_METASTORE", "ZIPPER_LOG_DIR", "ZIPPER_BROADCAST_MAX_ROWS", "ZIPPER_BROADCAST_MAX_BYTES")
 
 
 def warehouse() -> Path:

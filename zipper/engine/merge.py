@@ -28,6 +28,38 @@ def broadcast_max_rows() -> int:
     return int(os.environ.get("ZIPPER_BROADCAST_MAX_ROWS", "2000000"))
 
 
+# Share of the driver's heap the day's rows may take, as Spark lays them out, to be broadcast.
+# Building a broadcast holds them several times over (collected rows, hash table, serialized
+# blocks); with 1 GB, an increment of 1.8M seven-column rows (about 270 MB so estimated) failed
+# with "Not enough memory to build and broadcast the table" while 600,000 rows (90 MB) passed.
+BROADCAST_HEAP_SHARE = 8
+
+
+def broadcast_max_bytes(spark) -> int:
+    configured = os.environ.get("ZIPPER_BROADCAST_MAX_BYTES")
+    if configured:
+        return int(configured)
+    return int(spark._jvm.java.lang.Runtime.getRuntime().maxMemory()) // BROADCAST_HEAP_SHARE
+
+
+def estimated_row_bytes(spark, columns: list[tuple[str, str]], begin_column: str) -> int:
+    """Bytes a row of the open partition takes in Spark's row format, by Spark's own per-type
+    estimates (a string counts 20 bytes): an 8-byte slot per column plus variable-length data,
+    counted generously."""
+    schema = _struct_type(columns, begin_column)
+    jvm_schema = spark._jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json())
+    return 8 + 8 * len(schema.fields) + int(jvm_schema.defaultSize())
+
+
+def broadcasts(spark, rows: int, columns: list[tuple[str, str]], begin_column: str) -> bool:
+    """Whether the day's rows are broadcast (a lookup per open row) rather than joined by a
+    shuffle of the open partition: up to ZIPPER_BROADCAST_MAX_ROWS rows, and only while they
+    fit the driver's heap (ZIPPER_BROADCAST_MAX_BYTES, default an eighth of it)."""
+    if rows > broadcast_max_rows():
+        return False
+    return rows * estimated_row_bytes(spark, columns, begin_column) <= broadcast_max_bytes(spark)
+
+
 @dataclass
 class RunResult:
     table: str
@@ -421,7 +453,7 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
             fs.mkdirs(spark, closed_dir)
         else:
             written, counts = _write_merge(spark, spec, st, day, tracked, ds, run_root,
-                                           broadcast=day.rows <= broadcast_max_rows())
+                                           broadcast=broadcasts(spark, day.rows, day.columns, spec.begin_column))
             for directory in (open_dir, closed_dir):
                 fs.mkdirs(spark, directory)
     except InputError:
