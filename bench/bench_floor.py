@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -79,45 +78,38 @@ def run(args, layout: common.Layout) -> None:
     def routed():
         return transforms.route_open(open_rows(), day.changes, keys=spec.keys)
 
+    def timed(write):
+        started = time.perf_counter()
+        write()
+        return time.perf_counter() - started
+
     runs = {
         "copy": lambda: common.time_copy(spark, spec.table, target()),
-        "lookup": lambda: routed().where(F.col(transforms.SLOT) == transforms.OPEN).drop(transforms.SLOT)
-        .write.parquet(target()),
-        "big pass": lambda: routed().write.mode("append").partitionBy(transforms.SLOT).parquet(target()),
+        "lookup": lambda: timed(lambda: routed().where(F.col(transforms.SLOT) == transforms.OPEN)
+                                .drop(transforms.SLOT).write.parquet(target())),
+        "big pass": lambda: timed(lambda: routed().write.mode("append").partitionBy(transforms.SLOT)
+                                  .parquet(target())),
     }
-    wall = {m: [] for m in METHODS}
-    cpu = {m: [] for m in METHODS}
     print(f"{args.rows:,} open rows, increment of {day.rows:,} rows; Spark {spark.version},"
           f" {spark.sparkContext.defaultParallelism} cores", flush=True)
-    for round_no in range(args.repeats + 1):
-        shown = []
+    samples, discarded = common.Samples(), common.Samples()
+    for round_no in range(args.repeats + 1):  # round 0 warms the JVM up for all three
+        print(f"  {'warm-up round (not counted)' if round_no == 0 else f'round {round_no}/{args.repeats}'}", flush=True)
         for method in METHODS:
-            cpu_before = meter.cpu_seconds()
-            started = time.perf_counter()
-            runs[method]()
-            seconds = time.perf_counter() - started
-            used = meter.cpu_seconds() - cpu_before if cpu_before is not None else None
-            if round_no:  # round 0 warms the JVM up for all three
-                wall[method].append(seconds)
-                if used is not None:
-                    cpu[method].append(used)
-            shown.append(f"{method} {seconds:.2f} s" + (f" (CPU {used:.2f})" if used is not None else ""))
-        print(f"  {'warm-up' if round_no == 0 else f'round {round_no}'}: " + ", ".join(shown), flush=True)
-    report(wall, cpu)
+            common.measured(meter, samples if round_no else discarded, method, runs[method])
+    report(samples)
 
 
-def report(wall: dict[str, list[float]], cpu: dict[str, list[float]]) -> None:
-    base = statistics.median(wall["copy"])
-    base_cpu = statistics.median(cpu["copy"]) if cpu["copy"] else None
+def report(samples) -> None:
+    base, base_cpu = samples.median("copy"), samples.cpu_median("copy")
     print()
     print(f"{'method':<10}{'median s':>10}{'/copy':>8}{'CPU s':>8}{'/copy':>8}  samples s")
     for method in METHODS:
-        median = statistics.median(wall[method])
-        cpu_median = statistics.median(cpu[method]) if cpu[method] else None
+        median, cpu_median = samples.median(method), samples.cpu_median(method)
         cpu_text = f"{cpu_median:>8.2f}{cpu_median / base_cpu:>8.2f}" if cpu_median and base_cpu else f"{'':>16}"
         print(f"{method:<10}{median:>10.2f}{median / base:>8.2f}{cpu_text}  "
-              + " ".join(f"{s:.2f}" for s in wall[method]))
-    ratios = " ".join(f"{m.replace(' ', '_')}/copy={statistics.median(wall[m]) / base:.2f}" for m in METHODS[1:])
+              + " ".join(f"{s:.2f}" for s in samples.seconds[method]))
+    ratios = " ".join(f"{m.replace(' ', '_')}/copy={samples.median(m) / base:.2f}" for m in METHODS[1:])
     print(f"RESULT {ratios}")
 
 

@@ -29,6 +29,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -331,9 +332,11 @@ def python_rss_peak_mb() -> float:
 
 @dataclass
 class Samples:
-    seconds: dict[str, list[float]] = field(default_factory=lambda: {m: [] for m in METHODS})
-    cpu_seconds: dict[str, list[float]] = field(default_factory=lambda: {m: [] for m in METHODS})
-    peak_heap_mb: dict[str, float] = field(default_factory=lambda: {m: 0.0 for m in METHODS})
+    """Per method (any names: bench_floor times other methods): seconds, JVM CPU, peak heap."""
+
+    seconds: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    cpu_seconds: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    peak_heap_mb: dict[str, float] = field(default_factory=lambda: defaultdict(float))
 
     def add(self, method: str, seconds: float, cpu_seconds: float | None, heap_mb: float) -> None:
         self.seconds[method].append(seconds)
