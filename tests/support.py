@@ -57,10 +57,10 @@ class TableFixture:
         return self.data / "incr" / f"ds={ds.isoformat()}"
 
     def write_base(self, spark, rows, schema=None) -> None:
-        write_parquet(spark, self.data / "base", rows, schema or self.schema)
+        write_parquet(self.data / "base", rows, schema or self.schema, spark)
 
     def write_increment(self, spark, ds: dt.date, rows, schema=None) -> None:
-        write_parquet(spark, self.increment_dir(ds), rows, schema or self.schema)
+        write_parquet(self.increment_dir(ds), rows, schema or self.schema, spark)
 
 
 # Spark SQL types of the test schemas and the Parquet (Arrow) types Spark writes for them.
@@ -78,14 +78,15 @@ def _arrow_schema(ddl: str) -> pa.Schema | None:
     return pa.schema(fields)
 
 
-def write_parquet(spark, folder: Path, rows, schema: str) -> None:
+def write_parquet(folder: Path, rows, schema: str, spark=None) -> None:
     """Replace `folder` with one Parquet file holding `rows` (tuples in `schema`'s column order).
 
     Written with pyarrow, as Spark would write it (same Parquet types, nullable columns, one file
     under a new name each time), which costs milliseconds instead of a Spark job; other types
-    (decimal) are written by Spark."""
+    (decimal) are written by Spark, so they need `spark`."""
     arrow = _arrow_schema(schema)
     if arrow is None:
+        assert spark is not None, f"{schema!r} has types pyarrow is not told about: pass a SparkSession"
         spark.createDataFrame(rows, schema).coalesce(1).write.mode("overwrite").parquet(str(folder))
         return
     rows = list(rows)

@@ -10,15 +10,14 @@ import sys
 import time
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import yaml
 
+from tests import support
 from tests.jvm import spark_env
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("city", pa.string())])
+SCHEMA = "id bigint, name string, city string"
 
 
 def day(n: int) -> str:
@@ -26,9 +25,8 @@ def day(n: int) -> str:
 
 
 def write_parquet(folder: Path, rows: list[tuple]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pylist([dict(zip(SCHEMA.names, r)) for r in rows], schema=SCHEMA)
-    pq.write_table(table, folder / "part-00000.parquet")
+    """`folder` as one Parquet file of (id, name, city) rows."""
+    support.write_parquet(folder, rows, SCHEMA)
 
 
 def make_spec(root: Path, name: str = "dim", **options) -> Path:
