@@ -70,7 +70,7 @@ def backfilled(af3):
 def dags_tested(af3, backfilled):
     """`airflow dags test` of the first date on a table that does not exist yet (after the backfill:
     the embedded metastore allows one Spark driver at a time)."""
-    return af3.cli("dags", "test", f"zipper_{FIRST}", DATES[0], check=False, timeout=400)
+    return af3.cli("dags", "test", f"zipper_{FIRST}", DATES[0], check=False, timeout=400, retries_when_locked=0)
 
 
 @pytest.fixture(scope="module")

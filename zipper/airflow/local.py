@@ -13,6 +13,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -22,6 +23,8 @@ from zipper.airflow.environment import python_bin
 
 SERVICES = ("api-server", "scheduler", "dag-processor")
 FINISHED = {"success", "failed"}
+LOCKED = "database is locked"
+LOCK_RETRIES = 4
 
 
 def free_port() -> int:
@@ -48,9 +51,21 @@ class LocalAirflow:
         self.processes: dict[str, subprocess.Popen] = {}
 
     # ------------------------------------------------------------------ processes
-    def cli(self, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
-        result = subprocess.run([str(python_bin() / "airflow"), *args], env=self.env, capture_output=True,
-                                text=True, timeout=timeout)
+    def cli(self, *args: str, check: bool = True, timeout: float = 300,
+            retries_when_locked: int = LOCK_RETRIES) -> subprocess.CompletedProcess:
+        """Runs again a command that SQLite's write lock made fail: the scheduler, the dag-processor
+        and the API server write to the same file, and Airflow rolls a failed command back (it
+        removes a half-created backfill for exactly this). Pass 0 for commands that are not safe
+        to repeat."""
+        for attempt in range(retries_when_locked + 1):
+            result = subprocess.run([str(python_bin() / "airflow"), *args], env=self.env, capture_output=True,
+                                    text=True, timeout=timeout)
+            if result.returncode == 0 or LOCKED not in result.stderr or attempt == retries_when_locked:
+                break
+            wait = 2.0 * (attempt + 1)
+            print(f"airflow {' '.join(args[:2])}: {LOCKED}; again in {wait:.0f} s"
+                  f" ({attempt + 2} of {retries_when_locked + 1})", file=sys.stderr)
+            time.sleep(wait)
         if check and result.returncode != 0:
             raise RuntimeError(f"airflow {' '.join(args)} failed ({result.returncode}):\n{result.stderr[-3000:]}")
         return result
