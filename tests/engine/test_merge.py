@@ -89,6 +89,42 @@ def test_a_day_too_large_to_broadcast_is_joined_by_a_shuffle_with_the_same_resul
     assert (5, "eve", None, "2024-01-02", OPEN) in results[False][0]
 
 
+def test_long_strings_are_sized_as_observed_so_a_day_of_long_texts_is_joined_by_a_shuffle(spark, users,
+                                                                                           monkeypatch):
+    columns = [("id", "bigint"), ("name", "string"), ("city", "string")]
+    # observed: the two strings' bytes per row plus padding replace Spark's 20 bytes each
+    assert merge.estimated_row_bytes(spark, columns, "begin_dt", 1000.0) == 8 + 8 * 4 + (8 + 20) + 1000 + 2 * 7
+    assert merge.estimated_row_bytes(spark, columns, "begin_dt", 0.0) == 8 + 8 * 4 + (8 + 20) + 2 * 7
+    long_name = "n" * 3000
+    monkeypatch.setenv("ZIPPER_BROADCAST_MAX_BYTES", "2000")  # three rows by Spark's estimate: 324 bytes
+    assert merge.broadcasts(spark, 3, columns, "begin_dt")  # what the estimate alone would do
+
+    users.write_increment(spark, day(1), [(2, "bob", "Paris"), (4, "dan", "Oslo")])
+    short = merge.merge_date(spark, users.spec, day(1))
+    users.write_increment(spark, day(2), [(1, long_name, "Oslo"), (5, long_name, None), (4, "dan", "Oslo")])
+    long = merge.merge_date(spark, users.spec, day(2))
+
+    assert (short.join, short.report()["join"]) == ("broadcast", "broadcast")
+    assert (long.join, long.report()["join"]) == ("shuffle", "shuffle")
+    assert long.counts["new"] == 1 and long.counts["changed"] == 1 and long.counts["unchanged"] == 1
+    assert [r for r in table_rows(spark, users.table) if r[-1] == OPEN] == [
+        (1, long_name, "Oslo", "2024-01-02", OPEN),
+        (2, "bob", "Paris", "2024-01-01", OPEN),
+        (3, "cid", None, "2023-12-31", OPEN),
+        (4, "dan", "Oslo", "2024-01-01", OPEN),
+        (5, long_name, None, "2024-01-02", OPEN),
+    ]
+
+
+def test_the_key_check_observes_the_string_bytes_of_the_input(spark, users):
+    rows = spark.createDataFrame([(1, "ab", "中文"), (2, None, "x"), (3, "", None)], "id bigint, name string, city string")
+    seen = merge.validate_keys(rows, users.spec, day(1), "increment")
+    assert (seen.rows, seen.variable_bytes) == (3, 2 + 6 + 1)  # UTF-8 bytes; NULL counts 0
+    assert seen.variable_bytes_per_row == 3.0
+    only_city = merge.validate_keys(rows, users.spec, day(1), "increment", columns=["city"])
+    assert only_city.variable_bytes == 7
+
+
 def test_null_safe_comparison_and_return_to_an_earlier_value(spark, users):
     users.write_increment(spark, day(1), [(1, "ann", None)])       # value -> NULL: change
     users.write_increment(spark, day(2), [(1, "ann", None)])       # NULL -> NULL: no change

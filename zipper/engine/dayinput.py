@@ -43,6 +43,9 @@ class Day:
     counts: dict = field(default_factory=dict)  # added to the run's counts
     check_open: bool = False  # first actions to check against the open rows (cdc, landing_zone)
     scratch: list[str] = field(default_factory=list)  # directories to delete once merged
+    # Bytes of the string and binary columns per input row, observed while the keys were checked
+    # (None when not observed): sizes the broadcast of the day's rows (merge.broadcasts).
+    variable_bytes_per_row: float | None = None
 
     @property
     def names(self) -> list[str]:
@@ -73,24 +76,55 @@ def observed_metrics(observation) -> dict:
         return {}
 
 
-def _counted(df, name: str):
+@dataclass(frozen=True)
+class Seen:
+    """What one pass over an input saw: its rows, and the bytes of its string and binary
+    columns (None when Spark reported no metrics)."""
+
+    rows: int
+    variable_bytes: int | None = None
+
+    @property
+    def variable_bytes_per_row(self) -> float | None:
+        if self.variable_bytes is None:
+            return None
+        return self.variable_bytes / self.rows if self.rows else 0.0
+
+
+def variable_columns(df, columns: list[str] | None = None) -> list[str]:
+    """The top-level string and binary columns of `df` (among `columns`, when given)."""
+    from pyspark.sql.types import BinaryType, StringType
+
+    return [f.name for f in df.schema.fields
+            if isinstance(f.dataType, (StringType, BinaryType)) and (columns is None or f.name in columns)]
+
+
+def _counted(df, name: str, variable: list[str]):
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     observation = Observation(f"zipper_{name}_{secrets.token_hex(6)}")
-    return df.observe(observation, F.count(F.lit(1)).alias("rows")), observation
+    metrics = [F.count(F.lit(1)).alias("rows")]
+    if variable:
+        row_bytes = sum((F.coalesce(F.octet_length(F.col(c)), F.lit(0)) for c in variable), F.lit(0))
+        metrics.append(F.sum(row_bytes.cast("long")).alias("variable_bytes"))
+    return df.observe(observation, *metrics), observation
 
 
-def _rows_seen(observation, df) -> int:
+def _seen(observation, df) -> Seen:
     observed = observed_metrics(observation)
-    return int(observed["rows"]) if "rows" in observed else df.count()
+    if "rows" not in observed:
+        return Seen(df.count())
+    variable = observed.get("variable_bytes", 0)
+    return Seen(int(observed["rows"]), int(variable or 0))
 
 
 # ---------------------------------------------------------------- key checks
 
-def validate_keys(df, spec: TableSpec, ds: dt.date, what: str) -> int:
-    """Row count of the input; fails naming keys if any is NULL or repeated. One pass over the input."""
-    counted, observation = _counted(df, "rows")
+def validate_keys(df, spec: TableSpec, ds: dt.date, what: str, columns: list[str] | None = None) -> Seen:
+    """Rows (and string bytes of `columns`) of the input; fails naming keys if any is NULL or
+    repeated. One pass over the input."""
+    counted, observation = _counted(df, "rows", variable_columns(df, columns))
     offenders = changes_offenders(counted, spec.keys)
     _refuse_nulls(offenders, spec, ds, what)
     if offenders:
@@ -99,7 +133,7 @@ def validate_keys(df, spec: TableSpec, ds: dt.date, what: str) -> int:
             f"{what} has keys {spec.keys} more than once{more}: {key_text(offenders[:MAX_LISTED_KEYS], spec.keys)}",
             **_where(spec, ds),
         )
-    return _rows_seen(observation, df)
+    return _seen(observation, df)
 
 
 def changes_offenders(df, keys: list[str]):
@@ -114,10 +148,11 @@ def _refuse_nulls(offenders, spec: TableSpec, ds: dt.date, what: str) -> None:
         raise InputError(f"{what} has NULL in key columns {spec.keys}: {key_text(nulls, spec.keys)}", **_where(spec, ds))
 
 
-def validate_order(events, spec: TableSpec, ds: dt.date, what: str, order_name: str | None) -> int:
-    """Row count of the events; fails naming keys that are NULL, and (with a sequence column,
-    `order_name`) keys whose sequence value is NULL or repeated."""
-    counted, observation = _counted(events, "events")
+def validate_order(events, spec: TableSpec, ds: dt.date, what: str, order_name: str | None,
+                   columns: list[str]) -> Seen:
+    """Rows (and string bytes of the table's `columns`) of the events; fails naming keys that are
+    NULL, and (with a sequence column, `order_name`) keys whose sequence value is NULL or repeated."""
+    counted, observation = _counted(events, "events", variable_columns(events, columns))
     offenders = changes.order_offenders(counted, spec.keys).limit(MAX_LISTED_KEYS * 2 + 1).collect()
     _refuse_nulls(offenders, spec, ds, what)
     if offenders:
@@ -129,7 +164,7 @@ def validate_order(events, spec: TableSpec, ds: dt.date, what: str, order_name: 
                           for r in offenders[:MAX_LISTED_KEYS])
         raise InputError(f"{what} has the same sequence_by value twice for keys {spec.keys}: {shown}",
                          **_where(spec, ds))
-    return _rows_seen(observation, events)
+    return _seen(observation, events)
 
 
 # ---------------------------------------------------------------- problems between changes
@@ -243,14 +278,17 @@ def prepare(spark, spec: TableSpec, st, ds: dt.date, located: sources.Input, tab
         return _snapshot(spark, spec, st, ds, located, rows, columns, column_changes, run_root, what)
     sequence = spec.source.sequence_by
     if not sequence:
-        return Day(rows, validate_keys(rows, spec, ds, what), columns, column_changes, located)
+        seen = validate_keys(rows, spec, ds, what)
+        return Day(rows, seen.rows, columns, column_changes, located,
+                   variable_bytes_per_row=seen.variable_bytes_per_row)
     names = [c for c, _ in columns]
     events = changes.upsert_events(rows, columns=names, order=sequence)
-    source_rows = validate_order(events, spec, ds, what, sequence)
+    seen = validate_order(events, spec, ds, what, sequence, names)
     flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=None)
     collapsed = changes.collapse(flagged, columns=names, deletes=False)
     result, count, scratch = _materialize(spark, collapsed, run_root)
-    return Day(result, count, columns, column_changes, located, {"source_rows": source_rows}, scratch=[scratch])
+    return Day(result, count, columns, column_changes, located, {"source_rows": seen.rows}, scratch=[scratch],
+               variable_bytes_per_row=seen.variable_bytes_per_row)
 
 
 def _empty(spec: TableSpec, located: sources.Input, table_columns) -> Day:
@@ -281,14 +319,16 @@ def _cdc(spark, spec: TableSpec, ds: dt.date, located, df, table_columns, run_ro
                                 order=sequence)
     counts = _problem_counts(spec)
     if not sequence:
-        counts["source_rows"] = validate_keys(events, spec, ds, what)
+        seen = validate_keys(events, spec, ds, what, names)
         collapsed = changes.single_changes(events, columns=names, match=match)
     else:
-        counts["source_rows"] = validate_order(events, spec, ds, what, sequence)
+        seen = validate_order(events, spec, ds, what, sequence, names)
         collapsed = _collapsed(spec, ds, what, events, names, counts, match,
                                "the row they delete (the key's previous change)")
+    counts["source_rows"] = seen.rows
     result, count, scratch = _materialize(spark, collapsed, run_root)
-    return Day(result, count, columns, column_changes, located, counts, check_open=True, scratch=[scratch])
+    return Day(result, count, columns, column_changes, located, counts, check_open=True, scratch=[scratch],
+               variable_bytes_per_row=seen.variable_bytes_per_row)
 
 
 def _collapsed(spec: TableSpec, ds: dt.date, what: str, events, names: list[str], counts: dict, match,
@@ -329,10 +369,12 @@ def _landing(spark, spec: TableSpec, ds: dt.date, located: sources.Input, table_
         conform.to_columns(rows, columns, keep=(landing.MARKER, landing.FILE, landing.ROW)),
         columns=names, marker=landing.MARKER, file=landing.FILE, row=landing.ROW,
     )
-    counts["source_rows"] = validate_order(events, spec, ds, what, None)
+    seen = validate_order(events, spec, ds, what, None, names)
+    counts["source_rows"] = seen.rows
     collapsed = _collapsed(spec, ds, what, events, names, counts, None, "the key's previous change that day")
     result, count, scratch = _materialize(spark, collapsed, run_root)
-    return Day(result, count, columns, column_changes, located, counts, check_open=True, scratch=[scratch])
+    return Day(result, count, columns, column_changes, located, counts, check_open=True, scratch=[scratch],
+               variable_bytes_per_row=seen.variable_bytes_per_row)
 
 
 def _refuse_partial_updates(rows, spec: TableSpec, ds: dt.date, what: str, file_columns: dict, table_names: list[str]):
@@ -356,12 +398,13 @@ def _refuse_partial_updates(rows, spec: TableSpec, ds: dt.date, what: str, file_
 def _snapshot(spark, spec: TableSpec, st, ds: dt.date, located, rows, columns, column_changes, run_root: str,
               what: str) -> Day:
     names = [c for c, _ in columns]
-    source_rows = validate_keys(rows, spec, ds, what)
+    seen = validate_keys(rows, spec, ds, what)
     open_rows = spark.read.schema(_schema(columns)).parquet(st.open_partition.location)
     diff = changes.snapshot_changes(open_rows, rows, keys=spec.keys, columns=names,
                                     invalidate=spec.source.invalidate_missing)
     result, count, scratch = _materialize(spark, diff, run_root)
-    return Day(result, count, columns, column_changes, located, {"source_rows": source_rows}, scratch=[scratch])
+    return Day(result, count, columns, column_changes, located, {"source_rows": seen.rows}, scratch=[scratch],
+               variable_bytes_per_row=seen.variable_bytes_per_row)
 
 
 def first_columns(spark, spec: TableSpec, st, located: sources.Input, ds: dt.date) -> list[tuple[str, str]] | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 import secrets
 import time
@@ -42,22 +43,34 @@ def broadcast_max_bytes(spark) -> int:
     return int(spark._jvm.java.lang.Runtime.getRuntime().maxMemory()) // BROADCAST_HEAP_SHARE
 
 
-def estimated_row_bytes(spark, columns: list[tuple[str, str]], begin_column: str) -> int:
-    """Bytes a row of the open partition takes in Spark's row format, by Spark's own per-type
-    estimates (a string counts 20 bytes): an 8-byte slot per column plus variable-length data,
-    counted generously."""
+def estimated_row_bytes(spark, columns: list[tuple[str, str]], begin_column: str,
+                        variable_bytes_per_row: float | None = None) -> int:
+    """Bytes a row of the open partition takes in Spark's row format, counted generously: an
+    8-byte slot per column plus variable-length data. Strings and binaries count as observed
+    (`variable_bytes_per_row`, plus up to 7 bytes of padding each) when the input pass measured
+    them, else as Spark's own estimate (20 bytes, far too little for long texts)."""
+    from pyspark.sql.types import BinaryType, StringType
+
     schema = _struct_type(columns, begin_column)
-    jvm_schema = spark._jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json())
-    return 8 + 8 * len(schema.fields) + int(jvm_schema.defaultSize())
+    observed = set()
+    if variable_bytes_per_row is not None:
+        observed = {f.name for f in schema.fields
+                    if f.name != begin_column and isinstance(f.dataType, (StringType, BinaryType))}
+    estimated = type(schema)([f for f in schema.fields if f.name not in observed])
+    jvm_schema = spark._jvm.org.apache.spark.sql.types.DataType.fromJson(estimated.json())
+    variable = math.ceil(variable_bytes_per_row) + 7 * len(observed) if observed else 0
+    return 8 + 8 * len(schema.fields) + int(jvm_schema.defaultSize()) + variable
 
 
-def broadcasts(spark, rows: int, columns: list[tuple[str, str]], begin_column: str) -> bool:
+def broadcasts(spark, rows: int, columns: list[tuple[str, str]], begin_column: str,
+               variable_bytes_per_row: float | None = None) -> bool:
     """Whether the day's rows are broadcast (a lookup per open row) rather than joined by a
     shuffle of the open partition: up to ZIPPER_BROADCAST_MAX_ROWS rows, and only while they
     fit the driver's heap (ZIPPER_BROADCAST_MAX_BYTES, default an eighth of it)."""
     if rows > broadcast_max_rows():
         return False
-    return rows * estimated_row_bytes(spark, columns, begin_column) <= broadcast_max_bytes(spark)
+    row_bytes = estimated_row_bytes(spark, columns, begin_column, variable_bytes_per_row)
+    return rows * row_bytes <= broadcast_max_bytes(spark)
 
 
 @dataclass
@@ -69,6 +82,7 @@ class RunResult:
     counts: dict = field(default_factory=dict)
     seconds: float = 0.0
     run_id: str = ""
+    join: str = ""  # how the day's rows met the open partition: broadcast | shuffle ("" when not joined)
 
     def summary(self) -> str:
         if self.action == "noop":
@@ -94,7 +108,7 @@ class RunResult:
         return {
             "table": self.table, "ds": self.ds, "action": self.action, "message": self.message,
             "counts": dict(self.counts), "run_id": self.run_id, "seconds": round(self.seconds, 3),
-            "summary": self.summary(),
+            "join": self.join, "summary": self.summary(),
         }
 
 
@@ -243,7 +257,7 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
         columns = _columns_from_first_increment(spark, spec, st, ds + DAY)
     if base_df is not None:
         base_df = conform.to_table_columns(base_df, columns, spec, ds.isoformat(), "base")
-        validate_keys(base_df, spec, ds, "base")
+        validate_keys(base_df, spec, ds, "base", columns=[])  # no string bytes: the base is not broadcast
 
     if not st.exists:
         catalog.ensure_database(spark, spec.database)
@@ -444,6 +458,7 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
     try:
         day = dayinput.prepare(spark, spec, st, ds, located, table_columns, run_root)
         tracked = conform.tracked_columns(spec, day.names)
+        join = ""
         if day.rows == 0:
             open_dir = st.open_partition.location
             kinds = {"changed": 0, "updated": 0, "unchanged": 0}
@@ -452,8 +467,9 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
             written, counts = Written(kinds, open_before, 0), dict(day.counts)
             fs.mkdirs(spark, closed_dir)
         else:
-            written, counts = _write_merge(spark, spec, st, day, tracked, ds, run_root,
-                                           broadcast=broadcasts(spark, day.rows, day.columns, spec.begin_column))
+            broadcast = broadcasts(spark, day.rows, day.columns, spec.begin_column, day.variable_bytes_per_row)
+            join = "broadcast" if broadcast else "shuffle"
+            written, counts = _write_merge(spark, spec, st, day, tracked, ds, run_root, broadcast=broadcast)
             for directory in (open_dir, closed_dir):
                 fs.mkdirs(spark, directory)
     except InputError:
@@ -522,4 +538,4 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
         faults.checkpoint("before_add_columns")
         catalog.alter_data_columns(spark, spec, day.columns)
     faults.checkpoint("after_publish")
-    return RunResult(spec.table, ds_text, "merge", "", summary, time.monotonic() - started, run_id)
+    return RunResult(spec.table, ds_text, "merge", "", summary, time.monotonic() - started, run_id, join)
