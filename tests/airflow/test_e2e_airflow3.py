@@ -1,4 +1,4 @@
-"""Airflow 3 end to end: a real api-server, scheduler (LocalExecutor) and dag-processor on SQLite,
+"""Airflow 3 end to end: a real api-server, scheduler (LocalExecutor), dag-processor and triggerer on SQLite,
 configured only by environment variables, running the zipper DAGs with spark-submit.
 
 One instance serves every scenario (each spark-submit costs about 25 s of JVM start here)."""
@@ -11,7 +11,9 @@ import shutil
 import pytest
 
 from tests.airflow.support import (
+    BASE,
     DATES,
+    INCREMENTS,
     assert_serial,
     expected_after_first_date,
     minimal_env,
@@ -26,6 +28,7 @@ from zipper.airflow.local import LocalAirflow
 pytestmark = [pytest.mark.slow, pytest.mark.airflow]
 BACKFILLED = "dim_bf"
 FIRST = "dim_first"
+DEFERRED = "dim_deferred"
 DAG = "zipper_" + BACKFILLED
 
 
@@ -39,7 +42,13 @@ def workspace(tmp_path_factory):
     (specs / "broken.yaml").write_text(
         "name: broken\ntable: dw.broken\nkeys: []\nsource: {path: /x}\nstart_date: '2024-01-01'\n")
     write_spec(refs, "dim_ref", data)
-    return {"root": root, "data": data, "specs": specs, "refs": refs, "warehouse": root / "warehouse"}
+    deferred = root / "data_deferred"  # its one date's increment lands only while the sensor waits
+    write_parquet(deferred / "base", BASE)
+    write_spec(specs, DEFERRED, deferred, end_date=DATES[0],
+               airflow={"owner": "data-eng", "retries": 0,
+                        "sensor": {"mode": "deferrable", "poke_interval": 2, "timeout": 600}})
+    return {"root": root, "data": data, "specs": specs, "refs": refs, "warehouse": root / "warehouse",
+            "deferred": deferred}
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +59,7 @@ def af3(workspace):
     instance.cli("pools", "set", DEFAULT_POOL, "1", "zipper merges")
     instance.start()
     try:
-        instance.wait_for_dags([DAG, f"zipper_{FIRST}", f"{DAG}_rerun"])
+        instance.wait_for_dags([DAG, f"zipper_{FIRST}", f"{DAG}_rerun", f"zipper_{DEFERRED}"])
         yield instance
     finally:
         instance.stop()
@@ -165,3 +174,27 @@ def test_rerun_dag_from_the_trigger_form(af3, workspace, backfilled):
     assert runs[0]["state"] == "success"
     table, reference = _reference_and_table(workspace, ref)
     assert table["rows"] == reference["rows"]
+
+
+def test_a_deferrable_sensor_waits_in_the_triggerer_until_the_increment_lands(af3, workspace, backfilled):
+    dag = f"zipper_{DEFERRED}"
+    af3.cli("dags", "unpause", dag)  # catchup: its one date
+
+    def sensor_state():
+        waits = af3.task_instances(dag, "wait_for_increment")
+        return waits[0]["state"] if waits else None
+
+    af3.wait_until(lambda: sensor_state() == "deferred", 300, "the sensor to defer")
+    triggers = af3.query("SELECT t.classpath FROM trigger t JOIN task_instance ti ON ti.trigger_id = t.id"
+                         " WHERE ti.dag_id = ? AND ti.task_id = 'wait_for_increment'", dag)
+    assert triggers == [("zipper.airflow.triggers.IncrementTrigger",)]
+    assert af3.task_instances(dag, "merge")[0]["state"] in (None, "none", "scheduled")  # nothing ran yet
+
+    write_parquet(workspace["deferred"] / "incr" / f"ds={DATES[0]}", INCREMENTS[DATES[0]])
+    runs = af3.wait_for_runs(dag, 1, timeout=600)
+    assert runs[0]["state"] == "success"
+    logs = af3.home / "logs" / f"dag_id={dag}"
+    sensor_log = "".join(p.read_text() for p in logs.glob("run_id=*/task_id=wait_for_increment/attempt=*.log"))
+    assert "found:" in sensor_log  # execute_complete, after the trigger fired
+    audit_log = next(logs.glob("run_id=*/task_id=audit/attempt=1.log")).read_text()
+    assert "new=1" in audit_log and "changed=1" in audit_log and "open_after=3" in audit_log

@@ -1,7 +1,7 @@
 """`make demo`: the sample user dimension run through Airflow 3, then what analysts see.
 
 Generates the sample week (zipper.demo), sets up `<repo>/airflow_home` (rendered airflow.cfg,
-SQLite, the merge pool), starts the API server, scheduler and dag-processor on a free port,
+SQLite, the merge pool), starts the API server, scheduler, dag-processor and triggerer on a free port,
 backfills zipper_dim_user over the week with `airflow backfill create`, stops Airflow, and prints
 the table's partitions, one key's history and an as-of slice. Running it again backfills the week
 again: every merge is then a no-op (same input, already committed)."""
@@ -34,7 +34,7 @@ def main() -> int:
     setup(home)
     env = {"ZIPPER_SPECS": str(specs), "ZIPPER_WAREHOUSE": str(warehouse())}
     airflow = LocalAirflow(home, env={**os.environ, **env})
-    print(f"Airflow: AIRFLOW_HOME={home}; starting api-server (port {airflow.port}), scheduler, dag-processor")
+    print(f"Airflow: AIRFLOW_HOME={home}; starting api-server (port {airflow.port}), scheduler, dag-processor, triggerer")
     with airflow:
         airflow.wait_for_dags([DAG_ID])
         first, last = spec.start_date.isoformat(), (spec.end_date or spec.start_date).isoformat()

@@ -1,7 +1,8 @@
 """An Airflow 3 instance on this machine, for the demo and the end-to-end tests.
 
-Airflow 3 runs every task through the API server's execution API, so a working instance is three
-processes: `airflow api-server`, `airflow scheduler` (LocalExecutor) and `airflow dag-processor`.
+Airflow 3 runs every task through the API server's execution API, so a working instance is four
+processes: `airflow api-server`, `airflow scheduler` (LocalExecutor), `airflow dag-processor`, and
+`airflow triggerer` for deferrable increment sensors.
 State is read back from the SQLite metadata database (read-only)."""
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Callable
 
 from zipper.airflow.environment import python_bin
 
-SERVICES = ("api-server", "scheduler", "dag-processor")
+SERVICES = ("api-server", "scheduler", "dag-processor", "triggerer")
 FINISHED = {"success", "failed"}
 LOCKED = "database is locked"
 LOCK_RETRIES = 4
