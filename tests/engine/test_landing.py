@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import shutil
 
 import pyarrow as pa
@@ -144,6 +145,41 @@ def test_consumed_range_is_committed_and_kept_for_a_rerun(spark, zone):
     zone.write(4, [(0, "C", "x")])  # 3 is missing
     before = state_of(spark, zone)
     with pytest.raises(InputError, match=r"numbering has a gap after 00000000000000000002.parquet: missing 00000000000000000003.parquet"):
+        merge.merge_date(spark, zone.spec, day(3))
+    assert state_of(spark, zone) == before
+
+
+def test_a_reset_zone_is_refused_and_a_touched_file_is_not(spark, tmp_path, unique_name):
+    zone = LandingZone(tmp_path, unique_name)
+    zone.write(1, [(0, "A", "x")])
+    zone.write(2, [(0, "B", "x")])
+    merge.merge_date(spark, zone.spec, day(1))  # consumes 1..2
+    consumed_size = (zone.folder / landing.file_name(1)).stat().st_size
+
+    # only touched (a copy of the zone, a backup restore): same size, newer time; the next date goes on
+    later = (zone.folder / landing.file_name(2)).stat().st_mtime + 60
+    os.utime(zone.folder / landing.file_name(1), (later, later))
+    assert merge.merge_date(spark, zone.spec, day(2)).counts["files"] == 0
+
+    # the producer started over: file 1 written again with other contents
+    zone.write(1, [(0, "A", "a much longer location than before"), (0, "Z", "y")])
+    os.utime(zone.folder / landing.file_name(1), (later + 60, later + 60))
+    new_size = (zone.folder / landing.file_name(1)).stat().st_size
+    before = state_of(spark, zone)
+    with pytest.raises(InputError, match=(
+            rf"landing zone .*Employees: 00000000000000000001.parquet was written again after it was consumed"
+            rf" \({new_size} bytes now; the table consumed it on 2024-01-01 with {consumed_size} bytes\): the zone"
+            rf" was reset or rewritten; nothing was changed")) as refused:
+        merge.merge_date(spark, zone.spec, day(3))
+    assert (refused.value.table, refused.value.ds) == (zone.table, "2024-01-03")
+    assert state_of(spark, zone) == before
+
+    # the producer started over in a cleaned folder: its files end before the last one consumed
+    for n in (1, 2):
+        (zone.folder / landing.file_name(n)).unlink()
+    zone.write(1, [(0, "A", "x")])
+    with pytest.raises(InputError, match=r"ends at 00000000000000000001.parquet, but the table has consumed files"
+                                         r" up to 00000000000000000002.parquet: the zone was reset"):
         merge.merge_date(spark, zone.spec, day(3))
     assert state_of(spark, zone) == before
 

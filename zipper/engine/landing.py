@@ -3,7 +3,9 @@ and Parquet files named with 20 digits (`00000000000000000001.parquet`, ...), ea
 by `__rowMarker__` (0 insert, 1 update, 2 delete, 4 upsert; a file without it is all inserts).
 
 A date consumes every file numbered after the last one the table consumed, up to the highest
-present when the merge starts; a gap in the numbering is an error. The merge copies those
+present when the merge starts; a gap in the numbering is an error, and so is a zone that was
+reset (its files end before the last one consumed, or a file already consumed was written again
+with other contents: the table would otherwise skip the new series without a word). The merge copies those
 files under its run directory (`versions/<run_id>/zipper_landing/`) and reads the copy; the
 commit record names the range and the copy (`zipper.landing`), so a replay of the date reads
 exactly what the first run read, even after the landing zone has been cleaned. `zipper vacuum`
@@ -41,11 +43,14 @@ class Consumed:
     last: int
     files: tuple[tuple[str, int], ...]  # (name, size), in number order
     kept: str | None = None  # the copy this date reads, once made
+    # The newest modification time (the zone's own clock, ms) of any file consumed up to this
+    # date: a file numbered up to `last` that is newer was written again after it was consumed.
+    modified_ms: int = 0
 
     def record(self, fingerprint: str) -> dict:
         return {"first": self.first, "last": self.last, "files": len(self.files),
                 "bytes": sum(size for _, size in self.files), "kept": self.kept, "folder": self.folder,
-                "fingerprint": fingerprint}
+                "fingerprint": fingerprint, "modified_ms": self.modified_ms}
 
     def describe(self) -> str:
         if not self.files:
@@ -116,12 +121,44 @@ def _check_keys(spark, spec: TableSpec, st, folder: str, ds: dt.date) -> None:
                          " cannot change (recreate the table to change them)", table=spec.table, ds=ds.isoformat())
 
 
-def last_consumed(st, ds: dt.date) -> int:
-    """The last file number the table consumed before `ds`: the latest earlier commit's."""
+def consumed_before(st, ds: dt.date) -> dict | None:
+    """The landing record of the latest commit before `ds` (None when there is none)."""
     if st is None or not st.exists:
-        return 0
+        return None
     earlier = [c for d, c in st.commits.items() if d < ds.isoformat() and c.landing]
-    return max(earlier, key=lambda c: c.ds).landing["last"] if earlier else 0
+    return max(earlier, key=lambda c: c.ds).landing if earlier else None
+
+
+def _refuse_reset(spark, st, folder: str, previous: dict | None, numbered: dict, where: dict) -> None:
+    """Fails when the zone no longer continues the files the table consumed: it ends before the
+    last one consumed, or a consumed file was written again (newer than every consumed file)
+    with a size other than the kept copy's. A file only copied or touched keeps its size."""
+    if previous is None or not numbered:
+        return
+    last = previous["last"]
+    if max(numbered) < last:
+        raise InputError(f"landing zone {folder} ends at {file_name(max(numbered))}, but the table has consumed"
+                         f" files up to {file_name(last)}: the zone was reset or its newest files removed;"
+                         " nothing was changed", **where)
+    seen = previous.get("modified_ms") or 0
+    newer = sorted(n for n, f in numbered.items() if n <= last and seen and f.modified_ms > seen)
+    for n in newer:
+        commit = next((c for c in st.commits.values()
+                       if c.landing and c.landing["first"] <= n <= c.landing["last"]), None)
+        kept = dict(_kept_sizes(spark, commit.landing)) if commit is not None else {}
+        if kept.get(file_name(n)) != numbered[n].size:
+            consumed = (f"the table consumed it on {commit.ds} with {kept[file_name(n)]} bytes"
+                        if file_name(n) in kept else "the table consumed it before, and its kept copy is gone")
+            raise InputError(f"landing zone {folder}: {file_name(n)} was written again after it was consumed"
+                             f" ({numbered[n].size} bytes now; {consumed}): the zone was reset or rewritten;"
+                             " nothing was changed", **where)
+
+
+def _kept_sizes(spark, record: dict) -> list[tuple[str, int]]:
+    kept = record.get("kept")
+    if not kept or not fs.exists(spark, kept):
+        return []
+    return [(fs.name_of(f.path), f.size) for f in fs.list_files(spark, kept) if number(fs.name_of(f.path)) is not None]
 
 
 def require_folder(spark, spec: TableSpec, ds: dt.date) -> str:
@@ -145,9 +182,11 @@ def locate(spark, spec: TableSpec, st, ds: dt.date) -> sources.Input:
         return _kept(spark, spec, record, record["fingerprint"], ds)
     folder = require_folder(spark, spec, ds)
     _check_keys(spark, spec, st, folder, ds)
-    last = last_consumed(st, ds)
+    previous = consumed_before(st, ds)
+    last = previous["last"] if previous else 0
     numbered = {number(fs.name_of(f.path)): f for f in fs.list_files(spark, folder)}
     numbered.pop(None, None)
+    _refuse_reset(spark, st, folder, previous, numbered, where)
     new = sorted(n for n in numbered if n > last)
     if new:
         missing = sorted(set(range(last + 1, new[-1] + 1)) - set(new))
@@ -156,8 +195,9 @@ def locate(spark, spec: TableSpec, st, ds: dt.date) -> sources.Input:
             raise InputError(f"landing zone {folder}: numbering has a gap after {file_name(last) if last else 'the start'}:"
                              f" missing {shown}", **where)
     files = [numbered[n] for n in new]
+    modified = max([f.modified_ms for f in files] + [(previous or {}).get("modified_ms") or 0])
     consumed = Consumed(folder, last + 1, new[-1] if new else last,
-                        tuple((fs.name_of(f.path), f.size) for f in files))
+                        tuple((fs.name_of(f.path), f.size) for f in files), modified_ms=modified)
     return sources.Input(consumed.describe(), "parquet", [f.path for f in files], files,
                          fingerprint(consumed.first, consumed.last, consumed.files), landing=consumed)
 
@@ -167,7 +207,7 @@ def _kept(spark, spec: TableSpec, record: dict, recorded_fingerprint: str, ds: d
     files = fs.list_files(spark, kept) if kept else []
     files = [f for f in files if number(fs.name_of(f.path)) is not None]
     consumed = Consumed(record.get("folder", ""), record["first"], record["last"],
-                        tuple((fs.name_of(f.path), f.size) for f in files), kept)
+                        tuple((fs.name_of(f.path), f.size) for f in files), kept, record.get("modified_ms") or 0)
     found = fingerprint(consumed.first, consumed.last, consumed.files)
     if found != recorded_fingerprint:
         raise InputError(f"the copy of the landing-zone files {record['first']:020d}..{record['last']:020d} kept at"
