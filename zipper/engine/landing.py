@@ -5,8 +5,8 @@ by `__rowMarker__` (0 insert, 1 update, 2 delete, 4 upsert; a file without it is
 A date consumes every file numbered after the last one the table consumed, up to the highest
 present when the merge starts; a gap in the numbering is an error, and so is a zone that was
 reset (its files end before the last one consumed, or a file already consumed was written again
-with other contents: the table would otherwise skip the new series without a word). The merge copies those
-files under its run directory (`versions/<run_id>/zipper_landing/`) and reads the copy; the
+with other contents), which the table would otherwise skip without a word. The merge copies
+those files under its run directory (`versions/<run_id>/zipper_landing/`) and reads the copy; the
 commit record names the range and the copy (`zipper.landing`), so a replay of the date reads
 exactly what the first run read, even after the landing zone has been cleaned. `zipper vacuum`
 keeps every copy a commit names.
