@@ -105,7 +105,7 @@ def test_a_command_failed_on_the_lock_is_run_again_and_succeeds(tmp_path, monkey
             database.execute("COMMIT")
             released.append(seconds)
 
-    monkeypatch.setattr(local.time, "sleep", release_then_wait)
+    monkeypatch.setattr(local, "wait_before_retry", release_then_wait)
     try:
         once = airflow.cli("pools", "set", "locked_once", "1", "x", check=False, retries_when_locked=0)
         again = airflow.cli("pools", "set", "locked_once", "1", "x")

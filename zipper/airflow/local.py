@@ -28,6 +28,10 @@ LOCKED = "database is locked"
 LOCK_RETRIES = 4
 
 
+def wait_before_retry(seconds: float) -> None:
+    time.sleep(seconds)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -66,7 +70,7 @@ class LocalAirflow:
             wait = 2.0 * (attempt + 1)
             print(f"airflow {' '.join(args[:2])}: {LOCKED}; again in {wait:.0f} s"
                   f" ({attempt + 2} of {retries_when_locked + 1})", file=sys.stderr)
-            time.sleep(wait)
+            wait_before_retry(wait)
         if check and result.returncode != 0:
             raise RuntimeError(f"airflow {' '.join(args)} failed ({result.returncode}):\n{result.stderr[-3000:]}")
         return result
