@@ -19,8 +19,8 @@ fi
 # tests spend much of their time waiting for subprocesses (JVM starts, scheduler loops, the
 # metastore's retries), time the in-process Spark tests of the engine use. Each test has its own
 # warehouse, metastore and ports. Together the two groups are every file under tests/
-# (test_environment checks that). Side by side on 2 idle cores they took 11.4 and 13.2 minutes
-# before test_embedded_config.py (41 s, waiting on SQLite locks) moved to in_line (2026-11-23).
+# (test_environment checks that). Side by side on 2 idle cores they took 13.1 and 13.2 minutes
+# on a clean clone (2026-11-23).
 alongside=(tests/airflow/test_dag_integrity.py tests/airflow/test_e2e_airflow2.py tests/airflow/test_e2e_airflow3.py tests/airflow/test_increments.py tests/airflow/test_operators.py tests/cli/test_cli.py tests/cli/test_sources_cli.py tests/cli/test_faults.py)
 in_line=(tests/unit tests/engine tests/cli/test_rerun_cli.py tests/cli/test_external_metastore.py tests/airflow/test_embedded_config.py)
 log=$(mktemp -t zipper-tests-XXXXXX.log)
