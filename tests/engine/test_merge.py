@@ -118,7 +118,7 @@ def test_long_strings_are_sized_as_observed_so_a_day_of_long_texts_is_joined_by_
 
 def test_the_key_check_observes_the_string_bytes_of_the_input(spark, users):
     rows = spark.createDataFrame([(1, "ab", "中文"), (2, None, "x"), (3, "", None)], "id bigint, name string, city string")
-    seen = merge.validate_keys(rows, users.spec, day(1), "increment")
+    seen = merge.validate_keys(rows, users.spec, day(1), "increment", columns=["id", "name", "city"])
     assert (seen.rows, seen.variable_bytes) == (3, 2 + 6 + 1)  # UTF-8 bytes; NULL counts 0
     assert seen.variable_bytes_per_row == 3.0
     only_city = merge.validate_keys(rows, users.spec, day(1), "increment", columns=["city"])

@@ -91,12 +91,12 @@ class Seen:
         return self.variable_bytes / self.rows if self.rows else 0.0
 
 
-def variable_columns(df, columns: list[str] | None = None) -> list[str]:
-    """The top-level string and binary columns of `df` (among `columns`, when given)."""
+def variable_columns(schema, columns) -> list[str]:
+    """The top-level string and binary columns of a StructType, among `columns`: those whose
+    size Spark can only guess (merge.estimated_row_bytes counts them as measured)."""
     from pyspark.sql.types import BinaryType, StringType
 
-    return [f.name for f in df.schema.fields
-            if isinstance(f.dataType, (StringType, BinaryType)) and (columns is None or f.name in columns)]
+    return [f.name for f in schema.fields if isinstance(f.dataType, (StringType, BinaryType)) and f.name in columns]
 
 
 def _counted(df, name: str, variable: list[str]):
@@ -121,10 +121,10 @@ def _seen(observation, df) -> Seen:
 
 # ---------------------------------------------------------------- key checks
 
-def validate_keys(df, spec: TableSpec, ds: dt.date, what: str, columns: list[str] | None = None) -> Seen:
-    """Rows (and string bytes of `columns`) of the input; fails naming keys if any is NULL or
-    repeated. One pass over the input."""
-    counted, observation = _counted(df, "rows", variable_columns(df, columns))
+def validate_keys(df, spec: TableSpec, ds: dt.date, what: str, columns: tuple[str, ...] | list[str] = ()) -> Seen:
+    """Rows (and the string bytes of `columns`) of the input; fails naming keys if any is NULL
+    or repeated. One pass over the input."""
+    counted, observation = _counted(df, "rows", variable_columns(df.schema, columns))
     offenders = changes_offenders(counted, spec.keys)
     _refuse_nulls(offenders, spec, ds, what)
     if offenders:
@@ -152,7 +152,7 @@ def validate_order(events, spec: TableSpec, ds: dt.date, what: str, order_name: 
                    columns: list[str]) -> Seen:
     """Rows (and string bytes of the table's `columns`) of the events; fails naming keys that are
     NULL, and (with a sequence column, `order_name`) keys whose sequence value is NULL or repeated."""
-    counted, observation = _counted(events, "events", variable_columns(events, columns))
+    counted, observation = _counted(events, "events", variable_columns(events.schema, columns))
     offenders = changes.order_offenders(counted, spec.keys).limit(MAX_LISTED_KEYS * 2 + 1).collect()
     _refuse_nulls(offenders, spec, ds, what)
     if offenders:
@@ -277,11 +277,11 @@ def prepare(spark, spec: TableSpec, st, ds: dt.date, located: sources.Input, tab
     if mode == "snapshot":
         return _snapshot(spark, spec, st, ds, located, rows, columns, column_changes, run_root, what)
     sequence = spec.source.sequence_by
+    names = [c for c, _ in columns]
     if not sequence:
-        seen = validate_keys(rows, spec, ds, what)
+        seen = validate_keys(rows, spec, ds, what, names)
         return Day(rows, seen.rows, columns, column_changes, located,
                    variable_bytes_per_row=seen.variable_bytes_per_row)
-    names = [c for c, _ in columns]
     events = changes.upsert_events(rows, columns=names, order=sequence)
     seen = validate_order(events, spec, ds, what, sequence, names)
     flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=None)
@@ -398,7 +398,7 @@ def _refuse_partial_updates(rows, spec: TableSpec, ds: dt.date, what: str, file_
 def _snapshot(spark, spec: TableSpec, st, ds: dt.date, located, rows, columns, column_changes, run_root: str,
               what: str) -> Day:
     names = [c for c, _ in columns]
-    seen = validate_keys(rows, spec, ds, what)
+    seen = validate_keys(rows, spec, ds, what, names)
     open_rows = spark.read.schema(_schema(columns)).parquet(st.open_partition.location)
     diff = changes.snapshot_changes(open_rows, rows, keys=spec.keys, columns=names,
                                     invalidate=spec.source.invalidate_missing)

@@ -49,13 +49,10 @@ def estimated_row_bytes(spark, columns: list[tuple[str, str]], begin_column: str
     8-byte slot per column plus variable-length data. Strings and binaries count as observed
     (`variable_bytes_per_row`, plus up to 7 bytes of padding each) when the input pass measured
     them, else as Spark's own estimate (20 bytes, far too little for long texts)."""
-    from pyspark.sql.types import BinaryType, StringType
-
     schema = _struct_type(columns, begin_column)
     observed = set()
     if variable_bytes_per_row is not None:
-        observed = {f.name for f in schema.fields
-                    if f.name != begin_column and isinstance(f.dataType, (StringType, BinaryType))}
+        observed = set(dayinput.variable_columns(schema, [c for c, _ in columns]))
     estimated = type(schema)([f for f in schema.fields if f.name not in observed])
     jvm_schema = spark._jvm.org.apache.spark.sql.types.DataType.fromJson(estimated.json())
     variable = math.ceil(variable_bytes_per_row) + 7 * len(observed) if observed else 0
@@ -257,7 +254,7 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
         columns = _columns_from_first_increment(spark, spec, st, ds + DAY)
     if base_df is not None:
         base_df = conform.to_table_columns(base_df, columns, spec, ds.isoformat(), "base")
-        validate_keys(base_df, spec, ds, "base", columns=[])  # no string bytes: the base is not broadcast
+        validate_keys(base_df, spec, ds, "base")
 
     if not st.exists:
         catalog.ensure_database(spark, spec.database)
