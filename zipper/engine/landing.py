@@ -155,10 +155,14 @@ def _refuse_reset(spark, st, folder: str, previous: dict | None, numbered: dict,
 
 
 def _kept_sizes(spark, record: dict) -> list[tuple[str, int]]:
-    kept = record.get("kept")
-    if not kept or not fs.exists(spark, kept):
+    return [(fs.name_of(f.path), f.size) for f in numbered_files(spark, record.get("kept"))]
+
+
+def numbered_files(spark, folder: str | None) -> list:
+    """The change files (20-digit names) directly in `folder`, by name; none when it is missing."""
+    if not folder:
         return []
-    return [(fs.name_of(f.path), f.size) for f in fs.list_files(spark, kept) if number(fs.name_of(f.path)) is not None]
+    return [f for f in fs.list_files(spark, folder) if number(fs.name_of(f.path)) is not None]
 
 
 def require_folder(spark, spec: TableSpec, ds: dt.date) -> str:
@@ -204,8 +208,7 @@ def locate(spark, spec: TableSpec, st, ds: dt.date) -> sources.Input:
 
 def _kept(spark, spec: TableSpec, record: dict, recorded_fingerprint: str, ds: dt.date) -> sources.Input:
     kept = record.get("kept")
-    files = fs.list_files(spark, kept) if kept else []
-    files = [f for f in files if number(fs.name_of(f.path)) is not None]
+    files = numbered_files(spark, kept)
     consumed = Consumed(record.get("folder", ""), record["first"], record["last"],
                         tuple((fs.name_of(f.path), f.size) for f in files), kept, record.get("modified_ms") or 0)
     found = fingerprint(consumed.first, consumed.last, consumed.files)
@@ -230,7 +233,7 @@ def keep(spark, located: sources.Input, run_root: str) -> sources.Input:
             fs.copy(spark, f.path, f"{kept}/{fs.name_of(f.path)}")
         except Exception as exc:
             raise InputError(f"cannot copy {f.path} from the landing zone: {str(exc).splitlines()[0][:200]}") from None
-    files = [f for f in fs.list_files(spark, kept) if number(fs.name_of(f.path)) is not None]
+    files = numbered_files(spark, kept)
     copied = tuple((fs.name_of(f.path), f.size) for f in files)
     if copied != consumed.files:
         raise InputError(f"the landing-zone files changed while they were copied: {copied} != {consumed.files}")
