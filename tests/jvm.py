@@ -43,7 +43,8 @@ QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
-def _java() -> Path | None:
+def java_binary() -> Path | None:
+    """The java Spark's launcher uses: $JAVA_HOME/bin/java, else the one on PATH."""
     home = os.environ.get("JAVA_HOME")
     found = Path(home) / "bin" / "java" if home else (Path(w) if (w := shutil.which("java")) else None)
     return found.resolve() if found and found.exists() else None
@@ -87,7 +88,7 @@ def _make_archive(archive: Path) -> None:
 def spark_submit_opts(python: str | None = None) -> str:
     """SPARK_SUBMIT_OPTS for drivers of the pyspark in `python`'s virtualenv (default: this one)."""
     base = os.environ.get("SPARK_SUBMIT_OPTS", "")
-    java = _java()
+    java = java_binary()
     if java is None:
         return base
     opts = [base, QUICK_JIT] if base else [QUICK_JIT]

@@ -16,29 +16,15 @@ import os
 import sys
 from pathlib import Path
 
-
-def external_session(uri: str, warehouse: str):
-    """No zipper code: what an analyst's Spark configured for the shared metastore builds."""
-    from pyspark.sql import SparkSession
-
-    return (
-        SparkSession.builder.master("local[2]")
-        .appName("external probe")
-        .enableHiveSupport()
-        .config("spark.hadoop.hive.metastore.uris", uri)
-        .config("spark.sql.warehouse.dir", warehouse)
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
+from tests.cli.table_probe import plain_session, snapshot
 
 
 def main() -> int:
     uri, warehouse, plan = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
     os.environ["ZIPPER_METASTORE"] = "external"
-    spark = external_session(uri, warehouse)
+    spark = plain_session(warehouse, metastore_uri=uri)
     spark.sparkContext.setLogLevel("ERROR")
     from tests.cli.helpers import write_parquet
-    from tests.cli.table_probe import snapshot
     from zipper.cli.main import main as zipper_main
 
     results = []

@@ -14,15 +14,21 @@ import json
 import sys
 
 
-def plain_session(warehouse: str):
+def plain_session(warehouse: str, metastore_uri: str | None = None):
+    """No zipper code: the embedded Derby under `warehouse`, or the metastore server at
+    `metastore_uri` (thrift://...), as an analyst's Spark configured for it would reach it."""
     from pyspark.sql import SparkSession
 
+    metastore = (
+        ("spark.hadoop.hive.metastore.uris", metastore_uri) if metastore_uri else
+        ("spark.hadoop.javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={warehouse}/metastore_db;create=true")
+    )
     return (
         SparkSession.builder.master("local[2]")
         .appName("probe")
         .enableHiveSupport()
         .config("spark.sql.warehouse.dir", warehouse)
-        .config("spark.hadoop.javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={warehouse}/metastore_db;create=true")
+        .config(*metastore)
         .config("spark.ui.enabled", "false")
         .getOrCreate()
     )

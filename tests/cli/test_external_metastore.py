@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -20,23 +19,13 @@ import pytest
 
 from tests.airflow.support import DATES, write_sample, write_spec
 from tests.cli.helpers import REPO
-from tests.jvm import spark_env
+from tests.jvm import java_binary, spark_env
+from zipper.airflow.local import free_port
 
 pytestmark = pytest.mark.slow
 SPARK_JARS = Path(__import__("pyspark").__file__).parent / "jars"
 LOG_CONFIG = REPO / "zipper" / "runtime" / "log4j2.properties"
 OPEN = "9999-12-31"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def java() -> str:
-    home = os.environ.get("JAVA_HOME")
-    return str(Path(home) / "bin" / "java") if home else shutil.which("java")
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +34,7 @@ def metastore(tmp_path_factory):
     root = tmp_path_factory.mktemp("hms")
     port = free_port()
     command = [
-        java(), "-Xmx512m", "-cp", f"{SPARK_JARS}/*",
+        str(java_binary()), "-Xmx512m", "-cp", f"{SPARK_JARS}/*",
         # hive-exec's log4j2 defaults ask for async loggers, whose library Spark does not ship
         "-Dlog4j2.contextSelector=org.apache.logging.log4j.core.selector.ClassLoaderContextSelector",
         f"-Dlog4j2.configurationFile=file:{LOG_CONFIG}", f"-Dderby.system.home={root}",
