@@ -19,8 +19,9 @@ import pytest
 
 from tests.airflow.support import DATES, write_sample, write_spec
 from tests.cli.helpers import REPO
-from tests.jvm import java_binary, spark_env
+from tests.jvm import spark_env
 from zipper.airflow.local import free_port
+from zipper.runtime.jvm import java_binary
 
 pytestmark = pytest.mark.slow
 SPARK_JARS = Path(__import__("pyspark").__file__).parent / "jars"

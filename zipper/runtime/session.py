@@ -36,16 +36,20 @@ class SessionSettings:
 
 
 def embedded_conf(settings: SessionSettings) -> dict[str, str]:
-    """Settings that make a local Spark use a Derby metastore inside the warehouse folder."""
+    """Settings that make a local Spark use a Derby metastore inside the warehouse folder; the
+    driver runs here, so it also maps the class data sharing archive set-up made (runtime.jvm)."""
+    from zipper.runtime import jvm
+
     warehouse = settings.warehouse_path
     log_config = RUNTIME_DIR / "log4j2.properties"
     return {
         "spark.sql.warehouse.dir": str(warehouse),
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={warehouse}/metastore_db;create=true",
-        "spark.driver.extraJavaOptions": (
-            f"-Dderby.system.home={warehouse} -Dderby.stream.error.file={warehouse}/derby.log"
-            f" -Dlog4j2.configurationFile=file:{log_config}"
-        ),
+        "spark.driver.extraJavaOptions": " ".join(filter(None, [
+            f"-Dderby.system.home={warehouse} -Dderby.stream.error.file={warehouse}/derby.log",
+            f"-Dlog4j2.configurationFile=file:{log_config}",
+            jvm.driver_options(),
+        ])),
     }
 
 

@@ -1,0 +1,91 @@
+"""The class data sharing archive set-up makes (zipper.runtime.jvm) is the one the product's
+own drivers map: run with `-Xshare:on`, a JVM that cannot map the archive it is given refuses
+to start, so a command that succeeds proves the archive matched its JVM and jars."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tests.cli.helpers import BIN, REPO, day, env_for, make_spec, wait_for_jvms, write_parquet, zipper
+from zipper.runtime import jvm
+
+pytestmark = pytest.mark.subprocess
+STRICT = {"SPARK_SUBMIT_OPTS": "-Xshare:on"}  # only what the product itself puts on the command line
+
+
+@pytest.fixture(scope="module")
+def archive():
+    made = jvm.ensure_archive()
+    assert made is not None and made.stat().st_size > 0
+    return made
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory, archive):
+    root = tmp_path_factory.mktemp("jvm")
+    make_spec(root)
+    write_parquet(root / "data" / "base", [(1, "ann", "Oslo"), (2, "bob", "Rome")])
+    write_parquet(root / "data" / "incr" / f"ds={day(1)}", [(2, "bob", "Paris")])
+    return root
+
+
+def test_the_cli_driver_maps_the_archive(workspace, archive):
+    assert str(archive) in jvm.driver_options()
+    result = zipper(workspace, "init", "dim", **STRICT)
+    assert result.returncode == 0, result.stderr
+    assert "initialized, 2 open rows" in result.stdout
+
+
+def test_spark_submit_drivers_map_the_archive(workspace):
+    """As the Airflow operator runs the job: the archive travels in the `--conf` pairs."""
+    from zipper.runtime.session import SessionSettings, spark_submit_conf
+
+    conf = spark_submit_conf(SessionSettings(warehouse=str(workspace / "warehouse")))
+    assert "-XX:SharedArchiveFile=" in conf["spark.driver.extraJavaOptions"]
+    result = subprocess.run(
+        [str(BIN / "spark-submit"), "--master", "local[2]",
+         *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
+         str(REPO / "spark_jobs" / "zipper_job.py"), "merge", "dim", "--ds", day(1)],
+        env=env_for(workspace, **STRICT), capture_output=True, text=True, timeout=300, cwd=workspace,
+    )
+    wait_for_jvms(workspace)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"dw.dim {day(1)}: 0 new, 1 changed" in result.stdout
+
+
+def test_an_archive_java_cannot_map_fails_a_strict_start_and_is_skipped_otherwise(workspace, tmp_path):
+    """The control for the two tests above: `-Xshare:on` does refuse an archive Java cannot use
+    (here one whose header is not an archive's, as for another Java's), and without it, the
+    default, the same archive costs nothing but the time it would have saved."""
+    foreign = tmp_path / "foreign.jsa"
+    foreign.write_bytes(bytes(65536))
+    (tmp_path / "foreign.jsa.size").write_text("65536")  # whole, so it is offered
+    strict = zipper(workspace, "status", "dim", ZIPPER_JVM_ARCHIVE=str(foreign), **STRICT)
+    assert strict.returncode != 0
+    relaxed = zipper(workspace, "status", "dim", ZIPPER_JVM_ARCHIVE=str(foreign), SPARK_SUBMIT_OPTS="")
+    assert relaxed.returncode == 0, relaxed.stderr
+    assert json.loads(relaxed.stdout)["last_committed"] == day(1)
+
+
+def test_a_truncated_archive_is_not_offered(archive, tmp_path, monkeypatch):
+    """Java crashes on a truncated archive (SIGBUS) whatever -Xshare says: only whole ones are offered."""
+    truncated = tmp_path / "truncated.jsa"
+    with open(archive, "rb") as source:
+        truncated.write_bytes(source.read(4096))
+    (tmp_path / "truncated.jsa.size").write_text(str(archive.stat().st_size))
+    monkeypatch.setenv(jvm.ARCHIVE_ENV, str(truncated))
+    assert jvm.driver_options() == ""
+    monkeypatch.setenv(jvm.ARCHIVE_ENV, str(archive))
+    assert jvm.driver_options().startswith(f"-XX:SharedArchiveFile={archive} ")
+
+
+def test_set_up_makes_no_archive_where_it_cannot_write(tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv(jvm.ARCHIVE_ENV, str(blocker / "jvm" / "spark.jsa"))
+    assert jvm.ensure_archive() is None
+    assert jvm.driver_options() == ""
+    assert "no class data sharing archive" in capsys.readouterr().err

@@ -1,0 +1,49 @@
+"""Which archive a driver is offered (zipper.runtime.jvm), without starting a JVM."""
+
+from __future__ import annotations
+
+import os
+
+from zipper.runtime import jvm
+
+
+def test_no_options_when_turned_off_or_when_there_is_no_archive(tmp_path, monkeypatch):
+    monkeypatch.setenv(jvm.ARCHIVE_ENV, "off")
+    assert jvm.archive_path() is None and jvm.driver_options() == ""
+    monkeypatch.setenv(jvm.ARCHIVE_ENV, str(tmp_path / "missing.jsa"))
+    assert jvm.driver_options() == ""
+
+
+def test_a_whole_archive_is_offered_quietly_and_a_cut_one_is_not(tmp_path, monkeypatch):
+    archive = tmp_path / "spark.jsa"
+    archive.write_bytes(b"x" * 10)
+    monkeypatch.setenv(jvm.ARCHIVE_ENV, str(archive))
+    assert jvm.driver_options() == ""  # no size recorded: not known to be whole
+    (tmp_path / "spark.jsa.size").write_text("10")
+    assert jvm.driver_options().split() == [f"-XX:SharedArchiveFile={archive}", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
+    archive.write_bytes(b"x" * 9)
+    assert jvm.driver_options() == ""
+
+
+def test_the_archive_key_follows_java_and_every_jar(tmp_path):
+    java, home = tmp_path / "java", tmp_path / "spark"
+    (home / "jars").mkdir(parents=True)
+    java.write_text("java")
+    for name in ("a.jar", "b.jar"):
+        (home / "jars" / name).write_text(name)
+    first = jvm.archive_key(java, home)
+    assert jvm.archive_key(java, home) == first
+    (home / "jars" / "b.jar").write_text("b.jar, rebuilt")
+    second = jvm.archive_key(java, home)
+    assert second != first
+    os.utime(java, ns=(1, 1))
+    assert jvm.archive_key(java, home) != second
+    (home / "jars" / "c.jar").write_text("c")
+    assert jvm.archive_key(java, home) not in (first, second)
+
+
+def test_the_default_archive_lives_in_this_environment_keyed_to_its_java_and_pyspark(monkeypatch):
+    monkeypatch.delenv(jvm.ARCHIVE_ENV, raising=False)
+    path = jvm.archive_path()
+    assert path.parent == jvm.archive_folder()
+    assert path.name == f"spark-{jvm.archive_key(jvm.java_binary(), jvm.spark_home())}.jsa"
