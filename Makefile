@@ -1,5 +1,5 @@
 # The two commands: `make demo` and `make test`. Both create or reuse .venv.
-.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test bench bench-floor bench-parse bench-replay clean
+.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test bench bench-floor bench-parse bench-replay bench-startup clean
 
 AIRFLOW_HOME ?= $(CURDIR)/airflow_home
 ZIPPER_SPECS ?= $(CURDIR)/dags/tables
@@ -43,6 +43,9 @@ bench-parse: setup
 
 bench-replay: setup
 	.venv/bin/python bench/bench_replay.py
+
+bench-startup: setup
+	.venv/bin/python bench/bench_startup.py
 
 clean:
 	rm -rf warehouse demo_data airflow_home

@@ -23,13 +23,19 @@ JAVA_VERSION="$("$JAVA" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' 
 
 STAMP=".venv/.zipper-installed"
 WANT="$(cat constraints.txt setup.cfg | sha256sum | cut -d' ' -f1)"
-if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$WANT" ]]; then
-  exit 0
+if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$WANT" ]]; then
+  echo "zipper setup: installing pinned dependencies into .venv (about 5 minutes the first time)" >&2
+  [[ -x .venv/bin/python ]] || "$PYTHON" -m venv .venv
+  export PIP_DISABLE_PIP_VERSION_CHECK=1
+  .venv/bin/python -m pip install --quiet -c constraints.txt pip setuptools wheel
+  .venv/bin/python -m pip install --quiet -c constraints.txt --no-build-isolation -e ".[airflow,test]"
+  .venv/bin/python scripts/check_install.py
+  echo "$WANT" > "$STAMP"
 fi
-echo "zipper setup: installing pinned dependencies into .venv (about 5 minutes the first time)" >&2
-[[ -x .venv/bin/python ]] || "$PYTHON" -m venv .venv
-export PIP_DISABLE_PIP_VERSION_CHECK=1
-.venv/bin/python -m pip install --quiet -c constraints.txt pip setuptools wheel
-.venv/bin/python -m pip install --quiet -c constraints.txt --no-build-isolation -e ".[airflow,test]"
-.venv/bin/python scripts/check_install.py
-echo "$WANT" > "$STAMP"
+
+# The class data sharing archive zipper's Spark drivers start with (zipper/runtime/jvm.py):
+# about a minute, once per Java and set of jars; without it they only start slower.
+# `--no-archive`: the caller makes it itself (scripts/test.sh, while .venv-airflow2 installs).
+if [[ "${1:-}" != "--no-archive" ]]; then
+  .venv/bin/python -m zipper.runtime.jvm >/dev/null
+fi

@@ -2,13 +2,15 @@
 # Set up (if needed) and run the whole test suite; with arguments, run pytest with them instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/bootstrap.sh
 if [ $# -eq 0 ]; then
-  # The class data sharing archive every Spark driver of the tests starts with (tests/jvm.py;
-  # about a minute, once per .venv): made while .venv-airflow2 installs, not while tests wait.
-  .venv/bin/python -m tests.jvm >/dev/null &
+  scripts/bootstrap.sh --no-archive
+  # The class data sharing archive every Spark driver starts with (zipper/runtime/jvm.py; about
+  # a minute, once per .venv and Java): made while .venv-airflow2 installs, not while tests wait.
+  .venv/bin/python -m zipper.runtime.jvm >/dev/null &
+else
+  scripts/bootstrap.sh
 fi
-scripts/bootstrap_airflow2.sh  # the Airflow 2.11 tests run the same DAGs in .venv-airflow2
+scripts/bootstrap_airflow2.sh --no-archive  # the Airflow 2.11 tests run the same DAGs in .venv-airflow2
 export PATH="$PWD/.venv/bin:$PATH"
 pytest=(.venv/bin/python -m pytest -p no:cacheprovider)
 if [ $# -gt 0 ]; then
@@ -21,7 +23,7 @@ fi
 # warehouse, metastore and ports. Together the two groups are every file under tests/
 # (test_environment checks that). Side by side on 2 idle cores they took 13.1 and 13.2 minutes
 # on a clean clone (2026-11-23).
-alongside=(tests/airflow/test_dag_integrity.py tests/airflow/test_e2e_airflow2.py tests/airflow/test_e2e_airflow3.py tests/airflow/test_increments.py tests/airflow/test_operators.py tests/cli/test_cli.py tests/cli/test_sources_cli.py tests/cli/test_faults.py)
+alongside=(tests/airflow/test_dag_integrity.py tests/airflow/test_e2e_airflow2.py tests/airflow/test_e2e_airflow3.py tests/airflow/test_increments.py tests/airflow/test_operators.py tests/cli/test_cli.py tests/cli/test_sources_cli.py tests/cli/test_faults.py tests/cli/test_jvm_archive.py)
 in_line=(tests/unit tests/engine tests/cli/test_rerun_cli.py tests/cli/test_external_metastore.py tests/airflow/test_embedded_config.py)
 log=$(mktemp -t zipper-tests-XXXXXX.log)
 "${pytest[@]}" --durations=15 "${alongside[@]}" >"$log" 2>&1 &
