@@ -89,3 +89,23 @@ def test_set_up_makes_no_archive_where_it_cannot_write(tmp_path, monkeypatch, ca
     assert jvm.ensure_archive() is None
     assert jvm.driver_options() == ""
     assert "no class data sharing archive" in capsys.readouterr().err
+
+
+def test_a_failed_archive_run_is_recorded_and_only_retried_when_forced(tmp_path, monkeypatch, capsys):
+    """Each try costs a minute or more: set-up must not pay it again on every run."""
+    target = tmp_path / "jvm" / "spark.jsa"
+    monkeypatch.setenv(jvm.ARCHIVE_ENV, str(target))
+    monkeypatch.setattr(jvm, "MAKE_TIMEOUT_S", 0.5)  # the archiving run cannot finish in time
+    assert jvm.ensure_archive() is None
+    record = tmp_path / "jvm" / "spark.jsa.failed"
+    assert "took over 0.5 s" in record.read_text()
+    assert "took over 0.5 s" in capsys.readouterr().err
+
+    record.write_text("recorded earlier\n")
+    assert jvm.ensure_archive() is None
+    assert "--force" in capsys.readouterr().err
+    assert record.read_text() == "recorded earlier\n"  # not tried again
+
+    assert jvm.ensure_archive(force=True) is None
+    assert "took over 0.5 s" in record.read_text()
+    assert not target.exists() and not list(target.parent.glob("*.partial"))

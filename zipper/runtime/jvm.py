@@ -15,6 +15,7 @@ recorded when it was made (Java crashes on a truncated archive). `ZIPPER_JVM_ARC
 `ZIPPER_JVM_ARCHIVE=/path/file.jsa` uses that file instead.
 
     python -m zipper.runtime.jvm           # make the archive if missing (set-up runs this)
+    python -m zipper.runtime.jvm --force   # try again after a recorded failure
     python -m zipper.runtime.jvm --print   # the driver options it gives, if any
 """
 
@@ -100,28 +101,49 @@ def driver_options() -> str:
     return f"-XX:SharedArchiveFile={archive} {QUIET}"
 
 
-def ensure_archive() -> Path | None:
+def _failure_record(archive: Path) -> Path:
+    return archive.with_name(archive.name + ".failed")
+
+
+def ensure_archive(force: bool = False) -> Path | None:
     """Make the archive unless it exists (under a lock: concurrent set-ups make it once).
-    Returns it, or None when it could not be made (drivers then load classes from the jars)."""
+    Returns it, or None when it could not be made (drivers then load classes from the jars).
+
+    A failure is recorded and not retried by every later set-up (each try costs a minute or
+    more) until `force`, or until Java or the jars change (a new key)."""
     archive = archive_path()
     if archive is None:
         return None
+    failed = _failure_record(archive)
     try:
         archive.parent.mkdir(parents=True, exist_ok=True)
         with open(archive.parent / "lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not usable(archive):
+                if failed.exists() and not force:
+                    sys.stderr.write(f"zipper: no class data sharing archive (making it failed, see {failed});"
+                                     " Spark drivers start without it; `python -m zipper.runtime.jvm --force` tries again\n")
+                    return None
                 if ARCHIVE_ENV not in os.environ:  # our own folder: one archive per Java and jars
                     for stale in archive.parent.glob("spark-*"):
                         stale.unlink()
-                _make(archive)
+                sys.stderr.write("zipper setup: making the Spark drivers' class data sharing archive"
+                                 " (a minute or two, once per Java and Spark)\n")
+                failure = _make(archive)
+                if failure:
+                    failed.write_text(failure + "\n")
+                    sys.stderr.write(f"zipper: no class data sharing archive; Spark drivers start without it"
+                                     f" ({failure.splitlines()[-1] if failure.strip() else 'see ' + str(failed)})\n")
+                else:
+                    failed.unlink(missing_ok=True)
     except OSError as exc:  # e.g. a read-only virtualenv
         sys.stderr.write(f"zipper: no class data sharing archive ({exc}); Spark drivers start without it\n")
         return None
     return archive if usable(archive) else None
 
 
-def _make(archive: Path) -> None:
+def _make(archive: Path) -> str:
+    """Run the workload in a JVM that writes the archive as it exits; '' on success, else why not."""
     partial = archive.with_name(f"{archive.name}.{os.getpid()}.partial")
     with tempfile.TemporaryDirectory(prefix="zipper-jvm-") as scratch:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ZIPPER_", "PYSPARK_GATEWAY"))}
@@ -139,9 +161,9 @@ def _make(archive: Path) -> None:
         record.with_suffix(".partial").write_text(str(partial.stat().st_size))
         record.with_suffix(".partial").replace(record)
         partial.replace(archive)
-        return
+        return ""
     partial.unlink(missing_ok=True)
-    sys.stderr.write(f"zipper: no class data sharing archive; Spark drivers start without it ({failure or 'not written'})\n")
+    return failure or "the archiving run ended without writing the archive"
 
 
 def _workload(scratch: Path) -> None:
@@ -192,13 +214,14 @@ def _workload(scratch: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m zipper.runtime.jvm", description=__doc__.split("\n\n")[0])
     parser.add_argument("--print", action="store_true", help="print the driver options instead of making the archive")
+    parser.add_argument("--force", action="store_true", help="try again after a recorded failure")
     parser.add_argument("--workload", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.workload:
         _workload(Path(args.workload))
         return 0
     if not args.print:
-        ensure_archive()
+        ensure_archive(force=args.force)
     print(driver_options())
     return 0
 
