@@ -6,13 +6,13 @@ of jars, a class data sharing archive: the classes a zipper run loads, parsed an
 small run (the demo's week, a rerun, the checks, the reads) in a JVM started with
 `-XX:ArchiveClassesAtExit`. Every later driver on the embedded default maps them instead
 (`-XX:SharedArchiveFile` in `spark.driver.extraJavaOptions`). Same JVM, jars and configuration:
-Java only skips work. A `zipper merge` of a 1M-row table in a fresh JVM took 18.0 s with the
-archive against 23.0 s without (README, "Start-up").
+Java only skips work. A `zipper merge` of a 1M-row table in a fresh JVM took 18.2 s with the
+archive against 23.4 s without (README, "Start-up").
 
 An archive that does not match the JVM (another Java, other jars) is ignored by Java and never
 offered by `driver_options`, whose key changes with them; nor is one whose size is not the size
-recorded when it was made (Java crashes on a truncated archive). `ZIPPER_JVM_ARCHIVE=off` turns it off;
-`ZIPPER_JVM_ARCHIVE=/path/file.jsa` uses that file instead.
+recorded when it was made (Java crashes on a truncated archive). `ZIPPER_JVM_ARCHIVE=off` turns
+it off; `ZIPPER_JVM_ARCHIVE=/path/file.jsa` uses that file instead.
 
     python -m zipper.runtime.jvm           # make the archive if missing (set-up runs this)
     python -m zipper.runtime.jvm --force   # try again after a recorded failure
