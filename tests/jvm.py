@@ -28,6 +28,7 @@ from zipper.runtime import jvm
 # of its CPU flushing and recompiling (measured on tests/engine/test_rerun.py: 154 CPU-s with
 # 48 MB, 147 with both JITs, 86 with this).
 QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+STRICT = "-Xshare:on"
 
 
 @functools.lru_cache(maxsize=None)
@@ -42,7 +43,10 @@ def spark_submit_opts(python: str | None = None) -> str:
         # more than its three drivers save
         return " ".join(opts)
     jvm.ensure_archive()
-    return " ".join(filter(None, [*opts, jvm.driver_options()]))
+    archive = jvm.driver_options()
+    # With the archive, strict sharing: a driver that cannot map it fails instead of quietly
+    # starting slower, so every test driver (the Airflow tasks' too) shows that it maps.
+    return " ".join(filter(None, [*opts, archive, STRICT if archive else ""]))
 
 
 def spark_env(python: str | None = None) -> dict[str, str]:
