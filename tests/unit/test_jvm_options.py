@@ -47,3 +47,13 @@ def test_the_default_archive_lives_in_this_environment_keyed_to_its_java_and_pys
     path = jvm.archive_path()
     assert path.parent == jvm.archive_folder()
     assert path.name == f"spark-{jvm.archive_key(jvm.java_binary(), jvm.spark_home())}.jsa"
+
+
+def test_no_archive_where_pyspark_cannot_be_imported(monkeypatch):
+    """A worker that only submits to a Spark installed elsewhere has no jars here to key it to."""
+    def no_pyspark():
+        raise ImportError("No module named 'pyspark'")
+
+    monkeypatch.delenv(jvm.ARCHIVE_ENV, raising=False)
+    monkeypatch.setattr(jvm, "spark_home", no_pyspark)
+    assert jvm.archive_path() is None and jvm.driver_options() == ""

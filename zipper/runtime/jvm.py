@@ -67,7 +67,7 @@ def archive_key(java: Path, home: Path) -> str:
 
 def archive_path() -> Path | None:
     """Where the archive for this Java and these jars is (or would be); None when turned off
-    or when there is no Java to key it to."""
+    or when there is no Java or pyspark here to key it to."""
     chosen = os.environ.get(ARCHIVE_ENV, "")
     if chosen.lower() in ("off", "0", "false", "no"):
         return None
@@ -76,7 +76,11 @@ def archive_path() -> Path | None:
     java = java_binary()
     if java is None:
         return None
-    return archive_folder() / f"spark-{archive_key(java, spark_home())}.jsa"
+    try:
+        home = spark_home()
+    except ImportError:  # a process that only submits jobs to a Spark installed elsewhere
+        return None
+    return archive_folder() / f"spark-{archive_key(java, home)}.jsa"
 
 
 def _size_record(archive: Path) -> Path:
