@@ -34,7 +34,7 @@ if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$WANT" ]]; then
 fi
 
 # The class data sharing archive zipper's Spark drivers start with (zipper/runtime/jvm.py):
-# about a minute, once per Java and set of jars; without it they only start slower.
+# a minute or two, once per Java and set of jars; without it they only start slower.
 # `--no-archive`: the caller makes it itself (scripts/test.sh, while .venv-airflow2 installs).
 if [[ "${1:-}" != "--no-archive" ]]; then
   .venv/bin/python -m zipper.runtime.jvm >/dev/null

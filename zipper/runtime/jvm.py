@@ -162,8 +162,9 @@ def _make(archive: Path) -> str:
             failure = f"the archiving run took over {MAKE_TIMEOUT_S} s"
     if not failure and partial.exists() and partial.stat().st_size > 0:
         record = _size_record(archive)
-        record.with_suffix(".partial").write_text(str(partial.stat().st_size))
-        record.with_suffix(".partial").replace(record)
+        pending = record.with_name(f"{record.name}.{os.getpid()}.partial")
+        pending.write_text(str(partial.stat().st_size))
+        pending.replace(record)  # the size first: an archive without it is never offered
         partial.replace(archive)
         return ""
     partial.unlink(missing_ok=True)
