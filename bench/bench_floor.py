@@ -55,7 +55,7 @@ def main(argv=None) -> None:
 def run(args, layout: common.Layout) -> None:
     from pyspark.sql import functions as F
 
-    from zipper.engine import catalog, dayinput, merge, sources, state, transforms
+    from zipper.engine import catalog, conform, dayinput, merge, sources, state, transforms
 
     spark = common.start_session(layout)
     meter = common.HeapMeter(spark)
@@ -66,7 +66,7 @@ def run(args, layout: common.Layout) -> None:
     located = sources.locate_increment(spark, spec, st, common.DAY)
     day = dayinput.prepare(spark, spec, st, common.DAY, located, catalog.data_columns(spark, spec),
                            str(layout.root / "scratch"))
-    open_schema = merge._struct_type(day.columns, spec.begin_column)
+    open_schema = conform.struct_type(day.columns, spec.begin_column)
     outputs = iter(range(1_000_000))
 
     def target() -> str:

@@ -21,6 +21,35 @@ SAFE_WIDENINGS = {
 }
 
 
+def struct_type(columns: list[tuple[str, str]], begin_column: str | None = None):
+    """The Spark schema of `columns` (name, Spark SQL type), plus the string begin column."""
+    from pyspark.sql.types import StringType, StructField, StructType, _parse_datatype_string
+
+    fields = [StructField(name, _parse_datatype_string(kind), True) for name, kind in columns]
+    if begin_column:
+        fields.append(StructField(begin_column, StringType(), True))
+    return StructType(fields)
+
+
+def read_input(spark, spec: TableSpec, located, source, table_columns: list[tuple[str, str]] | None, ds: str,
+               what: str):
+    """An input (increment or base) read with lower-case column names and the checks every
+    reader needs: no two names differing only in case, none of the table's own columns, every
+    key present. `table_columns` gives an empty input its schema; None if an empty one is None."""
+    from zipper.engine import sources
+
+    schema = struct_type(table_columns) if table_columns else None
+    try:
+        df = sources.read(spark, located, source, schema)
+    except InputError as exc:
+        raise InputError(exc.detail, table=spec.table, ds=ds) from None
+    if df is None:
+        return None
+    df = lower_case_columns(df, spec, ds, what)
+    check_shape(df, spec, ds, what)
+    return df
+
+
 def lower_case_columns(df, spec: TableSpec, ds: str, what: str):
     names = df.columns
     lowered = [n.lower() for n in names]

@@ -225,19 +225,8 @@ def check_open(spec: TableSpec, ds: dt.date, day: Day, touched_rows) -> dict:
 
 # ---------------------------------------------------------------- reading
 
-def _schema(columns: list[tuple[str, str]]):
-    from pyspark.sql.types import StructField, StructType, _parse_datatype_string
-
-    return StructType([StructField(name, _parse_datatype_string(kind), True) for name, kind in columns])
-
-
 def _read(spark, spec: TableSpec, located: sources.Input, table_columns, ds: dt.date, what: str):
-    try:
-        df = sources.read(spark, located, spec.source, _schema(table_columns))
-    except InputError as exc:
-        raise InputError(exc.detail, **_where(spec, ds)) from None
-    df = conform.lower_case_columns(df, spec, ds.isoformat(), what)
-    conform.check_shape(df, spec, ds.isoformat(), what)
+    df = conform.read_input(spark, spec, located, spec.source, table_columns, ds.isoformat(), what)
     sequence = spec.source.sequence_by
     if sequence and sequence not in df.columns:
         raise InputError(f"{what} lacks the sequence_by column {sequence!r}", **_where(spec, ds))
@@ -399,7 +388,7 @@ def _snapshot(spark, spec: TableSpec, st, ds: dt.date, located, rows, columns, c
               what: str) -> Day:
     names = [c for c, _ in columns]
     seen = validate_keys(rows, spec, ds, what, names)
-    open_rows = spark.read.schema(_schema(columns)).parquet(st.open_partition.location)
+    open_rows = spark.read.schema(conform.struct_type(columns)).parquet(st.open_partition.location)
     diff = changes.snapshot_changes(open_rows, rows, keys=spec.keys, columns=names,
                                     invalidate=spec.source.invalidate_missing)
     result, count, scratch = _materialize(spark, diff, run_root)

@@ -32,23 +32,12 @@ def locate_dates(spark, spec: TableSpec, dates: list[dt.date], st=None) -> dict[
     return located
 
 
-def _schema(table_columns: list[tuple[str, str]]):
-    from pyspark.sql.types import StructField, StructType, _parse_datatype_string
-
-    return StructType([StructField(name, _parse_datatype_string(kind), True) for name, kind in table_columns])
-
-
 def read_as_table(spark, spec: TableSpec, located: sources.Input, source, table_columns: list[tuple[str, str]],
                   ds: dt.date, what: str):
     """The input as the table's columns, in order, with the checks and safe widenings of a merge."""
     ds_text = ds.isoformat()
     what = f"{what} {located.description}"
-    try:
-        df = sources.read(spark, located, source, _schema(table_columns))
-    except InputError as exc:
-        raise InputError(exc.detail, table=spec.table, ds=ds_text) from None
-    df = conform.lower_case_columns(df, spec, ds_text, what)
-    conform.check_shape(df, spec, ds_text, what)
+    df = conform.read_input(spark, spec, located, source, table_columns, ds_text, what)
     # As the merge of that date saw it: a column added later is NULL, a column type change fails.
     have = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
     _, changes = conform.evolve(have, table_columns, spec, ds_text, what)
@@ -81,7 +70,7 @@ def dated_rows(spark, spec: TableSpec, table_columns: list[tuple[str, str]], loc
         increment = read_as_table(spark, spec, located[day], spec.source, table_columns, day, "increment")
         parts.append(dated(increment, names, day.isoformat()))
     if not parts:
-        return dated(spark.createDataFrame([], _schema(table_columns)), names, "")
+        return dated(spark.createDataFrame([], conform.struct_type(table_columns)), names, "")
     rows = parts[0]
     for part in parts[1:]:
         rows = rows.unionByName(part)

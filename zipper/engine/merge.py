@@ -49,7 +49,7 @@ def estimated_row_bytes(spark, columns: list[tuple[str, str]], begin_column: str
     8-byte slot per column plus variable-length data. Strings and binaries count as observed
     (`variable_bytes_per_row`, plus up to 7 bytes of padding each) when the input pass measured
     them, else as Spark's own estimate (20 bytes, far too little for long texts)."""
-    schema = _struct_type(columns, begin_column)
+    schema = conform.struct_type(columns, begin_column)
     observed = set()
     if variable_bytes_per_row is not None:
         observed = set(dayinput.variable_columns(schema, [c for c, _ in columns]))
@@ -131,15 +131,6 @@ def _notes(c: dict) -> list[str]:
 
 def _where(spec: TableSpec, ds: dt.date) -> dict:
     return {"table": spec.table, "ds": ds.isoformat()}
-
-
-def _struct_type(columns: list[tuple[str, str]], begin_column: str | None = None):
-    from pyspark.sql.types import StringType, StructField, StructType, _parse_datatype_string
-
-    fields = [StructField(name, _parse_datatype_string(kind), True) for name, kind in columns]
-    if begin_column:
-        fields.append(StructField(begin_column, StringType(), True))
-    return StructType(fields)
 
 
 def _check_owned(st: state.TableState, spec: TableSpec, ds: dt.date) -> None:
@@ -236,15 +227,10 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
     if spec.base is not None:
         located = sources.locate(spark, spec, spec.base, ds, "base")
         fingerprint = located.fingerprint
-        schema = _struct_type(_spec_columns(spec)) if spec.columns else None
-        try:
-            base_df = sources.read(spark, located, spec.base, schema)
-        except InputError as exc:
-            raise InputError(exc.detail, **where) from None
+        declared = _spec_columns(spec) if spec.columns else None
+        base_df = conform.read_input(spark, spec, located, spec.base, declared, ds.isoformat(), "base")
         if base_df is None:
             raise InputError(f"base at {located.description} has no files", **where)
-        base_df = conform.lower_case_columns(base_df, spec, ds.isoformat(), "base")
-        conform.check_shape(base_df, spec, ds.isoformat(), "base")
 
     if spec.columns:
         columns = _spec_columns(spec)
@@ -401,7 +387,7 @@ def _write_merge(spark, spec: TableSpec, st: state.TableState, day: dayinput.Day
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    open_schema = _struct_type(day.columns, spec.begin_column)
+    open_schema = conform.struct_type(day.columns, spec.begin_column)
     open_rows = spark.read.schema(open_schema).parquet(st.open_partition.location)
     # append: the run directory may already hold the day's change set or landing-zone files
     transforms.route_open(open_rows, day.changes, keys=spec.keys, broadcast_increment=broadcast) \
