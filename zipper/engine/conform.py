@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from zipper.engine import sources
 from zipper.errors import InputError
 from zipper.spec.model import TableSpec
 
@@ -35,10 +36,9 @@ def read_input(spark, spec: TableSpec, located, source, table_columns: list[tupl
                what: str):
     """An input (increment or base) read with lower-case column names and the checks every
     reader needs: no two names differing only in case, none of the table's own columns, every
-    key present. `table_columns` gives an empty input its schema; None if an empty one is None."""
-    from zipper.engine import sources
-
-    schema = struct_type(table_columns) if table_columns else None
+    key present. `table_columns` is the schema an empty input gets; without it (None) an empty
+    input reads as None."""
+    schema = struct_type(table_columns) if table_columns is not None else None
     try:
         df = sources.read(spark, located, source, schema)
     except InputError as exc:
