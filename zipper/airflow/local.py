@@ -61,7 +61,7 @@ class LocalAirflow:
         """Runs again a command that SQLite's write lock made fail: the scheduler, the dag-processor
         and the API server write to the same file, and Airflow rolls a failed command back (it
         removes a half-created backfill for exactly this). Pass 0 for commands that are not safe
-        to repeat."""
+        to repeat; give `dags trigger` a `--run-id`, so that a repeat cannot start a second run."""
         for attempt in range(retries_when_locked + 1):
             result = subprocess.run([str(python_bin() / "airflow"), *args], env=self.env, capture_output=True,
                                     text=True, timeout=timeout)
