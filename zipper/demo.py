@@ -83,9 +83,9 @@ def show(spark, spec) -> None:
     partitions = inspect.status(spark, spec)["partitions"]
     print_table(spark.createDataFrame(
         [(p["end"], p["kind"], p.get("ds", ""), p["rows"]) for p in sorted(partitions, key=lambda p: p["end"])],
-        f"{spec.end_column} string, kind string, closed_by_run_of string, rows long"), noun="partitions")
+        f"{spec.end_column} string, kind string, closed_by_run_of string, rows long"), noun=("partition", "partitions"))
     print("\nHistory of user_id = 7 (changed on day 2, back to its first city on day 4):")
-    print_table(inspect.history(spark, spec, {"user_id": "7"}), noun="versions")
+    print_table(inspect.history(spark, spec, {"user_id": "7"}), noun=("version", "versions"))
     as_of = spec.start_date + dt.timedelta(days=2)
     sliced = inspect.slice_as_of(spark, spec, as_of)
     print(f"\nAs-of slice {as_of} ({sliced.count()} users; first 5):")

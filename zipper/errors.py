@@ -29,3 +29,19 @@ class StateError(ZipperError):
 
 class AuditError(ZipperError):
     """Written data does not reconcile; nothing was published."""
+
+
+def java_messages(exc: BaseException) -> list[str]:
+    """Messages along the cause chain of a Java exception that reached Python, outermost first
+    (py4j keeps the throwable as `java_exception`, PySpark's captured errors as `_origin`)."""
+    java = getattr(exc, "java_exception", None)
+    if java is None:
+        java = getattr(exc, "_origin", None)
+    messages = []
+    try:
+        while java is not None and len(messages) < 20:
+            messages.append(f"{java.getClass().getName()}: {java.getMessage()}")
+            java = java.getCause()
+    except Exception:
+        pass
+    return messages

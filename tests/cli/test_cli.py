@@ -106,6 +106,20 @@ def test_init_merge_inspect_and_errors(workspace):
     assert seen["partitions"] == [day(1), OPEN]
 
 
+def test_reads_name_the_warehouse_and_check_key_values(workspace, tmp_path):
+    elsewhere = tmp_path / "typo"
+    result = zipper(workspace, "status", "dim", "--warehouse", str(elsewhere))
+    assert_one_line_error(result, "dw.dim", f"no metastore at {elsewhere}/metastore_db", "check --warehouse")
+    assert not (elsewhere / "metastore_db").exists()  # a read creates no metastore of its own
+
+    result = zipper(workspace, "history", "dim", "--key", "id=abc")
+    assert_one_line_error(result, "dw.dim", "--key values are not of the key columns' types: id='abc' (bigint)")
+    result = zipper(workspace, "history", "dim", "--key", "id=01")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[2].split()[:3] == ["1", "ann", "Oslo"]
+    assert result.stdout.strip().endswith("(1 version)")
+
+
 def test_spark_submit_entry_point_runs_the_same_code(workspace):
     """spark_jobs/zipper_job.py under spark-submit, as the Airflow operator runs it."""
     from zipper.runtime.session import SessionSettings, spark_submit_conf

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from tests.cli.helpers import day, probe
+from tests.cli.helpers import day, probe, zipper
 
 pytestmark = pytest.mark.subprocess
 OPEN = "9999-12-31"
@@ -37,6 +37,9 @@ def test_landing_zone_merge_and_a_refused_change_file(tmp_path):
     assert first["stdout"].startswith("dw.emp 2024-01-01: 2 new, 0 changed, 0 re-sent unchanged, 0 deleted, 0 closed;")
     assert "1 landing-zone files, 3 changes" in first["stdout"]
     assert first["after"]["rows"] == [["E0001", "Bellevue", day(1), OPEN], ["E0002", "Redmond", day(1), OPEN]]
+    history = zipper(tmp_path, "history", "emp", "--key", "EmployeeID=E0001", "--format", "csv")
+    assert history.returncode == 0, history.stderr  # keys from _metadata.json, known once Spark read it
+    assert history.stdout.splitlines()[1:] == [f"E0001,Bellevue,{day(1)},{OPEN}"]
 
     write(folder, 2, [(2, "E0002", None), (7, "E0001", "Seattle")])
     refused = probe(tmp_path, "dw.emp", "merge", "emp", "--ds", day(2))

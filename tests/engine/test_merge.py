@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from tests.support import TableFixture, day, table_rows
+from tests.support import TableFixture, day, table_rows, write_parquet
 from zipper.engine import catalog, check, fs, inspect, merge, state, vacuum
 from zipper.engine.catalog import Partition
-from zipper.errors import AuditError, InputError, StateError
+from zipper.errors import AuditError, InputError, SpecError, StateError
 
 OPEN = "9999-12-31"
 
@@ -382,3 +382,95 @@ def test_status_slice_and_vacuum(spark, users):
     catalog.refresh(spark, users.spec)
     assert table_rows(spark, users.table) == before
     assert check.run_checks(spark, users.spec)["ok"]
+
+
+def add_file(t, ds, rows, schema, scratch):
+    """One more Parquet file in the increment folder of `ds`, beside the ones already there."""
+    write_parquet(scratch, rows, schema)
+    for part in scratch.glob("*.parquet"):
+        part.rename(t.increment_dir(ds) / f"more-{part.name}")
+
+
+def test_a_column_only_some_increment_files_have_is_added(spark, users, tmp_path):
+    users.write_increment(spark, day(1), [(2, "bob", "Paris")])
+    add_file(users, day(1), [(4, "dan", "Oslo", "x")], "id bigint, name string, city string, extra string",
+             tmp_path / "more")
+    result = merge.merge_date(spark, users.spec, day(1))
+    assert result.counts["columns_added"] == ["extra string"] and result.counts["new"] == 1
+    assert table_rows(spark, users.table) == [  # an added column comes after begin_dt, as Hive appends it
+        (1, "ann", "Oslo", "2023-12-31", None, OPEN),
+        (2, "bob", "Paris", "2024-01-01", None, OPEN),
+        (2, "bob", "Rome", "2023-12-31", None, "2024-01-01"),
+        (3, "cid", None, "2023-12-31", None, OPEN),
+        (4, "dan", "Oslo", "2024-01-01", "x", OPEN),
+    ]
+
+
+def test_increment_files_that_disagree_on_a_type_are_refused_naming_the_input(spark, users, tmp_path):
+    users.write_increment(spark, day(1), [(2, "bob", "Paris")])
+    add_file(users, day(1), [(4, "dan", 5)], "id bigint, name string, city int", tmp_path / "more")
+    merge.init_table(spark, users.spec)
+    before = snapshot(spark, users)
+    with pytest.raises(InputError, match=r"files of .*ds=2024-01-01 disagree on column types:"
+                                         r" city is int in more-part-.*, string in part-") as raised:
+        merge.merge_date(spark, users.spec, day(1))
+    assert "\n" not in str(raised.value)
+    assert snapshot(spark, users) == before
+
+
+def test_track_columns_naming_no_column_is_a_spec_error_and_writes_nothing(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name, track_columns=["citty"])
+    t.write_base(spark, [(1, "ann", "Oslo")])
+    merge.init_table(spark, t.spec)
+    t.write_increment(spark, day(1), [(1, "ann", "Rome")])
+    before, runs = snapshot(spark, t), version_dirs(spark, t)
+    with pytest.raises(SpecError, match=r"key 'track_columns': \['citty'\] not among the table's columns"
+                                        r" \['name', 'city'\]") as raised:
+        merge.merge_date(spark, t.spec, day(1))
+    assert str(t.path) in str(raised.value)
+    assert snapshot(spark, t) == before and version_dirs(spark, t) == runs
+
+
+def test_reads_refuse_a_changed_end_style_and_dates_before_the_base(spark, users, tmp_path):
+    users.write_increment(spark, day(1), [(2, "bob", "Paris")])
+    merge.merge_date(spark, users.spec, day(1))
+    with pytest.raises(StateError, match="table starts at its base date 2023-12-31"):
+        inspect.slice_as_of(spark, users.spec, day(-1))
+    assert len(inspect.slice_as_of(spark, users.spec, day(0)).collect()) == 3
+
+    edited = TableFixture(tmp_path / "edited", users.name, end_style="inclusive")
+    for read in (lambda s: inspect.slice_as_of(spark, s, day(1)), lambda s: check.run_checks(spark, s),
+                 lambda s: inspect.history(spark, s, {"id": "2"})):
+        with pytest.raises(StateError, match="spec end_style inclusive differs from the table's exclusive"):
+            read(edited.spec)
+
+
+def test_history_reads_key_values_as_the_key_type(spark, users):
+    users.write_increment(spark, day(1), [(2, "bob", "Paris")])
+    merge.merge_date(spark, users.spec, day(1))
+    assert [r.city for r in inspect.history(spark, users.spec, {"id": "002"}).collect()] == ["Rome", "Paris"]
+    with pytest.raises(InputError, match=r"--key values are not of the key columns' types: id='abc' \(bigint\)"):
+        inspect.history(spark, users.spec, {"id": "abc"})
+
+
+@pytest.mark.parametrize("files", [1, 2])
+def test_a_file_that_is_not_parquet_is_named_with_the_reason(spark, users, files):
+    if files == 2:
+        users.write_increment(spark, day(1), [(2, "bob", "Paris")])
+    else:
+        users.increment_dir(day(1)).mkdir(parents=True)
+    (users.increment_dir(day(1)) / "notes.parquet").write_text("id,name\n1,ann\n")
+    merge.init_table(spark, users.spec)
+    with pytest.raises(InputError, match=r"cannot read .*ds=2024-01-01: .*notes\.parquet.*") as raised:
+        merge.merge_date(spark, users.spec, day(1))
+    assert "An error occurred while calling" not in str(raised.value), raised.value
+
+
+def test_spark_analysis_errors_log_no_trace_on_stderr(spark, capfd):
+    """PySpark logs an analysis error with its JVM trace before raising it; zipper's sessions
+    (not --verbose) keep stderr for zipper's own one-line message."""
+    from pyspark.errors import AnalysisException
+
+    with pytest.raises(AnalysisException):
+        spark.range(1).select("no_such_column").collect()
+    assert "no_such_column" not in capfd.readouterr().err

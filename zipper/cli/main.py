@@ -9,12 +9,15 @@ import sys
 import traceback
 
 from zipper.cli import output
-from zipper.errors import InputError, ZipperError
+from zipper.errors import InputError, StateError, ZipperError, java_messages
 from zipper.spec.loader import find_spec
 
 EXIT_ERROR = 1
 EXIT_CHECK_FAILED = 3
 REPORT_PREFIX = "zipper-report: "
+# Verbs that only read an existing table: on the embedded default they must not create a new,
+# empty metastore where a mistyped --warehouse points (and then advise `zipper init` there).
+READ_ONLY_VERBS = ("status", "slice", "history", "check", "vacuum", "rerun")
 
 
 def _common(top_level: bool) -> argparse.ArgumentParser:
@@ -79,9 +82,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verbs.add_parser("vacuum", parents=[common], help="remove unreferenced version directories")
     p.add_argument("name")
-    p.add_argument("--retention-days", type=int, help="override the spec's retention_days")
+    p.add_argument("--retention-days", type=_non_negative, help="override the spec's retention_days")
     p.add_argument("--dry-run", action="store_true")
     return parser
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of days") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: days cannot be negative")
+    return value
 
 
 def parse_date(value: str | None, flag: str, table: str) -> dt.date | None:
@@ -111,6 +124,9 @@ class Runner:
             from zipper.runtime.session import SessionSettings, build_session
 
             settings = SessionSettings.from_env(self.args.warehouse, self.args.verbose, f"zipper {self.args.verb} {self.spec.name}")
+            if self.args.verb in READ_ONLY_VERBS and not settings.has_metastore():
+                raise StateError(f"no metastore at {settings.warehouse_path}/metastore_db: nothing was ever created in"
+                                 " this warehouse; check --warehouse (or ZIPPER_WAREHOUSE)", table=self.spec.table)
             self._spark = build_session(settings)
             if not self.spec.keys:  # a landing zone's keys come from the table or its _metadata.json
                 from zipper.engine import merge
@@ -173,10 +189,11 @@ class Runner:
     def do_history(self) -> int:
         from zipper.engine import inspect
 
+        spark = self.spark  # first: a landing zone's keys are only known once Spark has read them
         key = inspect.parse_key(self.spec, self.args.key)
-        df = inspect.history(self.spark, self.spec, key)
+        df = inspect.history(spark, self.spec, key)
         if self.args.format == "table":
-            output.print_table(df, noun="versions")
+            output.print_table(df, noun=("version", "versions"))
         else:
             output.write_rows(df, self.args.format, None, self.spec.table)
         return 0
@@ -196,29 +213,15 @@ class Runner:
 
         report = vacuum.vacuum(self.spark, self.spec, self.args.retention_days, self.args.dry_run)
         verb = "would remove" if report["dry_run"] else "removed"
+        young = f", {report['kept_young']} of them younger than an hour" if report.get("kept_young") else ""
         print(f"{report['table']}: {verb} {len(report['removed'])} directories ({report['removed_bytes']} bytes),"
-              f" kept {report['kept']}; retention {report['retention_days']} days")
+              f" kept {report['kept']}{young}; retention {report['retention_days']} days")
         return 0
-
-
-def _java_messages(exc: BaseException) -> list[str]:
-    """Messages along a Java exception's cause chain, outermost first."""
-    java = getattr(exc, "java_exception", None)
-    if java is None:  # pyspark's captured exceptions keep the Java throwable as _origin
-        java = getattr(exc, "_origin", None)
-    messages = []
-    try:
-        while java is not None and len(messages) < 20:
-            messages.append(f"{java.getClass().getName()}: {java.getMessage()}")
-            java = java.getCause()
-    except Exception:
-        pass
-    return messages
 
 
 def _one_line(exc: BaseException, warehouse: str | None = None) -> str:
     """The useful part of a Spark/Java failure, without the JVM stack."""
-    chain = _java_messages(exc) or [str(exc).strip() or type(exc).__name__]
+    chain = java_messages(exc) or [str(exc).strip() or type(exc).__name__]
     text = " ".join(chain)
     if "XSDB6" in text or "Another instance of Derby" in text:
         where = f" at {warehouse}/metastore_db" if warehouse else ""

@@ -8,6 +8,7 @@ import datetime as dt
 import decimal
 import json
 import sys
+from pathlib import Path
 
 from zipper.errors import InputError
 
@@ -33,6 +34,8 @@ def write_rows(df, fmt: str, out: str | None, table: str) -> None:
     if fmt == "parquet":
         if not out:
             raise InputError("--format parquet needs --out DIR", table=table)
+        if Path(out).exists():  # local paths; Spark's own refusal speaks of a save mode zipper has no flag for
+            raise InputError(f"--out {out} already exists; give a new directory", table=table)
         df.write.mode("errorifexists").parquet(out)
         return
     columns = df.columns
@@ -47,7 +50,7 @@ def write_rows(df, fmt: str, out: str | None, table: str) -> None:
                 handle.write(json.dumps({c: _plain(v) for c, v in zip(columns, row)}, ensure_ascii=False) + "\n")
 
 
-def print_table(df, noun: str = "rows") -> None:
+def print_table(df, noun: tuple[str, str] = ("row", "rows")) -> None:
     rows = [[("NULL" if v is None else str(_plain(v))) for v in row] for row in df.collect()]
     header = df.columns
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
@@ -56,4 +59,4 @@ def print_table(df, noun: str = "rows") -> None:
     print("  ".join("-" * w for w in widths))
     for r in rows:
         print("  ".join(v.ljust(w) for v, w in zip(r, widths)))
-    print(f"({len(rows)} {noun})")
+    print(f"({len(rows)} {noun[len(rows) != 1]})")

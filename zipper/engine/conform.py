@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from zipper.engine import sources
-from zipper.errors import InputError
+from zipper.errors import InputError, SpecError
 from zipper.spec.model import TableSpec
 
 # (from, to) pairs that never lose information.
@@ -102,8 +102,14 @@ def to_table_columns(df, table_columns: list[tuple[str, str]], spec: TableSpec, 
 
 
 def tracked_columns(spec: TableSpec, columns: list[str]) -> list[str]:
+    """The columns whose change makes a new version; a listed one the table lacks is a spec
+    error here, not an unresolved column deep in Spark's plan."""
     if spec.track_columns == "all":
         return [c for c in columns if c not in spec.keys]
+    unknown = [c for c in spec.track_columns if c not in columns]
+    if unknown:
+        raise SpecError(f"{spec.origin or spec.name}: key 'track_columns': {unknown} not among the table's columns"
+                        f" {[c for c in columns if c not in spec.keys]}", table=spec.table)
     return list(spec.track_columns)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from zipper import sqltemplates
-from zipper.engine import state
+from zipper.engine import catalog, state
 from zipper.errors import InputError, StateError
 from zipper.spec.model import TableSpec
 
@@ -13,10 +13,20 @@ from zipper.spec.model import TableSpec
 def require_initialized(spark, spec: TableSpec) -> state.TableState:
     st = state.read_state(spark, spec)
     if not st.exists:
-        raise StateError(f"table does not exist; run `zipper init {spec.name}`", table=spec.table)
+        raise StateError(f"table does not exist in the metastore of {_metastore(spark)};"
+                         f" check --warehouse (or ZIPPER_WAREHOUSE), or run `zipper init {spec.name}`", table=spec.table)
+    state.check_owned(st, spec)  # a changed end_style would shift every date filter below
     if not st.initialized:
         raise StateError(f"table is not initialized; run `zipper init {spec.name}`", table=spec.table)
     return st
+
+
+def _metastore(spark) -> str:
+    """Where the session looked for tables, in the words a user can check."""
+    url = spark.sparkContext.getConf().get("spark.hadoop.javax.jdo.option.ConnectionURL", "")
+    if url.startswith("jdbc:derby:"):
+        return f"warehouse {spark.conf.get('spark.sql.warehouse.dir')}"
+    return "the configured (external) metastore"
 
 
 def status(spark, spec: TableSpec, recent: int = 10) -> dict:
@@ -55,6 +65,9 @@ def slice_as_of(spark, spec: TableSpec, as_of: dt.date):
     st = require_initialized(spark, spec)
     if as_of > st.last_committed:
         raise StateError(f"table is only committed up to {st.last_committed}", table=spec.table, ds=as_of.isoformat())
+    if st.init_ds and as_of < st.init_ds:
+        raise StateError(f"table starts at its base date {st.init_ds}; it holds nothing as of an earlier date",
+                         table=spec.table, ds=as_of.isoformat())
     return spark.sql(
         sqltemplates.render(
             "slice_as_of.sql",
@@ -84,8 +97,24 @@ def parse_key(spec: TableSpec, pairs: list[str]) -> dict[str, str]:
     return values
 
 
+def typed_key(spark, spec: TableSpec, key: dict[str, str]) -> dict[str, str]:
+    """The --key values checked against the key columns' types and written as Spark writes
+    them (history.sql compares text): `id=abc` on a bigint key is an error rather than a history
+    of no versions, and `id=007` finds key 7."""
+    from pyspark.sql import functions as F
+
+    types = dict(catalog.data_columns(spark, spec))
+    cast = spark.range(1).select(*[F.lit(key[k]).try_cast(types[k]).cast("string").alias(k)
+                                        for k in spec.keys]).first()
+    bad = [f"{k}={key[k]!r} ({types[k]})" for k in spec.keys if cast[k] is None]
+    if bad:
+        raise InputError(f"--key values are not of the key columns' types: {', '.join(bad)}", table=spec.table)
+    return {k: cast[k] for k in spec.keys}
+
+
 def history(spark, spec: TableSpec, key: dict[str, str]):
     require_initialized(spark, spec)
+    key = typed_key(spark, spec, key)
     query = sqltemplates.render(
         "history.sql", table=spec.table, keys=spec.keys, begin_column=spec.begin_column, end_column=spec.end_column
     )

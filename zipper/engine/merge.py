@@ -133,25 +133,6 @@ def _where(spec: TableSpec, ds: dt.date) -> dict:
     return {"table": spec.table, "ds": ds.isoformat()}
 
 
-def _check_owned(st: state.TableState, spec: TableSpec, ds: dt.date) -> None:
-    if not st.exists:
-        return
-    props = st.properties
-    if state.P_SPEC_NAME not in props:
-        raise StateError("table exists and was not created by zipper; refusing to change it", **_where(spec, ds))
-    recorded_keys = props.get(state.P_KEYS, "")
-    if recorded_keys and recorded_keys.split(",") != spec.keys:
-        raise StateError(
-            f"spec keys {spec.keys} differ from the table's keys {recorded_keys.split(',')}; "
-            "keys cannot change on an existing table",
-            **_where(spec, ds),
-        )
-    if props.get(state.P_END_STYLE, spec.end_style) != spec.end_style:
-        raise StateError(
-            f"spec end_style {spec.end_style} differs from the table's {props[state.P_END_STYLE]}", **_where(spec, ds)
-        )
-
-
 def recover(spark, spec: TableSpec, st: state.TableState, ds: dt.date) -> state.TableState:
     """Finish what a killed run left: columns its publish recorded but did not add to the table
     yet, and empty partitions that were added but never published."""
@@ -215,7 +196,7 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
     ds = init_date(spec, requested)
     where = _where(spec, ds)
     st = state.read_state(spark, spec)
-    _check_owned(st, spec, ds)
+    state.check_owned(st, spec, ds)
     if st.initialized:
         if st.init_ds == ds:
             return RunResult(spec.table, ds.isoformat(), "noop", f"already initialized as of {ds}")
@@ -325,7 +306,7 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
     started = time.monotonic()
     spec = resolve_keys(spark, spec)
     st = state.read_state(spark, spec)
-    _check_owned(st, spec, ds)
+    state.check_owned(st, spec, ds)
     st = recover(spark, spec, st, ds)
 
     fingerprints: dict[dt.date, str] = {}
@@ -455,8 +436,8 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
             written, counts = _write_merge(spark, spec, st, day, tracked, ds, run_root, broadcast=broadcast)
             for directory in (open_dir, closed_dir):
                 fs.mkdirs(spark, directory)
-    except InputError:
-        fs.delete(spark, run_root)  # bad input: nothing of this run is worth keeping
+    except (InputError, SpecError):
+        fs.delete(spark, run_root)  # bad input or spec: nothing of this run is worth keeping
         raise
     for directory in day.scratch:
         fs.delete(spark, directory)

@@ -37,7 +37,7 @@ def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet
             f" Rerun from the first date after the base instead (`zipper rerun {spec.name} --from D`)",
             table=spec.table, ds=last.isoformat() if last else None)
     st = state.read_state(spark, spec)
-    merge._check_owned(st, spec, last or spec.start_date)
+    state.check_owned(st, spec, last or spec.start_date)
     if not st.initialized:
         if last is None:
             raise StateError(f"table does not exist yet; give the last date to build: `zipper rebuild {spec.name} --to E`",

@@ -34,7 +34,7 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
     started = time.monotonic()
     spec = merge.resolve_keys(spark, spec)
     st = state.read_state(spark, spec)
-    merge._check_owned(st, spec, first)
+    state.check_owned(st, spec, first)
     st = merge.recover(spark, spec, st, first)
 
     located: dict[dt.date, object] = {}
@@ -100,7 +100,7 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
         spec.table,
         span,
         "rerun",
-        f"replayed {span} ({len(plan.dates)} dates); table at {plan.dates[-1]}",
+        f"replayed {span} ({len(plan.dates)} date{'s' if len(plan.dates) != 1 else ''}); table at {plan.dates[-1]}",
         {"dates": len(plan.dates), "restored": plan.restore_from is not None},
         time.monotonic() - started,
         results[-1].run_id,

@@ -11,7 +11,7 @@ from typing import Any
 import jinja2
 
 from zipper.engine import fs
-from zipper.errors import InputError, SpecError
+from zipper.errors import InputError, SpecError, java_messages
 from zipper.spec.model import BaseSpec, SourceSpec, TableSpec
 
 PARTITION_TERM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*'([^'\\]*)'\s*$")
@@ -138,13 +138,37 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None):
             reader = reader.schema(csv_schema)
         else:
             options.setdefault("inferSchema", "true")
+    if located.format in ("parquet", "orc") and len(located.files) > 1:
+        # a column only some files have is read (Spark otherwise takes one file's schema and drops
+        # it silently), and files that disagree on a column's type fail here, naming the input
+        options.setdefault("mergeSchema", "true")
     reader = reader.options(**options)
     try:
         df = reader.load(located.paths)
         df.schema  # noqa: B018 - resolve now, so a bad file fails here with its name
     except Exception as exc:  # AnalysisException, SparkException: unreadable or inconsistent files
+        if options.get("mergeSchema") == "true" and "MERGE" in str(exc):
+            conflict = _type_conflicts(spark, located)
+            if conflict:
+                raise InputError(f"files of {located.description} disagree on column types: {conflict}") from None
         raise _unreadable(located, exc) from None
     return df
+
+
+def _type_conflicts(spark, located: Input, shown: int = 3) -> str:
+    """Which columns the files type differently, with one file for each type: Spark's refusal to
+    merge their schemas names the two types but neither the column nor the files."""
+    seen: dict[str, dict[str, str]] = {}
+    for f in located.files:
+        try:
+            fields = spark.read.format(located.format).load(f.path).schema.fields
+        except Exception:
+            continue  # an unreadable file: reported by the caller's message
+        for field in fields:
+            seen.setdefault(field.name.lower(), {}).setdefault(field.dataType.simpleString(), f.path.rsplit("/", 1)[-1])
+    conflicts = [f"{name} is " + ", ".join(f"{kind} in {file}" for kind, file in types.items())
+                 for name, types in seen.items() if len(types) > 1]
+    return "; ".join(conflicts[:shown])
 
 
 def _csv_schema(spark, located: Input, options: dict[str, str], declared: dict[str, str], table_schema):
@@ -172,6 +196,12 @@ def _csv_schema(spark, located: Input, options: dict[str, str], declared: dict[s
 
 def _unreadable(located: Input, exc: Exception) -> InputError:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    chain = java_messages(exc)
+    root = (chain[-1].split(": ", 1)[-1].strip().splitlines() or [""])[0] if chain else ""
+    if text.startswith("An error occurred while calling"):  # py4j's own line: the cause says what and where
+        text = root or text
+    elif len(chain) > 1 and root and root not in text:
+        text = f"{text}; caused by {root}"
     if "COLUMN_ALREADY_EXISTS" in text:
         column = re.search(r"`([^`]+)`", text)
         return InputError(

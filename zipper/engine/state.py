@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from zipper.engine import catalog
 from zipper.engine.catalog import Partition
+from zipper.errors import StateError
 from zipper.spec.model import TableSpec
 
 FORMAT_VERSION = "1"
@@ -175,6 +176,29 @@ class TableState:
     def init_ds(self) -> dt.date | None:
         value = self.open_partition.params.get(INIT_DS) if self.open_partition else None
         return dt.date.fromisoformat(value) if value else None
+
+
+def check_owned(st: "TableState", spec: TableSpec, ds: dt.date | None = None) -> None:
+    """Refuse a table zipper did not create, or whose spec changed what cannot change: its keys
+    (every version is found by them) and its end style (every reader's date filters use it)."""
+    if not st.exists:
+        return
+    where = {"table": spec.table, "ds": ds.isoformat() if ds else None}
+    props = st.properties
+    if P_SPEC_NAME not in props:
+        raise StateError("table exists and was not created by zipper; refusing to change it", **where)
+    recorded_keys = props.get(P_KEYS, "")
+    if recorded_keys and recorded_keys.split(",") != spec.keys:
+        raise StateError(
+            f"spec keys {spec.keys} differ from the table's keys {recorded_keys.split(',')}; "
+            "keys cannot change on an existing table",
+            **where,
+        )
+    if props.get(P_END_STYLE, spec.end_style) != spec.end_style:
+        raise StateError(
+            f"spec end_style {spec.end_style} differs from the table's {props[P_END_STYLE]};"
+            " a table's end style cannot change", **where
+        )
 
 
 def read_state(spark, spec: TableSpec) -> TableState:

@@ -27,7 +27,7 @@ def vacuum(spark, spec: TableSpec, retention_days: int | None = None, dry_run: b
     records = [c.landing for c in st.commits.values() if c.landing]
     records += list(st.replay.landing.values()) if st.replay else []  # restored away, not yet replayed
     live |= {fs.qualify(spark, r["kept"]).rstrip("/") for r in records if r.get("kept")}
-    removed, kept = [], 0
+    removed, kept, kept_young = [], 0, 0
     for run_dir, modified_ms in sorted(fs.list_dirs(spark, root)):
         run_dir = run_dir.rstrip("/")
         run = run_dir.rsplit("/", 1)[-1]
@@ -36,6 +36,7 @@ def vacuum(spark, spec: TableSpec, retention_days: int | None = None, dry_run: b
         old_enough = now - started >= max(dt.timedelta(days=retention), MIN_AGE)
         if run == "empty" or not old_enough:
             kept += 1
+            kept_young += run != "empty" and now - started < MIN_AGE
             continue
         children = [d.rstrip("/") for d, _ in fs.list_dirs(spark, run_dir)]
         referenced = [c for c in children if c in live]
@@ -52,4 +53,5 @@ def vacuum(spark, spec: TableSpec, retention_days: int | None = None, dry_run: b
         "removed": removed,
         "removed_bytes": sum(r["bytes"] for r in removed),
         "kept": kept,
+        "kept_young": kept_young,  # kept whatever the retention: a merge may still be writing them
     }

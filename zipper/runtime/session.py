@@ -34,6 +34,10 @@ class SessionSettings:
     def warehouse_path(self) -> Path:
         return Path(self.warehouse).expanduser().resolve()
 
+    def has_metastore(self) -> bool:
+        """False only for the embedded default with no Derby database in the warehouse yet."""
+        return self.metastore != "embedded" or (self.warehouse_path / "metastore_db").is_dir()
+
 
 def embedded_conf(settings: SessionSettings) -> dict[str, str]:
     """Settings that make a local Spark use a Derby metastore inside the warehouse folder; the
@@ -122,4 +126,15 @@ def build_session(settings: SessionSettings, extra: dict[str, str] | None = None
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    if not settings.verbose:
+        _quiet_query_context_loggers()
     return spark
+
+
+def _quiet_query_context_loggers() -> None:
+    """PySpark logs every analysis error with its full JVM trace to stderr through these two
+    loggers, before the error reaches zipper's one-line message; --verbose keeps them."""
+    from pyspark.logger import PySparkLogger
+
+    for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger"):
+        PySparkLogger.getLogger(name).disabled = True
