@@ -8,7 +8,8 @@ import textwrap
 import pytest
 
 from zipper.errors import SpecError
-from zipper.spec.loader import find_spec, load_spec_file, load_specs
+from zipper.spec.loader import find_spec, load_spec_file, load_specs, scan_specs
+from zipper.spec.model import TableSpec
 
 EXAMPLE = """\
 name: dim_user                 # unique; the DAG will be zipper_dim_user
@@ -168,3 +169,59 @@ def test_bad_airflow_keys_name_file_and_key(tmp_path, block, expected):
     with pytest.raises(SpecError) as err:
         load_spec_file(path)
     assert str(path) in str(err.value) and expected in str(err.value)
+
+
+@pytest.mark.parametrize("old, new, key", [
+    ("start_date: '2024-01-01'", "start_date: 2024-13-01", "start_date"),
+    ("end_date: '2024-12-31'", "end_date: 2024-02-30", "end_date"),
+    ("open_end: '9999-12-31'", "open_end: 9999-12-32", "open_end"),
+])
+def test_an_impossible_unquoted_date_names_file_and_key(tmp_path, old, new, key):
+    path = write(tmp_path, EXAMPLE.replace(old, new), "zz.yaml")
+    with pytest.raises(SpecError) as err:
+        load_spec_file(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: key '{key}': ") and "\n" not in message, message
+
+
+def test_unquoted_dates_load_as_quoted_ones_and_text_keys_take_them(tmp_path):
+    quoted = load_spec_file(write(tmp_path, EXAMPLE, "quoted.yaml"))
+    unquoted = load_spec_file(write(tmp_path, EXAMPLE.replace("'", ""), "unquoted.yaml"))
+    assert unquoted.model_dump() == quoted.model_dump()
+    with_time = EXAMPLE.replace("start_date: '2024-01-01'", "start_date: 2024-01-01 00:00:00")
+    assert load_spec_file(write(tmp_path, with_time, "time.yaml")).start_date == dt.date(2024, 1, 1)
+    text = EXAMPLE + "description: 2024-05-01\nairflow:\n  tags: [2024-05-01]\n"
+    text = text.replace("format: parquet\n  path: /data/ods/user_inc", "format: parquet\n  options: {since: 2024-05-01}\n  path: /data/ods/user_inc")
+    spec = load_spec_file(write(tmp_path, text, "text.yaml"))
+    assert (spec.description, spec.airflow.tags, spec.source.options) == ("2024-05-01", ["2024-05-01"], {"since": "2024-05-01"})
+
+
+def test_scan_specs_reports_a_bad_date_against_its_file_and_loads_the_others(tmp_path):
+    write(tmp_path, EXAMPLE)
+    write(tmp_path, EXAMPLE.replace("start_date: '2024-01-01'", "start_date: 2024-13-01").replace("dim_user", "zz"), "zz.yaml")
+    found = {path.name: spec for path, spec in scan_specs(tmp_path)}
+    assert found["dim_user.yaml"].name == "dim_user"
+    assert isinstance(found["zz.yaml"], SpecError) and "zz.yaml: key 'start_date'" in str(found["zz.yaml"])
+
+
+def test_an_unexpected_failure_is_a_spec_error_of_its_file(tmp_path, monkeypatch):
+    write(tmp_path, EXAMPLE)
+    (tmp_path / "latin1.yaml").write_bytes(b"name: caf\xe9\n")
+    found = {path.name: spec for path, spec in scan_specs(tmp_path)}
+    assert found["dim_user.yaml"].name == "dim_user"
+    message = str(found["latin1.yaml"])
+    assert message.startswith(f"{tmp_path / 'latin1.yaml'}: cannot load spec: UnicodeDecodeError: ") and "\n" not in message
+
+    def broken(raw):
+        raise RuntimeError("a bug\nwith two lines")
+
+    monkeypatch.setattr(TableSpec, "model_validate", broken)
+    with pytest.raises(SpecError, match=r"dim_user.yaml: cannot load spec: RuntimeError: a bug$"):
+        load_spec_file(tmp_path / "dim_user.yaml")
+
+    def interrupted(raw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(TableSpec, "model_validate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        list(scan_specs(tmp_path))

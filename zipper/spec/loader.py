@@ -19,6 +19,16 @@ YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 DEFAULT_SPECS_DIR = Path(__file__).resolve().parents[2] / "dags" / "tables"
 
 
+class SpecLoader(YAML_LOADER):
+    """YAML_LOADER keeping an unquoted date (`start_date: 2024-01-01`) as its text. PyYAML would
+    build a date, and raise a bare ValueError for an impossible one (2024-13-01) that names
+    neither file nor key; pydantic parses the text of a date key and names the key, and a text
+    key (`description`, `options`, `tags`) takes the text instead of rejecting a date."""
+
+
+SpecLoader.add_constructor("tag:yaml.org,2002:timestamp", SpecLoader.construct_yaml_str)
+
+
 def specs_dir(explicit: str | os.PathLike | None = None) -> Path:
     return Path(explicit or os.environ.get("ZIPPER_SPECS") or DEFAULT_SPECS_DIR)
 
@@ -36,10 +46,26 @@ def _describe(error: dict) -> str:
     return f"key '{key}': {message}{shown}"
 
 
+def _one_line(exc: BaseException) -> str:
+    text = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 def load_spec_file(path: str | os.PathLike) -> TableSpec:
+    """The spec of one file. Every failure is a one-line SpecError naming the file, even one no
+    check foresaw: the caller (a DAG file parsing every spec) must be able to skip just this file."""
     path = Path(path)
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=YAML_LOADER)
+        return _load(path)
+    except SpecError:
+        raise
+    except Exception as exc:  # not BaseException: an interrupt or exit must still stop the caller
+        raise SpecError(f"{path}: cannot load spec: {_one_line(exc)}") from exc
+
+
+def _load(path: Path) -> TableSpec:
+    try:
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=SpecLoader)
     except OSError as exc:
         raise SpecError(f"{path}: cannot read spec: {exc.strerror}") from None
     except yaml.YAMLError as exc:
