@@ -225,3 +225,30 @@ def test_an_unexpected_failure_is_a_spec_error_of_its_file(tmp_path, monkeypatch
     monkeypatch.setattr(TableSpec, "model_validate", interrupted)
     with pytest.raises(KeyboardInterrupt):
         list(scan_specs(tmp_path))
+
+
+def test_find_spec_refuses_a_name_another_file_also_uses(tmp_path):
+    write(tmp_path, EXAMPLE.replace("table: dw.dim_user", "table: dw.copy"), "copy.yaml")
+    write(tmp_path, EXAMPLE)
+    scanned = dict(scan_specs(tmp_path))
+    with pytest.raises(SpecError) as err:
+        find_spec("dim_user", tmp_path)
+    assert str(err.value) == str(scanned[tmp_path / "dim_user.yaml"])  # the DAGs' message for the same clash
+    assert str(err.value) == f"{tmp_path / 'dim_user.yaml'}: key 'name': 'dim_user' is also used by {tmp_path / 'copy.yaml'}"
+
+
+def test_find_spec_refuses_a_table_another_file_also_uses(tmp_path):
+    write(tmp_path, EXAMPLE)
+    write(tmp_path, EXAMPLE.replace("name: dim_user", "name: other"), "other.yaml")
+    expected = f"{tmp_path / 'other.yaml'}: key 'table': 'dw.dim_user' is also used by {tmp_path / 'dim_user.yaml'}"
+    for name in ("dim_user", "other"):
+        with pytest.raises(SpecError) as err:
+            find_spec(name, tmp_path)
+        assert str(err.value) == expected
+
+
+def test_find_spec_fails_on_the_broken_file_named_after_it(tmp_path):
+    write(tmp_path, EXAMPLE, "a.yaml")
+    write(tmp_path, "name: [broken", "dim_user.yaml")
+    with pytest.raises(SpecError, match="dim_user.yaml: line"):
+        find_spec("dim_user", tmp_path)

@@ -120,18 +120,30 @@ def load_specs(directory: str | os.PathLike | None = None) -> dict[str, tuple[Pa
 
 
 def find_spec(name: str, directory: str | os.PathLike | None = None) -> tuple[Path, TableSpec]:
-    """One spec by name. Other broken files in the folder do not block it."""
+    """One spec by name, for the CLI. It reads every file, as scan_specs does for the DAGs, so the
+    two cannot pick different files: a name or table that two files use is an error naming both.
+    A broken file blocks only the name its file stem claims."""
     folder = specs_dir(directory)
-    files = spec_files(folder)
-    candidates = [p for p in files if p.stem == name]
-    others = [p for p in files if p.stem != name]
-    for path in candidates + others:
+    loaded: list[tuple[Path, TableSpec]] = []
+    for path in spec_files(folder):
         try:
-            spec = load_spec_file(path)
+            loaded.append((path, load_spec_file(path)))
         except SpecError:
-            if path in candidates:
+            if path.stem == name:
                 raise
-            continue
-        if spec.name == name:
-            return path, spec
-    raise SpecError(f"{folder}: no spec named {name!r}")
+    found = [(path, spec) for path, spec in loaded if spec.name == name]
+    if not found:
+        raise SpecError(f"{folder}: no spec named {name!r}")
+    path, spec = found[0]
+    _unique(path, "name", name, [p for p, s in found])
+    _unique(path, "table", spec.table, [p for p, s in loaded if s.table == spec.table])
+    return path, spec
+
+
+def _unique(path: Path, key: str, value: str, users: list[Path]) -> None:
+    """Fails if a file besides `path` uses `value`, with scan_specs' message: the later file of
+    the two is the one in error (the DAGs keep the first)."""
+    others = [p for p in users if p != path]
+    if others:
+        first, later = sorted([path, others[0]])
+        raise SpecError(f"{later}: key '{key}': {value!r} is also used by {first}")
