@@ -252,3 +252,46 @@ def test_find_spec_fails_on_the_broken_file_named_after_it(tmp_path):
     write(tmp_path, "name: [broken", "dim_user.yaml")
     with pytest.raises(SpecError, match="dim_user.yaml: line"):
         find_spec("dim_user", tmp_path)
+
+
+INCREMENT = "format: parquet\n  path: /data/ods/user_inc/ds={{ ds }}"
+
+
+@pytest.mark.parametrize("old, template, key, reason", [
+    (INCREMENT, "/in/ds={{ dss }}", "source.path", "'dss' is undefined"),
+    (INCREMENT, "/in/{{ ds_nodash }}/ds={{ dss }}", "source.path", "'dss' is undefined"),
+    (INCREMENT, "/in/ds={{ ds", "source.path", "unexpected end of template"),
+    (INCREMENT, "/in/ds={{ ds | nope }}", "source.path", "No filter named 'nope'"),
+    (INCREMENT, "/in/ds={{ ds + 1 }}", "source.path", "TypeError: can only concatenate"),
+    ("path: /data/ods/user_base", "/base/{{ ds_nodsh }}", "base.path", "'ds_nodsh' is undefined"),
+    (INCREMENT, "ds = '{{ day }}'", "source.partition", "'day' is undefined"),
+])
+def test_a_bad_template_names_file_and_key_at_load(tmp_path, old, template, key, reason):
+    if key == "source.partition":
+        new = f"format: table\n  table: ods.user\n  partition: \"{template}\""
+    else:
+        new = old.replace(old.split("path: ")[1], template)
+    path = write(tmp_path, EXAMPLE.replace(old, new))
+    with pytest.raises(SpecError) as err:
+        load_spec_file(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: key '{key}': cannot render {template!r}: {reason}"), message
+    assert "\n" not in message and "(got" not in message
+
+
+def test_templates_with_every_variable_load(tmp_path):
+    text = EXAMPLE.replace("ds={{ ds }}", "{{ ds_nodash }}/{{ prev_ds }}..{{ next_ds }}/ds={{ ds }}")
+    spec = load_spec_file(write(tmp_path, text))
+    assert spec.source.path == "/data/ods/user_inc/{{ ds_nodash }}/{{ prev_ds }}..{{ next_ds }}/ds={{ ds }}"
+
+
+def test_a_run_time_render_error_names_the_spec_key(tmp_path):
+    from zipper.engine import sources
+
+    spec = load_spec_file(write(tmp_path, EXAMPLE))
+    bad_source = spec.source.model_copy(update={"path": "/in/{{ dss }}"})  # past the load check
+    with pytest.raises(SpecError, match=r"^source\.path: cannot render '/in/\{\{ dss \}\}': 'dss' is undefined$"):
+        sources.locate(None, spec, bad_source, dt.date(2024, 3, 1), "increment")
+    bad_base = spec.base.model_copy(update={"path": "/in/{{ dss }}"})
+    with pytest.raises(SpecError, match=r"^base\.path: cannot render"):
+        sources.locate(None, spec, bad_base, dt.date(2024, 3, 1), "base")

@@ -42,7 +42,7 @@ def _describe(error: dict) -> str:
         return f"key '{key}': required key is missing"
     message = error["msg"].removeprefix("Value error, ")
     got = error.get("input")
-    shown = "" if isinstance(got, (dict, list)) or got is None else f" (got {got!r})"
+    shown = "" if isinstance(got, (dict, list)) or got is None or repr(got) in message else f" (got {got!r})"
     return f"key '{key}': {message}{shown}"
 
 
