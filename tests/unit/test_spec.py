@@ -295,3 +295,21 @@ def test_a_run_time_render_error_names_the_spec_key(tmp_path):
     bad_base = spec.base.model_copy(update={"path": "/in/{{ dss }}"})
     with pytest.raises(SpecError, match=r"^base\.path: cannot render"):
         sources.locate(None, spec, bad_base, dt.date(2024, 3, 1), "base")
+
+
+COLUMNS = "columns: {user_id: bigint, Name: string, city: string}\n"
+
+
+@pytest.mark.parametrize("tracked, unknown", [("[citty]", "['citty']"), ("[name, Citty, zip]", "['citty', 'zip']")])
+def test_track_columns_must_be_declared_columns(tmp_path, tracked, unknown):
+    path = write(tmp_path, EXAMPLE.replace("track_columns: all", f"track_columns: {tracked}\n{COLUMNS}"))
+    with pytest.raises(SpecError) as err:
+        load_spec_file(path)
+    assert str(err.value) == f"{path}: key 'track_columns': not among the declared columns: {unknown}"
+
+
+def test_track_columns_match_declared_columns_in_any_case(tmp_path):
+    spec = load_spec_file(write(tmp_path, EXAMPLE.replace("track_columns: all", f"track_columns: [NAME, City]\n{COLUMNS}")))
+    assert spec.track_columns == ["name", "city"]
+    unchecked = load_spec_file(write(tmp_path, EXAMPLE.replace("track_columns: all", "track_columns: [citty]"), "b.yaml"))
+    assert unchecked.track_columns == ["citty"]  # no columns declared: the merge checks against the table

@@ -34,7 +34,9 @@ def specs_dir(explicit: str | os.PathLike | None = None) -> Path:
 
 
 def _describe(error: dict) -> str:
-    key = ".".join(str(p) for p in error["loc"]) or "(top level)"
+    loc = [str(p) for p in error["loc"]]
+    about = getattr((error.get("ctx") or {}).get("error"), "key", None)  # a KeyValueError's key
+    key = ".".join(loc + ([about] if about else [])) or "(top level)"
     kind = error["type"]
     if kind == "extra_forbidden":
         return f"key '{key}': unknown key"

@@ -35,6 +35,14 @@ QualifiedTable = Annotated[str, AfterValidator(_qualified_table)]
 Template = Annotated[str, AfterValidator(check_template)]
 
 
+class KeyValueError(ValueError):
+    """A check across keys that is about one of them: the loader names `key`, not '(top level)'."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -248,7 +256,16 @@ class TableSpec(_Strict):
                 raise ValueError(f"columns must include the keys; missing {missing}")
             if reserved & set(self.columns):
                 raise ValueError(f"columns may not include the reserved columns {sorted(reserved)}")
+            self._check_tracked_are_declared()
         return self
+
+    def _check_tracked_are_declared(self) -> None:
+        """A misspelt tracked column fails at load when the spec declares its columns (both sides
+        are lower-cased identifiers); without `columns` only the table can tell, at merge."""
+        if isinstance(self.track_columns, list):
+            unknown = [c for c in self.track_columns if c not in self.columns]
+            if unknown:
+                raise KeyValueError("track_columns", f"not among the declared columns: {unknown}")
 
     @property
     def database(self) -> str:
