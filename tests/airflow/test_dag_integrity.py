@@ -42,6 +42,10 @@ def specs(tmp_path_factory):
                         "owner": "data-eng", "tags": ["test"]})
     (folder / "bad_key.yaml").write_text((folder / "dim_a.yaml").read_text().replace("name: dim_a", "name: bad\ncolour: red"))
     (folder / "same_name.yaml").write_text((folder / "dim_a.yaml").read_text().replace("dw.dim_a", "dw.other"))
+    # An impossible unquoted date: PyYAML's own date parsing used to raise and take every DAG down.
+    bad_date = (folder / "dim_a.yaml").read_text().replace("dim_a", "bad_date").replace(f"'{DATES[0]}'", "2024-13-01")
+    assert "start_date: 2024-13-01" in bad_date
+    (folder / "bad_date.yaml").write_text(bad_date)
     return folder
 
 
@@ -80,7 +84,8 @@ def test_good_specs_load_and_bad_ones_are_import_errors_of_their_own_files(parse
     bag = parsed["bag"]
     assert sorted(bag.dag_ids) == ["zipper_dim_a", "zipper_dim_a_rerun", "zipper_dim_b", "zipper_dim_b_rerun"]
     errors = {k: v for k, v in bag.import_errors.items()}
-    assert sorted(errors) == [str(specs / "bad_key.yaml"), str(specs / "same_name.yaml")], errors
+    assert sorted(errors) == [str(specs / n) for n in ("bad_date.yaml", "bad_key.yaml", "same_name.yaml")], errors
+    assert errors[str(specs / "bad_date.yaml")].startswith(f"{specs / 'bad_date.yaml'}: key 'start_date': ")
     assert errors[str(specs / "bad_key.yaml")] == f"{specs / 'bad_key.yaml'}: key 'colour': unknown key"
     assert "key 'name': 'dim_a' is also used by" in errors[str(specs / "same_name.yaml")]
 

@@ -8,7 +8,8 @@ import textwrap
 import pytest
 
 from zipper.errors import SpecError
-from zipper.spec.loader import find_spec, load_spec_file, load_specs
+from zipper.spec.loader import find_spec, load_spec_file, load_specs, scan_specs
+from zipper.spec.model import TableSpec
 
 EXAMPLE = """\
 name: dim_user                 # unique; the DAG will be zipper_dim_user
@@ -168,3 +169,147 @@ def test_bad_airflow_keys_name_file_and_key(tmp_path, block, expected):
     with pytest.raises(SpecError) as err:
         load_spec_file(path)
     assert str(path) in str(err.value) and expected in str(err.value)
+
+
+@pytest.mark.parametrize("old, new, key", [
+    ("start_date: '2024-01-01'", "start_date: 2024-13-01", "start_date"),
+    ("end_date: '2024-12-31'", "end_date: 2024-02-30", "end_date"),
+    ("open_end: '9999-12-31'", "open_end: 9999-12-32", "open_end"),
+])
+def test_an_impossible_unquoted_date_names_file_and_key(tmp_path, old, new, key):
+    path = write(tmp_path, EXAMPLE.replace(old, new), "zz.yaml")
+    with pytest.raises(SpecError) as err:
+        load_spec_file(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: key '{key}': ") and "\n" not in message, message
+
+
+def test_unquoted_dates_load_as_quoted_ones_and_text_keys_take_them(tmp_path):
+    quoted = load_spec_file(write(tmp_path, EXAMPLE, "quoted.yaml"))
+    unquoted = load_spec_file(write(tmp_path, EXAMPLE.replace("'", ""), "unquoted.yaml"))
+    assert unquoted.model_dump() == quoted.model_dump()
+    with_time = EXAMPLE.replace("start_date: '2024-01-01'", "start_date: 2024-01-01 00:00:00")
+    assert load_spec_file(write(tmp_path, with_time, "time.yaml")).start_date == dt.date(2024, 1, 1)
+    text = EXAMPLE + "description: 2024-05-01\nairflow:\n  tags: [2024-05-01]\n"
+    text = text.replace("format: parquet\n  path: /data/ods/user_inc", "format: parquet\n  options: {since: 2024-05-01}\n  path: /data/ods/user_inc")
+    spec = load_spec_file(write(tmp_path, text, "text.yaml"))
+    assert (spec.description, spec.airflow.tags, spec.source.options) == ("2024-05-01", ["2024-05-01"], {"since": "2024-05-01"})
+
+
+def test_scan_specs_reports_a_bad_date_against_its_file_and_loads_the_others(tmp_path):
+    write(tmp_path, EXAMPLE)
+    write(tmp_path, EXAMPLE.replace("start_date: '2024-01-01'", "start_date: 2024-13-01").replace("dim_user", "zz"), "zz.yaml")
+    found = {path.name: spec for path, spec in scan_specs(tmp_path)}
+    assert found["dim_user.yaml"].name == "dim_user"
+    assert isinstance(found["zz.yaml"], SpecError) and "zz.yaml: key 'start_date'" in str(found["zz.yaml"])
+
+
+def test_an_unexpected_failure_is_a_spec_error_of_its_file(tmp_path, monkeypatch):
+    write(tmp_path, EXAMPLE)
+    (tmp_path / "latin1.yaml").write_bytes(b"name: caf\xe9\n")
+    found = {path.name: spec for path, spec in scan_specs(tmp_path)}
+    assert found["dim_user.yaml"].name == "dim_user"
+    message = str(found["latin1.yaml"])
+    assert message.startswith(f"{tmp_path / 'latin1.yaml'}: cannot load spec: UnicodeDecodeError: ") and "\n" not in message
+
+    def broken(raw):
+        raise RuntimeError("a bug\nwith two lines")
+
+    monkeypatch.setattr(TableSpec, "model_validate", broken)
+    with pytest.raises(SpecError, match=r"dim_user.yaml: cannot load spec: RuntimeError: a bug$"):
+        load_spec_file(tmp_path / "dim_user.yaml")
+
+    def interrupted(raw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(TableSpec, "model_validate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        list(scan_specs(tmp_path))
+
+
+def test_find_spec_refuses_a_name_another_file_also_uses(tmp_path):
+    write(tmp_path, EXAMPLE.replace("table: dw.dim_user", "table: dw.copy"), "copy.yaml")
+    write(tmp_path, EXAMPLE)
+    scanned = dict(scan_specs(tmp_path))
+    with pytest.raises(SpecError) as err:
+        find_spec("dim_user", tmp_path)
+    assert str(err.value) == str(scanned[tmp_path / "dim_user.yaml"])  # the DAGs' message for the same clash
+    assert str(err.value) == f"{tmp_path / 'dim_user.yaml'}: key 'name': 'dim_user' is also used by {tmp_path / 'copy.yaml'}"
+
+
+def test_find_spec_refuses_a_table_another_file_also_uses(tmp_path):
+    write(tmp_path, EXAMPLE)
+    write(tmp_path, EXAMPLE.replace("name: dim_user", "name: other"), "other.yaml")
+    expected = f"{tmp_path / 'other.yaml'}: key 'table': 'dw.dim_user' is also used by {tmp_path / 'dim_user.yaml'}"
+    for name in ("dim_user", "other"):
+        with pytest.raises(SpecError) as err:
+            find_spec(name, tmp_path)
+        assert str(err.value) == expected
+
+
+def test_find_spec_fails_on_the_broken_file_named_after_it(tmp_path):
+    write(tmp_path, EXAMPLE, "a.yaml")
+    write(tmp_path, "name: [broken", "dim_user.yaml")
+    with pytest.raises(SpecError, match="dim_user.yaml: line"):
+        find_spec("dim_user", tmp_path)
+
+
+INCREMENT = "format: parquet\n  path: /data/ods/user_inc/ds={{ ds }}"
+
+
+@pytest.mark.parametrize("old, template, key, reason", [
+    (INCREMENT, "/in/ds={{ dss }}", "source.path", "'dss' is undefined"),
+    (INCREMENT, "/in/{{ ds_nodash }}/ds={{ dss }}", "source.path", "'dss' is undefined"),
+    (INCREMENT, "/in/ds={{ ds", "source.path", "unexpected end of template"),
+    (INCREMENT, "/in/ds={{ ds | nope }}", "source.path", "No filter named 'nope'"),
+    (INCREMENT, "/in/ds={{ ds + 1 }}", "source.path", "TypeError: can only concatenate"),
+    ("path: /data/ods/user_base", "/base/{{ ds_nodsh }}", "base.path", "'ds_nodsh' is undefined"),
+    (INCREMENT, "ds = '{{ day }}'", "source.partition", "'day' is undefined"),
+])
+def test_a_bad_template_names_file_and_key_at_load(tmp_path, old, template, key, reason):
+    if key == "source.partition":
+        new = f"format: table\n  table: ods.user\n  partition: \"{template}\""
+    else:
+        new = old.replace(old.split("path: ")[1], template)
+    path = write(tmp_path, EXAMPLE.replace(old, new))
+    with pytest.raises(SpecError) as err:
+        load_spec_file(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: key '{key}': cannot render {template!r}: {reason}"), message
+    assert "\n" not in message and "(got" not in message
+
+
+def test_templates_with_every_variable_load(tmp_path):
+    text = EXAMPLE.replace("ds={{ ds }}", "{{ ds_nodash }}/{{ prev_ds }}..{{ next_ds }}/ds={{ ds }}")
+    spec = load_spec_file(write(tmp_path, text))
+    assert spec.source.path == "/data/ods/user_inc/{{ ds_nodash }}/{{ prev_ds }}..{{ next_ds }}/ds={{ ds }}"
+
+
+def test_a_run_time_render_error_names_the_spec_key(tmp_path):
+    from zipper.engine import sources
+
+    spec = load_spec_file(write(tmp_path, EXAMPLE))
+    bad_source = spec.source.model_copy(update={"path": "/in/{{ dss }}"})  # past the load check
+    with pytest.raises(SpecError, match=r"^source\.path: cannot render '/in/\{\{ dss \}\}': 'dss' is undefined$"):
+        sources.locate(None, spec, bad_source, dt.date(2024, 3, 1), "increment")
+    bad_base = spec.base.model_copy(update={"path": "/in/{{ dss }}"})
+    with pytest.raises(SpecError, match=r"^base\.path: cannot render"):
+        sources.locate(None, spec, bad_base, dt.date(2024, 3, 1), "base")
+
+
+COLUMNS = "columns: {user_id: bigint, Name: string, city: string}\n"
+
+
+@pytest.mark.parametrize("tracked, unknown", [("[citty]", "['citty']"), ("[name, Citty, zip]", "['citty', 'zip']")])
+def test_track_columns_must_be_declared_columns(tmp_path, tracked, unknown):
+    path = write(tmp_path, EXAMPLE.replace("track_columns: all", f"track_columns: {tracked}\n{COLUMNS}"))
+    with pytest.raises(SpecError) as err:
+        load_spec_file(path)
+    assert str(err.value) == f"{path}: key 'track_columns': not among the declared columns: {unknown}"
+
+
+def test_track_columns_match_declared_columns_in_any_case(tmp_path):
+    spec = load_spec_file(write(tmp_path, EXAMPLE.replace("track_columns: all", f"track_columns: [NAME, City]\n{COLUMNS}")))
+    assert spec.track_columns == ["name", "city"]
+    unchecked = load_spec_file(write(tmp_path, EXAMPLE.replace("track_columns: all", "track_columns: [citty]"), "b.yaml"))
+    assert unchecked.track_columns == ["citty"]  # no columns declared: the merge checks against the table

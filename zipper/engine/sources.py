@@ -8,11 +8,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import jinja2
-
 from zipper.engine import fs
 from zipper.errors import InputError, SpecError, java_messages
 from zipper.spec.model import BaseSpec, SourceSpec, TableSpec
+from zipper.spec.templates import render_template
 
 PARTITION_TERM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*'([^'\\]*)'\s*$")
 
@@ -35,20 +34,19 @@ class Input:
         return not self.files
 
 
-def template_context(ds: dt.date) -> dict[str, str]:
-    return {
-        "ds": ds.isoformat(),
-        "ds_nodash": ds.strftime("%Y%m%d"),
-        "prev_ds": (ds - dt.timedelta(days=1)).isoformat(),
-        "next_ds": (ds + dt.timedelta(days=1)).isoformat(),
-    }
-
-
-def render(template: str, ds: dt.date, what: str) -> str:
+def render(template: str, ds: dt.date, key: str) -> str:
+    """`template` for `ds`; `key` is the spec key it comes from (`source.path`), for the message.
+    The loader already rendered it once, so this fails only on what depends on the date."""
     try:
-        return jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(template).render(template_context(ds))
-    except jinja2.TemplateError as exc:
-        raise SpecError(f"{what}: cannot render {template!r}: {exc}") from None
+        return render_template(template, ds)
+    except ValueError as exc:
+        raise SpecError(f"{key}: {exc}") from None
+
+
+def spec_key(source: SourceSpec | BaseSpec) -> str:
+    """The spec key of `source` (`source` for the increment, `base` for the snapshot): messages
+    name the key the user wrote, not the engine's word for the input."""
+    return "base" if isinstance(source, BaseSpec) else "source"
 
 
 def resolve_path(path: str, spec: TableSpec) -> str:
@@ -90,7 +88,7 @@ def locate_increment(spark, spec: TableSpec, st, ds: dt.date) -> Input:
 def locate(spark, spec: TableSpec, source: SourceSpec | BaseSpec, ds: dt.date, what: str) -> Input:
     if source.format == "table":
         return _locate_table(spark, source, ds, what)
-    rendered = resolve_path(render(source.path, ds, f"{what}.path"), spec)
+    rendered = resolve_path(render(source.path, ds, f"{spec_key(source)}.path"), spec)
     matches = fs.glob(spark, rendered)
     if not matches:
         raise InputError(f"{what} not found: {rendered}", table=spec.table, ds=ds.isoformat())
@@ -99,7 +97,7 @@ def locate(spark, spec: TableSpec, source: SourceSpec | BaseSpec, ds: dt.date, w
 
 
 def _locate_table(spark, source, ds: dt.date, what: str) -> Input:
-    partition = parse_partition(render(source.partition, ds, f"{what}.partition")) if getattr(source, "partition", None) else {}
+    partition = parse_partition(render(source.partition, ds, f"{spec_key(source)}.partition")) if getattr(source, "partition", None) else {}
     db, name = source.table.split(".")
     jcat = spark._jsparkSession.sessionState().catalog().externalCatalog()
     if not (jcat.databaseExists(db) and jcat.tableExists(db, name)):

@@ -19,12 +19,24 @@ YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 DEFAULT_SPECS_DIR = Path(__file__).resolve().parents[2] / "dags" / "tables"
 
 
+class SpecLoader(YAML_LOADER):
+    """YAML_LOADER keeping an unquoted date (`start_date: 2024-01-01`) as its text. PyYAML would
+    build a date, and raise a bare ValueError for an impossible one (2024-13-01) that names
+    neither file nor key; pydantic parses the text of a date key and names the key, and a text
+    key (`description`, `options`, `tags`) takes the text instead of rejecting a date."""
+
+
+SpecLoader.add_constructor("tag:yaml.org,2002:timestamp", SpecLoader.construct_yaml_str)
+
+
 def specs_dir(explicit: str | os.PathLike | None = None) -> Path:
     return Path(explicit or os.environ.get("ZIPPER_SPECS") or DEFAULT_SPECS_DIR)
 
 
 def _describe(error: dict) -> str:
-    key = ".".join(str(p) for p in error["loc"]) or "(top level)"
+    loc = [str(p) for p in error["loc"]]
+    about = getattr((error.get("ctx") or {}).get("error"), "key", None)  # a KeyValueError's key
+    key = ".".join(loc + ([about] if about else [])) or "(top level)"
     kind = error["type"]
     if kind == "extra_forbidden":
         return f"key '{key}': unknown key"
@@ -32,14 +44,30 @@ def _describe(error: dict) -> str:
         return f"key '{key}': required key is missing"
     message = error["msg"].removeprefix("Value error, ")
     got = error.get("input")
-    shown = "" if isinstance(got, (dict, list)) or got is None else f" (got {got!r})"
+    shown = "" if isinstance(got, (dict, list)) or got is None or repr(got) in message else f" (got {got!r})"
     return f"key '{key}': {message}{shown}"
 
 
+def _one_line(exc: BaseException) -> str:
+    text = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 def load_spec_file(path: str | os.PathLike) -> TableSpec:
+    """The spec of one file. Every failure is a one-line SpecError naming the file, even one no
+    check foresaw: the caller (a DAG file parsing every spec) must be able to skip just this file."""
     path = Path(path)
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=YAML_LOADER)
+        return _load(path)
+    except SpecError:
+        raise
+    except Exception as exc:  # not BaseException: an interrupt or exit must still stop the caller
+        raise SpecError(f"{path}: cannot load spec: {_one_line(exc)}") from exc
+
+
+def _load(path: Path) -> TableSpec:
+    try:
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=SpecLoader)
     except OSError as exc:
         raise SpecError(f"{path}: cannot read spec: {exc.strerror}") from None
     except yaml.YAMLError as exc:
@@ -94,18 +122,30 @@ def load_specs(directory: str | os.PathLike | None = None) -> dict[str, tuple[Pa
 
 
 def find_spec(name: str, directory: str | os.PathLike | None = None) -> tuple[Path, TableSpec]:
-    """One spec by name. Other broken files in the folder do not block it."""
+    """One spec by name, for the CLI. It reads every file, as scan_specs does for the DAGs, so the
+    two cannot pick different files: a name or table that two files use is an error naming both.
+    A broken file blocks only the name its file stem claims."""
     folder = specs_dir(directory)
-    files = spec_files(folder)
-    candidates = [p for p in files if p.stem == name]
-    others = [p for p in files if p.stem != name]
-    for path in candidates + others:
+    loaded: list[tuple[Path, TableSpec]] = []
+    for path in spec_files(folder):
         try:
-            spec = load_spec_file(path)
+            loaded.append((path, load_spec_file(path)))
         except SpecError:
-            if path in candidates:
+            if path.stem == name:
                 raise
-            continue
-        if spec.name == name:
-            return path, spec
-    raise SpecError(f"{folder}: no spec named {name!r}")
+    found = [(path, spec) for path, spec in loaded if spec.name == name]
+    if not found:
+        raise SpecError(f"{folder}: no spec named {name!r}")
+    path, spec = found[0]
+    _unique(path, "name", name, [p for p, s in found])
+    _unique(path, "table", spec.table, [p for p, s in loaded if s.table == spec.table])
+    return path, spec
+
+
+def _unique(path: Path, key: str, value: str, users: list[Path]) -> None:
+    """Fails if a file besides `path` uses `value`, with scan_specs' message: the later file of
+    the two is the one in error (the DAGs keep the first)."""
+    others = [p for p in users if p != path]
+    if others:
+        first, later = sorted([path, others[0]])
+        raise SpecError(f"{later}: key '{key}': {value!r} is also used by {first}")

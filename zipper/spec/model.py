@@ -10,6 +10,8 @@ from pathlib import Path
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
+from zipper.spec.templates import check_template
+
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 OPEN_END_DEFAULT = dt.date(9999, 12, 31)
 
@@ -29,6 +31,16 @@ def _qualified_table(value: str) -> str:
 
 Identifier = Annotated[str, AfterValidator(_identifier)]
 QualifiedTable = Annotated[str, AfterValidator(_qualified_table)]
+# A Jinja template of `ds`, rendered once here with a sample date so a typo fails at load.
+Template = Annotated[str, AfterValidator(check_template)]
+
+
+class KeyValueError(ValueError):
+    """A check across keys that is about one of them: the loader names `key`, not '(top level)'."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
 
 
 class _Strict(BaseModel):
@@ -57,9 +69,9 @@ class SourceSpec(_Strict):
 
     mode: Mode = "upsert"
     format: Literal["parquet", "csv", "orc", "table"] = "parquet"
-    path: str | None = None
+    path: Template | None = None
     table: QualifiedTable | None = None
-    partition: str | None = None
+    partition: Template | None = None
     options: dict[str, str] = Field(default_factory=dict)
     # The column types of a CSV input (CSV has none); columns not listed take the table's types.
     schema_: dict[Identifier, str] | None = Field(default=None, alias="schema")
@@ -128,7 +140,7 @@ class BaseSpec(_Strict):
     """A full snapshot loaded once by `zipper init` as the table's first open state."""
 
     format: Literal["parquet", "csv", "orc", "table"] = "parquet"
-    path: str | None = None
+    path: Template | None = None
     table: QualifiedTable | None = None
     options: dict[str, str] = Field(default_factory=dict)
 
@@ -244,7 +256,16 @@ class TableSpec(_Strict):
                 raise ValueError(f"columns must include the keys; missing {missing}")
             if reserved & set(self.columns):
                 raise ValueError(f"columns may not include the reserved columns {sorted(reserved)}")
+            self._check_tracked_are_declared()
         return self
+
+    def _check_tracked_are_declared(self) -> None:
+        """A misspelt tracked column fails at load when the spec declares its columns (both sides
+        are lower-cased identifiers); without `columns` only the table can tell, at merge."""
+        if isinstance(self.track_columns, list):
+            unknown = [c for c in self.track_columns if c not in self.columns]
+            if unknown:
+                raise KeyValueError("track_columns", f"not among the declared columns: {unknown}")
 
     @property
     def database(self) -> str:
