@@ -188,7 +188,8 @@ def check_owned(st: "TableState", spec: TableSpec, ds: dt.date | None = None) ->
     if P_SPEC_NAME not in props:
         raise StateError("table exists and was not created by zipper; refusing to change it", **where)
     recorded_keys = props.get(P_KEYS, "")
-    if recorded_keys and recorded_keys.split(",") != spec.keys:
+    # a landing zone's spec may leave its keys to the table (and _metadata.json): nothing to compare
+    if recorded_keys and spec.keys and recorded_keys.split(",") != spec.keys:
         raise StateError(
             f"spec keys {spec.keys} differ from the table's keys {recorded_keys.split(',')}; "
             "keys cannot change on an existing table",
