@@ -313,3 +313,20 @@ def test_track_columns_match_declared_columns_in_any_case(tmp_path):
     assert spec.track_columns == ["name", "city"]
     unchecked = load_spec_file(write(tmp_path, EXAMPLE.replace("track_columns: all", "track_columns: [citty]"), "b.yaml"))
     assert unchecked.track_columns == ["citty"]  # no columns declared: the merge checks against the table
+
+
+@pytest.mark.parametrize("partition", ["ds = {{ ds }}", "ds = '{{ ds }}' OR 1 = 1", "ds"])
+def test_a_partition_that_is_not_equalities_names_file_and_key_at_load(tmp_path, partition):
+    new = f"format: table\n  table: ods.user\n  partition: \"{partition}\""
+    path = write(tmp_path, EXAMPLE.replace(INCREMENT, new))
+    with pytest.raises(SpecError) as err:
+        load_spec_file(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: key 'source.partition': "), message
+    assert message.endswith("expected col = 'value' [AND ...]"), message
+
+
+def test_a_partition_of_equalities_loads(tmp_path):
+    new = "format: table\n  table: ods.user\n  partition: \"ds = '{{ ds }}' AND region = 'eu'\""
+    spec = load_spec_file(write(tmp_path, EXAMPLE.replace(INCREMENT, new)))
+    assert spec.source.partition == "ds = '{{ ds }}' AND region = 'eu'"

@@ -11,9 +11,8 @@ from typing import Any
 from zipper.engine import fs
 from zipper.errors import InputError, SpecError, java_messages
 from zipper.spec.model import BaseSpec, SourceSpec, TableSpec
+from zipper.spec import templates
 from zipper.spec.templates import render_template
-
-PARTITION_TERM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*'([^'\\]*)'\s*$")
 
 
 @dataclass(frozen=True)
@@ -57,15 +56,10 @@ def resolve_path(path: str, spec: TableSpec) -> str:
 
 
 def parse_partition(expression: str) -> dict[str, str]:
-    """`a = 'x' AND b = 'y'` -> {a: x, b: y}. Only equalities, so a spec cannot inject SQL."""
-    terms = re.split(r"(?i)\s+and\s+|,", expression)
-    parsed = {}
-    for term in terms:
-        match = PARTITION_TERM.match(term)
-        if not match:
-            raise SpecError(f"source.partition: {expression!r}: expected col = 'value' [AND ...]")
-        parsed[match.group(1).lower()] = match.group(2)
-    return parsed
+    try:
+        return templates.parse_partition(expression)
+    except ValueError as exc:
+        raise SpecError(f"source.partition: {exc}") from None
 
 
 def fingerprint(files: list[fs.FileInfo], extra: str = "") -> str:

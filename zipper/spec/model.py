@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
-from zipper.spec.templates import check_template
+from zipper.spec.templates import check_partition, check_template
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 OPEN_END_DEFAULT = dt.date(9999, 12, 31)
@@ -33,6 +33,7 @@ Identifier = Annotated[str, AfterValidator(_identifier)]
 QualifiedTable = Annotated[str, AfterValidator(_qualified_table)]
 # A Jinja template of `ds`, rendered once here with a sample date so a typo fails at load.
 Template = Annotated[str, AfterValidator(check_template)]
+PartitionTemplate = Annotated[str, AfterValidator(check_partition)]
 
 
 class KeyValueError(ValueError):
@@ -71,7 +72,7 @@ class SourceSpec(_Strict):
     format: Literal["parquet", "csv", "orc", "table"] = "parquet"
     path: Template | None = None
     table: QualifiedTable | None = None
-    partition: Template | None = None
+    partition: PartitionTemplate | None = None
     options: dict[str, str] = Field(default_factory=dict)
     # The column types of a CSV input (CSV has none); columns not listed take the table's types.
     schema_: dict[Identifier, str] | None = Field(default=None, alias="schema")

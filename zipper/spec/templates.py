@@ -48,3 +48,32 @@ def check_template(template: str | None) -> str | None:
     if template is not None and "{" in _PLAIN_VARIABLE.sub("", template):
         render_template(template, SAMPLE_DATE)
     return template
+
+
+PARTITION_TERM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*'([^'\\]*)'\s*$")
+
+
+def parse_partition(expression: str) -> dict[str, str]:
+    """`a = 'x' AND b = 'y'` -> {a: x, b: y}. Only equalities, so a spec cannot inject SQL.
+    ValueError when the expression is anything else."""
+    parsed = {}
+    for term in re.split(r"(?i)\s+and\s+|,", expression):
+        match = PARTITION_TERM.match(term)
+        if not match:
+            raise ValueError(f"{expression!r}: expected col = 'value' [AND ...]")
+        parsed[match.group(1).lower()] = match.group(2)
+    return parsed
+
+
+def check_partition(template: str | None) -> str | None:
+    """A pydantic validator: the partition template renders and reads as equalities, checked
+    at load like the paths, not first when the day's run looks for its input."""
+    if template is None:
+        return None
+    rendered = render_template(template, SAMPLE_DATE) if "{" in template else template
+    try:
+        parse_partition(rendered)
+    except ValueError:
+        shown = f"{template!r}" + (f" (rendered {rendered!r})" if rendered != template else "")
+        raise ValueError(f"{shown}: expected col = 'value' [AND ...]") from None
+    return template
