@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import csv
 import datetime as dt
 import decimal
 import json
@@ -19,6 +18,21 @@ def _plain(value):
     if isinstance(value, decimal.Decimal):
         return str(value)
     return value
+
+
+def _csv_field(value) -> str:
+    """NULL is an empty field and an empty string a quoted one (`""`), as Spark's CSV writer
+    does, so the two stay apart when the file is read back."""
+    if value is None:
+        return ""
+    text = str(_plain(value))
+    if text == "" or any(c in text for c in ',"\r\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def _csv_line(values) -> str:
+    return ",".join(_csv_field(v) for v in values) + "\n"
 
 
 @contextlib.contextmanager
@@ -41,10 +55,9 @@ def write_rows(df, fmt: str, out: str | None, table: str) -> None:
     columns = df.columns
     with _target(out) as handle:
         if fmt == "csv":
-            writer = csv.writer(handle, lineterminator="\n")
-            writer.writerow(columns)
+            handle.write(_csv_line(columns))
             for row in df.toLocalIterator():
-                writer.writerow(["" if v is None else _plain(v) for v in row])
+                handle.write(_csv_line(row))
         else:
             for row in df.toLocalIterator():
                 handle.write(json.dumps({c: _plain(v) for c, v in zip(columns, row)}, ensure_ascii=False) + "\n")
