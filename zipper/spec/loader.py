@@ -101,9 +101,9 @@ def scan_specs(directory: str | os.PathLike | None = None) -> Iterator[tuple[Pat
         try:
             spec = load_spec_file(path)
             if spec.name in names:
-                raise SpecError(f"{path}: key 'name': {spec.name!r} is also used by {names[spec.name]}")
+                raise _also_used("name", spec.name, path, names[spec.name])
             if spec.table in tables:
-                raise SpecError(f"{path}: key 'table': {spec.table!r} is also used by {tables[spec.table]}")
+                raise _also_used("table", spec.table, path, tables[spec.table])
         except SpecError as exc:
             yield path, exc
             continue
@@ -143,9 +143,14 @@ def find_spec(name: str, directory: str | os.PathLike | None = None) -> tuple[Pa
 
 
 def _unique(path: Path, key: str, value: str, users: list[Path]) -> None:
-    """Fails if a file besides `path` uses `value`, with scan_specs' message: the later file of
-    the two is the one in error (the DAGs keep the first)."""
+    """Fails if a file besides `path` uses `value`, as scan_specs does."""
     others = [p for p in users if p != path]
     if others:
-        first, later = sorted([path, others[0]])
-        raise SpecError(f"{later}: key '{key}': {value!r} is also used by {first}")
+        raise _also_used(key, value, path, others[0])
+
+
+def _also_used(key: str, value: str, one: Path, other: Path) -> SpecError:
+    """Two files using one name or table: the later of the two is the one in error (the DAGs
+    keep the first, in file order)."""
+    first, later = sorted([one, other])
+    return SpecError(f"{later}: key '{key}': {value!r} is also used by {first}")
