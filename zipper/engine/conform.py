@@ -101,15 +101,15 @@ def to_table_columns(df, table_columns: list[tuple[str, str]], spec: TableSpec, 
     return df.select(*selected)
 
 
-def tracked_columns(spec: TableSpec, columns: list[str]) -> list[str]:
+def tracked_columns(spec: TableSpec, columns: list[str], ds: str | None = None) -> list[str]:
     """The columns whose change makes a new version; a listed one the table lacks is a spec
-    error here, not an unresolved column deep in Spark's plan."""
+    error here (of the date `ds` being merged), not an unresolved column deep in Spark's plan."""
     if spec.track_columns == "all":
         return [c for c in columns if c not in spec.keys]
     unknown = [c for c in spec.track_columns if c not in columns]
     if unknown:
         raise SpecError(f"{spec.origin or spec.name}: key 'track_columns': {unknown} not among the table's columns"
-                        f" {[c for c in columns if c not in spec.keys]}", table=spec.table)
+                        f" {[c for c in columns if c not in spec.keys]}", table=spec.table, ds=ds)
     return list(spec.track_columns)
 
 

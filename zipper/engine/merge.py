@@ -421,7 +421,7 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
 
     try:
         day = dayinput.prepare(spark, spec, st, ds, located, table_columns, run_root)
-        tracked = conform.tracked_columns(spec, day.names)
+        tracked = conform.tracked_columns(spec, day.names, ds_text)
         join = ""
         if day.rows == 0:
             open_dir = st.open_partition.location

@@ -107,7 +107,8 @@ def _marked_inputs(spark, spec: TableSpec, init_ds: dt.date, dates: list[dt.date
     base, base_fingerprint = inputs.read_base(spark, spec, table_columns, init_ds)
     rows = inputs.dated_rows(spark, spec, table_columns, located, base, init_ds)
     inputs.check_keys(rows, spec, inputs.descriptions(located) | {init_ds.isoformat(): "base"})
-    marked = rebuild_transforms.marked(rows, keys=spec.keys, columns=names, tracked=conform.tracked_columns(spec, names))
+    tracked = conform.tracked_columns(spec, names, dates[-1].isoformat() if dates else None)
+    marked = rebuild_transforms.marked(rows, keys=spec.keys, columns=names, tracked=tracked)
     return marked, located, base_fingerprint
 
 

@@ -118,7 +118,7 @@ def restored_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.d
                        table_columns: list[tuple[str, str]]):
     """The open partition as it was at the end of first - 1: columns + begin."""
     names = [c for c, _ in table_columns]
-    tracked = conform.tracked_columns(spec, names)
+    tracked = conform.tracked_columns(spec, names, first.isoformat())
     untracked = [c for c in names if c not in tracked and c not in spec.keys]
     if untracked:
         if not rebuild_supported(spec):
