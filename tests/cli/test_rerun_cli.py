@@ -59,3 +59,25 @@ def test_rerun_killed_mid_replay_resumes_with_the_same_command(tmp_path):
     assert re.fullmatch(r"dw\.dim: replayed 2024-01-02\.\.2024-01-04 \(3 dates\); table at 2024-01-04; [\d.]+ s", out[4])
     assert resumed["after"]["rows"] == expected(days)
     assert resumed["after"]["partitions"] == sorted([day(k) for k in range(1, 5)] + ["9999-12-31"])
+
+
+def test_a_rerun_refuses_a_csv_value_that_does_not_parse_naming_its_column_and_row(tmp_path):
+    make_spec(tmp_path, source={"mode": "upsert", "format": "csv",
+                                "path": str(tmp_path / "data" / "incr" / "ds={{ ds }}")})
+    write_parquet(tmp_path / "data" / "base", BASE)
+    for k in (1, 2):
+        folder = tmp_path / "data" / "incr" / f"ds={day(k)}"
+        folder.mkdir(parents=True)
+        (folder / "part-0.csv").write_text(f"id,name,city\n1,n{k},\n")
+    for k in (1, 2):  # the first merge creates the table
+        merged = zipper(tmp_path, "merge", "dim", "--ds", day(k))
+        assert merged.returncode == 0, merged.stderr
+
+    # day 2 re-delivered with a bad key; the rerun from day 1 reads both days before it changes anything
+    (tmp_path / "data" / "incr" / f"ds={day(2)}" / "part-0.csv").write_text("id,name,city\n1,n9,\nseven,n7,Oslo\n")
+    refused = probe(tmp_path, "dw.dim", "rerun", "dim", "--from", day(1))
+    assert refused["exit"] == 1
+    lines = refused["stderr"].strip().splitlines()
+    assert lines == [f"zipper: error: dw.dim {day(2)}: increment {tmp_path}/data/incr/ds={day(2)}: file part-0.csv:"
+                     " column 'id' (bigint) cannot hold 'seven' (row with id=seven)"], refused["stderr"][-3000:]
+    assert refused["after"] == refused["before"]

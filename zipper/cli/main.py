@@ -135,7 +135,20 @@ class Runner:
         return self._spark
 
     def run(self) -> int:
-        return getattr(self, "do_" + self.args.verb)()
+        try:
+            return getattr(self, "do_" + self.args.verb)()
+        except ZipperError:
+            raise
+        except Exception as exc:  # a CSV value that does not parse: say which column and row
+            if self._spark is None:
+                raise
+            from zipper.engine import csv_values
+
+            bad_value = csv_values.explain(self._spark, exc, self.spec.keys)
+            if bad_value is None:
+                raise
+            ds = bad_value.ds or getattr(self.args, "ds", None) or getattr(self.args, "first", None)
+            raise InputError(bad_value.detail, table=self.spec.table, ds=ds) from None
 
     def do_init(self) -> int:
         from zipper.engine import merge

@@ -40,7 +40,7 @@ def read_input(spark, spec: TableSpec, located, source, table_columns: list[tupl
     input reads as None."""
     schema = struct_type(table_columns) if table_columns is not None else None
     try:
-        df = sources.read(spark, located, source, schema)
+        df = sources.read(spark, located, source, schema, ds=ds)
     except InputError as exc:
         raise InputError(exc.detail, table=spec.table, ds=ds) from None
     if df is None:

@@ -15,7 +15,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from zipper.engine import audit, catalog, conform, dayinput, faults, fs, landing, sources, state, transforms
+from zipper.engine import audit, catalog, conform, csv_values, dayinput, faults, fs, landing, sources, state, transforms
 from zipper.engine.catalog import Partition
 from zipper.engine.dayinput import observed_metrics, validate_keys  # noqa: F401 - part of this module's API
 from zipper.engine.plan import DAY, init_date, plan_merge
@@ -439,6 +439,12 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
     except (InputError, SpecError):
         fs.delete(spark, run_root)  # bad input or spec: nothing of this run is worth keeping
         raise
+    except Exception as exc:
+        bad_value = csv_values.explain(spark, exc, spec.keys)
+        if bad_value is None:
+            raise
+        fs.delete(spark, run_root)
+        raise InputError(bad_value.detail, **where) from None
     for directory in day.scratch:
         fs.delete(spark, directory)
     faults.checkpoint("after_write")

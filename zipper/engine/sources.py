@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from zipper.engine import fs
+from zipper.engine import csv_values, fs
 from zipper.errors import InputError, SpecError, java_messages
 from zipper.spec.model import BaseSpec, SourceSpec, TableSpec
 from zipper.spec import templates
@@ -109,8 +109,9 @@ def _locate_table(spark, source, ds: dt.date, what: str) -> Input:
     return Input(description, "table", paths, files, fingerprint(files, description), source.table, partition)
 
 
-def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None):
-    """The input as a DataFrame with lower-case column names. An empty input needs `schema`."""
+def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: str | None = None):
+    """The input as a DataFrame with lower-case column names. An empty input needs `schema`;
+    `ds` is the date it is read for, named if one of its CSV values does not parse."""
     from pyspark.sql import functions as F
 
     if located.format == "table":
@@ -128,6 +129,8 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None):
         csv_schema = _csv_schema(spark, located, options, getattr(source, "csv_schema", {}), schema)
         if csv_schema is not None:
             reader = reader.schema(csv_schema)
+            what = f"{'base' if isinstance(source, BaseSpec) else 'increment'} {located.description}"
+            csv_values.remember(what, ds, [f.path for f in located.files], csv_schema, options)
         else:
             options.setdefault("inferSchema", "true")
     if located.format in ("parquet", "orc") and len(located.files) > 1:

@@ -1,0 +1,105 @@
+"""Say which column and row of a CSV file holds a value that does not parse.
+
+Spark's FAILFAST CSV read stops at the first such value naming the file and, at best, the value
+("For input string: \"abc\""): not the column or the row. Every typed CSV read is remembered
+here (file -> schema and options); when a job fails, the failing file is read again, once, in
+PERMISSIVE mode with the same schema and options, so Spark's own parser finds the first bad
+record and which of its fields it could not read. Only on the failure path."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from zipper.errors import java_messages
+
+BAD_RECORD = "_zipper_bad_record"
+MAX_READS = 10_000  # remembered files per process; a rerun of years of daily files stays well under
+# Options of the file reader that `from_csv` (one record) has no use for.
+_FILE_ONLY = {"header", "enforceschema", "inferschema", "mode", "columnnameofcorruptrecord", "multiline",
+              "samplingratio", "pathglobfilter", "recursivefilelookup", "modifiedbefore", "modifiedafter",
+              "encoding", "charset", "linesep"}
+
+
+@dataclass(frozen=True)
+class CsvRead:
+    description: str  # the input, as messages name it
+    ds: str | None  # the date it was read for
+    schema: object  # pyspark StructType
+    options: tuple[tuple[str, str], ...]
+
+
+_reads: dict[str, CsvRead] = {}
+
+
+def _normal(path: str) -> str:
+    return re.sub(r"^file:/+", "/", path.strip())
+
+
+@dataclass(frozen=True)
+class BadValue:
+    ds: str | None  # the date whose input holds it
+    detail: str
+
+
+def remember(description: str, ds: str | None, paths: list[str], schema, options: dict[str, str]) -> None:
+    if len(_reads) > MAX_READS:
+        _reads.clear()
+    read = CsvRead(description, ds, schema, tuple(sorted(options.items())))
+    for path in paths:
+        _reads[_normal(path)] = read
+
+
+def failing_file(exc: BaseException) -> str | None:
+    """The file a failed Spark job was reading, as Spark names it."""
+    for text in [str(exc), *java_messages(exc)]:
+        found = re.search(r"reading file (\S+?)\.?(?:\s|$)", text)
+        if found:
+            return found.group(1)
+    return None
+
+
+def explain(spark, exc: BaseException, keys: list[str] | tuple[str, ...] = ()) -> BadValue | None:
+    """`<input>: file <name>: column 'c' (type) cannot hold 'v' (row with k=..)`, or None when
+    `exc` is not a remembered CSV file's value that does not parse."""
+    path = failing_file(exc)
+    read = _reads.get(_normal(path)) if path else None
+    if read is None:
+        return None
+    try:
+        found = _first_bad_record(spark, path, read)
+    except Exception:  # the diagnosis must never hide the original failure
+        return None
+    if found is None:
+        return None
+    typed, fields = found
+    bad = [(f.name, f.dataType.simpleString(), fields[f.name]) for f in read.schema.fields
+           if fields.get(f.name) is not None and typed[f.name] is None]
+    if not bad:
+        return None
+    columns = "; ".join(f"column {name!r} ({kind}) cannot hold {value!r}" for name, kind, value in bad[:5])
+    key_names = [f.name for f in read.schema.fields if f.name.lower() in {k.lower() for k in keys}]
+    row = ", ".join(f"{k}={typed[k] if typed[k] is not None else fields.get(k)}" for k in key_names)
+    where = f" (row with {row})" if row else f" (record {typed[BAD_RECORD][:200]!r})"
+    return BadValue(read.ds, f"{read.description}: file {path.rsplit('/', 1)[-1]}: {columns}{where}")
+
+
+def _first_bad_record(spark, path: str, read: CsvRead):
+    """(typed row, its fields as text) of the first record Spark's parser cannot type, or None."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    options = dict(read.options)
+    options.update(mode="PERMISSIVE", columnNameOfCorruptRecord=BAD_RECORD)
+    schema = StructType([*read.schema.fields, StructField(BAD_RECORD, StringType(), True)])
+    rows = (spark.read.options(**options).schema(schema).csv(path)
+            .where(F.col(BAD_RECORD).isNotNull()).limit(1).collect())
+    if not rows:
+        return None
+    typed = rows[0]
+    as_text = ", ".join("`" + f.name.replace("`", "``") + "` STRING" for f in read.schema.fields)
+    record_options = {k: v for k, v in read.options if k.lower() not in _FILE_ONLY}
+    parsed = (spark.createDataFrame([(typed[BAD_RECORD],)], "record string")
+              .select(F.from_csv("record", as_text, record_options).alias("r"))
+              .select("r.*").collect())
+    return typed, parsed[0].asDict() if parsed else {}
