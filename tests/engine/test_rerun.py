@@ -180,6 +180,14 @@ def test_a_crash_mid_replay_leaves_a_consistent_table_and_the_same_command_resum
     assert st.last_committed == day(2) and [p.end for p in st.pending] == ["2024-01-03", "2024-01-04"]
     assert table_rows(spark, t.table) == model_rows(t, {n: changed[n] for n in (1, 2)})
 
+    # A merge whose own input is missing fails before it resumes the replay, and says so.
+    with pytest.raises(InputError, match=r"2024-01-05: increment not found: .*; the interrupted replay of"
+                                         r" 2024-01-03\.\.2024-01-04 was not resumed"):
+        merge.merge_date(spark, t.spec, day(5))
+    st = state.read_state(spark, t.spec)
+    assert st.last_committed == day(2) and (st.replay.first, st.replay.last) == (day(3), day(4))
+    assert table_rows(spark, t.table) == model_rows(t, {n: changed[n] for n in (1, 2)})
+
     # The next scheduled merge finishes the interrupted replay first, then merges its own date.
     t.write_increment(spark, day(5), [(1, "ann", "Oslo")])
     changed[5] = [(1, "ann", "Oslo")]

@@ -328,6 +328,8 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
     )
     if plan.action == "noop":
         return RunResult(spec.table, ds.isoformat(), "noop", plan.reason, seconds=time.monotonic() - started)
+    if plan.action == "resume" and ds > plan.replay_to and spec.source.mode != "landing_zone":
+        _require_input(spark, spec, st, ds, plan)  # before the replay, which may take long
     if plan.action in ("replay", "resume"):
         from zipper.engine import replay
 
@@ -343,6 +345,17 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
         init_table(spark, spec, None)
         st = state.read_state(spark, spec)
     return apply_date(spark, spec, st, ds, located, started)
+
+
+def _require_input(spark, spec: TableSpec, st: state.TableState, ds: dt.date, plan) -> None:
+    """A merge that would first resume an interrupted replay fails at once if its own date's
+    input is missing, and says the replay is still pending."""
+    try:
+        sources.locate_increment(spark, spec, st, ds)
+    except InputError as exc:
+        raise InputError(f"{exc.detail}; the interrupted replay of {plan.replay_from}..{plan.replay_to} was not"
+                         f" resumed (the next merge or `zipper rerun {spec.name} --from {plan.replay_from}` resumes it)",
+                         **_where(spec, ds)) from None
 
 
 @dataclass(frozen=True)
