@@ -191,6 +191,11 @@ def test_a_deferrable_sensor_waits_in_the_triggerer_until_the_increment_lands(af
     assert triggers == [("zipper.airflow.triggers.IncrementTrigger",)]
     assert af3.task_instances(dag, "merge")[0]["state"] in (None, "none", "scheduled")  # nothing ran yet
 
+    # Land the file only once the scheduler has drained the executor's event for the deferring
+    # attempt: a trigger that fires before that meets Airflow's race (apache/airflow#72716), where
+    # the stale "success" finds the task queued again and fails it.
+    af3.wait_until(lambda: _scheduler_saw_exit(af3, dag, "wait_for_increment"), 120,
+                   "the scheduler to process the deferring attempt's exit")
     write_parquet(workspace["deferred"] / "incr" / f"ds={DATES[0]}", INCREMENTS[DATES[0]])
     runs = af3.wait_for_runs(dag, 1, timeout=600)
     assert runs[0]["state"] == "success"
@@ -199,3 +204,9 @@ def test_a_deferrable_sensor_waits_in_the_triggerer_until_the_increment_lands(af
     assert "found:" in sensor_log  # execute_complete, after the trigger fired
     audit_log = next(logs.glob("run_id=*/task_id=audit/attempt=1.log")).read_text()
     assert "new=1" in audit_log and "changed=1" in audit_log and "open_after=3" in audit_log
+
+
+def _scheduler_saw_exit(af3, dag: str, task: str) -> bool:
+    log = (af3.home / "scheduler.out").read_text(errors="replace")
+    return any("Received executor event" in line and f"'{dag}'" in line and f"'{task}'" in line
+               for line in log.splitlines())
