@@ -103,3 +103,22 @@ def test_trigger_fires_once_the_increment_appears(tmp_path):
 
     event = asyncio.run(scenario())
     assert event.payload == {"status": "ready", "checked": str(tmp_path / "in" / "ds=2024-01-02")}
+
+
+def test_the_trigger_checks_first_one_interval_after_the_deferral(tmp_path):
+    """The sensor checked just before deferring; an immediate second check could only meet
+    Airflow's resume-after-defer race."""
+    from zipper.airflow.triggers import IncrementTrigger
+
+    _, path = spec_at(tmp_path, {"path": str(tmp_path / "in" / "ds={{ ds }}")})
+    (tmp_path / "in" / "ds=2024-01-02").mkdir(parents=True)  # already there
+    trigger = IncrementTrigger(spec_path=str(path), ds=DS.isoformat(), poke_interval=0.5)
+
+    async def scenario():
+        first = asyncio.ensure_future(trigger.run().__anext__())
+        await asyncio.sleep(0.1)  # a timer due earlier than the trigger's: runs first
+        waiting = not first.done()
+        return waiting, await asyncio.wait_for(first, 5)
+
+    waiting, event = asyncio.run(scenario())
+    assert waiting and event.payload["status"] == "ready"

@@ -9,7 +9,8 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 
 class IncrementTrigger(BaseTrigger):
-    """Fires once the increment of `ds` is there; checks every `poke_interval` seconds."""
+    """Fires once the increment of `ds` is there; checks every `poke_interval` seconds, the first
+    time one interval after the deferral."""
 
     def __init__(self, spec_path: str, ds: str, poke_interval: float = 300.0):
         super().__init__()
@@ -27,6 +28,10 @@ class IncrementTrigger(BaseTrigger):
         from zipper.airflow.sensors import increment_ready
 
         while True:
+            # The sensor checked just before it deferred: wait first. A trigger that fires within
+            # a second of the deferral can meet Airflow's race (apache/airflow#72716), where the
+            # scheduler takes the deferring attempt's exit for the resumed one's and fails it.
+            await asyncio.sleep(self.poke_interval)
             try:
                 readiness = await asyncio.to_thread(increment_ready, self.spec_path, self.ds)
             except Exception as exc:  # a bad spec or an unreachable store: report, do not spin
@@ -36,4 +41,3 @@ class IncrementTrigger(BaseTrigger):
                 yield TriggerEvent({"status": "ready", "checked": readiness.checked})
                 return
             self.log.info("not yet: %s", readiness.checked)
-            await asyncio.sleep(self.poke_interval)
