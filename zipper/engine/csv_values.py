@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from zipper.errors import java_messages
 
@@ -29,11 +30,12 @@ class CsvRead:
     options: tuple[tuple[str, str], ...]
 
 
-_reads: dict[str, CsvRead] = {}
+_reads: dict[str, tuple[str, CsvRead]] = {}  # normalized path -> (path as listed, how it was read)
 
 
 def _normal(path: str) -> str:
-    return re.sub(r"^file:/+", "/", path.strip())
+    """One spelling of a path for Hadoop's (file:/a b) and Spark's messages' (file:///a%20b)."""
+    return re.sub(r"^file:/+", "/", unquote(path.strip()))
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ def remember(description: str, ds: str | None, paths: list[str], schema, options
         _reads.clear()
     read = CsvRead(description, ds, schema, tuple(sorted(options.items())))
     for path in paths:
-        _reads[_normal(path)] = read
+        _reads[_normal(path)] = (path, read)
 
 
 def failing_file(exc: BaseException) -> str | None:
@@ -62,10 +64,10 @@ def failing_file(exc: BaseException) -> str | None:
 def explain(spark, exc: BaseException, keys: list[str] | tuple[str, ...] = ()) -> BadValue | None:
     """`<input>: file <name>: column 'c' (type) cannot hold 'v' (row with k=..)`, or None when
     `exc` is not a remembered CSV file's value that does not parse."""
-    path = failing_file(exc)
-    read = _reads.get(_normal(path)) if path else None
-    if read is None:
+    named = failing_file(exc)
+    if named is None or _normal(named) not in _reads:
         return None
+    path, read = _reads[_normal(named)]
     try:
         found = _first_bad_record(spark, path, read)
     except Exception:  # the diagnosis must never hide the original failure
