@@ -3,8 +3,9 @@
 Spark's FAILFAST CSV read stops at the first such value naming the file and, at best, the value
 ("For input string: \"abc\""): not the column or the row. Every typed CSV read is remembered
 here (file -> schema and options); when a job fails, the failing file is read again, once, in
-PERMISSIVE mode with the same schema and options, so Spark's own parser finds the first bad
-record and which of its fields it could not read. Only on the failure path."""
+PERMISSIVE mode with the same schema and options, so Spark's own parser finds a bad record (the
+first, unless the file is large enough to be read in several splits) and which of its fields it
+could not read. Only on the failure path."""
 
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ def explain(spark, exc: BaseException, keys: list[str] | tuple[str, ...] = ()) -
 
 
 def _first_bad_record(spark, path: str, read: CsvRead):
-    """(typed row, its fields as text) of the first record Spark's parser cannot type, or None."""
+    """(typed row, its fields as text) of a record Spark's parser cannot type, or None."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType
 
