@@ -154,6 +154,7 @@ def test_rerun_dag_takes_dates_from_its_trigger_form(parsed):
     assert rerun.pool == DEFAULT_POOL and [o.uri for o in rerun.outlets] == ["hive://dw/dim_a"]
     schema = {k: dag.params.get_param(k).schema for k in dag.params}
     assert schema["from_date"]["format"] == "date" and schema["to_date"]["type"] == ["null", "string"]
+    assert schema["uncommit_later"]["type"] == "boolean" and dag.params["uncommit_later"] is False
 
 
 @pytest.mark.skipif(not AIRFLOW_3, reason="started from the Airflow 3 suite only")

@@ -82,8 +82,10 @@ def test_report_lines_are_collected_and_still_logged():
 
 def test_rerun_arguments_come_from_the_trigger_form():
     assert rerun_args("dim", {"from_date": "2024-01-02", "to_date": None}) == ["rerun", "dim", "--from", "2024-01-02"]
-    assert rerun_args("dim", {"from_date": "2024-01-02", "to_date": "2024-01-05"}) == [
+    assert rerun_args("dim", {"from_date": "2024-01-02", "to_date": "2024-01-05", "uncommit_later": False}) == [
         "rerun", "dim", "--from", "2024-01-02", "--to", "2024-01-05"]
+    assert rerun_args("dim", {"from_date": "2024-01-02", "to_date": "2024-01-03", "uncommit_later": True}) == [
+        "rerun", "dim", "--from", "2024-01-02", "--to", "2024-01-03", "--uncommit-later"]
     with pytest.raises(AirflowException, match="'from_date' is required"):
         rerun_args("dim", {"from_date": "", "to_date": None})
     with pytest.raises(AirflowException, match="'to_date': '2024-02-30' is not a date"):

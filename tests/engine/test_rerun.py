@@ -93,6 +93,26 @@ def test_rerun_restores_the_day_before_and_replays_every_later_date(spark, tmp_p
     assert_equals_what_a_rebuild_writes(spark, t)
 
 
+def test_a_rerun_that_would_leave_later_dates_uncommitted_needs_uncommit_later(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name)
+    build(spark, t)
+    changed = {**DAYS, 2: [(1, "ann", "Tromso")]}
+    t.write_increment(spark, day(2), changed[2])
+    before = snapshot(spark, t)
+    with pytest.raises(StateError, match=r"--to 2024-01-03 is before the last committed date 2024-01-04: 2024-01-04"
+                                         r" would no longer be committed .*pass --uncommit-later"):
+        replay.rerun(spark, t.spec, day(2), day(3))
+    assert snapshot(spark, t) == before
+
+    lines = []
+    replay.rerun(spark, t.spec, day(2), day(3), progress=lines.append, uncommit_later=True)
+    assert "the table will be at 2024-01-03: 2024-01-04 will no longer be committed" in lines[0]
+    assert state.read_state(spark, t.spec).last_committed == day(3)
+    assert table_rows(spark, t.table) == model_rows(t, {n: changed[n] for n in (1, 2, 3)})
+    assert merge.merge_date(spark, t.spec, day(4)).action == "merge"  # merged again, as the message says
+    assert table_rows(spark, t.table) == model_rows(t, changed)
+
+
 def test_bad_inputs_and_a_failed_restore_audit_change_nothing(spark, tmp_path, unique_name):
     t = TableFixture(tmp_path, unique_name)
     build(spark, t, {n: DAYS[n] for n in (1, 2)})

@@ -68,11 +68,11 @@ def test_an_interrupted_replay_is_finished_first_or_named():
         plan(D(2024, 1, 6), last=D(2024, 1, 3), pending=(D(2024, 1, 2), D(2024, 1, 5)), spec=CAUTIOUS)
 
 
-def rerun(first, last=None, table_at=D(2024, 1, 5), pending=None, current=None):
+def rerun(first, last=None, table_at=D(2024, 1, 5), pending=None, current=None, uncommit_later=False):
     commits = {f"2024-01-0{i}": f"fp{i}" for i in range(1, table_at.day + 1)}
     return plan_rerun(SPEC, first, last, initialized=True, last_committed=table_at, init_ds=D(2023, 12, 31),
                       pending_replay=pending, committed_fingerprints=commits,
-                      current_fingerprint=current or (lambda d: f"fp{d.day}"))
+                      current_fingerprint=current or (lambda d: f"fp{d.day}"), uncommit_later=uncommit_later)
 
 
 def test_rerun_restores_the_day_before_and_replays_to_the_last_committed_date():
@@ -84,7 +84,10 @@ def test_rerun_restores_the_day_before_and_replays_to_the_last_committed_date():
 def test_rerun_past_the_last_date_merges_without_a_restore_and_short_ranges_say_what_is_dropped():
     ahead = rerun(D(2024, 1, 6), D(2024, 1, 8))
     assert ahead.restore_from is None and ahead.dates == [D(2024, 1, 6), D(2024, 1, 7), D(2024, 1, 8)]
-    short = rerun(D(2024, 1, 2), D(2024, 1, 3))
+    with pytest.raises(StateError, match=r"2024-01-02: --to 2024-01-03 is before the last committed date 2024-01-05:"
+                                         r" 2024-01-04, 2024-01-05 would no longer be committed .*; pass --uncommit-later"):
+        rerun(D(2024, 1, 2), D(2024, 1, 3))
+    short = rerun(D(2024, 1, 2), D(2024, 1, 3), uncommit_later=True)
     assert short.dates == [D(2024, 1, 2), D(2024, 1, 3)]
     assert "2024-01-04, 2024-01-05 will no longer be committed" in short.notes[0]
 

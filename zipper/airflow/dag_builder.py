@@ -108,6 +108,9 @@ def build_rerun_dag(spec: TableSpec, specs: Path):
                                description="first date to replay (YYYY-MM-DD)"),
             "to_date": Param(None, type=["null", "string"], format="date", title="To date",
                              description="last date to replay; empty: the last committed date"),
+            "uncommit_later": Param(False, type="boolean", title="Uncommit later dates",
+                                    description="allow a To date before the last committed date: the dates"
+                                                " after it are no longer committed and their runs must run again"),
         },
     ) as dag:
         ZipperRerunOperator(task_id="rerun", **_job_args(spec, specs))

@@ -80,7 +80,9 @@ def rerun_dag_doc(spec: TableSpec, merge_dag_id: str) -> str:
 
 Replays dates of {_code(spec.table)} after their input changed: restores the table to the day
 before `from_date` and merges every date from there up to `to_date` (default: the last committed
-date), serially, as `zipper rerun {spec.name} --from D [--to E]`.
+date), serially, as `zipper rerun {spec.name} --from D [--to E]`. A `to_date` before the last
+committed date is refused unless `uncommit_later` is set: the dates after it are then no longer
+committed, and their runs of the daily DAG must be cleared to merge them again.
 
 Trigger it from the UI's form with the dates. It uses the same pool as {_code(merge_dag_id)}: with
 the default single slot it never runs next to a merge.

@@ -117,7 +117,7 @@ def _date_param(params: dict, key: str, required: bool) -> str | None:
 
 
 class ZipperRerunOperator(ZipperSparkJobOperator):
-    """`zipper rerun NAME --from D [--to E]` with the dates from the run's params (the trigger form)."""
+    """`zipper rerun NAME --from D [--to E] [--uncommit-later]` with the run's params (the trigger form)."""
 
     verb = "rerun"
 
@@ -127,10 +127,12 @@ class ZipperRerunOperator(ZipperSparkJobOperator):
 
 
 def rerun_args(table_name: str, params: dict) -> list[str]:
-    """`rerun NAME --from D [--to E]` from the trigger form's params, dates checked."""
+    """`rerun NAME --from D [--to E] [--uncommit-later]` from the trigger form's params, dates checked."""
     first = _date_param(params, "from_date", required=True)
     last = _date_param(params, "to_date", required=False)
-    return ["rerun", table_name, "--from", first] + (["--to", last] if last else [])
+    uncommit = params.get("uncommit_later") in (True, "true", "True")
+    return (["rerun", table_name, "--from", first] + (["--to", last] if last else [])
+            + (["--uncommit-later"] if uncommit else []))
 
 
 class ZipperAuditOperator(BaseOperator):

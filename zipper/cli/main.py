@@ -55,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", required=True, dest="first", metavar="D", help="first date to replay, YYYY-MM-DD")
     p.add_argument("--to", dest="last", metavar="E",
                    help="last date to replay (default: the last committed date)")
+    p.add_argument("--uncommit-later", action="store_true", dest="uncommit_later",
+                   help="allow a --to before the last committed date: the dates after it are no longer committed")
 
     p = verbs.add_parser("rebuild", parents=[common],
                          help="build the table from the base and every increment, published at once")
@@ -171,7 +173,8 @@ class Runner:
 
         first = parse_date(self.args.first, "--from", self.spec.table)
         last = parse_date(self.args.last, "--to", self.spec.table)
-        print(replay.rerun(self.spark, self.spec, first, last, progress=_progress).summary())
+        print(replay.rerun(self.spark, self.spec, first, last, progress=_progress,
+                           uncommit_later=self.args.uncommit_later).summary())
         return 0
 
     def do_rebuild(self) -> int:

@@ -122,11 +122,14 @@ def plan_rerun(
     pending_replay: tuple[dt.date, dt.date] | None,
     committed_fingerprints: dict[str, str],
     current_fingerprint: Callable[[dt.date], str],
+    uncommit_later: bool = False,
 ) -> RerunPlan:
     """Restore to first - 1 and replay first..last (default: the last committed date).
 
     An interrupted replay (`pending_replay`) is resumed rather than restarted when the rerun
-    starts inside it: its dates already replayed are kept unless their input changed since."""
+    starts inside it: its dates already replayed are kept unless their input changed since.
+    A `last` before the last committed date leaves the dates after it uncommitted: only with
+    `uncommit_later`, since their scheduled runs, already done, would have to run again."""
     where = {"table": spec.table, "ds": first.isoformat()}
     check_in_schedule(spec, first)
     if last is not None and last < first:
@@ -165,6 +168,11 @@ def plan_rerun(
     if end < start:
         raise StateError(f"--to {end} is before {start}, where the replay would start", **where)
     check_in_schedule(spec, end)
+    if end < last_committed and not uncommit_later:
+        later = describe_dates(date_range(end + DAY, last_committed))
+        raise StateError(f"--to {end} is before the last committed date {last_committed}: {later} would no longer be"
+                         f" committed (and their done runs would have to run again); pass --uncommit-later to do"
+                         f" that, or leave out --to to replay up to {last_committed}", **where)
     if end < last_committed:
         notes.append(
             f"the table will be at {end}: {describe_dates(date_range(end + DAY, last_committed))}"

@@ -28,9 +28,11 @@ def _quiet(line: str) -> None:
     pass
 
 
-def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, progress=_quiet) -> merge.RunResult:
+def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, progress=_quiet,
+          uncommit_later: bool = False) -> merge.RunResult:
     """Restore to first - 1 (unless the table is there already) and replay first..last
-    (default: the last committed date, or where an interrupted replay was going)."""
+    (default: the last committed date, or where an interrupted replay was going). A `last`
+    before the last committed date needs `uncommit_later`."""
     started = time.monotonic()
     spec = merge.resolve_keys(spark, spec)
     st = state.read_state(spark, spec)
@@ -55,6 +57,7 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
         pending_replay=(pending.first, pending.last) if pending else None,
         committed_fingerprints={d: c.fingerprint for d, c in st.commits.items()},
         current_fingerprint=current_fingerprint,
+        uncommit_later=uncommit_later,
     )
     for note in plan.notes:
         progress(f"{spec.table}: {note}")
