@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support import TableFixture, day, table_rows
-from zipper.engine import catalog, check, faults, fs, merge, state
+from zipper.engine import catalog, check, faults, fs, merge, replay, state
 from zipper.errors import InputError
 
 OPEN = "9999-12-31"
@@ -42,6 +42,20 @@ def test_a_csv_value_that_does_not_parse_names_its_column_value_file_and_row(spa
 
     (t.increment_dir(day(1)) / "part 7.csv").write_text('id;name;level\n1;ann;3\n')
     assert merge.merge_date(spark, t.spec, day(1)).counts["changed"] == 1
+    t.increment_dir(day(2)).mkdir(parents=True)
+    (t.increment_dir(day(2)) / "part-0.csv").write_text('id;name;level\n2;bob;5\n')
+    merge.merge_date(spark, t.spec, day(2))
+
+    # A rerun checks every date's input before it changes anything: a bad value in a column its
+    # key check does not read still fails there (Spark's CSV column pruning is off).
+    (t.increment_dir(day(1)) / "part 7.csv").write_text('id;name;level\n1;ann;4\n')
+    (t.increment_dir(day(2)) / "part-0.csv").write_text('id;name;level\n2;bob;high\n')
+    before = (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec))
+    with pytest.raises(InputError, match=rf"^{t.table} {day(2)}: increment .*ds={day(2)}: file part-0.csv: column"
+                                         r" 'level' \(int\) cannot hold 'high' \(row with id=2\)$"):
+        replay.rerun(spark, t.spec, day(1))
+    assert (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec)) == before
+    assert state.read_state(spark, t.spec).replay is None
 
 
 def test_added_missing_and_widened_columns(spark, tmp_path, unique_name):

@@ -141,16 +141,14 @@ class Runner:
             return getattr(self, "do_" + self.args.verb)()
         except ZipperError:
             raise
-        except Exception as exc:  # a CSV value that does not parse: say which column and row
+        except Exception:  # a CSV value that does not parse (init, rebuild): say which column and row
             if self._spark is None:
                 raise
             from zipper.engine import csv_values
 
-            bad_value = csv_values.explain(self._spark, exc, self.spec.keys)
-            if bad_value is None:
+            ds = getattr(self.args, "ds", None) or getattr(self.args, "first", None)
+            with csv_values.explained(self._spark, self.spec.table, self.spec.keys, ds):
                 raise
-            ds = bad_value.ds or getattr(self.args, "ds", None) or getattr(self.args, "first", None)
-            raise InputError(bad_value.detail, table=self.spec.table, ds=ds) from None
 
     def do_init(self) -> int:
         from zipper.engine import merge

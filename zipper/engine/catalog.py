@@ -41,7 +41,10 @@ def _to_python_map(spark, scala_map) -> dict[str, str]:
 
 
 def ensure_database(spark, database: str) -> None:
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {sqltemplates.quote_identifier(database)}")
+    # Asked first: the Hive metastore answers CREATE DATABASE IF NOT EXISTS for an existing
+    # database with an AlreadyExistsException that it logs, with its Java stack, at ERROR level.
+    if not _external_catalog(spark).databaseExists(database):
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {sqltemplates.quote_identifier(database)}")
 
 
 def table_exists(spark, spec: TableSpec) -> bool:

@@ -9,11 +9,12 @@ could not read. Only on the failure path."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from zipper.errors import java_messages
+from zipper.errors import InputError, ZipperError, java_messages
 
 BAD_RECORD = "_zipper_bad_record"
 MAX_READS = 10_000  # remembered files per process; a rerun of years of daily files stays well under
@@ -51,6 +52,21 @@ def remember(description: str, ds: str | None, paths: list[str], schema, options
     read = CsvRead(description, ds, schema, tuple(sorted(options.items())))
     for path in paths:
         _reads[_normal(path)] = (path, read)
+
+
+@contextlib.contextmanager
+def explained(spark, table: str, keys, ds: str | None = None):
+    """Turns a failure on a CSV value that does not parse into an InputError that says where;
+    `ds` is the date named when the file's own date is not known."""
+    try:
+        yield
+    except ZipperError:
+        raise
+    except Exception as exc:
+        bad = explain(spark, exc, keys)
+        if bad is None:
+            raise
+        raise InputError(bad.detail, table=table, ds=bad.ds or ds) from None
 
 
 def failing_file(exc: BaseException) -> str | None:

@@ -87,10 +87,11 @@ def _key_text(rows, keys: list[str]) -> str:
 
 def check_keys(rows, spec: TableSpec, descriptions: dict[str, str]) -> None:
     """Fail as the merge of the earliest offending date would: NULL keys first, then repeated keys.
+    CSV inputs are read whole (every value typed), so that a bad value fails here too.
 
     `rows`: dated rows (columns + DS); `descriptions`: date -> what the input is, for the message."""
     offenders = (
-        transforms.key_offenders(rows, [DS, *spec.keys])
+        transforms.key_offenders(rows, [DS, *spec.keys], read_all_columns=spec.source.format == "csv")
         .limit(MAX_LISTED_KEYS * 2 + 1)
         .collect()
     )

@@ -433,31 +433,26 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
     open_before = st.open_rows
 
     try:
-        day = dayinput.prepare(spark, spec, st, ds, located, table_columns, run_root)
-        tracked = conform.tracked_columns(spec, day.names, ds_text)
-        join = ""
-        if day.rows == 0:
-            open_dir = st.open_partition.location
-            kinds = {"changed": 0, "updated": 0, "unchanged": 0}
-            if spec.source.mode in ("cdc", "landing_zone", "snapshot"):
-                kinds.update(deleted=0, vanished=0)
-            written, counts = Written(kinds, open_before, 0), dict(day.counts)
-            fs.mkdirs(spark, closed_dir)
-        else:
-            broadcast = broadcasts(spark, day.rows, day.columns, spec.begin_column, day.variable_bytes_per_row)
-            join = "broadcast" if broadcast else "shuffle"
-            written, counts = _write_merge(spark, spec, st, day, tracked, ds, run_root, broadcast=broadcast)
-            for directory in (open_dir, closed_dir):
-                fs.mkdirs(spark, directory)
+        with csv_values.explained(spark, spec.table, spec.keys, ds_text):  # a CSV value that does not parse
+            day = dayinput.prepare(spark, spec, st, ds, located, table_columns, run_root)
+            tracked = conform.tracked_columns(spec, day.names, ds_text)
+            join = ""
+            if day.rows == 0:
+                open_dir = st.open_partition.location
+                kinds = {"changed": 0, "updated": 0, "unchanged": 0}
+                if spec.source.mode in ("cdc", "landing_zone", "snapshot"):
+                    kinds.update(deleted=0, vanished=0)
+                written, counts = Written(kinds, open_before, 0), dict(day.counts)
+                fs.mkdirs(spark, closed_dir)
+            else:
+                broadcast = broadcasts(spark, day.rows, day.columns, spec.begin_column, day.variable_bytes_per_row)
+                join = "broadcast" if broadcast else "shuffle"
+                written, counts = _write_merge(spark, spec, st, day, tracked, ds, run_root, broadcast=broadcast)
+                for directory in (open_dir, closed_dir):
+                    fs.mkdirs(spark, directory)
     except (InputError, SpecError):
         fs.delete(spark, run_root)  # bad input or spec: nothing of this run is worth keeping
         raise
-    except Exception as exc:
-        bad_value = csv_values.explain(spark, exc, spec.keys)
-        if bad_value is None:
-            raise
-        fs.delete(spark, run_root)
-        raise InputError(bad_value.detail, **where) from None
     for directory in day.scratch:
         fs.delete(spark, directory)
     faults.checkpoint("after_write")

@@ -16,8 +16,8 @@ import secrets
 import time
 
 from zipper import sqltemplates
-from zipper.engine import (audit, catalog, conform, faults, fs, inputs, landing, merge, rebuild_transforms, sources,
-                           state, transforms)
+from zipper.engine import (audit, catalog, conform, csv_values, faults, fs, inputs, landing, merge, rebuild_transforms,
+                           sources, state, transforms)
 from zipper.engine.catalog import Partition
 from zipper.engine.plan import DAY, date_range, describe_dates, plan_rerun, rebuild_supported, source_kind
 from zipper.errors import StateError
@@ -76,7 +76,8 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
     replayed = {d: located[d] for d in up_front}
     if spec.source.mode in ("upsert", "snapshot") and spec.source.sequence_by is None:
         table_columns = catalog.data_columns(spark, spec)
-        inputs.check_keys(inputs.dated_rows(spark, spec, table_columns, replayed), spec, inputs.descriptions(replayed))
+        with csv_values.explained(spark, spec.table, spec.keys, first.isoformat()):
+            inputs.check_keys(inputs.dated_rows(spark, spec, table_columns, replayed), spec, inputs.descriptions(replayed))
 
     kept = {d.isoformat(): inp.landing.record(inp.fingerprint) for d, inp in replayed.items()
             if inp.landing is not None and inp.landing.kept}

@@ -42,11 +42,16 @@ def _any(conditions: list[Column]) -> Column:
     return reduce(lambda a, b: a | b, conditions, F.lit(False))
 
 
-def key_offenders(increment: DataFrame, keys: list[str]) -> DataFrame:
-    """Keys that are NULL or appear more than once, with their copies, in one aggregation."""
+def key_offenders(increment: DataFrame, keys: list[str], read_all_columns: bool = False) -> DataFrame:
+    """Keys that are NULL or appear more than once, with their copies, in one aggregation.
+
+    `read_all_columns`: also hash every other column, so that Spark reads and types them all (a
+    CSV value that does not parse fails here, not in a later job that reads that column)."""
+    readers = [F.max(F.xxhash64(*[c for c in increment.columns if c not in keys])).alias("_read")] \
+        if read_all_columns and len(increment.columns) > len(keys) else []
     return (
         increment.groupBy(*keys)
-        .agg(F.count(F.lit(1)).alias("copies"))
+        .agg(F.count(F.lit(1)).alias("copies"), *readers)
         .where(_any([F.col(k).isNull() for k in keys]) | (F.col("copies") > 1))
         .orderBy(*keys)
     )
