@@ -87,6 +87,9 @@ def test_rerun_past_the_last_date_merges_without_a_restore_and_short_ranges_say_
     with pytest.raises(StateError, match=r"2024-01-02: --to 2024-01-03 is before the last committed date 2024-01-05:"
                                          r" 2024-01-04, 2024-01-05 would no longer be committed .*; pass --uncommit-later"):
         rerun(D(2024, 1, 2), D(2024, 1, 3))
+    with pytest.raises(StateError, match=r"nothing to replay: the table is at 2024-01-05, before 2024-01-06; merge"
+                                         r" 2024-01-06 \(`zipper merge t --ds 2024-01-06`\), or give --to"):
+        rerun(D(2024, 1, 6))
     short = rerun(D(2024, 1, 2), D(2024, 1, 3), uncommit_later=True)
     assert short.dates == [D(2024, 1, 2), D(2024, 1, 3)]
     assert "2024-01-04, 2024-01-05 will no longer be committed" in short.notes[0]

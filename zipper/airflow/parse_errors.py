@@ -40,7 +40,9 @@ def error_key(bag, spec_path: Path) -> str:
 
 def report_spec_error(spec_path: Path, message: str) -> str | None:
     """Record `message` for `spec_path`; returns the key used, or None outside a DagBag."""
-    log.error("zipper: skipping %s: %s", spec_path, message)
+    # A warning: the import error is the report; every task process parses the DAG file too,
+    # and an ERROR line in the logs of tasks of other, healthy tables would mislead.
+    log.warning("zipper: skipping %s: %s", spec_path, message)
     bag = current_dagbag()
     if bag is None:
         return None

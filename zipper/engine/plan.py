@@ -165,14 +165,19 @@ def plan_rerun(
                              **where)
         start = first
         marker_from = first
+    if end < start and last is None:
+        raise StateError(f"nothing to replay: the table is at {last_committed}, before {first}; merge {first}"
+                         f" (`zipper merge {spec.name} --ds {first}`), or give --to (to_date) to merge several dates",
+                         **where)
     if end < start:
         raise StateError(f"--to {end} is before {start}, where the replay would start", **where)
     check_in_schedule(spec, end)
     if end < last_committed and not uncommit_later:
         later = describe_dates(date_range(end + DAY, last_committed))
         raise StateError(f"--to {end} is before the last committed date {last_committed}: {later} would no longer be"
-                         f" committed (and their done runs would have to run again); pass --uncommit-later to do"
-                         f" that, or leave out --to to replay up to {last_committed}", **where)
+                         f" committed (and their done runs would have to run again); pass --uncommit-later (the rerun"
+                         f" DAG's uncommit_later) to do that, or leave out --to (to_date) to replay up to"
+                         f" {last_committed}", **where)
     if end < last_committed:
         notes.append(
             f"the table will be at {end}: {describe_dates(date_range(end + DAY, last_committed))}"
