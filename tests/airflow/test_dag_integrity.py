@@ -122,10 +122,14 @@ def test_every_dag_has_docs_owner_tags_and_explicit_catchup(parsed):
 
 def test_merge_dag_tasks_order_and_settings(parsed):
     dag = parsed["bag"].dags["zipper_dim_a"]
-    assert [t.task_id for t in dag.topological_sort()] == ["wait_for_increment", "merge", "audit"]
-    wait, merge, audit = (dag.get_task(t) for t in ("wait_for_increment", "merge", "audit"))
-    assert merge.upstream_task_ids == {"wait_for_increment"} and audit.upstream_task_ids == {"merge"}
-    assert merge.depends_on_past and not wait.depends_on_past
+    assert [t.task_id for t in dag.topological_sort()] == ["wait_for_previous_date", "wait_for_increment", "merge",
+                                                           "audit"]
+    previous, wait, merge, audit = (dag.get_task(t) for t in ("wait_for_previous_date", "wait_for_increment", "merge",
+                                                              "audit"))
+    assert wait.upstream_task_ids == {"wait_for_previous_date"} and merge.upstream_task_ids == {"wait_for_increment"}
+    assert audit.upstream_task_ids == {"merge"}
+    assert merge.depends_on_past and not wait.depends_on_past and not previous.depends_on_past
+    assert previous.mode == "reschedule" and previous.retries == 0
     assert merge.pool == DEFAULT_POOL and merge._conn_id == DEFAULT_CONN_ID
     assert merge.application.endswith("spark_jobs/zipper_job.py")
     assert merge.application_args == ["merge", "dim_a", "--ds", "{{ ds }}", "--json-report"]
@@ -139,7 +143,7 @@ def test_merge_dag_tasks_order_and_settings(parsed):
 
 def test_spec_scheduling_keys_reach_the_dag(parsed):
     dag = parsed["bag"].dags["zipper_dim_b"]
-    assert [t.task_id for t in dag.topological_sort()] == ["merge", "audit"]  # sensor disabled
+    assert [t.task_id for t in dag.topological_sort()] == ["wait_for_previous_date", "merge", "audit"]  # sensor disabled
     assert dag.get_task("merge")._conn_id == "my_yarn"
     assert dag.end_date is None
     assert (getattr(dag.timetable, "expression", None) or dag.timetable._expression) == "30 2 * * *"

@@ -29,6 +29,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.airflow]
 BACKFILLED = "dim_bf"
 FIRST = "dim_first"
 DEFERRED = "dim_deferred"
+STUCK = "dim_stuck"  # its second date's increment repeats a key: that run fails
 DAG = "zipper_" + BACKFILLED
 
 
@@ -47,8 +48,11 @@ def workspace(tmp_path_factory):
     write_spec(specs, DEFERRED, deferred, end_date=DATES[0],
                airflow={"owner": "data-eng", "retries": 0,
                         "sensor": {"mode": "deferrable", "poke_interval": 2, "timeout": 600}})
+    stuck = write_sample(root / "stuck")
+    write_parquet(stuck / "incr" / f"ds={DATES[1]}", [(1, "ann", "Bergen"), (1, "ann", "Lima")])
+    write_spec(specs, STUCK, stuck)
     return {"root": root, "data": data, "specs": specs, "refs": refs, "warehouse": root / "warehouse",
-            "deferred": deferred}
+            "deferred": deferred, "stuck": stuck}
 
 
 @pytest.fixture(scope="module")
@@ -210,3 +214,31 @@ def _scheduler_saw_exit(af3, dag: str, task: str) -> bool:
     log = (af3.home / "scheduler.out").read_text(errors="replace")
     return any("Received executor event" in line and f"'{dag}'" in line and f"'{task}'" in line
                for line in log.splitlines())
+
+
+def test_a_failed_date_fails_the_later_runs_at_once_and_clearing_it_with_them_converges(af3, workspace, backfilled):
+    """A later run that waited on the failed date would hold the DAG's one active-run place and
+    keep the cleared date queued for ever; its first task fails it instead."""
+    dag = f"zipper_{STUCK}"
+    af3.cli("dags", "unpause", dag)  # catchup: three dates, the second one's input is bad
+
+    def states():
+        return [r["state"] for r in af3.dag_runs(dag)]
+
+    af3.wait_until(lambda: states() == ["success", "failed", "failed"], 600, "the runs after the bad date to fail")
+    assert [m["state"] for m in af3.task_instances(dag, "merge")] == ["success", "failed", "upstream_failed"]
+    assert [g["state"] for g in af3.task_instances(dag, "wait_for_previous_date")] == ["success", "success", "failed"]
+    logs = af3.home / "logs" / f"dag_id={dag}"
+    gate_log = "".join(p.read_text() for p in logs.glob("run_id=*/task_id=wait_for_previous_date/attempt=*.log"))
+    assert f"the merge of the previous date {DATES[1]}" in gate_log and f"airflow tasks clear {dag} -s {DATES[1]} -y" in gate_log
+
+    write_parquet(workspace["stuck"] / "incr" / f"ds={DATES[1]}", INCREMENTS[DATES[1]])  # the fixed file
+    af3.cli("tasks", "clear", dag, "-s", DATES[1], "-y")  # as the failed task's message says
+    af3.wait_until(lambda: states() == ["success"] * 3, 600, "the cleared runs to succeed")
+    assert_serial(af3.task_instances(dag, "merge"))
+    write_spec(workspace["refs"], "ref_stuck", workspace["stuck"])  # the same inputs, merged by daily commands
+    result = probe(workspace["warehouse"], run=[["merge", "ref_stuck", "--ds", ds, "--specs", str(workspace["refs"])]
+                                                for ds in DATES],
+                   tables=[f"dw.{STUCK}", "dw.ref_stuck"])
+    assert result["exits"] == [0] * len(DATES)
+    assert result["tables"][f"dw.{STUCK}"]["rows"] == result["tables"]["dw.ref_stuck"]["rows"]

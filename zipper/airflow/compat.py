@@ -21,11 +21,11 @@ if AIRFLOW_3:
         CronDataIntervalTimetable,
         Param,
     )
-    from airflow.sdk.exceptions import AirflowException, AirflowNotFoundException
+    from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
 else:
     from airflow import DAG
     from airflow.datasets import Dataset as Asset
-    from airflow.exceptions import AirflowException, AirflowNotFoundException
+    from airflow.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
     from airflow.hooks.base import BaseHook
     from airflow.models.baseoperator import BaseOperator
     from airflow.models.param import Param
@@ -47,6 +47,7 @@ __all__ = [
     "AIRFLOW_VERSION",
     "DAG",
     "AirflowException",
+    "AirflowFailException",
     "AirflowNotFoundException",
     "Asset",
     "BaseHook",

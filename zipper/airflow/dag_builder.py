@@ -15,7 +15,7 @@ from zipper.airflow.compat import DAG, CronDataIntervalTimetable, Param, make_as
 from zipper.airflow.docs import asset_uri, merge_dag_doc, rerun_dag_doc
 from zipper.airflow.operators import ZipperAuditOperator, ZipperMergeOperator, ZipperRerunOperator
 from zipper.airflow.parse_errors import report_spec_error
-from zipper.airflow.sensors import ZipperIncrementSensor
+from zipper.airflow.sensors import PreviousDateSensor, ZipperIncrementSensor
 from zipper.errors import SpecError
 from zipper.spec.loader import scan_specs, specs_dir
 from zipper.spec.model import TableSpec
@@ -72,8 +72,12 @@ def build_merge_dag(spec: TableSpec, spec_path: Path, specs: Path):
         tags=_tags(spec),
         doc_md=merge_dag_doc(spec, spec_path, dag_id + "_rerun"),
     ) as dag:
+        # first: a run whose previous date failed fails at once instead of holding the run place
+        previous = PreviousDateSensor(task_id="wait_for_previous_date", mode="reschedule", poke_interval=15,
+                                      retries=0)
         merge = ZipperMergeOperator(task_id="merge", depends_on_past=True, **_job_args(spec, specs))
         audit = ZipperAuditOperator(task_id="audit", merge_task_id="merge", table=spec.table, retries=0)
+        before_merge = previous
         if spec.airflow.sensor.enabled:
             sensor = spec.airflow.sensor
             wait = ZipperIncrementSensor(
@@ -85,8 +89,9 @@ def build_merge_dag(spec: TableSpec, spec_path: Path, specs: Path):
                 timeout=sensor.timeout,
                 retries=0,
             )
-            wait >> merge
-        merge >> audit
+            previous >> wait
+            before_merge = wait
+        before_merge >> merge >> audit
     return dag
 
 

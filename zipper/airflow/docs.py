@@ -61,9 +61,14 @@ def merge_dag_doc(spec: TableSpec, spec_path: Path, rerun_dag_id: str) -> str:
 |---|---|
 {table}
 
-**Tasks**: {sensor}`merge` (spark-submit `zipper merge {spec.name} --ds <ds>`, one date at a time:
+**Tasks**: `wait_for_previous_date` (fails at once if the previous date's merge failed) →
+{sensor}`merge` (spark-submit `zipper merge {spec.name} --ds <ds>`, one date at a time:
 depends on the previous date's merge) → `audit` (the commit's counts in the task log).
 The merge updates the asset {_code(asset_uri(spec))}.
+
+**A failed date**: fix its input, then clear its run and every later one (they failed at
+`wait_for_previous_date`): `airflow tasks clear zipper_{spec.name} -s <date> -y`, or in the UI its
+`merge` with Upstream and Future.
 
 **Rerun** (on call): trigger {_code(rerun_dag_id)} with `from_date` (and optionally `to_date`),
 which runs `zipper rerun {spec.name} --from D [--to E]`; or clear the `merge` task of a past date in

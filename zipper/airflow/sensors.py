@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from zipper.airflow import environment
-from zipper.airflow.compat import AirflowException, BaseSensorOperator
+from zipper.airflow.compat import AIRFLOW_3, AirflowException, AirflowFailException, BaseSensorOperator
 from zipper.airflow.increments import ExternalMetastore, Readiness, check_increment
 
 
@@ -77,3 +77,60 @@ class ZipperIncrementSensor(BaseSensorOperator):
         if not event or event.get("status") != "ready":
             raise AirflowException(f"increment check failed: {event}")
         self.log.info("found: %s", event.get("checked"))
+
+
+# The previous run's merge has ended without committing its date: waiting for it would hold
+# this run's place (max_active_runs=1) and keep the cleared earlier run from ever starting.
+FAILED_STATES = {"failed", "upstream_failed", "removed"}
+PASSED_STATES = {"success", "skipped"}
+
+
+class PreviousDateSensor(BaseSensorOperator):
+    """Waits for the previous run's merge, and fails at once when that merge failed.
+
+    `depends_on_past` alone would leave this run running, waiting on a failed date, in the
+    DAG's one active-run place: clearing the failed date then queues its run behind this one
+    for ever. Failing here frees the place; clearing the failed date with its future runs then
+    runs them in date order."""
+
+    ui_color = "#eeeeee"
+
+    def __init__(self, *, merge_task_id: str = "merge", **kwargs: Any):
+        super().__init__(**kwargs)
+        self.merge_task_id = merge_task_id
+
+    def poke(self, context: Any) -> bool:
+        previous = _previous_merge(context, self.merge_task_id)
+        if previous is None:
+            self.log.info("first run: no earlier date to wait for")
+            return True
+        logical, run_id, state = previous
+        if state in PASSED_STATES:
+            self.log.info("the merge of %s (run %s) is %s", logical, run_id, state)
+            return True
+        if state in FAILED_STATES:
+            raise AirflowFailException(
+                f"the merge of the previous date {logical} (run {run_id}) is {state}; dates merge in order."
+                f" Fix it, then clear that run and every later one: airflow tasks clear {context['dag'].dag_id}"
+                f" -s {logical} -y (UI: clear its merge task with Upstream and Future)")
+        self.log.info("waiting: the merge of %s (run %s) is %s", logical, run_id, state or "not started")
+        return False
+
+
+def _previous_merge(context: Any, task_id: str) -> tuple[str, str, str | None] | None:
+    """(logical date, run id, state of its merge task) of the run before this one, or None."""
+    if AIRFLOW_3:
+        ti = context["ti"]
+        previous = ti.get_previous_dagrun()
+        if previous is None:
+            return None
+        states = ti.get_task_states(dag_id=ti.dag_id, task_ids=[task_id], run_ids=[previous.run_id])
+        state = (states.get(previous.run_id) or {}).get(task_id)
+    else:
+        previous = context["dag_run"].get_previous_dagrun()
+        if previous is None:
+            return None
+        found = previous.get_task_instance(task_id)
+        state = found.state if found is not None else None
+    logical = previous.logical_date.date().isoformat() if getattr(previous, "logical_date", None) else "?"
+    return logical, previous.run_id, str(state.value if hasattr(state, "value") else state) if state else None
