@@ -127,7 +127,8 @@ def _previous_merge(context: Any, task_id: str) -> tuple[str, str, str | None] |
         states = ti.get_task_states(dag_id=ti.dag_id, task_ids=[task_id], run_ids=[previous.run_id])
         state = (states.get(previous.run_id) or {}).get(task_id)
     else:
-        previous = context["dag_run"].get_previous_dagrun()
+        run = context["dag_run"]
+        previous = type(run).get_previous_dagrun(run)  # a static method on 2.11
         if previous is None:
             return None
         found = previous.get_task_instance(task_id)
