@@ -227,24 +227,26 @@ def test_an_unexpected_failure_is_a_spec_error_of_its_file(tmp_path, monkeypatch
         list(scan_specs(tmp_path))
 
 
-def test_find_spec_refuses_a_name_another_file_also_uses(tmp_path):
-    write(tmp_path, EXAMPLE.replace("table: dw.dim_user", "table: dw.copy"), "copy.yaml")
+def test_find_spec_takes_the_file_the_dags_keep_when_two_use_one_name(tmp_path):
+    """A later copy of a spec must not stop the table's merges: the CLI keeps the first file in
+    file order, as the DAGs do, and the copy is the DAGs' import error."""
     write(tmp_path, EXAMPLE)
+    write(tmp_path, EXAMPLE.replace("table: dw.dim_user", "table: dw.copy"), "zz_copy.yaml")
     scanned = dict(scan_specs(tmp_path))
-    with pytest.raises(SpecError) as err:
-        find_spec("dim_user", tmp_path)
-    assert str(err.value) == str(scanned[tmp_path / "dim_user.yaml"])  # the DAGs' message for the same clash
-    assert str(err.value) == f"{tmp_path / 'dim_user.yaml'}: key 'name': 'dim_user' is also used by {tmp_path / 'copy.yaml'}"
+    path, spec = find_spec("dim_user", tmp_path)
+    assert (path, spec.table) == (tmp_path / "dim_user.yaml", "dw.dim_user") and scanned[path] == spec
+    assert str(scanned[tmp_path / "zz_copy.yaml"]) == (
+        f"{tmp_path / 'zz_copy.yaml'}: key 'name': 'dim_user' is also used by {tmp_path / 'dim_user.yaml'}")
 
 
-def test_find_spec_refuses_a_table_another_file_also_uses(tmp_path):
+def test_find_spec_refuses_the_file_whose_table_an_earlier_file_uses(tmp_path):
     write(tmp_path, EXAMPLE)
     write(tmp_path, EXAMPLE.replace("name: dim_user", "name: other"), "other.yaml")
-    expected = f"{tmp_path / 'other.yaml'}: key 'table': 'dw.dim_user' is also used by {tmp_path / 'dim_user.yaml'}"
-    for name in ("dim_user", "other"):
-        with pytest.raises(SpecError) as err:
-            find_spec(name, tmp_path)
-        assert str(err.value) == expected
+    assert find_spec("dim_user", tmp_path)[0] == tmp_path / "dim_user.yaml"
+    with pytest.raises(SpecError) as err:
+        find_spec("other", tmp_path)
+    assert str(err.value) == (
+        f"{tmp_path / 'other.yaml'}: key 'table': 'dw.dim_user' is also used by {tmp_path / 'dim_user.yaml'}")
 
 
 def test_find_spec_fails_on_the_broken_file_named_after_it(tmp_path):

@@ -122,31 +122,35 @@ def load_specs(directory: str | os.PathLike | None = None) -> dict[str, tuple[Pa
 
 
 def find_spec(name: str, directory: str | os.PathLike | None = None) -> tuple[Path, TableSpec]:
-    """One spec by name, for the CLI. It reads every file, as scan_specs does for the DAGs, so the
-    two cannot pick different files: a name or table that two files use is an error naming both.
-    A broken file blocks only the name its file stem claims."""
+    """One spec by name, for the CLI: the file scan_specs keeps for that name, so the CLI and the
+    DAGs use the same one. A file scan_specs refuses (broken, or a name or table an earlier file
+    already uses) fails with its own error when it is the one the name points at (by its spec's
+    name, or by its file stem when it does not load); a copy does not stop the other tables."""
     folder = specs_dir(directory)
-    loaded: list[tuple[Path, TableSpec]] = []
-    for path in spec_files(folder):
-        try:
-            loaded.append((path, load_spec_file(path)))
-        except SpecError:
-            if path.stem == name:
-                raise
-    found = [(path, spec) for path, spec in loaded if spec.name == name]
-    if not found:
-        raise SpecError(f"{folder}: no spec named {name!r}")
-    path, spec = found[0]
-    _unique(path, "name", name, [p for p, s in found])
-    _unique(path, "table", spec.table, [p for p, s in loaded if s.table == spec.table])
-    return path, spec
+    kept: list[tuple[Path, TableSpec]] = []
+    refused: list[tuple[Path, SpecError, str | None]] = []  # with the refused file's own name, if it loads
+    for path, spec in scan_specs(folder):
+        if isinstance(spec, SpecError):
+            refused.append((path, spec, _name_of(path)))
+        else:
+            kept.append((path, spec))
+    for path, error, own_name in refused:
+        if path.stem == name and own_name is None:
+            raise error  # the file named after it does not load: most likely the one being edited
+    for path, spec in kept:
+        if spec.name == name:
+            return path, spec
+    for path, error, own_name in refused:
+        if own_name == name:
+            raise error
+    raise SpecError(f"{folder}: no spec named {name!r}")
 
 
-def _unique(path: Path, key: str, value: str, users: list[Path]) -> None:
-    """Fails if a file besides `path` uses `value`, as scan_specs does."""
-    others = [p for p in users if p != path]
-    if others:
-        raise _also_used(key, value, path, others[0])
+def _name_of(path: Path) -> str | None:
+    try:
+        return load_spec_file(path).name
+    except SpecError:
+        return None
 
 
 def _also_used(key: str, value: str, one: Path, other: Path) -> SpecError:
