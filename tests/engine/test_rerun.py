@@ -156,6 +156,7 @@ def test_past_merges_replay_changed_inputs_and_later_clears_are_noops(spark, tmp
     lines = []
     result = merge.merge_date(spark, t.spec, day(2), progress=lines.append)  # clearing day 2 and all later ones
     assert result.action == "replay" and "replayed 2024-01-03..2024-01-04" in result.summary()
+    assert result.counts == {**model_counts(t, changed)["2024-01-02"], "dates_replayed": 2}  # for the audit task
     assert "the input of 2024-01-03 differs" in lines[0] and "restored to 2024-01-02" in lines[1]
     assert [line.split(":")[0] for line in lines[2:]] == [f"{t.table} {day(3)}", f"{t.table} {day(4)}"]
     for n in (3, 4):

@@ -150,8 +150,9 @@ class ZipperAuditOperator(BaseOperator):
         reports = context["ti"].xcom_pull(task_ids=self.merge_task_id) or []
         if not reports:
             self.log.warning(
-                "%s: the merge job printed no report (cluster deploy mode keeps the driver's output on the"
-                " cluster); `zipper status` shows the commit", self.table)
+                "%s: the merge job printed no report: it did not run (a merge marked success by hand), or"
+                " ran in cluster deploy mode, which keeps the driver's output on the cluster; `zipper status"
+                " <name>` shows whether the date is committed", self.table)
             return None
         for report in reports:
             self.log.info("%s", describe(report))

@@ -337,14 +337,23 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
         say(f"{spec.table} {ds}: {plan.reason}")
         done = replay.rerun(spark, spec, plan.replay_from, plan.replay_to, progress=say)
         if plan.action == "resume":  # the table is where the interrupted replay was going: plan again
-            return merge_date(spark, spec, ds, progress)
+            after = merge_date(spark, spec, ds, progress)
+            if after.action != "noop":
+                return after
+        # the report carries the commit of the run's own date, as a merge's does
+        counts = {**_commit_counts(spark, spec, ds), "dates_replayed": done.counts.get("dates", 0)}
         return RunResult(spec.table, ds.isoformat(), "replay", f"{plan.reason}; replayed {done.ds}",
-                         done.counts, time.monotonic() - started, done.run_id)
+                         counts, time.monotonic() - started, done.run_id)
     located = sources.locate_increment(spark, spec, st, ds)  # fails before anything is created
     if plan.action == "init_and_apply":
         init_table(spark, spec, None)
         st = state.read_state(spark, spec)
     return apply_date(spark, spec, st, ds, located, started)
+
+
+def _commit_counts(spark, spec: TableSpec, ds: dt.date) -> dict:
+    commit = state.read_state(spark, spec).commits.get(ds.isoformat())
+    return dict(commit.counts) if commit is not None else {}
 
 
 def _require_input(spark, spec: TableSpec, st: state.TableState, ds: dt.date, plan) -> None:
