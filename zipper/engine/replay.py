@@ -20,7 +20,7 @@ from zipper.engine import (audit, catalog, conform, csv_values, faults, fs, inpu
                            sources, state, transforms)
 from zipper.engine.catalog import Partition
 from zipper.engine.plan import DAY, date_range, describe_dates, plan_rerun, rebuild_supported, source_kind
-from zipper.errors import StateError
+from zipper.errors import StateError, ZipperError
 from zipper.spec.model import TableSpec
 
 
@@ -93,8 +93,15 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
     for n, day in enumerate(plan.dates, start=1):
         st = state.read_state(spark, spec)
         carry = marker.params() if n < len(plan.dates) else {}
-        day_input = replayed[day] if day in replayed else sources.locate_increment(spark, spec, st, day)
-        result = merge.apply_date(spark, spec, st, day, day_input, carry_params=carry)
+        try:
+            day_input = replayed[day] if day in replayed else sources.locate_increment(spark, spec, st, day)
+            result = merge.apply_date(spark, spec, st, day, day_input, carry_params=carry)
+        except ZipperError as exc:
+            if plan.restore_from is None and n == 1:
+                raise  # nothing has changed
+            raise type(exc)(f"{exc.detail}; the table is at {st.last_committed}, the replay of {marker.first}.."
+                            f"{marker.last} pending: fix the input, then `zipper rerun {spec.name} --from"
+                            f" {marker.first}` (or the next merge) resumes it", table=exc.table, ds=exc.ds) from None
         results.append(result)
         progress(result.summary())
         if n < len(plan.dates):
