@@ -332,3 +332,18 @@ def test_a_partition_of_equalities_loads(tmp_path):
     new = "format: table\n  table: ods.user\n  partition: \"ds = '{{ ds }}' AND region = 'eu'\""
     spec = load_spec_file(write(tmp_path, EXAMPLE.replace(INCREMENT, new)))
     assert spec.source.partition == "ds = '{{ ds }}' AND region = 'eu'"
+
+
+def test_reader_options_take_yaml_booleans_and_numbers_as_spark_text(tmp_path):
+    path = write(tmp_path, EXAMPLE.replace("  format: parquet\n", "  format: csv\n  options: {header: true, samplingRatio: 0.5, maxColumns: 40, sep: ';'}\n", 1))
+    spec = load_spec_file(path)
+    assert spec.source.options == {"header": "true", "samplingRatio": "0.5", "maxColumns": "40", "sep": ";"}
+    bad = write(tmp_path, EXAMPLE.replace("  format: parquet\n", "  format: csv\n  options: {sep: [';']}\n", 1), "bad.yaml")
+    with pytest.raises(SpecError, match=r"bad.yaml: key 'source.options.sep': Input should be a valid string"):
+        load_spec_file(bad)
+
+
+def test_find_spec_matches_a_name_written_in_any_case(tmp_path):
+    write(tmp_path, EXAMPLE.replace("name: dim_user", "name: Dim_User"))
+    path, spec = find_spec("Dim_User", tmp_path)
+    assert spec.name == "dim_user" and find_spec("dim_user", tmp_path)[0] == path

@@ -127,6 +127,7 @@ def find_spec(name: str, directory: str | os.PathLike | None = None) -> tuple[Pa
     already uses) fails with its own error when it is the one the name points at (by its spec's
     name, or by its file stem when it does not load); a copy does not stop the other tables."""
     folder = specs_dir(directory)
+    name = name.lower()  # spec names are identifiers, kept in lower case like Hive's
     kept: list[tuple[Path, TableSpec]] = []
     refused: list[tuple[Path, SpecError, str | None]] = []  # with the refused file's own name, if it loads
     for path, spec in scan_specs(folder):

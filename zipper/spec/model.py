@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pathlib import Path
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from zipper.spec.templates import check_partition, check_template
 
@@ -33,6 +33,19 @@ Identifier = Annotated[str, AfterValidator(_identifier)]
 QualifiedTable = Annotated[str, AfterValidator(_qualified_table)]
 # A Jinja template of `ds`, rendered once here with a sample date so a typo fails at load.
 Template = Annotated[str, AfterValidator(check_template)]
+
+
+def _option_text(value: object) -> object:
+    """Spark reader options are text; YAML's `header: true` or `samplingRatio: 0.5` mean 'true'
+    and '0.5' (a mapping or list stays as it is, for the string check to refuse)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return value
+
+
+ReaderOptions = dict[str, Annotated[str, BeforeValidator(_option_text)]]
 PartitionTemplate = Annotated[str, AfterValidator(check_partition)]
 
 
@@ -73,7 +86,7 @@ class SourceSpec(_Strict):
     path: Template | None = None
     table: QualifiedTable | None = None
     partition: PartitionTemplate | None = None
-    options: dict[str, str] = Field(default_factory=dict)
+    options: ReaderOptions = Field(default_factory=dict)
     # The column types of a CSV input (CSV has none); columns not listed take the table's types.
     schema_: dict[Identifier, str] | None = Field(default=None, alias="schema")
     op_column: Identifier | None = None
@@ -143,7 +156,7 @@ class BaseSpec(_Strict):
     format: Literal["parquet", "csv", "orc", "table"] = "parquet"
     path: Template | None = None
     table: QualifiedTable | None = None
-    options: dict[str, str] = Field(default_factory=dict)
+    options: ReaderOptions = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _location(self) -> "BaseSpec":
