@@ -86,7 +86,7 @@ def explain(spark, exc: BaseException, keys: list[str] | tuple[str, ...] = ()) -
         return None
     path, read = _reads[_normal(named)]
     try:
-        found = _first_bad_record(spark, path, read)
+        found = _bad_record(spark, path, read)
     except Exception:  # the diagnosis must never hide the original failure
         return None
     if found is None:
@@ -103,7 +103,7 @@ def explain(spark, exc: BaseException, keys: list[str] | tuple[str, ...] = ()) -
     return BadValue(read.ds, f"{read.description}: file {path.rsplit('/', 1)[-1]}: {columns}{where}")
 
 
-def _first_bad_record(spark, path: str, read: CsvRead):
+def _bad_record(spark, path: str, read: CsvRead):
     """(typed row, its fields as text) of a record Spark's parser cannot type, or None."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType

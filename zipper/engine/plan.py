@@ -172,15 +172,15 @@ def plan_rerun(
     if end < start:
         raise StateError(f"--to {end} is before {start}, where the replay would start", **where)
     check_in_schedule(spec, end)
-    if end < last_committed and not uncommit_later:
-        later = describe_dates(date_range(end + DAY, last_committed))
+    later = describe_dates(date_range(end + DAY, last_committed)) if end < last_committed else ""
+    if later and not uncommit_later:
         raise StateError(f"--to {end} is before the last committed date {last_committed}: {later} would no longer be"
                          f" committed (and their done runs would have to run again); pass --uncommit-later (the rerun"
                          f" DAG's uncommit_later) to do that, or leave out --to (to_date) to replay up to"
                          f" {last_committed}", **where)
-    if end < last_committed:
+    if later:
         notes.append(
-            f"the table will be at {end}: {describe_dates(date_range(end + DAY, last_committed))}"
+            f"the table will be at {end}: {later}"
             " will no longer be committed; merge them again to bring them back"
         )
     return RerunPlan(
