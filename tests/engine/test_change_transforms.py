@@ -85,3 +85,12 @@ def test_merge_closes_deleted_keys_without_a_successor(spark):
         (8, "n", "q", "2024-01-05", "open", "new"),
         (9, None, None, "2024-01-05", "none", "vanished"),
     ], OUT), checkRowOrder=False)
+
+
+def test_a_snapshot_compares_map_columns_by_their_entries(spark):
+    schema = "id bigint, tags map<string,int>"
+    open_rows = spark.createDataFrame([(1, {"a": 1, "b": 2}, "2024-01-01"), (2, {"a": 1}, "2024-01-01")],
+                                      schema + ", begin_dt string")
+    snapshot = spark.createDataFrame([(1, {"b": 2, "a": 1}), (2, {"a": 3})], schema)
+    result = changes.snapshot_changes(open_rows, snapshot, keys=["id"], columns=["id", "tags"], invalidate=True)
+    assert [(r.id, r.zipper_op) for r in result.collect()] == [(2, "upsert")]

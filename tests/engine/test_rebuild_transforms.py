@@ -68,3 +68,13 @@ def test_daily_counts_and_slots(spark):
     }
     slots = sorted(r.zipper_slot for r in rt.with_slot(versions(spark, "exclusive"), "end_dt", OPEN).collect())
     assert slots == ["closed-2024-01-05", "closed-2024-01-07", "open", "open", "open"]
+
+
+def test_map_columns_mark_versions_by_their_entries(spark):
+    rows = spark.createDataFrame([
+        (1, {"a": 1, "b": 2}, "2024-01-01"),
+        (1, {"b": 2, "a": 1}, "2024-01-02"),  # the same entries in another order: unchanged
+        (1, {"a": 1}, "2024-01-03"),  # an entry gone: a new version
+    ], "id bigint, tags map<string,int>, zipper_ds string")
+    result = rt.marked(rows, keys=["id"], columns=["id", "tags"], tracked=["tags"])
+    assert [r.zipper_kind for r in result.orderBy("zipper_ds").collect()] == ["new", "unchanged", "changed"]

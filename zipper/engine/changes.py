@@ -24,6 +24,8 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from zipper.engine.equality import same, types_of
+
 OP = "zipper_op"
 FIRST = "zipper_first"
 MATCH = "zipper_match"
@@ -44,9 +46,9 @@ def _any(conditions: list[Column]) -> Column:
     return reduce(lambda a, b: a | b, conditions, F.lit(False))
 
 
-def _differing(columns: list[str], left, right) -> Column:
+def _differing(columns: list[str], left, right, types: dict) -> Column:
     """The names of the columns whose values differ (NULL-safe), as an array."""
-    return F.array_compact(F.array(*[F.when(~left(c).eqNullSafe(right(c)), F.lit(c)) for c in columns],
+    return F.array_compact(F.array(*[F.when(~same(left(c), right(c), types[c]), F.lit(c)) for c in columns],
                                    F.lit(None).cast("string")))
 
 
@@ -121,7 +123,7 @@ def flag_events(events: DataFrame, *, keys: list[str], columns: list[str], match
     diff = F.lit(None).cast("array<string>")
     first_values = []
     if match is not None:
-        diff = F.when(present & (action == DELETE), _differing(match, F.col, lambda c: F.lag(c).over(by_key)))
+        diff = F.when(present & (action == DELETE), _differing(match, F.col, lambda c: F.lag(c).over(by_key), types_of(events)))
         problem = F.when(F.size(diff) > 0, F.lit(DELETE_MISMATCH)).otherwise(problem)
         first_values = [F.first(_values_struct(match)).over(whole).alias(MATCH)]
     return events.select(
@@ -167,7 +169,8 @@ def snapshot_changes(open_rows: DataFrame, snapshot: DataFrame, *, keys: list[st
     opened = open_rows.select(*keys, *[F.col(c).alias(_OPEN + c) for c in values], F.lit(True).alias(_OPEN))
     joined = snapshot.select(*columns, F.lit(True).alias(_SNAP)).join(opened, on=keys, how="full")
     in_snapshot, was_open = F.col(_SNAP).isNotNull(), F.col(_OPEN).isNotNull()
-    differs = _any([~F.col(c).eqNullSafe(F.col(_OPEN + c)) for c in values])
+    types = types_of(snapshot)
+    differs = _any([~same(F.col(c), F.col(_OPEN + c), types[c]) for c in values])
     wanted = in_snapshot & (~was_open | differs)
     if invalidate:
         wanted = wanted | ~in_snapshot
@@ -194,7 +197,8 @@ def open_problems(touched: DataFrame, changes: DataFrame, *, keys: list[str], co
     if MATCH in changes.columns:
         compared = [f.name for f in changes.schema[MATCH].dataType.fields if f.name in values]
         diff = F.when(is_open & F.col(MATCH).isNotNull(),
-                      _differing(compared, lambda c: F.col(MATCH)[c], lambda c: F.col(_OPEN + c)))
+                      _differing(compared, lambda c: F.col(MATCH)[c], lambda c: F.col(_OPEN + c),
+                                 {f.name: f.dataType for f in changes.schema[MATCH].dataType.fields}))
         problem = F.when(F.size(diff) > 0, F.lit(DELETE_MISMATCH)).otherwise(problem)
     return joined.select(*keys, problem.alias(PROBLEM), diff.alias(DIFF)).where(F.col(PROBLEM).isNotNull())
 

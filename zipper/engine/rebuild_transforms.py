@@ -15,6 +15,8 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from zipper.engine.equality import same, types_of
+
 DS = "zipper_ds"  # the date a row was loaded: the base date or an increment's run date
 KIND = "zipper_kind"
 VERSION = "zipper_version"
@@ -42,8 +44,9 @@ def marked(rows: DataFrame, *, keys: list[str], columns: list[str], tracked: lis
     `rows`: columns + DS, at most one row per key and date."""
     by_key = Window.partitionBy(*keys).orderBy(DS)
     others = [c for c in columns if c not in keys]
-    same_tracked = _all([F.col(c).eqNullSafe(F.lag(c).over(by_key)) for c in tracked])
-    same_all = _all([F.col(c).eqNullSafe(F.lag(c).over(by_key)) for c in others])
+    types = types_of(rows)
+    same_tracked = _all([same(F.col(c), F.lag(c).over(by_key), types[c]) for c in tracked])
+    same_all = _all([same(F.col(c), F.lag(c).over(by_key), types[c]) for c in others])
     kind = (
         F.when(F.lag(DS).over(by_key).isNull(), F.lit("new"))
         .when(~same_tracked, F.lit("changed"))

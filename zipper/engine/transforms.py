@@ -19,6 +19,8 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from zipper.engine.equality import same, types_of
+
 SLOT = "zipper_slot"
 KIND = "zipper_kind"
 OP = "zipper_op"
@@ -102,8 +104,9 @@ def day_rows(
     was_open = F.col(_OLD_HIT).isNotNull()
     deletes = OP in increment.columns
     delete = (F.col(OP) == DELETE) if deletes else F.lit(False)
-    changed = ~_all([F.col(_OLD + c).eqNullSafe(F.col(c)) for c in tracked])
-    same_untracked = _all([F.col(_OLD + c).eqNullSafe(F.col(c)) for c in values if c not in tracked])
+    types = types_of(increment)
+    changed = ~_all([same(F.col(_OLD + c), F.col(c), types[c]) for c in tracked])
+    same_untracked = _all([same(F.col(_OLD + c), F.col(c), types[c]) for c in values if c not in tracked])
     kind = (
         F.when(~was_open & delete, F.lit("vanished"))
         .when(~was_open, F.lit("new"))

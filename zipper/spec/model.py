@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
+from zipper.spec.sparktypes import check_atomic_type, check_type
 from zipper.spec.templates import check_partition, check_template
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -47,6 +48,9 @@ def _option_text(value: object) -> object:
 
 ReaderOptions = dict[str, Annotated[str, BeforeValidator(_option_text)]]
 PartitionTemplate = Annotated[str, AfterValidator(check_partition)]
+# A Spark SQL type a Hive table can store (`columns:`); a CSV input's types are atomic (`source.schema`).
+ColumnType = Annotated[str, AfterValidator(check_type)]
+CsvColumnType = Annotated[str, AfterValidator(check_atomic_type)]
 
 
 class KeyValueError(ValueError):
@@ -88,7 +92,7 @@ class SourceSpec(_Strict):
     partition: PartitionTemplate | None = None
     options: ReaderOptions = Field(default_factory=dict)
     # The column types of a CSV input (CSV has none); columns not listed take the table's types.
-    schema_: dict[Identifier, str] | None = Field(default=None, alias="schema")
+    schema_: dict[Identifier, CsvColumnType] | None = Field(default=None, alias="schema")
     op_column: Identifier | None = None
     delete_match: Literal["all_columns", "key"] | None = None
     sequence_by: Identifier | None = None
@@ -222,7 +226,7 @@ class TableSpec(_Strict):
     track_columns: Literal["all"] | list[Identifier] = "all"
     retention_days: int = Field(default=7, ge=0)
     on_past_date: Literal["replay", "error"] = "replay"
-    columns: dict[Identifier, str] | None = None
+    columns: dict[Identifier, ColumnType] | None = None
     description: str = ""
     airflow: AirflowSpec = Field(default_factory=AirflowSpec)
     _origin: Path | None = PrivateAttr(default=None)
@@ -231,6 +235,13 @@ class TableSpec(_Strict):
     def origin(self) -> Path | None:
         """The spec file this was loaded from; relative source paths resolve against its folder."""
         return self._origin
+
+    @field_validator("track_columns", mode="before")
+    @classmethod
+    def _all_or_list(cls, value):
+        if isinstance(value, str) and value != "all":
+            raise ValueError(f"{value!r} is neither 'all' nor a list; for one column write [{value}]")
+        return value
 
     @field_validator("keys")
     @classmethod
@@ -243,33 +254,33 @@ class TableSpec(_Strict):
     @model_validator(mode="after")
     def _consistent(self) -> "TableSpec":
         if len(set(self.keys)) != len(self.keys):
-            raise ValueError(f"keys repeat a column: {self.keys}")
+            raise KeyValueError("keys", f"a column is listed twice: {self.keys}")
         if self.begin_column == self.end_column:
-            raise ValueError("begin_column and end_column must differ")
+            raise KeyValueError("end_column", f"begin_column and end_column must differ (both {self.end_column!r})")
         reserved = {self.begin_column, self.end_column}
         if reserved & set(self.keys):
-            raise ValueError(f"keys may not use the reserved columns {sorted(reserved)}")
+            raise KeyValueError("keys", f"keys may not use the reserved columns {sorted(reserved)}")
         if isinstance(self.track_columns, list):
             if not self.track_columns:
-                raise ValueError("track_columns: give 'all' or a non-empty list")
+                raise KeyValueError("track_columns", "give 'all' or a non-empty list")
             clash = (set(self.keys) | reserved) & set(self.track_columns)
             if clash:
-                raise ValueError(f"track_columns may not list key or reserved columns: {sorted(clash)}")
+                raise KeyValueError("track_columns", f"track_columns may not list key or reserved columns: {sorted(clash)}")
         if self.end_date and self.end_date < self.start_date:
-            raise ValueError(f"end_date {self.end_date} is before start_date {self.start_date}")
+            raise KeyValueError("end_date", f"end_date {self.end_date} is before start_date {self.start_date}")
         last = self.end_date or self.start_date
         if self.open_end <= last:
-            raise ValueError(f"open_end {self.open_end} must be after every run date")
+            raise KeyValueError("open_end", f"open_end {self.open_end} must be after every run date (the last is {last})")
         if self.source.mode == "cdc" and self.source.operation_column in set(self.keys) | reserved | {self.source.sequence_by}:
-            raise ValueError(f"source.op_column {self.source.operation_column!r} may not be a key, sequence or reserved column")
+            raise KeyValueError("source.op_column", f"source.op_column {self.source.operation_column!r} may not be a key, sequence or reserved column")
         if self.source.sequence_by in set(self.keys) | reserved:
-            raise ValueError(f"source.sequence_by {self.source.sequence_by!r} may not be a key or reserved column")
+            raise KeyValueError("source.sequence_by", f"source.sequence_by {self.source.sequence_by!r} may not be a key or reserved column")
         if self.columns is not None:
             missing = [k for k in self.keys if k not in self.columns]
             if missing:
-                raise ValueError(f"columns must include the keys; missing {missing}")
+                raise KeyValueError("columns", f"columns must include the keys; missing {missing}")
             if reserved & set(self.columns):
-                raise ValueError(f"columns may not include the reserved columns {sorted(reserved)}")
+                raise KeyValueError("columns", f"columns may not include the reserved columns {sorted(reserved)}")
             self._check_tracked_are_declared()
         return self
 

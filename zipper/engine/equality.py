@@ -1,0 +1,45 @@
+"""NULL-safe equality of two column values of any table type.
+
+Spark's `<=>` refuses maps (DATATYPE_MISMATCH.INVALID_ORDERING_TYPE), also inside arrays and
+structs, so a table with a map column could not merge. A map compares here as its entries
+sorted by key, which is what two equal maps share whatever order their entries were built in."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, DataType, MapType, StructType
+
+
+def _holds_map(data_type: DataType) -> bool:
+    if isinstance(data_type, MapType):
+        return True
+    if isinstance(data_type, ArrayType):
+        return _holds_map(data_type.elementType)
+    if isinstance(data_type, StructType):
+        return any(_holds_map(f.dataType) for f in data_type.fields)
+    return False
+
+
+def comparable(column: Column, data_type: DataType) -> Column:
+    """`column` in a form `<=>` takes, equal exactly when the values are equal: maps (at any
+    depth) become their entries sorted by key; every other value is left as it is."""
+    if not _holds_map(data_type):
+        return column
+    if isinstance(data_type, MapType):  # keys are unique and never maps, so the order is total
+        values = data_type.valueType
+        return F.array_sort(F.map_entries(F.transform_values(column, lambda _, v: comparable(v, values))))
+    if isinstance(data_type, ArrayType):
+        element = data_type.elementType
+        return F.transform(column, lambda e: comparable(e, element))
+    fields = [comparable(column[f.name], f.dataType).alias(f.name) for f in data_type.fields]
+    return F.when(column.isNull(), F.lit(None)).otherwise(F.struct(*fields))
+
+
+def same(left: Column, right: Column, data_type: DataType) -> Column:
+    """left <=> right for values of `data_type`."""
+    return comparable(left, data_type).eqNullSafe(comparable(right, data_type))
+
+
+def types_of(df: DataFrame) -> dict[str, DataType]:
+    return {f.name: f.dataType for f in df.schema.fields}
