@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import _parse_datatype_string
 
 from tests.support import D1, TableFixture
-from zipper.engine import catalog, merge, state
+from zipper.engine import catalog, check, merge, state
 from zipper.spec.model import TableSpec
 from zipper.spec.sparktypes import check_atomic_type, check_type
 
@@ -89,6 +89,7 @@ def test_every_accepted_type_makes_a_table_that_merges(spark, tmp_path, unique_n
     types = dict(catalog.data_columns(spark, t.spec))
     assert {c: types[c] for c in declared} == {c: _parse_datatype_string(text).simpleString() for c, text in declared.items()}
     assert spark.table(t.table).where("end_dt = '9999-12-31'").orderBy("id").select("name").collect() == [("a2",), ("b",)]
+    assert check.run_checks(spark, t.spec)["ok"]
 
 
 @pytest.mark.parametrize("text", NOT_IN_HIVE)
