@@ -231,6 +231,10 @@ def test_a_failed_date_fails_the_later_runs_at_once_and_clearing_it_with_them_co
     logs = af3.home / "logs" / f"dag_id={dag}"
     gate_log = "".join(p.read_text() for p in logs.glob("run_id=*/task_id=wait_for_previous_date/attempt=*.log"))
     assert f"the merge of the previous date {DATES[1]}" in gate_log and f"airflow tasks clear {dag} -s {DATES[1]} -y" in gate_log
+    merge_log = "".join(p.read_text() for p in logs.glob("run_id=*/task_id=merge/attempt=*.log"))
+    # the task fails with the job's own line (what the UI and alerts show), not spark-submit's command
+    assert f"dw.{STUCK} {DATES[1]}: " in merge_log and "(the zipper job failed; its log is above)" in merge_log
+    assert "Cannot execute" not in merge_log
 
     write_parquet(workspace["stuck"] / "incr" / f"ds={DATES[1]}", INCREMENTS[DATES[1]])  # the fixed file
     af3.cli("tasks", "clear", dag, "-s", DATES[1], "-y")  # as the failed task's message says

@@ -80,6 +80,16 @@ def test_report_lines_are_collected_and_still_logged():
     assert describe(report) == "s | run - | counts: new=1"
 
 
+def test_the_line_a_failed_job_ends_with_is_kept_for_the_task_failure():
+    hook, _ = command()
+    assert hook.failure is None
+    reason = "dw.dim 2024-01-02: the same key twice in the increment: user_id=1"
+    lines = ["25/01/01 ERROR Executor: Exception in task 0.0\n", "\tat org.apache.spark.Foo(Foo.scala:1)\n",
+             f"zipper: error: {reason}\n", "25/01/01 INFO ShutdownHookManager: Shutdown hook called\n"]
+    hook._process_spark_submit_log(iter(lines))
+    assert hook.failure == reason and hook.reports == []
+
+
 def test_rerun_arguments_come_from_the_trigger_form():
     assert rerun_args("dim", {"from_date": "2024-01-02", "to_date": None}) == ["rerun", "dim", "--from", "2024-01-02"]
     assert rerun_args("dim", {"from_date": "2024-01-02", "to_date": "2024-01-05", "uncommit_later": False}) == [

@@ -16,15 +16,17 @@ from airflow.providers.apache.spark.hooks.spark_submit import DEFAULT_SPARK_BINA
 
 from zipper.airflow.compat import AirflowNotFoundException
 from zipper.airflow.environment import EMBEDDED_MASTER, python_bin
-from zipper.cli.main import REPORT_PREFIX
+from zipper.cli.main import ERROR_PREFIX, FAILURE_PREFIX, REPORT_PREFIX
 
 
 class ZipperSparkSubmitHook(SparkSubmitHook):
-    """Runs an argv list through spark-submit and collects the job's `zipper-report:` lines."""
+    """Runs an argv list through spark-submit and collects the job's `zipper-report:` lines and
+    the line a failed job ends with (`failure`)."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         self.embedded = False
         self.reports: list[dict] = []
+        self.failure: str | None = None
         super().__init__(*args, **kwargs)
 
     def _connection_exists(self) -> bool:
@@ -91,4 +93,6 @@ class ZipperSparkSubmitHook(SparkSubmitHook):
                     self.reports.append(json.loads(text[len(REPORT_PREFIX):]))
                 except ValueError:
                     self.log.warning("Unreadable zipper report line: %s", text)
+            elif text.startswith(FAILURE_PREFIX):
+                self.failure = text.removeprefix(ERROR_PREFIX).removeprefix(FAILURE_PREFIX)
             yield line

@@ -52,7 +52,14 @@ class ZipperSparkJobOperator(SparkSubmitOperator):
         self.conf = {**spark_submit_conf(settings), **(self.conf or {})}
         self.env_vars = {**self.job_environment(), **(self.env_vars or {})}
         self._hook = None  # built by the provider's execute, after it has added its own conf
-        super().execute(context)
+        try:
+            super().execute(context)
+        except AirflowException:
+            failure = self._hook.failure if self._hook is not None else None
+            if not failure:
+                raise
+            # the job's own reason, not "Cannot execute: <command>": what the UI and alerts show
+            raise AirflowException(f"{failure} (the zipper job failed; its log is above)") from None
         return self._hook.reports
 
     def _get_hook(self) -> ZipperSparkSubmitHook:
