@@ -326,7 +326,8 @@ def test_track_columns_match_declared_columns_in_any_case(tmp_path):
     assert unchecked.track_columns == ["citty"]  # no columns declared: the merge checks against the table
 
 
-@pytest.mark.parametrize("partition", ["ds = {{ ds }}", "ds = '{{ ds }}' OR 1 = 1", "ds"])
+@pytest.mark.parametrize("partition", ["ds = {{ ds }}", "ds = '{{ ds }}' OR 1 = 1", "ds", "ds = 'x' AND",
+                                       "ds = 'x' region = 'eu'", "ds = 'x' ANDregion = 'eu'"])
 def test_a_partition_that_is_not_equalities_names_file_and_key_at_load(tmp_path, partition):
     new = f"format: table\n  table: ods.user\n  partition: \"{partition}\""
     path = write(tmp_path, EXAMPLE.replace(INCREMENT, new))
@@ -335,6 +336,15 @@ def test_a_partition_that_is_not_equalities_names_file_and_key_at_load(tmp_path,
     message = str(err.value)
     assert message.startswith(f"{path}: key 'source.partition': "), message
     assert message.endswith("expected col = 'value' [AND ...]"), message
+
+
+def test_a_partition_reads_term_by_term():
+    from zipper.spec.templates import parse_partition
+
+    assert parse_partition("ds = '2024-01-01' and Region='eu, north and south' , kind = ''") == {
+        "ds": "2024-01-01", "region": "eu, north and south", "kind": ""}
+    with pytest.raises(ValueError, match="names ds twice"):
+        parse_partition("ds = 'a' AND DS = 'b'")
 
 
 def test_a_partition_of_equalities_loads(tmp_path):

@@ -50,19 +50,31 @@ def check_template(template: str | None) -> str | None:
     return template
 
 
-PARTITION_TERM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*'([^'\\]*)'\s*$")
+PARTITION_TERM = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*'([^'\\]*)'\s*")
+PARTITION_JOIN = re.compile(r"(?i)(?:and\b|,)")  # AND, or a comma as in Hive's PARTITION (a='x', b='y')
 
 
 def parse_partition(expression: str) -> dict[str, str]:
-    """`a = 'x' AND b = 'y'` -> {a: x, b: y}. Only equalities, so a spec cannot inject SQL.
-    ValueError when the expression is anything else."""
-    parsed = {}
-    for term in re.split(r"(?i)\s+and\s+|,", expression):
-        match = PARTITION_TERM.match(term)
-        if not match:
+    """`a = 'x' AND b = 'y'` -> {a: x, b: y}. Only equalities, so a spec cannot inject SQL; read
+    term by term, so a quoted value may hold ' and ' or a comma. ValueError when the expression
+    is anything else, or names a column twice."""
+    parsed: dict[str, str] = {}
+    at = 0
+    while True:
+        term = PARTITION_TERM.match(expression, at)
+        if not term:
             raise ValueError(f"{expression!r}: expected col = 'value' [AND ...]")
-        parsed[match.group(1).lower()] = match.group(2)
-    return parsed
+        column = term.group(1).lower()
+        if column in parsed:
+            raise ValueError(f"{expression!r}: names {column} twice")
+        parsed[column] = term.group(2)
+        at = term.end()
+        if at == len(expression):
+            return parsed
+        joined = PARTITION_JOIN.match(expression, at)
+        if not joined:
+            raise ValueError(f"{expression!r}: expected col = 'value' [AND ...]")
+        at = joined.end()
 
 
 def check_partition(template: str | None) -> str | None:
@@ -73,7 +85,7 @@ def check_partition(template: str | None) -> str | None:
     rendered = render_template(template, SAMPLE_DATE) if "{" in template else template
     try:
         parse_partition(rendered)
-    except ValueError:
+    except ValueError as exc:
         shown = f"{template!r}" + (f" (rendered {rendered!r})" if rendered != template else "")
-        raise ValueError(f"{shown}: expected col = 'value' [AND ...]") from None
+        raise ValueError(f"{shown}: {str(exc).rsplit(': ', 1)[-1]}") from None
     return template
