@@ -245,7 +245,20 @@ def test_find_spec_takes_the_file_the_dags_keep_when_two_use_one_name(tmp_path):
     path, spec = find_spec("dim_user", tmp_path)
     assert (path, spec.table) == (tmp_path / "dim_user.yaml", "dw.dim_user") and scanned[path] == spec
     assert str(scanned[tmp_path / "zz_copy.yaml"]) == (
-        f"{tmp_path / 'zz_copy.yaml'}: key 'name': 'dim_user' is also used by {tmp_path / 'dim_user.yaml'}")
+        f"{tmp_path / 'zz_copy.yaml'}: key 'name': 'dim_user' is also used by {tmp_path / 'dim_user.yaml'}, which is kept")
+
+
+@pytest.mark.parametrize("change", [("table: dw.dim_user", "table: dw.copy"), ("name: dim_user", "name: dim_user_v2")])
+def test_the_file_named_after_its_spec_is_kept_over_a_copy_that_sorts_first(tmp_path, change):
+    """Editing dim_user.yaml must change the table even when a backup copy sorts before it."""
+    write(tmp_path, EXAMPLE)
+    write(tmp_path, EXAMPLE.replace(*change), "a_backup.yaml")
+    scanned = dict(scan_specs(tmp_path))
+    assert isinstance(scanned[tmp_path / "dim_user.yaml"], TableSpec)
+    assert find_spec("dim_user", tmp_path)[0] == tmp_path / "dim_user.yaml"
+    key = "name" if "table" in change[0] else "table"
+    assert str(scanned[tmp_path / "a_backup.yaml"]).startswith(f"{tmp_path / 'a_backup.yaml'}: key '{key}': ")
+    assert str(scanned[tmp_path / "a_backup.yaml"]).endswith(f"is also used by {tmp_path / 'dim_user.yaml'}, which is kept")
 
 
 def test_find_spec_refuses_the_file_whose_table_an_earlier_file_uses(tmp_path):
@@ -255,7 +268,7 @@ def test_find_spec_refuses_the_file_whose_table_an_earlier_file_uses(tmp_path):
     with pytest.raises(SpecError) as err:
         find_spec("other", tmp_path)
     assert str(err.value) == (
-        f"{tmp_path / 'other.yaml'}: key 'table': 'dw.dim_user' is also used by {tmp_path / 'dim_user.yaml'}")
+        f"{tmp_path / 'other.yaml'}: key 'table': 'dw.dim_user' is also used by {tmp_path / 'dim_user.yaml'}, which is kept")
 
 
 def test_find_spec_fails_on_the_broken_file_named_after_it(tmp_path):

@@ -93,22 +93,37 @@ def spec_files(directory: str | os.PathLike | None = None) -> list[Path]:
 
 
 def scan_specs(directory: str | os.PathLike | None = None) -> Iterator[tuple[Path, TableSpec | SpecError]]:
-    """Each spec file of a folder with its spec, or the error that keeps it out (a bad file, or a
-    name or table already used by an earlier file). One bad file does not stop the others."""
-    names: dict[str, Path] = {}
-    tables: dict[str, Path] = {}
+    """Each spec file of a folder, in file order, with its spec or the error that keeps it out (a
+    bad file, or a name or table another file keeps). One bad file does not stop the others.
+
+    Of two files using one name or table, the one named after its spec (`dim_user.yaml` for
+    `name: dim_user`) is kept, else the first in file order: a copy saved next to a spec
+    (`backup.yaml`, `dim_user copy.yaml`) never takes the table from the file being edited."""
+    loaded: list[tuple[Path, TableSpec | SpecError]] = []
     for path in spec_files(directory):
         try:
-            spec = load_spec_file(path)
-            if spec.name in names:
-                raise _also_used("name", spec.name, path, names[spec.name])
-            if spec.table in tables:
-                raise _also_used("table", spec.table, path, tables[spec.table])
+            loaded.append((path, load_spec_file(path)))
         except SpecError as exc:
-            yield path, exc
-            continue
-        names[spec.name] = tables[spec.table] = path
+            loaded.append((path, exc))
+    good = [(path, spec) for path, spec in loaded if isinstance(spec, TableSpec)]
+    keeps_name = _keepers(good, lambda spec: spec.name)
+    keeps_table = _keepers([(p, s) for p, s in good if keeps_name[s.name] == p], lambda spec: spec.table)
+    for path, spec in loaded:
+        if isinstance(spec, TableSpec):
+            if keeps_name[spec.name] != path:
+                spec = _also_used("name", spec.name, path, keeps_name[spec.name])
+            elif keeps_table[spec.table] != path:
+                spec = _also_used("table", spec.table, path, keeps_table[spec.table])
         yield path, spec
+
+
+def _keepers(specs: list[tuple[Path, TableSpec]], value) -> dict[str, Path]:
+    """For each value (a name or a table) the file that keeps it: named after its spec first,
+    then file order."""
+    kept: dict[str, Path] = {}
+    for path, spec in sorted(specs, key=lambda item: (item[0].stem.lower() != item[1].name, item[0])):
+        kept.setdefault(value(spec), path)
+    return kept
 
 
 def load_specs(directory: str | os.PathLike | None = None) -> dict[str, tuple[Path, TableSpec]]:
@@ -154,8 +169,5 @@ def _name_of(path: Path) -> str | None:
         return None
 
 
-def _also_used(key: str, value: str, one: Path, other: Path) -> SpecError:
-    """Two files using one name or table: the later of the two is the one in error (the DAGs
-    keep the first, in file order)."""
-    first, later = sorted([one, other])
-    return SpecError(f"{later}: key '{key}': {value!r} is also used by {first}")
+def _also_used(key: str, value: str, refused: Path, kept: Path) -> SpecError:
+    return SpecError(f"{refused}: key '{key}': {value!r} is also used by {kept}, which is kept")
