@@ -1,9 +1,12 @@
-"""`ZIPPER_METASTORE=external` against a real Hive metastore server reached over thrift.
+"""`ZIPPER_METASTORE=external` against a real Hive metastore server reached over thrift, and
+spark-submit to a Spark standalone cluster: the "at scale" set-up, with no code change.
 
 The server is Hive's own `HiveMetaStore` (hive-metastore 2.3.10 from the pyspark jars, on its
 own Derby database), so zipper's partition calls (list, add, re-point several partitions in one
 `alterPartitions`, drop) cross the thrift wire exactly as with a shared production metastore.
-The table is read back by a plain Spark session configured only with the metastore's URI."""
+The cluster is Spark's own standalone master and one worker (`spark-class`), whose executors
+are JVMs of their own. The table is read back by a plain Spark session configured only with
+the metastore's URI."""
 
 from __future__ import annotations
 
@@ -24,7 +27,8 @@ from zipper.airflow.local import free_port
 from zipper.runtime.jvm import java_binary
 
 pytestmark = pytest.mark.slow
-SPARK_JARS = Path(__import__("pyspark").__file__).parent / "jars"
+SPARK_HOME = Path(__import__("pyspark").__file__).parent
+SPARK_JARS = SPARK_HOME / "jars"
 LOG_CONFIG = REPO / "zipper" / "runtime" / "log4j2.properties"
 OPEN = "9999-12-31"
 
@@ -48,15 +52,7 @@ def metastore(tmp_path_factory):
     log = open(root / "metastore.log", "wb")
     server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=root)
     try:
-        deadline = time.monotonic() + 240
-        while True:
-            assert server.poll() is None, (root / "metastore.log").read_text()[-3000:]
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the metastore server did not open its port"
-                time.sleep(1)
+        _wait_for_port(port, server, root / "metastore.log")
         yield {"uri": f"thrift://localhost:{port}", "root": root, "warehouse": root / "warehouse"}
     finally:
         server.terminate()
@@ -65,6 +61,55 @@ def metastore(tmp_path_factory):
         except subprocess.TimeoutExpired:
             server.kill()
         log.close()
+
+
+def _wait_for_port(port: int, process: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + 240
+    while True:
+        assert process.poll() is None, log.read_text()[-3000:]
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, f"nothing listens on {port}: {log.read_text()[-3000:]}"
+            time.sleep(1)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A Spark standalone master and one worker (1 core, 1 GB) on this machine."""
+    root = tmp_path_factory.mktemp("standalone")
+    port = free_port()
+    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_DAEMON_MEMORY": "256m",
+           "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(root / "logs")}
+    spark_class = str(SPARK_HOME / "bin" / "spark-class")
+    daemons = []
+    try:
+        for name, command in (
+            ("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+                        "--webui-port", str(free_port())]),
+            ("worker", ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", "1",
+                        "--memory", "1g", "--webui-port", str(free_port()), "--work-dir", str(root / "work"),
+                        f"spark://127.0.0.1:{port}"]),
+        ):
+            log = root / f"{name}.log"
+            with open(log, "wb") as out:
+                daemons.append(subprocess.Popen([spark_class, *command], stdout=out, stderr=subprocess.STDOUT,
+                                                stdin=subprocess.DEVNULL, cwd=root, env=env))
+            if name == "master":
+                _wait_for_port(port, daemons[0], log)
+        deadline = time.monotonic() + 240
+        while "Registering worker" not in (root / "master.log").read_text():
+            assert daemons[1].poll() is None and time.monotonic() < deadline, (root / "worker.log").read_text()[-3000:]
+            time.sleep(1)
+        yield {"master": f"spark://127.0.0.1:{port}", "work": root / "work"}
+    finally:
+        for daemon in reversed(daemons):
+            daemon.terminate()
+            try:
+                daemon.wait(30)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
 
 
 def run_plan(metastore: dict, cwd: Path, plan: list[dict]) -> list:
@@ -126,3 +171,45 @@ def test_merges_a_rerun_and_the_checks_through_a_thrift_metastore(metastore, tmp
                for p in committed["partitions"])
     # everything lives in the server's metastore: the probe's folder holds no embedded Derby
     assert not list(tmp_path.rglob("metastore_db"))
+
+
+def test_spark_submit_to_a_standalone_cluster_merges_through_the_thrift_metastore(metastore, cluster, tmp_path):
+    """The Airflow task's command with a `spark://` connection: spark-submit of the job to a
+    cluster, whose executors (JVMs of the worker) read the open partition and write the new
+    directories; the driver publishes through the metastore server."""
+    data = write_sample(tmp_path)
+    specs = tmp_path / "specs"
+    write_spec(specs, "dim_cluster", data)
+    conf = {"spark.hadoop.hive.metastore.uris": metastore["uri"], "spark.sql.warehouse.dir": str(metastore["warehouse"]),
+            "spark.executor.memory": "512m", "spark.ui.enabled": "false"}
+    env = {**os.environ, **spark_env(), "ZIPPER_METASTORE": "external", "ZIPPER_SPECS": str(specs),
+           "ZIPPER_LOG_DIR": str(tmp_path / "logs"), "PYSPARK_PYTHON": sys.executable,
+           "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
+           "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    summaries = []
+    for ds in DATES:
+        result = subprocess.run(
+            [str(Path(sys.executable).parent / "spark-submit"), "--master", cluster["master"],
+             *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
+             str(REPO / "spark_jobs" / "zipper_job.py"), "merge", "dim_cluster", "--ds", ds],
+            capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env,
+        )
+        assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+        summaries.append([line for line in result.stdout.splitlines() if line.startswith("dw.dim_cluster ")])
+    assert [len(s) for s in summaries] == [1, 1, 1], summaries
+    # each merge was an application of the cluster, its tasks run by the worker's executors
+    apps = sorted(p.name for p in cluster["work"].iterdir() if p.name.startswith("app-"))
+    assert len(apps) == len(DATES), apps
+    assert all(list((cluster["work"] / app).glob("*/stderr")) for app in apps)
+
+    table, check = run_plan(metastore, tmp_path, [{"snapshot": "dw.dim_cluster"},
+                                                  {"run": ["check", "dim_cluster", "--specs", str(specs)]}])
+    d1, d2, d3 = DATES
+    base_day = "2023-12-31"
+    assert table["rows"] == rows(
+        (1, "ann", "Oslo", base_day, d2), (1, "ann", "Bergen", d2, OPEN),
+        (2, "bob", "Rome", base_day, d1), (2, "bob", "Paris", d1, d3), (2, "bob", "Rome", d3, OPEN),
+        (3, "cid", None, d1, d2), (3, "cid", "Lima", d2, OPEN),
+        (4, "dan", "Kyiv", d3, OPEN),
+    )
+    assert check["exit"] == 0 and json.loads(check["stdout"])["ok"], check
