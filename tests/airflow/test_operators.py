@@ -84,7 +84,8 @@ def test_the_line_a_failed_job_ends_with_is_kept_for_the_task_failure():
     hook, _ = command()
     assert hook.failure is None
     reason = "dw.dim 2024-01-02: the same key twice in the increment: user_id=1"
-    lines = ["25/01/01 ERROR Executor: Exception in task 0.0\n", "\tat org.apache.spark.Foo(Foo.scala:1)\n",
+    lines = ["zipper: no class data sharing archive; Spark drivers start without it\n",
+             "25/01/01 ERROR Executor: Exception in task 0.0\n", "\tat org.apache.spark.Foo(Foo.scala:1)\n",
              f"zipper: error: {reason}\n", "25/01/01 INFO ShutdownHookManager: Shutdown hook called\n"]
     hook._process_spark_submit_log(iter(lines))
     assert hook.failure == reason and hook.reports == []

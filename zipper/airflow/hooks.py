@@ -16,7 +16,7 @@ from airflow.providers.apache.spark.hooks.spark_submit import DEFAULT_SPARK_BINA
 
 from zipper.airflow.compat import AirflowNotFoundException
 from zipper.airflow.environment import EMBEDDED_MASTER, python_bin
-from zipper.cli.main import ERROR_PREFIX, FAILURE_PREFIX, REPORT_PREFIX
+from zipper.cli.main import ERROR_PREFIX, INTERRUPTED, REPORT_PREFIX
 
 
 class ZipperSparkSubmitHook(SparkSubmitHook):
@@ -93,6 +93,6 @@ class ZipperSparkSubmitHook(SparkSubmitHook):
                     self.reports.append(json.loads(text[len(REPORT_PREFIX):]))
                 except ValueError:
                     self.log.warning("Unreadable zipper report line: %s", text)
-            elif text.startswith(FAILURE_PREFIX):
-                self.failure = text.removeprefix(ERROR_PREFIX).removeprefix(FAILURE_PREFIX)
+            elif text.startswith(ERROR_PREFIX) or text == INTERRUPTED:
+                self.failure = text.removeprefix(ERROR_PREFIX)
             yield line

@@ -15,9 +15,9 @@ from zipper.spec.loader import find_spec
 EXIT_ERROR = 1
 EXIT_CHECK_FAILED = 3
 REPORT_PREFIX = "zipper-report: "
-# The first words of every line the CLI ends a failed run with (stderr); schedulers look for it.
-FAILURE_PREFIX = "zipper: "
-ERROR_PREFIX = FAILURE_PREFIX + "error: "
+# The first words of the line the CLI ends a failed run with (stderr); schedulers look for them.
+ERROR_PREFIX = "zipper: error: "
+INTERRUPTED = "zipper: interrupted; nothing was published by this run unless it said so"
 # Verbs that only read an existing table: on the embedded default they must not create a new,
 # empty metastore where a mistyped --warehouse points (and then advise `zipper init` there).
 READ_ONLY_VERBS = ("status", "slice", "history", "check", "vacuum", "rerun")
@@ -221,7 +221,7 @@ class Runner:
         report = check.run_checks(self.spark, self.spec)
         print(json.dumps(report, indent=2, default=str))
         if not report["ok"]:
-            print(f"{FAILURE_PREFIX}{self.spec.table}: check failed: {', '.join(report['failed'])}", file=sys.stderr)
+            print(f"zipper: {self.spec.table}: check failed: {', '.join(report['failed'])}", file=sys.stderr)
             return EXIT_CHECK_FAILED
         return 0
 
@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{ERROR_PREFIX}{exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
-        print(f"{FAILURE_PREFIX}interrupted; nothing was published by this run unless it said so", file=sys.stderr)
+        print(INTERRUPTED, file=sys.stderr)
         return 130
     except Exception as exc:  # Spark, Java and I/O failures
         if args.verbose:
