@@ -474,3 +474,18 @@ def test_spark_analysis_errors_log_no_trace_on_stderr(spark, capfd):
     with pytest.raises(AnalysisException):
         spark.range(1).select("no_such_column").collect()
     assert "no_such_column" not in capfd.readouterr().err
+
+
+def test_a_failed_first_merge_leaves_no_table_so_the_fixed_input_defines_it(spark, tmp_path, unique_name):
+    """Without base or columns the first increment types the table; when that merge fails, the
+    table it created must go too, or the corrected file would be refused against it."""
+    t = TableFixture(tmp_path, unique_name, base=False)
+    t.write_increment(spark, day(1), [(1, "ann", "41"), (1, "ann", "42")], schema="id bigint, name string, age string")
+    with pytest.raises(InputError, match="more than once"):
+        merge.merge_date(spark, t.spec, day(1))
+    assert not spark.catalog.tableExists(t.table)
+    assert not fs.exists(spark, catalog.default_table_location(spark, t.spec))
+    t.write_increment(spark, day(1), [(1, "ann", 41), (2, "bob", 42)], schema="id bigint, name string, age bigint")
+    assert merge.merge_date(spark, t.spec, day(1)).counts["new"] == 2
+    assert [(f.name, f.dataType.simpleString()) for f in spark.table(t.table).schema][:3] == [
+        ("id", "bigint"), ("name", "string"), ("age", "bigint")]

@@ -121,6 +121,11 @@ def add_partitions(spark, spec: TableSpec, locations: dict[str, str]) -> None:
     spark.sql(f"ALTER TABLE {sqltemplates.quote_identifier(spec.table)} ADD IF NOT EXISTS {clauses}")
 
 
+def drop_table(spark, spec: TableSpec) -> None:
+    """The table's metastore entry (external: its files stay, for the caller to delete)."""
+    spark.sql(f"DROP TABLE IF EXISTS {sqltemplates.quote_identifier(spec.table)}")
+
+
 def drop_partitions(spark, spec: TableSpec, ends: list[str]) -> None:
     if not ends:
         return

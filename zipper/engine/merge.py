@@ -345,10 +345,24 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
         return RunResult(spec.table, ds.isoformat(), "replay", f"{plan.reason}; replayed {done.ds}",
                          counts, time.monotonic() - started, done.run_id)
     located = sources.locate_increment(spark, spec, st, ds)  # fails before anything is created
-    if plan.action == "init_and_apply":
-        init_table(spark, spec, None)
-        st = state.read_state(spark, spec)
-    return apply_date(spark, spec, st, ds, located, started)
+    if plan.action != "init_and_apply":
+        return apply_date(spark, spec, st, ds, located, started)
+    created = not st.exists
+    init_table(spark, spec, None)
+    st = state.read_state(spark, spec)
+    try:
+        return apply_date(spark, spec, st, ds, located, started)
+    except Exception:
+        if created:  # the first date failed: no table, as before, so the fixed input starts afresh
+            _drop_new_table(spark, spec, st.location)
+        raise
+
+
+def _drop_new_table(spark, spec: TableSpec, location: str) -> None:
+    """Undo the table a failed first merge created: its columns (and a landing zone's keys) came
+    from the input that failed, and would refuse the corrected one."""
+    catalog.drop_table(spark, spec)
+    fs.delete(spark, location)
 
 
 def _commit_counts(spark, spec: TableSpec, ds: dt.date) -> dict:
