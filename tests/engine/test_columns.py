@@ -142,3 +142,7 @@ def test_csv_with_schema_orc_and_hive_table_partition(spark, tmp_path, unique_na
     result = merge.merge_date(spark, hive.spec, day(1))
     assert (result.counts["changed"], result.counts["new"], result.counts["open_after"]) == (1, 1, 2)
 
+    merge.merge_date(spark, hive.spec, day(2))
+    missing = hive.spec.table + " " + day(3).isoformat()
+    with pytest.raises(InputError, match=rf"^{missing}: increment not found: ods_{unique_name}.user_inc partition"):
+        merge.merge_date(spark, hive.spec, day(3))  # no such partition: the message names the table

@@ -489,3 +489,14 @@ def test_a_failed_first_merge_leaves_no_table_so_the_fixed_input_defines_it(spar
     assert merge.merge_date(spark, t.spec, day(1)).counts["new"] == 2
     assert [(f.name, f.dataType.simpleString()) for f in spark.table(t.table).schema][:3] == [
         ("id", "bigint"), ("name", "string"), ("age", "bigint")]
+
+
+def test_a_link_to_a_missing_file_fails_the_day_instead_of_being_skipped(spark, users):
+    """Hadoop's listing skips a broken link silently: the day would commit without its rows."""
+    merge.init_table(spark, users.spec, day(0))
+    before = snapshot(spark, users)
+    users.write_increment(spark, day(1), [(2, "bob", "Paris")])
+    os.symlink(users.increment_dir(day(1)) / "gone.parquet", users.increment_dir(day(1)) / "part-1.parquet")
+    with pytest.raises(InputError, match=r"file .*/part-1\.parquet cannot be read: a link to a missing file"):
+        merge.merge_date(spark, users.spec, day(1))
+    assert snapshot(spark, users) == before

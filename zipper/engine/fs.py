@@ -74,6 +74,24 @@ def list_data_files(spark, roots: list[str]) -> list[FileInfo]:
     return sorted(found, key=lambda f: f.path)
 
 
+def broken_links(roots: list[str]) -> list[str]:
+    """Visible names under local roots that are links to nothing. Hadoop's listing skips them
+    without a word, so a day would commit without the file; remote storage has no such links."""
+    import os
+
+    broken = []
+    for root in roots:
+        local = local_path(root)
+        if local is None or not os.path.isdir(local):
+            continue
+        for folder, dirs, names in os.walk(local):
+            dirs[:] = [d for d in dirs if not is_hidden(d) or "=" in d]
+            broken += [os.path.join(folder, n) for n in names + dirs
+                       if not is_hidden(n) and os.path.islink(os.path.join(folder, n))
+                       and not os.path.exists(os.path.join(folder, n))]
+    return sorted(broken)
+
+
 def list_dirs(spark, root: str) -> list[tuple[str, int]]:
     """Immediate subdirectories of root with their modification times."""
     fs, hpath = _fs(spark, root)

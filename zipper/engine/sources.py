@@ -81,27 +81,32 @@ def locate_increment(spark, spec: TableSpec, st, ds: dt.date) -> Input:
 
 def locate(spark, spec: TableSpec, source: SourceSpec | BaseSpec, ds: dt.date, what: str) -> Input:
     if source.format == "table":
-        return _locate_table(spark, source, ds, what)
+        return _locate_table(spark, spec, source, ds, what)
     rendered = resolve_path(render(source.path, ds, f"{spec_key(source)}.path"), spec)
     matches = fs.glob(spark, rendered)
     if not matches:
         raise InputError(f"{what} not found: {rendered}", table=spec.table, ds=ds.isoformat())
     files = fs.list_data_files(spark, matches)
+    broken = fs.broken_links(matches)
+    if broken:
+        raise InputError(f"{what} {rendered}: file {broken[0]} cannot be read: a link to a missing file"
+                         + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""),
+                         table=spec.table, ds=ds.isoformat())
     return Input(rendered, source.format, matches, files, fingerprint(files))
 
 
-def _locate_table(spark, source, ds: dt.date, what: str) -> Input:
+def _locate_table(spark, spec: TableSpec, source, ds: dt.date, what: str) -> Input:
     partition = parse_partition(render(source.partition, ds, f"{spec_key(source)}.partition")) if getattr(source, "partition", None) else {}
     db, name = source.table.split(".")
     jcat = spark._jsparkSession.sessionState().catalog().externalCatalog()
     if not (jcat.databaseExists(db) and jcat.tableExists(db, name)):
-        raise InputError(f"{what} table {source.table} does not exist", ds=ds.isoformat())
+        raise InputError(f"{what} table {source.table} does not exist", table=spec.table, ds=ds.isoformat())
     description = source.table + (f" partition {partition}" if partition else "")
     if partition:
         spec_map = spark._jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(partition)
         found = jcat.getPartitionOption(db, name, spec_map)
         if not found.isDefined():
-            raise InputError(f"{what} not found: {description}", ds=ds.isoformat())
+            raise InputError(f"{what} not found: {description}", table=spec.table, ds=ds.isoformat())
         paths = [found.get().location().toString()]
     else:
         paths = [jcat.getTable(db, name).location().toString()]
