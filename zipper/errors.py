@@ -1,5 +1,7 @@
 """One exception type for every problem a user can fix; the CLI prints it as one line."""
 
+import re
+
 
 class ZipperError(Exception):
     """A user-facing failure: bad spec, bad input, wrong table state."""
@@ -45,3 +47,43 @@ def java_messages(exc: BaseException) -> list[str]:
     except Exception:
         pass
     return messages
+
+
+_CLASS_PREFIX = re.compile(r"^(?:[a-z_$][\w$]*\.)+([A-Z][\w$]*): ")  # "org.apache.spark.SparkException: "
+_ERROR_CLASS = re.compile(r"^\[[A-Z0-9_.]+\] *")  # "[FAILED_READ_FILE.NO_HINT] "
+_SQLSTATE = re.compile(r"\.? *SQLSTATE: \w+\.?$")
+_READ_FILE = re.compile(r"FAILED_READ_FILE[A-Z_.]*\] Encountered error while reading file (\S+?)\.? +SQLSTATE")
+
+
+def _plain(message: str) -> str:
+    """A Java message's first line without its package, Spark error class or SQLSTATE: Spark's
+    own error classes speak for themselves; others keep their short class name."""
+    line = (message.strip().splitlines() or [""])[0]
+    match = _CLASS_PREFIX.match(line)
+    rest = line[match.end():] if match else line
+    if _ERROR_CLASS.match(rest):
+        return _SQLSTATE.sub("", _ERROR_CLASS.sub("", rest)).strip()
+    return f"{match.group(1)}: {rest}" if match else rest
+
+
+def summarize_failure(exc: BaseException, limit: int = 600) -> str:
+    """One line for a Spark, Java or I/O failure: the outer message and its root cause, the file
+    when Spark failed reading one (`cannot read file F: <root cause>`)."""
+    chain = java_messages(exc)
+    if not chain:
+        return ((str(exc).strip().splitlines() or [""])[0] or type(exc).__name__)[:limit]
+    first = _plain(chain[0])
+    root = _plain(chain[-1]) if len(chain) > 1 else ""
+    read_file = _READ_FILE.search(chain[0])
+    if read_file:
+        return f"cannot read file {read_file.group(1)}: {root or first}"[:limit]
+    return (first + (f"; caused by {root}" if root and root != first else ""))[:limit]
+
+
+def failed_file(exc: BaseException) -> str | None:
+    """The file Spark failed reading, if that is what `exc` is."""
+    for message in java_messages(exc) or [str(exc)]:
+        match = _READ_FILE.search(message)
+        if match:
+            return match.group(1)
+    return None

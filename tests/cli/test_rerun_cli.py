@@ -81,3 +81,12 @@ def test_a_rerun_refuses_a_csv_value_that_does_not_parse_naming_its_column_and_r
     assert lines == [f"zipper: error: dw.dim {day(2)}: increment {tmp_path}/data/incr/ds={day(2)}: file part-0.csv:"
                      " column 'id' (bigint) cannot hold 'seven' (row with id=seven)"], refused["stderr"][-3000:]
     assert refused["after"] == refused["before"]
+
+    # a record with a field too many: Spark's own error, named by file and by the file's date
+    (tmp_path / "data" / "incr" / f"ds={day(2)}" / "part-0.csv").write_text("id,name,city\n1,n9,\n7,n7,Oslo,extra\n")
+    refused = probe(tmp_path, "dw.dim", "rerun", "dim", "--from", day(1))
+    lines = refused["stderr"].strip().splitlines()
+    assert refused["exit"] == 1 and len(lines) == 1, refused["stderr"][-3000:]
+    assert lines[0].startswith(f"zipper: error: dw.dim {day(2)}: cannot read file "), lines
+    assert f"ds={day(2)}/part-0.csv" in lines[0] and "Malformed CSV record" in lines[0] and "SQLSTATE" not in lines[0]
+    assert lines[0].endswith("nothing was changed") and refused["after"] == refused["before"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pyarrow.parquet as pq
 import pytest
 from pyspark.testing import assertDataFrameEqual
 
@@ -12,7 +13,7 @@ from tests.engine.test_model import ZipperModel
 from tests.support import TableFixture, day, sorted_rows, table_rows
 from zipper.engine import catalog, check, faults, inspect, merge, rebuild, replay, state
 from zipper.engine.catalog import Partition
-from zipper.errors import AuditError, InputError, StateError
+from zipper.errors import AuditError, InputError, StateError, ZipperError
 
 OPEN = "9999-12-31"
 BASE = [(1, "ann", "Oslo"), (2, "bob", "Rome"), (3, "cid", None)]
@@ -218,6 +219,26 @@ def test_a_crash_mid_replay_leaves_a_consistent_table_and_the_same_command_resum
     assert result.action == "merge" and result.ds == "2024-01-05"
     assert table_rows(spark, t.table) == model_rows(t, changed)
     assert_equals_what_a_rebuild_writes(spark, t)
+
+
+def test_a_file_spark_cannot_read_mid_replay_names_its_date_and_where_the_table_is(spark, tmp_path, unique_name):
+    """The up-front check reads only the key columns of Parquet; a broken page of another column
+    fails the replay at its date, after the restore: the message must say so."""
+    t = TableFixture(tmp_path, unique_name)
+    build(spark, t)
+    t.write_increment(spark, day(2), [(1, "ann", "Tromso")])
+    part = next(t.increment_dir(day(3)).glob("*.parquet"))
+    page = pq.ParquetFile(part).metadata.row_group(0).column(1).data_page_offset  # `name`, not the key
+    data = bytearray(part.read_bytes())
+    data[page:page + 16] = b"\xff" * 16
+    part.write_bytes(bytes(data))
+    with pytest.raises(ZipperError) as err:
+        replay.rerun(spark, t.spec, day(2))
+    message = str(err.value)
+    assert message.startswith(f"{t.table} {day(3)}: cannot read file ") and f"ds={day(3)}/" in message, message
+    assert message.endswith(f"the table is at {day(2)}, the replay of {day(2)}..{day(4)} pending: fix the input,"
+                            f" then `zipper rerun {t.spec.name} --from {day(2)}` (or the next merge) resumes it")
+    assert state.read_state(spark, t.spec).last_committed == day(2)
 
 
 def test_untracked_columns_are_restored_as_they_were_before_the_date(spark, tmp_path, unique_name):

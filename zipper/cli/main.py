@@ -9,7 +9,7 @@ import sys
 import traceback
 
 from zipper.cli import output
-from zipper.errors import InputError, StateError, ZipperError, java_messages
+from zipper.errors import InputError, StateError, ZipperError, java_messages, summarize_failure
 from zipper.spec.loader import find_spec
 
 EXIT_ERROR = 1
@@ -244,9 +244,7 @@ def _one_line(exc: BaseException, warehouse: str | None = None) -> str:
         where = f" at {warehouse}/metastore_db" if warehouse else ""
         return (f"the embedded Derby metastore{where} is in use by another process (it allows one JVM at a time);"
                 " wait for it or stop it, or use an external metastore")
-    first = chain[0].splitlines()[0] if chain[0] else type(exc).__name__
-    root = chain[-1].splitlines()[0] if len(chain) > 1 and chain[-1] else ""
-    return (first + (f"; caused by {root}" if root and root != first else ""))[:600]
+    return summarize_failure(exc)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,7 +20,7 @@ from zipper.engine import (audit, catalog, conform, csv_values, faults, fs, inpu
                            sources, state, transforms)
 from zipper.engine.catalog import Partition
 from zipper.engine.plan import DAY, date_range, describe_dates, plan_rerun, rebuild_supported, source_kind
-from zipper.errors import StateError, ZipperError
+from zipper.errors import InputError, StateError, ZipperError, failed_file, summarize_failure
 from zipper.spec.model import TableSpec
 
 
@@ -76,8 +76,16 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
     replayed = {d: located[d] for d in up_front}
     if spec.source.mode in ("upsert", "snapshot") and spec.source.sequence_by is None:
         table_columns = catalog.data_columns(spark, spec)
-        with csv_values.explained(spark, spec.table, spec.keys, first.isoformat()):
-            inputs.check_keys(inputs.dated_rows(spark, spec, table_columns, replayed), spec, inputs.descriptions(replayed))
+        try:
+            with csv_values.explained(spark, spec.table, spec.keys, first.isoformat()):
+                inputs.check_keys(inputs.dated_rows(spark, spec, table_columns, replayed), spec,
+                                  inputs.descriptions(replayed))
+        except ZipperError:
+            raise
+        except Exception as exc:  # a file Spark cannot read: name its date, not the first one
+            day = _date_of_file(failed_file(exc), replayed) or first
+            raise InputError(f"{summarize_failure(exc)}; nothing was changed", table=spec.table,
+                             ds=day.isoformat()) from exc
 
     kept = {d.isoformat(): inp.landing.record(inp.fingerprint) for d, inp in replayed.items()
             if inp.landing is not None and inp.landing.kept}
@@ -96,12 +104,16 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
         try:
             day_input = replayed[day] if day in replayed else sources.locate_increment(spark, spec, st, day)
             result = merge.apply_date(spark, spec, st, day, day_input, carry_params=carry)
-        except ZipperError as exc:
+        except Exception as exc:
             if plan.restore_from is None and n == 1:
                 raise  # nothing has changed
-            raise type(exc)(f"{exc.detail}; the table is at {st.last_committed}, the replay of {marker.first}.."
-                            f"{marker.last} pending: fix the input, then `zipper rerun {spec.name} --from"
-                            f" {marker.first}` (or the next merge) resumes it", table=exc.table, ds=exc.ds) from None
+            pending_note = (f"; the table is at {st.last_committed}, the replay of {marker.first}..{marker.last}"
+                            f" pending: fix the input, then `zipper rerun {spec.name} --from {marker.first}`"
+                            " (or the next merge) resumes it")
+            if isinstance(exc, ZipperError):
+                raise type(exc)(exc.detail + pending_note, table=exc.table, ds=exc.ds) from None
+            # a Spark failure (a file that cannot be read, ...) on this date: say so and where the table is
+            raise ZipperError(summarize_failure(exc) + pending_note, table=spec.table, ds=day.isoformat()) from exc
         results.append(result)
         progress(result.summary())
         if n < len(plan.dates):
@@ -116,6 +128,17 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
         time.monotonic() - started,
         results[-1].run_id,
     )
+
+
+def _date_of_file(path: str | None, located: dict) -> dt.date | None:
+    """The date whose input holds `path` (as Spark names it, a URI)."""
+    if not path:
+        return None
+    wanted = fs.local_path(path) or path
+    for day, inp in sorted(located.items()):
+        if any((fs.local_path(f.path) or f.path) == wanted for f in inp.files):
+            return day
+    return None
 
 
 def _record_marker(spark, spec: TableSpec, st: state.TableState, marker: state.ReplayMarker) -> None:
