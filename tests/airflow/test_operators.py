@@ -101,3 +101,5 @@ def test_rerun_arguments_come_from_the_trigger_form():
         rerun_args("dim", {"from_date": "", "to_date": None})
     with pytest.raises(AirflowException, match="'to_date': '2024-02-30' is not a date"):
         rerun_args("dim", {"from_date": "2024-01-02", "to_date": "2024-02-30"})
+    with pytest.raises(AirflowException, match="'from_date': '20240102' is not a date"):
+        rerun_args("dim", {"from_date": "20240102"})

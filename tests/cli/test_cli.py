@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -91,6 +92,15 @@ def test_init_merge_inspect_and_errors(workspace):
         ["2", "bob", "Rome", "2023-12-31", day(1)],
     ]
 
+    # stdout a pipe its reader closed (`zipper slice ... | head -0`): no error line, SIGPIPE's exit
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    piped = subprocess.run([str(BIN / "zipper"), "slice", "dim", "--as-of", "2023-12-31"], stdout=write_end,
+                           stderr=subprocess.PIPE, text=True, env=env_for(workspace), cwd=workspace, timeout=300)
+    os.close(write_end)
+    wait_for_jvms(workspace)
+    assert piped.returncode == 141 and "zipper: error" not in piped.stderr and "Traceback" not in piped.stderr, piped.stderr
+
     result = zipper(workspace, "check", "dim")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["ok"] is True
@@ -111,6 +121,9 @@ def test_reads_name_the_warehouse_and_check_key_values(workspace, tmp_path):
     result = zipper(workspace, "status", "dim", "--warehouse", str(elsewhere))
     assert_one_line_error(result, "dw.dim", f"no metastore at {elsewhere}/metastore_db", "check --warehouse")
     assert not (elsewhere / "metastore_db").exists()  # a read creates no metastore of its own
+    result = zipper(workspace, "merge", "dim", "--ds", day(3), "--warehouse", str(elsewhere))
+    assert_one_line_error(result, "dw.dim", "not initialized",
+                          f"this command created a new, empty metastore at {elsewhere}/metastore_db: check --warehouse")
 
     result = zipper(workspace, "history", "dim", "--key", "id=abc")
     assert_one_line_error(result, "dw.dim", "--key values are not of the key columns' types: id='abc' (bigint)")

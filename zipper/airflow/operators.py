@@ -5,7 +5,6 @@ in `execute`, never when the DAG file is parsed."""
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 from typing import Any
 
@@ -14,6 +13,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from zipper.airflow import environment
 from zipper.airflow.compat import AirflowException, BaseOperator
 from zipper.airflow.hooks import ZipperSparkSubmitHook
+from zipper.dates import iso_date
 
 
 class ZipperSparkJobOperator(SparkSubmitOperator):
@@ -118,7 +118,7 @@ def _date_param(params: dict, key: str, required: bool) -> str | None:
             raise AirflowException(f"param {key!r} is required (YYYY-MM-DD)")
         return None
     try:
-        return dt.date.fromisoformat(str(value)).isoformat()
+        return iso_date(str(value)).isoformat()
     except ValueError:
         raise AirflowException(f"param {key!r}: {value!r} is not a date (YYYY-MM-DD)") from None
 

@@ -5,15 +5,18 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import sys
 import traceback
 
 from zipper.cli import output
+from zipper.dates import iso_date
 from zipper.errors import InputError, StateError, ZipperError, java_messages, summarize_failure
 from zipper.spec.loader import find_spec
 
 EXIT_ERROR = 1
 EXIT_CHECK_FAILED = 3
+EXIT_BROKEN_PIPE = 141  # as a process killed by SIGPIPE, what a shell pipeline expects
 REPORT_PREFIX = "zipper-report: "
 # The first words of the line the CLI ends a failed run with (stderr); schedulers look for them.
 ERROR_PREFIX = "zipper: error: "
@@ -106,7 +109,7 @@ def parse_date(value: str | None, flag: str, table: str) -> dt.date | None:
     if value is None:
         return None
     try:
-        return dt.date.fromisoformat(value)
+        return iso_date(value)
     except ValueError:
         raise InputError(f"{flag} {value!r} is not a date (YYYY-MM-DD)", table=table) from None
 
@@ -122,6 +125,7 @@ class Runner:
         self.args = args
         self.path, self.spec = find_spec(args.name, args.specs)
         self._spark = None
+        self.new_metastore: str | None = None  # the Derby database this command had to create, if any
 
     @property
     def spark(self):
@@ -132,6 +136,8 @@ class Runner:
             if self.args.verb in READ_ONLY_VERBS and not settings.has_metastore():
                 raise StateError(f"no metastore at {settings.warehouse_path}/metastore_db: nothing was ever created in"
                                  " this warehouse; check --warehouse (or ZIPPER_WAREHOUSE)", table=self.spec.table)
+            if not settings.has_metastore():
+                self.new_metastore = f"{settings.warehouse_path}/metastore_db"
             self._spark = build_session(settings)
             if not self.spec.keys:  # a landing zone's keys come from the table or its _metadata.json
                 from zipper.engine import merge
@@ -142,6 +148,12 @@ class Runner:
     def run(self) -> int:
         try:
             return getattr(self, "do_" + self.args.verb)()
+        except StateError as exc:
+            if self.new_metastore is None:
+                raise
+            # most likely a mistyped --warehouse: the table is elsewhere
+            raise StateError(f"{exc.detail} (this command created a new, empty metastore at {self.new_metastore}:"
+                             " check --warehouse or ZIPPER_WAREHOUSE)", table=exc.table, ds=exc.ds) from None
         except ZipperError:
             raise
         except Exception:  # a CSV value that does not parse (init, rebuild): say which column and row
@@ -252,7 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     runner = None
     try:
         runner = Runner(args)
-        return runner.run()
+        code = runner.run()
+        sys.stdout.flush()  # a closed pipe fails here, in reach of the handlers below
+        return code
     except ZipperError as exc:
         if args.verbose:
             traceback.print_exc()
@@ -261,6 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(INTERRUPTED, file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `zipper slice ... | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return EXIT_BROKEN_PIPE
     except Exception as exc:  # Spark, Java and I/O failures
         if args.verbose:
             traceback.print_exc()

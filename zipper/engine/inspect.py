@@ -90,6 +90,9 @@ def parse_key(spec: TableSpec, pairs: list[str]) -> dict[str, str]:
             raise InputError(f"--key {pair!r}: expected column=value", table=spec.table)
         if column not in spec.keys:
             raise InputError(f"--key {column!r} is not a key column; keys are {spec.keys}", table=spec.table)
+        if column in values and values[column] != value:
+            raise InputError(f"--key {column!r} given twice ({values[column]!r} and {value!r}); one version"
+                             " history is of one key", table=spec.table)
         values[column] = value
     missing = [k for k in spec.keys if k not in values]
     if missing:

@@ -1,0 +1,32 @@
+"""Values typed by hand on the command line or in a DAG's trigger form."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from zipper.dates import iso_date
+from zipper.engine.inspect import parse_key
+from zipper.errors import InputError
+from zipper.spec.model import TableSpec
+
+
+@pytest.mark.parametrize("text", ["20240104", "2024-W01-4", "2024-1-4", " 2024-01-04", "2024-01-04T00:00"])
+def test_a_run_date_is_yyyy_mm_dd_only(text):
+    with pytest.raises(ValueError, match="is not YYYY-MM-DD"):
+        iso_date(text)
+
+
+def test_a_run_date_in_its_form_reads():
+    assert iso_date("2024-02-29") == dt.date(2024, 2, 29)
+    with pytest.raises(ValueError):
+        iso_date("2023-02-29")
+
+
+def test_a_key_column_given_twice_with_two_values_is_refused():
+    spec = TableSpec.model_validate(dict(name="dim", table="dw.dim", keys=["id", "region"],
+                                         source=dict(path="/in"), start_date="2024-01-01"))
+    assert parse_key(spec, ["id=2", "Region=eu", "id=2"]) == {"id": "2", "region": "eu"}
+    with pytest.raises(InputError, match=r"^dw.dim: --key 'id' given twice \('2' and '3'\)"):
+        parse_key(spec, ["id=2", "region=eu", "id=3"])
