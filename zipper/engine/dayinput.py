@@ -287,18 +287,35 @@ def _empty(spec: TableSpec, located: sources.Input, table_columns) -> Day:
     return Day(None, 0, list(table_columns), conform.ColumnChanges(), located, counts)
 
 
-def _cdc(spark, spec: TableSpec, ds: dt.date, located, df, table_columns, run_root: str, what: str) -> Day:
+def check_operations(spec: TableSpec, ds: dt.date, located, df, what: str, suffix: str = "") -> None:
+    """A cdc input has its operation column, holding only 0 and 1."""
     where = _where(spec, ds)
     op = spec.source.operation_column
     if op not in df.columns:
         files = ", ".join(fs.name_of(f.path) for f in located.files[:5]) or located.description
-        raise InputError(f"{what} has no operation column {op!r} (0 insert or update, 1 delete); files: {files}",
-                         **where)
+        raise InputError(f"{what} has no operation column {op!r} (0 insert or update, 1 delete); files: {files}"
+                         + suffix, **where)
     bad = changes.bad_operations(df, op_column=op).limit(5).collect()
     if bad:
         shown = "; ".join(f"{r['op'] if r['op'] is not None else 'NULL'} in {r['file'] or located.description}"
                           for r in bad)
-        raise InputError(f"{what} has {op} values other than 0 (insert or update) and 1 (delete): {shown}", **where)
+        raise InputError(f"{what} has {op} values other than 0 (insert or update) and 1 (delete): {shown}" + suffix,
+                         **where)
+
+
+def check_cdc_inputs(spark, spec: TableSpec, located: dict, table_columns, suffix: str = "") -> None:
+    """`check_operations` for several dates, in date order: a rerun checks them before it restores."""
+    for ds in sorted(located):
+        if located[ds].empty and located[ds].format != "table":
+            continue
+        what = f"increment {located[ds].description}"
+        check_operations(spec, ds, located[ds], _read(spark, spec, located[ds], table_columns, ds, what), what, suffix)
+
+
+def _cdc(spark, spec: TableSpec, ds: dt.date, located, df, table_columns, run_root: str, what: str) -> Day:
+    where = _where(spec, ds)
+    op = spec.source.operation_column
+    check_operations(spec, ds, located, df, what)
     columns, column_changes = conform.evolve(_columns_of(df, (op,)), table_columns, spec, ds.isoformat(), what)
     names = [c for c, _ in columns]
     sequence = spec.source.sequence_by

@@ -16,8 +16,8 @@ import secrets
 import time
 
 from zipper import sqltemplates
-from zipper.engine import (audit, catalog, conform, csv_values, faults, fs, inputs, landing, merge, rebuild_transforms,
-                           sources, state, transforms)
+from zipper.engine import (audit, catalog, conform, csv_values, dayinput, faults, fs, inputs, landing, merge,
+                           rebuild_transforms, sources, state, transforms)
 from zipper.engine.catalog import Partition
 from zipper.engine.plan import DAY, date_range, describe_dates, plan_rerun, rebuild_supported, source_kind
 from zipper.errors import InputError, StateError, ZipperError, failed_file, summarize_failure
@@ -86,6 +86,9 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
             day = _date_of_file(failed_file(exc), replayed) or first
             raise InputError(f"{summarize_failure(exc)}; nothing was changed", table=spec.table,
                              ds=day.isoformat()) from exc
+
+    elif spec.source.mode == "cdc":  # their operations: a bad one must not fail after the restore
+        dayinput.check_cdc_inputs(spark, spec, replayed, catalog.data_columns(spark, spec), "; nothing was changed")
 
     kept = {d.isoformat(): inp.landing.record(inp.fingerprint) for d, inp in replayed.items()
             if inp.landing is not None and inp.landing.kept}
