@@ -304,7 +304,7 @@ def test_pending_partition_left_by_a_killed_run_is_dropped(spark, users):
     [
         ([(1, "a", 7)], "id bigint, name string, city int", "column 'city' has type int, the table has string"),
         ([(1, "a", "b", "x")], "id bigint, name string, city string, begin_dt string", "must not contain the table's own columns"),
-        ([("a", "b")], "name string, city string", r"lacks key columns \['id'\]"),
+        ([("a", "b")], "name string, city string", r"lacks key columns \['id'\] \(its columns: \['name', 'city'\]\)"),
         ([(1, "a", "b")], "id bigint, NAME string, name string", "differ only in case"),
     ],
 )

@@ -67,7 +67,10 @@ def check_shape(df, spec: TableSpec, ds: str, what: str) -> None:
         raise InputError(f"{what} must not contain the table's own columns {reserved}", table=spec.table, ds=ds)
     missing_keys = [k for k in spec.keys if k not in df.columns]
     if missing_keys:
-        raise InputError(f"{what} lacks key columns {missing_keys}", table=spec.table, ds=ds)
+        found = df.columns
+        shown = (f"its columns: {found[:10]}{' ...' if len(found) > 10 else ''}" if found
+                 else "it has no columns: an empty file?")
+        raise InputError(f"{what} lacks key columns {missing_keys} ({shown})", table=spec.table, ds=ds)
 
 
 def to_table_columns(df, table_columns: list[tuple[str, str]], spec: TableSpec, ds: str, what: str):

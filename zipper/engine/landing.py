@@ -79,17 +79,19 @@ def folder_of(spec: TableSpec, ds: dt.date) -> str:
     return sources.resolve_path(sources.render(spec.source.path, ds, "source.path"), spec)
 
 
-def key_columns(spark, folder: str) -> list[str] | None:
-    """`keyColumns` of the folder's `_metadata.json`, in lower case; None without the file."""
+def key_columns(spark, folder: str, spec: TableSpec | None = None, ds: dt.date | None = None) -> list[str] | None:
+    """`keyColumns` of the folder's `_metadata.json`, in lower case; None without the file.
+    Errors name the table and date when given."""
+    where = {"table": spec.table if spec else None, "ds": ds.isoformat() if ds else None}
     path = folder.rstrip("/") + "/" + METADATA
     if not fs.exists(spark, path):
         return None
     try:
         keys = json.loads(fs.read_text(spark, path)).get("keyColumns")
     except (ValueError, AttributeError) as exc:
-        raise InputError(f"{path} is not a JSON object with keyColumns: {exc}") from None
+        raise InputError(f"{path} is not a JSON object with keyColumns: {exc}", **where) from None
     if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and k for k in keys):
-        raise InputError(f"{path}: keyColumns must be a non-empty list of column names, got {keys!r}")
+        raise InputError(f"{path}: keyColumns must be a non-empty list of column names, got {keys!r}", **where)
     return [k.lower() for k in keys]
 
 
@@ -102,7 +104,7 @@ def resolve_keys(spark, spec: TableSpec) -> TableSpec:
         if recorded:
             return spec.with_keys(recorded.split(","))
     folder = folder_of(spec, spec.start_date)
-    keys = key_columns(spark, folder)
+    keys = key_columns(spark, folder, spec)
     if keys is None:
         raise InputError(f"the spec has no keys and {folder}/{METADATA} is missing; give `keys:` or keyColumns",
                          table=spec.table)
@@ -110,7 +112,7 @@ def resolve_keys(spark, spec: TableSpec) -> TableSpec:
 
 
 def _check_keys(spark, spec: TableSpec, st, folder: str, ds: dt.date) -> None:
-    keys = key_columns(spark, folder)
+    keys = key_columns(spark, folder, spec, ds)
     if keys is None:
         return
     recorded = st.properties.get(state.P_KEYS, "") if st is not None and st.exists else ""

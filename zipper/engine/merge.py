@@ -204,12 +204,12 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
             f"already initialized (base date {st.init_ds}, at {st.last_committed}); a new base needs a rebuild", **where
         )
 
-    base_df, fingerprint = None, "empty"
+    base_df, fingerprint, base_what = None, "empty", "base"
     if spec.base is not None:
         located = sources.locate(spark, spec, spec.base, ds, "base")
-        fingerprint = located.fingerprint
+        fingerprint, base_what = located.fingerprint, f"base {located.description}"
         declared = _spec_columns(spec) if spec.columns else None
-        base_df = conform.read_input(spark, spec, located, spec.base, declared, ds.isoformat(), "base")
+        base_df = conform.read_input(spark, spec, located, spec.base, declared, ds.isoformat(), base_what)
         if base_df is None:
             raise InputError(f"base at {located.description} has no files", **where)
 
@@ -220,8 +220,8 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
     else:
         columns = _columns_from_first_increment(spark, spec, st, ds + DAY)
     if base_df is not None:
-        base_df = conform.to_table_columns(base_df, columns, spec, ds.isoformat(), "base")
-        validate_keys(base_df, spec, ds, "base")
+        base_df = conform.to_table_columns(base_df, columns, spec, ds.isoformat(), base_what)
+        validate_keys(base_df, spec, ds, base_what)
 
     if not st.exists:
         catalog.ensure_database(spark, spec.database)
