@@ -464,6 +464,20 @@ def test_a_file_that_is_not_parquet_is_named_with_the_reason(spark, users, files
     with pytest.raises(InputError, match=r"cannot read .*ds=2024-01-01: .*notes\.parquet.*") as raised:
         merge.merge_date(spark, users.spec, day(1))
     assert "An error occurred while calling" not in str(raised.value), raised.value
+    if files == 2:
+        assert "cannot read file notes.parquet of " in str(raised.value)
+
+
+def test_a_truncated_file_among_several_is_named(spark, tmp_path, unique_name):
+    """Spark's error for an ORC file it cannot read names no file; zipper tries each alone."""
+    t = TableFixture(tmp_path, unique_name, source={"format": "orc"})
+    t.write_base(spark, [(1, "ann", "Oslo")])
+    spark.createDataFrame([(2, "bob", "Rome")], t.schema).coalesce(1).write.orc(str(t.increment_dir(day(1))))
+    good = next(t.increment_dir(day(1)).glob("part-*.orc"))
+    (t.increment_dir(day(1)) / "part-zz.orc").write_bytes(good.read_bytes()[:40])
+    merge.init_table(spark, t.spec)
+    with pytest.raises(InputError, match=r"cannot read file part-zz\.orc of .*ds=2024-01-01: "):
+        merge.merge_date(spark, t.spec, day(1))
 
 
 def test_spark_analysis_errors_log_no_trace_on_stderr(spark, capfd):

@@ -151,8 +151,22 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: 
             conflict = _type_conflicts(spark, located)
             if conflict:
                 raise InputError(f"files of {located.description} disagree on column types: {conflict}") from None
-        raise _unreadable(located, exc) from None
+        raise _unreadable(located, exc, _first_unreadable(spark, located, options)) from None
     return df
+
+
+def _first_unreadable(spark, located: Input, options: dict[str, str]) -> str | None:
+    """The first of several files whose schema Spark cannot read (its error often names none):
+    each is read alone, on failure only."""
+    if len(located.files) < 2:
+        return None
+    single = {k: v for k, v in options.items() if k != "mergeSchema"}
+    for f in located.files:
+        try:
+            spark.read.format(located.format).options(**single).load(f.path).schema  # noqa: B018
+        except Exception:
+            return f.path
+    return None
 
 
 def _type_conflicts(spark, located: Input, shown: int = 3) -> str:
@@ -194,7 +208,7 @@ def _csv_schema(spark, located: Input, options: dict[str, str], declared: dict[s
     return StructType([StructField(name, known.get(name.lower(), StringType()), True) for name in header])
 
 
-def _unreadable(located: Input, exc: Exception) -> InputError:
+def _unreadable(located: Input, exc: Exception, bad_file: str | None = None) -> InputError:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     chain = java_messages(exc)
     root = (chain[-1].split(": ", 1)[-1].strip().splitlines() or [""])[0] if chain else ""
@@ -207,4 +221,5 @@ def _unreadable(located: Input, exc: Exception) -> InputError:
         return InputError(
             f"{located.description} has columns that differ only in case: {column.group(1) if column else text}"
         )
-    return InputError(f"cannot read {located.description}: {text[:300]}")
+    where = f"file {fs.name_of(bad_file)} of {located.description}" if bad_file else located.description
+    return InputError(f"cannot read {where}: {text[:300]}")
