@@ -146,3 +146,11 @@ def test_csv_with_schema_orc_and_hive_table_partition(spark, tmp_path, unique_na
     missing = hive.spec.table + " " + day(3).isoformat()
     with pytest.raises(InputError, match=rf"^{missing}: increment not found: ods_{unique_name}.user_inc partition"):
         merge.merge_date(spark, hive.spec, day(3))  # no such partition: the message names the table
+    for partition, said in (("dt = '{{ ds }}'", "but ods_{0}.user_inc is partitioned by ['ds']: name each of them"),
+                            ("ds = '{{ ds }}' AND src = 'a'", "names ['ds', 'src'], but")):
+        wrong = TableFixture(tmp_path, unique_name + "_w", source={
+            "format": "table", "path": None, "table": f"ods_{unique_name}.user_inc", "partition": partition})
+        with pytest.raises(InputError) as err:  # before anything is created
+            merge.merge_date(spark, wrong.spec, day(1))
+        assert str(err.value).startswith(f"{wrong.spec.table} {day(1)}: source.partition names ")
+        assert said.format(unique_name) in str(err.value) and not spark.catalog.tableExists(wrong.spec.table)

@@ -103,6 +103,11 @@ def _locate_table(spark, spec: TableSpec, source, ds: dt.date, what: str) -> Inp
         raise InputError(f"{what} table {source.table} does not exist", table=spec.table, ds=ds.isoformat())
     description = source.table + (f" partition {partition}" if partition else "")
     if partition:
+        columns = [c.lower() for c in _scala_list(jcat.getTable(db, name).partitionColumnNames())]
+        if sorted(partition) != sorted(columns):
+            raise InputError(f"{spec_key(source)}.partition names {sorted(partition)}, but {source.table} is"
+                             + (f" partitioned by {columns}: name each of them" if columns else " not partitioned"),
+                             table=spec.table, ds=ds.isoformat())
         spec_map = spark._jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(partition)
         found = jcat.getPartitionOption(db, name, spec_map)
         if not found.isDefined():
@@ -112,6 +117,14 @@ def _locate_table(spark, spec: TableSpec, source, ds: dt.date, what: str) -> Inp
         paths = [jcat.getTable(db, name).location().toString()]
     files = fs.list_data_files(spark, paths)
     return Input(description, "table", paths, files, fingerprint(files, description), source.table, partition)
+
+
+def _scala_list(seq) -> list[str]:
+    iterator = seq.iterator()
+    items = []
+    while iterator.hasNext():
+        items.append(str(iterator.next()))
+    return items
 
 
 def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: str | None = None):
