@@ -76,10 +76,12 @@ def upsert_events(rows: DataFrame, *, columns: list[str], order: str) -> DataFra
     return rows.select(*columns, F.lit(UPSERT).alias(ACTION), F.col(order).alias(ORDER))
 
 
-def bad_markers(rows: DataFrame, *, marker: str, file: str, row: str) -> DataFrame:
-    """Landing-zone rows whose marker is not 0, 1, 2 or 4, with their file and row position."""
+def bad_markers(rows: DataFrame, *, marker: str, file: str, row: str, written: str | None = None) -> DataFrame:
+    """Landing-zone rows whose marker is not 0, 1, 2 or 4, with their file and row position
+    (`marker` as written, when the `written` column holds it)."""
+    shown = F.col(written) if written else F.col(marker).cast("string")
     return rows.where(F.col(marker).isNull() | ~F.col(marker).isin(*MARKERS)).select(
-        F.col(marker).alias("marker"), F.col(file).alias("file"), F.col(row).alias("row"))
+        shown.alias("marker"), F.col(file).alias("file"), F.col(row).alias("row"))
 
 
 def landing_events(rows: DataFrame, *, columns: list[str], marker: str, file: str, row: str) -> DataFrame:

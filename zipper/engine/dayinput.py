@@ -353,7 +353,8 @@ def _landing(spark, spec: TableSpec, ds: dt.date, located: sources.Input, table_
     if not located.files:
         return Day(None, 0, list(table_columns), conform.ColumnChanges(), located, counts)
     rows, file_columns = landing.read(spark, spec, located, ds)
-    bad = changes.bad_markers(rows, marker=landing.MARKER, file=landing.FILE, row=landing.ROW).limit(5).collect()
+    bad = changes.bad_markers(rows, marker=landing.MARKER, file=landing.FILE, row=landing.ROW,
+                              written=landing.MARKER_TEXT).limit(5).collect()
     if bad:
         shown = "; ".join(f"{r['marker'] if r['marker'] is not None else 'NULL'} in {r['file']} row {r['row']}"
                           for r in bad)
@@ -364,7 +365,7 @@ def _landing(spark, spec: TableSpec, ds: dt.date, located: sources.Input, table_
         if lacking:
             raise InputError(f"{what}: file {name} lacks key columns {lacking}", **where)
     input_columns = [(f.name, f.dataType.simpleString()) for f in rows.schema.fields
-                     if f.name not in (landing.MARKER, landing.FILE, landing.ROW)]
+                     if f.name not in (*landing.HELPERS, landing.FILE, landing.ROW)]
     for reserved in (spec.begin_column, spec.end_column):
         if reserved in dict(input_columns):
             raise InputError(f"{what} must not contain the table's own column {reserved!r}", **where)

@@ -30,6 +30,8 @@ from zipper.spec.model import TableSpec
 METADATA = "_metadata.json"
 FILE_NAME = re.compile(r"^(\d{20})\.parquet$")
 MARKER = "__rowmarker__"  # `__rowMarker__`, as every input column, in lower case
+MARKER_TEXT = "zipper__marker_text"  # the marker as written, for the message when it is no operation
+HELPERS = (MARKER, MARKER_TEXT)  # with FILE and ROW: the columns read() adds to the data columns
 KEPT = "zipper_landing"
 FILE, ROW = "zipper_file", "zipper_row"
 
@@ -265,8 +267,10 @@ def read(spark, spec: TableSpec, located: sources.Input, ds: dt.date):
             (F.col(f"`{have[name]}`").cast(kind) if name in have else F.lit(None).cast(kind)).alias(name)
             for name, kind in union.items() if name != MARKER
         ]
-        marker = F.col(f"`{have[MARKER]}`").cast("int") if MARKER in have else F.lit(0)
-        parts.append(df.select(*selected, marker.alias(MARKER), F.col("_metadata.file_name").alias(FILE),
+        written = F.col(f"`{have[MARKER]}`") if MARKER in have else F.lit(0)
+        # try_cast: a marker written as text ('X') is reported as a bad marker, not a failed cast
+        parts.append(df.select(*selected, written.try_cast("int").alias(MARKER),
+                               written.cast("string").alias(MARKER_TEXT), F.col("_metadata.file_name").alias(FILE),
                                F.col("_metadata.row_index").alias(ROW)))
     rows = parts[0]
     for part in parts[1:]:
@@ -315,7 +319,7 @@ def columns_of(spark, spec: TableSpec, located: sources.Input, ds: dt.date) -> l
     if not located.files:
         return []
     rows, _ = read(spark, spec, located, ds)
-    return [(f.name, f.dataType.simpleString()) for f in rows.schema.fields if f.name not in (MARKER, FILE, ROW)]
+    return [(f.name, f.dataType.simpleString()) for f in rows.schema.fields if f.name not in (*HELPERS, FILE, ROW)]
 
 
 def _groups(schemas: dict[str, list]) -> dict[tuple[str, ...], list]:
