@@ -262,3 +262,12 @@ def test_bad_change_files_fail_naming_the_file(spark, zone):
     shutil.rmtree(zone.folder)
     with pytest.raises(InputError, match="landing zone not found"):
         merge.merge_date(spark, zone.spec, day(3))
+
+
+def test_a_change_file_that_is_not_parquet_is_named_in_the_zone(spark, zone):
+    """The merge reads its kept copy of the consumed files; the message names the zone's file."""
+    zone.write(1, [(0, "A", "x")])
+    merge.merge_date(spark, zone.spec, day(1))
+    (zone.folder / "00000000000000000002.parquet").write_text("not parquet")
+    with pytest.raises(InputError, match=rf"cannot read landing-zone file 00000000000000000002\.parquet of {zone.folder}: "):
+        merge.merge_date(spark, zone.spec, day(2))

@@ -251,10 +251,12 @@ def read(spark, spec: TableSpec, located: sources.Input, ds: dt.date):
     from pyspark.sql import functions as F
 
     where = {"table": spec.table, "ds": ds.isoformat()}
+    # the zone, not the run's kept copy, names a file for the user
+    origin = getattr(located.landing, "folder", None) or located.description
     schemas, by_signature, spark_schemas = {}, {}, {}
-    for f, signature in _signatures(located.files, where).items():
+    for f, signature in _signatures(located.files, where, origin).items():
         if signature not in by_signature:  # one Spark schema read per distinct file schema
-            spark_schema = _spark_schema(spark, f.path, where)
+            spark_schema = _spark_schema(spark, f.path, where, origin)
             by_signature[signature] = _fields(spark_schema, f.path, where)
             spark_schemas[json.dumps(by_signature[signature])] = spark_schema
         schemas[f.path] = by_signature[signature]
@@ -279,7 +281,7 @@ def read(spark, spec: TableSpec, located: sources.Input, ds: dt.date):
     return rows, columns
 
 
-def _signatures(files: list[fs.FileInfo], where: dict) -> dict:
+def _signatures(files: list[fs.FileInfo], where: dict, origin: str) -> dict:
     """Each file's schema as a comparable string, from its footer (pyarrow) when the files are
     local; remote files are each their own signature (Spark reads each one's schema)."""
     local = [fs.local_path(f.path) for f in files]
@@ -292,16 +294,17 @@ def _signatures(files: list[fs.FileInfo], where: dict) -> dict:
         try:
             signatures[f] = pq.read_schema(path).remove_metadata().to_string(show_field_metadata=False)
         except Exception as exc:
-            raise InputError(f"cannot read landing-zone file {f.path}: {str(exc).strip().splitlines()[0][:300]}",
-                             **where) from None
+            raise InputError(f"cannot read landing-zone file {fs.name_of(f.path)} of {origin}:"
+                             f" {str(exc).strip().splitlines()[0][:300]}", **where) from None
     return signatures
 
 
-def _spark_schema(spark, path: str, where: dict):
+def _spark_schema(spark, path: str, where: dict, origin: str):
     try:
         return spark.read.parquet(path).schema
     except Exception as exc:
-        raise InputError(f"cannot read landing-zone file {path}: {str(exc).strip().splitlines()[0][:300]}",
+        raise InputError(f"cannot read landing-zone file {fs.name_of(path)} of {origin}:"
+                         f" {str(exc).strip().splitlines()[0][:300]}",
                          **where) from None
 
 
