@@ -353,7 +353,8 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
     try:
         return apply_date(spark, spec, st, ds, located, started)
     except Exception:
-        if created:  # the first date failed: no table, as before, so the fixed input starts afresh
+        # the first date failed before its publish: no table, as before, so the fixed input starts afresh
+        if created and not state.read_state(spark, spec).commits:
             _drop_new_table(spark, spec, st.location)
         raise
 
