@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zipper.engine import csv_values, fs
-from zipper.errors import InputError, SpecError, java_messages
+from zipper.errors import InputError, SpecError, java_messages, summarize_failure
 from zipper.spec.model import BaseSpec, SourceSpec, TableSpec
 from zipper.spec import templates
 from zipper.spec.templates import render_template
@@ -222,14 +222,8 @@ def _csv_schema(spark, located: Input, options: dict[str, str], declared: dict[s
 
 
 def _unreadable(located: Input, exc: Exception, bad_file: str | None = None) -> InputError:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    chain = java_messages(exc)
-    root = (chain[-1].split(": ", 1)[-1].strip().splitlines() or [""])[0] if chain else ""
-    if text.startswith("An error occurred while calling"):  # py4j's own line: the cause says what and where
-        text = root or text
-    elif len(chain) > 1 and root and root not in text:
-        text = f"{text}; caused by {root}"
-    if "COLUMN_ALREADY_EXISTS" in text:
+    text = summarize_failure(exc)  # the CLI's wording of a Java failure: message and root cause
+    if "COLUMN_ALREADY_EXISTS" in str(exc) or "COLUMN_ALREADY_EXISTS" in " ".join(java_messages(exc)):
         column = re.search(r"`([^`]+)`", text)
         return InputError(
             f"{located.description} has columns that differ only in case: {column.group(1) if column else text}"
