@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
 # Before anything imports airflow (it reads AIRFLOW_HOME once, at import).
-os.environ["AIRFLOW_HOME"] = os.environ.get("ZIPPER_TEST_AIRFLOW_HOME") or tempfile.mkdtemp(prefix="zipper-airflow-home-")
+if os.environ.get("ZIPPER_TEST_AIRFLOW_HOME"):
+    os.environ["AIRFLOW_HOME"] = os.environ["ZIPPER_TEST_AIRFLOW_HOME"]
+else:
+    os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="zipper-airflow-home-")
+    atexit.register(shutil.rmtree, os.environ["AIRFLOW_HOME"], True)  # this process's own, gone with it
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
