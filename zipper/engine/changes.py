@@ -76,12 +76,11 @@ def upsert_events(rows: DataFrame, *, columns: list[str], order: str) -> DataFra
     return rows.select(*columns, F.lit(UPSERT).alias(ACTION), F.col(order).alias(ORDER))
 
 
-def bad_markers(rows: DataFrame, *, marker: str, file: str, row: str, written: str | None = None) -> DataFrame:
-    """Landing-zone rows whose marker is not 0, 1, 2 or 4, with their file and row position
-    (`marker` as written, when the `written` column holds it)."""
-    shown = F.col(written) if written else F.col(marker).cast("string")
+def bad_markers(rows: DataFrame, *, marker: str, written: str, file: str, row: str) -> DataFrame:
+    """Landing-zone rows whose marker (`marker`, as an int) is not 0, 1, 2 or 4, with the marker
+    as written (`written`), their file and row position."""
     return rows.where(F.col(marker).isNull() | ~F.col(marker).isin(*MARKERS)).select(
-        shown.alias("marker"), F.col(file).alias("file"), F.col(row).alias("row"))
+        F.col(written).alias("marker"), F.col(file).alias("file"), F.col(row).alias("row"))
 
 
 def landing_events(rows: DataFrame, *, columns: list[str], marker: str, file: str, row: str) -> DataFrame:

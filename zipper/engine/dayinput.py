@@ -353,8 +353,8 @@ def _landing(spark, spec: TableSpec, ds: dt.date, located: sources.Input, table_
     if not located.files:
         return Day(None, 0, list(table_columns), conform.ColumnChanges(), located, counts)
     rows, file_columns = landing.read(spark, spec, located, ds)
-    bad = changes.bad_markers(rows, marker=landing.MARKER, file=landing.FILE, row=landing.ROW,
-                              written=landing.MARKER_TEXT).limit(5).collect()
+    bad = changes.bad_markers(rows, marker=landing.MARKER, written=landing.MARKER_TEXT, file=landing.FILE,
+                              row=landing.ROW).limit(5).collect()
     if bad:
         shown = "; ".join(f"{r['marker'] if r['marker'] is not None else 'NULL'} in {r['file']} row {r['row']}"
                           for r in bad)

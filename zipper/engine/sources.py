@@ -103,7 +103,7 @@ def _locate_table(spark, spec: TableSpec, source, ds: dt.date, what: str) -> Inp
         raise InputError(f"{what} table {source.table} does not exist", table=spec.table, ds=ds.isoformat())
     description = source.table + (f" partition {partition}" if partition else "")
     if partition:
-        columns = [c.lower() for c in _scala_list(jcat.getTable(db, name).partitionColumnNames())]
+        columns = [c.lower() for c in jcat.getTable(db, name).partitionSchema().fieldNames()]
         if sorted(partition) != sorted(columns):
             raise InputError(f"{spec_key(source)}.partition names {sorted(partition)}, but {source.table} is"
                              + (f" partitioned by {columns}: name each of them" if columns else " not partitioned"),
@@ -117,14 +117,6 @@ def _locate_table(spark, spec: TableSpec, source, ds: dt.date, what: str) -> Inp
         paths = [jcat.getTable(db, name).location().toString()]
     files = fs.list_data_files(spark, paths)
     return Input(description, "table", paths, files, fingerprint(files, description), source.table, partition)
-
-
-def _scala_list(seq) -> list[str]:
-    iterator = seq.iterator()
-    items = []
-    while iterator.hasNext():
-        items.append(str(iterator.next()))
-    return items
 
 
 def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: str | None = None):
