@@ -129,6 +129,20 @@ def rows(*versions) -> list[list[str]]:
     return sorted([[str(i), name, city or "", begin, end] for i, name, city, begin, end in versions])
 
 
+BASE_DAY = "2023-12-31"  # the sample's base date: the day before the first merge
+
+
+def daily_rows() -> list[list[str]]:
+    """The sample table after the daily merges of DATES (tests/airflow/support.py)."""
+    d1, d2, d3 = DATES
+    return rows(
+        (1, "ann", "Oslo", BASE_DAY, d2), (1, "ann", "Bergen", d2, OPEN),
+        (2, "bob", "Rome", BASE_DAY, d1), (2, "bob", "Paris", d1, d3), (2, "bob", "Rome", d3, OPEN),
+        (3, "cid", None, d1, d2), (3, "cid", "Lima", d2, OPEN),
+        (4, "dan", "Kyiv", d3, OPEN),
+    )
+
+
 def test_merges_a_rerun_and_the_checks_through_a_thrift_metastore(metastore, tmp_path):
     data = write_sample(tmp_path)
     specs = tmp_path / "specs"
@@ -147,19 +161,13 @@ def test_merges_a_rerun_and_the_checks_through_a_thrift_metastore(metastore, tmp
     ])
     merges, daily, _, rerun, check, status, rerun_table = results[:3], *results[3:]
     assert [m["exit"] for m in merges] == [0, 0, 0], merges
-    base_day = "2023-12-31"
-    assert daily["rows"] == rows(
-        (1, "ann", "Oslo", base_day, d2), (1, "ann", "Bergen", d2, OPEN),
-        (2, "bob", "Rome", base_day, d1), (2, "bob", "Paris", d1, d3), (2, "bob", "Rome", d3, OPEN),
-        (3, "cid", None, d1, d2), (3, "cid", "Lima", d2, OPEN),
-        (4, "dan", "Kyiv", d3, OPEN),
-    )
+    assert daily["rows"] == daily_rows()
     assert daily["partitions"] == [d1, d2, d3, OPEN]
 
     assert rerun["exit"] == 0, rerun
     assert rerun_table["rows"] == rows(
-        (1, "ann", "Oslo", base_day, d2), (1, "ann", "Tromso", d2, OPEN),
-        (2, "bob", "Rome", base_day, d1), (2, "bob", "Paris", d1, d3), (2, "bob", "Rome", d3, OPEN),
+        (1, "ann", "Oslo", BASE_DAY, d2), (1, "ann", "Tromso", d2, OPEN),
+        (2, "bob", "Rome", BASE_DAY, d1), (2, "bob", "Paris", d1, d3), (2, "bob", "Rome", d3, OPEN),
         (3, "cid", None, d1, OPEN),
         (4, "dan", "Kyiv", d3, OPEN),
     )
@@ -204,12 +212,5 @@ def test_spark_submit_to_a_standalone_cluster_merges_through_the_thrift_metastor
 
     table, check = run_plan(metastore, tmp_path, [{"snapshot": "dw.dim_cluster"},
                                                   {"run": ["check", "dim_cluster", "--specs", str(specs)]}])
-    d1, d2, d3 = DATES
-    base_day = "2023-12-31"
-    assert table["rows"] == rows(
-        (1, "ann", "Oslo", base_day, d2), (1, "ann", "Bergen", d2, OPEN),
-        (2, "bob", "Rome", base_day, d1), (2, "bob", "Paris", d1, d3), (2, "bob", "Rome", d3, OPEN),
-        (3, "cid", None, d1, d2), (3, "cid", "Lima", d2, OPEN),
-        (4, "dan", "Kyiv", d3, OPEN),
-    )
+    assert table["rows"] == daily_rows()
     assert check["exit"] == 0 and json.loads(check["stdout"])["ok"], check
