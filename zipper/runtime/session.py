@@ -67,6 +67,10 @@ def common_conf() -> dict[str, str]:
         "spark.sql.maxConcurrentOutputFileWriters": "4",
         "spark.sql.optimizer.plannedWrite.enabled": "false",
         "spark.sql.parquet.compression.codec": "snappy",
+        # Decimals as fixed-length byte arrays (not int32/int64) and lists and maps in Hive's
+        # layout: Hive's own Parquet reader (through 3.x) fails on Spark's default encoding of
+        # decimals up to 18 digits, and analysts read the tables from Hive too.
+        "spark.sql.parquet.writeLegacyFormat": "true",
     }
 
 
