@@ -1,6 +1,7 @@
 """One exception type for every problem a user can fix; the CLI prints it as one line."""
 
 import re
+import urllib.parse
 
 
 class ZipperError(Exception):
@@ -76,7 +77,7 @@ def summarize_failure(exc: BaseException, limit: int = 600) -> str:
     root = _plain(chain[-1]) if len(chain) > 1 else ""
     read_file = _READ_FILE.search(chain[0])
     if read_file:
-        return f"cannot read file {read_file.group(1)}: {root or first}"[:limit]
+        return f"cannot read file {_unquoted(read_file)}: {root or first}"[:limit]
     return (first + (f"; caused by {root}" if root and root != first else ""))[:limit]
 
 
@@ -85,5 +86,10 @@ def failed_file(exc: BaseException) -> str | None:
     for message in java_messages(exc) or [str(exc)]:
         match = _READ_FILE.search(message)
         if match:
-            return match.group(1)
+            return _unquoted(match)
     return None
+
+
+def _unquoted(read_file: re.Match) -> str:
+    """The path as the file system names it: Spark's message URL-encodes it (a space is %20)."""
+    return urllib.parse.unquote(read_file.group(1))

@@ -221,10 +221,11 @@ def test_a_crash_mid_replay_leaves_a_consistent_table_and_the_same_command_resum
     assert_equals_what_a_rebuild_writes(spark, t)
 
 
-def test_a_file_spark_cannot_read_mid_replay_names_its_date_and_where_the_table_is(spark, tmp_path, unique_name):
+@pytest.mark.parametrize("folder", ["inputs", "in puts 100%"])  # Spark's message URL-encodes the path
+def test_a_file_spark_cannot_read_mid_replay_names_its_date_and_where_the_table_is(spark, tmp_path, unique_name, folder):
     """The up-front check reads only the key columns of Parquet; a broken page of another column
     fails the replay at its date, after the restore: the message must say so."""
-    t = TableFixture(tmp_path, unique_name)
+    t = TableFixture(tmp_path / folder, unique_name)
     build(spark, t)
     t.write_increment(spark, day(2), [(1, "ann", "Tromso")])
     part = next(t.increment_dir(day(3)).glob("*.parquet"))
@@ -236,9 +237,28 @@ def test_a_file_spark_cannot_read_mid_replay_names_its_date_and_where_the_table_
         replay.rerun(spark, t.spec, day(2))
     message = str(err.value)
     assert message.startswith(f"{t.table} {day(3)}: cannot read file ") and f"ds={day(3)}/" in message, message
+    assert f"{tmp_path / folder}/" in message, message
     assert message.endswith(f"the table is at {day(2)}, the replay of {day(2)}..{day(4)} pending: fix the input,"
                             f" then `zipper rerun {t.spec.name} --from {day(2)}` (or the next merge) resumes it")
     assert state.read_state(spark, t.spec).last_committed == day(2)
+
+
+@pytest.mark.parametrize("folder", ["inputs", "in puts 100%"])
+def test_a_file_the_up_front_check_cannot_read_names_its_date_and_changes_nothing(spark, tmp_path, unique_name, folder):
+    t = TableFixture(tmp_path / folder, unique_name)
+    build(spark, t)
+    before = table_rows(spark, t.table)
+    part = next(t.increment_dir(day(3)).glob("*.parquet"))
+    page = pq.ParquetFile(part).metadata.row_group(0).column(0).data_page_offset  # the key, which the check reads
+    data = bytearray(part.read_bytes())
+    data[page:page + 16] = b"\xff" * 16
+    part.write_bytes(bytes(data))
+    with pytest.raises(ZipperError) as err:
+        replay.rerun(spark, t.spec, day(2))
+    message = str(err.value)
+    assert message.startswith(f"{t.table} {day(3)}: cannot read file ") and f"{t.increment_dir(day(3))}/" in message, message
+    assert message.endswith("; nothing was changed"), message
+    assert table_rows(spark, t.table) == before
 
 
 def test_untracked_columns_are_restored_as_they_were_before_the_date(spark, tmp_path, unique_name):
