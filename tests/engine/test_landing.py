@@ -271,3 +271,19 @@ def test_a_change_file_that_is_not_parquet_is_named_in_the_zone(spark, zone):
     (zone.folder / "00000000000000000002.parquet").write_text("not parquet")
     with pytest.raises(InputError, match=rf"cannot read landing-zone file 00000000000000000002\.parquet of {zone.folder}: "):
         merge.merge_date(spark, zone.spec, day(2))
+
+
+def test_a_change_file_spark_cannot_type_is_named_without_java_names(spark, zone):
+    """pyarrow reads the footer, Spark refuses a nanosecond timestamp: one line, Spark's words without its codes."""
+    zone.write(1, [(0, "A", "x")])
+    merge.merge_date(spark, zone.spec, day(1))
+    nanos = pa.schema([*EMPLOYEES, ("ChangedAt", pa.timestamp("ns"))])
+    table = pa.Table.from_pylist([{"__rowMarker__": 1, "EmployeeID": "B", "EmployeeLocation": "y",
+                                   "ChangedAt": dt.datetime(2024, 1, 2)}], schema=nanos)
+    pq.write_table(table, zone.folder / landing.file_name(2), version="2.6", coerce_timestamps=None)
+    with pytest.raises(InputError) as err:
+        merge.merge_date(spark, zone.spec, day(2))
+    message = str(err.value)
+    assert message.startswith(f"{zone.table} {day(2)}: cannot read landing-zone file 00000000000000000002.parquet"
+                              f" of {zone.folder}: "), message
+    assert message.endswith(": Illegal Parquet type: INT64 (TIMESTAMP(NANOS,false))"), message  # no error class, SQLSTATE

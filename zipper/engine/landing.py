@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, replace
 
 from zipper.engine import catalog, fs, sources, state
-from zipper.errors import InputError
+from zipper.errors import InputError, summarize_failure
 from zipper.spec.model import TableSpec
 
 METADATA = "_metadata.json"
@@ -236,7 +236,7 @@ def keep(spark, located: sources.Input, run_root: str) -> sources.Input:
         try:
             fs.copy(spark, f.path, f"{kept}/{fs.name_of(f.path)}")
         except Exception as exc:
-            raise InputError(f"cannot copy {f.path} from the landing zone: {str(exc).splitlines()[0][:200]}") from None
+            raise InputError(f"cannot copy {f.path} from the landing zone: {summarize_failure(exc, 200)}") from None
     files = numbered_files(spark, kept)
     copied = tuple((fs.name_of(f.path), f.size) for f in files)
     if copied != consumed.files:
@@ -303,8 +303,7 @@ def _spark_schema(spark, path: str, where: dict, origin: str):
     try:
         return spark.read.parquet(path).schema
     except Exception as exc:
-        raise InputError(f"cannot read landing-zone file {fs.name_of(path)} of {origin}:"
-                         f" {str(exc).strip().splitlines()[0][:300]}",
+        raise InputError(f"cannot read landing-zone file {fs.name_of(path)} of {origin}: {summarize_failure(exc, 300)}",
                          **where) from None
 
 
