@@ -278,7 +278,8 @@ def test_audit_failure_publishes_nothing(spark, users):
     # The recorded open count no longer matches the data (e.g. someone edited the files).
     tampered = dict(st.open_partition.params, **{state.ROWS: "99"})
     catalog.repoint(spark, users.spec, [Partition(OPEN, st.open_partition.location,
-                                                  {k: v for k, v in tampered.items() if k.startswith("zipper.")})])
+                                                  {k: v for k, v in tampered.items() if k.startswith("zipper.")})],
+                    expected_run=st.open_run)
     before = snapshot(spark, users)
     users.write_increment(spark, day(2), [(1, "ann", "Bergen")])
     with pytest.raises(AuditError, match="open rows read 3 != 99 recorded"):

@@ -12,6 +12,10 @@ from zipper.errors import StateError
 from zipper.spec.model import TableSpec
 
 PARTITION_CLASS = "org.apache.spark.sql.catalyst.catalog.CatalogTablePartition"
+# The open partition's parameters that name the run that published it and the date it is at
+# (zipper.engine.state's RUN_ID and LAST_COMMITTED).
+RUN_PARAM = "zipper.run_id"
+AT_PARAM = "zipper.last_committed"
 FETCH_ONE_BY_ONE = 4
 STATS_PARAMS = ("numRows", "rawDataSize", "totalSize", "numFiles", "COLUMN_STATS_ACCURATE")
 
@@ -136,28 +140,47 @@ def drop_partitions(spark, spec: TableSpec, ends: list[str]) -> None:
     spark.sql(f"ALTER TABLE {sqltemplates.quote_identifier(spec.table)} DROP IF EXISTS {clauses}")
 
 
-def repoint(spark, spec: TableSpec, changes: list[Partition]) -> None:
+class ConcurrentChange(StateError):
+    """Another run published to the table after this run read its state."""
+
+
+def repoint(spark, spec: TableSpec, changes: list[Partition], *, expected_run: str | None,
+            ds: str | None = None) -> None:
     """Re-point partitions at new directories and replace their zipper parameters, atomically.
 
     The partitions travel through JSON (Jackson, inside the JVM): one call out, edited here,
     one call back, whatever the number of partitions or the fields this Spark version's
-    `CatalogTablePartition` has. Then one `alterPartitions`: one metastore transaction."""
+    `CatalogTablePartition` has. Then one `alterPartitions`: one metastore transaction.
+
+    `expected_run`: the run id the open partition had when the caller read the table's state
+    ("" before the first commit; None: no check, for repairs). If another run has published since
+    (a rerun and a merge of one table at once, with an external metastore), nothing is published:
+    ConcurrentChange. The check reads the open partition as fetched for the publish, so it costs
+    no extra call; two runs publishing within the milliseconds between that fetch and
+    `alterPartitions` are not told apart."""
     catalog = _external_catalog(spark)
     jvm = spark._jvm
     mapper = _json_mapper(spark)
     if len(changes) <= FETCH_ONE_BY_ONE:  # the daily merge: two partitions
         current = jvm.java.util.ArrayList()
         for change in changes:
-            current.add(catalog.getPartition(spec.database, spec.table_name, _scala_map(spark, {spec.end_column: change.end})))
-        parts = json.loads(mapper.writeValueAsString(current))
+            try:
+                current.add(catalog.getPartition(spec.database, spec.table_name,
+                                                 _scala_map(spark, {spec.end_column: change.end})))
+            except Exception as exc:  # gone: the recovery of a run that overtook this one drops pending ones
+                if "PARTITIONS_NOT_FOUND" not in str(exc):
+                    raise
+        listed = json.loads(mapper.writeValueAsString(current))
     else:  # one metastore call instead of one per partition (each takes a good tenth of a second)
         listed = json.loads(mapper.writeValueAsString(
             catalog.listPartitions(spec.database, spec.table_name, jvm.scala.Option.empty())))
-        by_end = {part["spec"][spec.end_column]: part for part in listed}
-        missing = [change.end for change in changes if change.end not in by_end]
-        if missing:
-            raise StateError(f"cannot re-point partitions that do not exist: {missing}", table=spec.table)
-        parts = [by_end[change.end] for change in changes]
+    by_end = {part["spec"][spec.end_column]: part for part in listed}
+    if expected_run is not None:
+        _require_unchanged(spark, spec, by_end, expected_run, ds)
+    missing = [change.end for change in changes if change.end not in by_end]
+    if missing:
+        raise StateError(f"cannot re-point partitions that do not exist: {missing}", table=spec.table, ds=ds)
+    parts = [by_end[change.end] for change in changes]
     for part, change in zip(parts, changes):
         kept = {
             k: v
@@ -174,6 +197,24 @@ def repoint(spark, spec: TableSpec, changes: list[Partition]) -> None:
     updated = mapper.readValue(json.dumps(parts), list_type)
     catalog.alterPartitions(spec.database, spec.table_name, jvm.org.apache.spark.api.python.PythonUtils.toSeq(updated))
     refresh(spark, spec)
+
+
+def _require_unchanged(spark, spec: TableSpec, fetched: dict[str, dict], expected_run: str, ds: str | None) -> None:
+    open_end = spec.open_end.isoformat()
+    if open_end in fetched:
+        current = fetched[open_end].get("parameters") or {}
+    else:
+        part = _external_catalog(spark).getPartition(spec.database, spec.table_name,
+                                                     _scala_map(spark, {spec.end_column: open_end}))
+        current = _to_python_map(spark, part.parameters())
+    found = current.get(RUN_PARAM, "")
+    if found != expected_run:
+        raise ConcurrentChange(
+            f"another run ({found or 'unknown'}, table now at {current.get(AT_PARAM, 'no date')}) published to the"
+            " table while this one was running; nothing of this run was published. Run it again: it plans from"
+            " the table as it is now (a date already committed is a no-op)",
+            table=spec.table, ds=ds,
+        )
 
 
 def refresh(spark, spec: TableSpec) -> None:

@@ -272,6 +272,8 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
                 },
             )
         ],
+        expected_run=st.open_run,
+        ds=ds.isoformat(),
     )
     return RunResult(
         spec.table, ds.isoformat(), "init", "", {"open_after": rows}, time.monotonic() - started, run_id
@@ -528,14 +530,20 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
     consumed = day.located.landing
     commit = state.Commit(ds_text, run_id, now, day.located.fingerprint, summary, summary["closed"], closed_end,
                           consumed.record(day.located.fingerprint) if consumed is not None else None)
-    catalog.repoint(
-        spark,
-        spec,
-        [
-            Partition(spec.open_end.isoformat(), open_dir, open_params),
-            Partition(closed_end, closed_dir, commit.params()),
-        ],
-    )
+    try:
+        catalog.repoint(
+            spark,
+            spec,
+            [
+                Partition(spec.open_end.isoformat(), open_dir, open_params),
+                Partition(closed_end, closed_dir, commit.params()),
+            ],
+            expected_run=st.open_run,
+            ds=ds_text,
+        )
+    except catalog.ConcurrentChange:
+        fs.delete(spark, run_root)  # written for a table state that is gone
+        raise
     if changed_columns.added:
         faults.checkpoint("before_add_columns")
         catalog.alter_data_columns(spark, spec, day.columns)

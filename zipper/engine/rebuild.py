@@ -179,6 +179,8 @@ def _publish(spark, spec: TableSpec, st: state.TableState, run_id: str, end: dt.
         spec,
         [Partition(spec.open_end.isoformat(), open_dir, open_params), *wanted.values()]
         + [Partition(e, empty, {}) for e in stale],
+        expected_run=st.open_run,
+        ds=end.isoformat(),
     )
     faults.checkpoint("after_rebuild_publish")
     catalog.drop_partitions(spark, spec, stale)

@@ -148,7 +148,7 @@ def _record_marker(spark, spec: TableSpec, st: state.TableState, marker: state.R
     """Record a replay that starts right after the last committed date (nothing to restore)."""
     params = {k: v for k, v in st.open_partition.params.items() if k.startswith("zipper.") and not k.startswith((state.REPLAY, state.REPLAY_LANDING))}
     catalog.repoint(spark, spec, [Partition(spec.open_end.isoformat(), st.open_partition.location,
-                                            params | marker.params())])
+                                            params | marker.params())], expected_run=st.open_run)
 
 
 def restored_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.date,
@@ -259,6 +259,8 @@ def restore(spark, spec: TableSpec, st: state.TableState, first: dt.date, marker
         spark,
         spec,
         [Partition(spec.open_end.isoformat(), open_dir, open_params)] + [Partition(end, empty, {}) for end in dropped],
+        expected_run=st.open_run,
+        ds=first_text,
     )
     faults.checkpoint("after_restore_publish")
     # Empty and without a commit record: `merge.recover` drops them too if this run dies here.

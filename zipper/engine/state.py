@@ -26,9 +26,9 @@ P_OPEN_END = "zipper.open_end"
 P_FORMAT = "zipper.format_version"
 
 # partition parameters
-LAST_COMMITTED = "zipper.last_committed"
+LAST_COMMITTED = catalog.AT_PARAM
 DS = "zipper.ds"
-RUN_ID = "zipper.run_id"
+RUN_ID = catalog.RUN_PARAM
 ROWS = "zipper.rows"
 COMMITTED_AT = "zipper.committed_at"
 FINGERPRINT = "zipper.fingerprint"
@@ -153,6 +153,12 @@ class TableState:
         if not self.initialized:
             return None
         return dt.date.fromisoformat(self.open_partition.params[LAST_COMMITTED])
+
+    @property
+    def open_run(self) -> str:
+        """The run that published the open partition ("" before the first commit): a publish
+        checks it is unchanged (catalog.repoint's expected_run)."""
+        return self.open_partition.params.get(RUN_ID, "") if self.open_partition else ""
 
     @property
     def open_rows(self) -> int:
