@@ -53,7 +53,9 @@ def java_messages(exc: BaseException) -> list[str]:
 _CLASS_PREFIX = re.compile(r"^(?:[a-z_$][\w$]*\.)+([A-Z][\w$]*): ")  # "org.apache.spark.SparkException: "
 _ERROR_CLASS = re.compile(r"^\[[A-Z0-9_.]+\] *")  # "[FAILED_READ_FILE.NO_HINT] "
 _SQLSTATE = re.compile(r"\.? *SQLSTATE: \w+\.?$")
-_READ_FILE = re.compile(r"FAILED_READ_FILE[A-Z_.]*\] Encountered error while reading file (\S+?)\.? +SQLSTATE")
+# "[FAILED_READ_FILE.NO_HINT] Encountered error while reading file F.  SQLSTATE: KD001", or with
+# more text after F ("... file F. Could not read footer. Please ensure ...").
+_READ_FILE = re.compile(r"FAILED_READ_FILE[A-Z_.]*\] Encountered error while reading file (\S+?)\.(?:\s|$)")
 
 
 def _plain(message: str) -> str:
@@ -70,15 +72,23 @@ def _plain(message: str) -> str:
 def summarize_failure(exc: BaseException, limit: int = 600) -> str:
     """One line for a Spark, Java or I/O failure: the outer message and its root cause, the file
     when Spark failed reading one (`cannot read file F: <root cause>`)."""
+    path, reason = read_failure(exc, limit)
+    return clip(f"cannot read file {path}: {reason}", limit) if path else reason
+
+
+def read_failure(exc: BaseException, limit: int = 600) -> tuple[str | None, str]:
+    """(the file Spark failed reading, as a local path when local; or None) and the reason in one
+    line: for a file, its root cause with the path it repeats said as "it"."""
     chain = java_messages(exc)
     if not chain:
-        return ((str(exc).strip().splitlines() or [""])[0] or type(exc).__name__)[:limit]
+        return None, clip((str(exc).strip().splitlines() or [""])[0] or type(exc).__name__, limit)
     first = _plain(chain[0])
     root = _plain(chain[-1]) if len(chain) > 1 else ""
     read_file = _READ_FILE.search(chain[0])
     if read_file:
-        return f"cannot read file {_unquoted(read_file)}: {root or first}"[:limit]
-    return (first + (f"; caused by {root}" if root and root != first else ""))[:limit]
+        path = _local(_unquoted(read_file))
+        return path, clip(_as_it(root, path) if root else first, limit)
+    return None, clip(first + (f"; caused by {root}" if root and root != first else ""), limit)
 
 
 def failed_file(exc: BaseException) -> str | None:
@@ -88,6 +98,25 @@ def failed_file(exc: BaseException) -> str | None:
         if match:
             return _unquoted(match)
     return None
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` within `limit` characters, cut at a word boundary and marked when cut."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 4]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + " ..."
+
+
+def _local(path: str) -> str:
+    """A file: URI as the local path a user types; other URIs unchanged."""
+    return re.sub(r"^file:/+", "/", path) if path.startswith("file:") else path
+
+
+def _as_it(reason: str, path: str) -> str:
+    """"RuntimeException: file:/d/f.parquet is not a Parquet file" -> "it is not a Parquet file"."""
+    pattern = r"^(?:[A-Z][\w$]*: )?(?:file:)?/*" + re.escape(path.lstrip("/")) + r"(?=\s)"
+    return re.sub(pattern, "it", reason, count=1)
 
 
 def _unquoted(read_file: re.Match) -> str:

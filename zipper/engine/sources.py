@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zipper.engine import csv_values, fs
-from zipper.errors import InputError, SpecError, java_messages, summarize_failure
+from zipper.errors import InputError, SpecError, clip, java_messages, read_failure, summarize_failure
 from zipper.spec.model import BaseSpec, SourceSpec, TableSpec
 from zipper.spec import templates
 from zipper.spec.templates import render_template
@@ -220,5 +220,8 @@ def _unreadable(located: Input, exc: Exception, bad_file: str | None = None) -> 
         return InputError(
             f"{located.description} has columns that differ only in case: {column.group(1) if column else text}"
         )
-    where = f"file {fs.name_of(bad_file)} of {located.description}" if bad_file else located.description
-    return InputError(f"cannot read {where}: {text[:300]}")
+    path, reason = read_failure(exc, 300)
+    named = bad_file or path
+    if named:
+        return InputError(f"cannot read file {fs.name_of(named)} of {located.description}: {reason}")
+    return InputError(f"cannot read {located.description}: {clip(text, 300)}")

@@ -1,0 +1,45 @@
+"""How a Java failure becomes one line: the messages Spark 4 gives, as they arrive in the chain."""
+
+from __future__ import annotations
+
+import pytest
+
+from zipper import errors
+
+FOOTER = ("org.apache.spark.SparkException: [FAILED_READ_FILE.CANNOT_READ_FILE_FOOTER] Encountered error while reading"
+          " file file:/data/in%20put/ds=2024-01-03/part-0.parquet. Could not read footer. Please ensure that the file"
+          " is in either ORC or Parquet format.")
+NOT_PARQUET = ("java.lang.RuntimeException: file:/data/in put/ds=2024-01-03/part-0.parquet is not a Parquet file."
+               " Expected magic number at tail, but found [98, 97, 103, 101]")
+NO_HINT = ("org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] Encountered error while reading file"
+           " file:///data/inc/ds=2024-01-04/part-0.csv.  SQLSTATE: KD001")
+MALFORMED = "org.apache.spark.SparkRuntimeException: [MALFORMED_RECORD_IN_PARSING] Malformed CSV record: 7,n7,27,extra SQLSTATE: 22023"
+
+
+@pytest.fixture
+def chain(monkeypatch):
+    def with_messages(*messages):
+        monkeypatch.setattr(errors, "java_messages", lambda exc: list(messages))
+        return RuntimeError("py4j")
+    return with_messages
+
+
+def test_a_file_spark_cannot_read_is_its_local_path_and_the_root_cause_without_repeating_it(chain):
+    exc = chain(FOOTER, NOT_PARQUET)
+    assert errors.summarize_failure(exc) == ("cannot read file /data/in put/ds=2024-01-03/part-0.parquet: it is not a"
+                                             " Parquet file. Expected magic number at tail, but found [98, 97, 103, 101]")
+    assert errors.failed_file(exc) == "file:/data/in put/ds=2024-01-03/part-0.parquet"
+    assert errors.summarize_failure(chain(NO_HINT, MALFORMED)) == (
+        "cannot read file /data/inc/ds=2024-01-04/part-0.csv: Malformed CSV record: 7,n7,27,extra")
+
+
+def test_other_failures_are_the_message_and_its_root_cause():
+    exc = RuntimeError("first line\nsecond line")
+    assert errors.summarize_failure(exc) == "first line"
+    assert errors.read_failure(exc) == (None, "first line")
+
+
+def test_a_long_line_is_cut_at_a_word_and_says_so():
+    assert errors.clip("one two three four", 12) == "one two ..."
+    assert errors.clip("one two", 12) == "one two"
+    assert len(errors.clip("x" * 50, 12)) == 12
