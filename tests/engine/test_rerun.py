@@ -4,6 +4,7 @@ crashes mid-replay, and the rebuild that all of them must equal."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -11,7 +12,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from tests.engine.test_model import ZipperModel
 from tests.support import TableFixture, day, sorted_rows, table_rows
-from zipper.engine import catalog, check, faults, inspect, merge, rebuild, replay, state
+from zipper.engine import catalog, check, faults, fs, inspect, merge, rebuild, replay, state
 from zipper.engine.catalog import Partition
 from zipper.errors import AuditError, InputError, StateError, ZipperError
 
@@ -332,3 +333,19 @@ def test_rebuild_equals_the_incremental_table_and_later_merges_continue_it(spark
     with pytest.raises(InputError, match=r"2024-01-03: increment .* has keys \['tenant', 'id'\] more than once: \(a, 9\)"):
         rebuild.rebuild(spark, fresh.spec, day(4))
     assert snapshot(spark, fresh) == before
+
+
+def test_a_rebuild_of_a_small_table_writes_one_file_per_partition_whatever_the_shuffle_partitions(
+        spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name)
+    build(spark, t)
+    before = table_rows(spark, t.table)
+    previous = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "200")  # Spark's default (the tests' session uses 4)
+    try:
+        rebuild.rebuild(spark, t.spec)
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", previous)
+    files = {p.end: len(list(Path(fs.local_path(p.location)).glob("*.parquet"))) for p in catalog.list_partitions(spark, t.spec)}
+    assert files == {end: 1 for end in files} and len(files) == 1 + len(DAYS), files
+    assert table_rows(spark, t.table) == before

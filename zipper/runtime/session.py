@@ -71,6 +71,12 @@ def common_conf() -> dict[str, str]:
         # layout: Hive's own Parquet reader (through 3.x) fails on Spark's default encoding of
         # decimals up to 18 digits, and analysts read the tables from Hive too.
         "spark.sql.parquet.writeLegacyFormat": "true",
+        # A rebuild's window functions run over a cached, key-partitioned relation: without these,
+        # its 200 shuffle partitions (spark.sql.shuffle.partitions) became up to 200 files in every
+        # partition it writes, whatever the table's size. Coalesced by size (64 MB per task, AQE's
+        # advisory size) rather than to one task per core, so file sizes follow the data.
+        "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
+        "spark.sql.adaptive.coalescePartitions.parallelismFirst": "false",
     }
 
 
