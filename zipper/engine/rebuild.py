@@ -30,13 +30,14 @@ def _quiet(line: str) -> None:
 def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet) -> merge.RunResult:
     """Rebuild up to `last` (default: the last committed date, or where an interrupted replay was going)."""
     started = time.monotonic()
+    st = state.read_state(spark, spec)
     if not rebuild_supported(spec):
+        first = st.init_ds + DAY if st.initialized else spec.start_date
         raise StateError(
             f"rebuild computes the table in one pass from full-state rows: source mode upsert without sequence_by;"
             f" this table has mode {source_kind(spec)}."
-            f" Rerun from the first date after the base instead (`zipper rerun {spec.name} --from D`)",
+            f" Rerun from the first date after the base instead (`zipper rerun {spec.name} --from {first}`)",
             table=spec.table, ds=last.isoformat() if last else None)
-    st = state.read_state(spark, spec)
     state.check_owned(st, spec, last or spec.start_date)
     if not st.initialized:
         if last is None:
