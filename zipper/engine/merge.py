@@ -89,13 +89,13 @@ class RunResult:
         if self.action == "replay":
             return f"{self.table} {self.ds}: {self.message}; {self.seconds:.1f} s"
         if self.action == "init":
-            return f"{self.table} {self.ds}: initialized, {self.counts.get('open_after', 0)} open rows; {self.seconds:.1f} s"
+            return f"{self.table} {self.ds}: initialized, {counted(self.counts.get('open_after', 0), 'open row')}; {self.seconds:.1f} s"
         c = self.counts
         return (
             f"{self.table} {self.ds}: {c['new']} new, {c['changed']} changed, {c['unchanged']} re-sent unchanged"
             + (f", {c['updated_in_place']} updated in place" if c.get("updated_in_place") else "")
             + (f", {c['deleted']} deleted" if "deleted" in c else "")
-            + f", {c['closed']} closed; {c['open_after']} open rows after"
+            + f", {c['closed']} closed; {counted(c['open_after'], 'open row')} after"
             + "".join(f"; {note}" for note in _notes(c))
             + f"; {self.seconds:.1f} s"
         )
@@ -109,6 +109,11 @@ class RunResult:
         }
 
 
+def counted(n: int, noun: str) -> str:
+    """`1 open row`, `2 open rows`."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def _notes(c: dict) -> list[str]:
     """What a run reports beyond the version counts: ignored deletes, anomalies, column changes."""
     notes = []
@@ -119,7 +124,7 @@ def _notes(c: dict) -> list[str]:
     elif c.get("deletes_of_absent_keys"):
         notes.append(f"{c['deletes_of_absent_keys']} deletes of keys that were not open (ignored)")
     if "files" in c:
-        notes.append(f"{c['files']} landing-zone files, {c['source_rows']} changes")
+        notes.append(f"{counted(c['files'], 'landing-zone file')}, {counted(c['source_rows'], 'change')}")
     for key, text in (("columns_added", "columns added"), ("columns_missing", "columns missing (NULL in new versions)"),
                       ("columns_widened", "columns widened")):
         if c.get(key):
