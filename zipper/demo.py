@@ -107,7 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     from zipper.runtime.session import SessionSettings, build_session
     from zipper.spec.loader import find_spec
 
-    _, spec = find_spec("dim_user", args.specs)
+    try:
+        _, spec = find_spec("dim_user", args.specs)
+    except ZipperError as exc:
+        print(f"zipper: error: {exc}", file=sys.stderr)
+        return 1
     fresh = generate(Path(args.data), spec.start_date)
     print(f"sample data {'generated' if fresh else 'already present'} in {args.data}")
     started = time.monotonic()
