@@ -8,7 +8,7 @@ import os
 import pytest
 
 from tests.support import TableFixture, day, table_rows, write_parquet
-from zipper.engine import catalog, check, fs, inspect, merge, state, vacuum
+from zipper.engine import catalog, check, faults, fs, inspect, merge, state, vacuum
 from zipper.engine.catalog import Partition
 from zipper.errors import AuditError, InputError, SpecError, StateError
 
@@ -515,3 +515,33 @@ def test_a_link_to_a_missing_file_fails_the_day_instead_of_being_skipped(spark, 
     with pytest.raises(InputError, match=r"file .*/part-1\.parquet cannot be read: a link to a missing file"):
         merge.merge_date(spark, users.spec, day(1))
     assert snapshot(spark, users) == before
+
+
+def test_a_killed_first_merge_leaves_a_table_that_the_corrected_input_types_again(spark, tmp_path, unique_name):
+    """A kill skips the cleanup a failure gets: the table stays, typed by the first input. With no
+    row committed, the next first merge takes the columns from the input as it is now."""
+    t = TableFixture(tmp_path, unique_name, base=False)
+    t.write_increment(spark, day(1), [(1, "ann", "41")], schema="id bigint, name string, age string")
+    with faults.crash_at("after_write"), pytest.raises(faults.SimulatedCrash):
+        merge.merge_date(spark, t.spec, day(1))
+    assert dict(catalog.data_columns(spark, t.spec))["age"] == "string"
+
+    t.write_increment(spark, day(1), [(1, "ann", 41), (2, "bob", 42)], schema="id bigint, name string, age bigint")
+    lines = []
+    assert merge.merge_date(spark, t.spec, day(1), progress=lines.append).counts["new"] == 2
+    assert dict(catalog.data_columns(spark, t.spec))["age"] == "bigint"
+    assert table_rows(spark, t.table) == [(1, "ann", 41, "2024-01-01", OPEN), (2, "bob", 42, "2024-01-01", OPEN)]
+    assert lines == [f"{t.table} {day(1)}: the table held no rows and had the columns of an earlier copy of this input"
+                     " (id bigint, name string, age string); made again with the input's columns"]
+    assert check.run_checks(spark, t.spec)["ok"]
+
+
+def test_a_table_typed_by_its_first_input_keeps_its_columns_once_it_holds_rows(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name, base=False)
+    t.write_increment(spark, day(1), [(1, "ann", "41")], schema="id bigint, name string, age string")
+    merge.merge_date(spark, t.spec, day(1))
+    t.write_increment(spark, day(2), [(2, "bob", 42)], schema="id bigint, name string, age bigint")
+    with pytest.raises(InputError, match=r"column 'age' has type bigint, the table has string; a column cannot change type"):
+        merge.merge_date(spark, t.spec, day(2))
+    assert dict(catalog.data_columns(spark, t.spec))["age"] == "string"
+    assert table_rows(spark, t.table) == [(1, "ann", "41", "2024-01-01", OPEN)]

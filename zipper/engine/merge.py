@@ -315,6 +315,8 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
     st = state.read_state(spark, spec)
     state.check_owned(st, spec, ds)
     st = recover(spark, spec, st, ds)
+    if _typed_by_first_input(spec, st) and ds == st.init_ds + DAY:
+        st = _retype_from_input(spark, spec, st, ds, progress)
 
     fingerprints: dict[dt.date, str] = {}
 
@@ -364,6 +366,33 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
         if created and not state.read_state(spark, spec).commits:
             _drop_new_table(spark, spec, st.location)
         raise
+
+
+def _typed_by_first_input(spec: TableSpec, st: state.TableState) -> bool:
+    """A table whose columns were taken from its first increment (no base, no `columns:`) and
+    that has committed nothing since: it holds no row, and its columns are only what that
+    input had."""
+    return (st.initialized and not st.commits and st.open_rows == 0 and spec.base is None and not spec.columns
+            and st.open_partition.params.get(state.INIT_FINGERPRINT) == "empty")
+
+
+def _retype_from_input(spark, spec: TableSpec, st: state.TableState, ds: dt.date, progress) -> state.TableState:
+    """Such a table is made again from the first increment as it is now when its columns differ:
+    a first merge killed after creating the table (a failed one drops it) left the columns of
+    an input that has since been corrected, and the corrected one would be refused."""
+    try:
+        located = sources.locate_increment(spark, spec, st, ds)
+    except InputError:
+        return st  # the merge says so
+    columns = dayinput.first_columns(spark, spec, st, located, ds)
+    table_columns = catalog.data_columns(spark, spec)
+    if not columns or sorted(columns) == sorted(table_columns):
+        return st
+    _drop_new_table(spark, spec, st.location)
+    (progress or (lambda line: None))(
+        f"{spec.table} {ds}: the table held no rows and had the columns of an earlier copy of this input"
+        f" ({', '.join(f'{n} {k}' for n, k in table_columns)}); made again with the input's columns")
+    return state.read_state(spark, spec)
 
 
 def _drop_new_table(spark, spec: TableSpec, location: str) -> None:
