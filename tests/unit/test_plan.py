@@ -147,3 +147,23 @@ def test_base_date_cannot_be_merged():
 def test_init_date_defaults_to_the_day_before_start():
     assert init_date(SPEC, None) == D(2023, 12, 31)
     assert init_date(SPEC, D(2024, 1, 10)) == D(2024, 1, 10)
+
+
+@pytest.mark.parametrize("end_style, last_run", [("exclusive", D(2024, 1, 2)), ("inclusive", D(2024, 1, 3))])
+def test_a_date_that_would_close_versions_on_open_end_is_refused(end_style, last_run):
+    """Its closed partition would be the open partition itself: the publish would replace the open rows."""
+    spec = SPEC.model_copy(update={"end_date": None, "open_end": D(2024, 1, 3), "end_style": end_style})
+    assert plan(last_run, last=last_run - dt.timedelta(days=1), spec=spec).action == "apply"
+    after = last_run + dt.timedelta(days=1)
+    with pytest.raises(StateError, match=rf"d\.t {after}: date would close versions on 2024-01-0\d, not before open_end"
+                                         rf" 2024-01-03: the last run date is {last_run} \(set end_date, or a later open_end\)"):
+        plan(after, last=last_run, spec=spec)
+
+
+def test_init_refuses_a_base_date_no_merge_could_follow():
+    assert init_date(SPEC, D(2023, 12, 31)) == D(2023, 12, 31) and init_date(SPEC, D(2024, 1, 9)) == D(2024, 1, 9)
+    with pytest.raises(StateError, match=r"d\.t 2023-12-01: --ds is before 2023-12-31, the day before start_date: .*"
+                                         r"init with --ds 2023-12-31 or later"):
+        init_date(SPEC, D(2023, 12, 1))
+    with pytest.raises(StateError, match=r"--ds is not before open_end 9999-12-31"):
+        init_date(SPEC, D(9999, 12, 31))

@@ -44,14 +44,29 @@ def describe_dates(dates: list[dt.date], limit: int = 10) -> str:
 
 def init_date(spec: TableSpec, requested: dt.date | None) -> dt.date:
     """The date whose end-of-day state `zipper init` creates; the first merge is the day after."""
-    return requested if requested is not None else spec.first_merge_date() - DAY
+    earliest = spec.first_merge_date() - DAY
+    if requested is None:
+        return earliest
+    where = {"table": spec.table, "ds": requested.isoformat()}
+    if requested < earliest:
+        raise StateError(f"--ds is before {earliest}, the day before start_date: its next date, the first merge,"
+                         f" would be before start_date and could never run; init with --ds {earliest} or later", **where)
+    if requested >= spec.open_end:
+        raise StateError(f"--ds is not before open_end {spec.open_end}", **where)
+    return requested
 
 
 def check_in_schedule(spec: TableSpec, ds: dt.date) -> None:
+    where = {"table": spec.table, "ds": ds.isoformat()}
     if ds < spec.start_date:
-        raise StateError(f"date is before the spec's start_date {spec.start_date}", table=spec.table, ds=ds.isoformat())
+        raise StateError(f"date is before the spec's start_date {spec.start_date}", **where)
     if spec.end_date and ds > spec.end_date:
-        raise StateError(f"date is after the spec's end_date {spec.end_date}", table=spec.table, ds=ds.isoformat())
+        raise StateError(f"date is after the spec's end_date {spec.end_date}", **where)
+    if spec.closed_end(ds) >= spec.open_end:
+        # its closed versions would go to the open partition's own end value, replacing it
+        raise StateError(f"date would close versions on {spec.closed_end(ds)}, not before open_end {spec.open_end}:"
+                         f" the last run date is {spec.open_end - DAY if spec.end_style == 'exclusive' else spec.open_end}"
+                         " (set end_date, or a later open_end)", **where)
 
 
 def plan_merge(
