@@ -545,3 +545,34 @@ def test_a_table_typed_by_its_first_input_keeps_its_columns_once_it_holds_rows(s
         merge.merge_date(spark, t.spec, day(2))
     assert dict(catalog.data_columns(spark, t.spec))["age"] == "string"
     assert table_rows(spark, t.table) == [(1, "ann", "41", "2024-01-01", OPEN)]
+
+
+@pytest.mark.parametrize("column", ["zipper_op", "Zipper_Slot"])
+def test_an_input_column_named_like_zippers_own_columns_is_refused(spark, users, column):
+    """An upsert column `zipper_op` holding 'delete' was taken for a delete; `zipper_slot` broke the write."""
+    merge.init_table(spark, users.spec, day(0))
+    before = snapshot(spark, users)
+    users.write_increment(spark, day(1), [(2, "bob", "Paris", "delete")], schema=f"id bigint, name string, city string, {column} string")
+    with pytest.raises(InputError) as refused:
+        merge.merge_date(spark, users.spec, day(1))
+    assert str(refused.value) == (
+        f"{users.table} 2024-01-01: increment {users.increment_dir(day(1))} has columns ['{column.lower()}']: names"
+        " starting with 'zipper_' are reserved for zipper's own columns; rename them in the source")
+    assert snapshot(spark, users) == before
+
+
+def test_a_date_whose_versions_would_close_on_open_end_is_refused_and_changes_nothing(spark, tmp_path, unique_name):
+    """Its closed partition would be the open partition itself: the publish replaced the open rows."""
+    t = TableFixture(tmp_path, unique_name, open_end="2024-01-03")
+    t.write_base(spark, [(1, "ann", "Oslo")])
+    merge.init_table(spark, t.spec, day(0))
+    for n, city in ((1, "Rome"), (2, "Nice")):
+        t.write_increment(spark, day(n), [(1, "ann", city)])
+        merge.merge_date(spark, t.spec, day(n))
+    before = snapshot(spark, t)
+    t.write_increment(spark, day(3), [(1, "ann", "Bern")])
+    with pytest.raises(StateError, match=r"2024-01-03: date would close versions on 2024-01-03, not before open_end"
+                                         r" 2024-01-03: the last run date is 2024-01-02"):
+        merge.merge_date(spark, t.spec, day(3))
+    assert snapshot(spark, t) == before
+    assert (1, "ann", "Nice", "2024-01-02", "2024-01-03") in table_rows(spark, t.table)  # the open row

@@ -78,6 +78,10 @@ def test_inclusive_style_closes_the_day_before(tmp_path):
         (("begin_column: begin_dt", "begin_column: end_dt"), "key 'end_column': begin_column and end_column must differ"),
         (("open_end: '9999-12-31'", "open_end: '2024-06-01'"), "key 'open_end': open_end 2024-06-01 must be after every run date"),
         (("track_columns: all", "track_columns: all\non_past_date: ask"), "key 'on_past_date': Input should be 'replay' or 'error'"),
+        (("track_columns: all", "track_columns: [zipper_op]"),
+         "key 'track_columns': ['zipper_op']: names starting with 'zipper_' are reserved for zipper's own columns"),
+        (("keys: [user_id]", "keys: [user_id, Zipper_Slot]"), "key 'keys': ['zipper_slot']: names starting with 'zipper_'"),
+        (("begin_column: begin_dt", "begin_column: zipper_from"), "key 'begin_column': ['zipper_from']: names starting"),
     ],
 )
 def test_bad_specs_name_file_and_key(tmp_path, change, expected):

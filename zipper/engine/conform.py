@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from zipper.engine import sources
 from zipper.errors import InputError, SpecError
-from zipper.spec.model import TableSpec
+from zipper.spec.model import INTERNAL_PREFIX, TableSpec
 
 # (from, to) pairs that never lose information.
 SAFE_WIDENINGS = {
@@ -50,6 +50,15 @@ def read_input(spark, spec: TableSpec, located, source, table_columns: list[tupl
     return df
 
 
+def refuse_internal_names(columns: list[str], spec: TableSpec, ds: str, what: str) -> None:
+    """The merge tags rows with columns of its own (`zipper_op`, `zipper_slot`, ...): an input
+    column of that name would be taken for one (a `zipper_op` value 'delete' deleted its key)."""
+    internal = sorted(c for c in columns if c.lower().startswith(INTERNAL_PREFIX))
+    if internal:
+        raise InputError(f"{what} has columns {internal}: names starting with {INTERNAL_PREFIX!r} are reserved for"
+                         " zipper's own columns; rename them in the source", table=spec.table, ds=ds)
+
+
 def lower_case_columns(df, spec: TableSpec, ds: str, what: str):
     names = df.columns
     lowered = [n.lower() for n in names]
@@ -65,6 +74,7 @@ def check_shape(df, spec: TableSpec, ds: str, what: str) -> None:
     reserved = sorted({spec.begin_column, spec.end_column} & set(df.columns))
     if reserved:
         raise InputError(f"{what} must not contain the table's own columns {reserved}", table=spec.table, ds=ds)
+    refuse_internal_names(df.columns, spec, ds, what)
     missing_keys = [k for k in spec.keys if k not in df.columns]
     if missing_keys:
         found = df.columns

@@ -23,7 +23,7 @@ import json
 import re
 from dataclasses import dataclass, replace
 
-from zipper.engine import catalog, fs, sources, state
+from zipper.engine import catalog, conform, fs, sources, state
 from zipper.errors import InputError, summarize_failure
 from zipper.spec.model import TableSpec
 
@@ -261,6 +261,7 @@ def read(spark, spec: TableSpec, located: sources.Input, ds: dt.date):
             spark_schemas[json.dumps(by_signature[signature])] = spark_schema
         schemas[f.path] = by_signature[signature]
     union = _union_types(schemas, where)
+    conform.refuse_internal_names(list(union), spec, ds.isoformat(), f"landing zone {origin}")
     parts = []
     for paths, fields in _groups(schemas).items():
         df = spark.read.schema(spark_schemas[json.dumps(fields)]).parquet(*paths)

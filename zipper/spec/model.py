@@ -15,6 +15,7 @@ from zipper.spec.templates import check_partition, check_template
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 OPEN_END_DEFAULT = dt.date(9999, 12, 31)
+INTERNAL_PREFIX = "zipper_"  # zipper's own columns (zipper.engine.conform refuses input columns so named)
 
 
 def _identifier(value: str) -> str:
@@ -257,6 +258,17 @@ class TableSpec(_Strict):
             raise KeyValueError("keys", f"a column is listed twice: {self.keys}")
         if self.begin_column == self.end_column:
             raise KeyValueError("end_column", f"begin_column and end_column must differ (both {self.end_column!r})")
+        named = {"keys": list(self.keys), "columns": list(self.columns or {}), "begin_column": [self.begin_column],
+                 "end_column": [self.end_column],
+                 "track_columns": self.track_columns if isinstance(self.track_columns, list) else [],
+                 "source.sequence_by": [self.source.sequence_by] if self.source.sequence_by else []}
+        if self.source.mode == "cdc":
+            named["source.op_column"] = [self.source.operation_column]
+        for key, names in named.items():
+            internal = [n for n in names if n.lower().startswith(INTERNAL_PREFIX)]
+            if internal:
+                raise KeyValueError(key, f"{internal}: names starting with {INTERNAL_PREFIX!r} are reserved for"
+                                         " zipper's own columns")
         reserved = {self.begin_column, self.end_column}
         if reserved & set(self.keys):
             raise KeyValueError("keys", f"keys may not use the reserved columns {sorted(reserved)}")
