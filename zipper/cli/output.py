@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import datetime as dt
 import decimal
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -13,11 +15,37 @@ from zipper.errors import InputError
 
 
 def _plain(value):
+    """A value as JSON holds it: structs as objects, maps with text keys, arrays as lists,
+    binary as base64, dates and decimals as text, NaN and infinities as Spark writes them."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        return value if not math.isinf(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
     if isinstance(value, decimal.Decimal):
         return str(value)
-    return value
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if hasattr(value, "asDict"):  # a struct (pyspark Row)
+        return {k: _plain(v) for k, v in value.asDict(recursive=False).items()}
+    if isinstance(value, dict):
+        return {_text(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
+def _text(value) -> str:
+    """One value as text (CSV field, table cell): nested values as their JSON."""
+    plain = _plain(value)
+    if isinstance(plain, bool):
+        return "true" if plain else "false"
+    if isinstance(plain, (dict, list)):
+        return json.dumps(plain, ensure_ascii=False, allow_nan=False)
+    return str(plain)
 
 
 def _csv_field(value) -> str:
@@ -25,7 +53,7 @@ def _csv_field(value) -> str:
     does, so the two stay apart when the file is read back."""
     if value is None:
         return ""
-    text = str(_plain(value))
+    text = _text(value)
     if text == "" or any(c in text for c in ',"\r\n'):
         return '"' + text.replace('"', '""') + '"'
     return text
@@ -60,11 +88,12 @@ def write_rows(df, fmt: str, out: str | None, table: str) -> None:
                 handle.write(_csv_line(row))
         else:
             for row in df.toLocalIterator():
-                handle.write(json.dumps({c: _plain(v) for c, v in zip(columns, row)}, ensure_ascii=False) + "\n")
+                handle.write(json.dumps({c: _plain(v) for c, v in zip(columns, row)}, ensure_ascii=False,
+                                        allow_nan=False) + "\n")
 
 
 def print_table(df, noun: tuple[str, str] = ("row", "rows")) -> None:
-    rows = [[("NULL" if v is None else str(_plain(v))) for v in row] for row in df.collect()]
+    rows = [[("NULL" if v is None else _text(v)) for v in row] for row in df.collect()]
     header = df.columns
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
     line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
