@@ -29,7 +29,8 @@ def marked(spark, tracked=("city",)):
 
 
 def versions(spark, end_style, tracked=("city",)):
-    return rt.versions(marked(spark, tracked), keys=["id"], columns=["id", "name", "city"], begin_column="begin_dt",
+    return rt.versions(marked(spark, tracked), keys=["id"], columns=["id", "name", "city"], tracked=list(tracked),
+                       begin_column="begin_dt",
                        end_column="end_dt", end_style=end_style, open_end=OPEN)
 
 

@@ -64,7 +64,7 @@ def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet
     marked = marked.persist()
     try:
         per_date = {r[DS]: {k: int(r[k]) for k in KINDS} for r in rebuild_transforms.daily_counts(marked).collect()}
-        versions = _versions(spec, marked)
+        versions = _versions(spec, marked, dates)
         (
             rebuild_transforms.with_slot(versions, spec.end_column, spec.open_end.isoformat())
             .write.partitionBy(SLOT)
@@ -108,16 +108,19 @@ def _marked_inputs(spark, spec: TableSpec, init_ds: dt.date, dates: list[dt.date
     base, base_fingerprint = inputs.read_base(spark, spec, table_columns, init_ds)
     rows = inputs.dated_rows(spark, spec, table_columns, located, base, init_ds)
     inputs.check_keys(rows, spec, inputs.descriptions(located) | {init_ds.isoformat(): "base"})
-    tracked = conform.tracked_columns(spec, names, dates[-1].isoformat() if dates else None)
-    marked = rebuild_transforms.marked(rows, keys=spec.keys, columns=names, tracked=tracked)
+    marked = rebuild_transforms.marked(rows, keys=spec.keys, columns=names, tracked=_tracked(spec, names, dates))
     return marked, located, base_fingerprint
 
 
-def _versions(spec: TableSpec, marked):
+def _tracked(spec: TableSpec, names: list[str], dates: list[dt.date]) -> list[str]:
+    return conform.tracked_columns(spec, names, dates[-1].isoformat() if dates else None)
+
+
+def _versions(spec: TableSpec, marked, dates: list[dt.date]):
     names = [c for c in marked.columns if c not in (DS, rebuild_transforms.KIND)]
     return rebuild_transforms.versions(
-        marked, keys=spec.keys, columns=names, begin_column=spec.begin_column, end_column=spec.end_column,
-        end_style=spec.end_style, open_end=spec.open_end.isoformat(),
+        marked, keys=spec.keys, columns=names, tracked=_tracked(spec, names, dates), begin_column=spec.begin_column,
+        end_column=spec.end_column, end_style=spec.end_style, open_end=spec.open_end.isoformat(),
     )
 
 
@@ -126,8 +129,9 @@ def rebuilt_rows(spark, spec: TableSpec, last: dt.date | None = None):
     DataFrame of the table's columns; nothing is written. Tests compare live tables with it."""
     st = state.read_state(spark, spec)
     init_ds = st.init_ds
-    marked, _, _ = _marked_inputs(spark, spec, init_ds, date_range(init_ds + DAY, last or st.last_committed))
-    return _versions(spec, marked)
+    dates = date_range(init_ds + DAY, last or st.last_committed)
+    marked, _, _ = _marked_inputs(spark, spec, init_ds, dates)
+    return _versions(spec, marked, dates)
 
 
 def _commit_counts(per_date: dict[str, dict[str, int]], init_ds: dt.date, dates: list[dt.date]) -> dict:

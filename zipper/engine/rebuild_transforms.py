@@ -27,6 +27,7 @@ CLOSED_PREFIX = "closed-"
 # unchanged: every column equal; updated: only untracked columns differ (updated in place).
 KINDS = ("new", "changed", "unchanged", "updated")
 _LAST = "zipper__last"
+_FIRST = "zipper__first"
 
 
 def _all(conditions: list[Column]) -> Column:
@@ -62,19 +63,24 @@ def _closed_end(next_begin: Column, end_style: str) -> Column:
     return F.date_format(F.date_sub(F.to_date(next_begin), 1), "yyyy-MM-dd")
 
 
-def versions(marked_rows: DataFrame, *, keys: list[str], columns: list[str], begin_column: str,
+def versions(marked_rows: DataFrame, *, keys: list[str], columns: list[str], tracked: list[str], begin_column: str,
              end_column: str, end_style: str, open_end: str) -> DataFrame:
-    """Every version of every key: columns, begin_column, end_column."""
+    """Every version of every key: columns, begin_column, end_column. A version holds its first
+    row's tracked columns (later rows of the version only equal them, as Spark compares: -0.0 and
+    0.0, NaNs, map entries in another order) and its last row's untracked ones (updated in place),
+    as the daily merge keeps them."""
     running = Window.partitionBy(*keys).orderBy(DS).rowsBetween(Window.unboundedPreceding, Window.currentRow)
     starts = F.when(F.col(KIND).isin("new", "changed"), 1).otherwise(0)
     numbered = marked_rows.select(*columns, DS, F.sum(starts).over(running).alias(VERSION))
-    others = [c for c in columns if c not in keys]
-    last_row = [F.max_by(F.struct(*others), F.col(DS)).alias(_LAST)] if others else []
-    grouped = numbered.groupBy(*keys, VERSION).agg(F.min(DS).alias(begin_column), *last_row)
+    firsts = [c for c in columns if c in tracked and c not in keys]
+    lasts = [c for c in columns if c not in tracked and c not in keys]
+    first_row = [F.min_by(F.struct(*firsts), F.col(DS)).alias(_FIRST)] if firsts else []
+    last_row = [F.max_by(F.struct(*lasts), F.col(DS)).alias(_LAST)] if lasts else []
+    grouped = numbered.groupBy(*keys, VERSION).agg(F.min(DS).alias(begin_column), *first_row, *last_row)
     next_begin = F.lead(begin_column).over(Window.partitionBy(*keys).orderBy(begin_column))
     end = F.when(next_begin.isNull(), F.lit(open_end)).otherwise(_closed_end(next_begin, end_style))
     return grouped.select(
-        *[F.col(c) if c in keys else F.col(f"{_LAST}.{c}").alias(c) for c in columns],
+        *[F.col(c) if c in keys else F.col(f"{_FIRST if c in firsts else _LAST}.{c}").alias(c) for c in columns],
         F.col(begin_column),
         end.alias(end_column),
     )

@@ -211,7 +211,7 @@ def _rebuilt_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.d
     marked = rebuild_transforms.marked(rows, keys=spec.keys, columns=names, tracked=tracked)
     open_end = spec.open_end.isoformat()
     return (
-        rebuild_transforms.versions(marked, keys=spec.keys, columns=names, begin_column=spec.begin_column,
+        rebuild_transforms.versions(marked, keys=spec.keys, columns=names, tracked=tracked, begin_column=spec.begin_column,
                                     end_column=spec.end_column, end_style=spec.end_style, open_end=open_end)
         .where(f"`{spec.end_column}` = '{open_end}'")
         .select(*names, spec.begin_column)

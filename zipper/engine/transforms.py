@@ -121,15 +121,22 @@ def day_rows(
         .when(F.col(KIND) == "changed", F.array(F.lit(OPEN), F.lit(CLOSED)))
         .otherwise(F.array(F.lit(OPEN)))
     )
-    # the open slot gets the increment's values; the closed slot the old version as it was
+    # The open slot gets the increment's values, but a version that goes on (unchanged, updated)
+    # keeps its tracked values: they only compare equal (-0.0 and 0.0, NaNs, map entries in another
+    # order), and a rerun restores the version as it began. The closed slot: the old version as it was.
     successor = (F.col(SLOT) == OPEN) | (F.col(SLOT) == NONE)
     opens_today = F.col(KIND).isin("changed", "new", "vanished")
+    new_tracked = successor & opens_today
+
+    def value(c: str) -> Column:
+        takes_new = new_tracked if c in tracked else successor
+        return F.when(takes_new, F.col(c)).otherwise(F.col(_OLD + c)).alias(c)
+
     return (
         joined.select("*", kind.alias(KIND))
         .select("*", F.explode(slots).alias(SLOT))
         .select(
-            *[F.col(c) if c in keys else F.when(successor, F.col(c)).otherwise(F.col(_OLD + c)).alias(c)
-              for c in columns],
+            *[F.col(c) if c in keys else value(c) for c in columns],
             F.when(successor & opens_today, F.lit(ds)).otherwise(F.col(_OLD + begin_column)).alias(begin_column),
             F.col(SLOT),
             F.when(successor | (F.col(KIND) == "deleted"), F.col(KIND)).otherwise(F.lit("closed")).alias(KIND),
