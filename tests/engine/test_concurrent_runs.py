@@ -98,3 +98,15 @@ def test_a_rerun_overtaken_by_a_merge_restores_nothing(spark, table, monkeypatch
     assert table_rows(spark, table.table) == model_rows(table, DAYS)  # day 4, as the merge published it
     st = state.read_state(spark, table.spec)
     assert st.last_committed == day(4) and st.replay is None
+
+
+def test_a_merge_overtaken_before_its_widening_leaves_the_column_type_alone(spark, table, monkeypatch):
+    """A widening is applied just before the publish; an overtaken run must not apply it."""
+    table.write_increment(spark, day(4), [(3, "cid", "Oslo", 1)], schema="id bigint, name string, city string, n int")
+    table.write_increment(spark, day(5), [(1, "ann", "Oslo", 2**40)], schema="id bigint, name string, city string, n bigint")
+    merge.merge_date(spark, table.spec, day(4))  # adds n int
+    with other_run_at(monkeypatch, "before_publish", lambda: replay.rerun(spark, table.spec, day(3))):
+        with pytest.raises(catalog.ConcurrentChange):
+            merge.merge_date(spark, table.spec, day(5))
+    assert dict(catalog.data_columns(spark, table.spec))["n"] == "int"
+    assert state.read_state(spark, table.spec).last_committed == day(4)

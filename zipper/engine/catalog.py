@@ -199,6 +199,12 @@ def repoint(spark, spec: TableSpec, changes: list[Partition], *, expected_run: s
     refresh(spark, spec)
 
 
+def require_unchanged(spark, spec: TableSpec, expected_run: str, ds: str | None = None) -> None:
+    """ConcurrentChange if another run published since the caller read the table's state: asked
+    before a change that must not outlive a publish that will fail (a column's widening)."""
+    _require_unchanged(spark, spec, {}, expected_run, ds)
+
+
 def _require_unchanged(spark, spec: TableSpec, fetched: dict[str, dict], expected_run: str, ds: str | None) -> None:
     open_end = spec.open_end.isoformat()
     if open_end in fetched:

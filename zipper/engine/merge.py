@@ -546,6 +546,11 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
 
     changed_columns = day.column_changes
     if changed_columns.widened:
+        try:
+            catalog.require_unchanged(spark, spec, st.open_run, ds_text)  # not widened for a run that cannot publish
+        except catalog.ConcurrentChange:
+            fs.delete(spark, run_root)
+            raise
         wider = dict((name, new) for name, _, new in changed_columns.widened)
         catalog.alter_data_columns(spark, spec, [(name, wider.get(name, kind)) for name, kind in table_columns])
     now = state.utc_now_iso()

@@ -84,8 +84,12 @@ def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet
     audit.reconcile_rebuild(expected=expected, written=written, last=end.isoformat(), table=spec.table)
     faults.checkpoint("after_rebuild_write")
 
-    _publish(spark, spec, st, run_id, end, open_dir, open_rows, closed_dirs, counts, located,
-             {state.INIT_DS: init_ds.isoformat(), state.INIT_FINGERPRINT: base_fingerprint})
+    try:
+        _publish(spark, spec, st, run_id, end, open_dir, open_rows, closed_dirs, counts, located,
+                 {state.INIT_DS: init_ds.isoformat(), state.INIT_FINGERPRINT: base_fingerprint})
+    except catalog.ConcurrentChange:
+        fs.delete(spark, run_root)  # written for a table state that is gone
+        raise
     closed_rows = sum(c["closed"] for c in counts.values())
     return merge.RunResult(
         spec.table,
