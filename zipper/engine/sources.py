@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zipper.engine import csv_values, fs
-from zipper.errors import InputError, SpecError, clip, java_messages, read_failure, summarize_failure
+from zipper.errors import InputError, SpecError, java_messages, read_failure
 from zipper.spec.model import BaseSpec, SourceSpec, TableSpec
 from zipper.spec import templates
 from zipper.spec.templates import render_template
@@ -214,14 +214,13 @@ def _csv_schema(spark, located: Input, options: dict[str, str], declared: dict[s
 
 
 def _unreadable(located: Input, exc: Exception, bad_file: str | None = None) -> InputError:
-    text = summarize_failure(exc)  # the CLI's wording of a Java failure: message and root cause
+    path, reason = read_failure(exc, 300)  # the CLI's wording of a Java failure: message and root cause
     if "COLUMN_ALREADY_EXISTS" in str(exc) or "COLUMN_ALREADY_EXISTS" in " ".join(java_messages(exc)):
-        column = re.search(r"`([^`]+)`", text)
+        column = re.search(r"`([^`]+)`", reason)
         return InputError(
-            f"{located.description} has columns that differ only in case: {column.group(1) if column else text}"
+            f"{located.description} has columns that differ only in case: {column.group(1) if column else reason}"
         )
-    path, reason = read_failure(exc, 300)
     named = bad_file or path
     if named:
         return InputError(f"cannot read file {fs.name_of(named)} of {located.description}: {reason}")
-    return InputError(f"cannot read {located.description}: {clip(text, 300)}")
+    return InputError(f"cannot read {located.description}: {reason}")
