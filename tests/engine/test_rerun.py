@@ -222,6 +222,16 @@ def test_a_crash_mid_replay_leaves_a_consistent_table_and_the_same_command_resum
     assert_equals_what_a_rebuild_writes(spark, t)
 
 
+def break_first_page(t, ds, column: int) -> None:
+    """Overwrite the start of `column`'s first data page in the date's Parquet file: the footer
+    stays readable, the column's values do not."""
+    part = next(t.increment_dir(ds).glob("*.parquet"))
+    page = pq.ParquetFile(part).metadata.row_group(0).column(column).data_page_offset
+    data = bytearray(part.read_bytes())
+    data[page:page + 16] = b"\xff" * 16
+    part.write_bytes(bytes(data))
+
+
 @pytest.mark.parametrize("folder", ["inputs", "in puts 100%"])  # Spark's message URL-encodes the path
 def test_a_file_spark_cannot_read_mid_replay_names_its_date_and_where_the_table_is(spark, tmp_path, unique_name, folder):
     """The up-front check reads only the key columns of Parquet; a broken page of another column
@@ -229,11 +239,7 @@ def test_a_file_spark_cannot_read_mid_replay_names_its_date_and_where_the_table_
     t = TableFixture(tmp_path / folder, unique_name)
     build(spark, t)
     t.write_increment(spark, day(2), [(1, "ann", "Tromso")])
-    part = next(t.increment_dir(day(3)).glob("*.parquet"))
-    page = pq.ParquetFile(part).metadata.row_group(0).column(1).data_page_offset  # `name`, not the key
-    data = bytearray(part.read_bytes())
-    data[page:page + 16] = b"\xff" * 16
-    part.write_bytes(bytes(data))
+    break_first_page(t, day(3), column=1)  # `name`, not the key
     with pytest.raises(ZipperError) as err:
         replay.rerun(spark, t.spec, day(2))
     message = str(err.value)
@@ -249,11 +255,7 @@ def test_a_file_the_up_front_check_cannot_read_names_its_date_and_changes_nothin
     t = TableFixture(tmp_path / folder, unique_name)
     build(spark, t)
     before = table_rows(spark, t.table)
-    part = next(t.increment_dir(day(3)).glob("*.parquet"))
-    page = pq.ParquetFile(part).metadata.row_group(0).column(0).data_page_offset  # the key, which the check reads
-    data = bytearray(part.read_bytes())
-    data[page:page + 16] = b"\xff" * 16
-    part.write_bytes(bytes(data))
+    break_first_page(t, day(3), column=0)  # the key, which the check reads
     with pytest.raises(ZipperError) as err:
         replay.rerun(spark, t.spec, day(2))
     message = str(err.value)
