@@ -122,3 +122,30 @@ def test_the_trigger_checks_first_one_interval_after_the_deferral(tmp_path):
 
     waiting, event = asyncio.run(scenario())
     assert waiting and event.payload["status"] == "ready"
+
+
+def test_a_folder_a_spark_job_is_still_writing_into_is_not_ready(tmp_path):
+    """Spark makes the day's folder, and `_temporary` in it, before its first file is committed:
+    found, the merge would commit the day as empty."""
+    spec, _ = spec_at(tmp_path, {"path": str(tmp_path / "in" / "ds={{ ds }}")})
+    folder = tmp_path / "in" / "ds=2024-01-02"
+    attempt = folder / "_temporary" / "0" / "_temporary" / "attempt_202401020000_0001_m_000000_0"
+    attempt.mkdir(parents=True)
+    (attempt / "part-00000.parquet").write_bytes(b"PAR1")
+    readiness = check_increment(spec, DS, tmp_path)
+    assert not readiness.ready and readiness.checked == f"{folder} (still being written: it holds _temporary)"
+    (folder / "part-00000.parquet").write_bytes(b"PAR1")  # the job's commit: the file moves, _temporary goes
+    for child in sorted(folder.joinpath("_temporary").rglob("*"), reverse=True):
+        child.rmdir() if child.is_dir() else child.unlink()
+    folder.joinpath("_temporary").rmdir()
+    assert check_increment(spec, DS, tmp_path).ready
+
+
+def test_a_glob_of_files_is_not_ready_while_a_job_writes_beside_them(tmp_path):
+    spec, _ = spec_at(tmp_path, {"format": "csv", "path": str(tmp_path / "in" / "{{ ds_nodash }}_*.csv")})
+    (tmp_path / "in" / ".spark-staging-3f2a").mkdir(parents=True)  # dynamic partition overwrite under way
+    (tmp_path / "in" / "20240102_part1.csv").write_text("id\n1\n")
+    readiness = check_increment(spec, DS, tmp_path)
+    assert not readiness.ready and "still being written: it holds .spark-staging-3f2a" in readiness.checked
+    (tmp_path / "in" / ".spark-staging-3f2a").rmdir()
+    assert check_increment(spec, DS, tmp_path).ready

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 
 import pytest
 
 from tests.support import TableFixture, day, table_rows, write_parquet
-from zipper.engine import catalog, check, faults, fs, inspect, merge, state, vacuum
+from zipper.engine import catalog, check, faults, fs, inspect, merge, sources, state, vacuum
 from zipper.engine.catalog import Partition
 from zipper.errors import AuditError, InputError, SpecError, StateError
 
@@ -150,6 +151,115 @@ def test_empty_increments_commit_a_day_without_change(spark, users):
     st = state.read_state(spark, users.spec)
     assert st.last_committed == day(2) and sorted(st.commits) == ["2024-01-01", "2024-01-02"]
     assert [r[-1] for r in table_rows(spark, users.table)] == [OPEN] * 3
+
+
+def test_a_folder_a_spark_job_is_still_writing_into_is_refused_until_it_commits(spark, users):
+    """Spark makes the day's folder and its `_temporary` before the first file is committed: read
+    then, the day would commit with no change (or with part of its files)."""
+    merge.init_table(spark, users.spec)
+    folder = users.increment_dir(day(1))
+    attempt = folder / "_temporary" / "0" / "_temporary" / "attempt_202401010000_0001_m_000000_0"
+    write_parquet(attempt, [(2, "bob", "Paris")], users.schema, spark)
+    before = snapshot(spark, users)
+    with pytest.raises(InputError) as err:
+        merge.merge_date(spark, users.spec, day(1))
+    assert str(err.value) == (
+        f"{users.table} 2024-01-01: increment {folder} is still being written: it holds _temporary, the uncommitted"
+        " output of a Spark or Hadoop job; merge it once that job has finished (if the job died, delete"
+        f" {folder}/_temporary)")
+    assert snapshot(spark, users) == before
+    for part in attempt.glob("part-*"):  # the job's commit
+        part.rename(folder / part.name)
+    shutil.rmtree(folder / "_temporary")
+    assert merge.merge_date(spark, users.spec, day(1)).counts["changed"] == 1
+
+
+def test_files_beside_partition_folders_are_refused_not_left_out(spark, users):
+    """Spark reads only the files inside `name=value` folders when a folder holds some: bob's new
+    city, beside a stray `backup=1`, would be lost and a `backup` column added."""
+    merge.init_table(spark, users.spec)
+    users.write_increment(spark, day(1), [(2, "bob", "Paris")])
+    write_parquet(users.increment_dir(day(1)) / "backup=1", [(3, "cid", "Lima")], users.schema, spark)
+    before = snapshot(spark, users)
+    with pytest.raises(InputError) as err:
+        merge.merge_date(spark, users.spec, day(1))
+    message = str(err.value)
+    assert message.startswith(f"{users.table} 2024-01-01: {users.increment_dir(day(1))} holds partition folders"
+                              " (backup=1) beside other files, which Spark would leave out without a word: part-")
+    assert snapshot(spark, users) == before
+    shutil.rmtree(users.increment_dir(day(1)) / "backup=1")
+    write_parquet(users.increment_dir(day(1)) / "old", [(3, "cid", "Lima")], users.schema, spark)
+    with pytest.raises(InputError) as err:  # a plain subfolder: not read either
+        merge.merge_date(spark, users.spec, day(1))
+    assert str(err.value).startswith(f"{users.table} 2024-01-01: {users.increment_dir(day(1))} has files in"
+                                     " subfolders, which Spark would leave out without a word: old/part-")
+    assert snapshot(spark, users) == before
+    shutil.rmtree(users.increment_dir(day(1)) / "old")
+    assert merge.merge_date(spark, users.spec, day(1)).counts["changed"] == 1
+
+
+def test_a_file_still_being_copied_in_is_refused(spark, users):
+    merge.init_table(spark, users.spec)
+    users.write_increment(spark, day(1), [(2, "bob", "Paris")])
+    part = next(users.increment_dir(day(1)).glob("part-*.parquet"))
+    shutil.copy(part, part.with_name("part-9.parquet._COPYING_"))  # `hadoop fs -put` under way
+    with pytest.raises(InputError, match=r"is still being written: part-9.parquet._COPYING_ is being copied in"):
+        merge.merge_date(spark, users.spec, day(1))
+    assert state.read_state(spark, users.spec).last_committed == day(0)
+
+
+@pytest.mark.parametrize("column, reason", [("x" * 800, "800 characters, more than the metastore's 767"),
+                                            ("a.b", "a dot")])
+def test_a_column_the_metastore_cannot_take_is_refused_before_anything_is_published(spark, users, column, reason):
+    """A name of 800 characters failed the ALTER TABLE after the publish: the day was committed,
+    and every later merge failed on the column."""
+    merge.init_table(spark, users.spec)
+    users.write_increment(spark, day(1), [(2, "bob", "Paris", 1)], f"{users.schema}, {column} int")
+    before = snapshot(spark, users)
+    with pytest.raises(InputError) as err:
+        merge.merge_date(spark, users.spec, day(1))
+    shown = repr(column if len(column) <= 40 else column[:40] + "...")
+    assert str(err.value) == (f"{users.table} 2024-01-01: increment {users.increment_dir(day(1))} has columns a Hive"
+                              f" table cannot take: {shown} ({reason}); rename them in the source")
+    assert snapshot(spark, users) == before
+
+
+def test_a_path_that_renders_empty_or_fails_for_one_date_names_table_date_and_spec(spark, tmp_path, unique_name):
+    from tests.support import TableFixture
+
+    folder = tmp_path / "data" / unique_name / "incr"
+    t = TableFixture(tmp_path, unique_name, source={
+        "path": "{% if ds == '2024-01-02' %}{{ nope.x }}{% elif ds == '2024-01-03' %}{% else %}" + f"{folder}/ds=" +
+                "{{ ds }}{% endif %}"})
+    t.write_base(spark, [(1, "ann", "Oslo")])
+    t.write_increment(spark, day(1), [(1, "ann", "Rome")])
+    merge.merge_date(spark, t.spec, day(1))  # the spec loads: the template fails only for some dates
+    with pytest.raises(SpecError) as err:
+        merge.merge_date(spark, t.spec, day(2))
+    assert str(err.value).startswith(f"{t.table} 2024-01-02: {t.path}: key 'source.path': cannot render ")
+    assert str(err.value).endswith("'nope' is undefined")
+    with pytest.raises(SpecError) as err:  # what a rerun or the sensor locates for that date
+        sources.locate_increment(spark, t.spec, state.read_state(spark, t.spec), day(3))
+    assert str(err.value).startswith(f"{t.table} 2024-01-03: {t.path}: key 'source.path' renders empty for 2024-01-03")
+
+
+def test_an_init_killed_before_its_publish_does_not_keep_the_columns_of_the_base_it_read(spark, users, monkeypatch):
+    """The table is created before the base is written and published: killed in between, it kept
+    the old base's columns, and the corrected base was refused by every command."""
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt("killed before the publish")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(catalog, "repoint", killed)
+        with pytest.raises(KeyboardInterrupt):
+            merge.init_table(spark, users.spec)
+    assert catalog.table_exists(spark, users.spec) and not state.read_state(spark, users.spec).initialized
+    users.write_base(spark, [(1, "ann", "Oslo", 30), (2, "bob", "Rome", 40)], f"{users.schema}, age int")
+    result = merge.init_table(spark, users.spec)
+    assert result.counts == {"open_after": 2}
+    assert catalog.data_columns(spark, users.spec) == [("id", "bigint"), ("name", "string"), ("city", "string"),
+                                                       ("age", "int")]
+    assert [r[:4] for r in table_rows(spark, users.table)] == [(1, "ann", "Oslo", 30), (2, "bob", "Rome", 40)]
 
 
 def test_missing_increment_is_an_error_naming_the_path(spark, users):

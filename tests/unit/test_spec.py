@@ -316,12 +316,14 @@ def test_templates_with_every_variable_load(tmp_path):
 def test_a_run_time_render_error_names_the_spec_key(tmp_path):
     from zipper.engine import sources
 
-    spec = load_spec_file(write(tmp_path, EXAMPLE))
+    path = write(tmp_path, EXAMPLE)
+    spec = load_spec_file(path)
     bad_source = spec.source.model_copy(update={"path": "/in/{{ dss }}"})  # past the load check
-    with pytest.raises(SpecError, match=r"^source\.path: cannot render '/in/\{\{ dss \}\}': 'dss' is undefined$"):
+    with pytest.raises(SpecError) as err:
         sources.locate(None, spec, bad_source, dt.date(2024, 3, 1), "increment")
+    assert str(err.value) == f"dw.dim_user 2024-03-01: {path}: key 'source.path': cannot render '/in/{{{{ dss }}}}': 'dss' is undefined"
     bad_base = spec.base.model_copy(update={"path": "/in/{{ dss }}"})
-    with pytest.raises(SpecError, match=r"^base\.path: cannot render"):
+    with pytest.raises(SpecError, match=f"^dw.dim_user 2024-03-01: {path}: key 'base.path': cannot render"):
         sources.locate(None, spec, bad_base, dt.date(2024, 3, 1), "base")
 
 

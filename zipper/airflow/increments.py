@@ -3,7 +3,8 @@
 The signal is what the merge accepts: for file sources, the rendered path (a glob) matching at
 least one file or folder (an empty folder is an empty increment, a day with no change); for a
 Hive table source, the partition existing. Producers should therefore create an increment folder
-only when it is complete (write elsewhere, then rename). New source kinds register a check in
+only when it is complete (write elsewhere, then rename); a folder a Spark or Hadoop job is still
+writing into (it holds `_temporary`) is not ready, and the merge refuses it. New source kinds register a check in
 `CHECKS` (see `kind_of`)."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from zipper.engine.fs import COPYING, UNFINISHED_WRITES
 from zipper.engine.sources import parse_partition, render, resolve_path
 from zipper.spec.model import TableSpec
 
@@ -99,12 +101,36 @@ def data_files(path: str) -> list[str]:
 
 
 def source_path(spec: TableSpec, ds: dt.date) -> str:
-    return resolve_path(render(spec.source.path, ds, "source.path"), spec)
+    return resolve_path(render(spec.source.path, ds, "source.path", spec), spec)
+
+
+def unfinished_writes(path: str, found: list[str]) -> list[str]:
+    """The uncommitted output of a job still writing into the matched folders (see
+    `zipper.engine.fs.unfinished_writes`, the merge's own check, which refuses such a folder)."""
+    remote = _scheme(path) not in LOCAL_SCHEMES
+    fs = _remote_fs(path)[0] if remote else None
+    unfinished = set()
+    for match in found:
+        is_dir = fs.isdir(match) if remote else os.path.isdir(match)
+        folder = match if is_dir else match.rstrip("/").rsplit("/", 1)[0]
+        if folder.rstrip("/").rsplit("/", 1)[-1].startswith(UNFINISHED_WRITES):
+            unfinished.add(folder)
+            continue
+        names = [n.rstrip("/").rsplit("/", 1)[-1] for n in fs.ls(folder, detail=False)] if remote else os.listdir(folder)
+        unfinished.update(f"{folder.rstrip('/')}/{n}" for n in names
+                          if n.startswith(UNFINISHED_WRITES) or n.endswith(COPYING))
+    return sorted(unfinished)
 
 
 def check_files(spec: TableSpec, ds: dt.date, warehouse: Path) -> Readiness:
+    """Ready when the rendered path matches and no job is still writing into it (a Spark job
+    writing straight to the day's folder makes the folder before its first file is committed)."""
     path = source_path(spec, ds)
-    return Readiness(bool(matches(path)), path)
+    found = matches(path)
+    unfinished = unfinished_writes(path, found)
+    if unfinished:
+        return Readiness(False, f"{path} (still being written: it holds {unfinished[0].rsplit('/', 1)[-1]})")
+    return Readiness(bool(found), path)
 
 
 def check_landing_zone(spec: TableSpec, ds: dt.date, warehouse: Path) -> Readiness:
@@ -128,7 +154,7 @@ def check_table(spec: TableSpec, ds: dt.date, warehouse: Path) -> Readiness:
     """With the embedded Derby metastore only one JVM may open it, so the partition's directory
     under the warehouse is checked instead (tables created by Spark in that warehouse)."""
     source = spec.source
-    partition = parse_partition(render(source.partition, ds, "source.partition")) if source.partition else {}
+    partition = parse_partition(render(source.partition, ds, "source.partition", spec)) if source.partition else {}
     if os.environ.get("ZIPPER_METASTORE", "embedded") == "external":
         raise ExternalMetastore(source.table, partition)
     directory = partition_dir(warehouse, source.table, partition)

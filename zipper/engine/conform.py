@@ -59,6 +59,30 @@ def refuse_internal_names(columns: list[str], spec: TableSpec, ds: str, what: st
                          " zipper's own columns; rename them in the source", table=spec.table, ds=ds)
 
 
+# The metastore keeps a column's name in a VARCHAR(767) (COLUMNS_V2.COLUMN_NAME): a longer one
+# fails the ALTER TABLE that adds it, which runs after the day's publish.
+MAX_COLUMN_NAME = 767
+
+
+def refuse_unstorable_names(columns: list[str], spec: TableSpec, ds: str, what: str) -> None:
+    """Names the table cannot take, refused before anything is written: Hive reads a dot as a
+    struct field, a backtick ends a quoted name, and the metastore holds at most 767 characters."""
+    def why(name: str) -> str | None:
+        if len(name) > MAX_COLUMN_NAME:
+            return f"{len(name)} characters, more than the metastore's {MAX_COLUMN_NAME}"
+        if "." in name:
+            return "a dot"
+        if "`" in name:
+            return "a backtick"
+        return None
+
+    bad = [(name, reason) for name in columns if (reason := why(name))]
+    if bad:
+        shown = ", ".join(f"{name if len(name) <= 40 else name[:40] + '...'!r} ({reason})" for name, reason in bad[:5])
+        raise InputError(f"{what} has columns a Hive table cannot take: {shown}; rename them in the source",
+                         table=spec.table, ds=ds)
+
+
 def lower_case_columns(df, spec: TableSpec, ds: str, what: str):
     names = df.columns
     lowered = [n.lower() for n in names]
@@ -75,6 +99,7 @@ def check_shape(df, spec: TableSpec, ds: str, what: str) -> None:
     if reserved:
         raise InputError(f"{what} must not contain the table's own columns {reserved}", table=spec.table, ds=ds)
     refuse_internal_names(df.columns, spec, ds, what)
+    refuse_unstorable_names(df.columns, spec, ds, what)
     missing_keys = [k for k in spec.keys if k not in df.columns]
     if missing_keys:
         found = df.columns

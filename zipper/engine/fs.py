@@ -47,6 +47,31 @@ def is_hidden(name: str) -> bool:
     return name.startswith(("_", "."))
 
 
+# What a Hadoop or Spark job keeps inside its output folder until it commits: `_temporary` (the
+# file output committer; files move out of it one by one at the job's commit) and
+# `.spark-staging-<job>` (dynamic partition overwrite). A folder holding one is not complete.
+UNFINISHED_WRITES = ("_temporary", ".spark-staging")
+COPYING = "._COPYING_"  # a file `hadoop fs -put` is still copying in (Spark does not read it)
+
+
+def unfinished_writes(spark, matches: list[str]) -> list[str]:
+    """The uncommitted output of a job that is writing into (or died writing into) the folders of
+    `matches` (a matched folder, or a matched file's folder)."""
+    folders = {}
+    for match in matches:
+        fs, hpath = _fs(spark, match)
+        folder = hpath if fs.getFileStatus(hpath).isDirectory() else hpath.getParent()
+        folders[folder.toString()] = (fs, folder)
+    found = set()
+    for name, (fs, folder) in folders.items():
+        if folder.getName().startswith(UNFINISHED_WRITES):
+            found.add(name)
+            continue
+        found.update(s.getPath().toString() for s in fs.listStatus(folder)
+                     if s.getPath().getName().startswith(UNFINISHED_WRITES))
+    return sorted(found)
+
+
 def glob(spark, pattern: str) -> list[str]:
     fs, hpath = _fs(spark, pattern)
     statuses = fs.globStatus(hpath)
@@ -152,3 +177,11 @@ def copy(spark, source: str, target: str) -> None:
 
 def name_of(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def is_under(path: str, folder: str) -> bool:
+    """Whether `path` is inside `folder`, however each spells a local path (file:/, file:///, /)."""
+    def plain(p: str) -> str:
+        return (local_path(p) or p).rstrip("/")
+
+    return plain(path).startswith(plain(folder) + "/")

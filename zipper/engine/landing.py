@@ -78,7 +78,7 @@ def fingerprint(first: int, last: int, files) -> str:
 
 
 def folder_of(spec: TableSpec, ds: dt.date) -> str:
-    return sources.resolve_path(sources.render(spec.source.path, ds, "source.path"), spec)
+    return sources.resolve_path(sources.render(spec.source.path, ds, "source.path", spec), spec)
 
 
 def key_columns(spark, folder: str, spec: TableSpec | None = None, ds: dt.date | None = None) -> list[str] | None:
@@ -262,6 +262,7 @@ def read(spark, spec: TableSpec, located: sources.Input, ds: dt.date):
         schemas[f.path] = by_signature[signature]
     union = _union_types(schemas, where)
     conform.refuse_internal_names(list(union), spec, ds.isoformat(), f"landing zone {origin}")
+    conform.refuse_unstorable_names(list(union), spec, ds.isoformat(), f"landing zone {origin}")
     parts = []
     for paths, fields in _groups(schemas).items():
         df = spark.read.schema(spark_schemas[json.dumps(fields)]).parquet(*paths)

@@ -228,6 +228,12 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
         base_df = conform.to_table_columns(base_df, columns, spec, ds.isoformat(), base_what)
         validate_keys(base_df, spec, ds, base_what)
 
+    if (st.exists and not st.initialized and not st.commits and not st.closed
+            and sorted(catalog.data_columns(spark, spec)) != sorted(columns)):
+        # an init killed between creating the table and publishing its first state left the columns
+        # of a base since corrected; it committed nothing and holds no row, so it is made again
+        _drop_new_table(spark, spec, st.location)
+        st = state.read_state(spark, spec)
     if not st.exists:
         catalog.ensure_database(spark, spec.database)
         catalog.create_table(

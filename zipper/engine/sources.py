@@ -7,6 +7,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 from zipper.engine import csv_values, fs
 from zipper.errors import InputError, SpecError, java_messages, read_failure
@@ -33,13 +34,19 @@ class Input:
         return not self.files
 
 
-def render(template: str, ds: dt.date, key: str) -> str:
+def render(template: str, ds: dt.date, key: str, spec: TableSpec | None = None) -> str:
     """`template` for `ds`; `key` is the spec key it comes from (`source.path`), for the message.
-    The loader already rendered it once, so this fails only on what depends on the date."""
+    The loader already rendered it once, so this fails only on what depends on the date (and
+    on an empty result, which would name the spec's own folder)."""
+    where = {"table": spec.table, "ds": ds.isoformat()} if spec is not None else {}
+    origin = f"{spec.origin}: " if spec is not None and spec.origin is not None else ""
     try:
-        return render_template(template, ds)
+        rendered = render_template(template, ds)
     except ValueError as exc:
-        raise SpecError(f"{key}: {exc}") from None
+        raise SpecError(f"{origin}key '{key}': {exc}", **where) from None
+    if not rendered.strip():
+        raise SpecError(f"{origin}key '{key}' renders empty for {ds}: {template!r}", **where)
+    return rendered
 
 
 def spec_key(source: SourceSpec | BaseSpec) -> str:
@@ -82,10 +89,16 @@ def locate_increment(spark, spec: TableSpec, st, ds: dt.date) -> Input:
 def locate(spark, spec: TableSpec, source: SourceSpec | BaseSpec, ds: dt.date, what: str) -> Input:
     if source.format == "table":
         return _locate_table(spark, spec, source, ds, what)
-    rendered = resolve_path(render(source.path, ds, f"{spec_key(source)}.path"), spec)
+    rendered = resolve_path(render(source.path, ds, f"{spec_key(source)}.path", spec), spec)
     matches = fs.glob(spark, rendered)
     if not matches:
         raise InputError(f"{what} not found: {rendered}", table=spec.table, ds=ds.isoformat())
+    unfinished = fs.unfinished_writes(spark, matches)
+    if unfinished:
+        shown = fs.local_path(unfinished[0]) or unfinished[0]
+        raise InputError(f"{what} {rendered} is still being written: it holds {fs.name_of(shown)}, the uncommitted"
+                         " output of a Spark or Hadoop job; merge it once that job has finished (if the job died,"
+                         f" delete {shown})", table=spec.table, ds=ds.isoformat())
     files = fs.list_data_files(spark, matches)
     broken = fs.broken_links(matches)
     if broken:
@@ -96,7 +109,7 @@ def locate(spark, spec: TableSpec, source: SourceSpec | BaseSpec, ds: dt.date, w
 
 
 def _locate_table(spark, spec: TableSpec, source, ds: dt.date, what: str) -> Input:
-    partition = parse_partition(render(source.partition, ds, f"{spec_key(source)}.partition")) if getattr(source, "partition", None) else {}
+    partition = parse_partition(render(source.partition, ds, f"{spec_key(source)}.partition", spec)) if getattr(source, "partition", None) else {}
     db, name = source.table.split(".")
     jcat = spark._jsparkSession.sessionState().catalog().externalCatalog()
     if not (jcat.databaseExists(db) and jcat.tableExists(db, name)):
@@ -157,7 +170,64 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: 
             if conflict:
                 raise InputError(f"files of {located.description} disagree on column types: {conflict}") from None
         raise _unreadable(located, exc, _first_unreadable(spark, located, options)) from None
+    _refuse_unread_files(spark, located, df, options)
     return df
+
+
+# Reader options that leave files out on purpose.
+_FILE_FILTERS = {"pathglobfilter", "modifiedbefore", "modifiedafter"}
+
+
+def _spelled_alike(path: str) -> str:
+    """One spelling of a path for Hadoop's listing (file:/a b) and Spark's (file:///a%20b)."""
+    return re.sub(r"^file:/+", "/", unquote(path))
+
+
+def _files_spark_reads(spark, df) -> list[str]:
+    """The files a scan of `df` reads, as its file index lists them for the scan (which is not
+    `inputFiles()`: that lists every file the index found, read or not)."""
+    none = spark._jvm.org.apache.spark.api.python.PythonUtils.toSeq(spark._jvm.java.util.ArrayList())
+    leaves = df._jdf.queryExecution().analyzed().collectLeaves()
+    found = []
+    for i in range(leaves.length()):
+        leaf = leaves.apply(i)
+        if leaf.getClass().getSimpleName() != "LogicalRelation":
+            continue
+        folders = leaf.relation().location().listFiles(none, none)
+        for j in range(folders.length()):
+            files = folders.apply(j).files()
+            found += [files.apply(k).getPath().toString() for k in range(files.length())]
+    return found
+
+
+def _refuse_unread_files(spark, located: Input, df, options: dict[str, str]) -> None:
+    """Every file the input holds is one Spark reads. It is not when a folder also holds
+    partition folders (`name=value`): Spark then reads only the files inside those; nor the
+    files of other subfolders; nor a file still being copied in (`._COPYING_`). Each would be
+    left out without a word."""
+    if any(k.lower() in _FILE_FILTERS for k in options):
+        return
+    read = {_spelled_alike(p) for p in _files_spark_reads(spark, df)}
+    left_out = [f.path for f in located.files if _spelled_alike(f.path) not in read]
+    if not left_out:
+        return
+    copying = [p for p in left_out if p.endswith(fs.COPYING)]
+    if copying:
+        raise InputError(f"{located.description} is still being written: {fs.name_of(copying[0])} is being copied in;"
+                         " merge it once the copy has finished")
+    roots = sorted((_spelled_alike(p).rstrip("/") for p in located.paths), key=len, reverse=True)
+    first = _spelled_alike(left_out[0])
+    shown = next((first[len(root) + 1:] for root in roots if first.startswith(root + "/")), fs.name_of(first))
+    more = f" and {len(left_out) - 1} more" if len(left_out) > 1 else ""
+    partitions = sorted({folder.rsplit("/", 1)[-1] for folder in (p.rsplit("/", 1)[0] for p in read)
+                         if folder not in roots and "=" in folder.rsplit("/", 1)[-1]})
+    if partitions:
+        raise InputError(f"{located.description} holds partition folders ({', '.join(partitions[:3])}) beside other"
+                         f" files, which Spark would leave out without a word: {shown}{more}; move the stray files"
+                         " or folders away")
+    raise InputError(f"{located.description} has files in subfolders, which Spark would leave out without a word:"
+                     f" {shown}{more}; move them away, or set the source option recursiveFileLookup: 'true' to read"
+                     " them too")
 
 
 def _first_unreadable(spark, located: Input, options: dict[str, str]) -> str | None:
