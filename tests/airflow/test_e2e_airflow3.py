@@ -30,6 +30,7 @@ BACKFILLED = "dim_bf"
 FIRST = "dim_first"
 DEFERRED = "dim_deferred"
 STUCK = "dim_stuck"  # its second date's increment repeats a key: that run fails
+LATE = "dim_late"  # never unpaused: its sensor is run alone, and times out
 DAG = "zipper_" + BACKFILLED
 
 
@@ -51,6 +52,8 @@ def workspace(tmp_path_factory):
     stuck = write_sample(root / "stuck")
     write_parquet(stuck / "incr" / f"ds={DATES[1]}", [(1, "ann", "Bergen"), (1, "ann", "Lima")])
     write_spec(specs, STUCK, stuck)
+    write_spec(specs, LATE, root / "late", end_date=DATES[0],  # its increment never lands
+               airflow={"owner": "data-eng", "retries": 0, "sensor": {"mode": "poke", "poke_interval": 1, "timeout": 3}})
     return {"root": root, "data": data, "specs": specs, "refs": refs, "warehouse": root / "warehouse",
             "deferred": deferred, "stuck": stuck}
 
@@ -246,3 +249,46 @@ def test_a_failed_date_fails_the_later_runs_at_once_and_clearing_it_with_them_co
                    tables=[f"dw.{STUCK}", "dw.ref_stuck"])
     assert result["exits"] == [0] * len(DATES)
     assert result["tables"][f"dw.{STUCK}"]["rows"] == result["tables"]["dw.ref_stuck"]["rows"]
+
+
+def test_a_past_date_queued_behind_a_later_run_fails_that_run_instead_of_waiting_for_ever(af3, workspace, backfilled):
+    """`airflow dags test` of a past date replaces its scheduled run by a manual one, run after
+    "now": cleared with the later dates, it is queued behind them, and a later run whose first
+    task waited for it would hold the DAG's one active-run place for ever. That run fails at
+    once instead; the past date then runs, and clearing the later dates, as the message says,
+    converges."""
+    dag = f"zipper_{STUCK}"
+    assert [r["state"] for r in af3.dag_runs(dag)] == ["success"] * 3  # where the test above left it
+    increment = workspace["stuck"] / "incr" / f"ds={DATES[1]}"
+    write_parquet(increment, [(1, "ann", "Bergen"), (1, "ann", "Lima")])  # a repeated key: the test run fails
+    tested = af3.cli("dags", "test", dag, DATES[1], check=False, timeout=400, retries_when_locked=0)
+    assert tested.returncode != 0
+    runs = af3.dag_runs(dag)
+    assert runs[1]["run_type"] == "manual" and runs[1]["state"] == "failed"
+    write_parquet(increment, INCREMENTS[DATES[1]])  # the fixed file (new modification time: replayed)
+    af3.cli("tasks", "clear", dag, "-s", DATES[1], "-y")
+
+    def gate(run: int) -> dict:
+        return af3.task_instances(dag, "wait_for_previous_date")[run]
+
+    af3.wait_until(lambda: af3.task_instances(dag, "merge")[1]["state"] == "success", 600,
+                   "the cleared past date to run (not held behind the later run)")
+    assert gate(2)["state"] == "failed"
+    logs = af3.home / "logs" / f"dag_id={dag}"
+    gate_log = "".join(p.read_text() for p in logs.glob(f"run_id={af3.dag_runs(dag)[2]['run_id']}"
+                                                            "/task_id=wait_for_previous_date/attempt=*.log"))
+    assert f"the run of the previous date {DATES[1]}" in gate_log and "is queued behind this one" in gate_log
+    assert f"airflow tasks clear {dag} -s {DATES[2]} -y" in gate_log
+    af3.cli("tasks", "clear", dag, "-s", DATES[2], "-y")
+    af3.wait_until(lambda: [r["state"] for r in af3.dag_runs(dag)] == ["success"] * 3, 600, "the later date to run")
+    result = probe(workspace["warehouse"], tables=[f"dw.{STUCK}", "dw.ref_stuck"])
+    assert result["tables"][f"dw.{STUCK}"]["rows"] == result["tables"]["dw.ref_stuck"]["rows"]
+
+
+def test_a_sensor_that_times_out_names_the_increment_it_waited_for(af3, workspace):
+    """Airflow's own timeout message names only the run's duration."""
+    result = af3.cli("tasks", "test", f"zipper_{LATE}", "wait_for_increment", DATES[0], check=False, timeout=300)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert (f"the increment of {DATES[0]} did not land within the sensor's timeout of 3 s:"
+            f" {workspace['root'] / 'late' / 'incr' / f'ds={DATES[0]}'} (") in output

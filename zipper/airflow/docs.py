@@ -71,9 +71,12 @@ The merge updates the asset {_code(asset_uri(spec))}.
 `merge` with Upstream and Future.
 
 **Rerun** (on call): trigger {_code(rerun_dag_id)} with `from_date` (and optionally `to_date`),
-which runs `zipper rerun {spec.name} --from D [--to E]`; or clear the `merge` task of a past date in
-this DAG (with or without its future runs): the merge of a past date restores the table to the day
-before and replays, as `zipper rerun` does.
+which runs `zipper rerun {spec.name} --from D [--to E]` at once; or clear the `merge` task of a past
+date in this DAG (with or without its future runs): when the date's input (or a later date's)
+changed since it was committed, its merge restores the table to the day before and replays, as
+`zipper rerun` does; otherwise it is a no-op. This DAG runs one date at a time, so a cleared past
+date waits while a later run holds the place (waiting for its increment, say): use the rerun DAG
+then. Do not `airflow dags test` a date this DAG has scheduled: it replaces that date's run.
 
 **Backfill**: Airflow 3: `airflow backfill create --dag-id zipper_{spec.name} --from-date A --to-date B
 --reprocess-behavior failed`; Airflow 2.11: `airflow dags backfill -s A -e B zipper_{spec.name}`.
