@@ -117,7 +117,7 @@ def test_sequence_by_keeps_the_last_change_and_checks_deletes_against_the_previo
     ([(1, "ann", "Oslo", 1, 0), (1, "ann", "Rome", 1, 0)], r"same sequence_by value twice for keys \['id'\]: 1 \(seq 1\)"),
     ([(1, "ann", "Oslo", None, 0)], r"NULL in sequence_by column 'seq' for keys \['id'\]: 1"),
     ([(1, "ann", "Rome", 1, 0), (1, "ann", "Oslo", 2, 1)],
-     r"1 delete rows whose values differ from the row they delete \(the key's previous change\).*: 1 \(columns city\)"),
+     r"1 delete row whose values differ from the row they delete \(the key's previous change\).*: 1 \(columns city\)"),
 ])
 def test_sequence_errors_name_the_key(spark, tmp_path, unique_name, rows, message):
     t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, city string, seq int",

@@ -180,7 +180,8 @@ def _handle_problems(spec: TableSpec, ds: dt.date, what: str, found: dict, again
     if changes.DELETE_MISMATCH in found:
         count, examples = found[changes.DELETE_MISMATCH]
         raise InputError(
-            f"{what} has {count} delete rows whose values differ from {against} (delete_match: all_columns);"
+            f"{what} has {count} delete row{'s' if count != 1 else ''} whose values differ from {against}"
+            " (delete_match: all_columns);"
             f" keys {spec.keys}: {key_text(examples, spec.keys)}",
             **where,
         )

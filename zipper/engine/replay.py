@@ -20,7 +20,7 @@ from zipper.engine import (audit, catalog, conform, csv_values, dayinput, faults
                            rebuild_transforms, sources, state, transforms)
 from zipper.engine.catalog import Partition
 from zipper.engine.plan import DAY, date_range, describe_dates, plan_rerun, rebuild_supported, source_kind
-from zipper.errors import InputError, StateError, ZipperError, failed_file, summarize_failure
+from zipper.errors import InputError, SpecError, StateError, ZipperError, failed_file, summarize_failure
 from zipper.spec.model import TableSpec
 
 
@@ -110,8 +110,12 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
         except Exception as exc:
             if plan.restore_from is None and n == 1:
                 raise  # nothing has changed
+            unreadable = failed_file(exc)  # a file of the day's input, or one of the table's own
+            input_problem = isinstance(exc, (InputError, SpecError)) or (
+                unreadable is not None and not fs.is_under(unreadable, st.location))
+            fix = "fix the input" if input_problem else "fix the cause"
             pending_note = (f"; the table is at {st.last_committed}, the replay of {marker.first}..{marker.last}"
-                            f" pending: fix the input, then `zipper rerun {spec.name} --from {marker.first}`"
+                            f" pending: {fix}, then `zipper rerun {spec.name} --from {marker.first}`"
                             " (or the next merge) resumes it")
             if isinstance(exc, ZipperError):
                 raise type(exc)(exc.detail + pending_note, table=exc.table, ds=exc.ds) from None
