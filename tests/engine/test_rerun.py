@@ -232,6 +232,30 @@ def break_first_page(t, ds, column: int) -> None:
     part.write_bytes(bytes(data))
 
 
+def test_a_replay_that_fails_for_another_cause_than_its_input_does_not_blame_the_input(spark, tmp_path, unique_name,
+                                                                                        monkeypatch):
+    """A warehouse that cannot be written (a full disk, say; not reproducible as root here, so
+    the write's failure is raised in its place) is not the input's fault."""
+    t = TableFixture(tmp_path, unique_name)
+    build(spark, t)
+    t.write_increment(spark, day(2), [(1, "ann", "Tromso")])
+    apply_date = merge.apply_date
+
+    def failing_on_day_3(spark_, spec, st, ds, *args, **kwargs):
+        if ds == day(3):
+            raise RuntimeError("Mkdirs failed to create file:/warehouse/versions/x")
+        return apply_date(spark_, spec, st, ds, *args, **kwargs)
+
+    monkeypatch.setattr(merge, "apply_date", failing_on_day_3)
+    with pytest.raises(ZipperError) as err:
+        replay.rerun(spark, t.spec, day(2))
+    assert str(err.value).endswith(f"the table is at {day(2)}, the replay of {day(2)}..{day(4)} pending: fix the"
+                                   f" cause, then `zipper rerun {t.spec.name} --from {day(2)}` (or the next merge)"
+                                   " resumes it")
+    monkeypatch.setattr(merge, "apply_date", apply_date)
+    assert replay.rerun(spark, t.spec, day(2)).ds.endswith(str(day(4)))
+
+
 @pytest.mark.parametrize("folder", ["inputs", "in puts 100%"])  # Spark's message URL-encodes the path
 def test_a_file_spark_cannot_read_mid_replay_names_its_date_and_where_the_table_is(spark, tmp_path, unique_name, folder):
     """The up-front check reads only the key columns of Parquet; a broken page of another column
