@@ -224,6 +224,32 @@ def test_a_column_the_metastore_cannot_take_is_refused_before_anything_is_publis
     assert snapshot(spark, users) == before
 
 
+def test_a_struct_field_name_the_table_cannot_take_is_named(spark, users):
+    """It failed with an empty `ParseException:` after the day's files were written."""
+    merge.init_table(spark, users.spec)
+    folder = users.increment_dir(day(1))
+    spark.createDataFrame([(2, "bob", "Paris", (1,))], f"{users.schema}, st struct<`f g`: int>") \
+        .coalesce(1).write.parquet(str(folder))
+    before = snapshot(spark, users)
+    with pytest.raises(InputError) as err:
+        merge.merge_date(spark, users.spec, day(1))
+    assert str(err.value) == (f"{users.table} 2024-01-01: increment {folder} column 'st' has type struct<f g:int>,"
+                              " whose nested field names a Hive table cannot take (a space, a dot, ...); rename them"
+                              " in the source")
+    assert snapshot(spark, users) == before
+
+
+def test_an_unreadable_single_file_is_named(spark, users):
+    orc = users.spec.model_copy(update={"source": users.spec.source.model_copy(update={"format": "orc"})})
+    merge.init_table(spark, orc)
+    folder = users.increment_dir(day(1))
+    folder.mkdir(parents=True)
+    (folder / "part-0.orc").write_bytes(b"")
+    with pytest.raises(InputError) as err:
+        merge.merge_date(spark, orc, day(1))
+    assert str(err.value).startswith(f"{users.table} 2024-01-01: cannot read file part-0.orc of {folder}: ")
+
+
 def test_a_path_that_renders_empty_or_fails_for_one_date_names_table_date_and_spec(spark, tmp_path, unique_name):
     from tests.support import TableFixture
 

@@ -83,6 +83,24 @@ def refuse_unstorable_names(columns: list[str], spec: TableSpec, ds: str, what: 
                          table=spec.table, ds=ds)
 
 
+def refuse_unwritable_types(df, spec: TableSpec, ds: str, what: str) -> None:
+    """A nested type whose field names Spark cannot write back as a type name (`struct<f g:int>`):
+    the table's columns are kept as type names, so such a column failed later with an empty
+    ParseException."""
+    from pyspark.sql.types import _parse_datatype_string
+
+    for field in df.schema.fields:
+        kind = field.dataType.simpleString()
+        if "struct<" not in kind:
+            continue
+        try:
+            _parse_datatype_string(kind)
+        except Exception:
+            raise InputError(f"{what} column {field.name!r} has type {kind}, whose nested field names a Hive table"
+                             " cannot take (a space, a dot, ...); rename them in the source", table=spec.table,
+                             ds=ds) from None
+
+
 def lower_case_columns(df, spec: TableSpec, ds: str, what: str):
     names = df.columns
     lowered = [n.lower() for n in names]
@@ -100,6 +118,7 @@ def check_shape(df, spec: TableSpec, ds: str, what: str) -> None:
         raise InputError(f"{what} must not contain the table's own columns {reserved}", table=spec.table, ds=ds)
     refuse_internal_names(df.columns, spec, ds, what)
     refuse_unstorable_names(df.columns, spec, ds, what)
+    refuse_unwritable_types(df, spec, ds, what)
     missing_keys = [k for k in spec.keys if k not in df.columns]
     if missing_keys:
         found = df.columns

@@ -290,7 +290,7 @@ def _unreadable(located: Input, exc: Exception, bad_file: str | None = None) -> 
         return InputError(
             f"{located.description} has columns that differ only in case: {column.group(1) if column else reason}"
         )
-    named = bad_file or path
+    named = bad_file or path or (located.files[0].path if len(located.files) == 1 else None)
     if named:
         return InputError(f"cannot read file {fs.name_of(named)} of {located.description}: {reason}")
     return InputError(f"cannot read {located.description}: {reason}")
