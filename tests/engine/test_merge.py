@@ -239,6 +239,19 @@ def test_a_struct_field_name_the_table_cannot_take_is_named(spark, users):
     assert snapshot(spark, users) == before
 
 
+def test_a_local_path_with_a_colon_is_refused_in_words(spark, tmp_path, unique_name):
+    from tests.support import TableFixture
+
+    folder = tmp_path / "col:on"
+    t = TableFixture(tmp_path, unique_name, source={"path": f"{folder}/ds=" + "{{ ds }}"})
+    t.write_base(spark, [(1, "ann", "Oslo")])
+    merge.init_table(spark, t.spec)
+    with pytest.raises(InputError) as err:
+        merge.merge_date(spark, t.spec, day(1))
+    assert str(err.value) == (f"{t.table} 2024-01-01: increment path {folder}/ds=2024-01-01: Hadoop's file system"
+                              " cannot name a local folder or file with a ':' in it; rename it")
+
+
 def test_an_unreadable_single_file_is_named(spark, users):
     orc = users.spec.model_copy(update={"source": users.spec.source.model_copy(update={"format": "orc"})})
     merge.init_table(spark, orc)

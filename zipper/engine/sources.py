@@ -90,6 +90,10 @@ def locate(spark, spec: TableSpec, source: SourceSpec | BaseSpec, ds: dt.date, w
     if source.format == "table":
         return _locate_table(spark, spec, source, ds, what)
     rendered = resolve_path(render(source.path, ds, f"{spec_key(source)}.path", spec), spec)
+    local = fs.local_path(rendered)
+    if local is not None and ":" in local:
+        raise InputError(f"{what} path {rendered}: Hadoop's file system cannot name a local folder or file with a"
+                         " ':' in it; rename it", table=spec.table, ds=ds.isoformat())
     matches = fs.glob(spark, rendered)
     if not matches:
         raise InputError(f"{what} not found: {rendered}", table=spec.table, ds=ds.isoformat())
