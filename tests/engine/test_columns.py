@@ -114,6 +114,27 @@ def test_columns_are_added_after_the_publish_and_a_crash_in_between_is_completed
                                           (1, "ann", "Rome", "2024-01-01", "555", OPEN)]
 
 
+def test_a_csv_decimal_with_more_places_than_its_column_is_refused_not_rounded(spark, tmp_path, unique_name):
+    """Spark's CSV parser read 1.239 into decimal(7,2) as 1.24, without a word."""
+    t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, amt decimal(7,2)",
+                     source={"format": "csv"})
+    t.write_base(spark, [(1, "ann", None)])
+    merge.init_table(spark, t.spec)
+    folder = t.increment_dir(day(1))
+    folder.mkdir(parents=True)
+    (folder / "part-0.csv").write_text("id,name,amt\n1,ann,1.50\n2,bob,-3.240000\n3,cid,12.5\n")
+    (folder / "part-1.csv").write_text("id,name,amt\n7,gus,1.239\n")
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, t.spec, day(1))
+    assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder}: file part-1.csv: column 'amt'"
+                                 " (decimal(7,2)) cannot hold '1.239' without rounding it (row with id=7)")
+    assert state.read_state(spark, t.spec).last_committed == day(0)
+    (folder / "part-1.csv").write_text("id,name,amt\n7,gus,1.2300\n")  # trailing zeros round nothing
+    merge.merge_date(spark, t.spec, day(1))
+    assert [(r.id, str(r.amt)) for r in spark.table(t.table).where(f"end_dt = '{OPEN}'").orderBy("id").collect()] == [
+        (1, "1.50"), (2, "-3.24"), (3, "12.50"), (7, "1.23")]
+
+
 def test_csv_with_schema_orc_and_hive_table_partition(spark, tmp_path, unique_name):
     csv = TableFixture(tmp_path, unique_name + "_csv", schema="id bigint, name string, score decimal(5,2)",
                        source={"format": "csv", "schema": {"score": "decimal(5,2)"}})

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from zipper.engine import sources
+from zipper.engine import csv_values, sources
 from zipper.errors import InputError, SpecError
 from zipper.spec.model import INTERNAL_PREFIX, TableSpec
 
@@ -47,6 +47,8 @@ def read_input(spark, spec: TableSpec, located, source, table_columns: list[tupl
         return None
     df = lower_case_columns(df, spec, ds, what)
     check_shape(df, spec, ds, what)
+    if located.format == "csv":
+        csv_values.refuse_rounding(spark, [f.path for f in located.files], spec.keys, spec.table, ds)
     return df
 
 

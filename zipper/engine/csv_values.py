@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from functools import reduce
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -122,3 +123,43 @@ def _bad_record(spark, path: str, read: CsvRead):
               .select(F.from_csv("record", as_text, record_options).alias("r"))
               .select("r.*").collect())
     return typed, parsed[0].asDict() if parsed else {}
+
+
+def refuse_rounding(spark, paths: list[str], keys, table: str, ds: str | None) -> None:
+    """Spark's CSV parser rounds a decimal with more places than its column's scale (`1.239`
+    into decimal(7,2) reads 1.24) without a word. The decimal columns of the remembered CSV files
+    among `paths` are read again as text, and the first value with more significant places than
+    its column holds fails the run, named as a value that does not parse is. One small job per
+    CSV input that has decimal columns; none otherwise."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DecimalType, StringType, StructField, StructType
+
+    by_read: dict[CsvRead, list[str]] = {}
+    for path in paths:
+        found = _reads.get(_normal(path))
+        if found is not None:
+            by_read.setdefault(found[1], []).append(found[0])
+    for read, files in by_read.items():
+        decimals = [f for f in read.schema.fields if isinstance(f.dataType, DecimalType)]
+        if not decimals:
+            continue
+        as_text = StructType([StructField(f.name, StringType(), True) for f in read.schema.fields])
+        rows = spark.read.options(**dict(read.options)).schema(as_text).csv(files)
+
+        def places(name: str):  # significant digits after the point; 0 for other spellings (1e3, ...)
+            return F.length(F.regexp_extract(F.trim(F.col(name)), r"^[+-]?[0-9]*\.([0-9]*?)0*$", 1))
+
+        rounded = [(f, places(f.name) > F.lit(f.dataType.scale)) for f in decimals]
+        bad = (rows.where(reduce(lambda a, b: a | b, [r for _, r in rounded]))
+               .select("*", F.input_file_name().alias("zipper_file"),
+                       *[r.alias(f"zipper_rounded_{i}") for i, (_, r) in enumerate(rounded)])
+               .limit(1).collect())
+        if not bad:
+            continue
+        row = bad[0]
+        columns = "; ".join(f"column {f.name!r} ({f.dataType.simpleString()}) cannot hold {row[f.name]!r} without"
+                            f" rounding it" for i, (f, _) in enumerate(rounded) if row[f"zipper_rounded_{i}"])
+        key_names = [f.name for f in read.schema.fields if f.name.lower() in {k.lower() for k in keys}]
+        where = f" (row with {', '.join(f'{k}={row[k]}' for k in key_names)})" if key_names else ""
+        name = unquote(row["zipper_file"]).rstrip("/").rsplit("/", 1)[-1]
+        raise InputError(f"{read.description}: file {name}: {columns}{where}", table=table, ds=read.ds or ds)
