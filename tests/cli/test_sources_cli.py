@@ -46,5 +46,5 @@ def test_landing_zone_merge_and_a_refused_change_file(tmp_path):
     assert refused["exit"] == 1
     lines = refused["stderr"].strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("zipper: error: dw.emp 2024-01-02: landing zone ")
-    assert "__rowMarker__ values other than 0 insert, 1 update, 2 delete, 4 upsert: 7 in 00000000000000000002.parquet row 1" in lines[0]
+    assert "__rowMarker__ values other than 0 insert, 1 update, 2 delete, 4 upsert: 7 in 00000000000000000002.parquet row 2" in lines[0]
     assert refused["after"] == refused["before"] == first["after"]

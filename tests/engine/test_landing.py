@@ -235,11 +235,11 @@ def test_bad_change_files_fail_naming_the_file(spark, zone):
     keys_only = pa.schema([("__rowMarker__", pa.int32()), ("EmployeeID", pa.string())])
 
     zone.write(2, [(0, "C", "x"), (3, "A", "y")])
-    with pytest.raises(InputError, match=r"__rowMarker__ values other than 0 insert, 1 update, 2 delete, 4 upsert: 3 in 00000000000000000002.parquet row 1"):
+    with pytest.raises(InputError, match=r"__rowMarker__ values other than 0 insert, 1 update, 2 delete, 4 upsert: 3 in 00000000000000000002.parquet row 2"):
         merge.merge_date(spark, zone.spec, day(2))
     text_marker = pa.schema([("__rowMarker__", pa.string()), ("EmployeeID", pa.string()), ("EmployeeLocation", pa.string())])
     zone.write(2, [("0", "C", "x"), ("X", "A", "y")], text_marker)
-    with pytest.raises(InputError, match=r"__rowMarker__ values other than .*: X in 00000000000000000002.parquet row 1"):
+    with pytest.raises(InputError, match=r"__rowMarker__ values other than .*: X in 00000000000000000002.parquet row 2"):
         merge.merge_date(spark, zone.spec, day(2))
     zone.write(2, [(2, "A"), (1, "B")], keys_only)
     with pytest.raises(InputError, match=r"file 00000000000000000002.parquet has update or upsert rows .* lacks columns \['employeelocation'\]"):

@@ -357,7 +357,7 @@ def _landing(spark, spec: TableSpec, ds: dt.date, located: sources.Input, table_
     bad = changes.bad_markers(rows, marker=landing.MARKER, written=landing.MARKER_TEXT, file=landing.FILE,
                               row=landing.ROW).limit(5).collect()
     if bad:
-        shown = "; ".join(f"{r['marker'] if r['marker'] is not None else 'NULL'} in {r['file']} row {r['row']}"
+        shown = "; ".join(f"{r['marker'] if r['marker'] is not None else 'NULL'} in {r['file']} row {r['row'] + 1}"
                           for r in bad)
         raise InputError(f"{what} has __rowMarker__ values other than 0 insert, 1 update, 2 delete, 4 upsert: {shown}",
                          **where)
