@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import re
-from functools import reduce
 from dataclasses import dataclass
+from functools import reduce
 from urllib.parse import unquote
 
+from zipper.engine import fs
 from zipper.errors import InputError, ZipperError, java_messages
 
 BAD_RECORD = "_zipper_bad_record"
@@ -36,11 +37,6 @@ class CsvRead:
 _reads: dict[str, tuple[str, CsvRead]] = {}  # normalized path -> (path as listed, how it was read)
 
 
-def _normal(path: str) -> str:
-    """One spelling of a path for Hadoop's (file:/a b) and Spark's messages' (file:///a%20b)."""
-    return re.sub(r"^file:/+", "/", unquote(path.strip()))
-
-
 @dataclass(frozen=True)
 class BadValue:
     ds: str | None  # the date whose input holds it
@@ -52,7 +48,7 @@ def remember(description: str, ds: str | None, paths: list[str], schema, options
         _reads.clear()
     read = CsvRead(description, ds, schema, tuple(sorted(options.items())))
     for path in paths:
-        _reads[_normal(path)] = (path, read)
+        _reads[fs.spelled_alike(path)] = (path, read)
 
 
 @contextlib.contextmanager
@@ -83,9 +79,9 @@ def explain(spark, exc: BaseException, keys: list[str] | tuple[str, ...] = ()) -
     """`<input>: file <name>: column 'c' (type) cannot hold 'v' (row with k=..)`, or None when
     `exc` is not a remembered CSV file's value that does not parse."""
     named = failing_file(exc)
-    if named is None or _normal(named) not in _reads:
+    if named is None or fs.spelled_alike(named) not in _reads:
         return None
-    path, read = _reads[_normal(named)]
+    path, read = _reads[fs.spelled_alike(named)]
     try:
         found = _bad_record(spark, path, read)
     except Exception:  # the diagnosis must never hide the original failure
@@ -136,7 +132,7 @@ def refuse_rounding(spark, paths: list[str], keys, table: str, ds: str | None) -
 
     by_read: dict[CsvRead, list[str]] = {}
     for path in paths:
-        found = _reads.get(_normal(path))
+        found = _reads.get(fs.spelled_alike(path))
         if found is not None:
             by_read.setdefault(found[1], []).append(found[0])
     for read, files in by_read.items():

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 
 @dataclass(frozen=True)
@@ -179,9 +181,12 @@ def name_of(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
 
 
-def is_under(path: str, folder: str) -> bool:
-    """Whether `path` is inside `folder`, however each spells a local path (file:/, file:///, /)."""
-    def plain(p: str) -> str:
-        return (local_path(p) or p).rstrip("/")
+def spelled_alike(path: str) -> str:
+    """One spelling of a path for Hadoop's listings and messages (file:/a b) and Spark's
+    (file:///a%20b): local paths plain, URL escapes decoded."""
+    return re.sub(r"^file:/+", "/", unquote(path.strip()))
 
-    return plain(path).startswith(plain(folder) + "/")
+
+def is_under(path: str, folder: str) -> bool:
+    """Whether `path` is inside `folder`, however each spells it."""
+    return spelled_alike(path).startswith(spelled_alike(folder).rstrip("/") + "/")

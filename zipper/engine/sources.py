@@ -7,7 +7,6 @@ import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
 
 from zipper.engine import csv_values, fs
 from zipper.errors import InputError, SpecError, java_messages, read_failure
@@ -182,11 +181,6 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: 
 _FILE_FILTERS = {"pathglobfilter", "modifiedbefore", "modifiedafter"}
 
 
-def _spelled_alike(path: str) -> str:
-    """One spelling of a path for Hadoop's listing (file:/a b) and Spark's (file:///a%20b)."""
-    return re.sub(r"^file:/+", "/", unquote(path))
-
-
 def _files_spark_reads(spark, df) -> list[str]:
     """The files a scan of `df` reads, as its file index lists them for the scan (which is not
     `inputFiles()`: that lists every file the index found, read or not)."""
@@ -211,16 +205,16 @@ def _refuse_unread_files(spark, located: Input, df, options: dict[str, str]) -> 
     left out without a word."""
     if any(k.lower() in _FILE_FILTERS for k in options):
         return
-    read = {_spelled_alike(p) for p in _files_spark_reads(spark, df)}
-    left_out = [f.path for f in located.files if _spelled_alike(f.path) not in read]
+    read = {fs.spelled_alike(p) for p in _files_spark_reads(spark, df)}
+    left_out = [f.path for f in located.files if fs.spelled_alike(f.path) not in read]
     if not left_out:
         return
     copying = [p for p in left_out if p.endswith(fs.COPYING)]
     if copying:
         raise InputError(f"{located.description} is still being written: {fs.name_of(copying[0])} is being copied in;"
                          " merge it once the copy has finished")
-    roots = sorted((_spelled_alike(p).rstrip("/") for p in located.paths), key=len, reverse=True)
-    first = _spelled_alike(left_out[0])
+    roots = sorted((fs.spelled_alike(p).rstrip("/") for p in located.paths), key=len, reverse=True)
+    first = fs.spelled_alike(left_out[0])
     shown = next((first[len(root) + 1:] for root in roots if first.startswith(root + "/")), fs.name_of(first))
     more = f" and {len(left_out) - 1} more" if len(left_out) > 1 else ""
     partitions = sorted({folder.rsplit("/", 1)[-1] for folder in (p.rsplit("/", 1)[0] for p in read)
