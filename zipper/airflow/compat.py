@@ -21,11 +21,21 @@ if AIRFLOW_3:
         CronDataIntervalTimetable,
         Param,
     )
-    from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
+    from airflow.sdk.exceptions import (
+        AirflowException,
+        AirflowFailException,
+        AirflowNotFoundException,
+        AirflowSensorTimeout,
+    )
 else:
     from airflow import DAG
     from airflow.datasets import Dataset as Asset
-    from airflow.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
+    from airflow.exceptions import (
+        AirflowException,
+        AirflowFailException,
+        AirflowNotFoundException,
+        AirflowSensorTimeout,
+    )
     from airflow.hooks.base import BaseHook
     from airflow.models.baseoperator import BaseOperator
     from airflow.models.param import Param
@@ -49,6 +59,7 @@ __all__ = [
     "AirflowException",
     "AirflowFailException",
     "AirflowNotFoundException",
+    "AirflowSensorTimeout",
     "Asset",
     "BaseHook",
     "BaseOperator",

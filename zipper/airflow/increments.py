@@ -109,10 +109,13 @@ def unfinished_writes(path: str, found: list[str]) -> list[str]:
     `zipper.engine.fs.unfinished_writes`, the merge's own check, which refuses such a folder)."""
     remote = _scheme(path) not in LOCAL_SCHEMES
     fs = _remote_fs(path)[0] if remote else None
-    unfinished = set()
-    for match in found:
+
+    def folder_of(match: str) -> str:
         is_dir = fs.isdir(match) if remote else os.path.isdir(match)
-        folder = match if is_dir else match.rstrip("/").rsplit("/", 1)[0]
+        return match if is_dir else match.rstrip("/").rsplit("/", 1)[0]
+
+    unfinished = set()
+    for folder in {folder_of(match) for match in found}:  # a glob of files names their folder once
         if folder.rstrip("/").rsplit("/", 1)[-1].startswith(UNFINISHED_WRITES):
             unfinished.add(folder)
             continue

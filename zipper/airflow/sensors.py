@@ -8,7 +8,8 @@ from datetime import timedelta
 from typing import Any
 
 from zipper.airflow import environment
-from zipper.airflow.compat import AIRFLOW_3, AirflowException, AirflowFailException, BaseSensorOperator
+from zipper.airflow.compat import (AIRFLOW_3, AirflowException, AirflowFailException, AirflowSensorTimeout,
+                                   BaseSensorOperator)
 from zipper.airflow.increments import ExternalMetastore, Readiness, check_increment
 
 
@@ -66,9 +67,7 @@ class ZipperIncrementSensor(BaseSensorOperator):
         if not self.deferrable or self.poke(context):
             try:
                 return super().execute(context)
-            except AirflowException as exc:
-                if type(exc).__name__ != "AirflowSensorTimeout":
-                    raise
+            except AirflowSensorTimeout as exc:
                 # Airflow's own words name only the run's duration; the page at 3 a.m. should say what is missing
                 checked = increment_ready(self.spec_path, self.ds).checked
                 raise type(exc)(f"the increment of {self.ds} did not land within the sensor's timeout of"

@@ -85,6 +85,12 @@ def refuse_unstorable_names(columns: list[str], spec: TableSpec, ds: str, what: 
                          table=spec.table, ds=ds)
 
 
+def refuse_bad_names(columns: list[str], spec: TableSpec, ds: str, what: str) -> None:
+    """The checks of an input's column names, for every reader (check_shape, the landing zone's)."""
+    refuse_internal_names(columns, spec, ds, what)
+    refuse_unstorable_names(columns, spec, ds, what)
+
+
 def refuse_unwritable_types(df, spec: TableSpec, ds: str, what: str) -> None:
     """A nested type whose field names Spark cannot write back as a type name (`struct<f g:int>`):
     the table's columns are kept as type names, so such a column failed later with an empty
@@ -118,8 +124,7 @@ def check_shape(df, spec: TableSpec, ds: str, what: str) -> None:
     reserved = sorted({spec.begin_column, spec.end_column} & set(df.columns))
     if reserved:
         raise InputError(f"{what} must not contain the table's own columns {reserved}", table=spec.table, ds=ds)
-    refuse_internal_names(df.columns, spec, ds, what)
-    refuse_unstorable_names(df.columns, spec, ds, what)
+    refuse_bad_names(df.columns, spec, ds, what)
     refuse_unwritable_types(df, spec, ds, what)
     missing_keys = [k for k in spec.keys if k not in df.columns]
     if missing_keys:

@@ -13,7 +13,6 @@ import contextlib
 import re
 from dataclasses import dataclass
 from functools import reduce
-from urllib.parse import unquote
 
 from zipper.engine import fs
 from zipper.errors import InputError, ZipperError, java_messages
@@ -157,5 +156,5 @@ def refuse_rounding(spark, paths: list[str], keys, table: str, ds: str | None) -
                             f" rounding it" for i, (f, _) in enumerate(rounded) if row[f"zipper_rounded_{i}"])
         key_names = [f.name for f in read.schema.fields if f.name.lower() in {k.lower() for k in keys}]
         where = f" (row with {', '.join(f'{k}={row[k]}' for k in key_names)})" if key_names else ""
-        name = unquote(row["zipper_file"]).rstrip("/").rsplit("/", 1)[-1]
+        name = fs.name_of(fs.spelled_alike(row["zipper_file"]))
         raise InputError(f"{read.description}: file {name}: {columns}{where}", table=table, ds=read.ds or ds)

@@ -261,8 +261,7 @@ def read(spark, spec: TableSpec, located: sources.Input, ds: dt.date):
             spark_schemas[json.dumps(by_signature[signature])] = spark_schema
         schemas[f.path] = by_signature[signature]
     union = _union_types(schemas, where)
-    conform.refuse_internal_names(list(union), spec, ds.isoformat(), f"landing zone {origin}")
-    conform.refuse_unstorable_names(list(union), spec, ds.isoformat(), f"landing zone {origin}")
+    conform.refuse_bad_names(list(union), spec, ds.isoformat(), f"landing zone {origin}")
     parts = []
     for paths, fields in _groups(schemas).items():
         df = spark.read.schema(spark_schemas[json.dumps(fields)]).parquet(*paths)
