@@ -31,6 +31,7 @@ FIRST = "dim_first"
 DEFERRED = "dim_deferred"
 STUCK = "dim_stuck"  # its second date's increment repeats a key: that run fails
 LATE = "dim_late"  # never unpaused: its sensor is run alone, and times out
+LATE_RUNS = "dim_late_runs"  # scheduled, its increments never land: every sensor times out
 DAG = "zipper_" + BACKFILLED
 
 
@@ -53,6 +54,8 @@ def workspace(tmp_path_factory):
     write_parquet(stuck / "incr" / f"ds={DATES[1]}", [(1, "ann", "Bergen"), (1, "ann", "Lima")])
     write_spec(specs, STUCK, stuck)
     write_spec(specs, LATE, root / "late", end_date=DATES[0],  # its increment never lands
+               airflow={"owner": "data-eng", "retries": 0, "sensor": {"mode": "poke", "poke_interval": 1, "timeout": 3}})
+    write_spec(specs, LATE_RUNS, root / "late_runs", end_date=DATES[1],
                airflow={"owner": "data-eng", "retries": 0, "sensor": {"mode": "poke", "poke_interval": 1, "timeout": 3}})
     return {"root": root, "data": data, "specs": specs, "refs": refs, "warehouse": root / "warehouse",
             "deferred": deferred, "stuck": stuck}
@@ -292,3 +295,21 @@ def test_a_sensor_that_times_out_names_the_increment_it_waited_for(af3, workspac
     assert "new_state=failed" in output  # `tasks test` exits 0 on Airflow 3.3 whatever the task did
     assert (f"the increment of {DATES[0]} did not land within the sensor's timeout of 3 s:"
             f" {workspace['root'] / 'late' / 'incr' / f'ds={DATES[0]}'} (") in output
+
+
+def test_a_run_after_a_sensor_timeout_says_the_previous_increment_never_landed(af3, workspace):
+    """The previous merge is `upstream_failed` when its sensor timed out: the gate says so, in
+    words, rather than a state name that sends the on-call engineer to the wrong task."""
+    dag = f"zipper_{LATE_RUNS}"
+    af3.wait_for_dags([dag])
+    af3.cli("dags", "unpause", dag)
+    af3.wait_until(lambda: [r["state"] for r in af3.dag_runs(dag)] == ["failed", "failed"], 300,
+                   "both runs to fail (no increment ever lands)")
+    assert [t["state"] for t in af3.task_instances(dag, "merge")] == ["upstream_failed", "upstream_failed"]
+    assert [t["state"] for t in af3.task_instances(dag, "wait_for_increment")] == ["failed", "upstream_failed"]
+    logs = af3.home / "logs" / f"dag_id={dag}"
+    gate_log = "".join(p.read_text() for p in logs.glob(f"run_id={af3.dag_runs(dag)[1]['run_id']}"
+                                                            "/task_id=wait_for_previous_date/attempt=*.log"))
+    assert (f"the merge of the previous date {DATES[0]} (run {af3.dag_runs(dag)[0]['run_id']}) did not run:"
+            " its wait_for_increment failed") in gate_log
+    assert f"airflow tasks clear {dag} -s {DATES[0]} -y" in gate_log

@@ -15,7 +15,7 @@ from zipper.airflow.compat import DAG, CronDataIntervalTimetable, Param, make_as
 from zipper.airflow.docs import asset_uri, merge_dag_doc, rerun_dag_doc
 from zipper.airflow.operators import ZipperAuditOperator, ZipperMergeOperator, ZipperRerunOperator
 from zipper.airflow.parse_errors import report_spec_error
-from zipper.airflow.sensors import PreviousDateSensor, ZipperIncrementSensor
+from zipper.airflow.sensors import INCREMENT_TASK, PREVIOUS_DATE_TASK, PreviousDateSensor, ZipperIncrementSensor
 from zipper.errors import SpecError
 from zipper.spec.loader import scan_specs, specs_dir
 from zipper.spec.model import TableSpec
@@ -73,7 +73,7 @@ def build_merge_dag(spec: TableSpec, spec_path: Path, specs: Path):
         doc_md=merge_dag_doc(spec, spec_path, dag_id + "_rerun"),
     ) as dag:
         # first: a run whose previous date failed fails at once instead of holding the run place
-        previous = PreviousDateSensor(task_id="wait_for_previous_date", mode="reschedule", poke_interval=15,
+        previous = PreviousDateSensor(task_id=PREVIOUS_DATE_TASK, mode="reschedule", poke_interval=15,
                                       retries=0)
         merge = ZipperMergeOperator(task_id="merge", depends_on_past=True, **_job_args(spec, specs))
         audit = ZipperAuditOperator(task_id="audit", merge_task_id="merge", table=spec.table, retries=0)
@@ -81,7 +81,7 @@ def build_merge_dag(spec: TableSpec, spec_path: Path, specs: Path):
         if spec.airflow.sensor.enabled:
             sensor = spec.airflow.sensor
             wait = ZipperIncrementSensor(
-                task_id="wait_for_increment",
+                task_id=INCREMENT_TASK,
                 spec_path=str(spec_path),
                 mode="poke" if sensor.mode == "deferrable" else sensor.mode,
                 deferrable=sensor.mode == "deferrable",

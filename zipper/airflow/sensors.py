@@ -86,6 +86,9 @@ class ZipperIncrementSensor(BaseSensorOperator):
         self.log.info("found: %s", event.get("checked"))
 
 
+INCREMENT_TASK = "wait_for_increment"
+PREVIOUS_DATE_TASK = "wait_for_previous_date"
+
 # The previous run's merge has ended without committing its date: waiting for it would hold
 # this run's place (max_active_runs=1) and keep the cleared earlier run from ever starting.
 FAILED_STATES = {"failed", "upstream_failed", "removed"}
@@ -111,15 +114,12 @@ class PreviousDateSensor(BaseSensorOperator):
         if previous is None:
             self.log.info("first run: no earlier date to wait for")
             return True
-        logical, run_id, state, queued_behind = previous
+        logical, run_id, state, queued_behind, failed_upstream = previous
         if state in PASSED_STATES:
             self.log.info("the merge of %s (run %s) is %s", logical, run_id, state)
             return True
         if state in FAILED_STATES:
-            raise AirflowFailException(
-                f"the merge of the previous date {logical} (run {run_id}) is {state}; dates merge in order."
-                f" Fix it, then clear that run and every later one: airflow tasks clear {context['dag'].dag_id}"
-                f" -s {logical} -y (UI: clear its merge task with Upstream and Future)")
+            raise AirflowFailException(_failed_previous(context["dag"].dag_id, logical, run_id, state, failed_upstream))
         if queued_behind:
             dag_id = context["dag"].dag_id
             raise AirflowFailException(
@@ -131,14 +131,29 @@ class PreviousDateSensor(BaseSensorOperator):
         return False
 
 
+def _failed_previous(dag_id: str, logical: str, run_id: str, state: str, failed_upstream: list[str]) -> str:
+    """Why this run stops, and what clears it, from what failed in the previous run."""
+    clear = f"airflow tasks clear {dag_id} -s {logical} -y (UI: clear its merge task with Upstream and Future)"
+    if state == "upstream_failed" and INCREMENT_TASK in failed_upstream:
+        return (f"the merge of the previous date {logical} (run {run_id}) did not run: its {INCREMENT_TASK} failed"
+                f" (its log names the increment it waited for); dates merge in order. Once that increment is"
+                f" there, clear that run and every later one: {clear}")
+    if state == "upstream_failed" and PREVIOUS_DATE_TASK in failed_upstream:
+        return (f"the merge of the previous date {logical} (run {run_id}) did not run: an earlier date has not"
+                f" merged (that run's {PREVIOUS_DATE_TASK} log names it); dates merge in order. Fix the earliest"
+                f" failed date, then clear from it: airflow tasks clear {dag_id} -s <that date> -y")
+    return (f"the merge of the previous date {logical} (run {run_id}) is {state}; dates merge in order."
+            f" Fix it, then clear that run and every later one: {clear}")
+
+
 def _text(value: Any) -> str | None:
     """An Airflow state or run type (an enum, or a string) as its string."""
     return str(value.value if hasattr(value, "value") else value) if value else None
 
 
-def _previous_merge(context: Any, task_id: str) -> tuple[str, str, str | None, bool] | None:
+def _previous_merge(context: Any, task_id: str) -> tuple[str, str, str | None, bool, list[str]] | None:
     """(logical date, run id, state of its merge task, whether that run is queued behind this
-    one) of the run before this one, or None.
+    one, the other tasks of that run that failed) of the run before this one, or None.
 
     Queued behind: the previous run has not started while this one runs, and neither is a
     backfill run (those have their own limit). With one active run per DAG it can only start
@@ -149,16 +164,16 @@ def _previous_merge(context: Any, task_id: str) -> tuple[str, str, str | None, b
         previous = ti.get_previous_dagrun()
         if previous is None:
             return None
-        states = ti.get_task_states(dag_id=ti.dag_id, task_ids=[task_id], run_ids=[previous.run_id])
-        state = (states.get(previous.run_id) or {}).get(task_id)
+        found = ti.get_task_states(dag_id=ti.dag_id, run_ids=[previous.run_id])
+        states = {task: _text(state) for task, state in (found.get(previous.run_id) or {}).items()}
     else:
         run = context["dag_run"]
         previous = type(run).get_previous_dagrun(run)  # a static method on 2.11
         if previous is None:
             return None
-        found = previous.get_task_instance(task_id)
-        state = found.state if found is not None else None
+        states = {found.task_id: _text(found.state) for found in previous.get_task_instances()}
     logical = previous.logical_date.date().isoformat() if getattr(previous, "logical_date", None) else "?"
     runs = (_text(previous.run_type), _text(getattr(context.get("dag_run"), "run_type", None)))
     queued_behind = _text(previous.state) == "queued" and "backfill" not in runs
-    return logical, previous.run_id, _text(state), queued_behind
+    failed = sorted(task for task, state in states.items() if state == "failed" and task != task_id)
+    return logical, previous.run_id, states.get(task_id), queued_behind, failed
