@@ -90,3 +90,30 @@ def test_a_rerun_refuses_a_csv_value_that_does_not_parse_naming_its_column_and_r
     assert lines[0].startswith(f"zipper: error: dw.dim {day(2)}: cannot read file "), lines
     assert f"ds={day(2)}/part-0.csv" in lines[0] and "Malformed CSV record" in lines[0] and "SQLSTATE" not in lines[0]
     assert lines[0].endswith("nothing was changed") and refused["after"] == refused["before"]
+
+
+def test_a_csv_header_that_repeats_a_column_is_one_line_naming_the_file_and_the_column(tmp_path):
+    """Spark renames repeated header names: a merge failed on a header that "does not conform to
+    the schema", a rerun on `columns not in the table ['name1', 'name2']`, naming neither."""
+    incr = tmp_path / "data" / "incr"
+    make_spec(tmp_path, source={"mode": "upsert", "format": "csv", "path": str(incr / "ds={{ ds }}")})
+    write_parquet(tmp_path / "data" / "base", BASE)
+    for k in (1, 2, 3):
+        (incr / f"ds={day(k)}").mkdir(parents=True)
+        (incr / f"ds={day(k)}" / "part-0.csv").write_text(f"id,name,city\n1,n{k},\n")
+    for k in (1, 2):
+        merged = zipper(tmp_path, "merge", "dim", "--ds", day(k))
+        assert merged.returncode == 0, merged.stderr
+
+    (incr / f"ds={day(3)}" / "part-1.csv").write_text("id,name,name\n2,n3,x\n")
+    refused = zipper(tmp_path, "merge", "dim", "--ds", day(3))
+    assert_one_line_error(refused)
+    assert refused.stderr.strip() == (f"zipper: error: dw.dim {day(3)}: increment {incr}/ds={day(3)}: file part-1.csv"
+                                      " has column 'name' more than once in its header")
+
+    (incr / f"ds={day(2)}" / "part-0.csv").write_text("id,Name,name\n1,n9,x\n")  # a replayed date
+    refused = probe(tmp_path, "dw.dim", "rerun", "dim", "--from", day(1))
+    assert refused["exit"] == 1 and refused["after"] == refused["before"]
+    assert refused["stderr"].strip().splitlines() == [
+        f"zipper: error: dw.dim {day(2)}: increment {incr}/ds={day(2)}: file part-0.csv has column 'Name' more than"
+        " once in its header ('Name', 'name': column names are matched in any case)"], refused["stderr"][-3000:]

@@ -58,6 +58,58 @@ def test_a_csv_value_that_does_not_parse_names_its_column_value_file_and_row(spa
     assert state.read_state(spark, t.spec).replay is None
 
 
+def test_a_csv_header_that_repeats_a_column_names_the_file_and_the_column(spark, tmp_path, unique_name):
+    """Spark renames repeated header names (name1, name2), so this failed as a header that "does
+    not conform to the schema", or on a rerun as columns the table lacks, naming neither."""
+    t = TableFixture(tmp_path, unique_name, source={"format": "csv", "options": {"sep": ";"}})
+    t.write_base(spark, [(1, "ann", "Oslo")])
+    merge.init_table(spark, t.spec)
+    for k in (1, 2):
+        t.increment_dir(day(k)).mkdir(parents=True)
+        (t.increment_dir(day(k)) / "part-0.csv").write_text(f"id;name;city\n1;n{k};Oslo\n")
+        merge.merge_date(spark, t.spec, day(k))
+    before = (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec))
+
+    folder = t.increment_dir(day(3))
+    folder.mkdir(parents=True)
+    (folder / "part-0.csv").write_text("id;name;city\n2;bob;Rome\n")
+    (folder / "part-1.csv").write_text('id;name;"name"\n3;cid;Nice\n')  # quoted: the same name
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, t.spec, day(3))
+    assert str(raised.value) == (f"{t.table} {day(3)}: increment {folder}: file part-1.csv has column 'name' more"
+                                 " than once in its header")
+
+    # names differing only in case clash too (zipper matches columns in any case), in every file
+    # the header is the first line neither a comment nor blank, as Spark takes it
+    (folder / "part-0.csv").write_text("# exported\n\nID;city;CITY\n2;Rome;Roma\n")
+    (folder / "part-1.csv").write_text("id;Name;name;city;city\n3;cid;c;Nice;Nizza\n")
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, t.spec.model_copy(update={"source": t.spec.source.model_copy(
+            update={"options": {"sep": ";", "comment": "#"}})}), day(3))
+    assert str(raised.value) == (f"{t.table} {day(3)}: increment {folder}: file part-0.csv has column 'city' more"
+                                 " than once in its header ('city', 'CITY': column names are matched in any case)"
+                                 " (and 1 more file)")
+
+    # a replayed date: the rerun checks every date's input before it changes anything
+    (t.increment_dir(day(2)) / "part-0.csv").write_text("id;Name;name\n1;x;y\n")
+    with pytest.raises(InputError) as raised:
+        replay.rerun(spark, t.spec, day(1))
+    assert str(raised.value) == (f"{t.table} {day(2)}: increment {t.increment_dir(day(2))}: file part-0.csv has column"
+                                 " 'Name' more than once in its header ('Name', 'name': column names are matched in"
+                                 " any case)")
+    assert (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec)) == before
+    assert state.read_state(spark, t.spec).replay is None
+
+    # the first merge of a table without a base, which takes its columns from the input
+    first = TableFixture(tmp_path, unique_name + "_new", base=False, source={"format": "csv"})
+    first.increment_dir(day(1)).mkdir(parents=True)
+    (first.increment_dir(day(1)) / "part-0.csv").write_text("id,name,name\n1,ann,x\n")
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, first.spec, day(1))
+    assert str(raised.value) == (f"{first.table} {day(1)}: increment {first.increment_dir(day(1))}: file part-0.csv"
+                                 " has column 'name' more than once in its header")
+
+
 def test_added_missing_and_widened_columns(spark, tmp_path, unique_name):
     t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, city string, level int")
     t.write_base(spark, [(1, "ann", "Oslo", 1), (2, "bob", None, 1), (3, "cid", "Rome", 1)])

@@ -420,7 +420,10 @@ def first_columns(spark, spec: TableSpec, st, located: sources.Input, ds: dt.dat
     what = f"increment {located.description}"
     if spec.source.mode == "landing_zone":
         return landing.columns_of(spark, spec, located, ds) or None
-    df = sources.read(spark, located, spec.source)
+    try:
+        df = sources.read(spark, located, spec.source)
+    except InputError as exc:  # as read_input does: the reader's errors name neither table nor date
+        raise InputError(exc.detail, **_where(spec, ds)) from None
     if df is None:
         return None
     df = conform.lower_case_columns(df, spec, ds.isoformat(), what)

@@ -168,6 +168,29 @@ def read_text(spark, path: str) -> str:
         stream.close()
 
 
+def first_line(spark, path: str, charset: str = "UTF-8", wanted=lambda line: True,
+               max_bytes: int = 1 << 20) -> str | None:
+    """The first line of a text file that `wanted` accepts (None if none), decompressed as its
+    name says (`.gz`, ...) as Spark's readers do, reading at most `max_bytes` of it: a CSV
+    header without reading the file."""
+    jvm = spark._jvm
+    fs, hpath = _fs(spark, path)
+    closing = fs.open(hpath)
+    try:
+        codec = jvm.org.apache.hadoop.io.compress.CompressionCodecFactory(
+            spark._jsc.hadoopConfiguration()).getCodec(hpath)
+        if codec is not None:
+            closing = codec.createInputStream(closing)
+        bounded = jvm.org.apache.commons.io.input.BoundedInputStream(closing, max_bytes)
+        closing = jvm.java.io.BufferedReader(jvm.java.io.InputStreamReader(bounded, charset))
+        while (line := closing.readLine()) is not None:
+            if wanted(line):
+                return line
+        return None
+    finally:
+        closing.close()
+
+
 def copy(spark, source: str, target: str) -> None:
     """Copy one file (across file systems if need be); the target must not exist."""
     jvm = spark._jvm

@@ -1,0 +1,27 @@
+"""A CSV header's column names as Spark's reader options split them, and the ones it repeats."""
+
+from __future__ import annotations
+
+import pytest
+
+from zipper.engine.sources import header_names, repeated_names
+
+
+@pytest.mark.parametrize("line, options, names", [
+    ("id,name,name", {}, ["id", "name", "name"]),
+    ('id;"na;me";x', {"sep": ";"}, ["id", "na;me", "x"]),
+    ("id\tName", {"Sep": "\\t"}, ["id", "Name"]),  # Spark's spelling of a tab; options in any case
+    ("id\tName", {"delimiter": "\t"}, ["id", "Name"]),
+    ("a||b||a", {"sep": "||"}, ["a", "b", "a"]),  # a separator of several characters
+    ('"a",b', {"quote": ""}, ['"a"', "b"]),  # quoting off
+    ("'a,b',c", {"quote": "'"}, ["a,b", "c"]),
+    ('"a\\"b",c', {}, ['a"b', "c"]),
+])
+def test_header_names_follow_the_reader_options(line, options, names):
+    assert header_names(line, options) == names
+
+
+def test_repeated_names_are_compared_in_any_case_and_empty_names_are_not_names():
+    assert repeated_names(["id", "name", "city"]) == []
+    assert repeated_names(["id", "Name", "name", "city", "CITY", "", ""]) == [["Name", "name"], ["city", "CITY"]]
+    assert repeated_names(["id", "NA", "NA"], null_value="NA") == []  # Spark names them _c1, _c2
