@@ -56,6 +56,10 @@ _SQLSTATE = re.compile(r"\.? *SQLSTATE: \w+\.?$")
 # "[FAILED_READ_FILE.NO_HINT] Encountered error while reading file F.  SQLSTATE: KD001", or with
 # more text after F ("... file F. Could not read footer. Please ensure ...").
 _READ_FILE = re.compile(r"FAILED_READ_FILE[A-Z_.]*\] Encountered error while reading file (\S+?)\.(?:\s|$)")
+# Spark's wrappers of a task's failure ("Job aborted due to stage failure: Task 0 in stage 3.0 failed 1
+# times, most recent failure: Lost task ...", "Exception thrown in awaitResult"): the task's own
+# failure follows them in the chain, and says what failed.
+_WRAPPER = re.compile(r"^(?:[\w.$]+: )?(?:Job aborted due to stage failure|Exception thrown in awaitResult)")
 
 
 def _plain(message: str) -> str:
@@ -78,10 +82,12 @@ def summarize_failure(exc: BaseException, limit: int = 600) -> str:
 
 def read_failure(exc: BaseException, limit: int = 600) -> tuple[str | None, str]:
     """(the file Spark failed reading, as a local path when local; or None) and the reason in one
-    line: for a file, its root cause with the path it repeats said as "it"."""
+    line: for a file, its root cause with the path it repeats said as "it". Spark's job-abort
+    wrappers are left out: the task's failure under them is the message."""
     chain = java_messages(exc)
     if not chain:
         return None, clip((str(exc).strip().splitlines() or [""])[0] or type(exc).__name__, limit)
+    chain = [m for m in chain if not _WRAPPER.match(m.strip())] or chain
     first = _plain(chain[0])
     root = _plain(chain[-1]) if len(chain) > 1 else ""
     read_file = _READ_FILE.search(chain[0])

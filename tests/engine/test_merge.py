@@ -630,6 +630,37 @@ def test_a_truncated_file_among_several_is_named(spark, tmp_path, unique_name):
         merge.merge_date(spark, t.spec, day(1))
 
 
+@pytest.mark.parametrize("fmt", ["orc", "parquet"])
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_a_corrupt_file_among_two_is_named_without_spark_job_abort_text(spark, tmp_path, unique_name, fmt, damage):
+    """ORC reads the files' schemas in a Spark job: a corrupt file failed as "Job aborted due to
+    stage failure: Task 0 in stage ... Exception thrown in awaitResult: ; caused by ...". Garbage
+    with Spark's .crc file beside it fails Hadoop's checksum; a truncated file without, its format."""
+    t = TableFixture(tmp_path, unique_name, source={"format": fmt})
+    t.write_base(spark, [(1, "ann", "Oslo")])
+    folder = t.increment_dir(day(1))
+    spark.createDataFrame([(2, "bob", "Rome"), (3, "cid", "Nice")], t.schema).repartition(2).write.format(fmt) \
+        .save(str(folder))
+    good, bad = sorted(folder.glob("part-*"))
+    data = bad.read_bytes()
+    if damage == "garbage":
+        bad.write_bytes(bytes((7 * i + 3) % 256 for i in range(len(data))))
+    else:
+        for crc in folder.glob(".*.crc"):
+            crc.unlink()
+        bad.write_bytes(data[: len(data) // 2])
+    merge.init_table(spark, t.spec)
+    before = snapshot(spark, t)
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, t.spec, day(1))
+    message = str(raised.value)
+    assert message.startswith(f"{t.table} 2024-01-01: cannot read file {bad.name} of {folder}: "), message
+    reason = message.split(f"{folder}: ", 1)[1]
+    assert not any(noise in reason for noise in ("Job aborted", "stage", "awaitResult", "SparkException")), message
+    assert len(message.splitlines()) == 1
+    assert snapshot(spark, t) == before
+
+
 def test_spark_analysis_errors_log_no_trace_on_stderr(spark, capfd):
     """PySpark logs an analysis error with its JVM trace before raising it; zipper's sessions
     (not --verbose) keep stderr for zipper's own one-line message."""
