@@ -214,7 +214,7 @@ def test_anomalies_are_applied_and_counted_or_fail_with_on_anomaly_error(spark, 
     before = state_of(spark, zone)
     with pytest.raises(InputError) as err:
         merge.merge_date(spark, spec, day(2))
-    assert "(on_anomaly: error): 1 inserts of keys that are open: B" in str(err.value)  # within the day first
+    assert "(on_anomaly: error): 1 insert of a key that is open: B" in str(err.value)  # within the day first
     assert state_of(spark, zone) == before
 
     result = merge.merge_date(spark, zone.spec, day(2))
@@ -222,10 +222,17 @@ def test_anomalies_are_applied_and_counted_or_fail_with_on_anomaly_error(spark, 
                                           "deletes_of_absent_keys", "new", "changed")} == \
         {"anomalies": 5, "inserts_of_open_keys": 3, "updates_of_absent_keys": 1, "deletes_of_absent_keys": 1,
          "new": 1, "changed": 2}
-    assert ("5 anomalies (3 inserts of keys that are open, 1 updates of keys that are not open,"
-            " 1 deletes of keys that are not open)") in result.summary()
+    assert ("5 anomalies (3 inserts of keys that are open, 1 update of a key that is not open,"
+            " 1 delete of a key that is not open)") in result.summary()
     assert [r for r in table_rows(spark, zone.table) if r[-1] == OPEN] == [
         ("A", "y", "2024-01-02", OPEN), ("B", "z", "2024-01-02", OPEN), ("U", "u", "2024-01-02", OPEN)]
+
+    # one of a kind is said in the singular, in the error and in the summary
+    zone.write(3, [(1, "V", "v")])
+    with pytest.raises(InputError) as err:
+        merge.merge_date(spark, spec, day(3))
+    assert str(err.value).endswith("(on_anomaly: error): 1 update of a key that is not open: V"), str(err.value)
+    assert "1 anomaly (1 update of a key that is not open)" in merge.merge_date(spark, zone.spec, day(3)).summary()
 
 
 def test_bad_change_files_fail_naming_the_file(spark, zone):

@@ -24,11 +24,17 @@ ANOMALY_COUNTS = {
     changes.UPDATE_ABSENT: "updates_of_absent_keys",
     changes.DELETE_ABSENT: "deletes_of_absent_keys",
 }
-ANOMALY_TEXT = {
-    changes.INSERT_OPEN: "inserts of keys that are open",
-    changes.UPDATE_ABSENT: "updates of keys that are not open",
-    changes.DELETE_ABSENT: "deletes of keys that are not open",
+ANOMALY_TEXT = {  # (one, several)
+    changes.INSERT_OPEN: ("insert of a key that is open", "inserts of keys that are open"),
+    changes.UPDATE_ABSENT: ("update of a key that is not open", "updates of keys that are not open"),
+    changes.DELETE_ABSENT: ("delete of a key that is not open", "deletes of keys that are not open"),
 }
+
+
+def anomaly_text(problem: str, count: int) -> str:
+    """`1 update of a key that is not open`, `2 updates of keys that are not open`."""
+    one, several = ANOMALY_TEXT[problem]
+    return f"{count} {one if count == 1 else several}"
 
 
 @dataclass
@@ -189,7 +195,7 @@ def _handle_problems(spec: TableSpec, ds: dt.date, what: str, found: dict, again
     if spec.source.mode == "landing_zone":
         anomalies = {p: found[p] for p in ANOMALY_COUNTS if p in found}
         if anomalies and spec.source.anomalies_are_errors:
-            shown = "; ".join(f"{count} {ANOMALY_TEXT[p]}: {key_text(examples, spec.keys)}"
+            shown = "; ".join(f"{anomaly_text(p, count)}: {key_text(examples, spec.keys)}"
                               for p, (count, examples) in anomalies.items())
             raise InputError(f"{what} has changes that do not fit {against} (on_anomaly: error): {shown}", **where)
         counts = {ANOMALY_COUNTS[p]: count for p, (count, _) in anomalies.items()}

@@ -118,9 +118,9 @@ def _notes(c: dict) -> list[str]:
     """What a run reports beyond the version counts: ignored deletes, anomalies, column changes."""
     notes = []
     if c.get("anomalies"):
-        kinds = [f"{c[name]} {text}" for problem, text in dayinput.ANOMALY_TEXT.items()
+        kinds = [dayinput.anomaly_text(problem, c[name]) for problem in dayinput.ANOMALY_TEXT
                  if c.get(name := dayinput.ANOMALY_COUNTS[problem])]
-        notes.append(f"{c['anomalies']} anomalies ({', '.join(kinds)})")
+        notes.append(f"{c['anomalies']} {'anomaly' if c['anomalies'] == 1 else 'anomalies'} ({', '.join(kinds)})")
     elif c.get("deletes_of_absent_keys"):
         notes.append(f"{c['deletes_of_absent_keys']} deletes of keys that were not open (ignored)")
     if "files" in c:
