@@ -110,6 +110,28 @@ def test_a_csv_header_that_repeats_a_column_names_the_file_and_the_column(spark,
                                  " has column 'name' more than once in its header")
 
 
+def test_csv_files_whose_headers_differ_name_the_file_and_both_headers(spark, tmp_path, unique_name):
+    """Spark reads one input's CSV files with one header: a file listing its columns in another
+    order failed as a header that "does not conform to the schema", naming the other file."""
+    t = TableFixture(tmp_path, unique_name, source={"format": "csv"})
+    t.write_base(spark, [(1, "ann", "Oslo")])
+    merge.init_table(spark, t.spec)
+    first = TableFixture(tmp_path, unique_name + "_new", base=False, source={"format": "csv"})
+    for table in (t, first):  # typed by the table, and the first merge of a table without a base
+        folder = table.increment_dir(day(1))
+        folder.mkdir(parents=True)
+        (folder / "part-0.csv").write_text("id,name,city\n1,ann,Rome\n")
+        (folder / "part-1.csv").write_text("id,city,name\n2,Rome,bob\n")
+        with pytest.raises(InputError) as raised:
+            merge.merge_date(spark, table.spec, day(1))
+        assert str(raised.value) == (f"{table.table} {day(1)}: increment {folder}: file part-1.csv has the header"
+                                     " id,city,name, file part-0.csv id,name,city: the CSV files of one input are"
+                                     " read with one header, so each must list the same columns in the same order")
+    assert table_rows(spark, t.table) == [(1, "ann", "Oslo", "2023-12-31", OPEN)]
+    (t.increment_dir(day(1)) / "part-1.csv").write_text("ID,Name,City\n2,bob,Rome\n")  # names in any case
+    assert merge.merge_date(spark, t.spec, day(1)).counts["new"] == 1
+
+
 def test_added_missing_and_widened_columns(spark, tmp_path, unique_name):
     t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, city string, level int")
     t.write_base(spark, [(1, "ann", "Oslo", 1), (2, "bob", None, 1), (3, "cid", "Rome", 1)])

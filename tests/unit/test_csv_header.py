@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zipper.engine.sources import header_names, repeated_names
+from zipper.engine.csv_header import header_names, repeated_names
 
 
 @pytest.mark.parametrize("line, options, names", [

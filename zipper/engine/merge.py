@@ -122,7 +122,8 @@ def _notes(c: dict) -> list[str]:
                  if c.get(name := dayinput.ANOMALY_COUNTS[problem])]
         notes.append(f"{c['anomalies']} {'anomaly' if c['anomalies'] == 1 else 'anomalies'} ({', '.join(kinds)})")
     elif c.get("deletes_of_absent_keys"):
-        notes.append(f"{c['deletes_of_absent_keys']} deletes of keys that were not open (ignored)")
+        n = c["deletes_of_absent_keys"]
+        notes.append(f"{n} {'delete of a key that was' if n == 1 else 'deletes of keys that were'} not open (ignored)")
     if "files" in c:
         notes.append(f"{counted(c['files'], 'landing-zone file')}, {counted(c['source_rows'], 'change')}")
     for key, text in (("columns_added", "columns added"), ("columns_missing", "columns missing (NULL in new versions)"),

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from zipper.engine import csv_values, fs
+from zipper.engine import csv_header, csv_values, fs
 from zipper.errors import InputError, SpecError, java_messages, read_failure
 from zipper.spec.model import BaseSpec, SourceSpec, TableSpec
 from zipper.spec import templates
@@ -153,7 +153,8 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: 
     options = dict(source.options)
     if located.format == "csv":
         what = f"{'base' if isinstance(source, BaseSpec) else 'increment'} {located.description}"
-        _refuse_repeated_header_names(spark, located, options, what)
+        if not any(k.lower() in _FILE_FILTERS for k in options):  # else Spark reads fewer files
+            csv_header.check(spark, [f.path for f in located.files], options, what)
         csv_schema = _csv_schema(spark, located, options, getattr(source, "csv_schema", {}), schema)
         if csv_schema is not None:
             reader = reader.schema(csv_schema)
@@ -207,7 +208,8 @@ def _refuse_unread_files(spark, located: Input, df, options: dict[str, str]) -> 
     if any(k.lower() in _FILE_FILTERS for k in options):
         return
     read = {fs.spelled_alike(p) for p in _files_spark_reads(spark, df)}
-    left_out = [f.path for f in located.files if fs.spelled_alike(f.path) not in read]
+    # empty files are left out by design (no rows to lose)
+    left_out = [f.path for f in located.files if f.size > 0 and fs.spelled_alike(f.path) not in read]
     if not left_out:
         return
     copying = [p for p in left_out if p.endswith(fs.COPYING)]
@@ -257,90 +259,6 @@ def _type_conflicts(spark, located: Input, shown: int = 3) -> str:
     conflicts = [f"{name} is " + ", ".join(f"{kind} in {file}" for kind, file in types.items())
                  for name, types in seen.items() if len(types) > 1]
     return "; ".join(conflicts[:shown])
-
-
-# Two-character spellings Spark's CSV options accept for one character (`sep: '\\t'`).
-_CSV_ESCAPES = {"\\t": "\t", "\\r": "\r", "\\b": "\b", "\\f": "\f", '\\"': '"', "\\'": "'", "\\\\": "\\",
-                "\\u0000": "\0"}
-
-
-def _csv_option(options: dict[str, str], *names: str, default: str) -> str:
-    """A CSV reader option by any of its names (lower case), as given in any case (Spark's
-    options ignore case)."""
-    lowered = {k.lower(): v for k, v in options.items()}
-    return next((lowered[n] for n in names if n in lowered), default)
-
-
-def _csv_chars(value: str) -> str:
-    """`sep`, `quote` or `escape` as the characters Spark takes it for."""
-    return _CSV_ESCAPES.get(value, re.sub(r"\\[trbf\"'\\]", lambda m: _CSV_ESCAPES[m.group(0)], value))
-
-
-def header_names(line: str, options: dict[str, str]) -> list[str] | None:
-    """The column names of a CSV header line, split and unquoted with the reader's `sep`,
-    `quote` and `escape`; None when it does not parse."""
-    import csv
-
-    sep = _csv_chars(_csv_option(options, "sep", "delimiter", default=","))
-    quote = _csv_chars(_csv_option(options, "quote", default='"'))
-    quote = None if quote in ("", "\0") else quote  # Spark's way to turn quoting off
-    escape = _csv_chars(_csv_option(options, "escape", default="\\"))
-    if len(sep) != 1:  # Spark takes a separator of several characters; csv does not
-        return [f[1:-1] if quote and len(f) > 1 and f[0] == f[-1] == quote else f for f in line.split(sep)]
-    try:
-        return next(csv.reader([line], delimiter=sep, quotechar=quote or '"',
-                               quoting=csv.QUOTE_NONE if quote is None else csv.QUOTE_MINIMAL,
-                               escapechar=escape if escape and escape != quote and len(escape) == 1 else None), [])
-    except (csv.Error, TypeError):
-        return None
-
-
-def repeated_names(names: list[str], null_value: str = "") -> list[list[str]]:
-    """The names a header has more than once, compared in any case as zipper matches columns
-    (each as its spellings, in header order); empty names and `nullValue` Spark names `_c<i>`."""
-    seen: dict[str, list[str]] = {}
-    for name in names:
-        if name and name != null_value:
-            seen.setdefault(name.lower(), []).append(name)
-    return [spellings for spellings in seen.values() if len(spellings) > 1]
-
-
-def _refuse_repeated_header_names(spark, located: Input, options: dict[str, str], what: str) -> None:
-    """Spark renames the columns a CSV header repeats (`id,name,name` reads as id, name1, name2,
-    `Name,name` too), so the input failed later as columns the table lacks or a header that "does
-    not conform to the schema", naming neither. Each file's header line is read (not the file)."""
-    if _csv_option(options, "header", default="true").lower() != "true" or any(
-            k.lower() in _FILE_FILTERS for k in options):
-        return
-    charset = _csv_option(options, "encoding", "charset", default="UTF-8")
-    comment = _csv_option(options, "comment", default="")
-    line_sep = _csv_option(options, "linesep", default="")
-    null_value = _csv_option(options, "nullvalue", default="")
-
-    def is_header(line: str) -> bool:  # Spark's header is the first line not blank nor a comment
-        return bool(line.strip()) and not (comment and line.startswith(comment))
-
-    offending = []
-    for f in located.files:
-        try:
-            line = fs.first_line(spark, f.path, charset, is_header)
-        except Exception:  # unreadable: Spark's own read says why
-            continue
-        names = header_names(line.split(line_sep)[0] if line_sep else line, options) if line is not None else None
-        repeated = repeated_names(names or [], null_value)
-        if repeated:
-            offending.append((f.path, repeated))
-    if not offending:
-        return
-    path, repeated = offending[0]
-    shown = ", ".join(repr(spellings[0]) for spellings in repeated[:5]) + (" ..." if len(repeated) > 5 else "")
-    cases = [list(dict.fromkeys(spellings)) for spellings in repeated if len(set(spellings)) > 1]
-    in_case = (f" ({'; '.join(', '.join(map(repr, c)) for c in cases[:3])}: column names are matched in any case)"
-               if cases else "")
-    others = len(offending) - 1
-    more = f" (and {others} more file{'s' if others > 1 else ''})" if others else ""
-    raise InputError(f"{what}: file {fs.name_of(path)} has column{'s' if len(repeated) > 1 else ''} {shown} more than"
-                     f" once in its header{in_case}{more}")
 
 
 def _csv_schema(spark, located: Input, options: dict[str, str], declared: dict[str, str], table_schema):

@@ -1,0 +1,114 @@
+"""The column names a CSV header repeats, found from each file's first line.
+
+Spark renames the columns a CSV header repeats (`id,name,name` reads as id, name1, name2, and
+`Name,name` too), so such an input failed later as columns the table lacks, or as a header that
+"does not conform to the schema", naming neither the file nor the column."""
+
+from __future__ import annotations
+
+import csv
+import re
+
+from zipper.engine import fs
+from zipper.errors import InputError
+
+# Two-character spellings Spark's CSV options accept for one character (`sep: '\\t'`).
+_CSV_ESCAPES = {"\\t": "\t", "\\r": "\r", "\\b": "\b", "\\f": "\f", '\\"': '"', "\\'": "'", "\\\\": "\\",
+                "\\u0000": "\0"}
+
+
+def _csv_option(options: dict[str, str], *names: str, default: str) -> str:
+    """A CSV reader option by any of its names (lower case), as given in any case (Spark's
+    options ignore case)."""
+    lowered = {k.lower(): v for k, v in options.items()}
+    return next((lowered[n] for n in names if n in lowered), default)
+
+
+def _csv_chars(value: str) -> str:
+    """`sep`, `quote` or `escape` as the characters Spark takes it for."""
+    return _CSV_ESCAPES.get(value, re.sub(r"\\[trbf\"'\\]", lambda m: _CSV_ESCAPES[m.group(0)], value))
+
+
+def header_names(line: str, options: dict[str, str]) -> list[str] | None:
+    """The column names of a CSV header line, split and unquoted with the reader's `sep`,
+    `quote` and `escape`; None when it does not parse."""
+    sep = _csv_chars(_csv_option(options, "sep", "delimiter", default=","))
+    quote = _csv_chars(_csv_option(options, "quote", default='"'))
+    quote = None if quote in ("", "\0") else quote  # Spark's way to turn quoting off
+    escape = _csv_chars(_csv_option(options, "escape", default="\\"))
+    if len(sep) != 1:  # Spark takes a separator of several characters; csv does not
+        return [f[1:-1] if quote and len(f) > 1 and f[0] == f[-1] == quote else f for f in line.split(sep)]
+    try:
+        return next(csv.reader([line], delimiter=sep, quotechar=quote or '"',
+                               quoting=csv.QUOTE_NONE if quote is None else csv.QUOTE_MINIMAL,
+                               escapechar=escape if escape and escape != quote and len(escape) == 1 else None), [])
+    except (csv.Error, TypeError):
+        return None
+
+
+def repeated_names(names: list[str], null_value: str = "") -> list[list[str]]:
+    """The names a header has more than once, compared in any case as zipper matches columns
+    (each as its spellings, in header order); empty names and `nullValue` Spark names `_c<i>`."""
+    seen: dict[str, list[str]] = {}
+    for name in names:
+        if name and name != null_value:
+            seen.setdefault(name.lower(), []).append(name)
+    return [spellings for spellings in seen.values() if len(spellings) > 1]
+
+
+def check(spark, paths: list[str], options: dict[str, str], what: str) -> None:
+    """Fail naming the first file whose header repeats a name, or whose columns are not the first
+    file's in the same order (Spark then refuses the file as a header that "does not conform to
+    the schema", naming another file at times). Reads each file's header line only."""
+    if _csv_option(options, "header", default="true").lower() != "true":
+        return
+    headers = _headers(spark, paths, options)
+    _refuse_repeated(headers, _csv_option(options, "nullvalue", default=""), what)
+    _refuse_different(headers, what)
+
+
+def _headers(spark, paths: list[str], options: dict[str, str]) -> list[tuple[str, list[str]]]:
+    """(file, its header's names) of each file whose header line reads and parses."""
+    charset = _csv_option(options, "encoding", "charset", default="UTF-8")
+    comment = _csv_option(options, "comment", default="")
+    line_sep = _csv_option(options, "linesep", default="")
+
+    def is_header(line: str) -> bool:  # Spark's header is the first line not blank nor a comment
+        return bool(line.strip()) and not (comment and line.startswith(comment))
+
+    headers = []
+    for path in paths:
+        try:
+            line = fs.first_line(spark, path, charset, is_header)
+        except Exception:  # unreadable: Spark's own read says why
+            continue
+        names = header_names(line.split(line_sep)[0] if line_sep else line, options) if line is not None else None
+        if names:
+            headers.append((path, names))
+    return headers
+
+
+def _refuse_repeated(headers: list[tuple[str, list[str]]], null_value: str, what: str) -> None:
+    offending = [(path, repeated) for path, names in headers if (repeated := repeated_names(names, null_value))]
+    if not offending:
+        return
+    path, repeated = offending[0]
+    shown = ", ".join(repr(spellings[0]) for spellings in repeated[:5]) + (" ..." if len(repeated) > 5 else "")
+    cases = [list(dict.fromkeys(spellings)) for spellings in repeated if len(set(spellings)) > 1]
+    in_case = (f" ({'; '.join(', '.join(map(repr, c)) for c in cases[:3])}: column names are matched in any case)"
+               if cases else "")
+    others = len(offending) - 1
+    more = f" (and {others} more file{'s' if others > 1 else ''})" if others else ""
+    raise InputError(f"{what}: file {fs.name_of(path)} has column{'s' if len(repeated) > 1 else ''} {shown} more than"
+                     f" once in its header{in_case}{more}")
+
+
+def _refuse_different(headers: list[tuple[str, list[str]]], what: str) -> None:
+    if not headers:
+        return
+    first_path, first = headers[0]
+    for path, names in headers[1:]:
+        if [n.lower() for n in names] != [n.lower() for n in first]:
+            raise InputError(f"{what}: file {fs.name_of(path)} has the header {','.join(names)}, file"
+                             f" {fs.name_of(first_path)} {','.join(first)}: the CSV files of one input are read"
+                             " with one header, so each must list the same columns in the same order")
