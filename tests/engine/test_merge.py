@@ -263,13 +263,13 @@ def test_an_unreadable_single_file_is_named(spark, users):
     assert str(err.value).startswith(f"{users.table} 2024-01-01: cannot read file part-0.orc of {folder}: ")
 
 
-@pytest.mark.parametrize("fmt", ["orc"])  # a zero-byte Parquet file is refused as not a Parquet file
+@pytest.mark.parametrize("fmt", ["orc", "csv"])  # a zero-byte Parquet file is refused as not a Parquet file
 def test_an_empty_file_beside_the_data_is_no_file_left_out(spark, users, fmt):
     """Spark skips zero-byte files (they hold no rows): not a file it would leave out unsaid."""
     spec = users.spec.model_copy(update={"source": users.spec.source.model_copy(update={"format": fmt})})
     merge.init_table(spark, spec)
     folder = users.increment_dir(day(1))
-    spark.createDataFrame([(1, "ann", "Rome")], users.schema).write.format(fmt).save(str(folder))
+    spark.createDataFrame([(1, "ann", "Rome")], users.schema).write.format(fmt).option("header", "true").save(str(folder))
     (folder / f"part-99999.{fmt}").write_bytes(b"")
     result = merge.merge_date(spark, spec, day(1))
     assert (result.counts["changed"], result.counts["open_after"]) == (1, 3)
