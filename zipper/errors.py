@@ -120,9 +120,11 @@ def _local(path: str) -> str:
 
 
 def _as_it(reason: str, path: str) -> str:
-    """"RuntimeException: file:/d/f.parquet is not a Parquet file" -> "it is not a Parquet file"."""
-    pattern = r"^(?:[A-Z][\w$]*: )?(?:file:)?/*" + re.escape(path.lstrip("/")) + r"(?=\s)"
-    return re.sub(pattern, "it", reason, count=1)
+    """"RuntimeException: file:/d/f.parquet is not a Parquet file" -> "it is not a Parquet file";
+    the path further on as the file's name ("Checksum error: f.orc at 0"): the line names it already."""
+    spelled = r"(?:file:)?/*" + re.escape(path.lstrip("/"))
+    reason = re.sub(r"^(?:[A-Z][\w$]*: )?" + spelled + r"(?=\s)", "it", reason, count=1)
+    return re.sub(spelled + r"(?=[\s:,.;)]|$)", path.rstrip("/").rsplit("/", 1)[-1], reason)
 
 
 def _unquoted(read_file: re.Match) -> str:
