@@ -77,6 +77,8 @@ def test_inclusive_style_closes_the_day_before(tmp_path):
          "key 'source.schema.tags': 'array<string>': a CSV column holds one value"),
         (("begin_column: begin_dt", "begin_column: end_dt"), "key 'end_column': begin_column and end_column must differ"),
         (("open_end: '9999-12-31'", "open_end: '2024-06-01'"), "key 'open_end': open_end 2024-06-01 must be after every run date"),
+        (("open_end: '9999-12-31'\nend_style: exclusive", "open_end: '2024-12-30'\nend_style: inclusive"),
+         "key 'open_end': open_end 2024-12-30 must be on or after every run date (inclusive) (the last is 2024-12-31)"),
         (("track_columns: all", "track_columns: all\non_past_date: ask"), "key 'on_past_date': Input should be 'replay' or 'error'"),
         (("track_columns: all", "track_columns: [zipper_op]"),
          "key 'track_columns': ['zipper_op']: names starting with 'zipper_' are reserved for zipper's own columns"),
@@ -385,3 +387,12 @@ def test_find_spec_matches_a_name_written_in_any_case(tmp_path):
     write(tmp_path, EXAMPLE.replace("name: dim_user", "name: Dim_User"))
     path, spec = find_spec("Dim_User", tmp_path)
     assert spec.name == "dim_user" and find_spec("dim_user", tmp_path)[0] == path
+
+
+def test_an_inclusive_table_may_run_on_open_end_itself(tmp_path):
+    """Its versions closed that day end the day before: the load agrees with the run's own check."""
+    text = EXAMPLE.replace("open_end: '9999-12-31'", "open_end: '2024-12-31'").replace(
+        "end_style: exclusive", "end_style: inclusive")
+    spec = load_spec_file(write(tmp_path, text))
+    assert spec.end_date == spec.open_end == dt.date(2024, 12, 31)
+    assert spec.closed_end(spec.end_date) < spec.open_end

@@ -281,8 +281,9 @@ class TableSpec(_Strict):
         if self.end_date and self.end_date < self.start_date:
             raise KeyValueError("end_date", f"end_date {self.end_date} is before start_date {self.start_date}")
         last = self.end_date or self.start_date
-        if self.open_end <= last:
-            raise KeyValueError("open_end", f"open_end {self.open_end} must be after every run date (the last is {last})")
+        if self.closed_end(last) >= self.open_end:  # as plan.check_in_schedule, for the last date
+            after = "after every run date" if self.end_style == "exclusive" else "on or after every run date (inclusive)"
+            raise KeyValueError("open_end", f"open_end {self.open_end} must be {after} (the last is {last})")
         if self.source.mode == "cdc" and self.source.operation_column in set(self.keys) | reserved | {self.source.sequence_by}:
             raise KeyValueError("source.op_column", f"source.op_column {self.source.operation_column!r} may not be a key, sequence or reserved column")
         if self.source.sequence_by in set(self.keys) | reserved:
