@@ -48,4 +48,4 @@ bench-startup: setup
 	.venv/bin/python bench/bench_startup.py
 
 clean:
-	rm -rf warehouse demo_data airflow_home
+	rm -rf warehouse demo_data airflow_home airflow_home2
