@@ -80,7 +80,7 @@ def setup(home: Path, force: bool = False, api_port: int = DEFAULT_PORT, env: di
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m zipper.airflow.home", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m zipper.airflow.home", description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--airflow-home", help="default: $AIRFLOW_HOME, else <repo>/airflow_home")
     parser.add_argument("--force", action="store_true", help="render airflow.cfg again even if it exists")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="API server / webserver port")
