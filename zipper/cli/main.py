@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verbs.add_parser("status", parents=[common], help="committed state as JSON")
     p.add_argument("name")
-    p.add_argument("--recent", type=int, default=10, help="how many recent commits to list")
+    p.add_argument("--recent", type=int, default=10, help="how many recent commits to list (default 10)")
 
     p = verbs.add_parser("slice", parents=[common], help="the table as of a date")
     p.add_argument("name")
