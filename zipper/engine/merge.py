@@ -552,14 +552,6 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
     faults.checkpoint("before_publish")
 
     changed_columns = day.column_changes
-    if changed_columns.widened:
-        try:
-            catalog.require_unchanged(spark, spec, st.open_run, ds_text)  # not widened for a run that cannot publish
-        except catalog.ConcurrentChange:
-            fs.delete(spark, run_root)
-            raise
-        wider = dict((name, new) for name, _, new in changed_columns.widened)
-        catalog.alter_data_columns(spark, spec, [(name, wider.get(name, kind)) for name, kind in table_columns])
     now = state.utc_now_iso()
     open_params = {k: v for k, v in st.open_partition.params.items() if k.startswith("zipper.init_")}
     open_params.update(
@@ -577,6 +569,10 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
     commit = state.Commit(ds_text, run_id, now, day.located.fingerprint, summary, summary["closed"], closed_end,
                           consumed.record(day.located.fingerprint) if consumed is not None else None)
     try:
+        if changed_columns.widened:
+            catalog.require_unchanged(spark, spec, st.open_run, ds_text)  # not widened for a run that cannot publish
+            wider = dict((name, new) for name, _, new in changed_columns.widened)
+            catalog.alter_data_columns(spark, spec, [(name, wider.get(name, kind)) for name, kind in table_columns])
         catalog.repoint(
             spark,
             spec,
