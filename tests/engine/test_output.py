@@ -32,3 +32,37 @@ def test_every_column_type_is_written_as_json_and_csv(spark, tmp_path):
     output.write_rows(df, "csv", str(out), "dw.dim")
     assert out.read_text() == ('id,raw,days,m,st,d,flag,p\n'
                                '1,AP8=,"[""2024-01-02""]","{""1"": ""a""}","{""a"": 1, ""b"": [1.5]}",NaN,true,1.50\n')
+
+
+def test_decimals_are_plain_text_at_their_scale(spark, tmp_path):
+    """Python's `str` of a Decimal turned small values into exponents (`1.23E-8`, `0E-10`): the
+    text must be what Spark SQL shows, at the column's scale, nested values included."""
+    df = spark.sql(
+        "SELECT CAST('0.0000000123' AS decimal(38,10)) AS a, CAST(0 AS decimal(20,10)) AS z,"
+        " CAST('-0.0000000001' AS decimal(38,10)) AS n, array(CAST('0.00000001' AS decimal(10,8))) AS arr")
+    out = tmp_path / "rows.csv"
+    output.write_rows(df, "csv", str(out), "dw.dim")
+    assert out.read_text() == 'a,z,n,arr\n0.0000000123,0.0000000000,-0.0000000001,"[""0.00000001""]"\n'
+    output.write_rows(df, "json", str(tmp_path / "rows.json"), "dw.dim")
+    assert json.loads((tmp_path / "rows.json").read_text()) == {
+        "a": "0.0000000123", "z": "0.0000000000", "n": "-0.0000000001", "arr": ["0.00000001"]}
+
+
+def test_timestamps_are_the_session_time_zone_whatever_the_process_time_zone(spark, tmp_path, monkeypatch, capsys):
+    """PySpark renders a collected timestamp in the Python process's local time zone (`TZ`), not
+    the session's (UTC): with TZ=America/New_York the slice said 2024-03-09T21:30 for 02:30 UTC."""
+    import time
+
+    df = spark.sql("SELECT TIMESTAMP'2024-03-10 02:30:00.123456' AS ts, array(TIMESTAMP'1900-01-01 00:00:00') AS arr,"
+                   " named_struct('at', TIMESTAMP'2024-11-03 01:30:00') AS st")
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        output.write_rows(df, "json", str(tmp_path / "rows.json"), "dw.dim")
+        output.print_table(df)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert json.loads((tmp_path / "rows.json").read_text()) == {
+        "ts": "2024-03-10T02:30:00.123456", "arr": ["1900-01-01T00:00:00"], "st": {"at": "2024-11-03T01:30:00"}}
+    assert "2024-03-10T02:30:00.123456" in capsys.readouterr().out

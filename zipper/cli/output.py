@@ -48,6 +48,37 @@ def _text(value) -> str:
     return str(plain)
 
 
+def _collected_type(data_type):
+    """The type a value is collected as: a decimal as Spark's text of it (plain notation at the
+    column's scale, where Python's `str` of a Decimal writes `1.23E-8` or `0E-10`), a timestamp as
+    its wall clock in the session's time zone (PySpark renders timestamps in the local time zone
+    of the Python process, whatever the session says), inside arrays, maps and structs too."""
+    from pyspark.sql import types as T
+
+    if isinstance(data_type, T.DecimalType):
+        return T.StringType()
+    if isinstance(data_type, T.TimestampType):
+        return T.TimestampNTZType()
+    if isinstance(data_type, T.ArrayType):
+        return T.ArrayType(_collected_type(data_type.elementType), data_type.containsNull)
+    if isinstance(data_type, T.MapType):
+        return T.MapType(_collected_type(data_type.keyType), _collected_type(data_type.valueType),
+                         data_type.valueContainsNull)
+    if isinstance(data_type, T.StructType):
+        return T.StructType([T.StructField(f.name, _collected_type(f.dataType), f.nullable) for f in data_type.fields])
+    return data_type
+
+
+def as_collected(df):
+    """`df` with decimals and timestamps cast as `_collected_type` says, so the rows written as
+    text are the values Spark SQL shows for the same query (the Parquet output keeps the types)."""
+    columns = []
+    for field in df.schema.fields:
+        collected = _collected_type(field.dataType)
+        columns.append(df[field.name] if collected == field.dataType else df[field.name].cast(collected).alias(field.name))
+    return df.select(*columns)
+
+
 def _csv_field(value) -> str:
     """NULL is an empty field and an empty string a quoted one (`""`), as Spark's CSV writer
     does, so the two stay apart when the file is read back."""
@@ -80,6 +111,7 @@ def write_rows(df, fmt: str, out: str | None, table: str) -> None:
             raise InputError(f"--out {out} already exists; give a new directory", table=table)
         df.write.mode("errorifexists").parquet(out)
         return
+    df = as_collected(df)
     columns = df.columns
     with _target(out) as handle:
         if fmt == "csv":
@@ -93,6 +125,7 @@ def write_rows(df, fmt: str, out: str | None, table: str) -> None:
 
 
 def print_table(df, noun: tuple[str, str] = ("row", "rows")) -> None:
+    df = as_collected(df)
     rows = [[("NULL" if v is None else _text(v)) for v in row] for row in df.collect()]
     header = df.columns
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
