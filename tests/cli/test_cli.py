@@ -51,6 +51,10 @@ def test_spec_and_argument_errors_need_no_spark(workspace, tmp_path):
     result = zipper(workspace, "merge", "nosuch", "--ds", day(1))
     assert_one_line_error(result, "no spec named 'nosuch'")
 
+    # argparse's own usage error; a negative count listed every commit but the oldest
+    result = zipper(workspace, "status", "dim", "--recent", "-1")
+    assert result.returncode == 2 and "argument --recent: '-1': commits cannot be negative" in result.stderr
+
 
 def test_init_merge_inspect_and_errors(workspace):
     result = zipper(workspace, "init", "dim")

@@ -526,6 +526,9 @@ def test_status_slice_and_vacuum(spark, users):
     report = inspect.status(spark, users.spec)
     assert report["last_committed"] == "2024-01-03" and report["open_rows"] == 3 and report["closed_rows"] == 3
     assert [c["ds"] for c in report["recent_commits"]] == ["2024-01-03", "2024-01-02", "2024-01-01"]
+    # `--recent 0` listed every commit (commits[-0:])
+    assert [[c["ds"] for c in inspect.status(spark, users.spec, n)["recent_commits"]] for n in (0, 1)] == [
+        [], ["2024-01-03"]]
     assert [p["end"] for p in report["partitions"]] == [OPEN, "2024-01-01", "2024-01-02", "2024-01-03"]
     assert [r.city for r in inspect.slice_as_of(spark, users.spec, day(2)).where("id = 2").collect()] == ["Lyon"]
     with pytest.raises(StateError, match="only committed up to 2024-01-03"):

@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verbs.add_parser("status", parents=[common], help="committed state as JSON")
     p.add_argument("name")
-    p.add_argument("--recent", type=int, default=10, help="how many recent commits to list (default 10)")
+    p.add_argument("--recent", type=_commit_count, default=10, help="how many recent commits to list (default 10)")
 
     p = verbs.add_parser("slice", parents=[common], help="the table as of a date")
     p.add_argument("name")
@@ -95,14 +95,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _non_negative(text: str) -> int:
+def _non_negative(text: str, unit: str = "days") -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of days") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of {unit}") from None
     if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: days cannot be negative")
+        raise argparse.ArgumentTypeError(f"{text!r}: {unit} cannot be negative")
     return value
+
+
+def _commit_count(text: str) -> int:
+    """`status --recent`: a negative count listed every commit but the oldest few."""
+    return _non_negative(text, "commits")
 
 
 def parse_date(value: str | None, flag: str, table: str) -> dt.date | None:

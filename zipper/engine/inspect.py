@@ -56,8 +56,8 @@ def status(spark, spec: TableSpec, recent: int = 10) -> dict:
         "recent_commits": [
             {"ds": c.ds, "run_id": c.run_id, "committed_at": c.committed_at, "fingerprint": c.fingerprint,
              "counts": c.counts}
-            for c in commits[-recent:]
-        ][::-1],
+            for c in commits[::-1][:max(recent, 0)]  # not commits[-recent:]: -0 is 0, which lists them all
+        ],
     }
 
 
