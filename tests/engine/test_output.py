@@ -66,3 +66,39 @@ def test_timestamps_are_the_session_time_zone_whatever_the_process_time_zone(spa
     assert json.loads((tmp_path / "rows.json").read_text()) == {
         "ts": "2024-03-10T02:30:00.123456", "arr": ["1900-01-01T00:00:00"], "st": {"at": "2024-11-03T01:30:00"}}
     assert "2024-03-10T02:30:00.123456" in capsys.readouterr().out
+
+
+def test_a_failed_write_leaves_out_as_it_was(spark, tmp_path):
+    """A slice that fails half-way (here `raise_error`; in life an unreadable file of the table)
+    truncated an existing --out CSV and left an empty Parquet folder that refused the retry."""
+    import pytest
+
+    failing = spark.sql("SELECT id, IF(id = 3, raise_error('unreadable'), 'x') AS v FROM range(5)")
+    out = tmp_path / "slice.csv"
+    out.write_text("yesterday's slice\n")
+    for fmt in ("csv", "json"):
+        with pytest.raises(Exception, match="unreadable"):
+            output.write_rows(failing, fmt, str(out), "dw.dim")
+        assert out.read_text() == "yesterday's slice\n"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["slice.csv"]
+    with pytest.raises(Exception, match="unreadable"):
+        output.write_rows(failing, "parquet", str(tmp_path / "pq"), "dw.dim")
+    assert not (tmp_path / "pq").exists()
+
+
+def test_out_paths_that_cannot_be_written_are_one_clear_error(spark, tmp_path):
+    import pytest
+
+    from zipper.errors import InputError
+
+    df = spark.sql("SELECT 1 AS id")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(InputError, match=r"^dw.dim: --out .*/folder: cannot write the file: Is a directory$"):
+        output.write_rows(df, "csv", str(tmp_path / "folder"), "dw.dim")
+    with pytest.raises(InputError, match=r"^dw.dim: --out .*/file/x.csv: cannot write the file: Not a directory$"):
+        output.write_rows(df, "json", str(tmp_path / "file" / "x.csv"), "dw.dim")
+    with pytest.raises(InputError, match=r"^dw.dim: --out .*/file/pq/x: .*/file is a file, not a directory$"):
+        output.write_rows(df, "parquet", str(tmp_path / "file" / "pq" / "x"), "dw.dim")
+    output.write_rows(df, "parquet", str(tmp_path / "new" / "pq"), "dw.dim")  # missing folders are made
+    assert (tmp_path / "new" / "pq" / "_SUCCESS").exists()

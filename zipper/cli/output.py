@@ -6,8 +6,10 @@ import base64
 import contextlib
 import datetime as dt
 import decimal
+import errno
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -95,25 +97,60 @@ def _csv_line(values) -> str:
 
 
 @contextlib.contextmanager
-def _target(out: str | None):
+def _target(out: str | None, table: str):
+    """stdout, or a file written beside --out and renamed onto it once every row is in: a slice
+    that fails half-way (an unreadable file of the table) leaves no truncated file, and an
+    existing --out as it was."""
     if out is None:
         yield sys.stdout
-    else:
-        with open(out, "w", newline="", encoding="utf-8") as handle:
+        return
+    target = Path(out)
+    partial = target.parent / f".{target.name}.{os.getpid()}.partial"
+    try:
+        if target.is_dir():
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        handle = open(partial, "w", newline="", encoding="utf-8")
+    except OSError as exc:  # Python's `[Errno 21] Is a directory: 'x'` did not say which option
+        raise InputError(f"--out {out}: cannot write the file: {exc.strerror}", table=table) from None
+    try:
+        with handle:
             yield handle
+        os.replace(partial, target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+def _blocked_parent(out: str) -> Path | None:
+    """The nearest existing folder above a new local --out that is a file, not a folder (Spark
+    would fail with its own exception's name)."""
+    for parent in Path(out).absolute().parents:
+        if parent.exists():
+            return None if parent.is_dir() else parent
+    return None
 
 
 def write_rows(df, fmt: str, out: str | None, table: str) -> None:
     if fmt == "parquet":
         if not out:
             raise InputError("--format parquet needs --out DIR", table=table)
-        if Path(out).exists():  # local paths; Spark's own refusal speaks of a save mode zipper has no flag for
+        from zipper.engine import fs
+
+        # Spark's own refusal speaks of a save mode zipper has no flag for
+        if Path(out).exists() or fs.exists(df.sparkSession, out):
             raise InputError(f"--out {out} already exists; give a new directory", table=table)
-        df.write.mode("errorifexists").parquet(out)
+        blocked = _blocked_parent(out)
+        if blocked:
+            raise InputError(f"--out {out}: {blocked} is a file, not a directory", table=table)
+        try:
+            df.write.mode("errorifexists").parquet(out)
+        except BaseException:
+            fs.delete(df.sparkSession, out)  # the folder a failed write leaves would refuse the next try
+            raise
         return
     df = as_collected(df)
     columns = df.columns
-    with _target(out) as handle:
+    with _target(out, table) as handle:
         if fmt == "csv":
             handle.write(_csv_line(columns))
             for row in df.toLocalIterator():
