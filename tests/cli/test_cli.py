@@ -120,6 +120,24 @@ def test_init_merge_inspect_and_errors(workspace):
     assert seen["partitions"] == [day(1), OPEN]
 
 
+def test_a_slice_that_cannot_read_the_table_names_the_date_and_keeps_out(workspace):
+    """A Spark failure of `slice` named the table but not its --as-of date, and truncated --out."""
+    status = json.loads(zipper(workspace, "status", "dim").stdout)
+    closed = next(p for p in status["partitions"] if p["end"] == day(1))["location"].removeprefix("file:")
+    (part,) = [p for p in os.scandir(closed) if p.name.endswith(".parquet")]
+    saved = open(part.path, "rb").read()
+    out = workspace / "kept.csv"
+    out.write_text("yesterday\n")
+    try:
+        open(part.path, "wb").write(b"garbage")
+        result = zipper(workspace, "slice", "dim", "--as-of", "2023-12-31", "--out", str(out))
+    finally:
+        open(part.path, "wb").write(saved)
+    assert_one_line_error(result, "dw.dim 2023-12-31: cannot read file ", "it is not a Parquet file")
+    assert out.read_text() == "yesterday\n" and sorted(os.listdir(workspace)).count("kept.csv") == 1
+    assert not [name for name in os.listdir(workspace) if name.endswith(".partial")]
+
+
 def test_reads_name_the_warehouse_and_check_key_values(workspace, tmp_path):
     elsewhere = tmp_path / "typo"
     result = zipper(workspace, "status", "dim", "--warehouse", str(elsewhere))

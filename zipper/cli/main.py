@@ -286,8 +286,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # Spark, Java and I/O failures
         if args.verbose:
             traceback.print_exc()
-        where = " ".join(filter(None, [runner.spec.table if runner else None,
-                                       getattr(args, "ds", None) or getattr(args, "first", None)]))
+        # the date the verb is about: a slice's --as-of too (a Spark failure reading it)
+        when = getattr(args, "ds", None) or getattr(args, "first", None) or getattr(args, "as_of", None)
+        where = " ".join(filter(None, [runner.spec.table if runner else None, when]))
         hint = "" if args.verbose else " (run with --verbose for the full trace)"
         from zipper.runtime.session import SessionSettings
 
