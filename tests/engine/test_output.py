@@ -102,3 +102,12 @@ def test_out_paths_that_cannot_be_written_are_one_clear_error(spark, tmp_path):
         output.write_rows(df, "parquet", str(tmp_path / "file" / "pq" / "x"), "dw.dim")
     output.write_rows(df, "parquet", str(tmp_path / "new" / "pq"), "dw.dim")  # missing folders are made
     assert (tmp_path / "new" / "pq" / "_SUCCESS").exists()
+
+
+def test_table_rows_stay_on_one_line(spark, capsys):
+    """`history`'s default table: a line break in a value split its row over several lines."""
+    df = spark.createDataFrame([(1, "line1\nline2\r\nend", "a\tb\\c", None)], "id bigint, s string, t string, n string")
+    output.print_table(df, noun=("version", "versions"))
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4 and lines[-1] == "(1 version)"
+    assert lines[2].split() == ["1", "line1\\nline2\\r\\nend", "a\\tb\\\\c", "NULL"]

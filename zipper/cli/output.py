@@ -161,9 +161,19 @@ def write_rows(df, fmt: str, out: str | None, table: str) -> None:
                                         allow_nan=False) + "\n")
 
 
+_CELL_ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
+
+
+def _cell(value) -> str:
+    """One value of the aligned table on one line: a line break in a text value split its row
+    and pushed the later columns under the first, so breaks and tabs are written `\\n`, `\\r`, `\\t`
+    (and a backslash `\\\\`)."""
+    return "NULL" if value is None else _text(value).translate(_CELL_ESCAPES)
+
+
 def print_table(df, noun: tuple[str, str] = ("row", "rows")) -> None:
     df = as_collected(df)
-    rows = [[("NULL" if v is None else _text(v)) for v in row] for row in df.collect()]
+    rows = [[_cell(v) for v in row] for row in df.collect()]
     header = df.columns
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
     line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
