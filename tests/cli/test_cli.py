@@ -138,6 +138,25 @@ def test_a_slice_that_cannot_read_the_table_names_the_date_and_keeps_out(workspa
     assert not [name for name in os.listdir(workspace) if name.endswith(".partial")]
 
 
+def test_vacuum_names_what_it_removes_and_keeps_what_partitions_use(workspace):
+    """The summary said only how many directories went (`would remove 1 directories`), so a dry
+    run previewed nothing an on-call engineer could check."""
+    versions = workspace / "warehouse" / "dw.db" / "dim" / "versions"
+    stale = versions / "20200101T000000.000000Z-0ld0ld"
+    (stale / "zipper_slot=open").mkdir(parents=True)
+    (stale / "zipper_slot=open" / "part-0.parquet").write_bytes(b"12345")
+    live_before = sorted(p["location"] for p in json.loads(zipper(workspace, "status", "dim").stdout)["partitions"])
+    for flags, verb in ((["--dry-run"], "would remove"), ([], "removed")):
+        result = zipper(workspace, "vacuum", "dim", *flags)
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        assert lines[0] == f"dw.dim: {verb} file:{stale} (5 bytes)"
+        assert lines[-1].startswith(f"dw.dim: {verb} 1 directories (5 bytes), kept ") and len(lines) == 2
+    assert not stale.exists()
+    live_after = sorted(p["location"] for p in json.loads(zipper(workspace, "status", "dim").stdout)["partitions"])
+    assert live_after == live_before and all(os.path.isdir(p.removeprefix("file:")) for p in live_after)
+
+
 def test_reads_name_the_warehouse_and_check_key_values(workspace, tmp_path):
     elsewhere = tmp_path / "typo"
     result = zipper(workspace, "status", "dim", "--warehouse", str(elsewhere))

@@ -247,6 +247,8 @@ class Runner:
 
         report = vacuum.vacuum(self.spark, self.spec, self.args.retention_days, self.args.dry_run)
         verb = "would remove" if report["dry_run"] else "removed"
+        for item in report["removed"]:  # what went (or would go): a dry run is a preview of exactly this
+            print(f"{report['table']}: {verb} {item['directory']} ({item['bytes']} bytes)")
         young = f", {report['kept_young']} of them younger than an hour" if report.get("kept_young") else ""
         print(f"{report['table']}: {verb} {len(report['removed'])} directories ({report['removed_bytes']} bytes),"
               f" kept {report['kept']}{young}; retention {report['retention_days']} days")
