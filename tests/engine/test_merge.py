@@ -519,6 +519,31 @@ def test_check_reports_a_duplicated_open_key(spark, users):
     assert duplicates["examples"] == [{"id": 1, "versions": 2}]
 
 
+def test_check_names_a_duplicated_timestamp_key_as_the_session_shows_it(spark, tmp_path, unique_name, monkeypatch):
+    """check's examples took PySpark's rendering of a timestamp key, in the local time zone of the
+    Python process: with TZ=America/New_York it named 2024-03-09 21:30:00, a key that does not exist."""
+    import time
+
+    schema = "at timestamp, amount decimal(20,10), v string"
+    t = TableFixture(tmp_path, unique_name, keys=("at", "amount"), schema=schema)
+    rows = spark.sql("SELECT TIMESTAMP'2024-03-10 02:30:00' AS at, CAST('0.0000000123' AS decimal(20,10)) AS amount,"
+                     " 'a' AS v")
+    rows.write.parquet(str(t.data / "base"))
+    merge.init_table(spark, t.spec)
+    st = state.read_state(spark, t.spec)
+    rows.selectExpr("*", f"'{st.init_ds}' AS begin_dt").write.mode("append").parquet(st.open_partition.location)
+    catalog.refresh(spark, t.spec)
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        report = check.run_checks(spark, t.spec)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    duplicates = next(c for c in report["checks"] if c["check"] == "open_duplicate_keys")
+    assert duplicates["examples"] == [{"at": "2024-03-10 02:30:00", "amount": "0.0000000123", "versions": 2}]
+
+
 def test_status_slice_and_vacuum(spark, users):
     for n, city in ((1, "Paris"), (2, "Lyon"), (3, "Nice")):
         users.write_increment(spark, day(n), [(2, "bob", city)])

@@ -13,7 +13,7 @@ EXAMPLES = 20
 
 
 def _rows(df, limit: int = EXAMPLES) -> tuple[int, list[dict]]:
-    examples = [r.asDict() for r in df.limit(limit).collect()]
+    examples = [r.asDict() for r in inspect.as_collected(df.limit(limit)).collect()]  # keys as history takes them
     count = len(examples) if len(examples) < limit else df.count()
     return count, [{k: (v if isinstance(v, (int, float, type(None))) else str(v)) for k, v in e.items()} for e in examples]
 

@@ -122,3 +122,35 @@ def history(spark, spec: TableSpec, key: dict[str, str]):
         "history.sql", table=spec.table, keys=spec.keys, begin_column=spec.begin_column, end_column=spec.end_column
     )
     return spark.sql(query, args={f"key{i}": key[k] for i, k in enumerate(spec.keys)})
+
+
+def _collected_type(data_type):
+    """The type a value is collected as: a decimal as Spark's text of it (plain notation at the
+    column's scale, where Python's `str` of a Decimal writes `1.23E-8` or `0E-10`), a timestamp as
+    its wall clock in the session's time zone (PySpark renders timestamps in the local time zone
+    of the Python process, whatever the session says), inside arrays, maps and structs too."""
+    from pyspark.sql import types as T
+
+    if isinstance(data_type, T.DecimalType):
+        return T.StringType()
+    if isinstance(data_type, T.TimestampType):
+        return T.TimestampNTZType()
+    if isinstance(data_type, T.ArrayType):
+        return T.ArrayType(_collected_type(data_type.elementType), data_type.containsNull)
+    if isinstance(data_type, T.MapType):
+        return T.MapType(_collected_type(data_type.keyType), _collected_type(data_type.valueType),
+                         data_type.valueContainsNull)
+    if isinstance(data_type, T.StructType):
+        return T.StructType([T.StructField(f.name, _collected_type(f.dataType), f.nullable) for f in data_type.fields])
+    return data_type
+
+
+def as_collected(df):
+    """`df` with decimals and timestamps cast as `_collected_type` says, so rows collected to be
+    written as text show the values Spark SQL shows for the same query (slice and history in CSV,
+    JSON or a table, check's examples; slice's Parquet output keeps the types)."""
+    columns = []
+    for field in df.schema.fields:
+        collected = _collected_type(field.dataType)
+        columns.append(df[field.name] if collected == field.dataType else df[field.name].cast(collected).alias(field.name))
+    return df.select(*columns)
