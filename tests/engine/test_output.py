@@ -111,3 +111,14 @@ def test_table_rows_stay_on_one_line(spark, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 4 and lines[-1] == "(1 version)"
     assert lines[2].split() == ["1", "line1\\nline2\\r\\nend", "a\\tb\\\\c", "NULL"]
+
+
+def test_floats_are_written_as_spark_shows_them(spark, tmp_path):
+    """A float column came out as the exact value of the float (0.10000000149011612 for 0.1)."""
+    df = spark.sql("SELECT CAST(0.1 AS float) AS f, array(CAST(1.1 AS float)) AS arr, CAST('NaN' AS float) AS nan,"
+                   " CAST(0.1 AS double) AS d")
+    out = tmp_path / "rows.csv"
+    output.write_rows(df, "csv", str(out), "dw.dim")
+    assert out.read_text() == 'f,arr,nan,d\n0.1,[1.1],NaN,0.1\n'
+    output.write_rows(df, "json", str(tmp_path / "rows.json"), "dw.dim")
+    assert json.loads((tmp_path / "rows.json").read_text()) == {"f": 0.1, "arr": [1.1], "nan": "NaN", "d": 0.1}
