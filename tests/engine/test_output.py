@@ -85,6 +85,13 @@ def test_a_failed_write_leaves_out_as_it_was(spark, tmp_path):
         output.write_rows(failing, "parquet", str(tmp_path / "pq"), "dw.dim")
     assert not (tmp_path / "pq").exists()
 
+    # a link is written through to its file, whose permissions stay
+    out.chmod(0o640)
+    link = tmp_path / "latest.csv"
+    link.symlink_to(out)
+    output.write_rows(spark.sql("SELECT 1 AS id"), "csv", str(link), "dw.dim")
+    assert link.is_symlink() and out.read_text() == "id\n1\n" and out.stat().st_mode & 0o777 == 0o640
+
 
 def test_out_paths_that_cannot_be_written_are_one_clear_error(spark, tmp_path):
     import pytest

@@ -10,6 +10,7 @@ import errno
 import json
 import math
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -74,12 +75,14 @@ def _target(out: str | None, table: str):
     if out is None:
         yield sys.stdout
         return
-    target = Path(out)
+    target = Path(os.path.realpath(out))  # through a link to its file, as writing to it would
     partial = target.parent / f".{target.name}.{os.getpid()}.partial"
     try:
         if target.is_dir():
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
         handle = open(partial, "w", newline="", encoding="utf-8")
+        if target.exists():
+            shutil.copymode(target, partial)  # the file replaced keeps its permissions
     except OSError as exc:  # Python's `[Errno 21] Is a directory: 'x'` did not say which option
         raise InputError(f"--out {out}: cannot write the file: {exc.strerror}", table=table) from None
     try:
