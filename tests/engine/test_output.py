@@ -91,6 +91,7 @@ def test_a_failed_write_leaves_out_as_it_was(spark, tmp_path):
     link.symlink_to(out)
     output.write_rows(spark.sql("SELECT 1 AS id"), "csv", str(link), "dw.dim")
     assert link.is_symlink() and out.read_text() == "id\n1\n" and out.stat().st_mode & 0o777 == 0o640
+    output.write_rows(spark.sql("SELECT 1 AS id"), "json", "/dev/null", "dw.dim")  # not a file: written as it is
 
 
 def test_out_paths_that_cannot_be_written_are_one_clear_error(spark, tmp_path):

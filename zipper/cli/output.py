@@ -75,6 +75,10 @@ def _target(out: str | None, table: str):
     if out is None:
         yield sys.stdout
         return
+    if os.path.exists(out) and not os.path.isfile(out) and not os.path.isdir(out):  # /dev/stdout, a FIFO
+        with open(out, "w", newline="", encoding="utf-8") as handle:
+            yield handle
+        return
     target = Path(os.path.realpath(out))  # through a link to its file, as writing to it would
     partial = target.parent / f".{target.name}.{os.getpid()}.partial"
     try:
