@@ -151,7 +151,7 @@ def test_vacuum_names_what_it_removes_and_keeps_what_partitions_use(workspace):
         assert result.returncode == 0, result.stderr
         lines = result.stdout.splitlines()
         assert lines[0] == f"dw.dim: {verb} file:{stale} (5 bytes)"
-        assert lines[-1].startswith(f"dw.dim: {verb} 1 directories (5 bytes), kept ") and len(lines) == 2
+        assert lines[-1].startswith(f"dw.dim: {verb} 1 directory (5 bytes), kept ") and len(lines) == 2
     assert not stale.exists()
     live_after = sorted(p["location"] for p in json.loads(zipper(workspace, "status", "dim").stdout)["partitions"])
     assert live_after == live_before and all(os.path.isdir(p.removeprefix("file:")) for p in live_after)

@@ -250,7 +250,8 @@ class Runner:
         for item in report["removed"]:  # what went (or would go): a dry run is a preview of exactly this
             print(f"{report['table']}: {verb} {item['directory']} ({item['bytes']} bytes)")
         young = f", {report['kept_young']} of them younger than an hour" if report.get("kept_young") else ""
-        print(f"{report['table']}: {verb} {len(report['removed'])} directories ({report['removed_bytes']} bytes),"
+        n = len(report["removed"])
+        print(f"{report['table']}: {verb} {n} director{'y' if n == 1 else 'ies'} ({report['removed_bytes']} bytes),"
               f" kept {report['kept']}{young}; retention {report['retention_days']} days")
         return 0
 
