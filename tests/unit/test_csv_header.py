@@ -9,6 +9,7 @@ from zipper.engine.csv_header import header_names, repeated_names
 
 @pytest.mark.parametrize("line, options, names", [
     ("id,name,name", {}, ["id", "name", "name"]),
+    ("\ufeffid,name", {}, ["id", "name"]),  # a byte order mark (Excel's UTF-8 export) before the first name
     ('id;"na;me";x', {"sep": ";"}, ["id", "na;me", "x"]),
     ("id\tName", {"Sep": "\\t"}, ["id", "Name"]),  # Spark's spelling of a tab; options in any case
     ("id\tName", {"delimiter": "\t"}, ["id", "Name"]),

@@ -1,8 +1,9 @@
-"""The column names a CSV header repeats, found from each file's first line.
+"""CSV headers Spark would misread, found from each file's first line.
 
 Spark renames the columns a CSV header repeats (`id,name,name` reads as id, name1, name2, and
-`Name,name` too), so such an input failed later as columns the table lacks, or as a header that
-"does not conform to the schema", naming neither the file nor the column."""
+`Name,name` too), and reads one input's files with one header; such an input failed later as
+columns the table lacks, or as a header that "does not conform to the schema", naming neither
+the column nor, at times, the file."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def _csv_chars(value: str) -> str:
 
 def header_names(line: str, options: dict[str, str]) -> list[str] | None:
     """The column names of a CSV header line, split and unquoted with the reader's `sep`,
-    `quote` and `escape`; None when it does not parse."""
+    `quote` and `escape`; None when it does not parse. A byte order mark is not part of a name."""
+    line = line.removeprefix("\ufeff")
     sep = _csv_chars(_csv_option(options, "sep", "delimiter", default=","))
     quote = _csv_chars(_csv_option(options, "quote", default='"'))
     quote = None if quote in ("", "\0") else quote  # Spark's way to turn quoting off
