@@ -93,10 +93,16 @@ def explain(spark, exc: BaseException, keys: list[str] | tuple[str, ...] = ()) -
     if not bad:
         return None
     columns = "; ".join(f"column {name!r} ({kind}) cannot hold {value!r}" for name, kind, value in bad[:5])
-    key_names = [f.name for f in read.schema.fields if f.name.lower() in {k.lower() for k in keys}]
+    key_names = _key_names(read, keys)
     row = ", ".join(f"{k}={typed[k] if typed[k] is not None else fields.get(k)}" for k in key_names)
     where = f" (row with {row})" if row else f" (record {typed[BAD_RECORD][:200]!r})"
     return BadValue(read.ds, f"{read.description}: file {path.rsplit('/', 1)[-1]}: {columns}{where}")
+
+
+def _key_names(read: CsvRead, keys) -> list[str]:
+    """The file's names of the key columns (spelled as its header spells them)."""
+    lowered = {k.lower() for k in keys}
+    return [f.name for f in read.schema.fields if f.name.lower() in lowered]
 
 
 def _bad_record(spark, path: str, read: CsvRead):
@@ -154,7 +160,7 @@ def refuse_rounding(spark, paths: list[str], keys, table: str, ds: str | None) -
         row = bad[0]
         columns = "; ".join(f"column {f.name!r} ({f.dataType.simpleString()}) cannot hold {row[f.name]!r} without"
                             f" rounding it" for i, (f, _) in enumerate(rounded) if row[f"zipper_rounded_{i}"])
-        key_names = [f.name for f in read.schema.fields if f.name.lower() in {k.lower() for k in keys}]
+        key_names = _key_names(read, keys)
         where = f" (row with {', '.join(f'{k}={row[k]}' for k in key_names)})" if key_names else ""
         name = fs.name_of(fs.spelled_alike(row["zipper_file"]))
         raise InputError(f"{read.description}: file {name}: {columns}{where}", table=table, ds=read.ds or ds)

@@ -153,7 +153,7 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: 
     options = dict(source.options)
     if located.format == "csv":
         what = f"{'base' if isinstance(source, BaseSpec) else 'increment'} {located.description}"
-        if not any(k.lower() in _FILE_FILTERS for k in options):  # else Spark reads fewer files
+        if not _filters_files(options):  # else Spark reads fewer files than the folder holds
             csv_header.check(spark, [f.path for f in located.files], options, what)
         csv_schema = _csv_schema(spark, located, options, getattr(source, "csv_schema", {}), schema)
         if csv_schema is not None:
@@ -183,6 +183,10 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: 
 _FILE_FILTERS = {"pathglobfilter", "modifiedbefore", "modifiedafter"}
 
 
+def _filters_files(options: dict[str, str]) -> bool:
+    return any(k.lower() in _FILE_FILTERS for k in options)  # Spark's options ignore case
+
+
 def _files_spark_reads(spark, df) -> list[str]:
     """The files a scan of `df` reads, as its file index lists them for the scan (which is not
     `inputFiles()`: that lists every file the index found, read or not)."""
@@ -205,7 +209,7 @@ def _refuse_unread_files(spark, located: Input, df, options: dict[str, str]) -> 
     partition folders (`name=value`): Spark then reads only the files inside those; nor the
     files of other subfolders; nor a file still being copied in (`._COPYING_`). Each would be
     left out without a word."""
-    if any(k.lower() in _FILE_FILTERS for k in options):
+    if _filters_files(options):
         return
     read = {fs.spelled_alike(p) for p in _files_spark_reads(spark, df)}
     # empty files are left out by design (no rows to lose)
