@@ -1,4 +1,10 @@
-"""One exception type for every problem a user can fix; the CLI prints it as one line."""
+"""One exception type for every problem a user can fix; the CLI prints it as one line.
+
+`final` says whether another try of the same run would fail the same way (a bad spec, input
+that breaks the rules): a scheduler then fails the task at once instead of retrying it. Input
+that is not there yet, or that could not be read, may be there or readable on the next try."""
+
+from __future__ import annotations
 
 import re
 import urllib.parse
@@ -6,6 +12,8 @@ import urllib.parse
 
 class ZipperError(Exception):
     """A user-facing failure: bad spec, bad input, wrong table state."""
+
+    final = False  # another try may succeed: the table's state or the files may change meanwhile
 
     def __init__(self, message: str, *, table: str | None = None, ds: str | None = None):
         self.table = table
@@ -17,17 +25,41 @@ class ZipperError(Exception):
         where = " ".join(part for part in (self.table, self.ds) if part)
         return f"{where}: {self.detail}" if where else self.detail
 
+    def reworded(self, detail: str, *, table: str | None = None, ds: str | None = None) -> ZipperError:
+        """The same kind of error (and so the same `final`) with another message: for a caller
+        that adds the table, the date or what it was doing."""
+        return type(self)(detail, table=table, ds=ds)
+
 
 class SpecError(ZipperError):
     """A spec file that does not validate."""
 
+    final = True
+
 
 class InputError(ZipperError):
-    """An increment or base that violates the rules (null or duplicate keys, bad columns)."""
+    """An increment or base that violates the rules (null or duplicate keys, bad columns): the
+    same files fail the same way on every try."""
+
+    final = True
+
+
+class MissingInputError(InputError):
+    """The input is not there, or not whole, yet: not found, still being written, a numbered
+    file missing. A later try may find it (the sensor may be disabled)."""
+
+    final = False
+
+
+class UnreadableInputError(InputError):
+    """Spark or the file system failed reading the input: the cause may pass (an I/O failure)."""
+
+    final = False
 
 
 class StateError(ZipperError):
-    """The table is not in a state that allows the requested operation."""
+    """The table is not in a state that allows the requested operation. Not final: a state can
+    change between tries (another run publishing, a missing date merged meanwhile)."""
 
 
 class AuditError(ZipperError):

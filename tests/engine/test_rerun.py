@@ -120,14 +120,17 @@ def test_bad_inputs_and_a_failed_restore_audit_change_nothing(spark, tmp_path, u
     build(spark, t, {n: DAYS[n] for n in (1, 2)})
     t.write_increment(spark, day(2), [(1, "ann", "Tromso")])
     before = snapshot(spark, t)
-    with pytest.raises(InputError, match=r"2024-01-03: increments missing for 2024-01-03, 2024-01-04 \(increment not"):
+    with pytest.raises(InputError, match=r"2024-01-03: increments missing for 2024-01-03, 2024-01-04 \(increment not") as missing:
         replay.rerun(spark, t.spec, day(1), day(4))
+    assert not missing.value.final  # another try may find them
     t.write_increment(spark, day(3), [(4, "dan", "Nice"), (4, "dan", "Rome")])
-    with pytest.raises(InputError, match=r"2024-01-03: increment .*ds=2024-01-03 has keys \['id'\] more than once: 4"):
+    with pytest.raises(InputError, match=r"2024-01-03: increment .*ds=2024-01-03 has keys \['id'\] more than once: 4") as bad:
         replay.rerun(spark, t.spec, day(1), day(3))
+    assert bad.value.final  # the same files fail the same way
     t.write_increment(spark, day(3), [(4, "dan", 7)], "id bigint, name string, city int")
-    with pytest.raises(InputError, match="2024-01-03: increment .* column 'city' has type int"):
+    with pytest.raises(InputError, match="2024-01-03: increment .* column 'city' has type int") as bad:
         replay.rerun(spark, t.spec, day(2), day(3))
+    assert bad.value.final
     with pytest.raises(StateError, match="merge the missing dates first: 2024-01-03"):
         replay.rerun(spark, t.spec, day(4))
     with pytest.raises(StateError, match="before the spec's start_date 2024-01-01"):
@@ -205,8 +208,9 @@ def test_a_crash_mid_replay_leaves_a_consistent_table_and_the_same_command_resum
 
     # A merge whose own input is missing fails before it resumes the replay, and says so.
     with pytest.raises(InputError, match=r"2024-01-05: increment not found: .*; the interrupted replay of"
-                                         r" 2024-01-03\.\.2024-01-04 was not resumed"):
+                                         r" 2024-01-03\.\.2024-01-04 was not resumed") as missing:
         merge.merge_date(spark, t.spec, day(5))
+    assert not missing.value.final
     st = state.read_state(spark, t.spec)
     assert st.last_committed == day(2) and (st.replay.first, st.replay.last) == (day(3), day(4))
     assert table_rows(spark, t.table) == model_rows(t, {n: changed[n] for n in (1, 2)})

@@ -42,7 +42,7 @@ def read_input(spark, spec: TableSpec, located, source, table_columns: list[tupl
     try:
         df = sources.read(spark, located, source, schema, ds=ds)
     except InputError as exc:
-        raise InputError(exc.detail, table=spec.table, ds=ds) from None
+        raise exc.reworded(exc.detail, table=spec.table, ds=ds) from None
     if df is None:
         return None
     df = lower_case_columns(df, spec, ds, what)

@@ -14,7 +14,7 @@ import secrets
 from dataclasses import dataclass, field
 
 from zipper.engine import audit, changes, conform, fs, landing, sources
-from zipper.errors import InputError
+from zipper.errors import InputError, MissingInputError
 from zipper.spec.model import TableSpec
 
 MAX_LISTED_KEYS = 20
@@ -261,7 +261,7 @@ def prepare(spark, spec: TableSpec, st, ds: dt.date, located: sources.Input, tab
         return _landing(spark, spec, ds, landing.keep(spark, located, run_root), table_columns, run_root)
     what = f"increment {located.description}"
     if located.empty and mode == "snapshot":
-        raise InputError(f"snapshot {located.description} has no files; an empty source must still be a file"
+        raise MissingInputError(f"snapshot {located.description} has no files; an empty source must still be a file"
                          " with its columns (every open key would be closed)", **_where(spec, ds))
     if located.empty and located.format != "table":
         return _empty(spec, located, table_columns)
@@ -429,7 +429,7 @@ def first_columns(spark, spec: TableSpec, st, located: sources.Input, ds: dt.dat
     try:
         df = sources.read(spark, located, spec.source)
     except InputError as exc:  # as read_input does: the reader's errors name neither table nor date
-        raise InputError(exc.detail, **_where(spec, ds)) from None
+        raise exc.reworded(exc.detail, **_where(spec, ds)) from None
     if df is None:
         return None
     df = conform.lower_case_columns(df, spec, ds.isoformat(), what)

@@ -8,7 +8,7 @@ import datetime as dt
 from zipper.engine import conform, sources, transforms
 from zipper.engine.plan import describe_dates
 from zipper.engine.rebuild_transforms import DS, dated
-from zipper.errors import InputError
+from zipper.errors import InputError, MissingInputError, ZipperError
 from zipper.spec.model import TableSpec
 
 MAX_LISTED_KEYS = 20
@@ -22,14 +22,20 @@ def locate_dates(spark, spec: TableSpec, dates: list[dt.date], st=None) -> dict[
         try:
             located[day] = sources.locate_increment(spark, spec, st, day)
         except InputError as exc:
-            failed.append((day, exc.detail))
+            failed.append((day, exc))
     if failed:
-        raise InputError(
-            f"increments missing for {describe_dates([d for d, _ in failed])} ({failed[0][1]}); nothing was changed",
+        missing, first = describe_dates([d for d, _ in failed]), failed[0][1]
+        raise _retried_first([exc for _, exc in failed]).reworded(
+            f"increments missing for {missing} ({first.detail}); nothing was changed",
             table=spec.table,
             ds=failed[0][0].isoformat(),
         )
     return located
+
+
+def _retried_first(errors: list[ZipperError]) -> ZipperError:
+    """The error that says what several say together: one that another try may fix, if any."""
+    return next((e for e in errors if not e.final), errors[0])
 
 
 def read_as_table(spark, spec: TableSpec, located: sources.Input, source, table_columns: list[tuple[str, str]],
@@ -57,7 +63,8 @@ def read_base(spark, spec: TableSpec, table_columns: list[tuple[str, str]], init
         return None, "empty"
     located = sources.locate(spark, spec, spec.base, init_ds, "base")
     if located.empty and located.format != "table":
-        raise InputError(f"base at {located.description} has no files", table=spec.table, ds=init_ds.isoformat())
+        raise MissingInputError(f"base at {located.description} has no files", table=spec.table,
+                                ds=init_ds.isoformat())
     return read_as_table(spark, spec, located, spec.base, table_columns, init_ds, "base"), located.fingerprint
 
 

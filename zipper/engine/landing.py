@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, replace
 
 from zipper.engine import catalog, conform, fs, sources, state
-from zipper.errors import InputError, summarize_failure
+from zipper.errors import InputError, MissingInputError, UnreadableInputError, summarize_failure
 from zipper.spec.model import TableSpec
 
 METADATA = "_metadata.json"
@@ -108,8 +108,8 @@ def resolve_keys(spark, spec: TableSpec) -> TableSpec:
     folder = folder_of(spec, spec.start_date)
     keys = key_columns(spark, folder, spec)
     if keys is None:
-        raise InputError(f"the spec has no keys and {folder}/{METADATA} is missing; give `keys:` or keyColumns",
-                         table=spec.table)
+        raise MissingInputError(f"the spec has no keys and {folder}/{METADATA} is missing; give `keys:` or"
+                                " keyColumns", table=spec.table)
     return spec.with_keys(keys)
 
 
@@ -173,7 +173,8 @@ def require_folder(spark, spec: TableSpec, ds: dt.date) -> str:
     """The table's landing-zone folder for `ds`; fails before anything is changed if it is missing."""
     folder = folder_of(spec, ds)
     if not fs.exists(spark, folder):
-        raise InputError(f"landing zone not found: {folder}; nothing was changed", table=spec.table, ds=ds.isoformat())
+        raise MissingInputError(f"landing zone not found: {folder}; nothing was changed", table=spec.table,
+                                ds=ds.isoformat())
     return folder
 
 
@@ -200,8 +201,8 @@ def locate(spark, spec: TableSpec, st, ds: dt.date) -> sources.Input:
         missing = sorted(set(range(last + 1, new[-1] + 1)) - set(new))
         if missing:
             shown = ", ".join(file_name(n) for n in missing[:5]) + (f" ... ({len(missing)} files)" if len(missing) > 5 else "")
-            raise InputError(f"landing zone {folder}: numbering has a gap after {file_name(last) if last else 'the start'}:"
-                             f" missing {shown}", **where)
+            raise MissingInputError(f"landing zone {folder}: numbering has a gap after"
+                                    f" {file_name(last) if last else 'the start'}: missing {shown}", **where)
     files = [numbered[n] for n in new]
     modified = max([f.modified_ms for f in files] + [(previous or {}).get("modified_ms") or 0])
     consumed = Consumed(folder, last + 1, new[-1] if new else last,
@@ -236,11 +237,12 @@ def keep(spark, located: sources.Input, run_root: str) -> sources.Input:
         try:
             fs.copy(spark, f.path, f"{kept}/{fs.name_of(f.path)}")
         except Exception as exc:
-            raise InputError(f"cannot copy {f.path} from the landing zone: {summarize_failure(exc, 200)}") from None
+            raise UnreadableInputError(f"cannot copy {f.path} from the landing zone:"
+                                       f" {summarize_failure(exc, 200)}") from None
     files = numbered_files(spark, kept)
     copied = tuple((fs.name_of(f.path), f.size) for f in files)
     if copied != consumed.files:
-        raise InputError(f"the landing-zone files changed while they were copied: {copied} != {consumed.files}")
+        raise MissingInputError(f"the landing-zone files changed while they were copied: {copied} != {consumed.files}")
     return replace(located, paths=[f.path for f in files], files=files, landing=replace(consumed, kept=kept))
 
 
@@ -295,8 +297,8 @@ def _signatures(files: list[fs.FileInfo], where: dict, origin: str) -> dict:
         try:
             signatures[f] = pq.read_schema(path).remove_metadata().to_string(show_field_metadata=False)
         except Exception as exc:
-            raise InputError(f"cannot read landing-zone file {fs.name_of(f.path)} of {origin}:"
-                             f" {str(exc).strip().splitlines()[0][:300]}", **where) from None
+            raise UnreadableInputError(f"cannot read landing-zone file {fs.name_of(f.path)} of {origin}:"
+                                       f" {str(exc).strip().splitlines()[0][:300]}", **where) from None
     return signatures
 
 
@@ -304,8 +306,8 @@ def _spark_schema(spark, path: str, where: dict, origin: str):
     try:
         return spark.read.parquet(path).schema
     except Exception as exc:
-        raise InputError(f"cannot read landing-zone file {fs.name_of(path)} of {origin}: {summarize_failure(exc, 300)}",
-                         **where) from None
+        raise UnreadableInputError(f"cannot read landing-zone file {fs.name_of(path)} of {origin}:"
+                                   f" {summarize_failure(exc, 300)}", **where) from None
 
 
 def _fields(schema, path: str, where: dict) -> list[tuple[str, str, str]]:

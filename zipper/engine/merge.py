@@ -19,7 +19,7 @@ from zipper.engine import audit, catalog, conform, csv_values, dayinput, faults,
 from zipper.engine.catalog import Partition
 from zipper.engine.dayinput import observed_metrics, validate_keys  # noqa: F401 - part of this module's API
 from zipper.engine.plan import DAY, init_date, plan_merge
-from zipper.errors import InputError, SpecError, StateError
+from zipper.errors import InputError, MissingInputError, SpecError, StateError
 from zipper.spec.model import TableSpec
 
 MAX_LISTED_KEYS = dayinput.MAX_LISTED_KEYS
@@ -217,7 +217,7 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
         declared = _spec_columns(spec) if spec.columns else None
         base_df = conform.read_input(spark, spec, located, spec.base, declared, ds.isoformat(), base_what)
         if base_df is None:
-            raise InputError(f"base at {located.description} has no files", **where)
+            raise MissingInputError(f"base at {located.description} has no files", **where)
 
     if spec.columns:
         columns = _spec_columns(spec)
@@ -420,9 +420,9 @@ def _require_input(spark, spec: TableSpec, st: state.TableState, ds: dt.date, pl
     try:
         sources.locate_increment(spark, spec, st, ds)
     except InputError as exc:
-        raise InputError(f"{exc.detail}; the interrupted replay of {plan.replay_from}..{plan.replay_to} was not"
-                         f" resumed (the next merge or `zipper rerun {spec.name} --from {plan.replay_from}` resumes it)",
-                         **_where(spec, ds)) from None
+        raise exc.reworded(f"{exc.detail}; the interrupted replay of {plan.replay_from}..{plan.replay_to} was not"
+                           f" resumed (the next merge or `zipper rerun {spec.name} --from {plan.replay_from}` resumes"
+                           " it)", **_where(spec, ds)) from None
 
 
 @dataclass(frozen=True)

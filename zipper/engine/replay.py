@@ -20,7 +20,8 @@ from zipper.engine import (audit, catalog, conform, csv_values, dayinput, faults
                            rebuild_transforms, sources, state, transforms)
 from zipper.engine.catalog import Partition
 from zipper.engine.plan import DAY, date_range, describe_dates, plan_rerun, rebuild_supported, source_kind
-from zipper.errors import InputError, SpecError, StateError, ZipperError, failed_file, summarize_failure
+from zipper.errors import (InputError, SpecError, StateError, UnreadableInputError, ZipperError, failed_file,
+                           summarize_failure)
 from zipper.spec.model import TableSpec
 
 
@@ -84,8 +85,8 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
             raise
         except Exception as exc:  # a file Spark cannot read: name its date, not the first one
             day = _date_of_file(failed_file(exc), replayed) or first
-            raise InputError(f"{summarize_failure(exc)}; nothing was changed", table=spec.table,
-                             ds=day.isoformat()) from exc
+            raise UnreadableInputError(f"{summarize_failure(exc)}; nothing was changed", table=spec.table,
+                                       ds=day.isoformat()) from exc
 
     elif spec.source.mode == "cdc":  # their operations: a bad one must not fail after the restore
         dayinput.check_cdc_inputs(spark, spec, replayed, catalog.data_columns(spark, spec), "; nothing was changed")
@@ -118,7 +119,7 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
                             f" pending: {fix}, then `zipper rerun {spec.name} --from {marker.first}`"
                             " (or the next merge) resumes it")
             if isinstance(exc, ZipperError):
-                raise type(exc)(exc.detail + pending_note, table=exc.table, ds=exc.ds) from None
+                raise exc.reworded(exc.detail + pending_note, table=exc.table, ds=exc.ds) from None
             # a Spark failure (a file that cannot be read, ...) on this date: say so and where the table is
             raise ZipperError(summarize_failure(exc) + pending_note, table=spec.table, ds=day.isoformat()) from exc
         results.append(result)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zipper.engine import csv_header, csv_values, fs
-from zipper.errors import InputError, SpecError, java_messages, read_failure
+from zipper.errors import InputError, MissingInputError, SpecError, UnreadableInputError, java_messages, read_failure
 from zipper.spec.model import BaseSpec, SourceSpec, TableSpec
 from zipper.spec import templates
 from zipper.spec.templates import render_template
@@ -95,19 +95,19 @@ def locate(spark, spec: TableSpec, source: SourceSpec | BaseSpec, ds: dt.date, w
                          " ':' in it; rename it", table=spec.table, ds=ds.isoformat())
     matches = fs.glob(spark, rendered)
     if not matches:
-        raise InputError(f"{what} not found: {rendered}", table=spec.table, ds=ds.isoformat())
+        raise MissingInputError(f"{what} not found: {rendered}", table=spec.table, ds=ds.isoformat())
     unfinished = fs.unfinished_writes(spark, matches)
     if unfinished:
         shown = fs.local_path(unfinished[0]) or unfinished[0]
-        raise InputError(f"{what} {rendered} is still being written: it holds {fs.name_of(shown)}, the uncommitted"
-                         " output of a Spark or Hadoop job; merge it once that job has finished (if the job died,"
-                         f" delete {shown})", table=spec.table, ds=ds.isoformat())
+        raise MissingInputError(f"{what} {rendered} is still being written: it holds {fs.name_of(shown)}, the"
+                                " uncommitted output of a Spark or Hadoop job; merge it once that job has finished (if"
+                                f" the job died, delete {shown})", table=spec.table, ds=ds.isoformat())
     files = fs.list_data_files(spark, matches)
     broken = fs.broken_links(matches)
     if broken:
-        raise InputError(f"{what} {rendered}: file {broken[0]} cannot be read: a link to a missing file"
-                         + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""),
-                         table=spec.table, ds=ds.isoformat())
+        raise MissingInputError(f"{what} {rendered}: file {broken[0]} cannot be read: a link to a missing file"
+                                + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""),
+                                table=spec.table, ds=ds.isoformat())
     return Input(rendered, source.format, matches, files, fingerprint(files))
 
 
@@ -116,7 +116,7 @@ def _locate_table(spark, spec: TableSpec, source, ds: dt.date, what: str) -> Inp
     db, name = source.table.split(".")
     jcat = spark._jsparkSession.sessionState().catalog().externalCatalog()
     if not (jcat.databaseExists(db) and jcat.tableExists(db, name)):
-        raise InputError(f"{what} table {source.table} does not exist", table=spec.table, ds=ds.isoformat())
+        raise MissingInputError(f"{what} table {source.table} does not exist", table=spec.table, ds=ds.isoformat())
     description = source.table + (f" partition {partition}" if partition else "")
     if partition:
         columns = [c.lower() for c in jcat.getTable(db, name).partitionSchema().fieldNames()]
@@ -127,7 +127,7 @@ def _locate_table(spark, spec: TableSpec, source, ds: dt.date, what: str) -> Inp
         spec_map = spark._jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(partition)
         found = jcat.getPartitionOption(db, name, spec_map)
         if not found.isDefined():
-            raise InputError(f"{what} not found: {description}", table=spec.table, ds=ds.isoformat())
+            raise MissingInputError(f"{what} not found: {description}", table=spec.table, ds=ds.isoformat())
         paths = [found.get().location().toString()]
     else:
         paths = [jcat.getTable(db, name).location().toString()]
@@ -218,8 +218,8 @@ def _refuse_unread_files(spark, located: Input, df, options: dict[str, str]) -> 
         return
     copying = [p for p in left_out if p.endswith(fs.COPYING)]
     if copying:
-        raise InputError(f"{located.description} is still being written: {fs.name_of(copying[0])} is being copied in;"
-                         " merge it once the copy has finished")
+        raise MissingInputError(f"{located.description} is still being written: {fs.name_of(copying[0])} is being"
+                                " copied in; merge it once the copy has finished")
     roots = sorted((fs.spelled_alike(p).rstrip("/") for p in located.paths), key=len, reverse=True)
     first = fs.spelled_alike(left_out[0])
     shown = next((first[len(root) + 1:] for root in roots if first.startswith(root + "/")), fs.name_of(first))
@@ -289,6 +289,8 @@ def _csv_schema(spark, located: Input, options: dict[str, str], declared: dict[s
 
 
 def _unreadable(located: Input, exc: Exception, bad_file: str | None = None) -> InputError:
+    """Columns that differ only in case are the files' content; any other failure to read may
+    be an I/O failure that passes."""
     path, reason = read_failure(exc, 300)  # the CLI's wording of a Java failure: message and root cause
     if "COLUMN_ALREADY_EXISTS" in str(exc) or "COLUMN_ALREADY_EXISTS" in " ".join(java_messages(exc)):
         column = re.search(r"`([^`]+)`", reason)
@@ -297,5 +299,5 @@ def _unreadable(located: Input, exc: Exception, bad_file: str | None = None) -> 
         )
     named = bad_file or path or (located.files[0].path if len(located.files) == 1 else None)
     if named:
-        return InputError(f"cannot read file {fs.name_of(named)} of {located.description}: {reason}")
-    return InputError(f"cannot read {located.description}: {reason}")
+        return UnreadableInputError(f"cannot read file {fs.name_of(named)} of {located.description}: {reason}")
+    return UnreadableInputError(f"cannot read {located.description}: {reason}")
