@@ -63,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="last date to replay (default: the last committed date)")
     p.add_argument("--uncommit-later", action="store_true", dest="uncommit_later",
                    help="allow a --to before the last committed date: the dates after it are no longer committed")
+    p.add_argument("--json-report", action="store_true", dest="json_report",
+                   help=f"also print one line '{REPORT_PREFIX}{{...}}' (JSON) for schedulers")
 
     p = verbs.add_parser("rebuild", parents=[common],
                          help="build the table from the base and every increment, published at once")
@@ -191,8 +193,10 @@ class Runner:
 
         first = parse_date(self.args.first, "--from", self.spec.table)
         last = parse_date(self.args.last, "--to", self.spec.table)
-        print(replay.rerun(self.spark, self.spec, first, last, progress=_progress,
-                           uncommit_later=self.args.uncommit_later).summary())
+        result = replay.rerun(self.spark, self.spec, first, last, progress=_progress,
+                              uncommit_later=self.args.uncommit_later)
+        print(result.summary())
+        self.report(result)
         return 0
 
     def do_rebuild(self) -> int:
@@ -203,8 +207,7 @@ class Runner:
         return 0
 
     def report(self, result) -> None:
-        if getattr(self.args, "json_report", False):
-            print(REPORT_PREFIX + json.dumps(result.report()), flush=True)
+        report_line(self.args, result.report())
 
     def do_status(self) -> int:
         from zipper.engine import inspect
@@ -256,6 +259,25 @@ class Runner:
         return 0
 
 
+def report_line(args: argparse.Namespace, report: dict) -> None:
+    """With --json-report, one line `zipper-report: {...}` on stdout for schedulers."""
+    if getattr(args, "json_report", False):
+        print(REPORT_PREFIX + json.dumps(report), flush=True)
+
+
+def failure_report(exc: BaseException, line: str) -> dict:
+    """A failed run for schedulers: `final` when another try would fail the same way (a bad
+    spec or input), so that they fail the task at once rather than retry it."""
+    return {"failed": True, "final": isinstance(exc, ZipperError) and exc.final, "error": line}
+
+
+def _fail(args: argparse.Namespace, exc: BaseException, line: str) -> int:
+    """The report of the failure (with --json-report), then the one error line on stderr."""
+    report_line(args, failure_report(exc, line))
+    print(f"{ERROR_PREFIX}{line}", file=sys.stderr)
+    return EXIT_ERROR
+
+
 def _one_line(exc: BaseException, warehouse: str | None = None) -> str:
     """The useful part of a Spark/Java failure, without the JVM stack."""
     chain = java_messages(exc) or [str(exc).strip() or type(exc).__name__]
@@ -278,8 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     except ZipperError as exc:
         if args.verbose:
             traceback.print_exc()
-        print(f"{ERROR_PREFIX}{exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return _fail(args, exc, str(exc))
     except KeyboardInterrupt:
         print(INTERRUPTED, file=sys.stderr)
         return 130
@@ -296,8 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         from zipper.runtime.session import SessionSettings
 
         warehouse = str(SessionSettings.from_env(getattr(args, "warehouse", None)).warehouse_path)
-        print(f"{ERROR_PREFIX}{where + ': ' if where else ''}{_one_line(exc, warehouse)}{hint}", file=sys.stderr)
-        return EXIT_ERROR
+        return _fail(args, exc, f"{where + ': ' if where else ''}{_one_line(exc, warehouse)}{hint}")
 
 
 if __name__ == "__main__":
