@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from zipper.airflow.compat import AirflowException
+from zipper.airflow.compat import AirflowException, AirflowFailException
 from zipper.airflow.hooks import ZipperSparkSubmitHook
-from zipper.airflow.operators import describe, rerun_args
+from zipper.airflow.operators import ZipperMergeOperator, ZipperRerunOperator, describe, rerun_args
 from zipper.cli.main import REPORT_PREFIX
 
 APP = "/repo/spark_jobs/zipper_job.py"
@@ -89,14 +91,82 @@ def test_the_line_a_failed_job_ends_with_is_kept_for_the_task_failure():
              f"zipper: error: {reason}\n", "25/01/01 INFO ShutdownHookManager: Shutdown hook called\n"]
     hook._process_spark_submit_log(iter(lines))
     assert hook.failure == reason and hook.reports == []
+    assert not hook.final_failure  # no report line: a Spark failure, say; retried as before
+
+
+REASON = "dw.dim 2024-01-02: increment /data/ds=2024-01-02 has keys ['id'] more than once: 1"
+
+
+def failed_job_lines(final: bool) -> list[str]:
+    """What a job run with --json-report prints when it fails: its failure report, then the error line."""
+    report = {"failed": True, "final": final, "error": REASON}
+    return ["25/01/01 INFO SparkContext: Running Spark version 4.2.0\n", REPORT_PREFIX + json.dumps(report) + "\n",
+            f"zipper: error: {REASON}\n", "25/01/01 INFO ShutdownHookManager: Shutdown hook called\n"]
+
+
+def test_a_failure_the_job_calls_final_is_marked_and_kept_out_of_the_reports():
+    hook, _ = command()
+    hook._process_spark_submit_log(iter(failed_job_lines(final=True)))
+    assert hook.final_failure and hook.failure == REASON and hook.reports == []
+
+
+def test_a_failure_the_job_calls_retryable_is_not_marked_final():
+    hook, _ = command()
+    hook._process_spark_submit_log(iter(failed_job_lines(final=False)))
+    assert not hook.final_failure and hook.failure == REASON and hook.reports == []
+
+
+def failed_task(monkeypatch, operator, lines: list[str]) -> AirflowException:
+    """The exception `operator.execute` ends with when spark-submit prints `lines` and fails."""
+    def spark_submit(self, context):
+        self._hook = self._get_hook()
+        self._hook._process_spark_submit_log(iter(lines))
+        raise AirflowException("Cannot execute: spark-submit ...")
+
+    monkeypatch.setattr(SparkSubmitOperator, "execute", spark_submit)
+    context = {"dag": SimpleNamespace(dag_id="zipper_dim"), "ds": "2024-01-02",
+               "params": {"from_date": "2024-01-02"}}
+    with pytest.raises(AirflowException) as raised:
+        operator.execute(context)
+    return raised.value
+
+
+def test_a_final_failure_fails_the_merge_without_retry_and_says_what_clears_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
+    merge = ZipperMergeOperator(task_id="merge", table_name="dim", specs_dir=str(tmp_path))
+    error = failed_task(monkeypatch, merge, failed_job_lines(final=True))
+    assert isinstance(error, AirflowFailException)  # Airflow fails it at once, whatever its retries
+    assert str(error) == (
+        f"{REASON} (the zipper job failed; its log is above). Not retried: the same input fails the same way on"
+        " every try. Fix the input (or the spec), then clear this run and every later one: airflow tasks clear"
+        " zipper_dim -s 2024-01-02 -y (UI: clear this merge task with Upstream and Future)")
+
+
+def test_a_retryable_failure_keeps_the_tasks_retries(monkeypatch, tmp_path):
+    monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
+    merge = ZipperMergeOperator(task_id="merge", table_name="dim", specs_dir=str(tmp_path))
+    error = failed_task(monkeypatch, merge, failed_job_lines(final=False))
+    assert type(error) is AirflowException
+    assert str(error) == f"{REASON} (the zipper job failed; its log is above)"
+
+
+def test_a_final_failure_of_a_rerun_is_not_retried_either(monkeypatch, tmp_path):
+    monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
+    rerun = ZipperRerunOperator(task_id="rerun", table_name="dim", specs_dir=str(tmp_path))
+    error = failed_task(monkeypatch, rerun, failed_job_lines(final=True))
+    assert isinstance(error, AirflowFailException)
+    assert str(error).endswith("Not retried: the same input fails the same way on every try. Fix the input (or the"
+                               " spec), then clear this task, or trigger zipper_dim again with the same params")
+    assert rerun.application_args[-1] == "--json-report"  # the job reports whether its failure is final
 
 
 def test_rerun_arguments_come_from_the_trigger_form():
-    assert rerun_args("dim", {"from_date": "2024-01-02", "to_date": None}) == ["rerun", "dim", "--from", "2024-01-02"]
+    assert rerun_args("dim", {"from_date": "2024-01-02", "to_date": None}) == [
+        "rerun", "dim", "--from", "2024-01-02", "--json-report"]
     assert rerun_args("dim", {"from_date": "2024-01-02", "to_date": "2024-01-05", "uncommit_later": False}) == [
-        "rerun", "dim", "--from", "2024-01-02", "--to", "2024-01-05"]
+        "rerun", "dim", "--from", "2024-01-02", "--to", "2024-01-05", "--json-report"]
     assert rerun_args("dim", {"from_date": "2024-01-02", "to_date": "2024-01-03", "uncommit_later": True}) == [
-        "rerun", "dim", "--from", "2024-01-02", "--to", "2024-01-03", "--uncommit-later"]
+        "rerun", "dim", "--from", "2024-01-02", "--to", "2024-01-03", "--uncommit-later", "--json-report"]
     with pytest.raises(AirflowException, match="'from_date' is required"):
         rerun_args("dim", {"from_date": "", "to_date": None})
     with pytest.raises(AirflowException, match="'to_date': '2024-02-30' is not a date"):

@@ -20,13 +20,14 @@ from zipper.cli.main import ERROR_PREFIX, INTERRUPTED, REPORT_PREFIX
 
 
 class ZipperSparkSubmitHook(SparkSubmitHook):
-    """Runs an argv list through spark-submit and collects the job's `zipper-report:` lines and
-    the line a failed job ends with (`failure`)."""
+    """Runs an argv list through spark-submit and collects the job's `zipper-report:` lines, the
+    line a failed job ends with (`failure`) and whether the job called its failure final."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         self.embedded = False
         self.reports: list[dict] = []
         self.failure: str | None = None
+        self.final_failure = False  # another try would fail the same way (bad input or spec)
         super().__init__(*args, **kwargs)
 
     def _connection_exists(self) -> bool:
@@ -89,10 +90,19 @@ class ZipperSparkSubmitHook(SparkSubmitHook):
         for line in lines:
             text = line.strip()
             if text.startswith(REPORT_PREFIX):
-                try:
-                    self.reports.append(json.loads(text[len(REPORT_PREFIX):]))
-                except ValueError:
-                    self.log.warning("Unreadable zipper report line: %s", text)
+                self._collect_report(text)
             elif text.startswith(ERROR_PREFIX) or text == INTERRUPTED:
                 self.failure = text.removeprefix(ERROR_PREFIX)
             yield line
+
+    def _collect_report(self, text: str) -> None:
+        """A run's report goes to `reports` (the audit task's XCom); a failure's says whether it is final."""
+        try:
+            report = json.loads(text[len(REPORT_PREFIX):])
+        except ValueError:
+            self.log.warning("Unreadable zipper report line: %s", text)
+            return
+        if isinstance(report, dict) and report.get("failed"):
+            self.final_failure = report.get("final") is True
+        else:
+            self.reports.append(report)

@@ -11,9 +11,11 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 from zipper.airflow import environment
-from zipper.airflow.compat import AirflowException, BaseOperator
+from zipper.airflow.compat import AirflowException, AirflowFailException, BaseOperator
 from zipper.airflow.hooks import ZipperSparkSubmitHook
 from zipper.dates import iso_date
+
+NOT_RETRIED = "Not retried: the same input fails the same way on every try."
 
 
 class ZipperSparkJobOperator(SparkSubmitOperator):
@@ -59,8 +61,16 @@ class ZipperSparkJobOperator(SparkSubmitOperator):
             if not failure:
                 raise
             # the job's own reason, not "Cannot execute: <command>": what the UI and alerts show
-            raise AirflowException(f"{failure} (the zipper job failed; its log is above)") from None
+            reason = f"{failure} (the zipper job failed; its log is above)"
+            if self._hook.final_failure:  # bad input or spec: a retry would only page later
+                raise AirflowFailException(f"{reason}. {NOT_RETRIED} {self.after_fixing(context)}") from None
+            raise AirflowException(reason) from None
         return self._hook.reports
+
+    def after_fixing(self, context: Any) -> str:
+        """What to do about a failure that is not retried."""
+        return (f"Fix the input (or the spec), then clear this task, or trigger {context['dag'].dag_id} again with"
+                " the same params")
 
     def _get_hook(self) -> ZipperSparkSubmitHook:
         # The provider's arguments, with zipper's hook class (same provider version on 2.11 and 3).
@@ -110,6 +120,12 @@ class ZipperMergeOperator(ZipperSparkJobOperator):
     def job_args(self, table_name: str) -> list[str]:
         return ["merge", table_name, "--ds", "{{ ds }}", "--json-report"]
 
+    def after_fixing(self, context: Any) -> str:
+        """The later runs fail at their gate while this date has not merged: they are cleared with it."""
+        dag_id = context["dag"].dag_id
+        return (f"Fix the input (or the spec), then clear this run and every later one: airflow tasks clear {dag_id}"
+                f" -s {context['ds']} -y (UI: clear this merge task with Upstream and Future)")
+
 
 def _date_param(params: dict, key: str, required: bool) -> str | None:
     value = params.get(key)
@@ -124,7 +140,8 @@ def _date_param(params: dict, key: str, required: bool) -> str | None:
 
 
 class ZipperRerunOperator(ZipperSparkJobOperator):
-    """`zipper rerun NAME --from D [--to E] [--uncommit-later]` with the run's params (the trigger form)."""
+    """`zipper rerun NAME --from D [--to E] [--uncommit-later] --json-report` with the run's params (the
+    trigger form)."""
 
     verb = "rerun"
 
@@ -134,12 +151,13 @@ class ZipperRerunOperator(ZipperSparkJobOperator):
 
 
 def rerun_args(table_name: str, params: dict) -> list[str]:
-    """`rerun NAME --from D [--to E] [--uncommit-later]` from the trigger form's params, dates checked."""
+    """`rerun NAME --from D [--to E] [--uncommit-later] --json-report` from the trigger form's params, dates
+    checked; the report line says whether a failure is final."""
     first = _date_param(params, "from_date", required=True)
     last = _date_param(params, "to_date", required=False)
     uncommit = params.get("uncommit_later") in (True, "true", "True")
     return (["rerun", table_name, "--from", first] + (["--to", last] if last else [])
-            + (["--uncommit-later"] if uncommit else []))
+            + (["--uncommit-later"] if uncommit else []) + ["--json-report"])
 
 
 class ZipperAuditOperator(BaseOperator):
