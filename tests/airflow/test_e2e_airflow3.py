@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.airflow]
 BACKFILLED = "dim_bf"
 FIRST = "dim_first"
 DEFERRED = "dim_deferred"
-STUCK = "dim_stuck"  # its second date's increment repeats a key: that run fails
+STUCK = "dim_stuck"  # its second date's increment repeats a key: that run fails, on its first try
 LATE = "dim_late"  # never unpaused: its sensor is run alone, and times out
 LATE_RUNS = "dim_late_runs"  # scheduled, its increments never land: every sensor times out
 DAG = "zipper_" + BACKFILLED
@@ -52,7 +52,9 @@ def workspace(tmp_path_factory):
                         "sensor": {"mode": "deferrable", "poke_interval": 2, "timeout": 600}})
     stuck = write_sample(root / "stuck")
     write_parquet(stuck / "incr" / f"ds={DATES[1]}", [(1, "ann", "Bergen"), (1, "ann", "Lima")])
-    write_spec(specs, STUCK, stuck)
+    write_spec(specs, STUCK, stuck,  # a retry would come quickly: the test can see that none does
+               airflow={"owner": "data-eng", "tags": ["test"], "retries": 1, "retry_delay_minutes": 0.02,
+                        "sensor": {"poke_interval": 5, "timeout": 600}})
     write_spec(specs, LATE, root / "late", end_date=DATES[0],  # its increment never lands
                airflow={"owner": "data-eng", "retries": 0, "sensor": {"mode": "poke", "poke_interval": 1, "timeout": 3}})
     write_spec(specs, LATE_RUNS, root / "late_runs", end_date=DATES[1],
@@ -232,7 +234,8 @@ def test_a_failed_date_fails_the_later_runs_at_once_and_clearing_it_with_them_co
         return [r["state"] for r in af3.dag_runs(dag)]
 
     af3.wait_until(lambda: states() == ["success", "failed", "failed"], 600, "the runs after the bad date to fail")
-    assert [m["state"] for m in af3.task_instances(dag, "merge")] == ["success", "failed", "upstream_failed"]
+    merges = af3.task_instances(dag, "merge")
+    assert [m["state"] for m in merges] == ["success", "failed", "upstream_failed"]
     assert [g["state"] for g in af3.task_instances(dag, "wait_for_previous_date")] == ["success", "success", "failed"]
     logs = af3.home / "logs" / f"dag_id={dag}"
     gate_log = "".join(p.read_text() for p in logs.glob("run_id=*/task_id=wait_for_previous_date/attempt=*.log"))
@@ -241,6 +244,11 @@ def test_a_failed_date_fails_the_later_runs_at_once_and_clearing_it_with_them_co
     # the task fails with the job's own line (what the UI and alerts show), not spark-submit's command
     assert f"dw.{STUCK} {DATES[1]}: " in merge_log and "(the zipper job failed; its log is above)" in merge_log
     assert "Cannot execute" not in merge_log
+    # retries: 1, but the same input fails the same way: failed on its first try, never retried
+    bad_date = logs / f"run_id={merges[1]['run_id']}" / "task_id=merge"
+    assert merges[1]["try_number"] == 1 and sorted(p.name for p in bad_date.glob("attempt=*.log")) == ["attempt=1.log"]
+    assert "Not retried: the same input fails the same way on every try." in merge_log
+    assert f"then clear this run and every later one: airflow tasks clear {dag} -s {DATES[1]} -y" in merge_log
 
     write_parquet(workspace["stuck"] / "incr" / f"ds={DATES[1]}", INCREMENTS[DATES[1]])  # the fixed file
     af3.cli("tasks", "clear", dag, "-s", DATES[1], "-y")  # as the failed task's message says
