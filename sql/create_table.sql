@@ -3,7 +3,7 @@
 -- the versions closed with that end date.
 CREATE EXTERNAL TABLE IF NOT EXISTS {{ table | ident }} (
 {% for name, type in columns %}
-  {{ name | ident }} {{ type }},
+  {{ name | column }} {{ type }},
 {% endfor %}
   {{ begin_column | ident }} STRING
 )

@@ -30,6 +30,15 @@ def quote_identifier(name: str) -> str:
     return ".".join(f"`{p}`" for p in parts)
 
 
+def quote_column(name: str) -> str:
+    """A data column's name, quoted: any text Hive takes (a space, `-`, non-ASCII letters), as the
+    columns a later day adds through the catalog are. Dots and backticks never get here
+    (`conform.refuse_unstorable_names`)."""
+    if "`" in str(name) or "." in str(name):
+        raise ValueError(f"not a column name a Hive table can take: {name!r}")
+    return f"`{name}`"
+
+
 def quote_literal(value) -> str:
     if isinstance(value, dt.date):
         value = value.isoformat()
@@ -46,6 +55,7 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=False,
     )
     env.filters["ident"] = quote_identifier
+    env.filters["column"] = quote_column
     env.filters["lit"] = quote_literal
     return env
 

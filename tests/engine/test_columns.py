@@ -160,6 +160,23 @@ def test_added_missing_and_widened_columns(spark, tmp_path, unique_name):
     assert check.run_checks(spark, t.spec)["ok"]
 
 
+def test_a_new_table_takes_column_names_that_are_not_identifiers(spark, tmp_path, unique_name):
+    """A space, a hyphen or a non-ASCII letter: Hive and Spark take them, and a later day could
+    already add such a column; the table's first columns must be quoted the same way."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = TableFixture(tmp_path, unique_name, base=False)
+    names = ["id", "first name", "a-b", "名前"]
+    folder = t.increment_dir(day(1))
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64()), "first name": ["ann", "bob"], "a-b": ["x", "y"],
+                             "名前": ["n1", "n2"]}), folder / "part-0.parquet")
+    merge.merge_date(spark, t.spec, day(1))
+    assert [name for name, _ in columns_of(spark, t)] == [*names, "begin_dt", "end_dt"]
+    assert table_rows(spark, t.table) == [(1, "ann", "x", "n1", "2024-01-01", OPEN), (2, "bob", "y", "n2", "2024-01-01", OPEN)]
+
+
 def test_a_changed_type_fails_naming_the_column_and_both_types(spark, tmp_path, unique_name):
     t = TableFixture(tmp_path, unique_name)
     t.write_base(spark, [(1, "ann", "Oslo")])
