@@ -177,6 +177,44 @@ def test_a_new_table_takes_column_names_that_are_not_identifiers(spark, tmp_path
     assert table_rows(spark, t.table) == [(1, "ann", "x", "n1", "2024-01-01", OPEN), (2, "bob", "y", "n2", "2024-01-01", OPEN)]
 
 
+def test_a_timestamp_without_time_zone_is_refused_naming_the_column(spark, tmp_path, unique_name):
+    """pandas' naive datetimes, written by pyarrow, read as timestamp_ntz, which a Hive table
+    cannot store: the table's creation failed with Hive's 'type expected at the position 7'."""
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = TableFixture(tmp_path, unique_name, base=False)
+    folder = t.increment_dir(day(1))
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64()),
+                             "seen": pa.array([dt.datetime(2024, 1, 1, 8, 30)], pa.timestamp("us"))}),
+                   folder / "part-0.parquet")
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, t.spec, day(1))
+    assert str(raised.value) == (
+        f"{t.table} {day(1)}: increment {folder} column 'seen' has type timestamp_ntz, which a Hive table cannot"
+        " store (a Parquet timestamp without a time zone, such as pandas' naive datetimes): write it adjusted to UTC")
+    assert not catalog.table_exists(spark, t.spec)
+
+
+def test_a_key_column_that_holds_a_map_is_refused_naming_it(spark, tmp_path, unique_name):
+    """Spark can neither group nor join on a map: the merge failed on a sort order deep in its plan."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = TableFixture(tmp_path, unique_name, keys=("k",), base=False)
+    folder = t.increment_dir(day(1))
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"k": pa.array([[("a", 1)]], pa.map_(pa.string(), pa.int64())), "v": ["x"]}),
+                   folder / "part-0.parquet")
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, t.spec, day(1))
+    assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder} key column 'k' has type map<string,bigint>:"
+                                 " a key cannot hold a map (Spark cannot compare maps)")
+
+
 def test_a_changed_type_fails_naming_the_column_and_both_types(spark, tmp_path, unique_name):
     t = TableFixture(tmp_path, unique_name)
     t.write_base(spark, [(1, "ann", "Oslo")])

@@ -109,6 +109,49 @@ def refuse_unwritable_types(df, spec: TableSpec, ds: str, what: str) -> None:
                              ds=ds) from None
 
 
+# Spark types a Hive table cannot store (the spec refuses them by name: zipper.spec.sparktypes),
+# by the class name of their Spark type.
+_NOT_IN_HIVE = {"TimestampNTZType": "timestamp_ntz", "DayTimeIntervalType": "interval",
+                "YearMonthIntervalType": "interval", "CalendarIntervalType": "interval", "VariantType": "variant",
+                "TimeType": "time"}
+NTZ_HINT = " (a Parquet timestamp without a time zone, such as pandas' naive datetimes): write it adjusted to UTC"
+
+
+def _unstorable(data_type) -> str | None:
+    """The first type inside `data_type` that a Hive table cannot store, by name; else None."""
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if isinstance(data_type, ArrayType):
+        return _unstorable(data_type.elementType)
+    if isinstance(data_type, MapType):
+        return _unstorable(data_type.keyType) or _unstorable(data_type.valueType)
+    if isinstance(data_type, StructType):
+        return next(filter(None, (_unstorable(f.dataType) for f in data_type.fields)), None)
+    return _NOT_IN_HIVE.get(type(data_type).__name__)
+
+
+def refuse_unstorable_types(df, spec: TableSpec, ds: str, what: str) -> None:
+    """A type Spark reads and a Hive table cannot store: the table's creation (or the column's
+    addition) failed with Hive's 'type expected at the position 7 of ...'."""
+    for field in df.schema.fields:
+        bad = _unstorable(field.dataType)
+        if bad:
+            hint = NTZ_HINT if bad == "timestamp_ntz" else ""
+            raise InputError(f"{what} column {field.name!r} has type {field.dataType.simpleString()}, which a Hive"
+                             f" table cannot store{hint}", table=spec.table, ds=ds)
+
+
+def refuse_map_keys(df, spec: TableSpec, ds: str, what: str) -> None:
+    """Spark can neither group nor join on a map (at any depth), so a map cannot be a key."""
+    from zipper.engine.equality import holds_map
+
+    types = {f.name: f.dataType for f in df.schema.fields}
+    for key in spec.keys:
+        if key in types and holds_map(types[key]):
+            raise InputError(f"{what} key column {key!r} has type {types[key].simpleString()}: a key cannot hold a"
+                             " map (Spark cannot compare maps)", table=spec.table, ds=ds)
+
+
 def lower_case_columns(df, spec: TableSpec, ds: str, what: str):
     names = df.columns
     lowered = [n.lower() for n in names]
@@ -126,6 +169,8 @@ def check_shape(df, spec: TableSpec, ds: str, what: str) -> None:
         raise InputError(f"{what} must not contain the table's own columns {reserved}", table=spec.table, ds=ds)
     refuse_bad_names(df.columns, spec, ds, what)
     refuse_unwritable_types(df, spec, ds, what)
+    refuse_unstorable_types(df, spec, ds, what)
+    refuse_map_keys(df, spec, ds, what)
     missing_keys = [k for k in spec.keys if k not in df.columns]
     if missing_keys:
         found = df.columns

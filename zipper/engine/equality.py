@@ -11,20 +11,20 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 
-def _holds_map(data_type: DataType) -> bool:
+def holds_map(data_type: DataType) -> bool:
     if isinstance(data_type, MapType):
         return True
     if isinstance(data_type, ArrayType):
-        return _holds_map(data_type.elementType)
+        return holds_map(data_type.elementType)
     if isinstance(data_type, StructType):
-        return any(_holds_map(f.dataType) for f in data_type.fields)
+        return any(holds_map(f.dataType) for f in data_type.fields)
     return False
 
 
 def comparable(column: Column, data_type: DataType) -> Column:
     """`column` in a form `<=>` takes, equal exactly when the values are equal: maps (at any
     depth) become their entries sorted by key; every other value is left as it is."""
-    if not _holds_map(data_type):
+    if not holds_map(data_type):
         return column
     if isinstance(data_type, MapType):  # keys are unique and never maps, so the order is total
         values = data_type.valueType
