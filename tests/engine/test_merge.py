@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import shutil
+from decimal import Decimal
 
 import pytest
 
@@ -643,6 +644,18 @@ def test_history_reads_key_values_as_the_key_type(spark, users):
     assert [r.city for r in inspect.history(spark, users.spec, {"id": "002"}).collect()] == ["Rome", "Paris"]
     with pytest.raises(InputError, match=r"--key values are not of the key columns' types: id='abc' \(bigint\)"):
         inspect.history(spark, users.spec, {"id": "abc"})
+
+
+def test_history_refuses_a_decimal_key_value_that_would_round_to_another_key(spark, tmp_path, unique_name):
+    """`amt=1.004` on a decimal(10,2) key found the history of key 1.00."""
+    t = TableFixture(tmp_path, unique_name, keys=("k",), schema="k decimal(10,2), v string")
+    t.write_base(spark, [(Decimal("1.00"), "a"), (Decimal("2.50"), "b")])
+    merge.init_table(spark, t.spec)
+    assert [r.v for r in inspect.history(spark, t.spec, {"k": "1.0"}).collect()] == ["a"]
+    assert [r.v for r in inspect.history(spark, t.spec, {"k": "2.500"}).collect()] == ["b"]
+    with pytest.raises(InputError, match=r"--key values are not of the key columns' types: k='1.004'"
+                                         r" \(decimal\(10,2\)\)"):
+        inspect.history(spark, t.spec, {"k": "1.004"})
 
 
 @pytest.mark.parametrize("files", [1, 2])

@@ -109,10 +109,22 @@ def typed_key(spark, spec: TableSpec, key: dict[str, str]) -> dict[str, str]:
     types = dict(catalog.data_columns(spark, spec))
     cast = spark.range(1).select(*[F.lit(key[k]).try_cast(types[k]).cast("string").alias(k)
                                         for k in spec.keys]).first()
-    bad = [f"{k}={key[k]!r} ({types[k]})" for k in spec.keys if cast[k] is None]
+    bad = [f"{k}={key[k]!r} ({types[k]})" for k in spec.keys
+           if cast[k] is None or (types[k].startswith("decimal") and _rounded(key[k], cast[k]))]
     if bad:
         raise InputError(f"--key values are not of the key columns' types: {', '.join(bad)}", table=spec.table)
     return {k: cast[k] for k in spec.keys}
+
+
+def _rounded(text: str, typed: str) -> bool:
+    """A value with more places than its decimal key column: Spark's cast rounds `1.004` to the
+    column's `1.00`, another key. (Text Python does not read as a decimal is left to Spark.)"""
+    from decimal import Decimal, InvalidOperation
+
+    try:
+        return Decimal(text.strip()) != Decimal(typed)
+    except InvalidOperation:
+        return False
 
 
 def history(spark, spec: TableSpec, key: dict[str, str]):
