@@ -658,6 +658,35 @@ def test_history_refuses_a_decimal_key_value_that_would_round_to_another_key(spa
         inspect.history(spark, t.spec, {"k": "1.004"})
 
 
+def test_history_finds_binary_keys_by_their_base64_and_float_keys_as_the_merge_compares_them(
+        spark, tmp_path, unique_name):
+    """Binary keys are base64 in slice and history's output, and bytes that are not UTF-8 could not be
+    typed at all; a double key -0.0 is the key 0.0 to the merge, so history finds it by `0` too."""
+    binary = TableFixture(tmp_path, unique_name, keys=("k",), schema="k binary, v string")
+    binary.write_base(spark, [(bytearray(b"\xff"), "a"), (bytearray(b"\xfe"), "b"), (bytearray(b"ab"), "c")])
+    merge.init_table(spark, binary.spec)
+    assert [r.v for r in inspect.history(spark, binary.spec, {"k": "/w=="}).collect()] == ["a"]
+    assert [r.v for r in inspect.history(spark, binary.spec, {"k": "YWI="}).collect()] == ["c"]
+    with pytest.raises(InputError, match=r"--key values are not of the key columns' types: k='ab' \(binary,"
+                                         r" given as base64\)"):
+        inspect.history(spark, binary.spec, {"k": "ab"})
+
+    double = TableFixture(tmp_path, unique_name + "_d", keys=("k",), schema="k double, v string")
+    double.write_base(spark, [(-0.0, "zero"), (float("nan"), "nan")])
+    merge.init_table(spark, double.spec)
+    assert [r.v for r in inspect.history(spark, double.spec, {"k": "0"}).collect()] == ["zero"]
+    assert [r.v for r in inspect.history(spark, double.spec, {"k": "NaN"}).collect()] == ["nan"]
+
+
+def test_history_refuses_a_key_column_it_cannot_take_a_value_for(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name, keys=("k",), schema="k array<bigint>, v string")
+    t.write_base(spark, [([1], "a")])
+    merge.init_table(spark, t.spec)
+    with pytest.raises(InputError, match=r"^[^ ]+: --key k: history cannot take a value for a key column of type"
+                                         r" array<bigint>; query the table"):
+        inspect.history(spark, t.spec, {"k": "[1]"})
+
+
 @pytest.mark.parametrize("files", [1, 2])
 def test_a_file_that_is_not_parquet_is_named_with_the_reason(spark, users, files):
     if files == 2:

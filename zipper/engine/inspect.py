@@ -100,20 +100,36 @@ def parse_key(spec: TableSpec, pairs: list[str]) -> dict[str, str]:
     return values
 
 
-def typed_key(spark, spec: TableSpec, key: dict[str, str]) -> dict[str, str]:
-    """The --key values checked against the key columns' types and written as Spark writes
-    them (history.sql compares text): `id=abc` on a bigint key is an error rather than a history
-    of no versions, and `id=007` finds key 7."""
-    from pyspark.sql import functions as F
-
+def typed_key(spark, spec: TableSpec, key: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The --key values checked against the key columns' types, and those types, for history.sql
+    to compare typed values (`id=007` finds key 7, `0` finds a double key -0.0, as the merge
+    compares keys): `id=abc` on a bigint key is an error rather than a history of no versions.
+    A binary key is given as base64, as slice and history write it."""
     types = dict(catalog.data_columns(spark, spec))
-    cast = spark.range(1).select(*[F.lit(key[k]).try_cast(types[k]).cast("string").alias(k)
-                                        for k in spec.keys]).first()
-    bad = [f"{k}={key[k]!r} ({types[k]})" for k in spec.keys
+    nested = [k for k in spec.keys if types[k].startswith(("array", "map", "struct"))]
+    if nested:
+        raise InputError(f"--key {nested[0]}: history cannot take a value for a key column of type"
+                         f" {types[nested[0]]}; query the table (README, 'Querying the tables')", table=spec.table)
+    scalar = [k for k in spec.keys if types[k] != "binary"]
+    cast = _as_typed_text(spark, {k: key[k] for k in scalar}, types)
+    bad = [f"{k}={key[k]!r} ({types[k]})" for k in scalar
            if cast[k] is None or (types[k].startswith("decimal") and _rounded(key[k], cast[k]))]
+    bad += [f"{k}={key[k]!r} (binary, given as base64)" for k in spec.keys if types[k] == "binary"
+            and not _base64(key[k])]
     if bad:
         raise InputError(f"--key values are not of the key columns' types: {', '.join(bad)}", table=spec.table)
-    return {k: cast[k] for k in spec.keys}
+    return {k: cast[k] if k in scalar else key[k] for k in spec.keys}, {k: types[k] for k in spec.keys}
+
+
+def _as_typed_text(spark, values: dict[str, str], types: dict[str, str]) -> dict[str, str | None]:
+    """Each value read as its column's type and written back as Spark writes it (None where it
+    does not read), in one Spark query."""
+    from pyspark.sql import functions as F
+
+    if not values:
+        return {}
+    return spark.range(1).select(*[F.lit(v).try_cast(types[k]).cast("string").alias(k)
+                                   for k, v in values.items()]).first().asDict()
 
 
 def _rounded(text: str, typed: str) -> bool:
@@ -127,12 +143,23 @@ def _rounded(text: str, typed: str) -> bool:
         return False
 
 
+def _base64(text: str) -> bool:
+    """Whether `text` is base64 (the whole of it), as a binary key's value must be."""
+    import base64
+    import binascii
+
+    try:
+        base64.b64decode(text, validate=True)
+    except binascii.Error:
+        return False
+    return True
+
+
 def history(spark, spec: TableSpec, key: dict[str, str]):
     require_initialized(spark, spec)
-    key = typed_key(spark, spec, key)
-    query = sqltemplates.render(
-        "history.sql", table=spec.table, keys=spec.keys, begin_column=spec.begin_column, end_column=spec.end_column
-    )
+    key, types = typed_key(spark, spec, key)
+    query = sqltemplates.render("history.sql", table=spec.table, keys=spec.keys, types=types,
+                                begin_column=spec.begin_column, end_column=spec.end_column)
     return spark.sql(query, args={f"key{i}": key[k] for i, k in enumerate(spec.keys)})
 
 
