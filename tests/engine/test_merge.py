@@ -547,6 +547,20 @@ def test_check_names_a_duplicated_timestamp_key_as_the_session_shows_it(spark, t
     assert duplicates["examples"] == [{"at": "2024-03-10 02:30:00", "amount": "0.0000000123", "versions": 2}]
 
 
+def test_check_names_a_duplicated_binary_key_in_base64_as_history_takes_it(spark, tmp_path, unique_name):
+    """check's examples showed a binary key as Python's repr (`b'\\xff'`), which history does not take."""
+    t = TableFixture(tmp_path, unique_name, keys=("k",), schema="k binary, v string")
+    t.write_base(spark, [(bytearray(b"\xff"), "a")])
+    merge.init_table(spark, t.spec)
+    st = state.read_state(spark, t.spec)
+    spark.createDataFrame([(bytearray(b"\xff"), "b", st.init_ds.isoformat())], "k binary, v string, begin_dt string") \
+        .write.mode("append").parquet(st.open_partition.location)
+    catalog.refresh(spark, t.spec)
+    duplicates = next(c for c in check.run_checks(spark, t.spec)["checks"] if c["check"] == "open_duplicate_keys")
+    assert duplicates["examples"] == [{"k": "/w==", "versions": 2}]
+    assert len(inspect.history(spark, t.spec, {"k": "/w=="}).collect()) == 2
+
+
 def test_status_slice_and_vacuum(spark, users):
     for n, city in ((1, "Paris"), (2, "Lyon"), (3, "Nice")):
         users.write_increment(spark, day(n), [(2, "bob", city)])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from pathlib import PurePosixPath
 
 from zipper import sqltemplates
@@ -15,7 +16,17 @@ EXAMPLES = 20
 def _rows(df, limit: int = EXAMPLES) -> tuple[int, list[dict]]:
     examples = [r.asDict() for r in inspect.as_collected(df.limit(limit)).collect()]  # keys as history takes them
     count = len(examples) if len(examples) < limit else df.count()
-    return count, [{k: (v if isinstance(v, (int, float, type(None))) else str(v)) for k, v in e.items()} for e in examples]
+    return count, [{k: _example_value(v) for k, v in e.items()} for e in examples]
+
+
+def _example_value(value):
+    """A value of an example row as JSON holds it, and as `zipper history --key` takes it back:
+    binary as base64 (Python's `b'\\xff'` is neither)."""
+    if isinstance(value, (int, float, type(None))):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    return str(value)
 
 
 def run_checks(spark, spec: TableSpec) -> dict:
