@@ -215,6 +215,24 @@ def test_a_key_column_that_holds_a_map_is_refused_naming_it(spark, tmp_path, uni
                                  " a key cannot hold a map (Spark cannot compare maps)")
 
 
+def test_a_column_name_with_white_space_around_it_is_refused(spark, tmp_path, unique_name):
+    """A CSV header `id, name, city` names ' name' and ' city': the day added those as new columns
+    and wrote NULL into name and city of every version it opened."""
+    t = TableFixture(tmp_path, unique_name, source={"format": "csv", "options": {"header": "true"}})
+    t.write_base(spark, [(1, "ann", "Oslo")])
+    merge.init_table(spark, t.spec)
+    before = (table_rows(spark, t.table), columns_of(spark, t))
+    folder = t.increment_dir(day(1))
+    folder.mkdir(parents=True)
+    (folder / "part-0.csv").write_text("id, name, city\n1,ann,Rome\n")
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, t.spec, day(1))
+    assert str(raised.value) == (
+        f"{t.table} {day(1)}: increment {folder} has columns with white space before or after their names:"
+        " [' name', ' city']; rename them in the source (a CSV header is read as written: 'id, name' names ' name')")
+    assert (table_rows(spark, t.table), columns_of(spark, t)) == before
+
+
 def test_a_changed_type_fails_naming_the_column_and_both_types(spark, tmp_path, unique_name):
     t = TableFixture(tmp_path, unique_name)
     t.write_base(spark, [(1, "ann", "Oslo")])

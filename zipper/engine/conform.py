@@ -85,10 +85,21 @@ def refuse_unstorable_names(columns: list[str], spec: TableSpec, ds: str, what: 
                          table=spec.table, ds=ds)
 
 
+def refuse_padded_names(columns: list[str], spec: TableSpec, ds: str, what: str) -> None:
+    """White space at either end of a name is a typo far more often than a name (a CSV header
+    `id, name`): such a column was added beside `name`, which went NULL in the day's versions."""
+    padded = [name for name in columns if name != name.strip()]
+    if padded:
+        raise InputError(f"{what} has columns with white space before or after their names: {padded[:5]}; rename"
+                         " them in the source (a CSV header is read as written: 'id, name' names ' name')",
+                         table=spec.table, ds=ds)
+
+
 def refuse_bad_names(columns: list[str], spec: TableSpec, ds: str, what: str) -> None:
     """The checks of an input's column names, for every reader (check_shape, the landing zone's)."""
     refuse_internal_names(columns, spec, ds, what)
     refuse_unstorable_names(columns, spec, ds, what)
+    refuse_padded_names(columns, spec, ds, what)
 
 
 def refuse_unwritable_types(df, spec: TableSpec, ds: str, what: str) -> None:
