@@ -81,6 +81,19 @@ def test_employee_moves_from_redmond_to_bellevue(spark, zone):
         "Redmond", "desk 2999"]
 
 
+def test_a_data_column_named_metadata_is_a_column_like_any_other(spark, zone):
+    """Rows are ordered by Spark's hidden `_metadata` column, which a data column of that name hid:
+    the merge failed with `Can't extract a value from "_metadata"`."""
+    schema = pa.schema([*EMPLOYEES, ("_metadata", pa.string())])
+    zone.write(1, [(0, "E0001", "Redmond", "m1"), (0, "E0002", "Redmond", "m2")], schema=schema)
+    merge.merge_date(spark, zone.spec, day(1))
+    zone.write(2, [(1, "E0001", "Bellevue", "m3"), (1, "E0001", "Seattle", "m4")], schema=schema)
+    merge.merge_date(spark, zone.spec, day(2))
+    assert table_rows(spark, zone.table) == [
+        ("E0001", "Redmond", "m1", "2024-01-01", "2024-01-02"), ("E0001", "Seattle", "m4", "2024-01-02", OPEN),
+        ("E0002", "Redmond", "m2", "2024-01-01", OPEN)]
+
+
 def test_key_change_is_a_delete_of_the_old_key_and_an_insert_of_the_new(spark, zone):
     zone.write(1, [(0, "E0001", "Bellevue")])
     merge.merge_date(spark, zone.spec, day(1))

@@ -273,10 +273,12 @@ def read(spark, spec: TableSpec, located: sources.Input, ds: dt.date):
             for name, kind in union.items() if name != MARKER
         ]
         written = F.col(f"`{have[MARKER]}`") if MARKER in have else F.lit(0)
+        # Spark's file metadata by its logical name: a data column `_metadata` hides `F.col("_metadata")`
+        metadata = df.metadataColumn("_metadata")
         # try_cast: a marker written as text ('X') is reported as a bad marker, not a failed cast
         parts.append(df.select(*selected, written.try_cast("int").alias(MARKER),
-                               written.cast("string").alias(MARKER_TEXT), F.col("_metadata.file_name").alias(FILE),
-                               F.col("_metadata.row_index").alias(ROW)))
+                               written.cast("string").alias(MARKER_TEXT), metadata["file_name"].alias(FILE),
+                               metadata["row_index"].alias(ROW)))
     rows = parts[0]
     for part in parts[1:]:
         rows = rows.unionByName(part)
