@@ -233,6 +233,18 @@ def test_a_column_name_with_white_space_around_it_is_refused(spark, tmp_path, un
     assert (table_rows(spark, t.table), columns_of(spark, t)) == before
 
 
+def test_a_csv_column_named_corrupt_record_is_a_column_like_any_other(spark, tmp_path, unique_name):
+    """Spark's CSV reader takes a column `_corrupt_record` for its own (the text of a malformed
+    row): a file with such a column failed with 'Number of column in CSV header is not equal to
+    number of fields in the schema'."""
+    t = TableFixture(tmp_path, unique_name, base=False, source={"format": "csv", "options": {"header": "true"}})
+    for n, text in ((1, "id,_corrupt_record,name\n1,x,ann\n"), (2, "id,_corrupt_record,name\n1,y,ann\n")):
+        t.increment_dir(day(n)).mkdir(parents=True)
+        (t.increment_dir(day(n)) / "part-0.csv").write_text(text)
+        merge.merge_date(spark, t.spec, day(n))
+    assert table_rows(spark, t.table) == [(1, "x", "ann", "2024-01-01", "2024-01-02"), (1, "y", "ann", "2024-01-02", OPEN)]
+
+
 def test_a_changed_type_fails_naming_the_column_and_both_types(spark, tmp_path, unique_name):
     t = TableFixture(tmp_path, unique_name)
     t.write_base(spark, [(1, "ann", "Oslo")])

@@ -153,6 +153,8 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: 
     options = dict(source.options)
     if located.format == "csv":
         what = f"{'base' if isinstance(source, BaseSpec) else 'increment'} {located.description}"
+        # Spark takes a column `_corrupt_record` (its default) for the text of malformed rows, not data
+        options.setdefault("columnNameOfCorruptRecord", CORRUPT_RECORD)
         if not _filters_files(options):  # else Spark reads fewer files than the folder holds
             csv_header.check(spark, [f.path for f in located.files], options, what)
         csv_schema = _csv_schema(spark, located, options, getattr(source, "csv_schema", {}), schema)
@@ -179,6 +181,8 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: 
     return df
 
 
+# The CSV reader's column for malformed rows: a name no input column can have (`zipper_` is reserved).
+CORRUPT_RECORD = "zipper_corrupt_record"
 # Reader options that leave files out on purpose.
 _FILE_FILTERS = {"pathglobfilter", "modifiedbefore", "modifiedafter"}
 
