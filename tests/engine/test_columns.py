@@ -161,20 +161,50 @@ def test_added_missing_and_widened_columns(spark, tmp_path, unique_name):
 
 
 def test_a_new_table_takes_column_names_that_are_not_identifiers(spark, tmp_path, unique_name):
-    """A space, a hyphen or a non-ASCII letter: Hive and Spark take them, and a later day could
-    already add such a column; the table's first columns must be quoted the same way."""
+    """A hyphen, a leading digit or a non-ASCII letter: Hive (its Parquet reader too) and Spark take
+    them, and a later day could already add such a column; the table's first columns must be
+    quoted the same way."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from tests.engine.test_hive_reader import hive_serde_reads
+
     t = TableFixture(tmp_path, unique_name, base=False)
-    names = ["id", "first name", "a-b", "名前"]
+    names = ["id", "a-b", "1st", "名前"]
     folder = t.increment_dir(day(1))
     folder.mkdir(parents=True)
-    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64()), "first name": ["ann", "bob"], "a-b": ["x", "y"],
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64()), "a-b": ["x", "y"], "1st": ["ann", "bob"],
                              "名前": ["n1", "n2"]}), folder / "part-0.parquet")
     merge.merge_date(spark, t.spec, day(1))
     assert [name for name, _ in columns_of(spark, t)] == [*names, "begin_dt", "end_dt"]
-    assert table_rows(spark, t.table) == [(1, "ann", "x", "n1", "2024-01-01", OPEN), (2, "bob", "y", "n2", "2024-01-01", OPEN)]
+    expected = [(1, "x", "ann", "n1", "2024-01-01", OPEN), (2, "y", "bob", "n2", "2024-01-01", OPEN)]
+    assert table_rows(spark, t.table) == expected
+    with hive_serde_reads(spark):
+        assert table_rows(spark, t.table) == expected
+
+
+@pytest.mark.parametrize("name, reason", [("first name", "white space"), ("a,b", "','"), ("x=y", "'='"),
+                                          ("f(x)", "'('")])
+def test_a_column_name_hives_parquet_reader_cannot_parse_is_refused(spark, tmp_path, unique_name, name, reason):
+    """Spark writes and reads such a column, Hive's Parquet reader fails on the whole table
+    (`expected ';' but got 'name'`, an IndexOutOfBoundsException for a comma)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = TableFixture(tmp_path, unique_name)
+    t.write_base(spark, [(1, "ann", "Oslo")])
+    merge.init_table(spark, t.spec)
+    before = (table_rows(spark, t.table), columns_of(spark, t))
+    folder = t.increment_dir(day(1))
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64()), "name": ["ann"], "city": ["Rome"], name: ["x"]}),
+                   folder / "part-0.parquet")
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, t.spec, day(1))
+    assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder} has columns a Hive table cannot take:"
+                                 f" {name!r} ({reason}, which Hive's Parquet reader cannot parse); rename them in"
+                                 " the source")
+    assert (table_rows(spark, t.table), columns_of(spark, t)) == before
 
 
 def test_a_timestamp_without_time_zone_is_refused_naming_the_column(spark, tmp_path, unique_name):

@@ -64,11 +64,15 @@ def refuse_internal_names(columns: list[str], spec: TableSpec, ds: str, what: st
 # The metastore keeps a column's name in a VARCHAR(767) (COLUMNS_V2.COLUMN_NAME): a longer one
 # fails the ALTER TABLE that adds it, which runs after the day's publish.
 MAX_COLUMN_NAME = 767
+# Characters of a column name Hive's Parquet reader (ParquetHiveSerDe) cannot parse, besides white
+# space: Spark writes and reads the table, Hive fails on all of it.
+HIVE_PARQUET_UNPARSED = ",;{}()="
 
 
 def refuse_unstorable_names(columns: list[str], spec: TableSpec, ds: str, what: str) -> None:
     """Names the table cannot take, refused before anything is written: Hive reads a dot as a
-    struct field, a backtick ends a quoted name, and the metastore holds at most 767 characters."""
+    struct field, a backtick ends a quoted name, its Parquet reader cannot parse white space and
+    a few more characters, and the metastore holds at most 767 characters."""
     def why(name: str) -> str | None:
         if len(name) > MAX_COLUMN_NAME:
             return f"{len(name)} characters, more than the metastore's {MAX_COLUMN_NAME}"
@@ -76,6 +80,10 @@ def refuse_unstorable_names(columns: list[str], spec: TableSpec, ds: str, what: 
             return "a dot"
         if "`" in name:
             return "a backtick"
+        unparsed = next((c for c in name if c.isspace() or c in HIVE_PARQUET_UNPARSED), None)
+        if unparsed is not None:
+            shown = "white space" if unparsed.isspace() else repr(unparsed)
+            return f"{shown}, which Hive's Parquet reader cannot parse"
         return None
 
     bad = [(name, reason) for name in columns if (reason := why(name))]
@@ -98,8 +106,8 @@ def refuse_padded_names(columns: list[str], spec: TableSpec, ds: str, what: str)
 def refuse_bad_names(columns: list[str], spec: TableSpec, ds: str, what: str) -> None:
     """The checks of an input's column names, for every reader (check_shape, the landing zone's)."""
     refuse_internal_names(columns, spec, ds, what)
-    refuse_unstorable_names(columns, spec, ds, what)
     refuse_padded_names(columns, spec, ds, what)
+    refuse_unstorable_names(columns, spec, ds, what)
 
 
 def refuse_unwritable_types(df, spec: TableSpec, ds: str, what: str) -> None:
