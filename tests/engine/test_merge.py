@@ -561,6 +561,29 @@ def test_check_names_a_duplicated_binary_key_in_base64_as_history_takes_it(spark
     assert len(inspect.history(spark, t.spec, {"k": "/w=="}).collect()) == 2
 
 
+def test_a_repeated_key_is_named_as_history_takes_it_whatever_the_local_time_zone(spark, tmp_path, unique_name,
+                                                                                  monkeypatch):
+    """The merge named a repeated timestamp key in the Python process's time zone (with
+    TZ=America/New_York, 2024-03-09 21:30:00, a key the input does not hold), a decimal as
+    1.23E-8 and a binary as b'\\xff'."""
+    import time
+
+    schema = "at timestamp, amount decimal(20,10), raw binary, v string"
+    t = TableFixture(tmp_path, unique_name, keys=("at", "amount", "raw"), schema=schema, base=False)
+    rows = spark.sql("SELECT TIMESTAMP'2024-03-10 02:30:00' AS at, CAST('0.0000000123' AS decimal(20,10)) AS amount,"
+                     " X'FF' AS raw, 'a' AS v")
+    rows.union(rows).write.parquet(str(t.increment_dir(day(1))))
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        with pytest.raises(InputError) as raised:
+            merge.merge_date(spark, t.spec, day(1))
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert str(raised.value).endswith("more than once: (2024-03-10 02:30:00, 0.0000000123, /w==)")
+
+
 def test_status_slice_and_vacuum(spark, users):
     for n, city in ((1, "Paris"), (2, "Lyon"), (3, "Nice")):
         users.write_increment(spark, day(n), [(2, "bob", city)])

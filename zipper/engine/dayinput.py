@@ -13,7 +13,7 @@ import datetime as dt
 import secrets
 from dataclasses import dataclass, field
 
-from zipper.engine import audit, changes, conform, fs, landing, sources
+from zipper.engine import audit, changes, conform, fs, inspect, landing, sources
 from zipper.errors import InputError, MissingInputError
 from zipper.spec.model import TableSpec
 
@@ -64,9 +64,25 @@ def _where(spec: TableSpec, ds: dt.date) -> dict:
     return {"table": spec.table, "ds": ds.isoformat()}
 
 
+def value_text(value) -> str:
+    """A key value in a message, as `zipper history --key` takes it back: rows collected through
+    `inspect.as_collected` (timestamps in the session's time zone, decimals as Spark writes them),
+    binary as base64, NaN as Spark writes it."""
+    import base64
+    import math
+
+    if value is None:
+        return "NULL"
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    return str(value)
+
+
 def key_text(rows, keys: list[str]) -> str:
     def one(row):
-        values = ["NULL" if row[k] is None else str(row[k]) for k in keys]
+        values = [value_text(row[k]) for k in keys]
         text = values[0] if len(values) == 1 else "(" + ", ".join(values) + ")"
         diff = row[changes.DIFF] if changes.DIFF in row.__fields__ else None
         return text + (f" (columns {', '.join(diff)})" if diff else "")
@@ -145,7 +161,7 @@ def validate_keys(df, spec: TableSpec, ds: dt.date, what: str, columns: tuple[st
 def changes_offenders(df, keys: list[str]):
     from zipper.engine import transforms
 
-    return transforms.key_offenders(df, keys).limit(MAX_LISTED_KEYS * 2 + 1).collect()
+    return inspect.as_collected(transforms.key_offenders(df, keys).limit(MAX_LISTED_KEYS * 2 + 1)).collect()
 
 
 def _refuse_nulls(offenders, spec: TableSpec, ds: dt.date, what: str) -> None:
@@ -159,7 +175,8 @@ def validate_order(events, spec: TableSpec, ds: dt.date, what: str, order_name: 
     """Rows (and string bytes of the table's `columns`) of the events; fails naming keys that are
     NULL, and (with a sequence column, `order_name`) keys whose sequence value is NULL or repeated."""
     counted, observation = _counted(events, "events", variable_columns(events.schema, columns))
-    offenders = changes.order_offenders(counted, spec.keys).limit(MAX_LISTED_KEYS * 2 + 1).collect()
+    offenders = changes.order_offenders(counted, spec.keys).limit(MAX_LISTED_KEYS * 2 + 1)
+    offenders = inspect.as_collected(offenders).collect()
     _refuse_nulls(offenders, spec, ds, what)
     if offenders:
         nulls = [r for r in offenders if r[changes.ORDER] is None]
@@ -176,7 +193,7 @@ def validate_order(events, spec: TableSpec, ds: dt.date, what: str, order_name: 
 # ---------------------------------------------------------------- problems between changes
 
 def _collect_problems(problems, keys: list[str]) -> dict:
-    rows = changes.problem_summary(problems, keys=keys, examples=MAX_LISTED_KEYS).collect()
+    rows = inspect.as_collected(changes.problem_summary(problems, keys=keys, examples=MAX_LISTED_KEYS)).collect()
     return {r[changes.PROBLEM]: (int(r["count"]), r["examples"]) for r in rows}
 
 

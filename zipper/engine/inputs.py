@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from zipper.engine import conform, sources, transforms
+from zipper.engine import conform, inspect, sources, transforms
+from zipper.engine.dayinput import key_text
 from zipper.engine.plan import describe_dates
 from zipper.engine.rebuild_transforms import DS, dated
 from zipper.errors import InputError, MissingInputError, ZipperError
@@ -84,24 +85,15 @@ def dated_rows(spark, spec: TableSpec, table_columns: list[tuple[str, str]], loc
     return rows
 
 
-def _key_text(rows, keys: list[str]) -> str:
-    def one(row):
-        values = ["NULL" if row[k] is None else str(row[k]) for k in keys]
-        return values[0] if len(values) == 1 else "(" + ", ".join(values) + ")"
-
-    return ", ".join(one(r) for r in rows)
-
-
 def check_keys(rows, spec: TableSpec, descriptions: dict[str, str]) -> None:
     """Fail as the merge of the earliest offending date would: NULL keys first, then repeated keys.
     CSV inputs are read whole (every value typed), so that a bad value fails here too.
 
     `rows`: dated rows (columns + DS); `descriptions`: date -> what the input is, for the message."""
-    offenders = (
+    offenders = inspect.as_collected(
         transforms.key_offenders(rows, [DS, *spec.keys], read_all_columns=spec.source.format == "csv")
         .limit(MAX_LISTED_KEYS * 2 + 1)
-        .collect()
-    )
+    ).collect()
     if not offenders:
         return
     first = offenders[0][DS]
@@ -109,11 +101,11 @@ def check_keys(rows, spec: TableSpec, descriptions: dict[str, str]) -> None:
     what = descriptions.get(first, "input")
     nulls = [r for r in of_first if any(r[k] is None for k in spec.keys)][:MAX_LISTED_KEYS]
     if nulls:
-        raise InputError(f"{what} has NULL in key columns {spec.keys}: {_key_text(nulls, spec.keys)}",
+        raise InputError(f"{what} has NULL in key columns {spec.keys}: {key_text(nulls, spec.keys)}",
                          table=spec.table, ds=first)
     more = " (first 20)" if len(of_first) > MAX_LISTED_KEYS else ""
     raise InputError(
-        f"{what} has keys {spec.keys} more than once{more}: {_key_text(of_first[:MAX_LISTED_KEYS], spec.keys)}",
+        f"{what} has keys {spec.keys} more than once{more}: {key_text(of_first[:MAX_LISTED_KEYS], spec.keys)}",
         table=spec.table,
         ds=first,
     )
