@@ -324,6 +324,27 @@ def test_a_csv_decimal_with_more_places_than_its_column_is_refused_not_rounded(s
         (1, "1.50"), (2, "-3.24"), (3, "12.50"), (7, "1.23")]
 
 
+def test_a_csv_timestamp_with_more_than_microseconds_is_refused_not_truncated(spark, tmp_path, unique_name):
+    """SQL Server's datetime2 writes 7 fractional digits; Spark's CSV parser cut 00:00:00.1234567 to
+    .123456 without a word, so a change in the 7th digit was taken for a re-sent unchanged row."""
+    t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, seen timestamp",
+                     source={"format": "csv"})
+    t.write_base(spark, [(1, "ann", None)])
+    merge.init_table(spark, t.spec)
+    folder = t.increment_dir(day(1))
+    folder.mkdir(parents=True)
+    (folder / "part-0.csv").write_text("id,name,seen\n1,ann,2024-01-01 08:00:00.1234560\n"
+                                       "2,bob,2024-01-01T08:00:00.000001Z\n3,cid,2024-01-01 08:00:00\n")
+    (folder / "part-1.csv").write_text("id,name,seen\n7,gus,2024-01-01 08:00:00.1234567+02:00\n")
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, t.spec, day(1))
+    assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder}: file part-1.csv: column 'seen' (timestamp)"
+                                 " cannot hold '2024-01-01 08:00:00.1234567+02:00' without truncating it to"
+                                 " microseconds (row with id=7)")
+    (folder / "part-1.csv").unlink()
+    assert merge.merge_date(spark, t.spec, day(1)).counts["new"] == 2
+
+
 def test_csv_with_schema_orc_and_hive_table_partition(spark, tmp_path, unique_name):
     csv = TableFixture(tmp_path, unique_name + "_csv", schema="id bigint, name string, score decimal(5,2)",
                        source={"format": "csv", "schema": {"score": "decimal(5,2)"}})

@@ -128,12 +128,14 @@ def _bad_record(spark, path: str, read: CsvRead):
 
 def refuse_rounding(spark, paths: list[str], keys, table: str, ds: str | None) -> None:
     """Spark's CSV parser rounds a decimal with more places than its column's scale (`1.239`
-    into decimal(7,2) reads 1.24) without a word. The decimal columns of the remembered CSV files
-    among `paths` are read again as text, and the first value with more significant places than
-    its column holds fails the run, named as a value that does not parse is. One small job per
-    CSV input that has decimal columns; none otherwise."""
+    into decimal(7,2) reads 1.24) and cuts a timestamp's fractional seconds to microseconds
+    (datetime2's `08:00:00.1234567`), without a word: a change in a cut digit would be missed. The
+    decimal and timestamp columns of the remembered CSV files among `paths` are read again as
+    text, and the first value with more significant places than its column holds fails the run,
+    named as a value that does not parse is. One small job per CSV input that has such columns;
+    none otherwise."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import DecimalType, StringType, StructField, StructType
+    from pyspark.sql.types import StringType, StructField, StructType
 
     by_read: dict[CsvRead, list[str]] = {}
     for path in paths:
@@ -141,26 +143,42 @@ def refuse_rounding(spark, paths: list[str], keys, table: str, ds: str | None) -
         if found is not None:
             by_read.setdefault(found[1], []).append(found[0])
     for read, files in by_read.items():
-        decimals = [f for f in read.schema.fields if isinstance(f.dataType, DecimalType)]
-        if not decimals:
+        checked = [(f, *lossy) for f in read.schema.fields if (lossy := _lossy(f)) is not None]
+        if not checked:
             continue
         as_text = StructType([StructField(f.name, StringType(), True) for f in read.schema.fields])
         rows = spark.read.options(**dict(read.options)).schema(as_text).csv(files)
-
-        def places(name: str):  # significant digits after the point; 0 for other spellings (1e3, ...)
-            return F.length(F.regexp_extract(F.trim(F.col(name)), r"^[+-]?[0-9]*\.([0-9]*?)0*$", 1))
-
-        rounded = [(f, places(f.name) > F.lit(f.dataType.scale)) for f in decimals]
-        bad = (rows.where(reduce(lambda a, b: a | b, [r for _, r in rounded]))
+        bad = (rows.where(reduce(lambda a, b: a | b, [lossy for _, lossy, _ in checked]))
                .select("*", F.input_file_name().alias("zipper_file"),
-                       *[r.alias(f"zipper_rounded_{i}") for i, (_, r) in enumerate(rounded)])
+                       *[lossy.alias(f"zipper_lossy_{i}") for i, (_, lossy, _) in enumerate(checked)])
                .limit(1).collect())
         if not bad:
             continue
         row = bad[0]
         columns = "; ".join(f"column {f.name!r} ({f.dataType.simpleString()}) cannot hold {row[f.name]!r} without"
-                            f" rounding it" for i, (f, _) in enumerate(rounded) if row[f"zipper_rounded_{i}"])
+                            f" {loss}" for i, (f, _, loss) in enumerate(checked) if row[f"zipper_lossy_{i}"])
         key_names = _key_names(read, keys)
         where = f" (row with {', '.join(f'{k}={row[k]}' for k in key_names)})" if key_names else ""
         name = fs.name_of(fs.spelled_alike(row["zipper_file"]))
         raise InputError(f"{read.description}: file {name}: {columns}{where}", table=table, ds=read.ds or ds)
+
+
+# Microseconds: the finest a Spark timestamp holds.
+TIMESTAMP_PLACES = 6
+
+
+def _lossy(field):
+    """(condition on the field's text, what Spark's parser would do) when the field's type can
+    lose digits of its text; None otherwise. Places are significant digits after the point
+    (trailing zeros lose nothing); other spellings (1e3, ...) count none."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DecimalType, TimestampType
+
+    text = F.trim(F.col(field.name))
+    if isinstance(field.dataType, DecimalType):
+        places = F.length(F.regexp_extract(text, r"^[+-]?[0-9]*\.([0-9]*?)0*$", 1))
+        return places > F.lit(field.dataType.scale), "rounding it"
+    if isinstance(field.dataType, TimestampType):  # the seconds' fraction, before any zone
+        places = F.length(F.regexp_extract(text, r"[0-9]:[0-9]{2}\.([0-9]*?)0*(?:[^0-9].*)?$", 1))
+        return places > F.lit(TIMESTAMP_PLACES), "truncating it to microseconds"
+    return None
