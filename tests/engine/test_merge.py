@@ -724,6 +724,26 @@ def test_history_refuses_a_key_column_it_cannot_take_a_value_for(spark, tmp_path
         inspect.history(spark, t.spec, {"k": "[1]"})
 
 
+def test_a_parquet_timestamp_in_nanoseconds_is_named_by_its_column(spark, users):
+    """pyarrow writes pandas' timestamps in nanoseconds unless told otherwise; Spark's 'Illegal
+    Parquet type: INT64 (TIMESTAMP(NANOS,true))' named no column."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    merge.init_table(spark, users.spec)
+    folder = users.increment_dir(day(1))
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"id": pa.array([2], pa.int64()), "name": ["bob"], "city": ["Paris"],
+                             "seen": pa.array([dt.datetime(2024, 1, 1, 8, 30)], pa.timestamp("ns", tz="UTC"))}),
+                   folder / "part-0.parquet")
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, users.spec, day(1))
+    assert str(raised.value) == (
+        f"{users.table} 2024-01-01: cannot read file part-0.parquet of {folder}: column 'seen' holds timestamps in"
+        " nanoseconds, which Spark cannot read (Illegal Parquet type: INT64 (TIMESTAMP(NANOS,true))); write them in"
+        " microseconds (pyarrow: coerce_timestamps='us')")
+
+
 @pytest.mark.parametrize("files", [1, 2])
 def test_a_file_that_is_not_parquet_is_named_with_the_reason(spark, users, files):
     if files == 2:

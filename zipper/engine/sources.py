@@ -292,6 +292,22 @@ def _csv_schema(spark, located: Input, options: dict[str, str], declared: dict[s
     return StructType([StructField(name, known.get(name.lower(), StringType()), True) for name in header])
 
 
+def _nanosecond_columns(path: str) -> list[str]:
+    """The top-level columns of a local Parquet file whose timestamps are in nanoseconds (pyarrow's
+    default for pandas' timestamps), from its footer; empty when remote or unreadable."""
+    local = fs.local_path(path)
+    if local is None:
+        return []
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(local)
+    except Exception:
+        return []
+    return [f.name for f in schema if pa.types.is_timestamp(f.type) and f.type.unit == "ns"]
+
+
 def _unreadable(located: Input, exc: Exception, bad_file: str | None = None) -> InputError:
     """Columns that differ only in case are the files' content; any other failure to read may
     be an I/O failure that passes."""
@@ -302,6 +318,12 @@ def _unreadable(located: Input, exc: Exception, bad_file: str | None = None) -> 
             f"{located.description} has columns that differ only in case: {column.group(1) if column else reason}"
         )
     named = bad_file or path or (located.files[0].path if len(located.files) == 1 else None)
+    if named and "TIMESTAMP(NANOS" in reason:
+        columns = _nanosecond_columns(named)
+        if columns:
+            return InputError(f"cannot read file {fs.name_of(named)} of {located.description}: column"
+                              f" {columns[0]!r} holds timestamps in nanoseconds, which Spark cannot read ({reason});"
+                              " write them in microseconds (pyarrow: coerce_timestamps='us')")
     if named:
         return UnreadableInputError(f"cannot read file {fs.name_of(named)} of {located.description}: {reason}")
     return UnreadableInputError(f"cannot read {located.description}: {reason}")
