@@ -4,7 +4,7 @@
 -- ({{ first }} itself with exclusive ends, the day before with inclusive ends); those versions
 -- are open again, with their end reset to {{ open_end }}. Versions that began on or after
 -- {{ first }} are left out: the replay makes them again.
-SELECT {% for c in columns %}{{ c | ident }}, {% endfor %}{{ begin_column | ident }}
+SELECT {% for c in columns %}{{ c | column }}, {% endfor %}{{ begin_column | ident }}
 FROM {{ table | ident }}
 WHERE {{ begin_column | ident }} < {{ first | lit }}
   AND {{ end_column | ident }} >= {{ closed_end | lit }}

@@ -68,6 +68,26 @@ def assert_equals_a_rebuild(spark, t):
     assert check.run_checks(spark, t.spec)["ok"]
 
 
+def test_rerun_and_rebuild_of_a_table_whose_columns_are_not_identifiers(spark, tmp_path, unique_name):
+    """The restore's SQL quoted its columns as identifiers: a rerun of a table with a column `a-b`
+    (or `1st`, `名前`, which a day could add) failed with "not an identifier: 'a-b'"."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = TableFixture(tmp_path, unique_name, base=False)
+    for n, (city, extra) in enumerate([("Oslo", "x"), ("Rome", "x"), ("Rome", "y")], start=1):
+        folder = t.increment_dir(day(n))
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"id": pa.array([1], pa.int64()), "city": [city], "a-b": [extra], "名前": ["n"]}),
+                       folder / "part-0.parquet")
+        merge.merge_date(spark, t.spec, day(n))
+    before = table_rows(spark, t.table)
+    assert len(before) == 3
+    replay.rerun(spark, t.spec, day(2))
+    assert table_rows(spark, t.table) == before
+    assert_equals_a_rebuild(spark, t)
+
+
 @pytest.mark.parametrize("end_style", ["exclusive", "inclusive"])
 def test_rerun_restores_the_day_before_and_replays_every_later_date(spark, tmp_path, unique_name, end_style):
     t = TableFixture(tmp_path, unique_name, end_style=end_style)
