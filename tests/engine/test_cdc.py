@@ -142,3 +142,20 @@ def test_upsert_mode_sequence_by(spark, tmp_path, unique_name):
         (1, "Oslo", 0, "2023-12-31", "2024-01-01"),
         (2, "Pau", 1, "2024-01-01", OPEN),
     ]
+
+
+def test_a_sequence_by_column_that_holds_a_map_is_refused_naming_it(spark, tmp_path, unique_name):
+    """A map has no order: the merge failed on Spark's 'sortorder does not support ordering on type MAP'."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = TableFixture(tmp_path, unique_name, base=False, source={"sequence_by": "seq"})
+    folder = t.increment_dir(day(1))
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"id": pa.array([1, 1], pa.int64()),
+                             "seq": pa.array([[("a", 1)], [("b", 2)]], pa.map_(pa.string(), pa.int64()))}),
+                   folder / "part-0.parquet")
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, t.spec, day(1))
+    assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder} sequence_by column 'seq' has type"
+                                 " map<string,bigint>, which has no order")

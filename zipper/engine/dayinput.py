@@ -14,6 +14,7 @@ import secrets
 from dataclasses import dataclass, field
 
 from zipper.engine import audit, changes, conform, fs, inspect, landing, sources
+from zipper.engine.equality import holds_map
 from zipper.errors import InputError, MissingInputError
 from zipper.spec.model import TableSpec
 
@@ -254,6 +255,9 @@ def _read(spark, spec: TableSpec, located: sources.Input, table_columns, ds: dt.
     sequence = spec.source.sequence_by
     if sequence and sequence not in df.columns:
         raise InputError(f"{what} lacks the sequence_by column {sequence!r}", **_where(spec, ds))
+    if sequence and holds_map(df.schema[sequence].dataType):  # Spark cannot sort by it
+        raise InputError(f"{what} sequence_by column {sequence!r} has type {df.schema[sequence].dataType.simpleString()},"
+                         " which has no order", **_where(spec, ds))
     return df
 
 
