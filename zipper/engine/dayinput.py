@@ -323,10 +323,13 @@ def check_operations(spec: TableSpec, ds: dt.date, located, df, what: str, suffi
         files = ", ".join(fs.name_of(f.path) for f in located.files[:5]) or located.description
         raise InputError(f"{what} has no operation column {op!r} (0 insert or update, 1 delete); files: {files}"
                          + suffix, **where)
-    bad = changes.bad_operations(df, op_column=op).limit(5).collect()
+    bad = changes.bad_operations(df, op_column=op).distinct().limit(5).collect()
     if bad:
-        shown = "; ".join(f"{r['op'] if r['op'] is not None else 'NULL'} in {r['file'] or located.description}"
-                          for r in bad)
+        kind = df.schema[op].dataType.simpleString()
+        typed = "" if kind in ("tinyint", "smallint", "int", "bigint", "string") else f" ({kind})"  # 0.0 is not 0
+        shown = "; ".join(f"{r['op'] if r['op'] is not None else 'NULL'}{typed} in"
+                          f" {fs.name_of(r['file']) if r['file'] else located.description}"
+                          for r in sorted(bad, key=lambda r: (r["op"] is None, r["op"] or "", r["file"] or "")))
         raise InputError(f"{what} has {op} values other than 0 (insert or update) and 1 (delete): {shown}" + suffix,
                          **where)
 
