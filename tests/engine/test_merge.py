@@ -584,6 +584,23 @@ def test_a_repeated_key_is_named_as_history_takes_it_whatever_the_local_time_zon
     assert str(raised.value).endswith("more than once: (2024-03-10 02:30:00, 0.0000000123, /w==)")
 
 
+def test_check_names_a_duplicated_nan_key_in_strict_json(spark, tmp_path, unique_name):
+    """A NaN key in an example made `zipper check` print a bare NaN, which JSON does not have."""
+    import json
+
+    t = TableFixture(tmp_path, unique_name, keys=("k",), schema="k double, v string")
+    t.write_base(spark, [(float("nan"), "a")])
+    merge.init_table(spark, t.spec)
+    st = state.read_state(spark, t.spec)
+    spark.createDataFrame([(float("nan"), "b", st.init_ds.isoformat())], "k double, v string, begin_dt string") \
+        .write.mode("append").parquet(st.open_partition.location)
+    catalog.refresh(spark, t.spec)
+    report = check.run_checks(spark, t.spec)
+    duplicates = next(c for c in report["checks"] if c["check"] == "open_duplicate_keys")
+    assert duplicates["examples"] == [{"k": "NaN", "versions": 2}]
+    json.dumps(report, allow_nan=False, default=str)
+
+
 def test_status_slice_and_vacuum(spark, users):
     for n, city in ((1, "Paris"), (2, "Lyon"), (3, "Nice")):
         users.write_increment(spark, day(n), [(2, "bob", city)])

@@ -68,7 +68,7 @@ def _where(spec: TableSpec, ds: dt.date) -> dict:
 def value_text(value) -> str:
     """A key value in a message, as `zipper history --key` takes it back: rows collected through
     `inspect.as_collected` (timestamps in the session's time zone, decimals as Spark writes them),
-    binary as base64, NaN as Spark writes it."""
+    binary as base64, NaN and infinities as Spark writes them."""
     import base64
     import math
 
@@ -76,8 +76,8 @@ def value_text(value) -> str:
         return "NULL"
     if isinstance(value, (bytes, bytearray)):
         return base64.b64encode(bytes(value)).decode("ascii")
-    if isinstance(value, float) and math.isnan(value):
-        return "NaN"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     return str(value)
 
 
