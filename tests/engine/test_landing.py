@@ -94,6 +94,21 @@ def test_a_data_column_named_metadata_is_a_column_like_any_other(spark, zone):
         ("E0002", "Redmond", "m2", "2024-01-01", OPEN)]
 
 
+def test_a_change_file_timestamp_without_time_zone_is_refused_naming_the_column(spark, zone):
+    """A mirrored datetime2 written as a Parquet timestamp not adjusted to UTC reads as timestamp_ntz,
+    which a Hive table cannot store: the table's creation failed with Hive's 'type expected at the
+    position ...'."""
+    schema = pa.schema([*EMPLOYEES, ("HiredAt", pa.timestamp("us"))])
+    zone.write(1, [(0, "E0001", "Redmond", dt.datetime(2024, 1, 1, 8, 30))], schema=schema)
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, zone.spec, day(1))
+    assert str(raised.value) == (
+        f"{zone.table} {day(1)}: landing zone {zone.folder} column 'hiredat' has type timestamp_ntz, which a Hive"
+        " table cannot store (a Parquet timestamp without a time zone, such as pandas' naive datetimes): write it"
+        " adjusted to UTC")
+    assert not catalog.table_exists(spark, zone.spec)
+
+
 def test_key_change_is_a_delete_of_the_old_key_and_an_insert_of_the_new(spark, zone):
     zone.write(1, [(0, "E0001", "Bellevue")])
     merge.merge_date(spark, zone.spec, day(1))

@@ -282,6 +282,7 @@ def read(spark, spec: TableSpec, located: sources.Input, ds: dt.date):
     rows = parts[0]
     for part in parts[1:]:
         rows = rows.unionByName(part)
+    conform.refuse_unstorable_types(rows, spec, ds.isoformat(), f"landing zone {origin}")
     columns = {fs.name_of(path): [lower for _, lower, _ in fields] for path, fields in schemas.items()}
     return rows, columns
 
