@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.support import TableFixture, day, table_rows
@@ -284,6 +286,34 @@ def test_a_changed_type_fails_naming_the_column_and_both_types(spark, tmp_path, 
     with pytest.raises(InputError, match="column 'city' has type double, the table has string; a column cannot change type"):
         merge.merge_date(spark, t.spec, day(1))
     assert (table_rows(spark, t.table), columns_of(spark, t), catalog.list_partitions(spark, t.spec)) == before
+
+
+def test_a_decimal_input_with_fewer_digits_is_read_into_the_tables_decimal(spark, tmp_path, unique_name):
+    """decimal(5,1) fits decimal(10,2) exactly: read as the table's type, the table unchanged; an
+    input with more places or more integer digits than the table's column is refused."""
+    from decimal import Decimal
+
+    t = TableFixture(tmp_path, unique_name, schema="id bigint, amount decimal(10,2)")
+    t.write_base(spark, [(1, Decimal("1.50")), (2, Decimal("2.00"))], "id bigint, amount decimal(10,2)")
+    merge.init_table(spark, t.spec)
+    t.write_increment(spark, day(1), [(1, Decimal("1.5")), (2, Decimal("2.1")), (3, Decimal("9999.9"))],
+                      "id bigint, amount decimal(5,1)")
+    result = merge.merge_date(spark, t.spec, day(1))
+    assert (result.counts["unchanged"], result.counts["changed"], result.counts["new"]) == (1, 1, 1)
+    assert not result.counts.get("columns_widened")
+    assert columns_of(spark, t)[1] == ("amount", "decimal(10,2)")
+    assert table_rows(spark, t.table) == [
+        (1, Decimal("1.50"), "2023-12-31", OPEN),
+        (2, Decimal("2.00"), "2023-12-31", "2024-01-01"),
+        (2, Decimal("2.10"), "2024-01-01", OPEN),
+        (3, Decimal("9999.90"), "2024-01-01", OPEN),
+    ]
+    before = table_rows(spark, t.table)
+    for wider in ("decimal(10,3)", "decimal(11,2)"):
+        t.write_increment(spark, day(2), [(1, Decimal("1.5"))], f"id bigint, amount {wider}")
+        with pytest.raises(InputError, match=rf"column 'amount' has type {re.escape(wider)}, the table has decimal\(10,2\)"):
+            merge.merge_date(spark, t.spec, day(2))
+    assert table_rows(spark, t.table) == before
 
 
 def test_columns_are_added_after_the_publish_and_a_crash_in_between_is_completed(spark, tmp_path, unique_name):

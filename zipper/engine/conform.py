@@ -6,6 +6,7 @@ change is an error. The base of `zipper init` must match exactly (`to_table_colu
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from zipper.engine import csv_values, sources
@@ -20,6 +21,21 @@ SAFE_WIDENINGS = {
     ("float", "double"),
     ("tinyint", "double"), ("smallint", "double"), ("int", "double"),
 }
+_DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")
+
+
+def reads_as(narrow: str, wide: str) -> bool:
+    """Whether every value of type `narrow` is a value of type `wide`, exactly: the integer and
+    float widenings, and a decimal with no more integer digits and no more places than the other
+    (decimal(5,1) into decimal(10,2)). Only these are read into the wider type; the table's own
+    decimal columns are never altered (older files keep their precision)."""
+    if (narrow, wide) in SAFE_WIDENINGS:
+        return True
+    small, large = _DECIMAL.fullmatch(narrow), _DECIMAL.fullmatch(wide)
+    if not (small and large):
+        return False
+    (p1, s1), (p2, s2) = (map(int, m.groups()) for m in (small, large))
+    return s1 <= s2 and p1 - s1 <= p2 - s2
 
 
 def struct_type(columns: list[tuple[str, str]], begin_column: str | None = None):
@@ -218,7 +234,7 @@ def to_table_columns(df, table_columns: list[tuple[str, str]], spec: TableSpec, 
         input_type = have[name]
         if input_type == table_type:
             selected.append(F.col(name))
-        elif (input_type, table_type) in SAFE_WIDENINGS or input_type == "void":
+        elif reads_as(input_type, table_type) or input_type == "void":
             selected.append(F.col(name).cast(table_type).alias(name))
         else:
             raise InputError(
@@ -279,11 +295,11 @@ def evolve(input_columns: list[tuple[str, str]], table_columns: list[tuple[str, 
         input_type = have.get(name)
         if input_type is None:
             missing.append(name)
-        elif input_type != table_type and (input_type, table_type) not in SAFE_WIDENINGS and input_type != "void":
+        elif input_type != table_type and not reads_as(input_type, table_type) and input_type != "void":
             if (table_type, input_type) not in SAFE_WIDENINGS:
                 raise InputError(
                     f"{what} column {name!r} has type {input_type}, the table has {table_type}; a column cannot"
-                    " change type (only int -> bigint and float -> double widen)",
+                    " change type (only int -> bigint and float -> double widen; a decimal input may have fewer digits)",
                     table=spec.table,
                     ds=ds,
                 )

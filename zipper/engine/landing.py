@@ -342,16 +342,16 @@ def _groups(schemas: dict[str, list]) -> dict[tuple[str, ...], list]:
 
 
 def _union_types(schemas: dict[str, list], where: dict) -> dict[str, str]:
-    from zipper.engine.conform import SAFE_WIDENINGS
+    from zipper.engine.conform import reads_as
 
     union: dict[str, str] = {}
     seen_in: dict[str, str] = {}
     for path, fields in schemas.items():
         for _, name, kind in fields:
-            if name not in union or union[name] == kind or (kind, union[name]) in SAFE_WIDENINGS:
+            if name not in union or union[name] == kind or reads_as(kind, union[name]):
                 union.setdefault(name, kind)
                 seen_in.setdefault(name, path)
-            elif (union[name], kind) in SAFE_WIDENINGS or union[name] == "void":
+            elif reads_as(union[name], kind) or union[name] == "void":
                 union[name] = kind
             elif kind != "void":
                 raise InputError(f"landing-zone column {name!r} has type {union[name]} in {fs.name_of(seen_in[name])}"
