@@ -2,37 +2,30 @@
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import datetime as dt
 import decimal
 import errno
 import json
-import math
 import os
 import shutil
 import sys
 from pathlib import Path
 
-from zipper.engine.inspect import as_collected
+from zipper.engine.inspect import as_collected, as_written
 from zipper.errors import InputError
 
 
 def _plain(value):
     """A value as JSON holds it: structs as objects, maps with text keys, arrays as lists,
     binary as base64, dates and decimals as text, NaN and infinities as Spark writes them."""
-    if value is None or isinstance(value, (bool, int, str)):
+    value = as_written(value)  # binary, NaN and infinities
+    if value is None or isinstance(value, (bool, int, float, str)):
         return value
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        return value if not math.isinf(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
     if isinstance(value, decimal.Decimal):
         return str(value)
-    if isinstance(value, (bytes, bytearray)):
-        return base64.b64encode(bytes(value)).decode("ascii")
     if hasattr(value, "asDict"):  # a struct (pyspark Row)
         return {k: _plain(v) for k, v in value.asDict(recursive=False).items()}
     if isinstance(value, dict):

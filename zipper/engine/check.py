@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import math
 from pathlib import PurePosixPath
 
 from zipper import sqltemplates
@@ -21,16 +19,9 @@ def _rows(df, limit: int = EXAMPLES) -> tuple[int, list[dict]]:
 
 
 def _example_value(value):
-    """A value of an example row as JSON holds it, and as `zipper history --key` takes it back:
-    binary as base64 (Python's `b'\\xff'` is neither), NaN and infinities as Spark writes them
-    (JSON has no NaN)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, (int, float, type(None))):
-        return value
-    if isinstance(value, (bytes, bytearray)):
-        return base64.b64encode(bytes(value)).decode("ascii")
-    return str(value)
+    """A value of an example row as JSON holds it, and as `zipper history --key` takes it back."""
+    value = inspect.as_written(value)
+    return value if isinstance(value, (int, float, type(None))) else str(value)
 
 
 def run_checks(spark, spec: TableSpec) -> dict:

@@ -154,15 +154,9 @@ NTZ_HINT = " (a Parquet timestamp without a time zone, such as pandas' naive dat
 
 def _unstorable(data_type) -> str | None:
     """The first type inside `data_type` that a Hive table cannot store, by name; else None."""
-    from pyspark.sql.types import ArrayType, MapType, StructType
+    from zipper.engine.equality import nested_types
 
-    if isinstance(data_type, ArrayType):
-        return _unstorable(data_type.elementType)
-    if isinstance(data_type, MapType):
-        return _unstorable(data_type.keyType) or _unstorable(data_type.valueType)
-    if isinstance(data_type, StructType):
-        return next(filter(None, (_unstorable(f.dataType) for f in data_type.fields)), None)
-    return _NOT_IN_HIVE.get(type(data_type).__name__)
+    return next(filter(None, (_NOT_IN_HIVE.get(type(t).__name__) for t in nested_types(data_type))), None)
 
 
 def refuse_unstorable_types(df, spec: TableSpec, ds: str, what: str) -> None:

@@ -68,17 +68,8 @@ def _where(spec: TableSpec, ds: dt.date) -> dict:
 def value_text(value) -> str:
     """A key value in a message, as `zipper history --key` takes it back: rows collected through
     `inspect.as_collected` (timestamps in the session's time zone, decimals as Spark writes them),
-    binary as base64, NaN and infinities as Spark writes them."""
-    import base64
-    import math
-
-    if value is None:
-        return "NULL"
-    if isinstance(value, (bytes, bytearray)):
-        return base64.b64encode(bytes(value)).decode("ascii")
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    return str(value)
+    written by `inspect.as_written`."""
+    return "NULL" if value is None else str(inspect.as_written(value))
 
 
 def key_text(rows, keys: list[str]) -> str:

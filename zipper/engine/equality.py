@@ -6,19 +6,28 @@ sorted by key, which is what two equal maps share whatever order their entries w
 
 from __future__ import annotations
 
+from typing import Iterator
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 
-def holds_map(data_type: DataType) -> bool:
-    if isinstance(data_type, MapType):
-        return True
+def nested_types(data_type: DataType) -> Iterator[DataType]:
+    """`data_type` and every type inside it (array elements, map keys then values, struct fields), depth first."""
+    yield data_type
     if isinstance(data_type, ArrayType):
-        return holds_map(data_type.elementType)
-    if isinstance(data_type, StructType):
-        return any(holds_map(f.dataType) for f in data_type.fields)
-    return False
+        yield from nested_types(data_type.elementType)
+    elif isinstance(data_type, MapType):
+        yield from nested_types(data_type.keyType)
+        yield from nested_types(data_type.valueType)
+    elif isinstance(data_type, StructType):
+        for f in data_type.fields:
+            yield from nested_types(f.dataType)
+
+
+def holds_map(data_type: DataType) -> bool:
+    return any(isinstance(t, MapType) for t in nested_types(data_type))
 
 
 def comparable(column: Column, data_type: DataType) -> Column:

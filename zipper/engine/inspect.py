@@ -189,6 +189,20 @@ def _collected_type(data_type, via_text: bool = False):
     return data_type
 
 
+def as_written(value):
+    """A collected value as Spark writes it in text and `history --key` takes it back, where
+    Python's own form differs: binary as base64 (not `b'\\xff'`), NaN and infinities by Spark's
+    names (JSON has none); any other value as it is."""
+    import base64
+    import math
+
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value
+
+
 def as_collected(df):
     """`df` with decimals, timestamps and floats cast as `_collected_type` says, so rows collected
     to be written as text show the values Spark SQL shows for the same query (slice and history
