@@ -162,6 +162,25 @@ def test_added_missing_and_widened_columns(spark, tmp_path, unique_name):
     assert check.run_checks(spark, t.spec)["ok"]
 
 
+@pytest.mark.parametrize("table_type, input_type", [("float", "double"), ("double", "float")])
+def test_a_float_key_and_a_double_key_do_not_mix(spark, tmp_path, unique_name, table_type, input_type):
+    """float -> double widens a value column exactly, but not a key: 0.1 stored as float reads
+    0.10000000149011612 as double, so the input's 0.1 would open a second version of key 0.1
+    beside the first (and a float input for a double key the same the other way round)."""
+    t = TableFixture(tmp_path, unique_name, schema=f"id {table_type}, name string, city string")
+    t.write_base(spark, [(0.1, "ann", "Oslo")])
+    merge.init_table(spark, t.spec)
+    before = (table_rows(spark, t.table), columns_of(spark, t))
+    t.write_increment(spark, day(1), [(0.1, "ann", "Rome")], f"id {input_type}, name string, city string")
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, t.spec, day(1))
+    assert str(raised.value) == (
+        f"{t.table} {day(1)}: increment {t.increment_dir(day(1))} key column 'id' has type {input_type}, the table"
+        f" has {table_type}; a float key and a double key are different values (0.1 as a float is"
+        f" 0.10000000149011612 as a double): send the key as {table_type}")
+    assert (table_rows(spark, t.table), columns_of(spark, t)) == before
+
+
 def test_a_new_table_takes_column_names_that_are_not_identifiers(spark, tmp_path, unique_name):
     """A hyphen, a leading digit or a non-ASCII letter: Hive (its Parquet reader too) and Spark take
     them, and a later day could already add such a column; the table's first columns must be

@@ -21,6 +21,8 @@ SAFE_WIDENINGS = {
     ("float", "double"),
     ("tinyint", "double"), ("smallint", "double"), ("int", "double"),
 }
+# A value column widens from float to double exactly; a key cannot: see `evolve`.
+_FLOATS = {"float", "double"}
 _DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")
 
 
@@ -287,6 +289,14 @@ def evolve(input_columns: list[tuple[str, str]], table_columns: list[tuple[str, 
     columns, missing, widened = [], [], []
     for name, table_type in table_columns:
         input_type = have.get(name)
+        if name in spec.keys and {input_type, table_type} == _FLOATS:
+            raise InputError(
+                f"{what} key column {name!r} has type {input_type}, the table has {table_type}; a float key and a"
+                " double key are different values (0.1 as a float is 0.10000000149011612 as a double): send the key"
+                f" as {table_type}",
+                table=spec.table,
+                ds=ds,
+            )
         if input_type is None:
             missing.append(name)
         elif input_type != table_type and not reads_as(input_type, table_type) and input_type != "void":
