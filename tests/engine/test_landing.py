@@ -109,6 +109,20 @@ def test_a_change_file_timestamp_without_time_zone_is_refused_naming_the_column(
     assert not catalog.table_exists(spark, zone.spec)
 
 
+def test_change_files_that_mix_a_float_and_a_double_key_are_refused(spark, tmp_path, unique_name):
+    zone = LandingZone(tmp_path, unique_name, key_columns=("Id",))
+    zone.write(1, [(0, 0.5, "Redmond")], schema=pa.schema([("__rowMarker__", pa.int32()), ("Id", pa.float32()),
+                                                         ("EmployeeLocation", pa.string())]))
+    zone.write(2, [(1, 0.1, "Bellevue")], schema=pa.schema([("__rowMarker__", pa.int32()), ("Id", pa.float64()),
+                                                          ("EmployeeLocation", pa.string())]))
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, zone.spec, day(1))
+    assert str(raised.value) == (f"{zone.table} {day(1)}: landing-zone key column 'id' has type float in"
+                                 f" {landing.file_name(1)} and double in {landing.file_name(2)}; a float key and a"
+                                 " double key are different values")
+    assert not spark.catalog.tableExists(zone.table)
+
+
 def test_key_change_is_a_delete_of_the_old_key_and_an_insert_of_the_new(spark, zone):
     zone.write(1, [(0, "E0001", "Bellevue")])
     merge.merge_date(spark, zone.spec, day(1))

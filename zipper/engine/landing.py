@@ -262,7 +262,7 @@ def read(spark, spec: TableSpec, located: sources.Input, ds: dt.date):
             by_signature[signature] = _fields(spark_schema, f.path, where)
             spark_schemas[json.dumps(by_signature[signature])] = spark_schema
         schemas[f.path] = by_signature[signature]
-    union = _union_types(schemas, where)
+    union = _union_types(schemas, where, [k.lower() for k in spec.keys])
     conform.refuse_bad_names(list(union), spec, ds.isoformat(), f"landing zone {origin}")
     parts = []
     for paths, fields in _groups(schemas).items():
@@ -341,13 +341,19 @@ def _groups(schemas: dict[str, list]) -> dict[tuple[str, ...], list]:
     return {tuple(paths): fields_of[signature] for signature, paths in groups.items()}
 
 
-def _union_types(schemas: dict[str, list], where: dict) -> dict[str, str]:
+def _union_types(schemas: dict[str, list], where: dict, keys: list[str]) -> dict[str, str]:
+    """One type per column over the files, by safe widening; a key never mixes float and double
+    (0.1 as a float and 0.1 as a double are different keys)."""
     from zipper.engine.conform import reads_as
 
     union: dict[str, str] = {}
     seen_in: dict[str, str] = {}
     for path, fields in schemas.items():
         for _, name, kind in fields:
+            if name in keys and {union.get(name), kind} == {"float", "double"}:
+                raise InputError(f"landing-zone key column {name!r} has type {union[name]} in"
+                                 f" {fs.name_of(seen_in[name])} and {kind} in {fs.name_of(path)}; a float key and a"
+                                 " double key are different values", **where)
             if name not in union or union[name] == kind or reads_as(kind, union[name]):
                 union.setdefault(name, kind)
                 seen_in.setdefault(name, path)
