@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 import urllib.parse
 
+from zipper.paths import user_path
+
 
 class ZipperError(Exception):
     """A user-facing failure: bad spec, bad input, wrong table state."""
@@ -124,7 +126,7 @@ def read_failure(exc: BaseException, limit: int = 600) -> tuple[str | None, str]
     root = _plain(chain[-1]) if len(chain) > 1 else ""
     read_file = _READ_FILE.search(chain[0])
     if read_file:
-        path = _local(_unquoted(read_file))
+        path = user_path(_unquoted(read_file))
         return path, clip(_as_it(root, path) if root else first, limit)
     return None, clip(first + (f"; caused by {root}" if root and root != first else ""), limit)
 
@@ -144,11 +146,6 @@ def clip(text: str, limit: int) -> str:
         return text
     cut = text[: limit - 4]
     return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + " ..."
-
-
-def _local(path: str) -> str:
-    """A file: URI as the local path a user types; other URIs unchanged."""
-    return re.sub(r"^file:/+", "/", path) if path.startswith("file:") else path
 
 
 def _as_it(reason: str, path: str) -> str:

@@ -48,6 +48,16 @@ def test_globs_match_like_the_merge(tmp_path):
     assert check_increment(spec, DS, tmp_path).ready
 
 
+@pytest.mark.parametrize("scheme", ["file:", "file://"])
+def test_a_file_uri_is_looked_for_on_the_local_disk_in_either_spelling(tmp_path, scheme):
+    """Hadoop takes `file:/in` as well as `file:///in`; the sensor looked for `file:/in` as a
+    relative folder of that name and waited for ever."""
+    spec, _ = spec_at(tmp_path, {"path": scheme + str(tmp_path / "in" / "ds={{ ds }}")})
+    assert not check_increment(spec, DS, tmp_path).ready
+    (tmp_path / "in" / "ds=2024-01-02").mkdir(parents=True)
+    assert check_increment(spec, DS, tmp_path).ready
+
+
 def test_table_partition_is_its_directory_under_the_embedded_warehouse(tmp_path, monkeypatch):
     monkeypatch.delenv("ZIPPER_METASTORE", raising=False)
     spec, _ = spec_at(tmp_path, {"format": "table", "table": "ods.user_inc", "partition": "ds = '{{ ds }}' AND src = 'a:b'"})

@@ -211,6 +211,21 @@ def test_a_file_still_being_copied_in_is_refused(spark, users):
     assert state.read_state(spark, users.spec).last_committed == day(0)
 
 
+def test_a_file_whose_copy_has_only_begun_is_refused_as_the_sensor_waits_for_it(spark, users):
+    """`hadoop fs -put` starts with an empty `._COPYING_` file: the merge left it out as a file
+    without rows and committed the day without it, while the sensor waited for the copy."""
+    merge.init_table(spark, users.spec)
+    users.write_increment(spark, day(1), [(2, "bob", "Paris")])
+    (users.increment_dir(day(1)) / "part-9.parquet._COPYING_").write_bytes(b"")
+    with pytest.raises(InputError) as err:
+        merge.merge_date(spark, users.spec, day(1))
+    assert str(err.value) == (f"{users.table} 2024-01-01: increment {users.increment_dir(day(1))} is still being"
+                              " written: part-9.parquet._COPYING_ is being copied in; merge it once the copy has"
+                              " finished")
+    assert not err.value.final  # another try may find the copy done
+    assert state.read_state(spark, users.spec).last_committed == day(0)
+
+
 @pytest.mark.parametrize("column, reason", [("x" * 800, "800 characters, more than the metastore's 767"),
                                             ("a.b", "a dot")])
 def test_a_column_the_metastore_cannot_take_is_refused_before_anything_is_published(spark, users, column, reason):

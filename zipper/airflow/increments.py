@@ -13,11 +13,13 @@ import datetime as dt
 import glob
 import os
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from zipper.engine.fs import COPYING, UNFINISHED_WRITES
+from zipper import input_names
 from zipper.engine.sources import parse_partition, render, resolve_path
+from zipper.paths import user_path
 from zipper.spec.model import TableSpec
 
 LOCAL_SCHEMES = ("", "file")
@@ -53,10 +55,6 @@ def _scheme(path: str) -> str:
     return head.lower()
 
 
-def _local(path: str) -> str:
-    return path[len("file://"):] if path.startswith("file://") else path
-
-
 def _remote_fs(path: str):
     """An fsspec filesystem for hdfs://, s3a://, gs://, ... paths; a clear error if none is installed."""
     scheme = _scheme(path)
@@ -75,13 +73,13 @@ def _remote_fs(path: str):
 def matches(path: str) -> list[str]:
     """Files or folders matching a (glob) path, local or remote."""
     if _scheme(path) in LOCAL_SCHEMES:
-        return sorted(glob.glob(_local(path)))
+        return sorted(glob.glob(user_path(path)))
     fs, url = _remote_fs(path)
     return sorted(fs.glob(url))
 
 
 def _is_data_file(name: str) -> bool:
-    return not name.startswith(("_", "."))
+    return not input_names.is_hidden(name)
 
 
 def data_files(path: str) -> list[str]:
@@ -105,8 +103,8 @@ def source_path(spec: TableSpec, ds: dt.date) -> str:
 
 
 def unfinished_writes(path: str, found: list[str]) -> list[str]:
-    """The uncommitted output of a job still writing into the matched folders (see
-    `zipper.engine.fs.unfinished_writes`, the merge's own check, which refuses such a folder)."""
+    """What a write still under way keeps in the matched folders (`input_names.unfinished_writes`
+    decides, as for the merge, which refuses such a folder)."""
     remote = _scheme(path) not in LOCAL_SCHEMES
     fs = _remote_fs(path)[0] if remote else None
 
@@ -114,14 +112,14 @@ def unfinished_writes(path: str, found: list[str]) -> list[str]:
         is_dir = fs.isdir(match) if remote else os.path.isdir(match)
         return match if is_dir else match.rstrip("/").rsplit("/", 1)[0]
 
+    def names_in(folder: str) -> list[str]:
+        if remote:
+            return [n.rstrip("/").rsplit("/", 1)[-1] for n in fs.ls(folder, detail=False)]
+        return os.listdir(folder)
+
     unfinished = set()
     for folder in {folder_of(match) for match in found}:  # a glob of files names their folder once
-        if folder.rstrip("/").rsplit("/", 1)[-1].startswith(UNFINISHED_WRITES):
-            unfinished.add(folder)
-            continue
-        names = [n.rstrip("/").rsplit("/", 1)[-1] for n in fs.ls(folder, detail=False)] if remote else os.listdir(folder)
-        unfinished.update(f"{folder.rstrip('/')}/{n}" for n in names
-                          if n.startswith(UNFINISHED_WRITES) or n.endswith(COPYING))
+        unfinished.update(input_names.unfinished_writes(folder, partial(names_in, folder)))
     return sorted(unfinished)
 
 

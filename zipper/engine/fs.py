@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import partial
 from urllib.parse import unquote
+
+from zipper import input_names
+from zipper.input_names import COPYING, is_hidden  # noqa: F401 - the names' rule, as the engine uses it
+from zipper.paths import local_path  # noqa: F401 - the paths' rule, as the engine uses it
 
 
 @dataclass(frozen=True)
@@ -45,20 +50,10 @@ def delete(spark, path: str) -> bool:
     return bool(fs.delete(hpath, True))
 
 
-def is_hidden(name: str) -> bool:
-    return name.startswith(("_", "."))
-
-
-# What a Hadoop or Spark job keeps inside its output folder until it commits: `_temporary` (the
-# file output committer; files move out of it one by one at the job's commit) and
-# `.spark-staging-<job>` (dynamic partition overwrite). A folder holding one is not complete.
-UNFINISHED_WRITES = ("_temporary", ".spark-staging")
-COPYING = "._COPYING_"  # a file `hadoop fs -put` is still copying in (Spark does not read it)
-
-
 def unfinished_writes(spark, matches: list[str]) -> list[str]:
-    """The uncommitted output of a job that is writing into (or died writing into) the folders of
-    `matches` (a matched folder, or a matched file's folder)."""
+    """What a write still under way keeps in the folders of `matches` (a matched folder, or a
+    matched file's folder): a job's uncommitted output, a file being copied in
+    (`input_names.unfinished_writes` decides, as for the sensor)."""
     folders = {}
     for match in matches:
         fs, hpath = _fs(spark, match)
@@ -66,12 +61,12 @@ def unfinished_writes(spark, matches: list[str]) -> list[str]:
         folders[folder.toString()] = (fs, folder)
     found = set()
     for name, (fs, folder) in folders.items():
-        if folder.getName().startswith(UNFINISHED_WRITES):
-            found.add(name)
-            continue
-        found.update(s.getPath().toString() for s in fs.listStatus(folder)
-                     if s.getPath().getName().startswith(UNFINISHED_WRITES))
+        found.update(input_names.unfinished_writes(name, partial(_names_in, fs, folder)))
     return sorted(found)
+
+
+def _names_in(fs, folder) -> list[str]:
+    return [s.getPath().getName() for s in fs.listStatus(folder)]
 
 
 def glob(spark, pattern: str) -> list[str]:
@@ -134,18 +129,6 @@ def list_dirs(spark, root: str) -> list[tuple[str, int]]:
 def du(spark, path: str) -> int:
     fs, hpath = _fs(spark, path)
     return int(fs.getContentSummary(hpath).getLength())
-
-
-def local_path(uri: str) -> str | None:
-    """The local filesystem path of a file: URI, or None for remote storage."""
-    if uri.startswith("file:"):
-        rest = uri[len("file:"):]
-        while rest.startswith("//"):
-            rest = rest[1:]
-        return rest
-    if uri.startswith("/"):
-        return uri
-    return None
 
 
 def list_files(spark, directory: str) -> list[FileInfo]:

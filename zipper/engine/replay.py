@@ -22,6 +22,7 @@ from zipper.engine.catalog import Partition
 from zipper.engine.plan import DAY, date_range, describe_dates, plan_rerun, rebuild_supported, source_kind
 from zipper.errors import (InputError, SpecError, StateError, UnreadableInputError, ZipperError, failed_file,
                            summarize_failure)
+from zipper.paths import user_path
 from zipper.spec.model import TableSpec
 
 
@@ -142,9 +143,9 @@ def _date_of_file(path: str | None, located: dict) -> dt.date | None:
     """The date whose input holds `path` (as Spark names it, a URI)."""
     if not path:
         return None
-    wanted = fs.local_path(path) or path
+    wanted = user_path(path)
     for day, inp in sorted(located.items()):
-        if any((fs.local_path(f.path) or f.path) == wanted for f in inp.files):
+        if any(user_path(f.path) == wanted for f in inp.files):
             return day
     return None
 

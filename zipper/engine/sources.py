@@ -10,6 +10,8 @@ from typing import Any
 
 from zipper.engine import csv_header, csv_values, fs
 from zipper.errors import InputError, MissingInputError, SpecError, UnreadableInputError, java_messages, read_failure
+from zipper.input_names import is_being_copied
+from zipper.paths import user_path
 from zipper.spec.model import BaseSpec, SourceSpec, TableSpec
 from zipper.spec import templates
 from zipper.spec.templates import render_template
@@ -98,7 +100,10 @@ def locate(spark, spec: TableSpec, source: SourceSpec | BaseSpec, ds: dt.date, w
         raise MissingInputError(f"{what} not found: {rendered}", table=spec.table, ds=ds.isoformat())
     unfinished = fs.unfinished_writes(spark, matches)
     if unfinished:
-        shown = fs.local_path(unfinished[0]) or unfinished[0]
+        shown = user_path(unfinished[0])
+        if is_being_copied(shown):
+            raise MissingInputError(f"{what} {rendered} is still being written: {fs.name_of(shown)} is being copied"
+                                    " in; merge it once the copy has finished", table=spec.table, ds=ds.isoformat())
         raise MissingInputError(f"{what} {rendered} is still being written: it holds {fs.name_of(shown)}, the"
                                 " uncommitted output of a Spark or Hadoop job; merge it once that job has finished (if"
                                 f" the job died, delete {shown})", table=spec.table, ds=ds.isoformat())
