@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from dataclasses import dataclass
 
 from zipper.engine import audit, catalog, conform, faults, fs, inputs, merge, rebuild_transforms, state
 from zipper.engine.catalog import Partition
@@ -55,23 +56,23 @@ def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet
     st = merge.recover(spark, spec, st, end)
 
     dates = date_range(init_ds + DAY, end)
-    marked, located, base_fingerprint = _marked_inputs(spark, spec, init_ds, dates)
+    marked = _marked_inputs(spark, spec, init_ds, dates)
+    located, base_fingerprint = marked.located, marked.base_fingerprint
     if base_fingerprint != st.open_partition.params.get(state.INIT_FINGERPRINT, base_fingerprint):
         progress(f"{spec.table}: the base differs from the one loaded on {init_ds}; the rebuild uses it as it is now")
 
     run_id = state.new_run_id()
     run_root = state.run_dir(st, run_id)
-    marked = marked.persist()
+    marked.rows.persist()  # read twice: the counts, then the versions
     try:
-        per_date = {r[DS]: {k: int(r[k]) for k in KINDS} for r in rebuild_transforms.daily_counts(marked).collect()}
-        versions = _versions(spec, marked, dates)
+        per_date = {r[DS]: {k: int(r[k]) for k in KINDS} for r in rebuild_transforms.daily_counts(marked.rows).collect()}
         (
-            rebuild_transforms.with_slot(versions, spec.end_column, spec.open_end.isoformat())
+            rebuild_transforms.with_slot(_versions(spec, marked), spec.end_column, spec.open_end.isoformat())
             .write.partitionBy(SLOT)
             .parquet(run_root)
         )
     finally:
-        marked.unpersist()
+        marked.rows.unpersist()
 
     counts = _commit_counts(per_date, init_ds, dates)
     open_dir = f"{run_root}/{SLOT}={OPEN}"
@@ -103,27 +104,35 @@ def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet
     )
 
 
-def _marked_inputs(spark, spec: TableSpec, init_ds: dt.date, dates: list[dt.date]):
-    """(the base and every increment of `dates` as marked rows, the located increments, the
-    base's fingerprint); every missing increment and every bad key named before anything is written."""
+@dataclass(frozen=True)
+class Marked:
+    """The base and every increment of a rebuild's dates as marked rows, with what they were
+    computed from: the columns and the tracked ones (worked out once, for marking and for the
+    versions alike)."""
+
+    rows: object  # DataFrame: columns + DS + KIND
+    names: list[str]
+    tracked: list[str]
+    located: dict  # date -> sources.Input
+    base_fingerprint: str
+
+
+def _marked_inputs(spark, spec: TableSpec, init_ds: dt.date, dates: list[dt.date]) -> Marked:
+    """Every missing increment and every bad key named before anything is written."""
     located = inputs.locate_dates(spark, spec, dates)
     table_columns = catalog.data_columns(spark, spec)
     names = [c for c, _ in table_columns]
     base, base_fingerprint = inputs.read_base(spark, spec, table_columns, init_ds)
     rows = inputs.dated_rows(spark, spec, table_columns, located, base, init_ds)
     inputs.check_keys(rows, spec, inputs.descriptions(located) | {init_ds.isoformat(): "base"})
-    marked = rebuild_transforms.marked(rows, keys=spec.keys, columns=names, tracked=_tracked(spec, names, dates))
-    return marked, located, base_fingerprint
+    tracked = conform.tracked_columns(spec, names, dates[-1].isoformat() if dates else None)
+    marked = rebuild_transforms.marked(rows, keys=spec.keys, columns=names, tracked=tracked)
+    return Marked(marked, names, tracked, located, base_fingerprint)
 
 
-def _tracked(spec: TableSpec, names: list[str], dates: list[dt.date]) -> list[str]:
-    return conform.tracked_columns(spec, names, dates[-1].isoformat() if dates else None)
-
-
-def _versions(spec: TableSpec, marked, dates: list[dt.date]):
-    names = [c for c in marked.columns if c not in (DS, rebuild_transforms.KIND)]
+def _versions(spec: TableSpec, marked: Marked):
     return rebuild_transforms.versions(
-        marked, keys=spec.keys, columns=names, tracked=_tracked(spec, names, dates), begin_column=spec.begin_column,
+        marked.rows, keys=spec.keys, columns=marked.names, tracked=marked.tracked, begin_column=spec.begin_column,
         end_column=spec.end_column, end_style=spec.end_style, open_end=spec.open_end.isoformat(),
     )
 
@@ -134,8 +143,7 @@ def rebuilt_rows(spark, spec: TableSpec, last: dt.date | None = None):
     st = state.read_state(spark, spec)
     init_ds = st.init_ds
     dates = date_range(init_ds + DAY, last or st.last_committed)
-    marked, _, _ = _marked_inputs(spark, spec, init_ds, dates)
-    return _versions(spec, marked, dates)
+    return _versions(spec, _marked_inputs(spark, spec, init_ds, dates))
 
 
 def _commit_counts(per_date: dict[str, dict[str, int]], init_ds: dt.date, dates: list[dt.date]) -> dict:

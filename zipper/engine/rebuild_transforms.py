@@ -44,14 +44,18 @@ def marked(rows: DataFrame, *, keys: list[str], columns: list[str], tracked: lis
 
     `rows`: columns + DS, at most one row per key and date."""
     by_key = Window.partitionBy(*keys).orderBy(DS)
-    others = [c for c in columns if c not in keys]
     types = types_of(rows)
-    same_tracked = _all([same(F.col(c), F.lag(c).over(by_key), types[c]) for c in tracked])
-    same_all = _all([same(F.col(c), F.lag(c).over(by_key), types[c]) for c in others])
+
+    def same_as_before(names: list[str]) -> Column:
+        return _all([same(F.col(c), F.lag(c).over(by_key), types[c]) for c in names])
+
+    # each column is compared once: the tracked ones tell changed rows; of the others (their
+    # tracked columns equal), the untracked ones tell unchanged from updated
+    untracked = [c for c in columns if c not in keys and c not in tracked]
     kind = (
         F.when(F.lag(DS).over(by_key).isNull(), F.lit("new"))
-        .when(~same_tracked, F.lit("changed"))
-        .when(same_all, F.lit("unchanged"))
+        .when(~same_as_before(tracked), F.lit("changed"))
+        .when(same_as_before(untracked), F.lit("unchanged"))
         .otherwise(F.lit("updated"))
     )
     return rows.select(*columns, DS, kind.alias(KIND))
