@@ -4,13 +4,14 @@ cleaned and a crash interrupted the replay), and column changes under a rebuild.
 
 from __future__ import annotations
 
+import collections
 import shutil
 
 import pytest
 
 from tests.engine.test_landing import LandingZone
 from tests.support import TableFixture, day, table_rows
-from zipper.engine import catalog, check, faults, merge, rebuild, replay, state, vacuum
+from zipper.engine import catalog, check, faults, merge, rebuild, replay, sources, state, vacuum
 from zipper.errors import InputError, StateError
 
 CDC = "id bigint, name string, city string, sys_op int"
@@ -61,6 +62,27 @@ def test_a_changed_past_input_is_replayed_to_the_table_daily_runs_give(spark, tm
             == {d: c.counts for d, c in state.read_state(spark, oracle.spec).commits.items()})
     assert state.read_state(spark, t.spec).replay is None
     assert check.run_checks(spark, t.spec)["ok"]
+
+
+def test_a_cdc_rerun_reads_each_replayed_dates_input_once(spark, tmp_path, unique_name, monkeypatch):
+    """The rerun reads every date's input to check its operations before the restore; the merge
+    of each date read it again (and checked the operations again) instead of taking that read."""
+    t = daily_table(spark, tmp_path / "live", unique_name, {"mode": "cdc"}, CDC_DAYS, CDC)
+    changed = {**CDC_DAYS, 2: [(3, "cid", "Bern", 0), (2, "bob", "Rome", 1)]}
+    t.write_increment(spark, day(2), changed[2], CDC)
+    reads = collections.Counter()
+    read = sources.read
+
+    def counted(spark_, located, *args, **kwargs):
+        reads[located.description] += 1
+        return read(spark_, located, *args, **kwargs)
+
+    monkeypatch.setattr(sources, "read", counted)
+    assert replay.rerun(spark, t.spec, day(2)).counts["dates"] == 2
+    assert reads == {str(t.increment_dir(day(n))): 1 for n in (2, 3)}
+    monkeypatch.undo()
+    oracle = daily_table(spark, tmp_path / "oracle", unique_name + "_o", {"mode": "cdc"}, changed, CDC)
+    assert table_rows(spark, t.table) == table_rows(spark, oracle.table)
 
 
 def test_a_replay_stopped_by_a_later_dates_bad_input_says_where_the_table_is(spark, tmp_path, unique_name):

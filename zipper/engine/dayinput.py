@@ -266,8 +266,9 @@ def _materialize(spark, df, run_root: str):
 
 
 def prepare(spark, spec: TableSpec, st, ds: dt.date, located: sources.Input, table_columns: list[tuple[str, str]],
-            run_root: str) -> Day:
-    """The change set of `ds` for a table in state `st` with `table_columns`."""
+            run_root: str, checked: CheckedInput | None = None) -> Day:
+    """The change set of `ds` for a table in state `st` with `table_columns`; `checked`: the
+    input as a rerun already read and checked it (`check_cdc_inputs`), not read again."""
     mode = spec.source.mode
     if mode == "landing_zone":
         return _landing(spark, spec, ds, landing.keep(spark, located, run_root), table_columns, run_root)
@@ -277,9 +278,12 @@ def prepare(spark, spec: TableSpec, st, ds: dt.date, located: sources.Input, tab
                          " with its columns (every open key would be closed)", **_where(spec, ds))
     if located.empty and located.format != "table":
         return _empty(spec, located, table_columns)
-    df = _read(spark, spec, located, table_columns, ds, what)
+    if checked is not None and checked.table_columns == list(table_columns):
+        df = checked.df
+    else:  # not read yet, or read for columns an earlier replayed date has changed since
+        df, checked = _read(spark, spec, located, table_columns, ds, what), None
     if mode == "cdc":
-        return _cdc(spark, spec, ds, located, df, table_columns, run_root, what)
+        return _cdc(spark, spec, ds, located, df, table_columns, run_root, what, operations_checked=checked is not None)
     columns, column_changes = conform.evolve(_columns_of(df), table_columns, spec, ds.isoformat(), what)
     rows = conform.to_columns(df, columns)
     if mode == "snapshot":
@@ -325,19 +329,35 @@ def check_operations(spec: TableSpec, ds: dt.date, located, df, what: str, suffi
                          **where)
 
 
-def check_cdc_inputs(spark, spec: TableSpec, located: dict, table_columns, suffix: str = "") -> None:
-    """`check_operations` for several dates, in date order: a rerun checks them before it restores."""
+@dataclass(frozen=True)
+class CheckedInput:
+    """A cdc input a rerun read, and whose operations it checked, before its restore: the merge
+    of its date takes it as it is instead of reading and checking the files again."""
+
+    df: object  # DataFrame, as `_read` returns it
+    table_columns: list[tuple[str, str]]  # the table's columns it was read for (a CSV's types)
+
+
+def check_cdc_inputs(spark, spec: TableSpec, located: dict, table_columns, suffix: str = "") -> dict:
+    """`check_operations` for several dates, in date order: a rerun checks them before it
+    restores. Returns each date's input so read (date -> CheckedInput; none for an empty one)."""
+    checked = {}
     for ds in sorted(located):
         if located[ds].empty and located[ds].format != "table":
             continue
         what = f"increment {located[ds].description}"
-        check_operations(spec, ds, located[ds], _read(spark, spec, located[ds], table_columns, ds, what), what, suffix)
+        df = _read(spark, spec, located[ds], table_columns, ds, what)
+        check_operations(spec, ds, located[ds], df, what, suffix)
+        checked[ds] = CheckedInput(df, list(table_columns))
+    return checked
 
 
-def _cdc(spark, spec: TableSpec, ds: dt.date, located, df, table_columns, run_root: str, what: str) -> Day:
+def _cdc(spark, spec: TableSpec, ds: dt.date, located, df, table_columns, run_root: str, what: str,
+         operations_checked: bool = False) -> Day:
     where = _where(spec, ds)
     op = spec.source.operation_column
-    check_operations(spec, ds, located, df, what)
+    if not operations_checked:
+        check_operations(spec, ds, located, df, what)
     columns, column_changes = conform.evolve(_columns_of(df, (op,)), table_columns, spec, ds.isoformat(), what)
     names = [c for c, _ in columns]
     sequence = spec.source.sequence_by

@@ -479,11 +479,13 @@ def _write_merge(spark, spec: TableSpec, st: state.TableState, day: dayinput.Day
 
 
 def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, located: sources.Input,
-               started: float | None = None, carry_params: dict[str, str] | None = None) -> RunResult:
+               started: float | None = None, carry_params: dict[str, str] | None = None,
+               checked: dayinput.CheckedInput | None = None) -> RunResult:
     """Merge the input of `ds` into a table that is at ds - 1, and publish.
 
     `carry_params`: extra open-partition parameters to publish with the commit (a replay keeps
-    its marker this way until its last date).
+    its marker this way until its last date). `checked`: the input as the replay's own checks
+    already read it.
 
     Column changes: a widening is applied to the table just before the publish (older files
     read the same values through the wider type, while the new files need it); added columns
@@ -501,7 +503,7 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
 
     try:
         with csv_values.explained(spark, spec.table, spec.keys, ds_text):  # a CSV value that does not parse
-            day = dayinput.prepare(spark, spec, st, ds, located, table_columns, run_root)
+            day = dayinput.prepare(spark, spec, st, ds, located, table_columns, run_root, checked)
             tracked = conform.tracked_columns(spec, day.names, ds_text)
             join = ""
             if day.rows == 0:

@@ -76,6 +76,7 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
     if landing_zone and len(up_front) < len(plan.dates):
         landing.require_folder(spark, spec, plan.dates[len(up_front)])
     replayed = {d: located[d] for d in up_front}
+    checked: dict[dt.date, dayinput.CheckedInput] = {}  # inputs read by these checks, not read again
     if spec.source.mode in ("upsert", "snapshot") and spec.source.sequence_by is None:
         table_columns = catalog.data_columns(spark, spec)
         try:
@@ -90,7 +91,8 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
                                        ds=day.isoformat()) from exc
 
     elif spec.source.mode == "cdc":  # their operations: a bad one must not fail after the restore
-        dayinput.check_cdc_inputs(spark, spec, replayed, catalog.data_columns(spark, spec), "; nothing was changed")
+        checked = dayinput.check_cdc_inputs(spark, spec, replayed, catalog.data_columns(spark, spec),
+                                            "; nothing was changed")
 
     kept = {d.isoformat(): inp.landing.record(inp.fingerprint) for d, inp in replayed.items()
             if inp.landing is not None and inp.landing.kept}
@@ -108,7 +110,7 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
         carry = marker.params() if n < len(plan.dates) else {}
         try:
             day_input = replayed[day] if day in replayed else sources.locate_increment(spark, spec, st, day)
-            result = merge.apply_date(spark, spec, st, day, day_input, carry_params=carry)
+            result = merge.apply_date(spark, spec, st, day, day_input, carry_params=carry, checked=checked.get(day))
         except Exception as exc:
             if plan.restore_from is None and n == 1:
                 raise  # nothing has changed
