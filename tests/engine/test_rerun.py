@@ -4,6 +4,7 @@ crashes mid-replay, and the rebuild that all of them must equal."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -194,6 +195,19 @@ def test_past_merges_replay_changed_inputs_and_later_clears_are_noops(spark, tmp
     with pytest.raises(StateError, match=f"on_past_date: error, so replay it explicitly: `zipper rerun {t.name} --from 2024-01-04`"):
         merge.merge_date(spark, cautious.spec, day(3))
     assert snapshot(spark, t) == before
+
+
+def test_a_replaying_merge_says_why_first_and_what_came_of_it_last(spark, tmp_path, unique_name):
+    """The last line repeated the first one's reason before saying what was replayed."""
+    t = TableFixture(tmp_path, unique_name)
+    build(spark, t)
+    t.write_increment(spark, day(3), [(2, "bob", "Lyon"), (6, "fay", "Oslo")])
+    lines = []
+    result = merge.merge_date(spark, t.spec, day(2), progress=lines.append)
+    assert lines[0] == (f"{t.table} 2024-01-02: table is at 2024-01-04 and the input of 2024-01-03 differs from what"
+                        " was committed")
+    assert re.fullmatch(re.escape(f"{t.table} 2024-01-02: replayed 2024-01-03..2024-01-04 (2 dates); table at"
+                                  " 2024-01-04; ") + r"\d+\.\d s", result.summary()), result.summary()
 
 
 def test_a_crash_mid_replay_leaves_a_consistent_table_and_the_same_command_resumes(spark, tmp_path, unique_name):

@@ -356,10 +356,11 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
             after = merge_date(spark, spec, ds, progress)
             if after.action != "noop":
                 return after
-        # the report carries the commit of the run's own date, as a merge's does
+        # the report carries the commit of the run's own date, as a merge's does; the reason was
+        # the first line said, so the last one says what came of it
         counts = {**_commit_counts(spark, spec, ds), "dates_replayed": done.counts.get("dates", 0)}
-        return RunResult(spec.table, ds.isoformat(), "replay", f"{plan.reason}; replayed {done.ds}",
-                         counts, time.monotonic() - started, done.run_id)
+        return RunResult(spec.table, ds.isoformat(), "replay", done.message, counts, time.monotonic() - started,
+                         done.run_id)
     located = sources.locate_increment(spark, spec, st, ds)  # fails before anything is created
     if plan.action != "init_and_apply":
         return apply_date(spark, spec, st, ds, located, started)
