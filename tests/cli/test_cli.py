@@ -150,11 +150,28 @@ def test_vacuum_names_what_it_removes_and_keeps_what_partitions_use(workspace):
         result = zipper(workspace, "vacuum", "dim", *flags)
         assert result.returncode == 0, result.stderr
         lines = result.stdout.splitlines()
-        assert lines[0] == f"dw.dim: {verb} file:{stale} (5 bytes)"
+        assert lines[0] == f"dw.dim: {verb} {stale} (5 bytes)"  # a local path as typed, not a file: URI
         assert lines[-1].startswith(f"dw.dim: {verb} 1 directory (5 bytes), kept ") and len(lines) == 2
     assert not stale.exists()
     live_after = sorted(p["location"] for p in json.loads(zipper(workspace, "status", "dim").stdout)["partitions"])
     assert live_after == live_before and all(os.path.isdir(p.removeprefix("file:")) for p in live_after)
+
+
+def test_a_slice_makes_the_folders_of_a_new_out_whatever_the_format(workspace, tmp_path):
+    """Parquet (written by Spark) made a missing --out folder; CSV and JSON failed with `No such
+    file or directory`."""
+    assert zipper(workspace, "init", "dim").returncode == 0  # already done, unless this test runs alone
+    for fmt in ("csv", "parquet"):
+        out = tmp_path / fmt / "new" / f"slice.{fmt}"
+        result = zipper(workspace, "slice", "dim", "--as-of", "2023-12-31", "--format", fmt, "--out", str(out))
+        assert result.returncode == 0 and result.stdout == "", result.stderr
+    assert (tmp_path / "csv" / "new" / "slice.csv").read_text().splitlines()[0] == "id,name,city,begin_dt,end_dt"
+    assert list((tmp_path / "parquet" / "new" / "slice.parquet").glob("part-*.parquet"))
+
+    # written by Python, a CSV cannot go to remote storage: refused, not made as local folders `hdfs:/nn`
+    result = zipper(workspace, "slice", "dim", "--as-of", "2023-12-31", "--out", "hdfs://nn/new/slice.csv")
+    assert_one_line_error(result, "--out hdfs://nn/new/slice.csv: CSV and JSON are written to a local file")
+    assert not (workspace / "hdfs:").exists()
 
 
 def test_reads_name_the_warehouse_and_check_key_values(workspace, tmp_path):

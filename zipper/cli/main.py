@@ -12,6 +12,7 @@ import traceback
 from zipper.cli import output
 from zipper.dates import iso_date
 from zipper.errors import InputError, StateError, ZipperError, java_messages, summarize_failure
+from zipper.paths import user_path
 from zipper.spec.loader import find_spec
 
 EXIT_ERROR = 1
@@ -251,7 +252,7 @@ class Runner:
         report = vacuum.vacuum(self.spark, self.spec, self.args.retention_days, self.args.dry_run)
         verb = "would remove" if report["dry_run"] else "removed"
         for item in report["removed"]:  # what went (or would go): a dry run is a preview of exactly this
-            print(f"{report['table']}: {verb} {item['directory']} ({item['bytes']} bytes)")
+            print(f"{report['table']}: {verb} {user_path(item['directory'])} ({item['bytes']} bytes)")
         young = f", {report['kept_young']} of them younger than an hour" if report.get("kept_young") else ""
         n = len(report["removed"])
         print(f"{report['table']}: {verb} {n} director{'y' if n == 1 else 'ies'} ({report['removed_bytes']} bytes),"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from zipper.engine.inspect import as_collected, as_written
 from zipper.errors import InputError
+from zipper.paths import local_path
 
 
 def _plain(value):
@@ -63,24 +64,28 @@ def _csv_line(values) -> str:
 @contextlib.contextmanager
 def _target(out: str | None, table: str):
     """stdout, or a file written beside --out and renamed onto it once every row is in: a slice
-    that fails half-way (an unreadable file of the table) leaves no truncated file, and an
-    existing --out as it was."""
+    that fails half-way (an unreadable file of the table) leaves no truncated file, an existing
+    --out as it was, and none of the folders it made for a new one."""
     if out is None:
         yield sys.stdout
         return
+    out = _local_out(out, table)
     if os.path.exists(out) and not os.path.isfile(out) and not os.path.isdir(out):  # /dev/stdout, a FIFO
         with open(out, "w", newline="", encoding="utf-8") as handle:
             yield handle
         return
     target = Path(os.path.realpath(out))  # through a link to its file, as writing to it would
     partial = target.parent / f".{target.name}.{os.getpid()}.partial"
+    made: list[Path] = []
     try:
         if target.is_dir():
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        made = _make_folders(target.parent)
         handle = open(partial, "w", newline="", encoding="utf-8")
         if target.exists():
             shutil.copymode(target, partial)  # the file replaced keeps its permissions
     except OSError as exc:  # Python's `[Errno 21] Is a directory: 'x'` did not say which option
+        _remove_folders(made)
         raise InputError(f"--out {out}: cannot write the file: {exc.strerror}", table=table) from None
     try:
         with handle:
@@ -88,12 +93,49 @@ def _target(out: str | None, table: str):
         os.replace(partial, target)
     except BaseException:
         partial.unlink(missing_ok=True)
+        _remove_folders(made)
         raise
+
+
+def _local_out(out: str, table: str) -> str:
+    """A CSV or JSON --out as the local path it names (`file:/x` is `/x`): written by Python, not
+    through Hadoop, so a remote URI is refused rather than made as local folders `hdfs:/...`."""
+    if "://" not in out and not out.startswith("file:"):
+        return out
+    local = local_path(out)
+    if local is None:
+        raise InputError(f"--out {out}: CSV and JSON are written to a local file; give a local path (Parquet is"
+                         " written by Spark, to any file system)", table=table)
+    return local
+
+
+def _make_folders(folder: Path) -> list[Path]:
+    """Make `folder` and the folders above it that are missing, as Spark does for a Parquet
+    --out; returns those made, outermost first."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    made = []
+    try:
+        for path in reversed(missing):
+            path.mkdir()
+            made.append(path)
+    except OSError:
+        _remove_folders(made)
+        raise
+    return made
+
+
+def _remove_folders(made: list[Path]) -> None:
+    for path in reversed(made):
+        with contextlib.suppress(OSError):
+            path.rmdir()
 
 
 def _blocked_parent(out: str) -> Path | None:
     """The nearest existing folder above a new local --out that is a file, not a folder (Spark
-    would fail with its own exception's name)."""
+    would fail with its own exception's name, Python with `Not a directory`)."""
     for parent in Path(out).absolute().parents:
         if parent.exists():
             return None if parent.is_dir() else parent
@@ -101,6 +143,11 @@ def _blocked_parent(out: str) -> Path | None:
 
 
 def write_rows(df, fmt: str, out: str | None, table: str) -> None:
+    """The rows to stdout or to `out`, a file (a folder for Parquet) whose missing parent
+    folders are made, whatever the format."""
+    blocked = _blocked_parent(out) if out else None
+    if blocked:
+        raise InputError(f"--out {out}: {blocked} is a file, not a directory", table=table)
     if fmt == "parquet":
         if not out:
             raise InputError("--format parquet needs --out DIR", table=table)
@@ -109,9 +156,6 @@ def write_rows(df, fmt: str, out: str | None, table: str) -> None:
         # Spark's own refusal speaks of a save mode zipper has no flag for
         if Path(out).exists() or fs.exists(df.sparkSession, out):
             raise InputError(f"--out {out} already exists; give a new directory", table=table)
-        blocked = _blocked_parent(out)
-        if blocked:
-            raise InputError(f"--out {out}: {blocked} is a file, not a directory", table=table)
         try:
             df.write.mode("errorifexists").parquet(out)
         except BaseException:
