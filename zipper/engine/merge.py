@@ -80,6 +80,9 @@ class RunResult:
     seconds: float = 0.0
     run_id: str = ""
     join: str = ""  # how the day's rows met the open partition: broadcast | shuffle ("" when not joined)
+    # a replay's summary: what came of it, without the reason its first progress line gave
+    # (`message` holds both, for the report)
+    outcome: str = ""
 
     def summary(self) -> str:
         if self.action == "noop":
@@ -87,7 +90,7 @@ class RunResult:
         if self.action in ("restore", "rerun", "rebuild"):
             return f"{self.table}: {self.message}; {self.seconds:.1f} s"
         if self.action == "replay":
-            return f"{self.table} {self.ds}: {self.message}; {self.seconds:.1f} s"
+            return f"{self.table} {self.ds}: {self.outcome or self.message}; {self.seconds:.1f} s"
         if self.action == "init":
             return f"{self.table} {self.ds}: initialized, {counted(self.counts.get('open_after', 0), 'open row')}; {self.seconds:.1f} s"
         c = self.counts
@@ -356,11 +359,10 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
             after = merge_date(spark, spec, ds, progress)
             if after.action != "noop":
                 return after
-        # the report carries the commit of the run's own date, as a merge's does; the reason was
-        # the first line said, so the last one says what came of it
+        # the report carries the commit of the run's own date, as a merge's does
         counts = {**_commit_counts(spark, spec, ds), "dates_replayed": done.counts.get("dates", 0)}
-        return RunResult(spec.table, ds.isoformat(), "replay", done.message, counts, time.monotonic() - started,
-                         done.run_id)
+        return RunResult(spec.table, ds.isoformat(), "replay", f"{plan.reason}; replayed {done.ds}",
+                         counts, time.monotonic() - started, done.run_id, outcome=done.message)
     located = sources.locate_increment(spark, spec, st, ds)  # fails before anything is created
     if plan.action != "init_and_apply":
         return apply_date(spark, spec, st, ds, located, started)
