@@ -373,6 +373,54 @@ def test_a_csv_decimal_with_more_places_than_its_column_is_refused_not_rounded(s
         (1, "1.50"), (2, "-3.24"), (3, "12.50"), (7, "1.23")]
 
 
+def test_a_csv_decimal_in_exponent_form_or_with_grouping_marks_is_refused_where_it_would_round(
+        spark, tmp_path, unique_name):
+    """Places counted only after a plain point: Spark's parser read 1.239e0 and 12391E-4 into
+    decimal(7,2) as 1.24, and 1,234.567 (it drops the commas) as 1234.57, without a word."""
+    t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, amt decimal(7,2)",
+                     source={"format": "csv"})
+    t.write_base(spark, [(1, "ann", None)])
+    merge.init_table(spark, t.spec)
+    folder = t.increment_dir(day(1))
+    folder.mkdir(parents=True)
+    (folder / "part-0.csv").write_text('id,name,amt\n1,ann,1.5E+1\n2,bob,12300E-4\n3,cid,-1.2e-1\n4,dan,0.000e-9\n'
+                                       '5,eve,"1,234.5"\n')
+    for value in ("1.239e0", "12391E-4", "5e-3", "1,234.567"):
+        (folder / "part-1.csv").write_text(f'id,name,amt\n7,gus,"{value}"\n')
+        with pytest.raises(InputError) as raised:
+            merge.merge_date(spark, t.spec, day(1))
+        assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder}: file part-1.csv: column 'amt'"
+                                     f" (decimal(7,2)) cannot hold '{value}' without rounding it (row with id=7)")
+    # more integer digits than the column holds: Spark refuses it, named as a value that does not parse
+    (folder / "part-1.csv").write_text("id,name,amt\n7,gus,1e10\n")
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, t.spec, day(1))
+    assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder}: file part-1.csv: column 'amt'"
+                                 " (decimal(7,2)) cannot hold '1e10' (row with id=7)")
+    assert state.read_state(spark, t.spec).last_committed == day(0)
+    (folder / "part-1.csv").unlink()
+    merge.merge_date(spark, t.spec, day(1))
+    assert [(r.id, str(r.amt)) for r in spark.table(t.table).where(f"end_dt = '{OPEN}'").orderBy("id").collect()] == [
+        (1, "15.00"), (2, "1.23"), (3, "-0.12"), (4, "0.00"), (5, "1234.50")]
+
+    # another locale's marks (de-DE: 1.234,5), as Spark's parser reads them
+    german = TableFixture(tmp_path, unique_name + "_de", schema="id bigint, name string, amt decimal(7,2)",
+                          source={"format": "csv", "options": {"sep": ";", "locale": "de-DE"}})
+    german.write_base(spark, [(1, "ann", None)])
+    merge.init_table(spark, german.spec)
+    folder = german.increment_dir(day(1))
+    folder.mkdir(parents=True)
+    (folder / "part-0.csv").write_text("id;name;amt\n1;ann;1.234,5\n7;gus;1,239\n")
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, german.spec, day(1))
+    assert str(raised.value).endswith("file part-0.csv: column 'amt' (decimal(7,2)) cannot hold '1,239' without"
+                                      " rounding it (row with id=7)")
+    (folder / "part-0.csv").write_text("id;name;amt\n1;ann;1.234,5\n7;gus;1,2300\n")
+    merge.merge_date(spark, german.spec, day(1))
+    assert [(r.id, str(r.amt)) for r in spark.table(german.table).where(f"end_dt = '{OPEN}'").orderBy("id").collect()] \
+        == [(1, "1234.50"), (7, "1.23")]
+
+
 def test_a_csv_timestamp_with_more_than_microseconds_is_refused_not_truncated(spark, tmp_path, unique_name):
     """SQL Server's datetime2 writes 7 fractional digits; Spark's CSV parser cut 00:00:00.1234567 to
     .123456 without a word, so a change in the 7th digit was taken for a re-sent unchanged row."""

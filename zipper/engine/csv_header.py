@@ -18,7 +18,7 @@ _CSV_ESCAPES = {"\\t": "\t", "\\r": "\r", "\\b": "\b", "\\f": "\f", '\\"': '"', 
                 "\\u0000": "\0"}
 
 
-def _csv_option(options: dict[str, str], *names: str, default: str) -> str:
+def csv_option(options: dict[str, str], *names: str, default: str) -> str:
     """A CSV reader option by any of its names (lower case), as given in any case (Spark's
     options ignore case)."""
     lowered = {k.lower(): v for k, v in options.items()}
@@ -34,10 +34,10 @@ def header_names(line: str, options: dict[str, str]) -> list[str] | None:
     """The column names of a CSV header line, split and unquoted with the reader's `sep`,
     `quote` and `escape`; None when it does not parse. A byte order mark is not part of a name."""
     line = line.removeprefix("\ufeff")
-    sep = _csv_chars(_csv_option(options, "sep", "delimiter", default=","))
-    quote = _csv_chars(_csv_option(options, "quote", default='"'))
+    sep = _csv_chars(csv_option(options, "sep", "delimiter", default=","))
+    quote = _csv_chars(csv_option(options, "quote", default='"'))
     quote = None if quote in ("", "\0") else quote  # Spark's way to turn quoting off
-    escape = _csv_chars(_csv_option(options, "escape", default="\\"))
+    escape = _csv_chars(csv_option(options, "escape", default="\\"))
     if len(sep) != 1:  # Spark takes a separator of several characters; csv does not
         return [f[1:-1] if quote and len(f) > 1 and f[0] == f[-1] == quote else f for f in line.split(sep)]
     try:
@@ -62,18 +62,18 @@ def check(spark, paths: list[str], options: dict[str, str], what: str) -> None:
     """Fail naming the first file whose header repeats a name, or whose columns are not the first
     file's in the same order (Spark then refuses the file as a header that "does not conform to
     the schema", naming another file at times). Reads each file's header line only."""
-    if _csv_option(options, "header", default="true").lower() != "true":
+    if csv_option(options, "header", default="true").lower() != "true":
         return
     headers = _headers(spark, paths, options)
-    _refuse_repeated(headers, _csv_option(options, "nullvalue", default=""), what)
+    _refuse_repeated(headers, csv_option(options, "nullvalue", default=""), what)
     _refuse_different(headers, what)
 
 
 def _headers(spark, paths: list[str], options: dict[str, str]) -> list[tuple[str, list[str]]]:
     """(file, its header's names) of each file whose header line reads and parses."""
-    charset = _csv_option(options, "encoding", "charset", default="UTF-8")
-    comment = _csv_option(options, "comment", default="")
-    line_sep = _csv_option(options, "linesep", default="")
+    charset = csv_option(options, "encoding", "charset", default="UTF-8")
+    comment = csv_option(options, "comment", default="")
+    line_sep = csv_option(options, "linesep", default="")
 
     def is_header(line: str) -> bool:  # Spark's header is the first line not blank nor a comment
         return bool(line.strip()) and not (comment and line.startswith(comment))

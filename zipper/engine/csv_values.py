@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import reduce
 
 from zipper.engine import fs
+from zipper.engine.csv_header import csv_option
 from zipper.errors import InputError, ZipperError, java_messages
 
 BAD_RECORD = "_zipper_bad_record"
@@ -132,8 +133,9 @@ def refuse_rounding(spark, paths: list[str], keys, table: str, ds: str | None) -
     (datetime2's `08:00:00.1234567`), without a word: a change in a cut digit would be missed. The
     decimal and timestamp columns of the remembered CSV files among `paths` are read again as
     text, and the first value with more significant places than its column holds fails the run,
-    named as a value that does not parse is. One small job per CSV input that has such columns;
-    none otherwise."""
+    named as a value that does not parse is. A decimal's places count in exponent form too
+    (`1.239e0`), and past the grouping marks Spark's parser drops (`1,234.567`). One small job
+    per CSV input that has such columns; none otherwise."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType
 
@@ -143,7 +145,8 @@ def refuse_rounding(spark, paths: list[str], keys, table: str, ds: str | None) -
         if found is not None:
             by_read.setdefault(found[1], []).append(found[0])
     for read, files in by_read.items():
-        checked = [(f, *lossy) for f in read.schema.fields if (lossy := _lossy(f)) is not None]
+        marks = number_marks(spark, dict(read.options))
+        checked = [(f, *lossy) for f in read.schema.fields if (lossy := _lossy(f, marks)) is not None]
         if not checked:
             continue
         as_text = StructType([StructField(f.name, StringType(), True) for f in read.schema.fields])
@@ -163,22 +166,55 @@ def refuse_rounding(spark, paths: list[str], keys, table: str, ds: str | None) -
         raise InputError(f"{read.description}: file {name}: {columns}{where}", table=table, ds=read.ds or ds)
 
 
+def number_marks(spark, options: dict[str, str]) -> tuple[str, str]:
+    """The decimal and grouping marks of the CSV reader's `locale`, as Spark's parser reads a
+    decimal with them: for its default (en-US) a point, and commas it drops; for another
+    locale, Java's marks of it (de-DE reads `1.234,5`)."""
+    jvm = spark._jvm
+    locale = jvm.java.util.Locale.forLanguageTag(csv_option(options, "locale", default="en-US"))
+    if locale.equals(jvm.java.util.Locale.US):
+        return ".", ","
+    marks = jvm.java.text.DecimalFormatSymbols(locale)
+    return str(marks.getDecimalSeparator()), str(marks.getGroupingSeparator())
+
+
 # Microseconds: the finest a Spark timestamp holds.
 TIMESTAMP_PLACES = 6
+# A number as Java's BigDecimal reads it, once grouping marks are gone and the decimal mark is a
+# point: integer digits, fraction digits, the exponent's sign and digits (past leading zeros; an
+# exponent of ten digits or more fails Spark's parser anyway).
+_NUMBER = r"^[+-]?([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?)0*([0-9]{1,9}))?$"
 
 
-def _lossy(field):
+def _lossy(field, marks: tuple[str, str] = (".", ",")):
     """(condition on the field's text, what Spark's parser would do) when the field's type can
-    lose digits of its text; None otherwise. Places are significant digits after the point
-    (trailing zeros lose nothing); other spellings (1e3, ...) count none."""
+    lose digits of its text; None otherwise. `marks` are the decimal and grouping marks of the
+    reader's locale."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import DecimalType, TimestampType
 
     text = F.trim(F.col(field.name))
     if isinstance(field.dataType, DecimalType):
-        places = F.length(F.regexp_extract(text, r"^[+-]?[0-9]*\.([0-9]*?)0*$", 1))
-        return places > F.lit(field.dataType.scale), "rounding it"
+        return decimal_places(text, marks) > F.lit(field.dataType.scale), "rounding it"
     if isinstance(field.dataType, TimestampType):  # the seconds' fraction, before any zone
         places = F.length(F.regexp_extract(text, r"[0-9]:[0-9]{2}\.([0-9]*?)0*(?:[^0-9].*)?$", 1))
         return places > F.lit(TIMESTAMP_PLACES), "truncating it to microseconds"
     return None
+
+
+def decimal_places(text, marks: tuple[str, str] = (".", ",")):
+    """The significant places of a decimal's text, as a column: digits after the point less the
+    exponent, trailing zeros left out (`1.50` has 1, `1.239e0` 3, `12391E-4` 4, `1.5E+1` none);
+    NULL when the text is not a number. Spark's parser drops the grouping mark (`1,234.567`)."""
+    from pyspark.sql import functions as F
+
+    decimal_mark, grouping_mark = marks
+    plain = F.translate(text, decimal_mark + grouping_mark, ".")  # the grouping mark dropped
+    integer, fraction = F.regexp_extract(plain, _NUMBER, 1), F.regexp_extract(plain, _NUMBER, 2)
+    exponent = F.concat(F.regexp_extract(plain, _NUMBER, 3), F.lit("0"),
+                        F.regexp_extract(plain, _NUMBER, 4)).cast("int")
+    digits = F.concat(integer, fraction)
+    trailing_zeros = F.length(F.regexp_extract(digits, "(0*)$", 1))
+    return (F.when(~plain.rlike(_NUMBER) | (F.length(digits) == 0), F.lit(None))
+            .when(~digits.rlike("[1-9]"), F.lit(0))  # zero, in any spelling (0.000e-5), loses nothing
+            .otherwise(F.length(fraction) - exponent - trailing_zeros))
