@@ -134,6 +134,34 @@ def test_csv_files_whose_headers_differ_name_the_file_and_both_headers(spark, tm
     assert merge.merge_date(spark, t.spec, day(1)).counts["new"] == 1
 
 
+def test_a_csv_header_with_a_quoted_line_end_is_read_whole_under_multiline(spark, tmp_path, unique_name):
+    """The header check read the first line only: `id,name,"id<line end>x"` was refused as naming
+    'id' twice, and headers that differ after the line end passed it."""
+    t = TableFixture(tmp_path, unique_name, source={"format": "csv", "options": {"multiLine": "true"}})
+    t.write_base(spark, [(1, "ann", "Oslo")])
+    merge.init_table(spark, t.spec)
+    folder = t.increment_dir(day(1))
+    folder.mkdir(parents=True)
+    (folder / "part-0.csv").write_text('id,name,"id\nx"\n1,ann,a\n')
+    with pytest.raises(InputError) as raised:  # what Spark reads: a name a Hive table cannot take
+        merge.merge_date(spark, t.spec, day(1))
+    assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder} has columns a Hive table cannot take:"
+                                 " 'id\\nx' (white space, which Hive's Parquet reader cannot parse); rename them in"
+                                 " the source")
+    (folder / "part-0.csv").write_text('id,name,"ci\nty"\n1,ann,a\n')
+    (folder / "part-1.csv").write_text('id,name,"ci\nxx"\n2,bob,b\n')
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, t.spec, day(1))
+    assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder}: file part-1.csv has the header"
+                                 " id,name,ci\\nxx, file part-0.csv id,name,ci\\nty: the CSV files of one input are"
+                                 " read with one header, so each must list the same columns in the same order")
+    # a quoted line end in a value: the header is its first line alone
+    (folder / "part-0.csv").write_text('id,name,city\n1,ann,"Ro\nme"\n')
+    (folder / "part-1.csv").write_text('id,name,city\n"2",bob,Oslo\n')
+    assert merge.merge_date(spark, t.spec, day(1)).counts["changed"] == 1
+    assert table_rows(spark, t.table)[1] == (1, "ann", "Ro\nme", "2024-01-01", OPEN)
+
+
 def test_added_missing_and_widened_columns(spark, tmp_path, unique_name):
     t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, city string, level int")
     t.write_base(spark, [(1, "ann", "Oslo", 1), (2, "bob", None, 1), (3, "cid", "Rome", 1)])

@@ -8,7 +8,9 @@ the column nor, at times, the file."""
 from __future__ import annotations
 
 import csv
+import itertools
 import re
+from collections.abc import Iterator
 
 from zipper.engine import fs
 from zipper.errors import InputError
@@ -30,9 +32,10 @@ def _csv_chars(value: str) -> str:
     return _CSV_ESCAPES.get(value, re.sub(r"\\[trbf\"'\\]", lambda m: _CSV_ESCAPES[m.group(0)], value))
 
 
-def header_names(line: str, options: dict[str, str]) -> list[str] | None:
+def header_names(line: str, options: dict[str, str], more: Iterator[str] | None = None) -> list[str] | None:
     """The column names of a CSV header line, split and unquoted with the reader's `sep`,
-    `quote` and `escape`; None when it does not parse. A byte order mark is not part of a name."""
+    `quote` and `escape`; None when it does not parse. A byte order mark is not part of a name.
+    `more` are the lines after it, which a quoted name may span (`multiLine: true`)."""
     line = line.removeprefix("\ufeff")
     sep = _csv_chars(csv_option(options, "sep", "delimiter", default=","))
     quote = _csv_chars(csv_option(options, "quote", default='"'))
@@ -40,8 +43,9 @@ def header_names(line: str, options: dict[str, str]) -> list[str] | None:
     escape = _csv_chars(csv_option(options, "escape", default="\\"))
     if len(sep) != 1:  # Spark takes a separator of several characters; csv does not
         return [f[1:-1] if quote and len(f) > 1 and f[0] == f[-1] == quote else f for f in line.split(sep)]
+    lines = [line] if more is None else (text + "\n" for text in itertools.chain([line], more))
     try:
-        return next(csv.reader([line], delimiter=sep, quotechar=quote or '"',
+        return next(csv.reader(lines, delimiter=sep, quotechar=quote or '"',
                                quoting=csv.QUOTE_NONE if quote is None else csv.QUOTE_MINIMAL,
                                escapechar=escape if escape and escape != quote and len(escape) == 1 else None), [])
     except (csv.Error, TypeError):
@@ -70,24 +74,33 @@ def check(spark, paths: list[str], options: dict[str, str], what: str) -> None:
 
 
 def _headers(spark, paths: list[str], options: dict[str, str]) -> list[tuple[str, list[str]]]:
-    """(file, its header's names) of each file whose header line reads and parses."""
+    """(file, its header's names) of each file whose header reads and parses."""
     charset = csv_option(options, "encoding", "charset", default="UTF-8")
-    comment = csv_option(options, "comment", default="")
-    line_sep = csv_option(options, "linesep", default="")
-
-    def is_header(line: str) -> bool:  # Spark's header is the first line not blank nor a comment
-        return bool(line.strip()) and not (comment and line.startswith(comment))
-
     headers = []
     for path in paths:
         try:
-            line = fs.first_line(spark, path, charset, is_header)
+            with fs.text_lines(spark, path, charset) as lines:
+                names = header_record(lines, options)
         except Exception:  # unreadable: Spark's own read says why
             continue
-        names = header_names(line.split(line_sep)[0] if line_sep else line, options) if line is not None else None
         if names:
             headers.append((path, names))
     return headers
+
+
+def header_record(lines: Iterator[str], options: dict[str, str]) -> list[str] | None:
+    """The names of a CSV file's header, from its lines: Spark's header is the first line neither
+    blank nor a comment, with the lines a quoted name spans when `multiLine` is on (Spark then
+    reads `"first<newline>name"` as one name); None when there is none."""
+    comment = csv_option(options, "comment", default="")
+    line_sep = csv_option(options, "linesep", default="")
+    line = next((text for text in lines if text.strip() and not (comment and text.startswith(comment))), None)
+    if line is None:
+        return None
+    if line_sep:  # lines split at Java's line ends: the header ends at the first `lineSep`
+        return header_names(line.split(line_sep)[0], options)
+    multi_line = csv_option(options, "multiline", default="false").lower() == "true"
+    return header_names(line, options, lines if multi_line else None)
 
 
 def _refuse_repeated(headers: list[tuple[str, list[str]]], null_value: str, what: str) -> None:
@@ -111,6 +124,11 @@ def _refuse_different(headers: list[tuple[str, list[str]]], what: str) -> None:
     first_path, first = headers[0]
     for path, names in headers[1:]:
         if [n.lower() for n in names] != [n.lower() for n in first]:
-            raise InputError(f"{what}: file {fs.name_of(path)} has the header {','.join(names)}, file"
-                             f" {fs.name_of(first_path)} {','.join(first)}: the CSV files of one input are read"
+            raise InputError(f"{what}: file {fs.name_of(path)} has the header {_shown(names)}, file"
+                             f" {fs.name_of(first_path)} {_shown(first)}: the CSV files of one input are read"
                              " with one header, so each must list the same columns in the same order")
+
+
+def _shown(names: list[str]) -> str:
+    """A header's names on one line: a line end inside a quoted name (`multiLine`) shown as `\\n`."""
+    return ",".join(names).replace("\r", "\\r").replace("\n", "\\n")

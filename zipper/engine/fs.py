@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from urllib.parse import unquote
@@ -151,11 +153,11 @@ def read_text(spark, path: str) -> str:
         stream.close()
 
 
-def first_line(spark, path: str, charset: str = "UTF-8", wanted=lambda line: True,
-               max_bytes: int = 1 << 20) -> str | None:
-    """The first line of a text file that `wanted` accepts (None if none), decompressed as its
-    name says (`.gz`, ...) as Spark's readers do, reading at most `max_bytes` of it: a CSV
-    header without reading the file."""
+@contextlib.contextmanager
+def text_lines(spark, path: str, charset: str = "UTF-8", max_bytes: int = 1 << 20) -> Iterator[Iterator[str]]:
+    """The lines of a text file, each read when asked for, decompressed as its name says (`.gz`,
+    ...) as Spark's readers do, from at most `max_bytes` of it: a CSV header without reading the
+    file."""
     jvm = spark._jvm
     fs, hpath = _fs(spark, path)
     closing = fs.open(hpath)
@@ -166,10 +168,7 @@ def first_line(spark, path: str, charset: str = "UTF-8", wanted=lambda line: Tru
             closing = codec.createInputStream(closing)
         bounded = jvm.org.apache.commons.io.input.BoundedInputStream(closing, max_bytes)
         closing = jvm.java.io.BufferedReader(jvm.java.io.InputStreamReader(bounded, charset))
-        while (line := closing.readLine()) is not None:
-            if wanted(line):
-                return line
-        return None
+        yield iter(closing.readLine, None)
     finally:
         closing.close()
 
