@@ -281,6 +281,63 @@ def test_an_unreadable_single_file_is_named(spark, users):
     assert str(err.value).startswith(f"{users.table} 2024-01-01: cannot read file part-0.orc of {folder}: ")
 
 
+def test_the_files_spark_reads_are_found_in_as_many_jvm_calls_for_many_files_as_for_few(spark, users, monkeypatch):
+    """Walking Spark's file index took a few py4j calls for each file: seconds for a base of
+    many thousand files. It is asked in a few calls (and a few for each partition folder); many
+    small files, partition folders and subfolders read with recursiveFileLookup are still each
+    read, none taken for a file left out."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from py4j.protocol import MEMORY_COMMAND_NAME
+
+    def write_files(folder, count, first_id):
+        folder.mkdir(parents=True)
+        for i in range(count):
+            pq.write_table(pa.table({"id": pa.array([first_id + i], pa.int64()), "name": ["x"], "city": ["y"]}),
+                           folder / f"part-{i:05d}.parquet")
+
+    merge.init_table(spark, users.spec)
+    flat = users.increment_dir(day(1))
+    write_files(flat, 300, 100)
+    write_files(users.data / "one", 1, 1)
+    partitioned = users.increment_dir(day(2))
+    write_files(partitioned / "part=a", 150, 1000)
+    write_files(partitioned / "part=b", 150, 2000)
+    write_files(users.data / "few" / "part=a", 1, 1)
+    write_files(users.data / "few" / "part=b", 1, 2)
+    client = spark.sparkContext._gateway._gateway_client
+    send = client.send_command
+    calls = []
+
+    def counted_send(command, *args, **kwargs):  # not the deletes of objects Python let go of
+        if not command.startswith(MEMORY_COMMAND_NAME):
+            calls.append(command)
+        return send(command, *args, **kwargs)
+
+    monkeypatch.setattr(client, "send_command", counted_send)
+
+    def calls_to_find_the_files(folder):
+        df = spark.read.parquet(str(folder))
+        calls.clear()
+        found = sources._files_spark_reads(spark, df)
+        return len(calls), len(found)
+
+    counted = {name: calls_to_find_the_files(folder) for name, folder in
+               [("one", users.data / "one"), ("flat", flat), ("few", users.data / "few"), ("partitioned", partitioned)]}
+    found = {name: files for name, (_, files) in counted.items()}
+    assert found == {"one": 1, "flat": 300, "few": 2, "partitioned": 300}
+    assert counted["flat"][0] == counted["one"][0]
+    assert counted["partitioned"][0] == counted["few"][0]
+    monkeypatch.undo()
+
+    assert merge.merge_date(spark, users.spec, day(1)).counts["new"] == 300
+    assert merge.merge_date(spark, users.spec, day(2)).counts["new"] == 300  # `part` is a column of the input
+    recursive = users.spec.model_copy(update={"source": users.spec.source.model_copy(
+        update={"options": {"recursiveFileLookup": "true"}})})
+    write_parquet(users.increment_dir(day(3)) / "old", [(3, "cid", "Rome")], users.schema)
+    assert merge.merge_date(spark, recursive, day(3)).counts["changed"] == 1
+
+
 @pytest.mark.parametrize("fmt", ["orc", "csv"])  # a zero-byte Parquet file is refused as not a Parquet file
 def test_an_empty_file_beside_the_data_is_no_file_left_out(spark, users, fmt):
     """Spark skips zero-byte files (they hold no rows): not a file it would leave out unsaid."""

@@ -196,21 +196,37 @@ def _filters_files(options: dict[str, str]) -> bool:
     return any(k.lower() in _FILE_FILTERS for k in options)  # Spark's options ignore case
 
 
-def _files_spark_reads(spark, df) -> list[str]:
-    """The files a scan of `df` reads, as its file index lists them for the scan (which is not
-    `inputFiles()`: that lists every file the index found, read or not)."""
-    none = spark._jvm.org.apache.spark.api.python.PythonUtils.toSeq(spark._jvm.java.util.ArrayList())
+def _joined(spark, paths) -> list[str]:
+    """A Java String[] of paths in one JVM call (py4j asks for each item of an array alone)."""
+    text = spark._jvm.org.apache.hadoop.util.StringUtils.join("\0", paths)
+    return text.split("\0") if text else []
+
+
+def _files_spark_reads(spark, df) -> set[str]:
+    """The files (spelled alike) a scan of `df` reads, in a few JVM calls however many they are:
+    every file its file index lists (`inputFiles()`), but of a folder holding partition folders
+    only those inside them (the index lists the others too; the scan leaves them out)."""
+    listed = {fs.spelled_alike(p) for p in _joined(spark, df._jdf.inputFiles())}
+    partitions = _partition_folders(df)
+    if partitions is None:
+        return listed
+    return {p for p in listed if p.rsplit("/", 1)[0] in partitions}
+
+
+def _partition_folders(df) -> set[str] | None:
+    """The partition folders (`name=value`, spelled alike) `df`'s file index found, or None when
+    it found none: a few JVM calls for each such folder."""
     leaves = df._jdf.queryExecution().analyzed().collectLeaves()
-    found = []
     for i in range(leaves.length()):
         leaf = leaves.apply(i)
         if leaf.getClass().getSimpleName() != "LogicalRelation":
             continue
-        folders = leaf.relation().location().listFiles(none, none)
-        for j in range(folders.length()):
-            files = folders.apply(j).files()
-            found += [files.apply(k).getPath().toString() for k in range(files.length())]
-    return found
+        location = leaf.relation().location()
+        if location.partitionSchema().isEmpty():
+            continue
+        partitions = location.partitionSpec().partitions()
+        return {fs.spelled_alike(partitions.apply(j).path().toString()) for j in range(partitions.length())}
+    return None
 
 
 def _refuse_unread_files(spark, located: Input, df, options: dict[str, str]) -> None:
@@ -220,7 +236,7 @@ def _refuse_unread_files(spark, located: Input, df, options: dict[str, str]) -> 
     left out without a word."""
     if _filters_files(options):
         return
-    read = {fs.spelled_alike(p) for p in _files_spark_reads(spark, df)}
+    read = _files_spark_reads(spark, df)
     # empty files are left out by design (no rows to lose)
     left_out = [f.path for f in located.files if f.size > 0 and fs.spelled_alike(f.path) not in read]
     if not left_out:
