@@ -162,6 +162,43 @@ def test_a_csv_header_with_a_quoted_line_end_is_read_whole_under_multiline(spark
     assert table_rows(spark, t.table)[1] == (1, "ann", "Ro\nme", "2024-01-01", OPEN)
 
 
+def test_csv_files_a_file_filter_leaves_out_are_not_checked_and_the_files_it_keeps_are(spark, tmp_path, unique_name):
+    """Source options that filter files (pathGlobFilter, modifiedBefore, modifiedAfter) turned the
+    header and left-out file checks off: a kept file with another header failed as Spark's
+    header that "does not conform to the schema", and a kept file in a subfolder was left out."""
+    import os
+
+    t = TableFixture(tmp_path, unique_name, source={"format": "csv", "options": {
+        "pathGlobFilter": "*.csv", "modifiedAfter": "2020-01-01T00:00:00"}})
+    t.write_base(spark, [(1, "ann", "Oslo"), (2, "bob", "Rome")])
+    merge.init_table(spark, t.spec)
+    folder = t.increment_dir(day(1))
+    (folder / "sub").mkdir(parents=True)
+    (folder / "part-0.csv").write_text("id,name,city\n1,ann,Lima\n")
+    (folder / "notes.txt").write_text("exported by,on\nnightly job,2024-01-01\n")  # not *.csv
+    (folder / "sub" / "notes.txt").write_text("exported by,on\nnightly job,2024-01-01\n")
+    (folder / "old.csv").write_text("city,id\nOslo,9\n")
+    os.utime(folder / "old.csv", (1546300800, 1546300800))  # 2019: not modified after 2020
+    (folder / "part-1.csv").write_text("id,city,name\n2,Nice,bob\n")
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, t.spec, day(1))
+    assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder}: file part-1.csv has the header"
+                                 " id,city,name, file part-0.csv id,name,city: the CSV files of one input are read"
+                                 " with one header, so each must list the same columns in the same order")
+    (folder / "part-1.csv").unlink()
+    (folder / "sub" / "part-1.csv").write_text("id,name,city\n2,bob,Nice\n")
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, t.spec, day(1))
+    assert str(raised.value) == (f"{t.table} {day(1)}: {folder} has files in subfolders, which Spark would leave out"
+                                 " without a word: sub/part-1.csv; move them away, or set the source option"
+                                 " recursiveFileLookup: 'true' to read them too")
+    assert state.read_state(spark, t.spec).last_committed == day(0)
+    (folder / "sub" / "part-1.csv").rename(folder / "sub" / "part-1.csv.done")
+    assert merge.merge_date(spark, t.spec, day(1)).counts["changed"] == 1
+    assert [tuple(r) for r in spark.table(t.table).where(f"end_dt = '{OPEN}'").select("id", "city").orderBy("id")
+            .collect()] == [(1, "Lima"), (2, "Rome")]
+
+
 def test_added_missing_and_widened_columns(spark, tmp_path, unique_name):
     t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, city string, level int")
     t.write_base(spark, [(1, "ann", "Oslo", 1), (2, "bob", None, 1), (3, "cid", "Rome", 1)])

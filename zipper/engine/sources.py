@@ -156,19 +156,19 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: 
         return spark.createDataFrame([], schema)
     reader = spark.read.format(located.format)
     options = dict(source.options)
+    files = _files_to_read(spark, located, options)
     if located.format == "csv":
         what = f"{'base' if isinstance(source, BaseSpec) else 'increment'} {located.description}"
         # Spark takes a column `_corrupt_record` (its default) for the text of malformed rows, not data
         options.setdefault("columnNameOfCorruptRecord", CORRUPT_RECORD)
-        if not _filters_files(options):  # else Spark reads fewer files than the folder holds
-            csv_header.check(spark, [f.path for f in located.files], options, what)
+        csv_header.check(spark, [f.path for f in files], options, what)
         csv_schema = _csv_schema(spark, located, options, getattr(source, "csv_schema", {}), schema)
         if csv_schema is not None:
             reader = reader.schema(csv_schema)
             csv_values.remember(what, ds, [f.path for f in located.files], csv_schema, options)
         else:
             options.setdefault("inferSchema", "true")
-    if located.format in ("parquet", "orc") and len(located.files) > 1:
+    if located.format in ("parquet", "orc") and len(files) > 1:
         # a column only some files have is read (Spark otherwise takes one file's schema and drops
         # it silently), and files that disagree on a column's type fail here, naming the input
         options.setdefault("mergeSchema", "true")
@@ -178,11 +178,11 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: 
         df.schema  # noqa: B018 - resolve now, so a bad file fails here with its name
     except Exception as exc:  # AnalysisException, SparkException: unreadable or inconsistent files
         if options.get("mergeSchema") == "true" and "MERGE" in str(exc):
-            conflict = _type_conflicts(spark, located)
+            conflict = _type_conflicts(spark, located, files)
             if conflict:
                 raise InputError(f"files of {located.description} disagree on column types: {conflict}") from None
-        raise _unreadable(located, exc, _first_unreadable(spark, located, options)) from None
-    _refuse_unread_files(spark, located, df, options)
+        raise _unreadable(located, exc, _first_unreadable(spark, located, files, options)) from None
+    _refuse_unread_files(spark, located, files, df)
     return df
 
 
@@ -194,6 +194,18 @@ _FILE_FILTERS = {"pathglobfilter", "modifiedbefore", "modifiedafter"}
 
 def _filters_files(options: dict[str, str]) -> bool:
     return any(k.lower() in _FILE_FILTERS for k in options)  # Spark's options ignore case
+
+
+def _files_to_read(spark, located: Input, options: dict[str, str]) -> list[fs.FileInfo]:
+    """The input's files the reader options keep: all of them, or those its file filters
+    (`pathGlobFilter`, `modifiedBefore`, `modifiedAfter`) keep, in any subfolder, as Spark's own
+    listing applies them. The files a filter leaves out are left out on purpose: not checked."""
+    if not _filters_files(options):
+        return located.files
+    every_folder = {k: v for k, v in options.items() if k.lower() != "recursivefilelookup"}
+    listing = spark.read.format("text").options(**every_folder, recursiveFileLookup="true").load(located.paths)
+    kept = {fs.spelled_alike(p) for p in _joined(spark, listing._jdf.inputFiles())}
+    return [f for f in located.files if fs.spelled_alike(f.path) in kept]
 
 
 def _joined(spark, paths) -> list[str]:
@@ -229,16 +241,14 @@ def _partition_folders(df) -> set[str] | None:
     return None
 
 
-def _refuse_unread_files(spark, located: Input, df, options: dict[str, str]) -> None:
-    """Every file the input holds is one Spark reads. It is not when a folder also holds
-    partition folders (`name=value`): Spark then reads only the files inside those; nor the
-    files of other subfolders; nor a file still being copied in (`._COPYING_`). Each would be
-    left out without a word."""
-    if _filters_files(options):
-        return
+def _refuse_unread_files(spark, located: Input, files: list[fs.FileInfo], df) -> None:
+    """Every file to read (`files`: all the input's, or those its file filters keep) is one
+    Spark reads. It is not when a folder also holds partition folders (`name=value`): Spark then
+    reads only the files inside those; nor the files of other subfolders; nor a file still being
+    copied in (`._COPYING_`). Each would be left out without a word."""
     read = _files_spark_reads(spark, df)
     # empty files are left out by design (no rows to lose)
-    left_out = [f.path for f in located.files if f.size > 0 and fs.spelled_alike(f.path) not in read]
+    left_out = [f.path for f in files if f.size > 0 and fs.spelled_alike(f.path) not in read]
     if not left_out:
         return
     copying = [p for p in left_out if p.endswith(fs.COPYING)]
@@ -260,13 +270,13 @@ def _refuse_unread_files(spark, located: Input, df, options: dict[str, str]) -> 
                      " them too")
 
 
-def _first_unreadable(spark, located: Input, options: dict[str, str]) -> str | None:
+def _first_unreadable(spark, located: Input, files: list[fs.FileInfo], options: dict[str, str]) -> str | None:
     """The first of several files whose schema Spark cannot read (its error often names none):
     each is read alone, on failure only."""
-    if len(located.files) < 2:
+    if len(files) < 2:
         return None
     single = {k: v for k, v in options.items() if k != "mergeSchema"}
-    for f in located.files:
+    for f in files:
         try:
             spark.read.format(located.format).options(**single).load(f.path).schema  # noqa: B018
         except Exception:
@@ -274,11 +284,11 @@ def _first_unreadable(spark, located: Input, options: dict[str, str]) -> str | N
     return None
 
 
-def _type_conflicts(spark, located: Input, shown: int = 3) -> str:
+def _type_conflicts(spark, located: Input, files: list[fs.FileInfo], shown: int = 3) -> str:
     """Which columns the files type differently, with one file for each type: Spark's refusal to
     merge their schemas names the two types but neither the column nor the files."""
     seen: dict[str, dict[str, str]] = {}
-    for f in located.files:
+    for f in files:
         try:
             fields = spark.read.format(located.format).load(f.path).schema.fields
         except Exception:
