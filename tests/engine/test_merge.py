@@ -12,7 +12,7 @@ import pytest
 from tests.support import TableFixture, day, table_rows, write_parquet
 from zipper.engine import catalog, check, faults, fs, inspect, merge, sources, state, vacuum
 from zipper.engine.catalog import Partition
-from zipper.errors import AuditError, InputError, SpecError, StateError
+from zipper.errors import AuditError, InputError, MissingInputError, SpecError, StateError
 
 OPEN = "9999-12-31"
 
@@ -338,7 +338,31 @@ def test_the_files_spark_reads_are_found_in_as_many_jvm_calls_for_many_files_as_
     assert merge.merge_date(spark, recursive, day(3)).counts["changed"] == 1
 
 
-@pytest.mark.parametrize("fmt", ["orc", "csv"])  # a zero-byte Parquet file is refused as not a Parquet file
+def test_an_empty_parquet_file_is_named_as_likely_unfinished_and_may_be_tried_again(spark, users):
+    """Spark refused it as 'not a Parquet file (length is too low: 0)', as if unreadable: a file
+    of 0 bytes is most likely one a writer is still at work on (or died writing)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    merge.init_table(spark, users.spec)
+    users.write_increment(spark, day(1), [(2, "bob", "Paris")])
+    folder = users.increment_dir(day(1))
+    (folder / "part-1.parquet").write_bytes(b"")
+    before = snapshot(spark, users)
+    with pytest.raises(MissingInputError) as err:
+        merge.merge_date(spark, users.spec, day(1))
+    assert str(err.value) == (f"{users.table} 2024-01-01: increment {folder}: file part-1.parquet is empty (0 bytes),"
+                              " which no Parquet file is: it is likely still being written, or its writer died; merge"
+                              " once it is complete (if its writer died, delete it or write it again)")
+    assert not err.value.final  # another try, once the writer has finished, may pass
+    assert snapshot(spark, users) == before
+    pq.write_table(pa.table({"id": pa.array([4], pa.int64()), "name": ["dan"], "city": ["Lima"]}),
+                   folder / "part-1.parquet")  # the writer finished
+    assert (merge.merge_date(spark, users.spec, day(1)).counts["changed"], snapshot(spark, users)[0][-1]) == (
+        1, (4, "dan", "Lima", "2024-01-01", OPEN))
+
+
+@pytest.mark.parametrize("fmt", ["orc", "csv"])  # a zero-byte Parquet file is refused as likely unfinished
 def test_an_empty_file_beside_the_data_is_no_file_left_out(spark, users, fmt):
     """Spark skips zero-byte files (they hold no rows): not a file it would leave out unsaid."""
     spec = users.spec.model_copy(update={"source": users.spec.source.model_copy(update={"format": fmt})})
