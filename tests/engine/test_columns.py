@@ -449,13 +449,21 @@ def test_a_csv_decimal_in_exponent_form_or_with_grouping_marks_is_refused_where_
     folder = t.increment_dir(day(1))
     folder.mkdir(parents=True)
     (folder / "part-0.csv").write_text('id,name,amt\n1,ann,1.5E+1\n2,bob,12300E-4\n3,cid,-1.2e-1\n4,dan,0.000e-9\n'
-                                       '5,eve,"1,234.5"\n')
+                                       '5,eve,"1,234.5"\n6,fay,"-12,345.6e-1"\n')
     for value in ("1.239e0", "12391E-4", "5e-3", "1,234.567"):
         (folder / "part-1.csv").write_text(f'id,name,amt\n7,gus,"{value}"\n')
         with pytest.raises(InputError) as raised:
             merge.merge_date(spark, t.spec, day(1))
         assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder}: file part-1.csv: column 'amt'"
                                      f" (decimal(7,2)) cannot hold '{value}' without rounding it (row with id=7)")
+    # a comma that does not group thousands: Spark's parser drops it (1,5 read 15, 1,2,3 read 123)
+    for value in ("1,5", "1,2,3", "12,34.5", "1234,567"):
+        (folder / "part-1.csv").write_text(f'id,name,amt\n7,gus,"{value}"\n')
+        with pytest.raises(InputError) as raised:
+            merge.merge_date(spark, t.spec, day(1))
+        assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder}: file part-1.csv: column 'amt'"
+                                     f" (decimal(7,2)) cannot hold '{value}' without dropping its ','"
+                                     " (read as a thousands mark) (row with id=7)")
     # more integer digits than the column holds: Spark refuses it, named as a value that does not parse
     (folder / "part-1.csv").write_text("id,name,amt\n7,gus,1e10\n")
     with pytest.raises(InputError) as raised:
@@ -466,7 +474,7 @@ def test_a_csv_decimal_in_exponent_form_or_with_grouping_marks_is_refused_where_
     (folder / "part-1.csv").unlink()
     merge.merge_date(spark, t.spec, day(1))
     assert [(r.id, str(r.amt)) for r in spark.table(t.table).where(f"end_dt = '{OPEN}'").orderBy("id").collect()] == [
-        (1, "15.00"), (2, "1.23"), (3, "-0.12"), (4, "0.00"), (5, "1234.50")]
+        (1, "15.00"), (2, "1.23"), (3, "-0.12"), (4, "0.00"), (5, "1234.50"), (6, "-1234.56")]
 
     # another locale's marks (de-DE: 1.234,5), as Spark's parser reads them
     german = TableFixture(tmp_path, unique_name + "_de", schema="id bigint, name string, amt decimal(7,2)",

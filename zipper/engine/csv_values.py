@@ -134,7 +134,8 @@ def refuse_rounding(spark, paths: list[str], keys, table: str, ds: str | None) -
     decimal and timestamp columns of the remembered CSV files among `paths` are read again as
     text, and the first value with more significant places than its column holds fails the run,
     named as a value that does not parse is. A decimal's places count in exponent form too
-    (`1.239e0`), and past the grouping marks Spark's parser drops (`1,234.567`). One small job
+    (`1.239e0`), and past the grouping marks Spark's parser drops (`1,234.567`); a grouping mark
+    that does not group thousands (`1,5`, which it reads 15) fails too. One small job
     per CSV input that has such columns; none otherwise."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType
@@ -146,7 +147,7 @@ def refuse_rounding(spark, paths: list[str], keys, table: str, ds: str | None) -
             by_read.setdefault(found[1], []).append(found[0])
     for read, files in by_read.items():
         marks = number_marks(spark, dict(read.options))
-        checked = [(f, *lossy) for f in read.schema.fields if (lossy := _lossy(f, marks)) is not None]
+        checked = [(f, lossy, loss) for f in read.schema.fields for lossy, loss in _losses(f, marks)]
         if not checked:
             continue
         as_text = StructType([StructField(f.name, StringType(), True) for f in read.schema.fields])
@@ -186,20 +187,31 @@ TIMESTAMP_PLACES = 6
 _NUMBER = r"^[+-]?([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?)0*([0-9]{1,9}))?$"
 
 
-def _lossy(field, marks: tuple[str, str] = (".", ",")):
-    """(condition on the field's text, what Spark's parser would do) when the field's type can
-    lose digits of its text; None otherwise. `marks` are the decimal and grouping marks of the
-    reader's locale."""
+def _losses(field, marks: tuple[str, str] = (".", ",")) -> list:
+    """(condition on the field's text, what Spark's parser would do) for each way the field's
+    type can change its text's value without a word. `marks` are the decimal and grouping marks
+    of the reader's locale."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import DecimalType, TimestampType
 
     text = F.trim(F.col(field.name))
     if isinstance(field.dataType, DecimalType):
-        return decimal_places(text, marks) > F.lit(field.dataType.scale), "rounding it"
+        return [(decimal_places(text, marks) > F.lit(field.dataType.scale), "rounding it"),
+                (misplaced_grouping(text, marks), f"dropping its {marks[1]!r} (read as a thousands mark)")]
     if isinstance(field.dataType, TimestampType):  # the seconds' fraction, before any zone
         places = F.length(F.regexp_extract(text, r"[0-9]:[0-9]{2}\.([0-9]*?)0*(?:[^0-9].*)?$", 1))
-        return places > F.lit(TIMESTAMP_PLACES), "truncating it to microseconds"
-    return None
+        return [(places > F.lit(TIMESTAMP_PLACES), "truncating it to microseconds")]
+    return []
+
+
+def misplaced_grouping(text, marks: tuple[str, str] = (".", ",")):
+    """Whether a decimal's text has a grouping mark that does not group thousands: Spark's parser
+    drops them wherever they stand, so `1,5` (a decimal comma) reads 15 and `1,2,3` 123."""
+    from pyspark.sql import functions as F
+
+    decimal_mark, grouping_mark = (re.escape(m) for m in marks)
+    grouped = rf"^[+-]?[0-9]{{1,3}}({grouping_mark}[0-9]{{3}})+({decimal_mark}[0-9]*)?([eE][+-]?[0-9]+)?$"
+    return (F.instr(text, marks[1]) > 0) & ~text.rlike(grouped)
 
 
 def decimal_places(text, marks: tuple[str, str] = (".", ",")):
