@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from tests.cli.helpers import BIN, REPO, day, env_for, make_spec, probe, wait_for_jvms, write_parquet, zipper
+from zipper.cli.main import REPORT_PREFIX
 
 pytestmark = pytest.mark.subprocess
 OPEN = "9999-12-31"
@@ -191,20 +192,57 @@ def test_reads_name_the_warehouse_and_check_key_values(workspace, tmp_path):
     assert result.stdout.strip().endswith("(1 version)")
 
 
-def test_spark_submit_entry_point_runs_the_same_code(workspace):
-    """spark_jobs/zipper_job.py under spark-submit, as the Airflow operator runs it."""
+def spark_submit(workspace, *job_args: str) -> subprocess.CompletedProcess:
+    """spark_jobs/zipper_job.py under spark-submit, as the Airflow operator runs it on the embedded default."""
     from zipper.runtime.session import SessionSettings, spark_submit_conf
 
     settings = SessionSettings(warehouse=str(workspace / "warehouse"))
     conf = [arg for key, value in spark_submit_conf(settings).items() for arg in ("--conf", f"{key}={value}")]
     result = subprocess.run(
         [str(BIN / "spark-submit"), "--master", "local[2]", *conf, str(REPO / "spark_jobs" / "zipper_job.py"),
-         "status", "dim"],
-        env=env_for(workspace), capture_output=True, text=True, timeout=300, cwd=workspace,
+         *job_args],
+        env=env_for(workspace, SPARK_LOCAL_IP="127.0.0.1"), capture_output=True, text=True, timeout=300,
+        cwd=workspace,
     )
     wait_for_jvms(workspace)
+    return result
+
+
+def test_spark_submit_entry_point_runs_the_same_code(workspace):
+    result = spark_submit(workspace, "status", "dim")
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(result.stdout[result.stdout.index("{"):])["table"] == "dw.dim"
+
+
+# The JVM's own notice, printed as it starts (Spark's launcher adds the module), before any zipper code runs.
+JVM_NOTICE = "WARNING: Using incubator modules: jdk.incubator.vector"
+
+
+def test_a_corrupt_file_under_spark_submit_leaves_one_error_line_in_the_task_log(workspace):
+    """Under spark-submit (the Airflow task) the JVM's stderr is the task log: a corrupt input
+    file put about 90 lines of Executor and TaskSetManager traces there before zipper's line."""
+    corrupt = workspace / "data" / "incr" / f"ds={day(2)}" / "part-corrupt.parquet"
+    logs = workspace / "warehouse" / "logs"
+    before = set(logs.glob("spark-*.log"))
+    corrupt.write_bytes(b"garbage, not a Parquet file")
+    try:
+        quiet = spark_submit(workspace, "merge", "dim", "--ds", day(2), "--json-report")
+        (log,) = set(logs.glob("spark-*.log")) - before
+        verbose = spark_submit(workspace, "merge", "dim", "--ds", day(2), "--verbose")
+    finally:
+        corrupt.unlink()
+    # the task log: spark-submit's stdout and stderr (the job's Python writes through the JVM's stdout)
+    task_log = quiet.stdout.splitlines() + quiet.stderr.splitlines()
+    assert quiet.returncode == 1
+    lines = [line for line in task_log if line != JVM_NOTICE and not line.startswith(REPORT_PREFIX)]
+    assert len(lines) == 1, "\n".join(task_log)
+    assert lines[0].startswith(f"zipper: error: dw.dim {day(2)}: cannot read file part-corrupt.parquet of ")
+    assert lines[0].endswith("it is not a Parquet file. Expected magic number at tail, but found [102, 105, 108, 101]")
+    # the traces are in the driver's log file, and in the task log with --verbose
+    assert "ERROR Executor: Exception in task" in log.read_text() and "\n\tat org.apache." in log.read_text()
+    assert verbose.returncode == 1 and "ERROR Executor: Exception in task" in verbose.stderr
+    assert "\n\tat org.apache." in verbose.stderr and "Traceback" in verbose.stdout
+    assert json.loads(zipper(workspace, "status", "dim").stdout)["last_committed"] == day(1)
 
 
 def test_metastore_in_use_is_a_clear_one_line_error(workspace):

@@ -97,11 +97,33 @@ def log_dir(settings: SessionSettings) -> Path:
     return Path(os.environ.get("ZIPPER_LOG_DIR") or default)
 
 
+def new_log_file(settings: SessionSettings) -> Path:
+    """A fresh file in the log folder for one driver's console output."""
+    folder = log_dir(settings)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"spark-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log"
+
+
+def _jvm_console_to_log_file(settings: SessionSettings) -> None:
+    """Under spark-submit the JVM is this process's parent and its stderr is the Airflow task log,
+    where a failed Spark task's Java traces (about 90 lines for one corrupt file) buried zipper's
+    one error line. Spark's console appender follows System.err (log4j2.properties), so pointing
+    System.err and System.out at a log file, before the SparkContext starts, sends Spark's
+    warnings and traces where the CLI sends them; Python's own output is not the JVM's."""
+    from pyspark import SparkContext
+
+    SparkContext._ensure_initialized()  # joins the gateway spark-submit started
+    jvm = SparkContext._jvm
+    stream = jvm.java.io.PrintStream(jvm.java.io.FileOutputStream(str(new_log_file(settings)), True), True)
+    jvm.java.lang.System.setErr(stream)
+    jvm.java.lang.System.setOut(stream)
+
+
 def build_session(settings: SessionSettings, extra: dict[str, str] | None = None):
     """Create (or join, under spark-submit) the session. Imports pyspark lazily.
 
-    Unless verbose, the JVM's console output goes to a log file, so a user sees zipper's own
-    one-line messages and not Java's start-up chatter or stack traces."""
+    Unless verbose, the JVM's console output goes to a log file (log_dir), so a user, or a task
+    log, sees zipper's own one-line messages and not Java's start-up chatter or stack traces."""
     warnings.filterwarnings("ignore", message=".*pandas.*")
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
@@ -125,11 +147,11 @@ def build_session(settings: SessionSettings, extra: dict[str, str] | None = None
         if not settings.verbose:
             from pyspark.java_gateway import launch_gateway
 
-            folder = log_dir(settings)
-            folder.mkdir(parents=True, exist_ok=True)
-            log_file = open(folder / f"spark-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log", "ab")
+            log_file = open(new_log_file(settings), "ab")
             gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": log_file, "stderr": log_file})
         SparkContext(conf=spark_conf, gateway=gateway)
+    elif SparkContext._active_spark_context is None and not settings.verbose:
+        _jvm_console_to_log_file(settings)
 
     builder = SparkSession.builder.enableHiveSupport()
     for key, value in conf.items():
