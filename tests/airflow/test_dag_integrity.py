@@ -8,6 +8,7 @@ connection; every DAG has docs, owner, tags and an explicit catchup; tasks and o
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 
@@ -88,6 +89,41 @@ def test_good_specs_load_and_bad_ones_are_import_errors_of_their_own_files(parse
     assert errors[str(specs / "bad_date.yaml")].startswith(f"{specs / 'bad_date.yaml'}: key 'start_date': ")
     assert errors[str(specs / "bad_key.yaml")] == f"{specs / 'bad_key.yaml'}: key 'colour': unknown key"
     assert "key 'name': 'dim_a' is also used by" in errors[str(specs / "same_name.yaml")]
+
+
+def task_parse(dag_id: str, task_id: str):
+    """The context Airflow parses the DAG file in when a task of `dag_id` starts (the task runner
+    on Airflow 3, `airflow tasks run` on 2.11)."""
+    if AIRFLOW_3:
+        from airflow.sdk.definitions._internal.dag_parsing_context import _airflow_parsing_context_manager
+    else:
+        from airflow.utils.dag_parsing_context import _airflow_parsing_context_manager
+    return _airflow_parsing_context_manager(dag_id=dag_id, task_id=task_id)
+
+
+def skipped_specs(caplog) -> list[str]:
+    """The spec files the parse logged `zipper: skipping <spec>: <message>` for."""
+    prefix = "zipper: skipping "
+    return sorted(r.getMessage()[len(prefix):].split(": ")[0] for r in caplog.records
+                  if r.getMessage().startswith(prefix))
+
+
+def test_a_task_of_a_good_dag_does_not_log_the_other_specs_errors(specs, monkeypatch, caplog):
+    """Every task re-parses the DAG file: each run of a healthy table logged `zipper: skipping
+    <bad spec>: ...` for another table's spec, a problem the import errors already report."""
+    monkeypatch.setenv("ZIPPER_SPECS", str(specs))
+    bad = [str(specs / n) for n in ("bad_date.yaml", "bad_key.yaml", "same_name.yaml")]
+    with caplog.at_level(logging.WARNING):
+        bag = make_dagbag()  # the DAG processor's parse: the import errors, and the processor's log
+    assert sorted(bag.import_errors) == bad and skipped_specs(caplog) == bad
+    caplog.clear()
+    with caplog.at_level(logging.WARNING), task_parse("zipper_dim_a", "merge"):
+        bag = make_dagbag()
+    assert "zipper_dim_a" in bag.dag_ids and skipped_specs(caplog) == [] and bag.import_errors == {}
+    # a task whose own DAG did not load (its spec broke since the run was scheduled) is told why
+    with caplog.at_level(logging.WARNING), task_parse("zipper_bad", "merge"):
+        make_dagbag()
+    assert skipped_specs(caplog) == bad
 
 
 def test_parsing_queries_no_database_and_no_connection(parsed):

@@ -20,6 +20,7 @@ if AIRFLOW_3:
         BaseSensorOperator,
         CronDataIntervalTimetable,
         Param,
+        get_parsing_context,
     )
     from airflow.sdk.exceptions import (
         AirflowException,
@@ -41,6 +42,7 @@ else:
     from airflow.models.param import Param
     from airflow.sensors.base import BaseSensorOperator
     from airflow.timetables.interval import CronDataIntervalTimetable
+    from airflow.utils.dag_parsing_context import get_parsing_context
 
     _minor = int(AIRFLOW_VERSION.split(".")[1])
     if AIRFLOW_MAJOR < 2 or _minor < 11:
@@ -66,5 +68,6 @@ __all__ = [
     "BaseSensorOperator",
     "CronDataIntervalTimetable",
     "Param",
+    "get_parsing_context",
     "make_asset",
 ]

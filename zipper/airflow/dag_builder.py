@@ -2,7 +2,8 @@
 
 The DAG file in `dags/` calls `build_dags(globals())`. Parsing reads the spec files and builds
 operators; it imports no pyspark and touches no database or connection. A spec that does not load
-is reported as an import error of its own file and skipped; the others still load."""
+is reported as an import error of its own file and skipped; the others still load (a task's own
+parse of a DAG that loaded reports nothing: parse_errors)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 from zipper.airflow.compat import DAG, CronDataIntervalTimetable, Param, make_asset
 from zipper.airflow.docs import asset_uri, merge_dag_doc, rerun_dag_doc
 from zipper.airflow.operators import ZipperAuditOperator, ZipperMergeOperator, ZipperRerunOperator
-from zipper.airflow.parse_errors import report_spec_error
+from zipper.airflow.parse_errors import report_spec_errors
 from zipper.airflow.sensors import INCREMENT_TASK, PREVIOUS_DATE_TASK, PreviousDateSensor, ZipperIncrementSensor
 from zipper.errors import SpecError
 from zipper.spec.loader import scan_specs, specs_dir
@@ -122,25 +123,27 @@ def build_rerun_dag(spec: TableSpec, specs: Path):
     return dag
 
 
-def load_table_specs(folder: Path) -> list[tuple[Path, TableSpec]]:
-    """Every spec that loads; each one that does not is reported against its own file."""
-    loaded = []
+def load_table_specs(folder: Path) -> tuple[list[tuple[Path, TableSpec]], list[tuple[Path, str]]]:
+    """(every spec that loads, every one that does not with its one-line message)."""
+    loaded, failed = [], []
     for path, spec in scan_specs(folder):
         if isinstance(spec, SpecError):
-            report_spec_error(path, str(spec))
+            failed.append((path, str(spec)))
         else:
             loaded.append((path, spec))
-    return loaded
+    return loaded, failed
 
 
 def build_dags(namespace: dict[str, Any] | None = None, folder: str | Path | None = None) -> dict[str, Any]:
     """Build the DAGs of every spec in `folder` (default ZIPPER_SPECS, else dags/tables) into
     `namespace` (the DAG file's globals()), in name order."""
     specs = specs_dir(folder).resolve()
+    loaded, failed = load_table_specs(specs)
     dags: dict[str, Any] = {}
-    for path, spec in sorted(load_table_specs(specs), key=lambda item: item[1].name):
+    for path, spec in sorted(loaded, key=lambda item: item[1].name):
         for dag in (build_merge_dag(spec, path, specs), build_rerun_dag(spec, specs)):
             dags[dag.dag_id] = dag
+    report_spec_errors(failed, dags)
     if namespace is not None:
         namespace.update(dags)
     return dags

@@ -4,13 +4,16 @@ Airflow records import errors per file it parses, and the only file it parses he
 module. Raising from it would drop every zipper DAG and mark them broken. So the module adds
 one entry per bad spec to the import errors of the DagBag that is importing it (found on the
 call stack: Airflow has no public API for this), keyed by the spec's path, relative to the dags
-folder like Airflow's own keys. Outside a DagBag (a plain import) the error is only logged."""
+folder like Airflow's own keys. Outside a DagBag (a plain import) the error is only logged; in a
+task's parse of a DAG that loaded, not at all."""
 
 from __future__ import annotations
 
 import logging
 import sys
 from pathlib import Path
+
+from zipper.airflow.compat import get_parsing_context
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +41,23 @@ def error_key(bag, spec_path: Path) -> str:
     return str(Path(spec_path).resolve())
 
 
+def report_spec_errors(failures: list[tuple[Path, str]], built_dag_ids) -> None:
+    """Report each bad spec (path, message), unless this parse is a task's of a DAG that was built.
+
+    A task re-parses the DAG file when it starts: its log is no place for another table's bad spec,
+    which the DAG processor's parse already reports as an import error (and the task runner's
+    DagBag records none). A task whose own DAG was not built, its spec broken since the run was
+    scheduled, is told about every bad spec: one of them is why it cannot start."""
+    task_dag = get_parsing_context().dag_id
+    if task_dag is not None and task_dag in built_dag_ids:
+        return
+    for spec_path, message in failures:
+        report_spec_error(spec_path, message)
+
+
 def report_spec_error(spec_path: Path, message: str) -> str | None:
     """Record `message` for `spec_path`; returns the key used, or None outside a DagBag."""
-    # A warning: the import error is the report; every task process parses the DAG file too,
-    # and an ERROR line in the logs of tasks of other, healthy tables would mislead.
+    # A warning, not an error: the import error is the report; this line is the parse's log.
     log.warning("zipper: skipping %s: %s", spec_path, message)
     bag = current_dagbag()
     if bag is None:
