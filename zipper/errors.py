@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import urllib.parse
+from dataclasses import dataclass
 
 from zipper.paths import user_path
 
@@ -96,6 +97,38 @@ _READ_FILE = re.compile(r"FAILED_READ_FILE[A-Z_.]*\] Encountered error while rea
 _WRAPPER = re.compile(r"^(?:[\w.$]+: )?(?:Job aborted due to stage failure|Exception thrown in awaitResult)")
 
 
+# Spark's Parquet reader on a file whose column has another type than the one it reads the input as
+# (one file of a day with `amount` as string, the others double; a source table's older partition):
+# "...SchemaColumnConvertNotSupportedException: column: [amount], physicalType: BINARY, logicalType: double".
+_COLUMN_TYPE = re.compile(r"SchemaColumnConvertNotSupportedException: column: \[(.*)\], physicalType: (\w+),"
+                          r" logicalType: (.+)$")
+
+
+@dataclass(frozen=True)
+class ColumnTypeMismatch:
+    """A column a file holds in another type than the one Spark read it as."""
+
+    file: str | None  # as Spark names it (a URI), when it does
+    column: str  # a nested field as `outer.inner`
+    parquet_type: str  # the file's physical type (BINARY, INT64, ...): a string is BINARY
+    expected: str  # the Spark type it was read as
+
+    def reason(self, file_type: str | None = None) -> str:
+        """`file_type`: the column's type as Spark reads the file alone, if known; else Parquet's."""
+        held = file_type or f"Parquet {self.parquet_type}"
+        return f"column {self.column!r} is {held} in the file, but read as {self.expected}"
+
+
+def column_type_mismatch(exc: BaseException) -> ColumnTypeMismatch | None:
+    """The column, file and types of a failure reading a Parquet column as another type."""
+    for message in java_messages(exc):
+        found = _COLUMN_TYPE.search(message.strip().splitlines()[0] if message.strip() else "")
+        if found:
+            column, parquet_type, expected = found.groups()
+            return ColumnTypeMismatch(failed_file(exc), ".".join(column.split(", ")), parquet_type, expected.strip())
+    return None
+
+
 def _plain(message: str) -> str:
     """A Java message's first line without its package, Spark error class or SQLSTATE: Spark's
     own error classes speak for themselves; others keep their short class name."""
@@ -121,6 +154,9 @@ def read_failure(exc: BaseException, limit: int = 600) -> tuple[str | None, str]
     chain = java_messages(exc)
     if not chain:
         return None, clip((str(exc).strip().splitlines() or [""])[0] or type(exc).__name__, limit)
+    mismatch = column_type_mismatch(exc)
+    if mismatch is not None:  # Spark's wording is its reader's class name and Parquet's physical type
+        return (_local(mismatch.file) if mismatch.file else None), clip(mismatch.reason(), limit)
     chain = [m for m in chain if not _WRAPPER.match(m.strip())] or chain
     first = _plain(chain[0])
     root = _plain(chain[-1]) if len(chain) > 1 else ""

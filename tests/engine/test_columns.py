@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import re
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from tests.support import TableFixture, day, table_rows
+from zipper import errors
 from zipper.engine import catalog, check, faults, fs, merge, replay, state
 from zipper.errors import InputError
 
@@ -370,6 +373,60 @@ def test_a_changed_type_fails_naming_the_column_and_both_types(spark, tmp_path, 
     with pytest.raises(InputError, match="column 'city' has type double, the table has string; a column cannot change type"):
         merge.merge_date(spark, t.spec, day(1))
     assert (table_rows(spark, t.table), columns_of(spark, t), catalog.list_partitions(spark, t.spec)) == before
+
+
+def test_a_file_typing_a_column_otherwise_than_the_input_is_read_names_the_file_the_column_and_both_types(
+        spark, tmp_path, unique_name):
+    """Where Spark reads files with one schema without merging theirs (the reader option mergeSchema
+    off, a source table's partition), a file holding `amount` as string failed naming Spark's
+    reader class, SchemaColumnConvertNotSupportedException, and Parquet's BINARY, and was retried."""
+    t = TableFixture(tmp_path, unique_name, schema="id bigint, amount double",
+                     source={"options": {"mergeSchema": False}})
+    t.write_base(spark, [(1, 1.5)])
+    merge.init_table(spark, t.spec)
+    folder = t.increment_dir(day(1))
+    folder.mkdir(parents=True)
+    for key, amount in ((2, pa.array([2.5])), (3, pa.array(["3.5"]))):
+        pq.write_table(pa.table({"id": pa.array([key], pa.int64()), "amount": amount}), folder / f"part-{key - 2}.parquet")
+    before = (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec))
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, t.spec, day(1))
+    # Spark reads the folder with one file's schema, whichever it lists first: the other one fails
+    read_as = {"part-0.parquet": ("double", "string"), "part-1.parquet": ("string", "double")}
+    failed = next(name for name in read_as if f"file {name} " in str(raised.value))
+    held, expected = read_as[failed]
+    assert str(raised.value) == (
+        f"{t.table} {day(1)}: cannot read file {failed} of {folder}: column 'amount' is {held} in the file, but read"
+        f" as {expected}, its type in another file of the input; every file must give a column one type")
+    assert raised.value.final  # the same file fails the same way on every try: not retried
+    assert (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec)) == before
+    # elsewhere (a rerun's check, init's base) the CLI's line of the same failure, without Spark's class name
+    with pytest.raises(Exception) as spark_failure:
+        spark.read.option("mergeSchema", "false").parquet(str(folder)).collect()
+    parquet_type = {"string": "BINARY", "double": "DOUBLE"}[held]
+    assert errors.summarize_failure(spark_failure.value) == (
+        f"cannot read file {folder / failed}: column 'amount' is Parquet {parquet_type} in the file, but read as"
+        f" {expected}")
+
+    # a source table's partition whose file holds the column as another type than the table declares
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS ods_{unique_name}")
+    spark.sql(f"CREATE TABLE ods_{unique_name}.fact_inc (id bigint, amount double) PARTITIONED BY (ds string)"
+              " STORED AS PARQUET")
+    partition = tmp_path / "fact_inc" / f"ds={day(1)}"
+    partition.mkdir(parents=True)
+    pq.write_table(pa.table({"id": pa.array([2], pa.int64()), "amount": pa.array([7], pa.int64())}),
+                   partition / "part-0.parquet")
+    spark.sql(f"ALTER TABLE ods_{unique_name}.fact_inc ADD PARTITION (ds = '{day(1)}') LOCATION '{partition}'")
+    hive = TableFixture(tmp_path, unique_name + "_tbl", schema="id bigint, amount double", source={
+        "format": "table", "path": None, "table": f"ods_{unique_name}.fact_inc", "partition": "ds = '{{ ds }}'"})
+    hive.write_base(spark, [(1, 1.5)])
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, hive.spec, day(1))
+    assert str(raised.value) == (
+        f"{hive.table} {day(1)}: cannot read file part-0.parquet of ods_{unique_name}.fact_inc partition"
+        f" {{'ds': '{day(1)}'}}: column 'amount' is bigint in the file, but read as double, the type the table"
+        f" ods_{unique_name}.fact_inc declares")
+    assert not spark.catalog.tableExists(hive.table)  # its first merge created the table; dropped again
 
 
 def test_a_decimal_input_with_fewer_digits_is_read_into_the_tables_decimal(spark, tmp_path, unique_name):

@@ -6,11 +6,12 @@ change is an error. The base of `zipper init` must match exactly (`to_table_colu
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 
-from zipper.engine import csv_values, sources
-from zipper.errors import InputError, SpecError
+from zipper.engine import csv_values, fs, sources
+from zipper.errors import InputError, SpecError, ZipperError, column_type_mismatch
 from zipper.spec.model import INTERNAL_PREFIX, TableSpec
 
 # (from, to) pairs that never lose information.
@@ -68,6 +69,45 @@ def read_input(spark, spec: TableSpec, located, source, table_columns: list[tupl
     if located.format == "csv":
         csv_values.refuse_rounding(spark, [f.path for f in located.files], spec.keys, spec.table, ds)
     return df
+
+
+@contextlib.contextmanager
+def explained_column_types(spark, spec: TableSpec, ds: str, located):
+    """Turns Spark's failure on a file of the input whose column has another type than the one
+    the input is read as into an InputError naming the file, the column and both types. Spark
+    names its reader's class (SchemaColumnConvertNotSupportedException) and Parquet's physical
+    type; the same file fails the same way on every try. Happens where Spark does not merge the
+    files' schemas: the reader option mergeSchema off, or a source table's partition."""
+    try:
+        yield
+    except ZipperError:
+        raise
+    except Exception as exc:
+        mismatch = column_type_mismatch(exc)
+        if mismatch is None or not _holds(located, mismatch.file):
+            raise  # not a type mismatch, or in one of the table's own files: not the input's doing
+        if located.format == "table":
+            read_as = f"the type the table {located.table} declares"
+        else:
+            read_as = "its type in another file of the input; every file must give a column one type"
+        reason = mismatch.reason(_type_in_file(spark, mismatch.file, mismatch.column))
+        raise InputError(f"cannot read file {fs.name_of(mismatch.file)} of {located.description}: {reason},"
+                         f" {read_as}", table=spec.table, ds=ds) from None
+
+
+def _holds(located, path: str | None) -> bool:
+    return path is not None and fs.spelled_alike(path) in {fs.spelled_alike(f.path) for f in located.files}
+
+
+def _type_in_file(spark, path: str, column: str) -> str | None:
+    """The column's type as Spark reads the file alone (`string` where Parquet says BINARY), or None."""
+    try:
+        kind = spark.read.parquet(path).schema
+        for part in column.split("."):
+            kind = next(f.dataType for f in kind.fields if f.name.lower() == part.lower())
+        return kind.simpleString()
+    except Exception:  # the explanation must never hide the failure it explains
+        return None
 
 
 def refuse_internal_names(columns: list[str], spec: TableSpec, ds: str, what: str) -> None:

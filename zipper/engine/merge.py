@@ -505,7 +505,8 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
     open_before = st.open_rows
 
     try:
-        with csv_values.explained(spark, spec.table, spec.keys, ds_text):  # a CSV value that does not parse
+        with (csv_values.explained(spark, spec.table, spec.keys, ds_text),  # a CSV value that does not parse
+              conform.explained_column_types(spark, spec, ds_text, located)):  # a file typing a column otherwise
             day = dayinput.prepare(spark, spec, st, ds, located, table_columns, run_root, checked)
             tracked = conform.tracked_columns(spec, day.names, ds_text)
             join = ""
