@@ -244,6 +244,9 @@ def test_a_failed_date_fails_the_later_runs_at_once_and_clearing_it_with_them_co
     # the task fails with the job's own line (what the UI and alerts show), not spark-submit's command
     assert f"dw.{STUCK} {DATES[1]}: " in merge_log and "(the zipper job failed; its log is above)" in merge_log
     assert "Cannot execute" not in merge_log
+    # each task parses the DAG file as it starts: the folder's bad spec (broken.yaml), another
+    # table's, is the import errors' news, not in every task log of this table
+    assert "broken.yaml" not in gate_log + merge_log and "zipper: skipping" not in gate_log + merge_log
     # retries: 1, but the same input fails the same way: failed on its first try, never retried
     bad_date = logs / f"run_id={merges[1]['run_id']}" / "task_id=merge"
     assert merges[1]["try_number"] == 1 and sorted(p.name for p in bad_date.glob("attempt=*.log")) == ["attempt=1.log"]
