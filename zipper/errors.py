@@ -122,7 +122,7 @@ class ColumnTypeMismatch:
 def column_type_mismatch(exc: BaseException) -> ColumnTypeMismatch | None:
     """The column, file and types of a failure reading a Parquet column as another type."""
     for message in java_messages(exc):
-        found = _COLUMN_TYPE.search(message.strip().splitlines()[0] if message.strip() else "")
+        found = _COLUMN_TYPE.search((message.strip().splitlines() or [""])[0])
         if found:
             column, parquet_type, expected = found.groups()
             return ColumnTypeMismatch(failed_file(exc), ".".join(column.split(", ")), parquet_type, expected.strip())

@@ -109,7 +109,8 @@ def _jvm_console_to_log_file(settings: SessionSettings) -> None:
     where a failed Spark task's Java traces (about 90 lines for one corrupt file) buried zipper's
     one error line. Spark's console appender follows System.err (log4j2.properties), so pointing
     System.err and System.out at a log file, before the SparkContext starts, sends Spark's
-    warnings and traces where the CLI sends them; Python's own output is not the JVM's."""
+    warnings and traces where the CLI sends them. zipper's own lines still reach the task log:
+    spark-submit relays this process's output to the stream it held when it started it."""
     from pyspark import SparkContext
 
     SparkContext._ensure_initialized()  # joins the gateway spark-submit started
@@ -150,7 +151,7 @@ def build_session(settings: SessionSettings, extra: dict[str, str] | None = None
             log_file = open(new_log_file(settings), "ab")
             gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": log_file, "stderr": log_file})
         SparkContext(conf=spark_conf, gateway=gateway)
-    elif SparkContext._active_spark_context is None and not settings.verbose:
+    elif under_submit and SparkContext._active_spark_context is None and not settings.verbose:
         _jvm_console_to_log_file(settings)
 
     builder = SparkSession.builder.enableHiveSupport()
