@@ -137,9 +137,9 @@ def test_a_final_failure_fails_the_merge_without_retry_and_says_what_clears_it(m
     error = failed_task(monkeypatch, merge, failed_job_lines(final=True))
     assert isinstance(error, AirflowFailException)  # Airflow fails it at once, whatever its retries
     assert str(error) == (
-        f"{REASON} (the zipper job failed; its log is above). Not retried: the same input fails the same way on"
-        " every try. Fix the input (or the spec), then clear this run and every later one: airflow tasks clear"
-        " zipper_dim -s 2024-01-02 -y (UI: clear this merge task with Upstream and Future)")
+        f"{REASON} (the zipper job failed; its log is above, Spark's in {tmp_path}/logs/spark-*.log). Not retried:"
+        " the same input fails the same way on every try. Fix the input (or the spec), then clear this run and every"
+        " later one: airflow tasks clear zipper_dim -s 2024-01-02 -y (UI: clear this merge task with Upstream and Future)")
 
 
 def test_a_retryable_failure_keeps_the_tasks_retries(monkeypatch, tmp_path):
@@ -147,7 +147,7 @@ def test_a_retryable_failure_keeps_the_tasks_retries(monkeypatch, tmp_path):
     merge = ZipperMergeOperator(task_id="merge", table_name="dim", specs_dir=str(tmp_path))
     error = failed_task(monkeypatch, merge, failed_job_lines(final=False))
     assert type(error) is AirflowException
-    assert str(error) == f"{REASON} (the zipper job failed; its log is above)"
+    assert str(error) == f"{REASON} (the zipper job failed; its log is above, Spark's in {tmp_path}/logs/spark-*.log)"
 
 
 def test_a_final_failure_of_a_rerun_is_not_retried_either(monkeypatch, tmp_path):

@@ -48,7 +48,7 @@ class ZipperSparkJobOperator(SparkSubmitOperator):
         return env
 
     def execute(self, context: Any) -> list[dict]:
-        from zipper.runtime.session import SessionSettings, spark_submit_conf
+        from zipper.runtime.session import SessionSettings, log_dir, spark_submit_conf
 
         settings = SessionSettings.from_env(str(environment.warehouse()))
         self.conf = {**spark_submit_conf(settings), **(self.conf or {})}
@@ -61,7 +61,7 @@ class ZipperSparkJobOperator(SparkSubmitOperator):
             if not failure:
                 raise
             # the job's own reason, not "Cannot execute: <command>": what the UI and alerts show
-            reason = f"{failure} (the zipper job failed; its log is above)"
+            reason = f"{failure} (the zipper job failed; its log is above, Spark's in {log_dir(settings)}/spark-*.log)"
             if self._hook.final_failure:  # bad input or spec: a retry would only page later
                 raise AirflowFailException(f"{reason}. {NOT_RETRIED} {self.after_fixing(context)}") from None
             raise AirflowException(reason) from None
