@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import sys
+import unicodedata
 from pathlib import Path
 
 from zipper.engine.inspect import as_collected, as_written
@@ -185,14 +186,24 @@ def _cell(value) -> str:
     return "NULL" if value is None else _text(value).translate(_CELL_ESCAPES)
 
 
+def _columns_wide(text: str) -> int:
+    """Terminal columns `text` takes: two for a wide (CJK) character, none for a combining mark;
+    `len` misaligned every column after a Chinese name."""
+    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+               for ch in text)
+
+
+def _padded(text: str, width: int) -> str:
+    return text + " " * (width - _columns_wide(text))
+
+
 def print_table(df, noun: tuple[str, str] = ("row", "rows")) -> None:
     df = as_collected(df)
     rows = [[_cell(v) for v in row] for row in df.collect()]
     header = df.columns
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
-    line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
-    print(line)
+    widths = [max([_columns_wide(h)] + [_columns_wide(r[i]) for r in rows]) for i, h in enumerate(header)]
+    print("  ".join(_padded(h, w) for h, w in zip(header, widths)))
     print("  ".join("-" * w for w in widths))
     for r in rows:
-        print("  ".join(v.ljust(w) for v, w in zip(r, widths)))
+        print("  ".join(_padded(v, w) for v, w in zip(r, widths)))
     print(f"({len(rows)} {noun[len(rows) != 1]})")
