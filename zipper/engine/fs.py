@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -188,8 +187,9 @@ def name_of(path: str) -> str:
 
 def spelled_alike(path: str) -> str:
     """One spelling of a path for Hadoop's listings and messages (file:/a b) and Spark's
-    (file:///a%20b): local paths plain, URL escapes decoded."""
-    return re.sub(r"^file:/+", "/", unquote(path.strip()))
+    (file:///a%20b): URL escapes decoded, then local paths plain by `paths.local_path`'s rule."""
+    decoded = unquote(path.strip())
+    return local_path(decoded) or decoded
 
 
 def is_under(path: str, folder: str) -> bool:
