@@ -761,6 +761,31 @@ def test_increment_files_that_disagree_on_a_type_are_refused_naming_the_input(sp
     assert snapshot(spark, users) == before
 
 
+def test_a_file_whose_schema_cannot_be_read_is_passed_over_when_naming_a_type_conflict_and_a_bug_is_not(
+        spark, users, tmp_path, monkeypatch):
+    """Finding which columns the files type differently reads each file's schema and passed over
+    every failure, so a bug in it (a Python error) went unseen, as a file it could not read."""
+    from pyspark.sql import DataFrameReader
+
+    users.write_increment(spark, day(1), [(2, "bob", "Paris")])
+    add_file(users, day(1), [(4, "dan", 5)], "id bigint, name string, city int", tmp_path / "more")
+    folder = users.increment_dir(day(1))
+    (folder / "zz-broken.parquet").write_bytes(b"PAR1 not a Parquet file PAR1")
+    merge.init_table(spark, users.spec)
+    located = sources.locate(spark, users.spec, users.spec.source, day(1), "increment")
+    assert sources._type_conflicts(spark, located, located.files).startswith("city is int in more-part-")
+    load = DataFrameReader.load
+
+    def buggy_load(self, path=None, *args, **kwargs):
+        if str(path).endswith("zz-broken.parquet"):
+            raise TypeError("a bug")
+        return load(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(DataFrameReader, "load", buggy_load)
+    with pytest.raises(TypeError, match="a bug"):
+        sources._type_conflicts(spark, located, located.files)
+
+
 def test_track_columns_naming_no_column_is_a_spec_error_and_writes_nothing(spark, tmp_path, unique_name):
     t = TableFixture(tmp_path, unique_name, track_columns=["citty"])
     t.write_base(spark, [(1, "ann", "Oslo")])

@@ -293,9 +293,18 @@ def _first_unreadable(spark, located: Input, files: list[fs.FileInfo], options: 
     for f in files:
         try:
             spark.read.format(located.format).options(**single).load(f.path).schema  # noqa: B018
-        except Exception:
+        except _read_failures():
             return f.path
     return None
+
+
+def _read_failures() -> tuple[type[Exception], ...]:
+    """What reading a file's schema raises when the file cannot be read: Spark's errors as
+    PySpark raises them, Java's others as py4j does. Anything else is a bug, not a bad file."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors.exceptions.captured import CapturedException
+
+    return CapturedException, Py4JJavaError
 
 
 def _type_conflicts(spark, located: Input, files: list[fs.FileInfo], shown: int = 3) -> str:
@@ -305,7 +314,7 @@ def _type_conflicts(spark, located: Input, files: list[fs.FileInfo], shown: int 
     for f in files:
         try:
             fields = spark.read.format(located.format).load(f.path).schema.fields
-        except Exception:
+        except _read_failures():
             continue  # an unreadable file: reported by the caller's message
         for field in fields:
             seen.setdefault(field.name.lower(), {}).setdefault(field.dataType.simpleString(), f.path.rsplit("/", 1)[-1])
