@@ -17,7 +17,7 @@ import yaml
 
 from tests.support import day, table_rows
 from zipper.engine import catalog, fs, inspect, landing, merge, state, vacuum
-from zipper.errors import InputError
+from zipper.errors import InputError, MissingInputError
 from zipper.spec.loader import load_spec_file
 
 OPEN = "9999-12-31"
@@ -320,6 +320,25 @@ def test_a_change_file_that_is_not_parquet_is_named_in_the_zone(spark, zone):
     (zone.folder / "00000000000000000002.parquet").write_text("not parquet")
     with pytest.raises(InputError, match=rf"cannot read landing-zone file 00000000000000000002\.parquet of {zone.folder}: "):
         merge.merge_date(spark, zone.spec, day(2))
+
+
+def test_an_empty_change_file_is_named_in_the_zone_as_likely_unfinished_and_may_be_tried_again(spark, zone):
+    """A change file of 0 bytes was refused as unreadable, as the plain inputs' once were: it is
+    most likely one its writer is still at work on (or died writing)."""
+    zone.write(1, [(0, "A", "x")])
+    merge.merge_date(spark, zone.spec, day(1))
+    before = state_of(spark, zone)
+    (zone.folder / landing.file_name(2)).write_bytes(b"")
+    with pytest.raises(MissingInputError) as err:
+        merge.merge_date(spark, zone.spec, day(2))
+    assert str(err.value) == (f"{zone.table} {day(2)}: landing zone {zone.folder}: file 00000000000000000002.parquet"
+                              " is empty (0 bytes), which no Parquet file is: it is likely still being written, or"
+                              " its writer died; merge once it is complete (if its writer died, delete it or write it"
+                              " again)")
+    assert not err.value.final  # another try, once the writer has finished, may pass
+    assert state_of(spark, zone) == before
+    zone.write(2, [(1, "A", "y")])  # the writer finished
+    assert merge.merge_date(spark, zone.spec, day(2)).counts["changed"] == 1
 
 
 def test_a_change_file_spark_cannot_type_is_named_without_java_names(spark, zone):

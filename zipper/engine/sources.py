@@ -159,7 +159,7 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: 
     files = _files_to_read(spark, located, options)
     what = f"{'base' if isinstance(source, BaseSpec) else 'increment'} {located.description}"
     if located.format == "parquet":
-        _refuse_empty_parquet(files, what)
+        refuse_empty_parquet(files, what)
     if located.format == "csv":
         # Spark takes a column `_corrupt_record` (its default) for the text of malformed rows, not data
         options.setdefault("columnNameOfCorruptRecord", CORRUPT_RECORD)
@@ -194,7 +194,8 @@ CORRUPT_RECORD = "zipper_corrupt_record"
 _FILE_FILTERS = {"pathglobfilter", "modifiedbefore", "modifiedafter"}
 
 
-def _refuse_empty_parquet(files: list[fs.FileInfo], what: str) -> None:
+def refuse_empty_parquet(files: list[fs.FileInfo], what: str, table: str | None = None,
+                         ds: str | None = None) -> None:
     """A Parquet file is never empty (it starts and ends with its magic bytes): one of 0 bytes is
     most likely being written, or its writer died. Spark refuses it as "not a Parquet file";
     another try, once the writer has finished, may pass (skipping it could lose its rows)."""
@@ -203,7 +204,7 @@ def _refuse_empty_parquet(files: list[fs.FileInfo], what: str) -> None:
         more = f" (and {len(empty) - 1} more)" if len(empty) > 1 else ""
         raise MissingInputError(f"{what}: file {fs.name_of(empty[0])} is empty (0 bytes){more}, which no Parquet file"
                                 " is: it is likely still being written, or its writer died; merge once it is"
-                                " complete (if its writer died, delete it or write it again)")
+                                " complete (if its writer died, delete it or write it again)", table=table, ds=ds)
 
 
 def _filters_files(options: dict[str, str]) -> bool:
