@@ -338,6 +338,59 @@ def test_the_files_spark_reads_are_found_in_as_many_jvm_calls_for_many_files_as_
     assert merge.merge_date(spark, recursive, day(3)).counts["changed"] == 1
 
 
+def test_an_inputs_files_are_listed_in_as_many_jvm_calls_for_many_files_as_for_few(spark, tmp_path, monkeypatch):
+    """Listing an input's files took about six py4j calls for each file: seconds at `zipper init`
+    of a base of many thousand files. It takes a few for each folder, and finds what Hadoop's
+    recursive listing found: every file in any subfolder, with its size and modification time,
+    but those whose name or folder's name starts with _ or . (a partition folder `_a=1` is data)."""
+    from py4j.protocol import MEMORY_COMMAND_NAME
+
+    def write_tree(root, count):
+        for folder in ("", "sub/deeper", "_a=1", "_temporary/0", ".hidden"):
+            (root / folder).mkdir(parents=True, exist_ok=True)
+            for i in range(count):
+                (root / folder / f"part {i:03d}%20#.parquet").write_bytes(b"x" * i)
+        for name in ("_SUCCESS", ".part-0.tmp"):
+            (root / name).write_text("")
+
+    def on_disk(root):
+        found = []
+        for folder, dirs, names in os.walk(root):
+            dirs[:] = [d for d in dirs if not d.startswith(("_", ".")) or "=" in d]
+            found += [(f"file:{folder}/{n}", os.stat(f"{folder}/{n}").st_size,
+                       os.stat(f"{folder}/{n}").st_mtime_ns // 1_000_000) for n in names if not n.startswith(("_", "."))]
+        return sorted(found)
+
+    write_tree(tmp_path / "few", 3)
+    write_tree(tmp_path / "many", 300)
+    client = spark.sparkContext._gateway._gateway_client
+    send = client.send_command
+    calls = []
+
+    def counted_send(command, *args, **kwargs):  # not the deletes of objects Python let go of
+        if not command.startswith(MEMORY_COMMAND_NAME):
+            calls.append(command)
+        return send(command, *args, **kwargs)
+
+    monkeypatch.setattr(client, "send_command", counted_send)
+
+    def counted(listing, folder):
+        calls.clear()
+        found = listing(spark, folder)
+        return len(calls), found
+
+    listed = {name: counted(lambda s, f: fs.list_data_files(s, [f]), str(tmp_path / name)) for name in ("few", "many")}
+    flat = {name: counted(fs.list_files, str(tmp_path / name)) for name in ("few", "many")}
+    monkeypatch.undo()
+    assert listed["many"][0] == listed["few"][0]
+    assert flat["many"][0] == flat["few"][0]
+    for name in ("few", "many"):
+        assert [(f.path, f.size, f.modified_ms) for f in listed[name][1]] == on_disk(tmp_path / name)
+        assert len(listed[name][1]) == (3 if name == "few" else 300) * 3
+        assert [fs.name_of(f.path) for f in flat[name][1]] == sorted(
+            n for n in os.listdir(tmp_path / name) if os.path.isfile(tmp_path / name / n))
+
+
 def test_an_empty_parquet_file_is_named_as_likely_unfinished_and_may_be_tried_again(spark, users):
     """Spark refused it as 'not a Parquet file (length is too low: 0)', as if unreadable: a file
     of 0 bytes is most likely one a writer is still at work on (or died writing)."""

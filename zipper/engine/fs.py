@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -61,13 +62,14 @@ def unfinished_writes(spark, matches: list[str]) -> list[str]:
         folder = hpath if fs.getFileStatus(hpath).isDirectory() else hpath.getParent()
         folders[folder.toString()] = (fs, folder)
     found = set()
+    lister = _Lister(spark)
     for name, (fs, folder) in folders.items():
-        found.update(input_names.unfinished_writes(name, partial(_names_in, fs, folder)))
+        found.update(input_names.unfinished_writes(name, partial(_names_in, lister, fs, folder)))
     return sorted(found)
 
 
-def _names_in(fs, folder) -> list[str]:
-    return [s.getPath().getName() for s in fs.listStatus(folder)]
+def _names_in(lister: _Lister, fs, folder) -> list[str]:
+    return [name_of(entry.info.path) for entry in lister.entries(fs, folder)[0]]
 
 
 def glob(spark, pattern: str) -> list[str]:
@@ -76,25 +78,91 @@ def glob(spark, pattern: str) -> list[str]:
     return [] if statuses is None else [s.getPath().toString() for s in statuses]
 
 
+@dataclass(frozen=True)
+class _Entry:
+    """One entry of a folder's listing."""
+
+    info: FileInfo
+    is_file: bool  # Hadoop's isFile(): neither a folder nor a link
+    is_dir: bool
+    position: int  # in the listing's Java array
+
+
+class _Lister:
+    """A folder's entries in two JVM calls however many it holds: the FileStatus[] of
+    `listStatus` is written as JSON inside the JVM (Jackson, shipped with Spark), where asking
+    each status for its path, size and time took a few py4j calls a file (seconds for a base of
+    many thousand files). Jackson reads the statuses' fields, not their getters: a local file's
+    getters of owner and permission run a command to find them."""
+
+    def __init__(self, spark):
+        self._mapper = _status_mapper(spark)
+
+    def entries(self, fs, folder) -> tuple[list[_Entry], object]:
+        """The entries of `folder` (a Hadoop Path), and the Java array they come from."""
+        statuses = fs.listStatus(folder)
+        fields = json.loads(self._mapper.writeValueAsString(statuses))
+        return [_entry(status, statuses, i) for i, status in enumerate(fields)], statuses
+
+
+def _status_mapper(spark):
+    """Jackson set to write a Hadoop FileStatus from its fields, its paths as Hadoop spells them
+    (`Path.toString()`: file:/a b, where the URI says file:/a%20b)."""
+    jvm = spark._jvm
+    jackson = jvm.com.fasterxml.jackson
+    accessor, visibility = jackson.annotation.PropertyAccessor, jackson.annotation.JsonAutoDetect.Visibility
+    mapper = jackson.databind.ObjectMapper()
+    mapper.setVisibility(accessor.ALL, visibility.NONE)
+    mapper.setVisibility(accessor.FIELD, visibility.ANY)
+    mapper.disable(jackson.databind.SerializationFeature.FAIL_ON_EMPTY_BEANS)
+    paths_as_text = jackson.databind.module.SimpleModule()
+    paths_as_text.addSerializer(jvm.org.apache.hadoop.fs.Path._java_lang_class,
+                                jackson.databind.ser.std.ToStringSerializer.instance)
+    return mapper.registerModule(paths_as_text)
+
+
+def _entry(fields: dict, statuses, position: int) -> _Entry:
+    """An entry from its status's fields; a status whose own fields do not hold its path (one
+    wrapping another status, as viewfs may) is asked through its getters."""
+    if fields.get("path") is None:
+        status = statuses[position]
+        return _Entry(FileInfo(status.getPath().toString(), status.getLen(), status.getModificationTime()),
+                      bool(status.isFile()), bool(status.isDirectory()), position)
+    is_dir = bool(fields["isdir"])
+    return _Entry(FileInfo(fields["path"], fields["length"], fields["modification_time"]),
+                  not is_dir and fields.get("symlink") is None, is_dir, position)
+
+
 def list_data_files(spark, roots: list[str]) -> list[FileInfo]:
-    """Every visible file under the roots, recursively; Spark's rule hides names starting with _ or ."""
+    """Every visible file under the roots, recursively; Spark's rule hides names starting with _
+    or . (a partition folder `_a=1` is visible). A few JVM calls for each folder, none for each file."""
+    lister = _Lister(spark)
     found: list[FileInfo] = []
     for root in roots:
         fs, hpath = _fs(spark, root)
         status = fs.getFileStatus(hpath)
         if status.isFile():
             found.append(FileInfo(status.getPath().toString(), status.getLen(), status.getModificationTime()))
-            continue
-        iterator = fs.listFiles(hpath, True)
-        base = status.getPath().toString().rstrip("/") + "/"
-        while iterator.hasNext():
-            entry = iterator.next()
-            full = entry.getPath().toString()
-            relative = full[len(base):] if full.startswith(base) else entry.getPath().getName()
-            if any(is_hidden(part) and "=" not in part for part in relative.split("/")):
-                continue
-            found.append(FileInfo(full, entry.getLen(), entry.getModificationTime()))
+        else:
+            found += _visible_files_under(lister, fs, hpath)
     return sorted(found, key=lambda f: f.path)
+
+
+def _visible_files_under(lister: _Lister, fs, folder) -> list[FileInfo]:
+    """The files in `folder` and its visible subfolders, as Hadoop's recursive `listFiles` finds
+    them (a link is followed as a folder), without listing the hidden folders."""
+    found, folders = [], [folder]
+    while folders:
+        entries, statuses = lister.entries(fs, folders.pop())
+        for entry in entries:
+            name = name_of(entry.info.path)
+            if is_hidden(name) and "=" not in name:
+                continue
+            if entry.is_file:
+                found.append(entry.info)
+            else:
+                folders.append(statuses[entry.position].getPath())
+    return found
 
 
 def broken_links(roots: list[str]) -> list[str]:
@@ -120,11 +188,7 @@ def list_dirs(spark, root: str) -> list[tuple[str, int]]:
     fs, hpath = _fs(spark, root)
     if not fs.exists(hpath):
         return []
-    return [
-        (s.getPath().toString(), s.getModificationTime())
-        for s in fs.listStatus(hpath)
-        if s.isDirectory()
-    ]
+    return [(e.info.path, e.info.modified_ms) for e in _Lister(spark).entries(fs, hpath)[0] if e.is_dir]
 
 
 def du(spark, path: str) -> int:
@@ -137,10 +201,7 @@ def list_files(spark, directory: str) -> list[FileInfo]:
     fs, hpath = _fs(spark, directory)
     if not fs.exists(hpath):
         return []
-    return sorted(
-        (FileInfo(s.getPath().toString(), s.getLen(), s.getModificationTime()) for s in fs.listStatus(hpath) if s.isFile()),
-        key=lambda f: f.path,
-    )
+    return sorted((e.info for e in _Lister(spark).entries(fs, hpath)[0] if e.is_file), key=lambda f: f.path)
 
 
 def read_text(spark, path: str) -> str:
