@@ -566,6 +566,54 @@ def test_order_and_idempotency(spark, users):
     assert ("bob", "Lyon", "2024-01-01", OPEN) in [r[1:] for r in table_rows(spark, users.table)]
 
 
+def test_files_a_filter_leaves_out_change_no_dates_input_nor_do_dates_committed_before_look_changed(
+        spark, tmp_path, unique_name):
+    """Whether a past date's input changed (and so replays) was told from every file of its
+    folder, also those the source's file filters leave out: editing a `notes.txt` beside the data
+    replayed the date and every later one. Only the files the read takes count; a date committed
+    before that (its fingerprint counts every file) is unchanged while they all are."""
+    t = TableFixture(tmp_path, unique_name, source={"options": {"pathGlobFilter": "*.parquet"}})
+    t.write_base(spark, [(1, "ann", "Oslo"), (2, "bob", "Rome")])
+    merge.init_table(spark, t.spec)
+    t.write_increment(spark, day(1), [(2, "bob", "Paris")])
+    notes = t.increment_dir(day(1)) / "notes.txt"
+    notes.write_text("exported by the nightly job")
+    merge.merge_date(spark, t.spec, day(1))
+    t.write_increment(spark, day(2), [(1, "ann", "Lima")])
+    merge.merge_date(spark, t.spec, day(2))
+    before = snapshot(spark, t)
+
+    def edit_left_out_files(text):
+        notes.write_text(text)
+        (t.increment_dir(day(1)) / "readme.md").write_text(text)
+
+    def record_as_committed_before(ds):  # what a merge before this change recorded: every file counted
+        commit = state.read_state(spark, t.spec).commits[ds.isoformat()]
+        part = next(p for p in catalog.list_partitions(spark, t.spec) if p.end == commit.end)
+        every_file = sources.fingerprint(fs.list_data_files(spark, [str(t.increment_dir(ds))]))
+        params = {k: v for k, v in part.params.items() if k.startswith("zipper.")}
+        catalog.repoint(spark, t.spec, [Partition(part.end, part.location, {**params, state.FINGERPRINT: every_file})],
+                        expected_run=None)
+
+    edit_left_out_files("exported by the nightly job, again")
+    assert merge.merge_date(spark, t.spec, day(1)).action == "noop"
+    assert snapshot(spark, t) == before
+
+    for ds in (day(1), day(2)):
+        record_as_committed_before(ds)
+    assert merge.merge_date(spark, t.spec, day(1)).action == "noop"
+    assert snapshot(spark, t) == before
+    edit_left_out_files("edited once more")  # as before this change: every file of a date committed then counts
+    assert merge.merge_date(spark, t.spec, day(1)).action == "replay"
+    edit_left_out_files("and once more")  # replayed: recorded anew
+    assert merge.merge_date(spark, t.spec, day(1)).action == "noop"
+
+    t.write_increment(spark, day(1), [(2, "bob", "Lyon")])  # a file the read takes: replayed, as ever
+    replayed = merge.merge_date(spark, t.spec, day(1))
+    assert replayed.action == "replay" and "the input of 2024-01-01 differs" in replayed.message
+    assert ("bob", "Lyon", "2024-01-01", OPEN) in [r[1:] for r in table_rows(spark, t.table)]
+
+
 def test_publish_repoints_partitions_at_fresh_directories_with_the_commit(spark, users):
     users.write_increment(spark, day(1), [(2, "bob", "Paris"), (4, "dan", "Oslo")])
     initial = state.read_state(spark, users.spec) if catalog.table_exists(spark, users.spec) else None

@@ -331,8 +331,11 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
     fingerprints: dict[dt.date, str] = {}
 
     def current_fingerprint(day: dt.date) -> str:
+        """The recorded fingerprint when the input matches it (in the formula it was made with)."""
         if day not in fingerprints:
-            fingerprints[day] = sources.locate_increment(spark, spec, st, day).fingerprint
+            located = sources.locate_increment(spark, spec, st, day)
+            recorded = st.commits[day.isoformat()].fingerprint if day.isoformat() in st.commits else None
+            fingerprints[day] = recorded if located.matches(recorded) else located.fingerprint
         return fingerprints[day]
 
     plan = plan_merge(

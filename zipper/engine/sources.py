@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from zipper.engine import csv_header, csv_values, fs
@@ -29,10 +29,20 @@ class Input:
     table: str | None = None
     partition: dict[str, str] | None = None
     landing: Any = None  # landing.Consumed: the numbered change files of a landing-zone date
+    kept: list[fs.FileInfo] | None = None  # the files the reader options' file filters keep; None: no filter
+    # With file filters, the fingerprint of every file, left out or not, as dates committed before
+    # only the kept files counted carry it.
+    every_file_fingerprint: str | None = None
 
     @property
     def empty(self) -> bool:
         return not self.files
+
+    def matches(self, recorded: str | None) -> bool:
+        """Whether `recorded`, a commit's fingerprint, is this input's: a date committed before
+        only the files a filter keeps counted has the fingerprint of every file, and is
+        unchanged while they all are (else every such date would look changed, and replay)."""
+        return recorded is not None and recorded in (self.fingerprint, self.every_file_fingerprint)
 
 
 def render(template: str, ds: dt.date, key: str, spec: TableSpec | None = None) -> str:
@@ -68,6 +78,10 @@ def parse_partition(expression: str) -> dict[str, str]:
         return templates.parse_partition(expression)
     except ValueError as exc:
         raise SpecError(f"source.partition: {exc}") from None
+
+
+# Seeds the fingerprint of the files file filters keep: never that of the same files unfiltered.
+_KEPT_BY_FILTERS = "kept by the source's file filters\n"
 
 
 def fingerprint(files: list[fs.FileInfo], extra: str = "") -> str:
@@ -113,7 +127,20 @@ def locate(spark, spec: TableSpec, source: SourceSpec | BaseSpec, ds: dt.date, w
         raise MissingInputError(f"{what} {rendered}: file {broken[0]} cannot be read: a link to a missing file"
                                 + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""),
                                 table=spec.table, ds=ds.isoformat())
-    return Input(rendered, source.format, matches, files, fingerprint(files))
+    located = Input(rendered, source.format, matches, files, fingerprint(files))
+    # The base's stays that of every file: reruns compare it with the one `zipper init` recorded,
+    # as it is, so another formula would make every table's base look changed.
+    return _fingerprinted_as_read(spark, located, source.options) if isinstance(source, SourceSpec) else located
+
+
+def _fingerprinted_as_read(spark, located: Input, options: dict[str, str]) -> Input:
+    """`located` fingerprinted by the files its file filters keep, which are all the read
+    takes: a file they leave out (a `notes.txt` beside the data) changes no date's input."""
+    if located.empty or not _filters_files(options):
+        return located
+    kept = _kept_by_filters(spark, located, options)
+    return replace(located, kept=kept, fingerprint=fingerprint(kept, _KEPT_BY_FILTERS),
+                   every_file_fingerprint=located.fingerprint)
 
 
 def _locate_table(spark, spec: TableSpec, source, ds: dt.date, what: str) -> Input:
@@ -213,10 +240,15 @@ def _filters_files(options: dict[str, str]) -> bool:
 
 def _files_to_read(spark, located: Input, options: dict[str, str]) -> list[fs.FileInfo]:
     """The input's files the reader options keep: all of them, or those its file filters
-    (`pathGlobFilter`, `modifiedBefore`, `modifiedAfter`) keep, in any subfolder, as Spark's own
-    listing applies them. The files a filter leaves out are left out on purpose: not checked."""
+    (`pathGlobFilter`, `modifiedBefore`, `modifiedAfter`) keep. The files a filter leaves out are
+    left out on purpose: not checked."""
     if not _filters_files(options):
         return located.files
+    return located.kept if located.kept is not None else _kept_by_filters(spark, located, options)
+
+
+def _kept_by_filters(spark, located: Input, options: dict[str, str]) -> list[fs.FileInfo]:
+    """The input's files its file filters keep, in any subfolder, as Spark's own listing applies them."""
     every_folder = {k: v for k, v in options.items() if k.lower() != "recursivefilelookup"}
     listing = spark.read.format("text").options(**every_folder, recursiveFileLookup="true").load(located.paths)
     kept = {fs.spelled_alike(p) for p in _joined(spark, listing._jdf.inputFiles())}
