@@ -391,6 +391,26 @@ def test_an_inputs_files_are_listed_in_as_many_jvm_calls_for_many_files_as_for_f
             n for n in os.listdir(tmp_path / name) if os.path.isfile(tmp_path / name / n))
 
 
+def test_statuses_jackson_cannot_write_are_listed_through_their_getters(spark, tmp_path):
+    """The listing writes a folder's Hadoop statuses as JSON from their fields; a file system
+    whose status class Jackson fails on (HDFS, S3 and others have their own) must still list."""
+    for folder in ("", "sub"):
+        (tmp_path / "in" / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "in" / folder / "part-0.parquet").write_bytes(b"x" * 7)
+    expected = [(f.path, f.size, f.modified_ms) for f in fs.list_data_files(spark, [str(tmp_path / "in")])]
+
+    class FailingMapper:  # Jackson failing inside the JVM, as a real py4j error
+        def writeValueAsString(self, statuses):
+            return spark._jvm.java.lang.Integer.parseInt("not a status")
+
+    lister = fs._Lister(spark)
+    lister._mapper = FailingMapper()
+    hadoop_fs, folder = fs._fs(spark, str(tmp_path / "in"))
+    found = fs._visible_files_under(lister, hadoop_fs, folder)
+    assert sorted((f.path, f.size, f.modified_ms) for f in found) == expected
+    assert len(expected) == 2 and all(size == 7 for _, size, _ in expected)
+
+
 def test_an_empty_parquet_file_is_named_as_likely_unfinished_and_may_be_tried_again(spark, users):
     """Spark refused it as 'not a Parquet file (length is too low: 0)', as if unreadable: a file
     of 0 bytes is most likely one a writer is still at work on (or died writing)."""

@@ -100,8 +100,14 @@ class _Lister:
 
     def entries(self, fs, folder) -> tuple[list[_Entry], object]:
         """The entries of `folder` (a Hadoop Path), and the Java array they come from."""
+        from py4j.protocol import Py4JJavaError
+        from pyspark.errors.exceptions.captured import CapturedException
+
         statuses = fs.listStatus(folder)
-        fields = json.loads(self._mapper.writeValueAsString(statuses))
+        try:
+            fields = json.loads(self._mapper.writeValueAsString(statuses))
+        except (Py4JJavaError, CapturedException):  # a file system's status class Jackson cannot write: asked one by one
+            fields = [{} for _ in range(len(statuses))]
         return [_entry(status, statuses, i) for i, status in enumerate(fields)], statuses
 
 
@@ -122,9 +128,10 @@ def _status_mapper(spark):
 
 
 def _entry(fields: dict, statuses, position: int) -> _Entry:
-    """An entry from its status's fields; a status whose own fields do not hold its path (one
-    wrapping another status, as viewfs may) is asked through its getters."""
-    if fields.get("path") is None:
+    """An entry from its status's fields; a status whose own fields do not hold its path, size,
+    time and kind (one wrapping another status, as viewfs may; a Hadoop whose FileStatus names
+    its fields otherwise) is asked through its getters."""
+    if any(fields.get(name) is None for name in ("path", "length", "modification_time", "isdir")):
         status = statuses[position]
         return _Entry(FileInfo(status.getPath().toString(), status.getLen(), status.getModificationTime()),
                       bool(status.isFile()), bool(status.isDirectory()), position)
