@@ -156,7 +156,7 @@ def read_failure(exc: BaseException, limit: int = 600) -> tuple[str | None, str]
         return None, clip((str(exc).strip().splitlines() or [""])[0] or type(exc).__name__, limit)
     mismatch = column_type_mismatch(exc)
     if mismatch is not None:  # Spark's wording is its reader's class name and Parquet's physical type
-        return (_local(mismatch.file) if mismatch.file else None), clip(mismatch.reason(), limit)
+        return (user_path(mismatch.file) if mismatch.file else None), clip(mismatch.reason(), limit)
     chain = [m for m in chain if not _WRAPPER.match(m.strip())] or chain
     first = _plain(chain[0])
     root = _plain(chain[-1]) if len(chain) > 1 else ""
