@@ -11,7 +11,8 @@ import pytest
 
 from tests.engine.test_landing import LandingZone
 from tests.support import TableFixture, day, table_rows
-from zipper.engine import catalog, check, faults, merge, rebuild, replay, sources, state, vacuum
+from zipper.engine import catalog, check, faults, merge, rebuild, replay, sources, state, transforms, vacuum
+from zipper.engine.rebuild_transforms import DS
 from zipper.errors import InputError, StateError
 
 CDC = "id bigint, name string, city string, sys_op int"
@@ -83,6 +84,38 @@ def test_a_cdc_rerun_reads_each_replayed_dates_input_once(spark, tmp_path, uniqu
     monkeypatch.undo()
     oracle = daily_table(spark, tmp_path / "oracle", unique_name + "_o", {"mode": "cdc"}, changed, CDC)
     assert table_rows(spark, t.table) == table_rows(spark, oracle.table)
+
+
+@pytest.mark.parametrize("mode", ["upsert", "snapshot"])
+def test_an_upsert_or_snapshot_rerun_reads_and_checks_each_replayed_dates_input_once(spark, tmp_path, unique_name,
+                                                                                     monkeypatch, mode):
+    """The rerun reads every date's input to check the keys of all of them in one job before the
+    restore; the merge of each date read the files again and checked its keys again."""
+    t = daily_table(spark, tmp_path / "live", unique_name, {"mode": mode}, SNAPSHOT_DAYS)
+    changed = {**SNAPSHOT_DAYS, 2: [(1, "ann", "Oslo"), (2, "bob", "Rome"), (4, "dan", "Oslo")]}
+    t.write_increment(spark, day(2), changed[2])
+    reads, key_checks = collections.Counter(), []
+    read, key_offenders = sources.read, transforms.key_offenders
+
+    def counted(spark_, located, *args, **kwargs):
+        reads[located.description] += 1
+        return read(spark_, located, *args, **kwargs)
+
+    def checked(rows, keys, *args, **kwargs):
+        key_checks.append(list(rows.columns))
+        return key_offenders(rows, keys, *args, **kwargs)
+
+    monkeypatch.setattr(sources, "read", counted)
+    monkeypatch.setattr(transforms, "key_offenders", checked)
+    assert replay.rerun(spark, t.spec, day(2)).counts["dates"] == 2
+    assert reads == {str(t.increment_dir(day(n))): 1 for n in (2, 3)}
+    assert len(key_checks) == 1 and DS in key_checks[0]  # the dates' keys together, up front
+    monkeypatch.undo()
+    oracle = daily_table(spark, tmp_path / "oracle", unique_name + "_o", {"mode": mode}, changed)
+    assert table_rows(spark, t.table) == table_rows(spark, oracle.table)
+    # the merges counted their input rows (and, for a snapshot, the unchanged ones) without their key check
+    assert ({d: c.counts for d, c in state.read_state(spark, t.spec).commits.items()}
+            == {d: c.counts for d, c in state.read_state(spark, oracle.spec).commits.items()})
 
 
 def test_a_replay_stopped_by_a_later_dates_bad_input_says_where_the_table_is(spark, tmp_path, unique_name):

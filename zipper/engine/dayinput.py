@@ -113,16 +113,22 @@ def variable_columns(schema, columns) -> list[str]:
     return [f.name for f in schema.fields if isinstance(f.dataType, (StringType, BinaryType)) and f.name in columns]
 
 
-def _counted(df, name: str, variable: list[str]):
-    from pyspark.sql import Observation
+def _metrics(variable: list[str]) -> list:
+    """The rows, and the bytes of the `variable` (string and binary) columns."""
     from pyspark.sql import functions as F
 
-    observation = Observation(f"zipper_{name}_{secrets.token_hex(6)}")
     metrics = [F.count(F.lit(1)).alias("rows")]
     if variable:
         row_bytes = sum((F.coalesce(F.octet_length(F.col(c)), F.lit(0)) for c in variable), F.lit(0))
         metrics.append(F.sum(row_bytes.cast("long")).alias("variable_bytes"))
-    return df.observe(observation, *metrics), observation
+    return metrics
+
+
+def _counted(df, name: str, variable: list[str]):
+    from pyspark.sql import Observation
+
+    observation = Observation(f"zipper_{name}_{secrets.token_hex(6)}")
+    return df.observe(observation, *_metrics(variable)), observation
 
 
 def _seen(observation, df) -> Seen:
@@ -148,6 +154,13 @@ def validate_keys(df, spec: TableSpec, ds: dt.date, what: str, columns: tuple[st
             **_where(spec, ds),
         )
     return _seen(observation, df)
+
+
+def measure(df, columns: list[str]) -> Seen:
+    """Rows (and the string bytes of `columns`) of an input whose keys a rerun checked already,
+    with the other dates' in one job (`inputs.check_keys`): one pass, no grouping by key."""
+    measured = df.agg(*_metrics(variable_columns(df.schema, columns))).first().asDict()
+    return Seen(int(measured["rows"]), int(measured.get("variable_bytes") or 0))
 
 
 def changes_offenders(df, keys: list[str]):
@@ -268,7 +281,7 @@ def _materialize(spark, df, run_root: str):
 def prepare(spark, spec: TableSpec, st, ds: dt.date, located: sources.Input, table_columns: list[tuple[str, str]],
             run_root: str, checked: CheckedInput | None = None) -> Day:
     """The change set of `ds` for a table in state `st` with `table_columns`; `checked`: the
-    input as a rerun already read and checked it (`check_cdc_inputs`), not read again."""
+    input as a rerun already read and checked it (`CheckedInput`), not read or checked again."""
     mode = spec.source.mode
     if mode == "landing_zone":
         return _landing(spark, spec, ds, landing.keep(spark, located, run_root), table_columns, run_root)
@@ -287,11 +300,12 @@ def prepare(spark, spec: TableSpec, st, ds: dt.date, located: sources.Input, tab
     columns, column_changes = conform.evolve(_columns_of(df), table_columns, spec, ds.isoformat(), what)
     rows = conform.to_columns(df, columns)
     if mode == "snapshot":
-        return _snapshot(spark, spec, st, ds, located, rows, columns, column_changes, run_root, what)
+        return _snapshot(spark, spec, st, ds, located, rows, columns, column_changes, run_root, what,
+                         keys_checked=checked is not None)
     sequence = spec.source.sequence_by
     names = [c for c, _ in columns]
     if not sequence:
-        seen = validate_keys(rows, spec, ds, what, names)
+        seen = measure(rows, names) if checked is not None else validate_keys(rows, spec, ds, what, names)
         return Day(rows, seen.rows, columns, column_changes, located,
                    variable_bytes_per_row=seen.variable_bytes_per_row)
     events = changes.upsert_events(rows, columns=names, order=sequence)
@@ -331,8 +345,9 @@ def check_operations(spec: TableSpec, ds: dt.date, located, df, what: str, suffi
 
 @dataclass(frozen=True)
 class CheckedInput:
-    """A cdc input a rerun read, and whose operations it checked, before its restore: the merge
-    of its date takes it as it is instead of reading and checking the files again."""
+    """An input a rerun read, and checked, before its restore: a cdc input's operations
+    (`check_cdc_inputs`), an upsert's or a snapshot's keys (`inputs.check_keys`). The merge of
+    its date takes it as it is instead of reading and checking the files again."""
 
     df: object  # DataFrame, as `_read` returns it
     table_columns: list[tuple[str, str]]  # the table's columns it was read for (a CSV's types)
@@ -445,9 +460,9 @@ def _refuse_partial_updates(rows, spec: TableSpec, ds: dt.date, what: str, file_
 
 
 def _snapshot(spark, spec: TableSpec, st, ds: dt.date, located, rows, columns, column_changes, run_root: str,
-              what: str) -> Day:
+              what: str, keys_checked: bool = False) -> Day:
     names = [c for c, _ in columns]
-    seen = validate_keys(rows, spec, ds, what, names)
+    seen = measure(rows, names) if keys_checked else validate_keys(rows, spec, ds, what, names)
     open_rows = spark.read.schema(conform.struct_type(columns)).parquet(st.open_partition.location)
     diff = changes.snapshot_changes(open_rows, rows, keys=spec.keys, columns=names,
                                     invalidate=spec.source.invalidate_missing)

@@ -42,6 +42,13 @@ def _retried_first(errors: list[ZipperError]) -> ZipperError:
 def read_as_table(spark, spec: TableSpec, located: sources.Input, source, table_columns: list[tuple[str, str]],
                   ds: dt.date, what: str):
     """The input as the table's columns, in order, with the checks and safe widenings of a merge."""
+    return conform.to_columns(read_checked(spark, spec, located, source, table_columns, ds, what), table_columns)
+
+
+def read_checked(spark, spec: TableSpec, located: sources.Input, source, table_columns: list[tuple[str, str]],
+                 ds: dt.date, what: str):
+    """The input as read (its own columns), checked to fit the table's columns as they are: a
+    merge of its date takes it so (`dayinput.prepare`)."""
     ds_text = ds.isoformat()
     what = f"{what} {located.description}"
     df = conform.read_input(spark, spec, located, source, table_columns, ds_text, what)
@@ -55,7 +62,14 @@ def read_as_table(spark, spec: TableSpec, located: sources.Input, source, table_
         name, old, new = changes.widened[0]
         raise InputError(f"{what} column {name!r} has type {new}, the table has {old}; merge its date first",
                          table=spec.table, ds=ds_text)
-    return conform.to_columns(df, table_columns)
+    return df
+
+
+def read_increments(spark, spec: TableSpec, table_columns: list[tuple[str, str]],
+                    located: dict[dt.date, sources.Input]) -> dict[dt.date, object]:
+    """Every located increment read once (`read_checked`), by date."""
+    return {day: read_checked(spark, spec, located[day], spec.source, table_columns, day, "increment")
+            for day in sorted(located)}
 
 
 def read_base(spark, spec: TableSpec, table_columns: list[tuple[str, str]], init_ds: dt.date):
@@ -70,13 +84,14 @@ def read_base(spark, spec: TableSpec, table_columns: list[tuple[str, str]], init
 
 
 def dated_rows(spark, spec: TableSpec, table_columns: list[tuple[str, str]], located: dict[dt.date, sources.Input],
-               base=None, base_ds: dt.date | None = None):
-    """The base (tagged with its date) and every located increment (tagged with its run date), as one DataFrame."""
+               base=None, base_ds: dt.date | None = None, read: dict[dt.date, object] | None = None):
+    """The base (tagged with its date) and every located increment (tagged with its run date), as
+    one DataFrame; `read`: the increments as `read_increments` already read them."""
     names = [c for c, _ in table_columns]
     parts = [dated(base, names, base_ds.isoformat())] if base is not None else []
+    read = read if read is not None else read_increments(spark, spec, table_columns, located)
     for day in sorted(located):
-        increment = read_as_table(spark, spec, located[day], spec.source, table_columns, day, "increment")
-        parts.append(dated(increment, names, day.isoformat()))
+        parts.append(dated(conform.to_columns(read[day], table_columns), names, day.isoformat()))
     if not parts:
         return dated(spark.createDataFrame([], conform.struct_type(table_columns)), names, "")
     rows = parts[0]

@@ -81,8 +81,10 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
         table_columns = catalog.data_columns(spark, spec)
         try:
             with csv_values.explained(spark, spec.table, spec.keys, first.isoformat()):
-                inputs.check_keys(inputs.dated_rows(spark, spec, table_columns, replayed), spec,
+                read = inputs.read_increments(spark, spec, table_columns, replayed)
+                inputs.check_keys(inputs.dated_rows(spark, spec, table_columns, replayed, read=read), spec,
                                   inputs.descriptions(replayed))
+            checked = {d: dayinput.CheckedInput(df, list(table_columns)) for d, df in read.items()}
         except ZipperError:
             raise
         except Exception as exc:  # a file Spark cannot read: name its date, not the first one
