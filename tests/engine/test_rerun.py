@@ -260,6 +260,55 @@ def test_a_crash_mid_replay_leaves_a_consistent_table_and_the_same_command_resum
     assert_equals_what_a_rebuild_writes(spark, t)
 
 
+def without_seconds(lines: list[str]) -> list[str]:
+    return [re.sub(r"; \d+\.\d s$", "", line) for line in lines]
+
+
+def merge_lines(t, days, dates) -> list[str]:
+    """The progress lines of merging `dates`, with the counts the model gives (no seconds)."""
+    counts = model_counts(t, days)
+    return [without_seconds([merge.RunResult(t.table, d.isoformat(), "merge", "", counts[d.isoformat()]).summary()])[0]
+            for d in dates]
+
+
+def test_a_merge_that_resumes_an_interrupted_replay_says_so_once(spark, tmp_path, unique_name):
+    """The merge's first line says it finishes the interrupted replay; the replay's own note
+    ('resuming the interrupted replay of ...') said it again. What the merge cannot know, an
+    input changed since its date was replayed, is still said."""
+    t = TableFixture(tmp_path, unique_name)
+    build(spark, t)
+    changed = {**DAYS, 2: [(1, "ann", "Tromso")], 5: [(1, "ann", "Oslo")]}
+    for n in (2, 5):
+        t.write_increment(spark, day(n), changed[n])
+    with faults.crash_at("after_replayed_date", occurrence=2), pytest.raises(faults.SimulatedCrash):
+        replay.rerun(spark, t.spec, day(2))
+    lines = []
+    assert merge.merge_date(spark, t.spec, day(5), progress=lines.append).action == "merge"
+    assert without_seconds(lines) == [
+        f"{t.table} 2024-01-05: a replay of 2024-01-02..2024-01-04 was interrupted with the table at 2024-01-03;"
+        " finishing it first",
+        *merge_lines(t, changed, [day(4)]),
+    ]
+
+    # interrupted again, and the input of a date it had replayed changed since
+    changed |= {2: [(1, "ann", "Bergen")], 6: [(2, "bob", "Oslo")]}
+    t.write_increment(spark, day(2), [(1, "ann", "Narvik")])
+    with faults.crash_at("after_replayed_date"), pytest.raises(faults.SimulatedCrash):
+        replay.rerun(spark, t.spec, day(2))
+    for n in (2, 6):
+        t.write_increment(spark, day(n), changed[n])
+    lines = []
+    assert merge.merge_date(spark, t.spec, day(6), progress=lines.append).action == "merge"
+    assert without_seconds(lines) == [
+        f"{t.table} 2024-01-06: a replay of 2024-01-02..2024-01-05 was interrupted with the table at 2024-01-02;"
+        " finishing it first",
+        f"{t.table}: the input of 2024-01-02 changed since it was replayed",
+        f"{t.table}: restored to 2024-01-01: 4 open rows, 1 history partitions (2024-01-02..2024-01-02) dropped",
+        *merge_lines(t, changed, [day(n) for n in (2, 3, 4, 5)]),
+    ]
+    assert table_rows(spark, t.table) == model_rows(t, changed)
+
+
 def break_first_page(t, ds, column: int) -> None:
     """Overwrite the start of `column`'s first data page in the date's Parquet file: the footer
     stays readable, the column's values do not."""

@@ -100,9 +100,13 @@ def test_rerun_resumes_an_interrupted_replay_and_redoes_only_changed_dates():
     resumed = rerun(D(2024, 1, 2), table_at=D(2024, 1, 3), pending=pending)
     assert resumed.restore_from is None and resumed.dates == [D(2024, 1, 4), D(2024, 1, 5)]
     assert "resuming the interrupted replay of 2024-01-02..2024-01-05 (table at 2024-01-03)" in resumed.notes[0]
+    assert resumed.resume_news == []  # a merge that said it resumes has nothing to add
     changed = rerun(D(2024, 1, 2), table_at=D(2024, 1, 3), pending=pending,
                     current=lambda d: "new" if d.day == 3 else f"fp{d.day}")
     assert changed.restore_from == D(2024, 1, 3) and changed.dates[0] == D(2024, 1, 3)
+    assert changed.notes == ["resuming the interrupted replay of 2024-01-02..2024-01-05 (table at 2024-01-03);"
+                             " the input of 2024-01-03 changed since it was replayed"]
+    assert changed.resume_news == ["the input of 2024-01-03 changed since it was replayed"]
     earlier = rerun(D(2024, 1, 1), table_at=D(2024, 1, 3), pending=pending)
     assert earlier.restore_from == D(2024, 1, 1) and earlier.dates[-1] == D(2024, 1, 5)
     assert (earlier.marker_from, earlier.marker_to) == (D(2024, 1, 1), D(2024, 1, 5))

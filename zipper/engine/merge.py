@@ -357,7 +357,8 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
 
         say = progress or (lambda line: None)
         say(f"{spec.table} {ds}: {plan.reason}")
-        done = replay.rerun(spark, spec, plan.replay_from, plan.replay_to, progress=say)
+        done = replay.rerun(spark, spec, plan.replay_from, plan.replay_to, progress=say,
+                            resume_said=plan.action == "resume")
         if plan.action == "resume":  # the table is where the interrupted replay was going: plan again
             after = merge_date(spark, spec, ds, progress)
             if after.action != "noop":

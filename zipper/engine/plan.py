@@ -31,6 +31,9 @@ class RerunPlan:
     marker_from: dt.date  # the replay recorded on the table until its last date is published
     marker_to: dt.date
     notes: list[str] = field(default_factory=list)
+    # Resuming an interrupted replay (the first note says so): what that note adds to the
+    # resumption itself, for a caller that has already said it resumes (a merge).
+    resume_news: list[str] | None = None
 
 
 def date_range(first: dt.date, last: dt.date) -> list[dt.date]:
@@ -155,6 +158,7 @@ def plan_rerun(
     if init_ds is not None and first <= init_ds:
         raise StateError(f"date is not after the table's base date {init_ds}; the base already holds it", **where)
     notes: list[str] = []
+    resume_news = None
     if pending_replay is not None and first >= pending_replay[0]:
         pending_from, pending_to = pending_replay
         end = last or pending_to
@@ -163,10 +167,9 @@ def plan_rerun(
             if committed_fingerprints.get(d.isoformat()) != current_fingerprint(d)
         ]
         start = changed[0] if changed else last_committed + DAY
-        notes.append(
-            f"resuming the interrupted replay of {pending_from}..{pending_to} (table at {last_committed})"
-            + (f"; the input of {describe_dates(changed)} changed since it was replayed" if changed else "")
-        )
+        resume_news = [f"the input of {describe_dates(changed)} changed since it was replayed"] if changed else []
+        notes.append("; ".join([f"resuming the interrupted replay of {pending_from}..{pending_to}"
+                                f" (table at {last_committed})", *resume_news]))
         marker_from = pending_from
     else:
         if pending_replay is not None:
@@ -204,6 +207,7 @@ def plan_rerun(
         marker_from=marker_from,
         marker_to=end,
         notes=notes,
+        resume_news=resume_news,
     )
 
 

@@ -31,10 +31,12 @@ def _quiet(line: str) -> None:
 
 
 def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, progress=_quiet,
-          uncommit_later: bool = False) -> merge.RunResult:
+          uncommit_later: bool = False, resume_said: bool = False) -> merge.RunResult:
     """Restore to first - 1 (unless the table is there already) and replay first..last
     (default: the last committed date, or where an interrupted replay was going). A `last`
-    before the last committed date needs `uncommit_later`."""
+    before the last committed date needs `uncommit_later`. `resume_said`: the caller's progress
+    has said that an interrupted replay is being finished (a merge's first line), so the
+    rerun's own notes do not say it again."""
     started = time.monotonic()
     spec = merge.resolve_keys(spark, spec)
     st = state.read_state(spark, spec)
@@ -61,7 +63,7 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
         current_fingerprint=current_fingerprint,
         uncommit_later=uncommit_later,
     )
-    for note in plan.notes:
+    for note in _notes(plan, resume_said):
         progress(f"{spec.table}: {note}")
 
     # Every increment of the range is found and readable before anything changes; for the
@@ -141,6 +143,14 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
         time.monotonic() - started,
         results[-1].run_id,
     )
+
+
+def _notes(plan, resume_said: bool) -> list[str]:
+    """The plan's notes, less the resumption of an interrupted replay when that was said: of
+    that note, only what the caller could not know (inputs changed since they were replayed)."""
+    if not resume_said or plan.resume_news is None:
+        return plan.notes
+    return plan.resume_news + plan.notes[1:]
 
 
 def _date_of_file(path: str | None, located: dict) -> dt.date | None:
