@@ -9,10 +9,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import yaml
+
 from tests.support import TableFixture, day, table_rows
 from zipper import errors
-from zipper.engine import catalog, check, faults, fs, merge, replay, state
+from zipper.engine import catalog, check, faults, fs, merge, rebuild, replay, state
 from zipper.errors import InputError
+from zipper.spec.loader import load_spec_file
 
 OPEN = "9999-12-31"
 
@@ -427,6 +430,67 @@ def test_a_file_typing_a_column_otherwise_than_the_input_is_read_names_the_file_
         f" {{'ds': '{day(1)}'}}: column 'amount' is bigint in the file, but read as double, the type the table"
         f" ods_{unique_name}.fact_inc declares")
     assert not spark.catalog.tableExists(hive.table)  # its first merge created the table; dropped again
+
+
+def write_files(folder, columns_of_files: list[dict]) -> None:
+    """One Parquet file per dict of column -> pyarrow array, part-0.parquet, part-1.parquet, ...
+    (Spark reads a folder without merging its schemas with the first file's, by path)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for n, columns in enumerate(columns_of_files):
+        pq.write_table(pa.table(columns), folder / f"part-{n}.parquet")
+
+
+def test_a_file_typing_a_key_otherwise_fails_a_rerun_and_a_rebuild_naming_it_before_anything_changes(
+        spark, tmp_path, unique_name):
+    """The rerun's check of every date (and the rebuild's) reads the keys; a file holding `id` as
+    string failed there with Parquet's BINARY, as an unreadable file another try might read."""
+    t = TableFixture(tmp_path, unique_name, schema="id bigint, amount double",
+                     source={"options": {"mergeSchema": False}})
+    t.write_base(spark, [(1, 1.5)])
+    for n in (1, 2):
+        t.write_increment(spark, day(n), [(n + 1, n + 0.5)])
+        merge.merge_date(spark, t.spec, day(n))
+    before = (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec))
+    folder = t.increment_dir(day(1))
+    for old in folder.iterdir():
+        old.unlink()
+    write_files(folder, [{"id": pa.array([2], pa.int64()), "amount": pa.array([2.5])},
+                         {"id": pa.array(["3"]), "amount": pa.array([3.5])}])
+    explained = (f"{t.table} {day(1)}: cannot read file part-1.parquet of {folder}: column 'id' is string in the"
+                 " file, but read as bigint, its type in another file of the input; every file must give a column"
+                 " one type")
+    with pytest.raises(InputError) as raised:
+        replay.rerun(spark, t.spec, day(1))
+    assert str(raised.value) == explained + "; nothing was changed"
+    assert raised.value.final
+    assert (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec)) == before
+    with pytest.raises(InputError) as raised:
+        rebuild.rebuild(spark, t.spec)
+    assert str(raised.value) == explained and raised.value.final
+    assert (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec)) == before
+
+
+def test_a_base_file_typing_a_column_otherwise_fails_init_naming_it(spark, tmp_path, unique_name):
+    """A base read with mergeSchema off takes the first file's columns; a later file with `amount`
+    as string failed the init's write with Parquet's BINARY, as a failure another try might mend."""
+    t = TableFixture(tmp_path, unique_name, schema="id bigint, amount double")
+    t.raw["base"]["options"] = {"mergeSchema": False}
+    t.path.write_text(yaml.safe_dump(t.raw, sort_keys=False))
+    spec = load_spec_file(t.path)
+    base = t.data / "base"
+    write_files(base, [{"id": pa.array([1], pa.int64()), "amount": pa.array([1.5])},
+                       {"id": pa.array([2], pa.int64()), "amount": pa.array(["2.5"])}])
+    with pytest.raises(InputError) as raised:
+        merge.init_table(spark, spec)
+    assert str(raised.value) == (
+        f"{t.table} {day(0)}: cannot read file part-1.parquet of {base}: column 'amount' is string in the file, but"
+        " read as double, its type in another file of the input; every file must give a column one type")
+    assert raised.value.final
+    assert not state.read_state(spark, spec).initialized
+    write_files(base, [{"id": pa.array([1], pa.int64()), "amount": pa.array([1.5])},
+                       {"id": pa.array([2], pa.int64()), "amount": pa.array([2.5])}])
+    merge.init_table(spark, spec)  # the mended base loads
+    assert [r[:2] for r in table_rows(spark, t.table)] == [(1, 1.5), (2, 2.5)]
 
 
 def test_a_decimal_input_with_fewer_digits_is_read_into_the_tables_decimal(spark, tmp_path, unique_name):

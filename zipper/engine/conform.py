@@ -72,31 +72,49 @@ def read_input(spark, spec: TableSpec, located, source, table_columns: list[tupl
 
 
 @contextlib.contextmanager
-def explained_column_types(spark, spec: TableSpec, ds: str, located):
+def explained_column_types(spark, spec: TableSpec, ds: str, located, suffix: str = ""):
     """Turns Spark's failure on a file of the input whose column has another type than the one
     the input is read as into an InputError naming the file, the column and both types. Spark
     names its reader's class (SchemaColumnConvertNotSupportedException) and Parquet's physical
     type; the same file fails the same way on every try. Happens where Spark does not merge the
     files' schemas: the reader option mergeSchema off, or a source table's partition."""
+    with explained_column_types_of(spark, spec, {ds: located}, suffix):
+        yield
+
+
+@contextlib.contextmanager
+def explained_column_types_of(spark, spec: TableSpec, located: dict, suffix: str = ""):
+    """`explained_column_types` for the inputs of several dates read together (a rerun's check,
+    a rebuild): `located` maps a date (or its ISO text) to its input; the error names the date
+    whose input holds the file. `suffix` ends the message (`; nothing was changed`)."""
     try:
         yield
     except ZipperError:
         raise
     except Exception as exc:
         mismatch = column_type_mismatch(exc)
-        if mismatch is None or not _holds(located, mismatch.file):
+        holder = _input_holding(located, mismatch.file) if mismatch is not None else None
+        if holder is None:
             raise  # not a type mismatch, or in one of the table's own files: not the input's doing
-        if located.format == "table":
-            read_as = f"the type the table {located.table} declares"
+        ds, inp = holder
+        if inp.format == "table":
+            read_as = f"the type the table {inp.table} declares"
         else:
             read_as = "its type in another file of the input; every file must give a column one type"
         reason = mismatch.reason(_type_in_file(spark, mismatch.file, mismatch.column))
-        raise InputError(f"cannot read file {fs.name_of(mismatch.file)} of {located.description}: {reason},"
-                         f" {read_as}", table=spec.table, ds=ds) from None
+        raise InputError(f"cannot read file {fs.name_of(mismatch.file)} of {inp.description}: {reason},"
+                         f" {read_as}{suffix}", table=spec.table, ds=ds) from None
 
 
-def _holds(located, path: str | None) -> bool:
-    return path is not None and fs.spelled_alike(path) in {fs.spelled_alike(f.path) for f in located.files}
+def _input_holding(located: dict, path: str | None):
+    """(date as ISO text, input) of the earliest input among `located` that holds `path`, or None."""
+    if path is None:
+        return None
+    wanted = fs.spelled_alike(path)
+    for ds, inp in sorted(located.items(), key=lambda item: str(item[0])):
+        if inp is not None and wanted in {fs.spelled_alike(f.path) for f in inp.files}:
+            return str(ds), inp
+    return None
 
 
 def _type_in_file(spark, path: str, column: str) -> str | None:

@@ -72,15 +72,28 @@ def read_increments(spark, spec: TableSpec, table_columns: list[tuple[str, str]]
             for day in sorted(located)}
 
 
-def read_base(spark, spec: TableSpec, table_columns: list[tuple[str, str]], init_ds: dt.date):
-    """(base as the table's columns or None, its fingerprint) as `zipper init` would load it now."""
+def locate_base(spark, spec: TableSpec, init_ds: dt.date) -> sources.Input | None:
+    """The base as `zipper init` would load it now (None when the spec has none)."""
     if spec.base is None:
-        return None, "empty"
+        return None
     located = sources.locate(spark, spec, spec.base, init_ds, "base")
     if located.empty and located.format != "table":
         raise MissingInputError(f"base at {located.description} has no files", table=spec.table,
                                 ds=init_ds.isoformat())
-    return read_as_table(spark, spec, located, spec.base, table_columns, init_ds, "base"), located.fingerprint
+    return located
+
+
+def read_base(spark, spec: TableSpec, table_columns: list[tuple[str, str]], init_ds: dt.date,
+              located: sources.Input | None):
+    """The base `locate_base` found, as the table's columns (None without one)."""
+    if located is None:
+        return None
+    return read_as_table(spark, spec, located, spec.base, table_columns, init_ds, "base")
+
+
+def base_fingerprint(located: sources.Input | None) -> str:
+    """The fingerprint `zipper init` records for the base: "empty" without one."""
+    return located.fingerprint if located is not None else "empty"
 
 
 def dated_rows(spark, spec: TableSpec, table_columns: list[tuple[str, str]], located: dict[dt.date, sources.Input],

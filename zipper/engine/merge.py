@@ -213,7 +213,7 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
             f"already initialized (base date {st.init_ds}, at {st.last_committed}); a new base needs a rebuild", **where
         )
 
-    base_df, fingerprint, base_what = None, "empty", "base"
+    base_df, fingerprint, base_what, located = None, "empty", "base", None
     if spec.base is not None:
         located = sources.locate(spark, spec, spec.base, ds, "base")
         fingerprint, base_what = located.fingerprint, f"base {located.description}"
@@ -230,7 +230,8 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
         columns = _columns_from_first_increment(spark, spec, st, ds + DAY)
     if base_df is not None:
         base_df = conform.to_table_columns(base_df, columns, spec, ds.isoformat(), base_what)
-        validate_keys(base_df, spec, ds, base_what)
+        with conform.explained_column_types(spark, spec, ds.isoformat(), located):  # a file typing a column otherwise
+            validate_keys(base_df, spec, ds, base_what)
 
     if (st.exists and not st.initialized and not st.commits and not st.closed
             and sorted(catalog.data_columns(spark, spec)) != sorted(columns)):
@@ -262,7 +263,9 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
     open_dir = state.run_dir(st, run_id) + "/" + transforms.SLOT + "=" + transforms.OPEN
     if base_df is not None:
         names = [c for c, _ in table_columns]
-        transforms.opening(base_df, names, spec.begin_column, ds.isoformat()).write.parquet(open_dir)
+        # the columns the key check left unread are read here first
+        with conform.explained_column_types(spark, spec, ds.isoformat(), located):
+            transforms.opening(base_df, names, spec.begin_column, ds.isoformat()).write.parquet(open_dir)
     else:
         fs.mkdirs(spark, open_dir)
     rows = audit.written_rows(spark, open_dir)

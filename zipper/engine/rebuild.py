@@ -56,23 +56,26 @@ def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet
     st = merge.recover(spark, spec, st, end)
 
     dates = date_range(init_ds + DAY, end)
-    marked = _marked_inputs(spark, spec, init_ds, dates)
-    located, base_fingerprint = marked.located, marked.base_fingerprint
+    found = _locate_inputs(spark, spec, init_ds, dates)
+    base_fingerprint = inputs.base_fingerprint(found.base)
     if base_fingerprint != st.open_partition.params.get(state.INIT_FINGERPRINT, base_fingerprint):
         progress(f"{spec.table}: the base differs from the one loaded on {init_ds}; the rebuild uses it as it is now")
 
     run_id = state.new_run_id()
     run_root = state.run_dir(st, run_id)
-    marked.rows.persist()  # read twice: the counts, then the versions
-    try:
-        per_date = {r[DS]: {k: int(r[k]) for k in KINDS} for r in rebuild_transforms.daily_counts(marked.rows).collect()}
-        (
-            rebuild_transforms.with_slot(_versions(spec, marked), spec.end_column, spec.open_end.isoformat())
-            .write.partitionBy(SLOT)
-            .parquet(run_root)
-        )
-    finally:
-        marked.rows.unpersist()
+    with found.explained(spark, spec):  # a file typing a column otherwise than its input is read with
+        marked = _marked_inputs(spark, spec, init_ds, found)
+        marked.rows.persist()  # read twice: the counts, then the versions
+        try:
+            per_date = {r[DS]: {k: int(r[k]) for k in KINDS}
+                        for r in rebuild_transforms.daily_counts(marked.rows).collect()}
+            (
+                rebuild_transforms.with_slot(_versions(spec, marked), spec.end_column, spec.open_end.isoformat())
+                .write.partitionBy(SLOT)
+                .parquet(run_root)
+            )
+        finally:
+            marked.rows.unpersist()
 
     counts = _commit_counts(per_date, init_ds, dates)
     open_dir = f"{run_root}/{SLOT}={OPEN}"
@@ -86,7 +89,7 @@ def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet
     faults.checkpoint("after_rebuild_write")
 
     try:
-        _publish(spark, spec, st, run_id, end, open_dir, open_rows, closed_dirs, counts, located,
+        _publish(spark, spec, st, run_id, end, open_dir, open_rows, closed_dirs, counts, found.increments,
                  {state.INIT_DS: init_ds.isoformat(), state.INIT_FINGERPRINT: base_fingerprint})
     except catalog.ConcurrentChange:
         fs.delete(spark, run_root)  # written for a table state that is gone
@@ -105,6 +108,20 @@ def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet
 
 
 @dataclass(frozen=True)
+class Located:
+    """The base and the increments of a rebuild's dates, located (and fingerprinted)."""
+
+    base: object  # sources.Input, or None without a base
+    base_ds: dt.date
+    increments: dict  # date -> sources.Input
+
+    def explained(self, spark, spec: TableSpec):
+        """A file of one of them typing a column otherwise than its input is read with, named
+        with its date (`conform.explained_column_types_of`)."""
+        return conform.explained_column_types_of(spark, spec, {self.base_ds: self.base, **self.increments})
+
+
+@dataclass(frozen=True)
 class Marked:
     """The base and every increment of a rebuild's dates as marked rows, with what they were
     computed from: the columns and the tracked ones (worked out once, for marking and for the
@@ -113,21 +130,25 @@ class Marked:
     rows: object  # DataFrame: columns + DS + KIND
     names: list[str]
     tracked: list[str]
-    located: dict  # date -> sources.Input
-    base_fingerprint: str
 
 
-def _marked_inputs(spark, spec: TableSpec, init_ds: dt.date, dates: list[dt.date]) -> Marked:
-    """Every missing increment and every bad key named before anything is written."""
-    located = inputs.locate_dates(spark, spec, dates)
+def _locate_inputs(spark, spec: TableSpec, init_ds: dt.date, dates: list[dt.date]) -> Located:
+    """Every missing increment (then a missing base) named before anything is read."""
+    increments = inputs.locate_dates(spark, spec, dates)
+    return Located(inputs.locate_base(spark, spec, init_ds), init_ds, increments)
+
+
+def _marked_inputs(spark, spec: TableSpec, init_ds: dt.date, found: Located) -> Marked:
+    """Every bad key named before anything is written."""
+    dates = sorted(found.increments)
     table_columns = catalog.data_columns(spark, spec)
     names = [c for c, _ in table_columns]
-    base, base_fingerprint = inputs.read_base(spark, spec, table_columns, init_ds)
-    rows = inputs.dated_rows(spark, spec, table_columns, located, base, init_ds)
-    inputs.check_keys(rows, spec, inputs.descriptions(located) | {init_ds.isoformat(): "base"})
+    base = inputs.read_base(spark, spec, table_columns, init_ds, found.base)
+    rows = inputs.dated_rows(spark, spec, table_columns, found.increments, base, init_ds)
+    inputs.check_keys(rows, spec, inputs.descriptions(found.increments) | {init_ds.isoformat(): "base"})
     tracked = conform.tracked_columns(spec, names, dates[-1].isoformat() if dates else None)
     marked = rebuild_transforms.marked(rows, keys=spec.keys, columns=names, tracked=tracked)
-    return Marked(marked, names, tracked, located, base_fingerprint)
+    return Marked(marked, names, tracked)
 
 
 def _versions(spec: TableSpec, marked: Marked):
@@ -142,8 +163,9 @@ def rebuilt_rows(spark, spec: TableSpec, last: dt.date | None = None):
     DataFrame of the table's columns; nothing is written. Tests compare live tables with it."""
     st = state.read_state(spark, spec)
     init_ds = st.init_ds
-    dates = date_range(init_ds + DAY, last or st.last_committed)
-    return _versions(spec, _marked_inputs(spark, spec, init_ds, dates))
+    found = _locate_inputs(spark, spec, init_ds, date_range(init_ds + DAY, last or st.last_committed))
+    with found.explained(spark, spec):
+        return _versions(spec, _marked_inputs(spark, spec, init_ds, found))
 
 
 def _commit_counts(per_date: dict[str, dict[str, int]], init_ds: dt.date, dates: list[dt.date]) -> dict:

@@ -78,25 +78,7 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
     if landing_zone and len(up_front) < len(plan.dates):
         landing.require_folder(spark, spec, plan.dates[len(up_front)])
     replayed = {d: located[d] for d in up_front}
-    checked: dict[dt.date, dayinput.CheckedInput] = {}  # inputs read by these checks, not read again
-    if spec.source.mode in ("upsert", "snapshot") and spec.source.sequence_by is None:
-        table_columns = catalog.data_columns(spark, spec)
-        try:
-            with csv_values.explained(spark, spec.table, spec.keys, first.isoformat()):
-                read = inputs.read_increments(spark, spec, table_columns, replayed)
-                inputs.check_keys(inputs.dated_rows(spark, spec, table_columns, replayed, read=read), spec,
-                                  inputs.descriptions(replayed))
-            checked = {d: dayinput.CheckedInput(df, list(table_columns)) for d, df in read.items()}
-        except ZipperError:
-            raise
-        except Exception as exc:  # a file Spark cannot read: name its date, not the first one
-            day = _date_of_file(failed_file(exc), replayed) or first
-            raise UnreadableInputError(f"{summarize_failure(exc)}; nothing was changed", table=spec.table,
-                                       ds=day.isoformat()) from exc
-
-    elif spec.source.mode == "cdc":  # their operations: a bad one must not fail after the restore
-        checked = dayinput.check_cdc_inputs(spark, spec, replayed, catalog.data_columns(spark, spec),
-                                            "; nothing was changed")
+    checked = _check_inputs(spark, spec, first, replayed)  # what they read is not read again
 
     kept = {d.isoformat(): inp.landing.record(inp.fingerprint) for d, inp in replayed.items()
             if inp.landing is not None and inp.landing.kept}
@@ -143,6 +125,39 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
         time.monotonic() - started,
         results[-1].run_id,
     )
+
+
+NOTHING_CHANGED = "; nothing was changed"
+
+
+def _check_inputs(spark, spec: TableSpec, first: dt.date, replayed: dict) -> dict[dt.date, dayinput.CheckedInput]:
+    """The replayed dates' inputs checked before the restore, as far as they can be without the
+    open rows, so that a bad one fails while nothing has changed. Returns each date's input as
+    read here: its merge takes it rather than reading the files again."""
+    try:
+        with (csv_values.explained(spark, spec.table, spec.keys, first.isoformat()),
+              conform.explained_column_types_of(spark, spec, replayed, NOTHING_CHANGED)):
+            return _checked_inputs(spark, spec, replayed)
+    except ZipperError:
+        raise
+    except Exception as exc:  # a file Spark cannot read: name its date, not the first one
+        day = _date_of_file(failed_file(exc), replayed) or first
+        raise UnreadableInputError(f"{summarize_failure(exc)}{NOTHING_CHANGED}", table=spec.table,
+                                   ds=day.isoformat()) from exc
+
+
+def _checked_inputs(spark, spec: TableSpec, replayed: dict) -> dict[dt.date, dayinput.CheckedInput]:
+    """Upserts and snapshots without sequence_by: their keys, every date in one job; cdc inputs:
+    their operations. Landing zones and ordered changes are checked date by date, in the merge."""
+    if spec.source.mode == "cdc":
+        return dayinput.check_cdc_inputs(spark, spec, replayed, catalog.data_columns(spark, spec), NOTHING_CHANGED)
+    if spec.source.mode not in ("upsert", "snapshot") or spec.source.sequence_by is not None:
+        return {}
+    table_columns = catalog.data_columns(spark, spec)
+    read = inputs.read_increments(spark, spec, table_columns, replayed)
+    inputs.check_keys(inputs.dated_rows(spark, spec, table_columns, replayed, read=read), spec,
+                      inputs.descriptions(replayed))
+    return {day: dayinput.CheckedInput(df, list(table_columns)) for day, df in read.items()}
 
 
 def _notes(plan, resume_said: bool) -> list[str]:
@@ -218,9 +233,10 @@ def _rebuilt_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.d
             f" rerun from {changed[0]} instead (`zipper rerun {spec.name} --from {changed[0]}`)",
             **where,
         )
-    base, fingerprint = inputs.read_base(spark, spec, table_columns, init_ds)
+    located_base = inputs.locate_base(spark, spec, init_ds)
+    base = inputs.read_base(spark, spec, table_columns, init_ds, located_base)
     recorded = st.open_partition.params.get(state.INIT_FINGERPRINT)
-    if recorded and fingerprint != recorded:
+    if recorded and inputs.base_fingerprint(located_base) != recorded:
         raise StateError(
             f"the table has untracked columns, so restoring it to {first - DAY} rebuilds that state from the base;"
             f" the base differs from the one loaded on {init_ds}: restore it, or `zipper rebuild {spec.name}`",
