@@ -586,6 +586,16 @@ def test_order_and_idempotency(spark, users):
     assert ("bob", "Lyon", "2024-01-01", OPEN) in [r[1:] for r in table_rows(spark, users.table)]
 
 
+def record_as_committed_before(spark, t, ds):
+    """The fingerprint a merge recorded before file filters were heeded: every file counted."""
+    commit = state.read_state(spark, t.spec).commits[ds.isoformat()]
+    part = next(p for p in catalog.list_partitions(spark, t.spec) if p.end == commit.end)
+    every_file = sources.fingerprint(fs.list_data_files(spark, [str(t.increment_dir(ds))]))
+    params = {k: v for k, v in part.params.items() if k.startswith("zipper.")}
+    catalog.repoint(spark, t.spec, [Partition(part.end, part.location, {**params, state.FINGERPRINT: every_file})],
+                    expected_run=None)
+
+
 def test_files_a_filter_leaves_out_change_no_dates_input_nor_do_dates_committed_before_look_changed(
         spark, tmp_path, unique_name):
     """Whether a past date's input changed (and so replays) was told from every file of its
@@ -607,20 +617,12 @@ def test_files_a_filter_leaves_out_change_no_dates_input_nor_do_dates_committed_
         notes.write_text(text)
         (t.increment_dir(day(1)) / "readme.md").write_text(text)
 
-    def record_as_committed_before(ds):  # what a merge before this change recorded: every file counted
-        commit = state.read_state(spark, t.spec).commits[ds.isoformat()]
-        part = next(p for p in catalog.list_partitions(spark, t.spec) if p.end == commit.end)
-        every_file = sources.fingerprint(fs.list_data_files(spark, [str(t.increment_dir(ds))]))
-        params = {k: v for k, v in part.params.items() if k.startswith("zipper.")}
-        catalog.repoint(spark, t.spec, [Partition(part.end, part.location, {**params, state.FINGERPRINT: every_file})],
-                        expected_run=None)
-
     edit_left_out_files("exported by the nightly job, again")
     assert merge.merge_date(spark, t.spec, day(1)).action == "noop"
     assert snapshot(spark, t) == before
 
     for ds in (day(1), day(2)):
-        record_as_committed_before(ds)
+        record_as_committed_before(spark, t, ds)
     assert merge.merge_date(spark, t.spec, day(1)).action == "noop"
     assert snapshot(spark, t) == before
     edit_left_out_files("edited once more")  # as before this change: every file of a date committed then counts
@@ -632,6 +634,27 @@ def test_files_a_filter_leaves_out_change_no_dates_input_nor_do_dates_committed_
     replayed = merge.merge_date(spark, t.spec, day(1))
     assert replayed.action == "replay" and "the input of 2024-01-01 differs" in replayed.message
     assert ("bob", "Lyon", "2024-01-01", OPEN) in [r[1:] for r in table_rows(spark, t.table)]
+
+
+def test_a_rerun_takes_dates_committed_before_filters_were_heeded_as_unchanged(spark, tmp_path, unique_name):
+    """With untracked columns a rerun rebuilds the state before its first date from the inputs
+    committed, which must be unchanged: a date committed when every file of a filtered folder
+    counted was refused as changed, and the rerun with it."""
+    from zipper.engine import replay
+
+    t = TableFixture(tmp_path, unique_name, source={"options": {"pathGlobFilter": "*.parquet"}},
+                     track_columns=["city"])
+    t.write_base(spark, [(1, "ann", "Oslo"), (2, "bob", "Rome")])
+    merge.init_table(spark, t.spec)
+    for n, row in ((1, (2, "bob", "Paris")), (2, (1, "ann", "Lima"))):
+        t.write_increment(spark, day(n), [row])
+        (t.increment_dir(day(n)) / "notes.txt").write_text("exported by the nightly job")
+        merge.merge_date(spark, t.spec, day(n))
+        record_as_committed_before(spark, t, day(n))
+    before = table_rows(spark, t.table)
+    assert replay.rerun(spark, t.spec, day(2)).action == "rerun"
+    assert table_rows(spark, t.table) == before
+    assert state.read_state(spark, t.spec).last_committed == day(2)
 
 
 def test_publish_repoints_partitions_at_fresh_directories_with_the_commit(spark, users):

@@ -46,9 +46,11 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
     located: dict[dt.date, object] = {}
 
     def current_fingerprint(day: dt.date) -> str:
+        """The recorded fingerprint when the input matches it (in the formula it was made with)."""
         if day not in located:
             located.update(inputs.locate_dates(spark, spec, [day], st))
-        return located[day].fingerprint
+        recorded = st.commits[day.isoformat()].fingerprint if day.isoformat() in st.commits else None
+        return recorded if located[day].matches(recorded) else located[day].fingerprint
 
     pending = st.replay
     plan = plan_rerun(
@@ -225,7 +227,7 @@ def _rebuilt_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.d
     dates = date_range(init_ds + DAY, first - DAY)
     located = inputs.locate_dates(spark, spec, dates)
     changed = [d for d in dates if st.commits.get(d.isoformat()) is None
-               or st.commits[d.isoformat()].fingerprint != located[d].fingerprint]
+               or not located[d].matches(st.commits[d.isoformat()].fingerprint)]
     if changed:
         raise StateError(
             f"the table has untracked columns, so restoring it to {first - DAY} rebuilds that state from the base and"
