@@ -15,7 +15,9 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from zipper.airflow.compat import AirflowException, AirflowFailException
 from zipper.airflow.hooks import ZipperSparkSubmitHook
 from zipper.airflow.operators import ZipperMergeOperator, ZipperRerunOperator, describe, rerun_args
+from tests.jvm import QUICK_JIT
 from zipper.cli.main import REPORT_PREFIX
+from zipper.runtime.session import LOG_CONFIG
 
 APP = "/repo/spark_jobs/zipper_job.py"
 ARGS = ["merge", "dim", "--ds", "2024-01-02", "--json-report"]
@@ -71,6 +73,54 @@ def test_a_yarn_cluster_connection_is_used_unchanged(monkeypatch):
     assert "spark.yarn.appMasterEnv.ZIPPER_SPECS=/specs" in argv
     assert argv[argv.index("--queue") + 1] == "etl" and argv[argv.index("--deploy-mode") + 1] == "cluster"
     assert hook.local_environment() == {}  # the driver runs on the cluster
+
+
+def test_an_external_metastore_in_client_mode_gives_the_driver_zippers_log_configuration(monkeypatch):
+    # Given ZIPPER_METASTORE=external and the worker's own SPARK_SUBMIT_OPTS
+    monkeypatch.setenv("ZIPPER_METASTORE", "external")
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-Xss4m")
+    # Then client mode (no connection, or a standalone one) starts the driver with zipper's log
+    # configuration before the worker's options, and no --conf replaces Spark's driver options
+    hook, argv = command()
+    assert hook.submit_environment()["SPARK_SUBMIT_OPTS"] == f"-Dlog4j.configurationFile=file:{LOG_CONFIG} -Xss4m"
+    assert not [arg for arg in argv if arg.startswith("spark.driver.")]
+    monkeypatch.setenv("AIRFLOW_CONN_ZIPPER_SPARK", "spark://spark-master:7077?deploy-mode=client")
+    assert command()[0].submit_environment()["SPARK_SUBMIT_OPTS"].startswith("-Dlog4j.configurationFile=")
+    # but cluster mode leaves the driver's logging, and the submitting JVM's, to the cluster
+    monkeypatch.setenv("AIRFLOW_CONN_ZIPPER_SPARK", "spark://spark-master:7077?deploy-mode=cluster")
+    assert "SPARK_SUBMIT_OPTS" not in command()[0].submit_environment()
+
+
+# Run by spark-submit: asks the driver's JVM which log configuration it loaded (no Spark application).
+LOG_CONFIG_JOB = f"""import json
+from pyspark import SparkContext
+SparkContext._ensure_initialized()
+source = SparkContext._jvm.org.apache.logging.log4j.LogManager.getContext(False).getConfiguration().getConfigurationSource()
+print({REPORT_PREFIX!r} + json.dumps({{"log_config": source.getLocation()}}))
+"""
+
+
+def test_a_log_configuration_in_the_spark_conf_wins_over_zippers(monkeypatch, tmp_path):
+    """Through Spark's launcher and log4j: a user's log configuration in spark.driver.extraJavaOptions,
+    by either of log4j's names, is the one the driver loads; without one, zipper's."""
+    job = tmp_path / "log_config.py"
+    job.write_text(LOG_CONFIG_JOB)
+    own = tmp_path / "own-log4j2.properties"
+    own.write_text("rootLogger.level = info\nrootLogger.appenderRef.stderr.ref = console\n"
+                   "appender.console.type = Console\nappender.console.name = console\n")
+    monkeypatch.setenv("ZIPPER_METASTORE", "external")
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", QUICK_JIT)
+    for key in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP"):
+        monkeypatch.delenv(key, raising=False)  # the hook sets them in this process; restored afterwards
+
+    def loaded(conf: dict[str, str]) -> str:
+        hook = ZipperSparkSubmitHook(conn_id="zipper_spark", conf=conf, name="log-config")
+        hook.submit(str(job))
+        return hook.reports[-1]["log_config"]
+
+    assert loaded({}) == str(LOG_CONFIG)
+    for name in ("log4j.configurationFile", "log4j2.configurationFile"):
+        assert loaded({"spark.driver.extraJavaOptions": f"-D{name}=file:{own}"}) == str(own)
 
 
 def test_report_lines_are_collected_and_still_logged():

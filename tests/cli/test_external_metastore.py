@@ -214,3 +214,37 @@ def test_spark_submit_to_a_standalone_cluster_merges_through_the_thrift_metastor
                                                   {"run": ["check", "dim_cluster", "--specs", str(specs)]}])
     assert table["rows"] == daily_rows()
     assert check["exit"] == 0 and json.loads(check["stdout"])["ok"], check
+
+
+def test_a_corrupt_file_under_spark_submit_leaves_one_error_line_with_an_external_metastore(metastore, tmp_path):
+    """The Airflow merge task's command in client mode (no connection: local) with
+    ZIPPER_METASTORE=external: the driver's console is the task log. Spark's default logging put
+    its INFO lines and a failed task's Java traces there, around zipper's one line."""
+    from tests.cli.test_cli import JVM_NOTICE
+    from zipper.cli.main import REPORT_PREFIX
+    from zipper.runtime.session import SessionSettings, spark_submit_conf, spark_submit_env
+
+    data = write_sample(tmp_path)
+    specs, logs = tmp_path / "specs", tmp_path / "logs"
+    write_spec(specs, "dim_corrupt", data)
+    (data / "incr" / f"ds={DATES[0]}" / "part-corrupt.parquet").write_bytes(b"garbage, not a Parquet file")
+    settings = SessionSettings(metastore="external")
+    conf = {**spark_submit_conf(settings), "spark.hadoop.hive.metastore.uris": metastore["uri"],
+            "spark.sql.warehouse.dir": str(metastore["warehouse"]), "spark.ui.enabled": "false"}
+    env = {**os.environ, **spark_env(), "ZIPPER_METASTORE": "external", "ZIPPER_SPECS": str(specs),
+           "ZIPPER_LOG_DIR": str(logs), "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1", "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    env.update(spark_submit_env(settings, environ=env))  # as the Airflow task's hook does in client mode
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]",
+         *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
+         str(REPO / "spark_jobs" / "zipper_job.py"), "merge", "dim_corrupt", "--ds", DATES[0], "--json-report"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env,
+    )
+    task_log = result.stdout.splitlines() + result.stderr.splitlines()
+    lines = [line for line in task_log if line != JVM_NOTICE and not line.startswith(REPORT_PREFIX)]
+    assert result.returncode == 1 and len(lines) == 1, "\n".join(task_log)
+    assert lines[0].startswith(f"zipper: error: dw.dim_corrupt {DATES[0]}: cannot read file part-corrupt.parquet of ")
+    # Spark's warnings and the executor's trace are in the driver's log file instead
+    (log,) = logs.glob("spark-*.log")
+    assert "ERROR Executor: Exception in task" in log.read_text() and "\n\tat org.apache." in log.read_text()

@@ -17,6 +17,7 @@ from airflow.providers.apache.spark.hooks.spark_submit import DEFAULT_SPARK_BINA
 from zipper.airflow.compat import AirflowNotFoundException
 from zipper.airflow.environment import EMBEDDED_MASTER, python_bin
 from zipper.cli.main import ERROR_PREFIX, INTERRUPTED, REPORT_PREFIX
+from zipper.runtime.session import SessionSettings, spark_submit_env
 
 
 class ZipperSparkSubmitHook(SparkSubmitHook):
@@ -78,9 +79,17 @@ class ZipperSparkSubmitHook(SparkSubmitHook):
             env["SPARK_LOCAL_IP"] = "127.0.0.1"  # a local[*] driver has no reason to listen elsewhere
         return env
 
+    def submit_environment(self) -> dict[str, str]:
+        """The variables `submit` sets in the task's own process for spark-submit: those of
+        local_environment the worker has not set itself (its value wins), and, with an external
+        metastore in client mode, zipper's driver log configuration ahead of the worker's own
+        SPARK_SUBMIT_OPTS (session.spark_submit_env: a log configuration of the Spark conf wins)."""
+        env = {key: value for key, value in self.local_environment().items() if key not in os.environ}
+        env.update(spark_submit_env(SessionSettings.from_env(), self._connection["deploy_mode"]))
+        return env
+
     def submit(self, application: str = "", **kwargs: Any) -> str | None:
-        for key, value in self.local_environment().items():
-            os.environ.setdefault(key, value)  # the task's own process; a value set by the user wins
+        os.environ.update(self.submit_environment())
         return super().submit(application, **kwargs)
 
     def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:

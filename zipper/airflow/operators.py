@@ -23,7 +23,9 @@ class ZipperSparkJobOperator(SparkSubmitOperator):
 
     The job gets ZIPPER_SPECS (the folder the DAG was built from) and ZIPPER_WAREHOUSE; with the
     embedded Derby metastore also the `--conf` pairs of `spark_submit_conf()`, since JVM options
-    must be on the command line. Returns the job's report lines (XCom) for the audit task."""
+    must be on the command line (with an external one in client mode, the hook gives the driver
+    zipper's log configuration: `spark_submit_env()`). Returns the job's report lines (XCom) for
+    the audit task."""
 
     ui_color = "#f0c75e"
     verb = ""

@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import time
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 RUNTIME_DIR = Path(__file__).resolve().parent
 DEFAULT_WAREHOUSE = "./warehouse"
+# Spark's logging for zipper's drivers: warnings and errors, on a console that follows System.err.
+LOG_CONFIG = RUNTIME_DIR / "log4j2.properties"
 
 
 @dataclass(frozen=True)
@@ -45,13 +48,12 @@ def embedded_conf(settings: SessionSettings) -> dict[str, str]:
     from zipper.runtime import jvm
 
     warehouse = settings.warehouse_path
-    log_config = RUNTIME_DIR / "log4j2.properties"
     return {
         "spark.sql.warehouse.dir": str(warehouse),
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={warehouse}/metastore_db;create=true",
         "spark.driver.extraJavaOptions": " ".join(filter(None, [
             f"-Dderby.system.home={warehouse} -Dderby.stream.error.file={warehouse}/derby.log",
-            f"-Dlog4j2.configurationFile=file:{log_config}",
+            f"-Dlog4j2.configurationFile=file:{LOG_CONFIG}",
             jvm.driver_options(),
         ])),
     }
@@ -84,12 +86,41 @@ def spark_submit_conf(settings: SessionSettings) -> dict[str, str]:
     """The --conf pairs a spark-submit of spark_jobs/zipper_job.py needs for these settings.
 
     Under spark-submit the driver JVM starts before any Python runs, so JVM options (the Derby
-    home, the log configuration) must be on the command line rather than set by the job."""
+    home, the log configuration) must be on the command line rather than set by the job. With an
+    external metastore only the common settings: the metastore, the warehouse and the driver's
+    JVM options are Spark's own configuration (hive-site.xml, spark-defaults.conf), and the log
+    configuration of a client-mode driver comes through spark_submit_env."""
     conf = dict(common_conf())
     if settings.metastore == "embedded":
         conf.update(embedded_conf(settings))
         conf["spark.ui.enabled"] = "false"
     return conf
+
+
+def spark_submit_env(settings: SessionSettings, deploy_mode: str | None = None,
+                     environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment variables a spark-submit of spark_jobs/zipper_job.py needs beside its --conf
+    pairs, given the submitting process's environment (default: this one's).
+
+    With an external metastore in client mode (the driver runs here and its console is the task
+    log), zipper's log configuration, whose console follows System.err (_jvm_console_to_log_file),
+    goes first in SPARK_SUBMIT_OPTS, not in spark.driver.extraJavaOptions as on the embedded
+    default: a --conf would replace that option whole, the value spark-defaults.conf gives it
+    included. Spark's launcher puts SPARK_SUBMIT_OPTS before the driver options of the Spark
+    conf, and the JVM keeps the last value of a property, so a log configuration given there
+    (spark-defaults.conf, the DAG's conf, --driver-java-options), or later in SPARK_SUBMIT_OPTS,
+    wins. It is named by log4j's older property, which either name given later overrides (log4j
+    prefers log4j2.configurationFile, whatever the order). Cluster mode gets nothing: the
+    driver and its log are the cluster's, and SPARK_SUBMIT_OPTS would only quieten the submitting
+    JVM, whose INFO lines carry the application or driver id the Spark provider tracks."""
+    environ = os.environ if environ is None else environ
+    if settings.metastore == "embedded" or deploy_mode == "cluster":
+        return {}  # the embedded default's driver options are in its conf
+    option = f"-Dlog4j.configurationFile=file:{LOG_CONFIG}"
+    current = environ.get("SPARK_SUBMIT_OPTS", "").strip()
+    if option in current.split():
+        return {}  # already there (a second submit from the same process)
+    return {"SPARK_SUBMIT_OPTS": f"{option} {current}".strip()}
 
 
 def log_dir(settings: SessionSettings) -> Path:

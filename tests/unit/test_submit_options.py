@@ -1,0 +1,29 @@
+"""What a spark-submit of the job is given, per metastore and deploy mode (zipper.runtime.session),
+without starting a JVM. The launcher and log4j's side of it: tests/airflow/test_operators.py."""
+
+from __future__ import annotations
+
+from zipper.runtime.session import LOG_CONFIG, SessionSettings, spark_submit_conf, spark_submit_env
+
+EXTERNAL = SessionSettings(warehouse="/data/warehouse", metastore="external")
+ZIPPER_LOG = f"-Dlog4j.configurationFile=file:{LOG_CONFIG}"
+
+
+def test_client_mode_with_an_external_metastore_gets_zippers_log_configuration_before_the_workers_options():
+    # the driver's JVM options stay Spark's own (spark-defaults.conf): a --conf would replace them whole
+    assert not [key for key in spark_submit_conf(EXTERNAL) if key.startswith("spark.driver.")]
+    for deploy_mode in (None, "client"):
+        assert spark_submit_env(EXTERNAL, deploy_mode, environ={}) == {"SPARK_SUBMIT_OPTS": ZIPPER_LOG}
+    # the worker's own options come after zipper's: a log configuration among them wins
+    worker = "-Xmx2g -Dlog4j2.configurationFile=file:/etc/spark/log4j2.properties"
+    assert spark_submit_env(EXTERNAL, environ={"SPARK_SUBMIT_OPTS": f" {worker} "}) == {
+        "SPARK_SUBMIT_OPTS": f"{ZIPPER_LOG} {worker}"}
+    # a second submit from the same process adds nothing
+    assert spark_submit_env(EXTERNAL, environ={"SPARK_SUBMIT_OPTS": f"{ZIPPER_LOG} {worker}"}) == {}
+
+
+def test_cluster_mode_and_the_embedded_default_get_no_submit_options():
+    assert spark_submit_env(EXTERNAL, "cluster", environ={}) == {}  # the driver and its log are the cluster's
+    embedded = SessionSettings(warehouse="/data/warehouse")
+    assert spark_submit_env(embedded, environ={}) == {}
+    assert f"-Dlog4j2.configurationFile=file:{LOG_CONFIG}" in spark_submit_conf(embedded)["spark.driver.extraJavaOptions"]
