@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from zipper.airflow.compat import AIRFLOW_3
 from zipper.spec.model import TableSpec
+
+
+def resume_command(dag_id: str, date: str, backfill: bool, ui: str = "") -> str:
+    """What runs a date and the later ones of a zipper DAG again: clearing them. On Airflow 2, where
+    backfill runs are involved, a backfill too: its scheduler never starts a (cleared) backfill run."""
+    clear = f"airflow tasks clear {dag_id} -s {date} -y"
+    if backfill and not AIRFLOW_3:
+        return f"{clear}, then airflow dags backfill -s {date} -e <last date> {dag_id}"
+    return f"{clear} ({ui})" if ui else clear
 
 
 def _code(value: object) -> str:
@@ -68,7 +78,8 @@ The merge updates the asset {_code(asset_uri(spec))}.
 
 **A failed date**: fix its input, then clear its run and every later one (they failed at
 `wait_for_previous_date`): `airflow tasks clear zipper_{spec.name} -s <date> -y`, or in the UI its
-`merge` with Upstream and Future.
+`merge` with Upstream and Future. Airflow 2.11 runs a cleared backfill run only in a backfill: then
+also `airflow dags backfill -s <date> -e <last date> zipper_{spec.name}`.
 
 **Rerun** (on call): trigger {_code(rerun_dag_id)} with `from_date` (and optionally `to_date`),
 which runs `zipper rerun {spec.name} --from D [--to E]` at once; or clear the `merge` task of a past

@@ -12,6 +12,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 
 from zipper.airflow import environment
 from zipper.airflow.compat import AirflowException, AirflowFailException, BaseOperator
+from zipper.airflow.docs import resume_command
 from zipper.airflow.hooks import ZipperSparkSubmitHook
 from zipper.dates import iso_date
 
@@ -124,9 +125,10 @@ class ZipperMergeOperator(ZipperSparkJobOperator):
 
     def after_fixing(self, context: Any) -> str:
         """The later runs fail at their gate while this date has not merged: they are cleared with it."""
-        dag_id = context["dag"].dag_id
-        return (f"Fix the input (or the spec), then clear this run and every later one: airflow tasks clear {dag_id}"
-                f" -s {context['ds']} -y (UI: clear this merge task with Upstream and Future)")
+        run_type = getattr(context.get("dag_run"), "run_type", None)
+        resume = resume_command(context["dag"].dag_id, context["ds"], getattr(run_type, "value", run_type) == "backfill",
+                                ui="UI: clear this merge task with Upstream and Future")
+        return f"Fix the input (or the spec), then clear this run and every later one: {resume}"
 
 
 def _date_param(params: dict, key: str, required: bool) -> str | None:

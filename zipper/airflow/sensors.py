@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import datetime as dt
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from zipper.airflow import environment
 from zipper.airflow.compat import (AIRFLOW_3, AirflowException, AirflowFailException, AirflowSensorTimeout,
                                    BaseSensorOperator)
+from zipper.airflow.docs import resume_command
 from zipper.airflow.increments import ExternalMetastore, Readiness, check_increment
 
 
@@ -114,36 +115,53 @@ class PreviousDateSensor(BaseSensorOperator):
         if previous is None:
             self.log.info("first run: no earlier date to wait for")
             return True
-        logical, run_id, state, queued_behind, failed_upstream = previous
-        if state in PASSED_STATES:
-            self.log.info("the merge of %s (run %s) is %s", logical, run_id, state)
+        if previous.merge_state in PASSED_STATES:
+            self.log.info("the merge of %s (run %s) is %s", previous.logical, previous.run_id, previous.merge_state)
             return True
-        if state in FAILED_STATES:
-            raise AirflowFailException(_failed_previous(context["dag"].dag_id, logical, run_id, state, failed_upstream))
-        if queued_behind:
-            dag_id = context["dag"].dag_id
-            raise AirflowFailException(
-                f"the run of the previous date {logical} (run {run_id}) is queued behind this one, and the DAG runs"
-                f" one date at a time: waiting would hold its place for ever, so this run stops. Once the merge of"
-                f" {logical} has succeeded, clear this date and the later ones: airflow tasks clear {dag_id}"
-                f" -s {context['ds']} -y (UI: clear this run's merge task with Future)")
-        self.log.info("waiting: the merge of %s (run %s) is %s", logical, run_id, state or "not started")
+        dag_id = context["dag"].dag_id
+        if previous.merge_state in FAILED_STATES:
+            raise AirflowFailException(_failed_previous(dag_id, previous))
+        if previous.queued_behind:
+            raise AirflowFailException(_queued_behind(dag_id, context["ds"], previous))
+        self.log.info("waiting: the merge of %s (run %s) is %s", previous.logical, previous.run_id,
+                      previous.merge_state or "not started")
         return False
 
 
-def _failed_previous(dag_id: str, logical: str, run_id: str, state: str, failed_upstream: list[str]) -> str:
+class PreviousRun(NamedTuple):
+    """What the gate knows of the run before this one."""
+
+    logical: str  # its date
+    run_id: str
+    merge_state: str | None
+    queued_behind: bool  # queued, and it cannot start while this run runs (_previous_merge)
+    failed_tasks: list[str]  # its other tasks that failed
+    backfill: bool  # it or this run is a backfill run
+
+
+def _failed_previous(dag_id: str, previous: PreviousRun) -> str:
     """Why this run stops, and what clears it, from what failed in the previous run."""
-    clear = f"airflow tasks clear {dag_id} -s {logical} -y (UI: clear its merge task with Upstream and Future)"
-    if state == "upstream_failed" and INCREMENT_TASK in failed_upstream:
+    logical, run_id, state = previous.logical, previous.run_id, previous.merge_state
+    clear = resume_command(dag_id, logical, previous.backfill, ui="UI: clear its merge task with Upstream and Future")
+    if state == "upstream_failed" and INCREMENT_TASK in previous.failed_tasks:
         return (f"the merge of the previous date {logical} (run {run_id}) did not run: its {INCREMENT_TASK} failed"
                 f" (its log names the increment it waited for); dates merge in order. Once that increment is"
                 f" there, clear that run and every later one: {clear}")
-    if state == "upstream_failed" and PREVIOUS_DATE_TASK in failed_upstream:
+    if state == "upstream_failed" and PREVIOUS_DATE_TASK in previous.failed_tasks:
         return (f"the merge of the previous date {logical} (run {run_id}) did not run: an earlier date has not"
                 f" merged (that run's {PREVIOUS_DATE_TASK} log names it); dates merge in order. Fix the earliest"
-                f" failed date, then clear from it: airflow tasks clear {dag_id} -s <that date> -y")
+                f" failed date, then clear from it: {resume_command(dag_id, '<that date>', previous.backfill)}")
     return (f"the merge of the previous date {logical} (run {run_id}) is {state}; dates merge in order."
             f" Fix it, then clear that run and every later one: {clear}")
+
+
+def _queued_behind(dag_id: str, ds: str, previous: PreviousRun) -> str:
+    """Why this run stops rather than wait for a previous run that cannot start before it ends."""
+    logical, run_id = previous.logical, previous.run_id
+    return (f"the run of the previous date {logical} (run {run_id}) is queued behind this one, and the DAG runs"
+            f" one date at a time: waiting would hold its place for ever, so this run stops. Once the merge of"
+            f" {logical} has succeeded, clear this date and the later ones: airflow tasks clear {dag_id}"
+            f" -s {ds} -y (UI: clear this run's merge task with Future)")
 
 
 def _text(value: Any) -> str | None:
@@ -151,9 +169,8 @@ def _text(value: Any) -> str | None:
     return str(value.value if hasattr(value, "value") else value) if value else None
 
 
-def _previous_merge(context: Any, task_id: str) -> tuple[str, str, str | None, bool, list[str]] | None:
-    """(logical date, run id, state of its merge task, whether that run is queued behind this
-    one, the other tasks of that run that failed) of the run before this one, or None.
+def _previous_merge(context: Any, task_id: str) -> PreviousRun | None:
+    """The run before this one (by date), or None.
 
     Queued behind: the previous run has not started while this one runs, and neither is a
     backfill run (those have their own limit). With one active run per DAG it can only start
@@ -173,7 +190,7 @@ def _previous_merge(context: Any, task_id: str) -> tuple[str, str, str | None, b
             return None
         states = {found.task_id: _text(found.state) for found in previous.get_task_instances()}
     logical = previous.logical_date.date().isoformat() if getattr(previous, "logical_date", None) else "?"
-    runs = (_text(previous.run_type), _text(getattr(context.get("dag_run"), "run_type", None)))
-    queued_behind = _text(previous.state) == "queued" and "backfill" not in runs
+    backfill = "backfill" in (_text(previous.run_type), _text(getattr(context.get("dag_run"), "run_type", None)))
+    queued_behind = _text(previous.state) == "queued" and not backfill
     failed = sorted(task for task, state in states.items() if state == "failed" and task != task_id)
-    return logical, previous.run_id, states.get(task_id), queued_behind, failed
+    return PreviousRun(logical, previous.run_id, states.get(task_id), queued_behind, failed, backfill)
