@@ -84,8 +84,8 @@ def test_dags_backfill_produces_the_table_of_daily_runs(backfilled):
 @pytest.fixture(scope="module")
 def failed_date(af2, backfilled):
     """A backfill over the table whose second date is bad (after the backfill above: the embedded
-    metastore allows one Spark driver at a time), then, after fixing the input, the clear and the
-    backfill from the failed date the messages name."""
+    metastore allows one Spark driver at a time); after fixing the input and clearing, a backfill
+    of the last date alone, then the backfill from the failed date the messages name."""
     env, dag = af2["env"], f"zipper_{STUCK}"
     logs = af2["root"] / "airflow" / "logs" / f"dag_id={dag}"
 
@@ -103,9 +103,14 @@ def failed_date(af2, backfilled):
               "merge_log": log(DATES[1], "merge"), "gate_log": log(DATES[2], PREVIOUS_DATE_TASK)}
     write_parquet(af2["stuck"] / "incr" / f"ds={DATES[1]}", INCREMENTS[DATES[1]])  # the fixed file
     airflow2(env, "tasks", "clear", dag, "-s", DATES[1], "-y")
+    # the last date alone: its previous date's run is queued, and only a backfill of that date starts it
+    alone = airflow2(env, "dags", "backfill", "-s", DATES[2], "-e", DATES[2], dag, check=False, timeout=300)
+    behind = {"exit": alone.returncode, "gates": states(PREVIOUS_DATE_TASK),
+              "gate_log": log(DATES[2], PREVIOUS_DATE_TASK)}
+    airflow2(env, "tasks", "clear", dag, "-s", DATES[1], "-y")
     airflow2(env, "dags", "backfill", "-s", DATES[1], "-e", DATES[-1], dag)
     table = probe(af2["root"] / "warehouse", tables=[f"dw.{STUCK}"])["tables"][f"dw.{STUCK}"]
-    return {"failed": failed, "merges": task_states(af2, dag, "merge"), "table": table}
+    return {"failed": failed, "behind": behind, "merges": task_states(af2, dag, "merge"), "table": table}
 
 
 def resume_from(ds: str) -> str:
@@ -124,3 +129,13 @@ def test_a_failed_date_fails_the_later_runs_at_once_and_clearing_and_backfilling
     assert_serial(failed_date["merges"])
     assert failed_date["table"]["rows"] == backfilled["tables"]["tables"]["dw.dim_ref"]["rows"]
 
+
+def test_a_backfill_run_behind_a_queued_earlier_run_fails_at_once_instead_of_waiting_for_ever(failed_date):
+    """Airflow 2.11 counts a backfill run against the DAG's one active run and starts a queued
+    backfill run only in a backfill: waiting for it held this run in its gate for the sensor's
+    default timeout, seven days."""
+    behind = failed_date["behind"]
+    assert behind["exit"] != 0 and behind["gates"] == ["success", None, "failed"]  # the failed date: cleared, queued
+    assert f"the run of the previous date {DATES[1]} " in behind["gate_log"]
+    assert "is queued, and cannot start while this run runs" in behind["gate_log"]
+    assert resume_from(DATES[1]) in behind["gate_log"]

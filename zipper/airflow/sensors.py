@@ -158,6 +158,11 @@ def _failed_previous(dag_id: str, previous: PreviousRun) -> str:
 def _queued_behind(dag_id: str, ds: str, previous: PreviousRun) -> str:
     """Why this run stops rather than wait for a previous run that cannot start before it ends."""
     logical, run_id = previous.logical, previous.run_id
+    if previous.backfill and not AIRFLOW_3:
+        return (f"the run of the previous date {logical} (run {run_id}) is queued, and cannot start while this run"
+                " runs: Airflow 2 counts backfill runs against the DAG's one active run, and only `airflow dags"
+                " backfill` starts a queued backfill run. Waiting would hold this place for ever, so this run"
+                f" stops. Run the dates from {logical} again: {resume_command(dag_id, logical, backfill=True)}")
     return (f"the run of the previous date {logical} (run {run_id}) is queued behind this one, and the DAG runs"
             f" one date at a time: waiting would hold its place for ever, so this run stops. Once the merge of"
             f" {logical} has succeeded, clear this date and the later ones: airflow tasks clear {dag_id}"
@@ -172,10 +177,20 @@ def _text(value: Any) -> str | None:
 def _previous_merge(context: Any, task_id: str) -> PreviousRun | None:
     """The run before this one (by date), or None.
 
-    Queued behind: the previous run has not started while this one runs, and neither is a
-    backfill run (those have their own limit). With one active run per DAG it can only start
-    once this run ends: a past date cleared after `airflow dags test` replaced its scheduled run
-    is queued by its new run_after, behind the later dates' runs."""
+    Queued behind: the previous run is queued while this one runs and can only start once this
+    one ends (a past date cleared after `airflow dags test` replaced its scheduled run is queued
+    by its new run_after, behind the later dates' runs). Airflow 2.11 counts every running run
+    of the DAG, backfill runs too, against its one active run (max_active_runs=1), and its
+    scheduler never starts a queued backfill run (only `airflow dags backfill` does, and that too
+    waits while this run is active): so whatever the runs' kinds. Airflow 3 counts each
+    backfill's running runs against that backfill's own max_active_runs and the other runs
+    against the DAG's: so only when neither run is a backfill run. A queued run of the other kind
+    waits for a place this run does not hold; a backfill starts its runs in date order (Airflow 3
+    refuses a backfill in reverse of a DAG with depends_on_past), so a previous run of the same
+    backfill is queued while this one runs only if it was cleared while it ran, which freed its
+    own place, and it gets that place back before any later date. (Not seen from here: a queued
+    run of the other kind held up by a later run of its kind that itself waits for this backfill,
+    i.e. a past date cleared while a later scheduled run is in flight; README, "Backfill".)"""
     if AIRFLOW_3:
         ti = context["ti"]
         previous = ti.get_previous_dagrun()
@@ -191,6 +206,6 @@ def _previous_merge(context: Any, task_id: str) -> PreviousRun | None:
         states = {found.task_id: _text(found.state) for found in previous.get_task_instances()}
     logical = previous.logical_date.date().isoformat() if getattr(previous, "logical_date", None) else "?"
     backfill = "backfill" in (_text(previous.run_type), _text(getattr(context.get("dag_run"), "run_type", None)))
-    queued_behind = _text(previous.state) == "queued" and not backfill
+    queued_behind = _text(previous.state) == "queued" and (not AIRFLOW_3 or not backfill)
     failed = sorted(task for task, state in states.items() if state == "failed" and task != task_id)
     return PreviousRun(logical, previous.run_id, states.get(task_id), queued_behind, failed, backfill)
