@@ -114,7 +114,7 @@ def failed_date(af2, backfilled):
 
 
 def resume_from(ds: str) -> str:
-    """What the messages say runs the dates from ds again on Airflow 2.11 (a cleared backfill run waits for a backfill)."""
+    """What the messages say runs the dates from ds again on 2.11 (a cleared backfill run waits for a backfill)."""
     dag = f"zipper_{STUCK}"
     return f"airflow tasks clear {dag} -s {ds} -y, then airflow dags backfill -s {ds} -e <last date> {dag}"
 

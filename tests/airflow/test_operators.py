@@ -95,7 +95,8 @@ def test_an_external_metastore_in_client_mode_gives_the_driver_zippers_log_confi
 LOG_CONFIG_JOB = f"""import json
 from pyspark import SparkContext
 SparkContext._ensure_initialized()
-source = SparkContext._jvm.org.apache.logging.log4j.LogManager.getContext(False).getConfiguration().getConfigurationSource()
+context = SparkContext._jvm.org.apache.logging.log4j.LogManager.getContext(False)
+source = context.getConfiguration().getConfigurationSource()
 print({REPORT_PREFIX!r} + json.dumps({{"log_config": source.getLocation()}}))
 """
 

@@ -26,4 +26,5 @@ def test_cluster_mode_and_the_embedded_default_get_no_submit_options():
     assert spark_submit_env(EXTERNAL, "cluster", environ={}) == {}  # the driver and its log are the cluster's
     embedded = SessionSettings(warehouse="/data/warehouse")
     assert spark_submit_env(embedded, environ={}) == {}
-    assert f"-Dlog4j2.configurationFile=file:{LOG_CONFIG}" in spark_submit_conf(embedded)["spark.driver.extraJavaOptions"]
+    driver_options = spark_submit_conf(embedded)["spark.driver.extraJavaOptions"]
+    assert f"-Dlog4j2.configurationFile=file:{LOG_CONFIG}" in driver_options

@@ -126,7 +126,8 @@ class ZipperMergeOperator(ZipperSparkJobOperator):
     def after_fixing(self, context: Any) -> str:
         """The later runs fail at their gate while this date has not merged: they are cleared with it."""
         run_type = getattr(context.get("dag_run"), "run_type", None)
-        resume = resume_command(context["dag"].dag_id, context["ds"], getattr(run_type, "value", run_type) == "backfill",
+        backfill = getattr(run_type, "value", run_type) == "backfill"
+        resume = resume_command(context["dag"].dag_id, context["ds"], backfill,
                                 ui="UI: clear this merge task with Upstream and Future")
         return f"Fix the input (or the spec), then clear this run and every later one: {resume}"
 
