@@ -190,7 +190,8 @@ def test_a_final_failure_fails_the_merge_without_retry_and_says_what_clears_it(m
     assert str(error) == (
         f"{REASON} (the zipper job failed; its log is above, Spark's in {tmp_path}/logs/spark-*.log). Not retried:"
         " the same input fails the same way on every try. Fix the input (or the spec), then clear this run and every"
-        " later one: airflow tasks clear zipper_dim -s 2024-01-02 -y (UI: clear this merge task with Upstream and Future)")
+        " later one: airflow tasks clear zipper_dim -s 2024-01-02 -y"
+        " (UI: clear this merge task with Upstream and Future)")
 
 
 def test_a_retryable_failure_keeps_the_tasks_retries(monkeypatch, tmp_path):

@@ -106,7 +106,7 @@ class _Lister:
         statuses = fs.listStatus(folder)
         try:
             fields = json.loads(self._mapper.writeValueAsString(statuses))
-        except (Py4JJavaError, CapturedException):  # a file system's status class Jackson cannot write: asked one by one
+        except (Py4JJavaError, CapturedException):  # a status class Jackson cannot write: asked one by one
             fields = [{} for _ in range(len(statuses))]
         return [_entry(status, statuses, i) for i, status in enumerate(fields)], statuses
 
