@@ -22,9 +22,14 @@ SAFE_WIDENINGS = {
     ("float", "double"),
     ("tinyint", "double"), ("smallint", "double"), ("int", "double"),
 }
-# A value column widens from float to double exactly; a key cannot: see `evolve`.
-_FLOATS = {"float", "double"}
 _DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")
+
+
+def float_and_double(one: str | None, other: str | None) -> bool:
+    """Whether two types of one key column are float and double: a value column widens from one
+    to the other exactly, a key cannot (0.1 as a float is 0.10000000149011612 as a double, another
+    key)."""
+    return {one, other} == {"float", "double"}
 
 
 def reads_as(narrow: str, wide: str) -> bool:
@@ -347,7 +352,7 @@ def evolve(input_columns: list[tuple[str, str]], table_columns: list[tuple[str, 
     columns, missing, widened = [], [], []
     for name, table_type in table_columns:
         input_type = have.get(name)
-        if name in spec.keys and {input_type, table_type} == _FLOATS:
+        if name in spec.keys and float_and_double(input_type, table_type):
             raise InputError(
                 f"{what} key column {name!r} has type {input_type}, the table has {table_type}; a float key and a"
                 " double key are different values (0.1 as a float is 0.10000000149011612 as a double): send the key"

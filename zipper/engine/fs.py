@@ -78,6 +78,15 @@ def glob(spark, pattern: str) -> list[str]:
     return [] if statuses is None else [s.getPath().toString() for s in statuses]
 
 
+def jvm_failures() -> tuple[type[Exception], ...]:
+    """What a call into the JVM raises when the Java side fails: Spark's errors as PySpark raises
+    them, Java's others as py4j does. Anything else is a bug on the Python side."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors.exceptions.captured import CapturedException
+
+    return CapturedException, Py4JJavaError
+
+
 @dataclass(frozen=True)
 class _Entry:
     """One entry of a folder's listing."""
@@ -100,13 +109,10 @@ class _Lister:
 
     def entries(self, fs, folder) -> tuple[list[_Entry], object]:
         """The entries of `folder` (a Hadoop Path), and the Java array they come from."""
-        from py4j.protocol import Py4JJavaError
-        from pyspark.errors.exceptions.captured import CapturedException
-
         statuses = fs.listStatus(folder)
         try:
             fields = json.loads(self._mapper.writeValueAsString(statuses))
-        except (Py4JJavaError, CapturedException):  # a status class Jackson cannot write: asked one by one
+        except jvm_failures():  # a status class Jackson cannot write: asked one by one
             fields = [{} for _ in range(len(statuses))]
         return [_entry(status, statuses, i) for i, status in enumerate(fields)], statuses
 

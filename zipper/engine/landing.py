@@ -345,13 +345,13 @@ def _groups(schemas: dict[str, list]) -> dict[tuple[str, ...], list]:
 def _union_types(schemas: dict[str, list], where: dict, keys: list[str]) -> dict[str, str]:
     """One type per column over the files, by safe widening; a key never mixes float and double
     (0.1 as a float and 0.1 as a double are different keys)."""
-    from zipper.engine.conform import reads_as
+    from zipper.engine.conform import float_and_double, reads_as
 
     union: dict[str, str] = {}
     seen_in: dict[str, str] = {}
     for path, fields in schemas.items():
         for _, name, kind in fields:
-            if name in keys and {union.get(name), kind} == {"float", "double"}:
+            if name in keys and float_and_double(union.get(name), kind):
                 raise InputError(f"landing-zone key column {name!r} has type {union[name]} in"
                                  f" {fs.name_of(seen_in[name])} and {kind} in {fs.name_of(path)}; a float key and a"
                                  " double key are different values", **where)

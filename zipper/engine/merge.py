@@ -332,13 +332,12 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
         st = _retype_from_input(spark, spec, st, ds, progress)
 
     fingerprints: dict[dt.date, str] = {}
+    committed = {d: c.fingerprint for d, c in st.commits.items()}
 
     def current_fingerprint(day: dt.date) -> str:
-        """The recorded fingerprint when the input matches it (in the formula it was made with)."""
         if day not in fingerprints:
             located = sources.locate_increment(spark, spec, st, day)
-            recorded = st.commits[day.isoformat()].fingerprint if day.isoformat() in st.commits else None
-            fingerprints[day] = recorded if located.matches(recorded) else located.fingerprint
+            fingerprints[day] = located.fingerprint_against(committed.get(day.isoformat()))
         return fingerprints[day]
 
     plan = plan_merge(
@@ -347,7 +346,7 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
         initialized=st.initialized,
         last_committed=st.last_committed,
         init_ds=st.init_ds,
-        committed_fingerprints={d: c.fingerprint for d, c in st.commits.items()},
+        committed_fingerprints=committed,
         current_fingerprint=current_fingerprint,
         pending_replay=(st.replay.first, st.replay.last) if st.replay else None,
     )

@@ -44,13 +44,12 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
     st = merge.recover(spark, spec, st, first)
 
     located: dict[dt.date, object] = {}
+    committed = {d: c.fingerprint for d, c in st.commits.items()}
 
     def current_fingerprint(day: dt.date) -> str:
-        """The recorded fingerprint when the input matches it (in the formula it was made with)."""
         if day not in located:
             located.update(inputs.locate_dates(spark, spec, [day], st))
-        recorded = st.commits[day.isoformat()].fingerprint if day.isoformat() in st.commits else None
-        return recorded if located[day].matches(recorded) else located[day].fingerprint
+        return located[day].fingerprint_against(committed.get(day.isoformat()))
 
     pending = st.replay
     plan = plan_rerun(
@@ -61,7 +60,7 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
         last_committed=st.last_committed,
         init_ds=st.init_ds,
         pending_replay=(pending.first, pending.last) if pending else None,
-        committed_fingerprints={d: c.fingerprint for d, c in st.commits.items()},
+        committed_fingerprints=committed,
         current_fingerprint=current_fingerprint,
         uncommit_later=uncommit_later,
     )

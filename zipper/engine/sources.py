@@ -44,6 +44,11 @@ class Input:
         unchanged while they all are (else every such date would look changed, and replay)."""
         return recorded is not None and recorded in (self.fingerprint, self.every_file_fingerprint)
 
+    def fingerprint_against(self, recorded: str | None) -> str:
+        """The fingerprint to compare with a commit's `recorded` one: `recorded` itself when this
+        input `matches` it (in whichever formula it was made), else this input's own."""
+        return recorded if self.matches(recorded) else self.fingerprint
+
 
 def render(template: str, ds: dt.date, key: str, spec: TableSpec | None = None) -> str:
     """`template` for `ds`; `key` is the spec key it comes from (`source.path`), for the message.
@@ -326,18 +331,9 @@ def _first_unreadable(spark, located: Input, files: list[fs.FileInfo], options: 
     for f in files:
         try:
             spark.read.format(located.format).options(**single).load(f.path).schema  # noqa: B018
-        except _read_failures():
+        except fs.jvm_failures():  # the file cannot be read (anything else is a bug)
             return f.path
     return None
-
-
-def _read_failures() -> tuple[type[Exception], ...]:
-    """What reading a file's schema raises when the file cannot be read: Spark's errors as
-    PySpark raises them, Java's others as py4j does. Anything else is a bug, not a bad file."""
-    from py4j.protocol import Py4JJavaError
-    from pyspark.errors.exceptions.captured import CapturedException
-
-    return CapturedException, Py4JJavaError
 
 
 def _type_conflicts(spark, located: Input, files: list[fs.FileInfo], shown: int = 3) -> str:
@@ -347,8 +343,8 @@ def _type_conflicts(spark, located: Input, files: list[fs.FileInfo], shown: int 
     for f in files:
         try:
             fields = spark.read.format(located.format).load(f.path).schema.fields
-        except _read_failures():
-            continue  # an unreadable file: reported by the caller's message
+        except fs.jvm_failures():  # an unreadable file: reported by the caller's message
+            continue
         for field in fields:
             seen.setdefault(field.name.lower(), {}).setdefault(field.dataType.simpleString(), f.path.rsplit("/", 1)[-1])
     conflicts = [f"{name} is " + ", ".join(f"{kind} in {file}" for kind, file in types.items())
