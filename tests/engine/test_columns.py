@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -22,6 +23,15 @@ OPEN = "9999-12-31"
 
 def columns_of(spark, t):
     return [(f.name, f.dataType.simpleString()) for f in spark.table(t.table).schema]
+
+
+def initialized_with_a_day_folder(spark, t: TableFixture, base_rows) -> Path:
+    """`t` initialized from a base of `base_rows`, and the (empty) folder of its day 1 increment."""
+    t.write_base(spark, base_rows)
+    merge.init_table(spark, t.spec)
+    folder = t.increment_dir(day(1))
+    folder.mkdir(parents=True)
+    return folder
 
 
 def test_a_csv_value_that_does_not_parse_names_its_column_value_file_and_row(spark, tmp_path, unique_name):
@@ -144,10 +154,7 @@ def test_a_csv_header_with_a_quoted_line_end_is_read_whole_under_multiline(spark
     """The header check read the first line only: `id,name,"id<line end>x"` was refused as naming
     'id' twice, and headers that differ after the line end passed it."""
     t = TableFixture(tmp_path, unique_name, source={"format": "csv", "options": {"multiLine": "true"}})
-    t.write_base(spark, [(1, "ann", "Oslo")])
-    merge.init_table(spark, t.spec)
-    folder = t.increment_dir(day(1))
-    folder.mkdir(parents=True)
+    folder = initialized_with_a_day_folder(spark, t, [(1, "ann", "Oslo")])
     (folder / "part-0.csv").write_text('id,name,"id\nx"\n1,ann,a\n')
     with pytest.raises(InputError) as raised:  # what Spark reads: a name a Hive table cannot take
         merge.merge_date(spark, t.spec, day(1))
@@ -385,10 +392,7 @@ def test_a_file_typing_a_column_otherwise_than_the_input_is_read_names_the_file_
     reader class, SchemaColumnConvertNotSupportedException, and Parquet's BINARY, and was retried."""
     t = TableFixture(tmp_path, unique_name, schema="id bigint, amount double",
                      source={"options": {"mergeSchema": False}})
-    t.write_base(spark, [(1, 1.5)])
-    merge.init_table(spark, t.spec)
-    folder = t.increment_dir(day(1))
-    folder.mkdir(parents=True)
+    folder = initialized_with_a_day_folder(spark, t, [(1, 1.5)])
     for key, amount in ((2, pa.array([2.5])), (3, pa.array(["3.5"]))):
         pq.write_table(pa.table({"id": pa.array([key], pa.int64()), "amount": amount}), folder / f"part-{key - 2}.parquet")
     before = (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec))
@@ -542,10 +546,7 @@ def test_a_csv_decimal_with_more_places_than_its_column_is_refused_not_rounded(s
     """Spark's CSV parser read 1.239 into decimal(7,2) as 1.24, without a word."""
     t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, amt decimal(7,2)",
                      source={"format": "csv"})
-    t.write_base(spark, [(1, "ann", None)])
-    merge.init_table(spark, t.spec)
-    folder = t.increment_dir(day(1))
-    folder.mkdir(parents=True)
+    folder = initialized_with_a_day_folder(spark, t, [(1, "ann", None)])
     (folder / "part-0.csv").write_text("id,name,amt\n1,ann,1.50\n2,bob,-3.240000\n3,cid,12.5\n")
     (folder / "part-1.csv").write_text("id,name,amt\n7,gus,1.239\n")
     with pytest.raises(InputError) as raised:
@@ -565,10 +566,7 @@ def test_a_csv_decimal_in_exponent_form_or_with_grouping_marks_is_refused_where_
     decimal(7,2) as 1.24, and 1,234.567 (it drops the commas) as 1234.57, without a word."""
     t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, amt decimal(7,2)",
                      source={"format": "csv"})
-    t.write_base(spark, [(1, "ann", None)])
-    merge.init_table(spark, t.spec)
-    folder = t.increment_dir(day(1))
-    folder.mkdir(parents=True)
+    folder = initialized_with_a_day_folder(spark, t, [(1, "ann", None)])
     (folder / "part-0.csv").write_text('id,name,amt\n1,ann,1.5E+1\n2,bob,12300E-4\n3,cid,-1.2e-1\n4,dan,0.000e-9\n'
                                        '5,eve,"1,234.5"\n6,fay,"-12,345.6e-1"\n')
     for value in ("1.239e0", "12391E-4", "5e-3", "1,234.567"):
@@ -600,10 +598,7 @@ def test_a_csv_decimal_in_exponent_form_or_with_grouping_marks_is_refused_where_
     # another locale's marks (de-DE: 1.234,5), as Spark's parser reads them
     german = TableFixture(tmp_path, unique_name + "_de", schema="id bigint, name string, amt decimal(7,2)",
                           source={"format": "csv", "options": {"sep": ";", "locale": "de-DE"}})
-    german.write_base(spark, [(1, "ann", None)])
-    merge.init_table(spark, german.spec)
-    folder = german.increment_dir(day(1))
-    folder.mkdir(parents=True)
+    folder = initialized_with_a_day_folder(spark, german, [(1, "ann", None)])
     (folder / "part-0.csv").write_text("id;name;amt\n1;ann;1.234,5\n7;gus;1,239\n")
     with pytest.raises(InputError) as raised:
         merge.merge_date(spark, german.spec, day(1))
@@ -620,10 +615,7 @@ def test_a_csv_timestamp_with_more_than_microseconds_is_refused_not_truncated(sp
     .123456 without a word, so a change in the 7th digit was taken for a re-sent unchanged row."""
     t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, seen timestamp",
                      source={"format": "csv"})
-    t.write_base(spark, [(1, "ann", None)])
-    merge.init_table(spark, t.spec)
-    folder = t.increment_dir(day(1))
-    folder.mkdir(parents=True)
+    folder = initialized_with_a_day_folder(spark, t, [(1, "ann", None)])
     (folder / "part-0.csv").write_text("id,name,seen\n1,ann,2024-01-01 08:00:00.1234560\n"
                                        "2,bob,2024-01-01T08:00:00.000001Z\n3,cid,2024-01-01 08:00:00\n")
     (folder / "part-1.csv").write_text("id,name,seen\n7,gus,2024-01-01 08:00:00.1234567+02:00\n")

@@ -281,6 +281,24 @@ def test_an_unreadable_single_file_is_named(spark, users):
     assert str(err.value).startswith(f"{users.table} 2024-01-01: cannot read file part-0.orc of {folder}: ")
 
 
+def counted_jvm_calls(spark, monkeypatch) -> list[str]:
+    """The py4j commands the driver sends from now on (`monkeypatch.undo()` stops counting), not
+    the deletes of objects Python let go of, which come at random."""
+    from py4j.protocol import MEMORY_COMMAND_NAME
+
+    client = spark.sparkContext._gateway._gateway_client
+    send = client.send_command
+    calls: list[str] = []
+
+    def counted_send(command, *args, **kwargs):
+        if not command.startswith(MEMORY_COMMAND_NAME):
+            calls.append(command)
+        return send(command, *args, **kwargs)
+
+    monkeypatch.setattr(client, "send_command", counted_send)
+    return calls
+
+
 def test_the_files_spark_reads_are_found_in_as_many_jvm_calls_for_many_files_as_for_few(spark, users, monkeypatch):
     """Walking Spark's file index took a few py4j calls for each file: seconds for a base of
     many thousand files. It is asked in a few calls (and a few for each partition folder); many
@@ -288,7 +306,6 @@ def test_the_files_spark_reads_are_found_in_as_many_jvm_calls_for_many_files_as_
     read, none taken for a file left out."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from py4j.protocol import MEMORY_COMMAND_NAME
 
     def write_files(folder, count, first_id):
         folder.mkdir(parents=True)
@@ -305,16 +322,7 @@ def test_the_files_spark_reads_are_found_in_as_many_jvm_calls_for_many_files_as_
     write_files(partitioned / "part=b", 150, 2000)
     write_files(users.data / "few" / "part=a", 1, 1)
     write_files(users.data / "few" / "part=b", 1, 2)
-    client = spark.sparkContext._gateway._gateway_client
-    send = client.send_command
-    calls = []
-
-    def counted_send(command, *args, **kwargs):  # not the deletes of objects Python let go of
-        if not command.startswith(MEMORY_COMMAND_NAME):
-            calls.append(command)
-        return send(command, *args, **kwargs)
-
-    monkeypatch.setattr(client, "send_command", counted_send)
+    calls = counted_jvm_calls(spark, monkeypatch)
 
     def calls_to_find_the_files(folder):
         df = spark.read.parquet(str(folder))
@@ -343,8 +351,6 @@ def test_an_inputs_files_are_listed_in_as_many_jvm_calls_for_many_files_as_for_f
     of a base of many thousand files. It takes a few for each folder, and finds what Hadoop's
     recursive listing found: every file in any subfolder, with its size and modification time,
     but those whose name or folder's name starts with _ or . (a partition folder `_a=1` is data)."""
-    from py4j.protocol import MEMORY_COMMAND_NAME
-
     def write_tree(root, count):
         for folder in ("", "sub/deeper", "_a=1", "_temporary/0", ".hidden"):
             (root / folder).mkdir(parents=True, exist_ok=True)
@@ -363,16 +369,7 @@ def test_an_inputs_files_are_listed_in_as_many_jvm_calls_for_many_files_as_for_f
 
     write_tree(tmp_path / "few", 3)
     write_tree(tmp_path / "many", 300)
-    client = spark.sparkContext._gateway._gateway_client
-    send = client.send_command
-    calls = []
-
-    def counted_send(command, *args, **kwargs):  # not the deletes of objects Python let go of
-        if not command.startswith(MEMORY_COMMAND_NAME):
-            calls.append(command)
-        return send(command, *args, **kwargs)
-
-    monkeypatch.setattr(client, "send_command", counted_send)
+    calls = counted_jvm_calls(spark, monkeypatch)
 
     def counted(listing, folder):
         calls.clear()
