@@ -3,6 +3,8 @@ the engine, the sensor and the error lines (no Spark, no Airflow here)."""
 
 from __future__ import annotations
 
+from urllib.parse import unquote
+
 
 def local_path(uri: str) -> str | None:
     """The local file system path of a `file:` URI (`file:/a`, `file:///a`) or of an absolute
@@ -20,3 +22,11 @@ def local_path(uri: str) -> str | None:
 def user_path(uri: str) -> str:
     """A location as a user types it: local ones as plain paths, remote ones as their URIs."""
     return local_path(uri) or uri
+
+
+def hadoop_path(location_uri: str) -> str:
+    """A location the metastore gives (a URI: `file:/a%20b`) as Hadoop spells the path
+    (`file:/a b`), which is what zipper passes to Spark and Hadoop: given the URI spelling, they
+    would read `%20` as three characters, and a warehouse whose path had a space put its tables
+    in a folder named `a%20b` beside it."""
+    return unquote(location_uri)

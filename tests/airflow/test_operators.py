@@ -82,7 +82,7 @@ def test_an_external_metastore_in_client_mode_gives_the_driver_zippers_log_confi
     # Then client mode (no connection, or a standalone one) starts the driver with zipper's log
     # configuration before the worker's options, and no --conf replaces Spark's driver options
     hook, argv = command()
-    assert hook.submit_environment()["SPARK_SUBMIT_OPTS"] == f"-Dlog4j.configurationFile=file:{LOG_CONFIG} -Xss4m"
+    assert hook.submit_environment()["SPARK_SUBMIT_OPTS"] == f"-Dlog4j.configurationFile={LOG_CONFIG} -Xss4m"
     assert not [arg for arg in argv if arg.startswith("spark.driver.")]
     monkeypatch.setenv("AIRFLOW_CONN_ZIPPER_SPARK", "spark://spark-master:7077?deploy-mode=client")
     assert command()[0].submit_environment()["SPARK_SUBMIT_OPTS"].startswith("-Dlog4j.configurationFile=")

@@ -3,10 +3,12 @@ without starting a JVM. The launcher and log4j's side of it: tests/airflow/test_
 
 from __future__ import annotations
 
-from zipper.runtime.session import LOG_CONFIG, SessionSettings, spark_submit_conf, spark_submit_env
+import shlex
+
+from zipper.runtime.session import LOG_CONFIG, SessionSettings, java_property, spark_submit_conf, spark_submit_env
 
 EXTERNAL = SessionSettings(warehouse="/data/warehouse", metastore="external")
-ZIPPER_LOG = f"-Dlog4j.configurationFile=file:{LOG_CONFIG}"
+ZIPPER_LOG = java_property("log4j.configurationFile", LOG_CONFIG)
 
 
 def test_client_mode_with_an_external_metastore_gets_zippers_log_configuration_before_the_workers_options():
@@ -27,4 +29,14 @@ def test_cluster_mode_and_the_embedded_default_get_no_submit_options():
     embedded = SessionSettings(warehouse="/data/warehouse")
     assert spark_submit_env(embedded, environ={}) == {}
     driver_options = spark_submit_conf(embedded)["spark.driver.extraJavaOptions"]
-    assert f"-Dlog4j2.configurationFile=file:{LOG_CONFIG}" in driver_options
+    assert f"-Dlog4j2.configurationFile={LOG_CONFIG}" in shlex.split(driver_options)
+
+
+def test_paths_with_spaces_stay_one_java_option():
+    """Spark's launcher splits Java options at white space outside quotes, as a POSIX shell does."""
+    options = shlex.split(spark_submit_conf(SessionSettings(warehouse="/data/my warehouse"))[
+        "spark.driver.extraJavaOptions"])
+    assert "-Dderby.system.home=/data/my warehouse" in options
+    assert "-Dderby.stream.error.file=/data/my warehouse/derby.log" in options
+    assert shlex.split(java_property("log4j.configurationFile", "/opt/my zipper/log4j2.properties")) == [
+        "-Dlog4j.configurationFile=/opt/my zipper/log4j2.properties"]

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from zipper import sqltemplates
 from zipper.engine import fs
+from zipper.paths import hadoop_path
 from zipper.errors import StateError
 from zipper.spec.model import TableSpec
 
@@ -58,12 +59,12 @@ def table_exists(spark, spec: TableSpec) -> bool:
 
 def default_table_location(spark, spec: TableSpec) -> str:
     database = _external_catalog(spark).getDatabase(spec.database)
-    return database.locationUri().toString().rstrip("/") + "/" + spec.table_name
+    return hadoop_path(database.locationUri().toString()).rstrip("/") + "/" + spec.table_name
 
 
 def table_location(spark, spec: TableSpec) -> str:
     table = _external_catalog(spark).getTable(spec.database, spec.table_name)
-    return table.location().toString().rstrip("/")
+    return hadoop_path(table.location().toString()).rstrip("/")
 
 
 def table_properties(spark, spec: TableSpec) -> dict[str, str]:
@@ -98,7 +99,7 @@ def list_partitions(spark, spec: TableSpec) -> list[Partition]:
     result = [
         Partition(
             end=part["spec"][spec.end_column],
-            location=part["storage"].get("locationUri") or "",
+            location=hadoop_path(part["storage"].get("locationUri") or ""),
             params={str(k): str(v) for k, v in (part.get("parameters") or {}).items()},
         )
         for part in listed
@@ -188,7 +189,7 @@ def repoint(spark, spec: TableSpec, changes: list[Partition], *, expected_run: s
             if not k.startswith("zipper.") and k not in STATS_PARAMS
         }
         kept.update(change.params)
-        part["storage"]["locationUri"] = fs.qualify(spark, change.location)
+        part["storage"]["locationUri"] = fs.location_uri(spark, change.location)
         part["parameters"] = kept
         part["stats"] = None
     list_type = mapper.getTypeFactory().constructCollectionType(

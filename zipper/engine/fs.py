@@ -37,6 +37,12 @@ def qualify(spark, path: str) -> str:
     return fs.makeQualified(hpath).toString()
 
 
+def location_uri(spark, path: str) -> str:
+    """A path as the metastore takes a location: qualified, and a URI (`file:/a%20b`)."""
+    fs, hpath = _fs(spark, path)
+    return fs.makeQualified(hpath).toUri().toString()
+
+
 def exists(spark, path: str) -> bool:
     fs, hpath = _fs(spark, path)
     return bool(fs.exists(hpath))

@@ -11,7 +11,7 @@ from typing import Any
 from zipper.engine import csv_header, csv_values, fs
 from zipper.errors import InputError, MissingInputError, SpecError, UnreadableInputError, java_messages, read_failure
 from zipper.input_names import is_being_copied
-from zipper.paths import user_path
+from zipper.paths import hadoop_path, user_path
 from zipper.spec.model import BaseSpec, SourceSpec, TableSpec
 from zipper.spec import templates
 from zipper.spec.templates import render_template
@@ -165,9 +165,9 @@ def _locate_table(spark, spec: TableSpec, source, ds: dt.date, what: str) -> Inp
         found = jcat.getPartitionOption(db, name, spec_map)
         if not found.isDefined():
             raise MissingInputError(f"{what} not found: {description}", table=spec.table, ds=ds.isoformat())
-        paths = [found.get().location().toString()]
+        paths = [hadoop_path(found.get().location().toString())]
     else:
-        paths = [jcat.getTable(db, name).location().toString()]
+        paths = [hadoop_path(jcat.getTable(db, name).location().toString())]
     files = fs.list_data_files(spark, paths)
     return Input(description, "table", paths, files, fingerprint(files, description), source.table, partition)
 

@@ -26,6 +26,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -102,7 +103,7 @@ def driver_options() -> str:
     archive = archive_path()
     if archive is None or not usable(archive):
         return ""
-    return f"-XX:SharedArchiveFile={archive} {QUIET}"
+    return f"{shlex.quote(f'-XX:SharedArchiveFile={archive}')} {QUIET}"
 
 
 def _failure_record(archive: Path) -> Path:
@@ -152,7 +153,8 @@ def _make(archive: Path) -> str:
     with tempfile.TemporaryDirectory(prefix="zipper-jvm-") as scratch:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ZIPPER_", "PYSPARK_GATEWAY"))}
         # the quick JIT: this run only loads classes, and compiles less for it
-        env["SPARK_SUBMIT_OPTS"] = f"-XX:TieredStopAtLevel=1 -XX:ArchiveClassesAtExit={partial} {QUIET}"
+        env["SPARK_SUBMIT_OPTS"] = (f"-XX:TieredStopAtLevel=1 {shlex.quote(f'-XX:ArchiveClassesAtExit={partial}')}"
+                                    f" {QUIET}")
         env[ARCHIVE_ENV] = "off"  # the workload's driver must not map an archive while dumping one
         try:
             result = subprocess.run([sys.executable, "-m", "zipper.runtime.jvm", "--workload", scratch], env=env,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import time
 import warnings
 from collections.abc import Mapping
@@ -42,6 +43,14 @@ class SessionSettings:
         return self.metastore != "embedded" or (self.warehouse_path / "metastore_db").is_dir()
 
 
+def java_property(name: str, value: str | Path) -> str:
+    """`-Dname=value` as one option of a Java options string: Spark's launcher splits those at
+    white space outside quotes, so a warehouse (or repository) path with a space started no
+    driver at all ("Could not find or load main class space.w"). Quoted as a POSIX shell
+    would, which the launcher's parser reads the same way."""
+    return shlex.quote(f"-D{name}={value}")
+
+
 def embedded_conf(settings: SessionSettings) -> dict[str, str]:
     """Settings that make a local Spark use a Derby metastore inside the warehouse folder; the
     driver runs here, so it also maps the class data sharing archive set-up made (runtime.jvm)."""
@@ -52,8 +61,10 @@ def embedded_conf(settings: SessionSettings) -> dict[str, str]:
         "spark.sql.warehouse.dir": str(warehouse),
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={warehouse}/metastore_db;create=true",
         "spark.driver.extraJavaOptions": " ".join(filter(None, [
-            f"-Dderby.system.home={warehouse} -Dderby.stream.error.file={warehouse}/derby.log",
-            f"-Dlog4j2.configurationFile=file:{LOG_CONFIG}",
+            java_property("derby.system.home", warehouse),
+            java_property("derby.stream.error.file", warehouse / "derby.log"),
+            # a path, not a file: URI, which a space would make invalid
+            java_property("log4j2.configurationFile", LOG_CONFIG),
             jvm.driver_options(),
         ])),
     }
@@ -116,9 +127,9 @@ def spark_submit_env(settings: SessionSettings, deploy_mode: str | None = None,
     environ = os.environ if environ is None else environ
     if settings.metastore == "embedded" or deploy_mode == "cluster":
         return {}  # the embedded default's driver options are in its conf
-    option = f"-Dlog4j.configurationFile=file:{LOG_CONFIG}"
+    option = java_property("log4j.configurationFile", LOG_CONFIG)
     current = environ.get("SPARK_SUBMIT_OPTS", "").strip()
-    if option in current.split():
+    if option in current:
         return {}  # already there (a second submit from the same process)
     return {"SPARK_SUBMIT_OPTS": f"{option} {current}".strip()}
 
