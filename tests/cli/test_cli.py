@@ -39,6 +39,17 @@ def workspace(tmp_path_factory):
     return root
 
 
+@pytest.fixture(scope="module")
+def merged(workspace):
+    """The shared table as the tests that read it expect it: initialized and 2024-01-01 merged,
+    by whichever of them runs first (alone, too). A test that changes the table puts it back;
+    test_init_merge_inspect_and_errors checks what these two commands said."""
+    init = zipper(workspace, "init", "dim")
+    merge = zipper(workspace, "merge", "dim", "--ds", day(1))
+    assert init.returncode == 0 and merge.returncode == 0, init.stderr + merge.stderr
+    return {"init": init, "merge": merge}
+
+
 def test_spec_and_argument_errors_need_no_spark(workspace, tmp_path):
     bad = tmp_path / "specs"
     bad.mkdir()
@@ -57,13 +68,11 @@ def test_spec_and_argument_errors_need_no_spark(workspace, tmp_path):
     assert result.returncode == 2 and "argument --recent: '-1': commits cannot be negative" in result.stderr
 
 
-def test_init_merge_inspect_and_errors(workspace):
-    result = zipper(workspace, "init", "dim")
-    assert result.returncode == 0, result.stderr
+def test_init_merge_inspect_and_errors(workspace, merged):
+    result = merged["init"]
     assert "dw.dim 2023-12-31: initialized, 2 open rows" in result.stdout and result.stderr == ""
 
-    result = zipper(workspace, "merge", "dim", "--ds", day(1))
-    assert result.returncode == 0, result.stderr
+    result = merged["merge"]
     assert re.fullmatch(
         r"dw\.dim 2024-01-01: 1 new, 1 changed, 0 re-sent unchanged, 1 closed; 3 open rows after; [\d.]+ s\n",
         result.stdout,
@@ -121,7 +130,7 @@ def test_init_merge_inspect_and_errors(workspace):
     assert seen["partitions"] == [day(1), OPEN]
 
 
-def test_a_slice_that_cannot_read_the_table_names_the_date_and_keeps_out(workspace):
+def test_a_slice_that_cannot_read_the_table_names_the_date_and_keeps_out(workspace, merged):
     """A Spark failure of `slice` named the table but not its --as-of date, and truncated --out."""
     status = json.loads(zipper(workspace, "status", "dim").stdout)
     closed = next(p for p in status["partitions"] if p["end"] == day(1))["location"].removeprefix("file:")
@@ -139,7 +148,7 @@ def test_a_slice_that_cannot_read_the_table_names_the_date_and_keeps_out(workspa
     assert not [name for name in os.listdir(workspace) if name.endswith(".partial")]
 
 
-def test_vacuum_names_what_it_removes_and_keeps_what_partitions_use(workspace):
+def test_vacuum_names_what_it_removes_and_keeps_what_partitions_use(workspace, merged):
     """The summary said only how many directories went (`would remove 1 directories`), so a dry
     run previewed nothing an on-call engineer could check."""
     versions = workspace / "warehouse" / "dw.db" / "dim" / "versions"
@@ -158,10 +167,9 @@ def test_vacuum_names_what_it_removes_and_keeps_what_partitions_use(workspace):
     assert live_after == live_before and all(os.path.isdir(p.removeprefix("file:")) for p in live_after)
 
 
-def test_a_slice_makes_the_folders_of_a_new_out_whatever_the_format(workspace, tmp_path):
+def test_a_slice_makes_the_folders_of_a_new_out_whatever_the_format(workspace, merged, tmp_path):
     """Parquet (written by Spark) made a missing --out folder; CSV and JSON failed with `No such
     file or directory`."""
-    assert zipper(workspace, "init", "dim").returncode == 0  # already done, unless this test runs alone
     for fmt in ("csv", "parquet"):
         out = tmp_path / fmt / "new" / f"slice.{fmt}"
         result = zipper(workspace, "slice", "dim", "--as-of", "2023-12-31", "--format", fmt, "--out", str(out))
@@ -175,7 +183,7 @@ def test_a_slice_makes_the_folders_of_a_new_out_whatever_the_format(workspace, t
     assert not (workspace / "hdfs:").exists()
 
 
-def test_reads_name_the_warehouse_and_check_key_values(workspace, tmp_path):
+def test_reads_name_the_warehouse_and_check_key_values(workspace, merged, tmp_path):
     elsewhere = tmp_path / "typo"
     result = zipper(workspace, "status", "dim", "--warehouse", str(elsewhere))
     assert_one_line_error(result, "dw.dim", f"no metastore at {elsewhere}/metastore_db", "check --warehouse")
@@ -208,7 +216,7 @@ def spark_submit(workspace, *job_args: str) -> subprocess.CompletedProcess:
     return result
 
 
-def test_spark_submit_entry_point_runs_the_same_code(workspace):
+def test_spark_submit_entry_point_runs_the_same_code(workspace, merged):
     result = spark_submit(workspace, "status", "dim")
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(result.stdout[result.stdout.index("{"):])["table"] == "dw.dim"
@@ -218,7 +226,7 @@ def test_spark_submit_entry_point_runs_the_same_code(workspace):
 JVM_NOTICE = "WARNING: Using incubator modules: jdk.incubator.vector"
 
 
-def test_a_corrupt_file_under_spark_submit_leaves_one_error_line_in_the_task_log(workspace):
+def test_a_corrupt_file_under_spark_submit_leaves_one_error_line_in_the_task_log(workspace, merged):
     """Under spark-submit (the Airflow task) the JVM's stderr is the task log: a corrupt input
     file put about 90 lines of Executor and TaskSetManager traces there before zipper's line."""
     corrupt = workspace / "data" / "incr" / f"ds={day(2)}" / "part-corrupt.parquet"
