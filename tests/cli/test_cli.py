@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from tests import support
 from tests.cli.helpers import BIN, REPO, day, env_for, make_spec, probe, wait_for_jvms, write_parquet, zipper
 from zipper.cli.main import REPORT_PREFIX
 
@@ -198,6 +199,53 @@ def test_reads_name_the_warehouse_and_check_key_values(workspace, merged, tmp_pa
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[2].split()[:3] == ["1", "ann", "Oslo"]
     assert result.stdout.strip().endswith("(1 version)")
+
+
+def test_history_of_a_key_the_table_never_held_says_so(workspace, merged):
+    """It printed an empty table (or a lone CSV header) and exited 0, as if the key had no columns set."""
+    result = zipper(workspace, "history", "dim", "--key", "id=99", "--format", "csv")
+    assert result.returncode == 4 and result.stdout == ""
+    assert result.stderr == "zipper: dw.dim: no version of id=99: the table never held this key\n"
+    result = zipper(workspace, "history", "dim", "--key", "town=Oslo")
+    assert_one_line_error(result, "dw.dim", "--key 'town' is not a key column; keys are ['id']")
+    assert result.returncode == 1
+
+
+def test_a_slice_to_dev_stdout_appends_where_the_shell_says(workspace, merged, tmp_path):
+    """`zipper slice ... --out /dev/stdout >> log` replaced the log: the slice was renamed onto
+    the file /dev/stdout links to."""
+    log = tmp_path / "slices.csv"
+    log.write_text("earlier\n")
+    with open(log, "a") as appended:
+        result = subprocess.run([str(BIN / "zipper"), "slice", "dim", "--as-of", "2023-12-31", "--out", "/dev/stdout"],
+                                stdout=appended, stderr=subprocess.PIPE, text=True, env=env_for(workspace),
+                                cwd=workspace, timeout=300)
+    wait_for_jvms(workspace)
+    assert result.returncode == 0, result.stderr
+    assert log.read_text().splitlines() == [
+        "earlier", "id,name,city,begin_dt,end_dt", f"1,ann,Oslo,2023-12-31,{OPEN}", f"2,bob,Rome,2023-12-31,{day(1)}"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["slices.csv"]
+
+
+def test_a_stdout_that_cannot_encode_a_value(workspace):
+    """With PYTHONIOENCODING=ascii a slice stopped half-way through its rows with Python's
+    UnicodeEncodeError; the table shows what it cannot encode as escapes. NULL is apart from `NULL`."""
+    schema = "id bigint, name string, city string, note string"
+    support.write_parquet(workspace / "data" / "intl_base", [(1, "José", None, "NULL"), (2, "ann", "Oslo", "")],
+                          schema)
+    make_spec(workspace, "intl", base={"format": "parquet", "path": str(workspace / "data" / "intl_base")},
+              source={"mode": "upsert", "format": "parquet",
+                      "path": str(workspace / "data" / "intl_incr" / "ds={{ ds }}")})
+    assert zipper(workspace, "init", "intl").returncode == 0
+
+    result = zipper(workspace, "slice", "intl", "--as-of", "2023-12-31", PYTHONIOENCODING="ascii")
+    assert_one_line_error(result, "dw.intl: stdout's encoding (ascii) cannot write '\\xe9' of column name;"
+                                  " nothing was written: set PYTHONIOENCODING=utf-8")
+    assert result.stdout == ""
+
+    result = zipper(workspace, "history", "intl", "--key", "id=1", PYTHONIOENCODING="ascii")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[2].split() == ["1", "Jos\\xe9", "\\N", "NULL", "2023-12-31", OPEN]
 
 
 def spark_submit(workspace, *job_args: str) -> subprocess.CompletedProcess:

@@ -114,11 +114,13 @@ def test_out_paths_that_cannot_be_written_are_one_clear_error(spark, tmp_path):
 
 def test_table_rows_stay_on_one_line(spark, capsys):
     """`history`'s default table: a line break in a value split its row over several lines."""
-    df = spark.createDataFrame([(1, "line1\nline2\r\nend", "a\tb\\c", None)], "id bigint, s string, t string, n string")
+    df = spark.createDataFrame([(1, "line1\nline2\r\nend", "a\tb\\c", None, "NULL")],
+                               "id bigint, s string, t string, n string, text string")
     output.print_table(df, noun=("version", "versions"))
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 4 and lines[-1] == "(1 version)"
-    assert lines[2].split() == ["1", "line1\\nline2\\r\\nend", "a\\tb\\\\c", "NULL"]
+    # SQL NULL is `\N`, apart from the text `NULL` (both were `NULL`)
+    assert lines[2].split() == ["1", "line1\\nline2\\r\\nend", "a\\tb\\\\c", "\\N", "NULL"]
 
 
 def test_table_columns_line_up_after_wide_characters(spark, capsys):

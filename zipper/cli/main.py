@@ -17,6 +17,7 @@ from zipper.spec.loader import find_spec
 
 EXIT_ERROR = 1
 EXIT_CHECK_FAILED = 3
+EXIT_NO_VERSION = 4  # `history` of a key the table never held: as grep's "no match", apart from errors (1)
 EXIT_BROKEN_PIPE = 141  # as a process killed by SIGPIPE, what a shell pipeline expects
 REPORT_PREFIX = "zipper-report: "
 # The first words of the line the CLI ends a failed run with (stderr); schedulers look for them.
@@ -229,11 +230,15 @@ class Runner:
 
         spark = self.spark  # first: a landing zone's keys are only known once Spark has read them
         key = inspect.parse_key(self.spec, self.args.key)
-        df = inspect.history(spark, self.spec, key)
+        columns, rows = output.collected(inspect.history(spark, self.spec, key))
+        if not rows:  # an empty table or CSV header looked like a key with no columns set, and exited 0
+            shown = ", ".join(f"{k}={key[k]}" for k in self.spec.keys)
+            print(f"zipper: {self.spec.table}: no version of {shown}: the table never held this key", file=sys.stderr)
+            return EXIT_NO_VERSION
         if self.args.format == "table":
-            output.print_table(df, noun=("version", "versions"))
+            output.print_table_rows(columns, rows, noun=("version", "versions"))
         else:
-            output.write_rows(df, self.args.format, None, self.spec.table)
+            output.write_text_rows(columns, rows, self.args.format, None, self.spec.table)
         return 0
 
     def do_check(self) -> int:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import datetime as dt
 import decimal
 import errno
 import json
 import os
+import re
 import shutil
 import sys
+import tempfile
 import unicodedata
 from pathlib import Path
 
@@ -68,10 +71,19 @@ def _target(out: str | None, table: str):
     that fails half-way (an unreadable file of the table) leaves no truncated file, an existing
     --out as it was, and none of the folders it made for a new one."""
     if out is None:
-        yield sys.stdout
+        if _holds_any_text(sys.stdout):
+            yield sys.stdout
+        else:
+            with _spooled(sys.stdout) as handle:
+                yield handle
         return
     out = _local_out(out, table)
-    if os.path.exists(out) and not os.path.isfile(out) and not os.path.isdir(out):  # /dev/stdout, a FIFO
+    descriptor = _own_descriptor(out)
+    if descriptor is not None:  # /dev/stdout, /dev/fd/N
+        with _descriptor_stream(descriptor, out, table) as handle:
+            yield handle
+        return
+    if os.path.exists(out) and not os.path.isfile(out) and not os.path.isdir(out):  # a FIFO, a device
         with open(out, "w", newline="", encoding="utf-8") as handle:
             yield handle
         return
@@ -96,6 +108,60 @@ def _target(out: str | None, table: str):
         partial.unlink(missing_ok=True)
         _remove_folders(made)
         raise
+
+
+def _holds_any_text(stream) -> bool:
+    """Whether `stream`'s encoding can write every character (UTF-8 in a UTF-8 locale, Python's default)."""
+    name = codecs.lookup(stream.encoding or "ascii").name
+    return name.startswith("utf") or name == "gb18030"
+
+
+@contextlib.contextmanager
+def _spooled(stream):
+    """Rows for a stream whose encoding cannot hold every character (`PYTHONIOENCODING=ascii`, a
+    Latin-1 locale) are encoded into a temporary file first and copied to it only once all are in:
+    a value it cannot write fails the command before anything is printed, rather than half-way
+    through the rows (or with the value silently replaced)."""
+    with tempfile.TemporaryFile("w+", encoding=stream.encoding, errors="strict", newline="") as spool:
+        yield spool
+        spool.seek(0)
+        shutil.copyfileobj(spool, stream)
+        stream.flush()
+
+
+_DESCRIPTOR_PATH = re.compile(r"/proc/(?:self|thread-self|(\d+))/fd/(\d+)|/dev/fd/(\d+)")
+_STANDARD_STREAMS = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+
+
+def _own_descriptor(path: str) -> int | None:
+    """The open descriptor of this process that `path` names, through links (`/dev/stdout` is
+    `/proc/self/fd/1`, a link to the file the shell opened). Opening that path again would start a
+    new file there (`--out /dev/stdout >> log` replaced the log); writing to the descriptor keeps
+    the shell's `>>` and offset."""
+    current = os.path.abspath(path)
+    for _ in range(40):  # the kernel's limit on links followed
+        if current in _STANDARD_STREAMS:
+            return _STANDARD_STREAMS[current]
+        match = _DESCRIPTOR_PATH.fullmatch(current)
+        if match:
+            pid, fd = match[1], match[2] or match[3]
+            return int(fd) if pid is None or int(pid) == os.getpid() else None
+        if not os.path.islink(current):
+            return None
+        current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
+    return None
+
+
+@contextlib.contextmanager
+def _descriptor_stream(descriptor: int, out: str, table: str):
+    """A stream on a copy of `descriptor`, in UTF-8 as any --out; the descriptor stays open."""
+    sys.stdout.flush()
+    try:
+        handle = open(os.dup(descriptor), "w", newline="", encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"--out {out}: cannot write the file: {exc.strerror}", table=table) from None
+    with handle:
+        yield handle
 
 
 def _local_out(out: str, table: str) -> str:
@@ -164,26 +230,64 @@ def write_rows(df, fmt: str, out: str | None, table: str) -> None:
             raise
         return
     df = as_collected(df)
-    columns = df.columns
+    write_text_rows(df.columns, df.toLocalIterator(), fmt, out, table)
+
+
+def collected(df) -> tuple[list[str], list]:
+    """The columns and rows of a small result (one key's versions), with values as written."""
+    df = as_collected(df)
+    return df.columns, df.collect()
+
+
+def write_text_rows(columns: list[str], rows, fmt: str, out: str | None, table: str) -> None:
+    """Rows as CSV (with a header) or JSON lines, to stdout or a local file."""
+    def json_line(row) -> str:
+        return json.dumps({c: _plain(v) for c, v in zip(columns, row)}, ensure_ascii=False, allow_nan=False) + "\n"
+
+    line = _csv_line if fmt == "csv" else json_line
     with _target(out, table) as handle:
         if fmt == "csv":
-            handle.write(_csv_line(columns))
-            for row in df.toLocalIterator():
-                handle.write(_csv_line(row))
-        else:
-            for row in df.toLocalIterator():
-                handle.write(json.dumps({c: _plain(v) for c, v in zip(columns, row)}, ensure_ascii=False,
-                                        allow_nan=False) + "\n")
+            _write_line(handle, _csv_line(columns), columns, columns, table)
+        for row in rows:
+            _write_line(handle, line(row), columns, row, table)
+
+
+def _write_line(handle, line: str, columns: list[str], values, table: str) -> None:
+    try:
+        handle.write(line)
+    except UnicodeEncodeError as exc:
+        raise _unwritable(exc, columns, values, table) from None
+
+
+def _unwritable(exc: UnicodeEncodeError, columns: list[str], values, table: str) -> InputError:
+    """Stdout's encoding cannot write a value: name the column and the character."""
+    def fits(value) -> bool:
+        return value is None or _text(value).encode(exc.encoding, "ignore").decode(exc.encoding) == _text(value)
+
+    bad = next((c for c, v in zip(columns, values) if not fits(v)), None)
+    where = "" if bad is None else f" of column {bad}" if values is not columns else f" in column name {bad}"
+    return InputError(f"stdout's encoding ({exc.encoding}) cannot write {ascii(exc.object[exc.start:exc.end])}{where};"
+                      " nothing was written: set PYTHONIOENCODING=utf-8 (or a UTF-8 locale), or give --out FILE"
+                      " (written in UTF-8)", table=table)
 
 
 _CELL_ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
+# SQL NULL in the table: Hive's text files write it so; the text `\N` is `\\N`, the text `NULL` is itself
+NULL_CELL = "\\N"
 
 
-def _cell(value) -> str:
+def _cell(value, encoding: str = "utf-8") -> str:
     """One value of the aligned table on one line: a line break in a text value split its row
     and pushed the later columns under the first, so breaks and tabs are written `\\n`, `\\r`, `\\t`
-    (and a backslash `\\\\`)."""
-    return "NULL" if value is None else _text(value).translate(_CELL_ESCAPES)
+    (and a backslash `\\\\`), which also keeps NULL (`\\N`) apart from any text. Characters the
+    output's encoding cannot show are Python's escapes (`\\xe9`), not a failure half-way."""
+    if value is None:
+        return NULL_CELL
+    return _shown(_text(value).translate(_CELL_ESCAPES), encoding)
+
+
+def _shown(text: str, encoding: str) -> str:
+    return text.encode(encoding, "backslashreplace").decode(encoding)
 
 
 def _columns_wide(text: str) -> int:
@@ -198,12 +302,17 @@ def _padded(text: str, width: int) -> str:
 
 
 def print_table(df, noun: tuple[str, str] = ("row", "rows")) -> None:
-    df = as_collected(df)
-    rows = [[_cell(v) for v in row] for row in df.collect()]
-    header = df.columns
-    widths = [max([_columns_wide(h)] + [_columns_wide(r[i]) for r in rows]) for i, h in enumerate(header)]
+    print_table_rows(*collected(df), noun=noun)
+
+
+def print_table_rows(columns: list[str], rows: list, noun: tuple[str, str] = ("row", "rows")) -> None:
+    """Rows as an aligned text table for people, on stdout."""
+    encoding = sys.stdout.encoding or "utf-8"
+    cells = [[_cell(v, encoding) for v in row] for row in rows]
+    header = [_shown(c, encoding) for c in columns]
+    widths = [max([_columns_wide(h)] + [_columns_wide(r[i]) for r in cells]) for i, h in enumerate(header)]
     print("  ".join(_padded(h, w) for h, w in zip(header, widths)))
     print("  ".join("-" * w for w in widths))
-    for r in rows:
+    for r in cells:
         print("  ".join(_padded(v, w) for v, w in zip(r, widths)))
     print(f"({len(rows)} {noun[len(rows) != 1]})")
