@@ -23,8 +23,9 @@ from functools import reduce
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType
 
-from zipper.engine.equality import same, types_of
+from zipper.engine.equality import equal_at_float_precision, float_exact, same, types_of
 
 OP = "zipper_op"
 FIRST = "zipper_first"
@@ -46,10 +47,18 @@ def _any(conditions: list[Column]) -> Column:
     return reduce(lambda a, b: a | b, conditions, F.lit(False))
 
 
-def _differing(columns: list[str], left, right, types: dict) -> Column:
-    """The names of the columns whose values differ (NULL-safe), as an array."""
-    return F.array_compact(F.array(*[F.when(~same(left(c), right(c), types[c]), F.lit(c)) for c in columns],
-                                   F.lit(None).cast("string")))
+def _equal(left: Column, right: Column, data_type, float_precision: bool) -> Column:
+    """NULL-safe equality; at float precision for a double column that holds or is fed floats."""
+    if float_precision and isinstance(data_type, DoubleType):
+        return equal_at_float_precision(left, right)
+    return same(left, right, data_type)
+
+
+def _differing(columns: list[str], left, right, types: dict, float_precision: frozenset[str] = frozenset()) -> Column:
+    """The names of the columns whose values differ (NULL-safe; `float_precision` columns as
+    floats), as an array."""
+    return F.array_compact(F.array(*[F.when(~_equal(left(c), right(c), types[c], c in float_precision), F.lit(c))
+                                     for c in columns], F.lit(None).cast("string")))
 
 
 def _values_struct(values: list[str]) -> Column:
@@ -161,17 +170,27 @@ def single_changes(events: DataFrame, *, columns: list[str], match: list[str] | 
     return events.select(*columns, op.alias(OP), F.col(ACTION).alias(FIRST), *matched)
 
 
+def _keeps_open_value(old: Column, new: Column, data_type, float_precision: bool) -> Column:
+    """Whether the open value stays as it is: equal, or (`float_precision`) equal at float
+    precision with the snapshot's value the float (the open value is the more precise)."""
+    if not (float_precision and isinstance(data_type, DoubleType)):
+        return same(old, new, data_type)
+    return same(old, new, data_type) | F.coalesce(equal_at_float_precision(old, new) & ~float_exact(old), F.lit(False))
+
+
 def snapshot_changes(open_rows: DataFrame, snapshot: DataFrame, *, keys: list[str], columns: list[str],
-                     invalidate: bool) -> DataFrame:
+                     invalidate: bool, float_precision: frozenset[str] = frozenset()) -> DataFrame:
     """A full snapshot as a change set against the open rows: new keys and keys whose values
     differ (NULL-safe, every column) upsert; open keys missing from the snapshot are deleted
-    (`invalidate`) or left alone; equal keys are not in the change set at all."""
+    (`invalidate`) or left alone; equal keys are not in the change set at all. A
+    `float_precision` column's value equal to the open one at float precision differs only
+    where the open value is the float (the version takes the snapshot's, `transforms.day_rows`)."""
     values = [c for c in columns if c not in keys]
     opened = open_rows.select(*keys, *[F.col(c).alias(_OPEN + c) for c in values], F.lit(True).alias(_OPEN))
     joined = snapshot.select(*columns, F.lit(True).alias(_SNAP)).join(opened, on=keys, how="full")
     in_snapshot, was_open = F.col(_SNAP).isNotNull(), F.col(_OPEN).isNotNull()
     types = types_of(snapshot)
-    differs = _any([~same(F.col(c), F.col(_OPEN + c), types[c]) for c in values])
+    differs = _any([~_keeps_open_value(F.col(_OPEN + c), F.col(c), types[c], c in float_precision) for c in values])
     wanted = in_snapshot & (~was_open | differs)
     if invalidate:
         wanted = wanted | ~in_snapshot
@@ -181,10 +200,12 @@ def snapshot_changes(open_rows: DataFrame, snapshot: DataFrame, *, keys: list[st
 
 # ---------------------------------------------------------------- problems
 
-def open_problems(touched: DataFrame, changes: DataFrame, *, keys: list[str], columns: list[str]) -> DataFrame:
+def open_problems(touched: DataFrame, changes: DataFrame, *, keys: list[str], columns: list[str],
+                  float_precision: frozenset[str] = frozenset()) -> DataFrame:
     """Change-set rows whose first action does not fit the open partition: keys, PROBLEM, DIFF.
 
-    `touched`: the open rows of the change set's keys (all of them, or all open rows)."""
+    `touched`: the open rows of the change set's keys (all of them, or all open rows); a delete
+    matches a `float_precision` column's open value when equal at float precision."""
     values = [c for c in columns if c not in keys]
     opened = touched.select(*keys, *[F.col(c).alias(_OPEN + c) for c in values], F.lit(True).alias(_OPEN))
     joined = changes.join(opened, on=keys, how="left")
@@ -199,7 +220,8 @@ def open_problems(touched: DataFrame, changes: DataFrame, *, keys: list[str], co
         compared = [f.name for f in changes.schema[MATCH].dataType.fields if f.name in values]
         diff = F.when(is_open & F.col(MATCH).isNotNull(),
                       _differing(compared, lambda c: F.col(MATCH)[c], lambda c: F.col(_OPEN + c),
-                                 {f.name: f.dataType for f in changes.schema[MATCH].dataType.fields}))
+                                 {f.name: f.dataType for f in changes.schema[MATCH].dataType.fields},
+                                 float_precision))
         problem = F.when(F.size(diff) > 0, F.lit(DELETE_MISMATCH)).otherwise(problem)
     return joined.select(*keys, problem.alias(PROBLEM), diff.alias(DIFF)).where(F.col(PROBLEM).isNotNull())
 

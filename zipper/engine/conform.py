@@ -323,6 +323,7 @@ class ColumnChanges:
     added: tuple[tuple[str, str], ...] = ()  # (name, type), appended to the table
     missing: tuple[str, ...] = ()  # table columns the input lacks: NULL in the day's new versions
     widened: tuple[tuple[str, str, str], ...] = ()  # (name, table type, wider input type)
+    float_inputs: tuple[str, ...] = ()  # double columns the input has as float (read widened; not reported)
 
     @property
     def alters_table(self) -> bool:
@@ -349,7 +350,7 @@ def evolve(input_columns: list[tuple[str, str]], table_columns: list[tuple[str, 
     """The table's columns once this input is merged, and what changed; a type change that is
     not a safe widening (either way) fails naming the column and both types."""
     have = dict(input_columns)
-    columns, missing, widened = [], [], []
+    columns, missing, widened, float_inputs = [], [], [], []
     for name, table_type in table_columns:
         input_type = have.get(name)
         if name in spec.keys and float_and_double(input_type, table_type):
@@ -362,6 +363,8 @@ def evolve(input_columns: list[tuple[str, str]], table_columns: list[tuple[str, 
             )
         if input_type is None:
             missing.append(name)
+        elif (input_type, table_type) == ("float", "double"):
+            float_inputs.append(name)
         elif input_type != table_type and not reads_as(input_type, table_type) and input_type != "void":
             if (table_type, input_type) not in SAFE_WIDENINGS:
                 raise InputError(
@@ -378,7 +381,21 @@ def evolve(input_columns: list[tuple[str, str]], table_columns: list[tuple[str, 
     untyped = [name for name, kind in added if kind == "void"]
     if untyped:
         raise InputError(f"{what} has new columns without a type (only NULLs): {untyped}", table=spec.table, ds=ds)
-    return columns + added, ColumnChanges(tuple(added), tuple(missing), tuple(widened))
+    return columns + added, ColumnChanges(tuple(added), tuple(missing), tuple(widened), tuple(float_inputs))
+
+
+def widened_from_float(changes: ColumnChanges) -> set[str]:
+    return {name for name, old, new in changes.widened if (old, new) == ("float", "double")}
+
+
+def float_precision_columns(columns: list[tuple[str, str]], changes: ColumnChanges, earlier: frozenset[str]
+                            ) -> frozenset[str]:
+    """The double columns a day compares at float precision (`equality.equal_at_float_precision`):
+    those its input has as float, those it widens from float, and `earlier`, those an earlier
+    commit widened from float (their open rows hold floats). A column that was always double and
+    is fed doubles compares exactly."""
+    doubles = {name for name, kind in columns if kind == "double"}
+    return frozenset((set(changes.float_inputs) | widened_from_float(changes) | set(earlier)) & doubles)
 
 
 def to_columns(df, columns: list[tuple[str, str]], keep: tuple[str, ...] = ()):

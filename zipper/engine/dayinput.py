@@ -53,6 +53,8 @@ class Day:
     # Bytes of the string and binary columns per input row, observed while the keys were checked
     # (None when not observed): sizes the broadcast of the day's rows (merge.broadcasts).
     variable_bytes_per_row: float | None = None
+    # the double columns compared at float precision (conform.float_precision_columns); set by `prepare`
+    float_precision: frozenset[str] = frozenset()
 
     @property
     def names(self) -> list[str]:
@@ -246,7 +248,8 @@ def check_open(spec: TableSpec, ds: dt.date, day: Day, touched_rows) -> dict:
     """The first action of each key against the open rows (`touched_rows`: the open rows of the
     day's keys): fails on a delete that does not match, or on an anomaly with on_anomaly:
     error; returns the day's counts with those that are reported added."""
-    problems = changes.open_problems(touched_rows, day.changes, keys=spec.keys, columns=day.names)
+    problems = changes.open_problems(touched_rows, day.changes, keys=spec.keys, columns=day.names,
+                                     float_precision=day.float_precision)
     found = _collect_problems(problems, spec.keys)
     what = f"increment {day.located.description}"
     return _add_counts(dict(day.counts), _handle_problems(spec, ds, what, found, "the open row"))
@@ -282,6 +285,18 @@ def prepare(spark, spec: TableSpec, st, ds: dt.date, located: sources.Input, tab
             run_root: str, checked: CheckedInput | None = None) -> Day:
     """The change set of `ds` for a table in state `st` with `table_columns`; `checked`: the
     input as a rerun already read and checked it (`CheckedInput`), not read or checked again."""
+    day = _prepare(spark, spec, st, ds, located, table_columns, run_root, checked)
+    day.float_precision = float_precision(st, day.columns, day.column_changes)
+    return day
+
+
+def float_precision(st, columns: list[tuple[str, str]], column_changes: conform.ColumnChanges) -> frozenset[str]:
+    """The double columns a day of a table in state `st` compares at float precision."""
+    return conform.float_precision_columns(columns, column_changes, st.widened_from_float)
+
+
+def _prepare(spark, spec: TableSpec, st, ds: dt.date, located: sources.Input, table_columns: list[tuple[str, str]],
+             run_root: str, checked: CheckedInput | None = None) -> Day:
     mode = spec.source.mode
     if mode == "landing_zone":
         return _landing(spark, spec, ds, landing.keep(spark, located, run_root), table_columns, run_root)
@@ -465,7 +480,8 @@ def _snapshot(spark, spec: TableSpec, st, ds: dt.date, located, rows, columns, c
     seen = measure(rows, names) if keys_checked else validate_keys(rows, spec, ds, what, names)
     open_rows = spark.read.schema(conform.struct_type(columns)).parquet(st.open_partition.location)
     diff = changes.snapshot_changes(open_rows, rows, keys=spec.keys, columns=names,
-                                    invalidate=spec.source.invalidate_missing)
+                                    invalidate=spec.source.invalidate_missing,
+                                    float_precision=float_precision(st, columns, column_changes))
     result, count, scratch = _materialize(spark, diff, run_root)
     return Day(result, count, columns, column_changes, located, {"source_rows": seen.rows}, scratch=[scratch],
                variable_bytes_per_row=seen.variable_bytes_per_row)

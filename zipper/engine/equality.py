@@ -10,7 +10,7 @@ from typing import Iterator
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, DataType, MapType, StructType
+from pyspark.sql.types import ArrayType, DataType, DoubleType, MapType, StructType
 
 
 def nested_types(data_type: DataType) -> Iterator[DataType]:
@@ -48,6 +48,22 @@ def comparable(column: Column, data_type: DataType) -> Column:
 def same(left: Column, right: Column, data_type: DataType) -> Column:
     """left <=> right for values of `data_type`."""
     return comparable(left, data_type).eqNullSafe(comparable(right, data_type))
+
+
+def float_exact(value: Column) -> Column:
+    """Whether a double is exactly a float's value (0.10000000149011612 is, 0.1 is not)."""
+    return value.cast("float").cast("double") == value
+
+
+def equal_at_float_precision(old: Column, new: Column) -> Column:
+    """`same`, or two doubles one of which is exactly a float, that are the same float: a column
+    stored as float (before it widened to double, or an input read as float) holds 0.1 as
+    0.10000000149011612, which is not another value. Beyond the float range (1e300 and 2e300
+    both become Infinity as floats) only exactly equal values are equal."""
+    narrow_old, narrow_new = old.cast("float"), new.cast("float")
+    finite = F.abs(narrow_old) < F.lit(float("inf")).cast("float")  # false for NaN too
+    near = (narrow_old == narrow_new) & finite & (float_exact(old) | float_exact(new))
+    return same(old, new, DoubleType()) | F.coalesce(near, F.lit(False))
 
 
 def types_of(df: DataFrame) -> dict[str, DataType]:

@@ -476,6 +476,7 @@ def _write_merge(spark, spec: TableSpec, st: state.TableState, day: dayinput.Day
         transforms.day_rows(
             touched_rows, day.changes, keys=spec.keys, columns=day.names, tracked=tracked,
             begin_column=spec.begin_column, ds=ds.isoformat(), broadcast_increment=broadcast,
+            float_precision=day.float_precision,
         )
         .observe(observation, *transforms.kind_counts(kinds))
     )
@@ -574,6 +575,7 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
             state.COMMITTED_AT: now,
         }
     )
+    open_params.update(st.float_columns_params(conform.widened_from_float(changed_columns)))
     open_params.update(carry_params or {})
     if changed_columns.alters_table:
         open_params[state.COLUMNS] = json.dumps(changed_columns.record(), sort_keys=True)

@@ -207,7 +207,7 @@ def _publish(spark, spec: TableSpec, st: state.TableState, run_id: str, end: dt.
     stale = sorted(existing - set(wanted))
     catalog.add_partitions(spark, spec, {e: empty for e in wanted if e not in existing})
     faults.checkpoint("before_rebuild_publish")
-    open_params = dict(init_params) | {
+    open_params = dict(init_params) | st.float_columns_params() | {  # later merges compare them at float precision
         state.LAST_COMMITTED: end.isoformat(),
         state.RUN_ID: run_id,
         state.ROWS: str(open_rows),

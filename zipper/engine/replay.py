@@ -291,6 +291,7 @@ def restore(spark, spec: TableSpec, st: state.TableState, first: dt.date, marker
         state.ROWS: str(rows_written),
         state.COMMITTED_AT: state.utc_now_iso(),
     })
+    open_params.update(st.float_columns_params())  # the commits that widened them may be dropped here
     open_params.update(marker.params())
     catalog.repoint(
         spark,

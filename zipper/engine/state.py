@@ -37,6 +37,9 @@ INIT_DS = "zipper.init_ds"
 INIT_FINGERPRINT = "zipper.init_fingerprint"
 LANDING = "zipper.landing"  # a landing-zone date: the files it consumed and where their copy is kept
 COLUMNS = "zipper.columns"  # on the open partition: columns the last commit added or widened
+# on the open partition: the double columns that were float once (their older values are floats), kept by
+# every commit and restore, as the commits that widened them may be undone by a replay
+FLOAT_COLUMNS = "zipper.float_columns"
 REPLAY = "zipper.replay"  # on the open partition while a rerun's replay is under way
 REPLAY_LANDING = "zipper.replay_landing."  # + ds: the landing-zone files a replayed date reads
 
@@ -171,6 +174,23 @@ class TableState:
         value = self.open_partition.params.get(COLUMNS) if self.open_partition else None
         raw = json.loads(value) if value else {}
         return {kind: [tuple(c) for c in raw.get(kind, [])] for kind in ("added", "widened")}
+
+    @property
+    def widened_from_float(self) -> frozenset[str]:
+        """The columns some commit widened from float to double (its counts' `columns_widened`,
+        `price float -> double`), or that the open partition records as such (`FLOAT_COLUMNS`)."""
+        value = self.open_partition.params.get(FLOAT_COLUMNS) if self.open_partition else None
+        names = set(json.loads(value)) if value else set()
+        suffix = " float -> double"
+        for commit in self.commits.values():
+            names.update(entry[:-len(suffix)] for entry in commit.counts.get("columns_widened", [])
+                         if entry.endswith(suffix))
+        return frozenset(names)
+
+    def float_columns_params(self, widened_today: set[str] = frozenset()) -> dict[str, str]:
+        """The open partition's FLOAT_COLUMNS parameter once `widened_today` are widened too ({} if none)."""
+        names = self.widened_from_float | set(widened_today)
+        return {FLOAT_COLUMNS: json.dumps(sorted(names))} if names else {}
 
     @property
     def replay(self) -> ReplayMarker | None:

@@ -18,8 +18,9 @@ from functools import reduce
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType
 
-from zipper.engine.equality import same, types_of
+from zipper.engine.equality import equal_at_float_precision, float_exact, same, types_of
 
 SLOT = "zipper_slot"
 KIND = "zipper_kind"
@@ -82,6 +83,7 @@ def day_rows(
     begin_column: str,
     ds: str,
     broadcast_increment: bool = True,
+    float_precision: frozenset[str] = frozenset(),
 ) -> DataFrame:
     """What the day adds, from the few open rows whose keys the increment names (`touched`):
     one open successor per increment key (a changed or new key opens on ds; an unchanged or
@@ -89,7 +91,10 @@ def day_rows(
     row in slot `none` for each delete of a key that was not open (counted, not written).
 
     One pass over the increment, each row looking up its key's open version (`touched`, at
-    most one row per increment key, so it is the side that is broadcast)."""
+    most one row per increment key, so it is the side that is broadcast).
+
+    `float_precision`: double columns whose values of this day or of the open rows may have been
+    floats (`conform.float_precision_columns`); see `_FloatPrecision`."""
     values = [c for c in columns if c not in keys]
     old = touched.select(
         *[F.col(k).alias(_OLD + k) for k in keys],
@@ -105,14 +110,16 @@ def day_rows(
     deletes = OP in increment.columns
     delete = (F.col(OP) == DELETE) if deletes else F.lit(False)
     types = types_of(increment)
-    changed = ~_all([same(F.col(_OLD + c), F.col(c), types[c]) for c in tracked])
-    same_untracked = _all([same(F.col(_OLD + c), F.col(c), types[c]) for c in values if c not in tracked])
+    floats = _FloatPrecision(float_precision, types)
+    changed = ~_all([floats.equal(c) for c in tracked])
+    same_untracked = _all([floats.equal_kept(c) for c in values if c not in tracked])
+    refined = _any([floats.refines(c) for c in tracked])
     kind = (
         F.when(~was_open & delete, F.lit("vanished"))
         .when(~was_open, F.lit("new"))
         .when(delete, F.lit("deleted"))
         .when(changed, F.lit("changed"))
-        .when(same_untracked, F.lit("unchanged"))
+        .when(same_untracked & ~refined, F.lit("unchanged"))
         .otherwise(F.lit("updated"))
     )
     slots = (
@@ -124,12 +131,15 @@ def day_rows(
     # The open slot gets the increment's values, but a version that goes on (unchanged, updated)
     # keeps its tracked values: they only compare equal (-0.0 and 0.0, NaNs, map entries in another
     # order), and a rerun restores the version as it began. The closed slot: the old version as it was.
+    # At float precision a version that goes on takes the more precise of the two values.
     successor = (F.col(SLOT) == OPEN) | (F.col(SLOT) == NONE)
     opens_today = F.col(KIND).isin("changed", "new", "vanished")
-    new_tracked = successor & opens_today
 
     def value(c: str) -> Column:
-        takes_new = new_tracked if c in tracked else successor
+        if c in tracked:
+            takes_new = successor & (opens_today | floats.refines(c))
+        else:
+            takes_new = successor & (opens_today | ~floats.keeps_old(c))
         return F.when(takes_new, F.col(c)).otherwise(F.col(_OLD + c)).alias(c)
 
     return (
@@ -144,6 +154,43 @@ def day_rows(
     )
 
 
+class _FloatPrecision:
+    """How day_rows compares a column's open value with the day's: exactly (`same`), or, for a
+    float-precision column, as floats (`equal_at_float_precision`). A value equal only at float
+    precision is the same value less precisely: the float-exact one is the less precise."""
+
+    def __init__(self, columns: frozenset[str], types: dict):
+        self.columns = {c for c in columns if isinstance(types.get(c), DoubleType)}
+        self.types = types
+
+    def exact(self, c: str) -> Column:
+        return same(F.col(_OLD + c), F.col(c), self.types[c])
+
+    def equal(self, c: str) -> Column:
+        """Equal as far as versions go."""
+        if c not in self.columns:
+            return self.exact(c)
+        return equal_at_float_precision(F.col(_OLD + c), F.col(c))
+
+    def _loosely(self, c: str, old_is_float: bool) -> Column:
+        if c not in self.columns:
+            return F.lit(False)
+        old_exact = float_exact(F.col(_OLD + c))
+        return F.coalesce(self.equal(c) & ~self.exact(c) & (old_exact if old_is_float else ~old_exact), F.lit(False))
+
+    def refines(self, c: str) -> Column:
+        """Equal at float precision, the open value the float: the version takes the day's value."""
+        return self._loosely(c, old_is_float=True)
+
+    def keeps_old(self, c: str) -> Column:
+        """Equal at float precision, the day's value the float: the version keeps its value."""
+        return self._loosely(c, old_is_float=False)
+
+    def equal_kept(self, c: str) -> Column:
+        """Equal, or equal enough that the open value stays as it is."""
+        return self.exact(c) | self.keeps_old(c)
+
+
 def classify(
     open_rows: DataFrame,
     increment: DataFrame,
@@ -154,6 +201,7 @@ def classify(
     begin_column: str,
     ds: str,
     broadcast_increment: bool = True,
+    float_precision: frozenset[str] = frozenset(),
 ) -> DataFrame:
     """Every row of the new open slot and of the day's closed slot, tagged with both: the
     composition the merge runs as two jobs (it writes the routed rows in between).
@@ -166,7 +214,7 @@ def classify(
     touched = routed.where(F.col(SLOT) == TOUCHED).drop(SLOT)
     return untouched.unionByName(
         day_rows(touched, increment, keys=keys, columns=columns, tracked=tracked, begin_column=begin_column,
-                 ds=ds, broadcast_increment=broadcast_increment)
+                 ds=ds, broadcast_increment=broadcast_increment, float_precision=float_precision)
     )
 
 
