@@ -135,8 +135,9 @@ def refuse_rounding(spark, paths: list[str], keys, table: str, ds: str | None) -
     text, and the first value with more significant places than its column holds fails the run,
     named as a value that does not parse is. A decimal's places count in exponent form too
     (`1.239e0`), and past the grouping marks Spark's parser drops (`1,234.567`); a grouping mark
-    that does not group thousands (`1,5`, which it reads 15) fails too. One small job
-    per CSV input that has such columns; none otherwise."""
+    that does not group thousands (`1,5`, which it reads 15) fails too. A float or double written
+    as a finite number its type cannot hold (`1e400`, `1e-400`) fails likewise, where the parser
+    reads infinity or 0. One small job per CSV input that has such columns; none otherwise."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType
 
@@ -147,7 +148,7 @@ def refuse_rounding(spark, paths: list[str], keys, table: str, ds: str | None) -
             by_read.setdefault(found[1], []).append(found[0])
     for read, files in by_read.items():
         marks = number_marks(spark, dict(read.options))
-        checked = [(f, lossy, loss) for f in read.schema.fields for lossy, loss in _losses(f, marks)]
+        checked = [(f, lossy, loss) for f in read.schema.fields for lossy, loss in _losses(f, marks, read.options)]
         if not checked:
             continue
         as_text = StructType([StructField(f.name, StringType(), True) for f in read.schema.fields])
@@ -187,14 +188,16 @@ TIMESTAMP_PLACES = 6
 _NUMBER = r"^[+-]?([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?)0*([0-9]{1,9}))?$"
 
 
-def _losses(field, marks: tuple[str, str] = (".", ",")) -> list:
+def _losses(field, marks: tuple[str, str] = (".", ","), options: tuple[tuple[str, str], ...] = ()) -> list:
     """(condition on the field's text, what Spark's parser would do) for each way the field's
     type can change its text's value without a word. `marks` are the decimal and grouping marks
-    of the reader's locale."""
+    of the reader's locale; `options` the reader's (its words for infinity and NaN)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import DecimalType, TimestampType
+    from pyspark.sql.types import DecimalType, DoubleType, FloatType, TimestampType
 
     text = F.trim(F.col(field.name))
+    if isinstance(field.dataType, (FloatType, DoubleType)):
+        return _out_of_range(field, dict(options))
     if isinstance(field.dataType, DecimalType):
         return [(decimal_places(text, marks) > F.lit(field.dataType.scale), "rounding it"),
                 (misplaced_grouping(text, marks), f"dropping its {marks[1]!r} (read as a thousands mark)")]
@@ -202,6 +205,26 @@ def _losses(field, marks: tuple[str, str] = (".", ",")) -> list:
         places = F.length(F.regexp_extract(text, r"[0-9]:[0-9]{2}\.([0-9]*?)0*(?:[^0-9].*)?$", 1))
         return [(places > F.lit(TIMESTAMP_PLACES), "truncating it to microseconds")]
     return []
+
+
+def _out_of_range(field, options: dict[str, str]) -> list:
+    """A finite number too large for a float or double (`1e400`; `1e39` for a float) reads as
+    infinity, and a nonzero one too small (`1e-400`) as 0, as Java parses it. A value written as
+    infinity (`Infinity`, the reader's `positiveInf`, ...) or NaN is one, and kept. The text is
+    parsed as Spark's cast does, which is Java's parse too: only where it gives infinity or 0 is
+    the text looked at further."""
+    from pyspark.sql import functions as F
+
+    raw = F.col(field.name)
+    text = F.trim(raw)
+    parsed = text.try_cast(field.dataType)
+    # the reader's own words for the special values, matched before any parse (Spark's defaults)
+    special = [csv_option(options, "nanvalue", default="NaN"), csv_option(options, "positiveinf", default="Inf"),
+               csv_option(options, "negativeinf", default="-Inf")]
+    finite_text = ~F.lower(text).contains("inf") & ~raw.isin(special)
+    nonzero_digits = F.regexp_extract(text, r"^[+-]?([0-9.]*)", 1).rlike("[1-9]")
+    return [((F.abs(parsed) == F.lit(float("inf"))) & finite_text, "overflowing it to infinity"),
+            ((parsed == F.lit(0)) & nonzero_digits, "underflowing it to 0")]
 
 
 def misplaced_grouping(text, marks: tuple[str, str] = (".", ",")):

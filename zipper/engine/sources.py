@@ -210,12 +210,14 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: 
     try:
         df = reader.load(located.paths)
         df.schema  # noqa: B018 - resolve now, so a bad file fails here with its name
-    except Exception as exc:  # AnalysisException, SparkException: unreadable or inconsistent files
+    except fs.jvm_failures() as exc:  # AnalysisException, SparkException: unreadable or inconsistent files
         if options.get("mergeSchema") == "true" and "MERGE" in str(exc):
             conflict = _type_conflicts(spark, located, files)
             if conflict:
                 raise InputError(f"files of {located.description} disagree on column types: {conflict}") from None
         raise _unreadable(located, exc, _first_unreadable(spark, located, files, options)) from None
+    if located.format == "csv" and csv_schema is None:  # typed by Spark's inference: checked as typed
+        csv_values.remember(what, ds, [f.path for f in located.files], df.schema, options)
     _refuse_unread_files(spark, located, files, df)
     return df
 
