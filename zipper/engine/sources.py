@@ -371,7 +371,7 @@ def _csv_schema(spark, located: Input, options: dict[str, str], declared: dict[s
         return StructType([StructField(name, kind, True) for name, kind in known.items()])
     try:
         header = spark.read.options(**{k: v for k, v in options.items() if k != "inferSchema"}).csv(located.paths).columns
-    except Exception as exc:
+    except fs.jvm_failures() as exc:  # an unreadable file (anything else is a bug)
         raise _unreadable(located, exc) from None
     options.setdefault("enforceSchema", "false")
     return StructType([StructField(name, known.get(name.lower(), StringType()), True) for name in header])
@@ -388,7 +388,7 @@ def _nanosecond_columns(path: str) -> list[str]:
 
     try:
         schema = pq.read_schema(local)
-    except Exception:
+    except (OSError, pa.ArrowException):  # gone, not readable, or not Parquet (anything else is a bug)
         return []
     return [f.name for f in schema if pa.types.is_timestamp(f.type) and f.type.unit == "ns"]
 
