@@ -68,3 +68,109 @@ def test_a_csv_float_or_double_out_of_its_range_is_refused_not_made_infinity_or_
         merge.merge_date(spark, inferred.spec, day(1))
     assert str(raised.value).endswith("file part-0.csv: column 'score' (double) cannot hold '1e400' without"
                                       " overflowing it to infinity (row with id=2)")
+
+
+def write_csv_files(folder: Path, count: int, header: str = "id,name,city") -> list[str]:
+    folder.mkdir(parents=True)
+    for i in range(count):
+        (folder / f"part-{i:03d}.csv").write_text(f"{header}\n{i},n{i},c{i}\n")
+    return [f"file:{folder}/part-{i:03d}.csv" for i in range(count)]
+
+
+def test_the_csv_header_check_reads_each_file_in_four_jvm_calls(spark, tmp_path, monkeypatch):
+    """Each file's header took about twelve py4j calls (file system, codec, three readers, lines);
+    it takes four (path, open, read, close), the file system and codec once for files alike."""
+    one = write_csv_files(tmp_path / "one", 1)
+    many = write_csv_files(tmp_path / "many", 30)
+    calls = counted_jvm_calls(spark, monkeypatch)
+
+    def calls_to_check(paths):
+        calls.clear()
+        csv_header.check(spark, paths, {}, "increment")
+        return len(calls)
+
+    counted = {"one": calls_to_check(one), "many": calls_to_check(many)}
+    monkeypatch.undo()
+    assert counted["many"] - counted["one"] <= 4 * (len(many) - len(one))
+    assert counted["one"] <= 8
+    # every file's header is still read: the last one's differs
+    (tmp_path / "many" / "part-029.csv").write_text("id,city,name\n1,a,b\n")
+    with pytest.raises(InputError, match=r"^increment: file part-029.csv has the header id,city,name, file"
+                                         r" part-000.csv id,name,city: "):
+        csv_header.check(spark, many, {}, "increment")
+
+
+def test_a_csv_header_is_found_as_spark_finds_it_with_a_line_separator_compression_or_charset(
+        spark, tmp_path, unique_name):
+    """Under the `lineSep` option the header was the first of Java's lines, cut at the separator:
+    a first record that was a comment or empty hid the header (neither check ran)."""
+    t = TableFixture(tmp_path, unique_name, source={"format": "csv", "options": {"lineSep": ";", "comment": "#"}})
+    folder = initialized_with_a_day_folder(spark, t, [(1, "ann", "Oslo")])
+    (folder / "part-0.csv").write_text("#exported;id,name,name;1,ann,x;")
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, t.spec, day(1))
+    assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder}: file part-0.csv has column 'name' more"
+                                 " than once in its header")
+    (folder / "part-0.csv").write_text(";id,name,city;1,ann,Rome;")
+    (folder / "part-1.csv").write_text("#exported\n;id,city,name;2,Rome,bob;")
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, t.spec, day(1))
+    assert str(raised.value).endswith("file part-1.csv has the header id,city,name, file part-0.csv id,name,city:"
+                                      " the CSV files of one input are read with one header, so each must list the"
+                                      " same columns in the same order")
+    (folder / "part-1.csv").write_text("#exported\n;id,name,city;2,bob,Rome;")
+    counts = merge.merge_date(spark, t.spec, day(1)).counts
+    assert (counts["changed"], counts["new"]) == (1, 1)
+    assert open_values(spark, t, "name", "city") == [(1, "ann", "Rome"), (2, "bob", "Rome")]
+
+    # Windows line ends as the separator; a gzipped file; a header in another charset
+    import gzip
+
+    for name, options, write in [
+            ("crlf", {"lineSep": "\r\n"}, lambda p, text: p.write_bytes(text.replace("\n", "\r\n").encode())),
+            ("gz", {}, lambda p, text: p.with_name(p.name + ".gz").write_bytes(gzip.compress(text.encode()))),
+            ("utf16", {"encoding": "UTF-16", "multiLine": "true"},  # Spark reads UTF-16 under multiLine only
+             lambda p, text: p.write_bytes(text.encode("utf-16"))),
+            ("latin1", {"encoding": "ISO-8859-1"}, lambda p, text: p.write_bytes(text.encode("latin-1")))]:
+        other = TableFixture(tmp_path, f"{unique_name}_{name}", schema="id bigint, name string, città string",
+                             source={"format": "csv", "options": options})
+        folder = initialized_with_a_day_folder(spark, other, [(1, "ann", "Oslo")])
+        write(folder / "part-0.csv", "id,name,città\n2,bob,Rome\n")
+        write(folder / "part-1.csv", "id,città,CITTÀ\n3,Nice,Nizza\n")
+        with pytest.raises(InputError) as raised:
+            merge.merge_date(spark, other.spec, day(1))
+        assert "has column 'città' more than once in its header ('città', 'CITTÀ'" in str(raised.value), name
+        (folder / ("part-1.csv.gz" if name == "gz" else "part-1.csv")).unlink()
+        assert merge.merge_date(spark, other.spec, day(1)).counts["new"] == 1, name
+
+
+def test_a_bug_while_reading_an_input_is_raised_as_itself_not_as_an_unreadable_file(spark, tmp_path, unique_name,
+                                                                                     monkeypatch):
+    """Every failure to read was taken for the input's: a bug in zipper (or in its use of a
+    library) was reported as an unreadable file, or its header left unchecked, without a trace."""
+    import pyarrow.parquet as pq
+    from pyspark.sql.readwriter import DataFrameReader
+
+    from zipper.engine import fs, sources
+
+    t = TableFixture(tmp_path, unique_name, source={"format": "csv"})
+    folder = initialized_with_a_day_folder(spark, t, [(1, "ann", "Oslo")])
+    (folder / "part-0.csv").write_text("id,name,city\n2,bob,Rome\n")
+
+    def bug(*args, **kwargs):
+        raise KeyError("a bug")
+
+    for where, name in [(fs.FileHeads, "read"), (DataFrameReader, "load")]:
+        with monkeypatch.context() as patched:
+            patched.setattr(where, name, bug)
+            with pytest.raises(KeyError, match="a bug"):
+                merge.merge_date(spark, t.spec, day(1))
+    assert state.read_state(spark, t.spec).last_committed == day(0)
+
+    not_parquet = tmp_path / "part-0.parquet"
+    not_parquet.write_text("id\n1\n")
+    assert sources._nanosecond_columns(str(not_parquet)) == []  # unreadable: Spark's message stands alone
+    assert sources._nanosecond_columns(str(tmp_path / "gone.parquet")) == []
+    monkeypatch.setattr(pq, "read_schema", bug)
+    with pytest.raises(KeyError, match="a bug"):
+        sources._nanosecond_columns(str(not_parquet))

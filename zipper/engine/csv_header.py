@@ -7,6 +7,7 @@ the column nor, at times, the file."""
 
 from __future__ import annotations
 
+import codecs
 import csv
 import itertools
 import re
@@ -18,6 +19,10 @@ from zipper.errors import InputError
 # Two-character spellings Spark's CSV options accept for one character (`sep: '\\t'`).
 _CSV_ESCAPES = {"\\t": "\t", "\\r": "\r", "\\b": "\b", "\\f": "\f", '\\"': '"', "\\'": "'", "\\\\": "\\",
                 "\\u0000": "\0"}
+
+# Line ends inside one line (which `csv` would take for the line's end), as private-use characters.
+_LINE_ENDS_AWAY = str.maketrans({"\r": "\ue000", "\n": "\ue001"})
+_LINE_ENDS_BACK = str.maketrans({"\ue000": "\r", "\ue001": "\n"})
 
 
 def csv_option(options: dict[str, str], *names: str, default: str) -> str:
@@ -37,6 +42,9 @@ def header_names(line: str, options: dict[str, str], more: Iterator[str] | None 
     `quote` and `escape`; None when it does not parse. A byte order mark is not part of a name.
     `more` are the lines after it, which a quoted name may span (`multiLine: true`)."""
     line = line.removeprefix("\ufeff")
+    if more is None and ("\r" in line or "\n" in line):  # a line ended by `lineSep`: line ends are data
+        names = header_names(line.translate(_LINE_ENDS_AWAY), options)
+        return None if names is None else [name.translate(_LINE_ENDS_BACK) for name in names]
     sep = _csv_chars(csv_option(options, "sep", "delimiter", default=","))
     quote = _csv_chars(csv_option(options, "quote", default='"'))
     quote = None if quote in ("", "\0") else quote  # Spark's way to turn quoting off
@@ -73,34 +81,88 @@ def check(spark, paths: list[str], options: dict[str, str], what: str) -> None:
     _refuse_different(headers, what)
 
 
+# The bytes of a file read for its header; a header that goes on past them (a long one, or a
+# quoted name spanning lines) is read again from up to MAX_HEADER_BYTES.
+HEAD_BYTES = 64 << 10
+MAX_HEADER_BYTES = 1 << 20
+
+
 def _headers(spark, paths: list[str], options: dict[str, str]) -> list[tuple[str, list[str]]]:
     """(file, its header's names) of each file whose header reads and parses."""
     charset = csv_option(options, "encoding", "charset", default="UTF-8")
+    heads = fs.FileHeads(spark)
     headers = []
     for path in paths:
         try:
-            with fs.text_lines(spark, path, charset) as lines:
-                names = header_record(lines, options)
-        except Exception:  # unreadable: Spark's own read says why
+            names = _header_of(spark, heads, path, charset, options)
+        except fs.jvm_failures():  # unreadable, or a charset Java does not know: Spark's own read says why
             continue
         if names:
             headers.append((path, names))
     return headers
 
 
-def header_record(lines: Iterator[str], options: dict[str, str]) -> list[str] | None:
-    """The names of a CSV file's header, from its lines: Spark's header is the first line neither
-    blank nor a comment, with the lines a quoted name spans when `multiLine` is on (Spark then
-    reads `"first<newline>name"` as one name); None when there is none."""
-    comment = csv_option(options, "comment", default="")
+def _header_of(spark, heads: fs.FileHeads, path: str, charset: str, options: dict[str, str]) -> list[str] | None:
+    """The names of a file's header, from its first bytes: HEAD_BYTES, else, when the header goes
+    on past them, MAX_HEADER_BYTES (its last line taken as it is, cut or not)."""
+    for size in (HEAD_BYTES, MAX_HEADER_BYTES):
+        data = heads.read(path, size)
+        whole = len(data) < size or size == MAX_HEADER_BYTES
+        lines = split_lines(decoded(spark, data, charset), options)
+        read = _Lines(lines if whole else lines[:-1])  # a line the bytes cut is no line yet
+        names = header_record(read, options)
+        if whole or not read.ran_out:
+            return names
+    return None
+
+
+class _Lines:
+    """The lines of a file's first bytes, saying whether a reader asked for one past them."""
+
+    def __init__(self, lines: list[str]):
+        self._lines = iter(lines)
+        self.ran_out = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        try:
+            return next(self._lines)
+        except StopIteration:
+            self.ran_out = True
+            raise
+
+
+def decoded(spark, data: bytes, charset: str) -> str:
+    """Bytes as Java's reader decodes them with `charset`: UTF-8, the default, in Python (which
+    decodes it alike), any other by Java."""
+    try:
+        utf_8 = codecs.lookup(charset).name == "utf-8"
+    except LookupError:
+        utf_8 = False
+    return data.decode("utf-8", errors="replace") if utf_8 else str(spark._jvm.java.lang.String(data, charset))
+
+
+def split_lines(text: str, options: dict[str, str]) -> list[str]:
+    """Text split into lines as Spark's CSV reader splits a file: at the `lineSep` option, else at
+    any line end (`\r\n`, `\r`, `\n`)."""
     line_sep = csv_option(options, "linesep", default="")
+    return text.split(line_sep) if line_sep else re.split(r"\r\n|\r|\n", text)
+
+
+def header_record(lines: Iterator[str], options: dict[str, str]) -> list[str] | None:
+    """The names of a CSV file's header, from its lines (`split_lines`): Spark's header is the
+    first line neither blank nor a comment, with the lines a quoted name spans when `multiLine`
+    is on and lines end at line ends (Spark then reads `"first<newline>name"` as one name);
+    None when there is none."""
+    comment = csv_option(options, "comment", default="")
     line = next((text for text in lines if text.strip() and not (comment and text.startswith(comment))), None)
     if line is None:
         return None
-    if line_sep:  # lines split at Java's line ends: the header ends at the first `lineSep`
-        return header_names(line.split(line_sep)[0], options)
     multi_line = csv_option(options, "multiline", default="false").lower() == "true"
-    return header_names(line, options, lines if multi_line else None)
+    spans = multi_line and not csv_option(options, "linesep", default="")
+    return header_names(line, options, lines if spans else None)
 
 
 def _refuse_repeated(headers: list[tuple[str, list[str]]], null_value: str, what: str) -> None:
