@@ -654,6 +654,42 @@ def test_a_rerun_takes_dates_committed_before_filters_were_heeded_as_unchanged(s
     assert state.read_state(spark, t.spec).last_committed == day(2)
 
 
+def test_files_a_filter_leaves_out_beside_the_base_do_not_change_it(spark, tmp_path, unique_name):
+    """With untracked columns a rerun rebuilds the state before its first date from the base, which
+    must be the one `zipper init` loaded: a `notes.txt` the base's filter leaves out, once edited,
+    made it look changed and the rerun was refused. A table initialized when every file counted
+    keeps its recorded fingerprint while they all are unchanged."""
+    from zipper.engine import replay
+
+    options = {"pathGlobFilter": "*.parquet"}
+    t = TableFixture(tmp_path, unique_name, source={"options": options}, track_columns=["city"])
+    t.spec = t.spec.model_copy(update={"base": t.spec.base.model_copy(update={"options": options})})
+    t.write_base(spark, [(1, "ann", "Oslo"), (2, "bob", "Rome")])
+    notes = t.data / "base" / "notes.txt"
+    notes.write_text("exported by the nightly job")
+    merge.init_table(spark, t.spec)
+    t.write_increment(spark, day(1), [(2, "bob", "Paris")])
+    merge.merge_date(spark, t.spec, day(1))
+    before = table_rows(spark, t.table)
+
+    notes.write_text("exported by the nightly job, again")
+    assert replay.rerun(spark, t.spec, day(1)).action == "rerun"
+    assert table_rows(spark, t.table) == before
+
+    st = state.read_state(spark, t.spec)
+    every_file = sources.fingerprint(fs.list_data_files(spark, [str(t.data / "base")]))
+    params = {k: v for k, v in st.open_partition.params.items() if k.startswith("zipper.")}
+    catalog.repoint(spark, t.spec, [Partition(OPEN, st.open_partition.location,
+                                              {**params, state.INIT_FINGERPRINT: every_file})], expected_run=None)
+    assert replay.rerun(spark, t.spec, day(1)).action == "rerun"  # recorded as before: still the same base
+    assert table_rows(spark, t.table) == before
+    assert state.read_state(spark, t.spec).open_partition.params[state.INIT_FINGERPRINT] == every_file
+
+    write_parquet(t.data / "base", [(1, "ann", "Oslo"), (2, "bob", "Lima")], t.schema, spark)  # a file it reads
+    with pytest.raises(StateError, match="the base differs from the one loaded"):
+        replay.rerun(spark, t.spec, day(1))
+
+
 def test_publish_repoints_partitions_at_fresh_directories_with_the_commit(spark, users):
     users.write_increment(spark, day(1), [(2, "bob", "Paris"), (4, "dan", "Oslo")])
     initial = state.read_state(spark, users.spec) if catalog.table_exists(spark, users.spec) else None

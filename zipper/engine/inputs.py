@@ -91,9 +91,18 @@ def read_base(spark, spec: TableSpec, table_columns: list[tuple[str, str]], init
     return read_as_table(spark, spec, located, spec.base, table_columns, init_ds, "base")
 
 
-def base_fingerprint(located: sources.Input | None) -> str:
-    """The fingerprint `zipper init` records for the base: "empty" without one."""
-    return located.fingerprint if located is not None else "empty"
+def base_fingerprint(located: sources.Input | None, recorded: str | None = None) -> str:
+    """The fingerprint `zipper init` records for the base ("empty" without one); given the one it
+    `recorded`, that one while the base still `matches` it (a table initialized before file filters
+    counted only the files they keep recorded every file's)."""
+    if located is None:
+        return "empty"
+    return located.fingerprint_against(recorded)
+
+
+def base_changed(located: sources.Input | None, recorded: str | None) -> bool:
+    """Whether the base is not the one `zipper init` loaded (`recorded`; unknown: unchanged)."""
+    return bool(recorded) and base_fingerprint(located, recorded) != recorded
 
 
 def dated_rows(spark, spec: TableSpec, table_columns: list[tuple[str, str]], located: dict[dt.date, sources.Input],

@@ -57,8 +57,9 @@ def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet
 
     dates = date_range(init_ds + DAY, end)
     found = _locate_inputs(spark, spec, init_ds, dates)
-    base_fingerprint = inputs.base_fingerprint(found.base)
-    if base_fingerprint != st.open_partition.params.get(state.INIT_FINGERPRINT, base_fingerprint):
+    recorded = st.open_partition.params.get(state.INIT_FINGERPRINT)
+    base_fingerprint = inputs.base_fingerprint(found.base, recorded)
+    if inputs.base_changed(found.base, recorded):
         progress(f"{spec.table}: the base differs from the one loaded on {init_ds}; the rebuild uses it as it is now")
 
     run_id = state.new_run_id()

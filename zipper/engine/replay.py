@@ -237,7 +237,7 @@ def _rebuilt_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.d
     located_base = inputs.locate_base(spark, spec, init_ds)
     base = inputs.read_base(spark, spec, table_columns, init_ds, located_base)
     recorded = st.open_partition.params.get(state.INIT_FINGERPRINT)
-    if recorded and inputs.base_fingerprint(located_base) != recorded:
+    if inputs.base_changed(located_base, recorded):
         raise StateError(
             f"the table has untracked columns, so restoring it to {first - DAY} rebuilds that state from the base;"
             f" the base differs from the one loaded on {init_ds}: restore it, or `zipper rebuild {spec.name}`",

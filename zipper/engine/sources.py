@@ -133,9 +133,7 @@ def locate(spark, spec: TableSpec, source: SourceSpec | BaseSpec, ds: dt.date, w
                                 + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""),
                                 table=spec.table, ds=ds.isoformat())
     located = Input(rendered, source.format, matches, files, fingerprint(files))
-    # The base's stays that of every file: reruns compare it with the one `zipper init` recorded,
-    # as it is, so another formula would make every table's base look changed.
-    return _fingerprinted_as_read(spark, located, source.options) if isinstance(source, SourceSpec) else located
+    return _fingerprinted_as_read(spark, located, source.options)
 
 
 def _fingerprinted_as_read(spark, located: Input, options: dict[str, str]) -> Input:
