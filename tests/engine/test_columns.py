@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import yaml
 
 from tests.support import TableFixture, day, table_rows
 from zipper import errors
-from zipper.engine import catalog, check, faults, fs, merge, rebuild, replay, state
+from zipper.engine import catalog, check, conform, csv_values, dayinput, faults, fs, inputs, merge, rebuild, replay, state
 from zipper.errors import InputError
 from zipper.spec.loader import load_spec_file
 
@@ -472,6 +473,173 @@ def test_a_file_typing_a_key_otherwise_fails_a_rerun_and_a_rebuild_naming_it_bef
         rebuild.rebuild(spark, t.spec)
     assert str(raised.value) == explained and raised.value.final
     assert (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec)) == before
+
+
+def source_table(spark, tmp_path, name: str, days: dict[int, dict]) -> str:
+    """A Parquet source table `(id bigint, name string, amount double) PARTITIONED BY (ds)`, a
+    partition a day, each of one file written with pyarrow from `days[n]` (column -> array)."""
+    table = f"ods_{name}.fact_inc"
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS ods_{name}")
+    spark.sql(f"CREATE TABLE {table} (id bigint, name string, amount double) PARTITIONED BY (ds string)"
+              " STORED AS PARQUET")
+    for n, columns in days.items():
+        folder = tmp_path / "fact_inc" / f"ds={day(n)}"
+        write_files(folder, [columns])
+        spark.sql(f"ALTER TABLE {table} ADD PARTITION (ds = '{day(n)}') LOCATION '{folder}'")
+    return table
+
+
+def fed_by(tmp_path, name: str, table: str, **options) -> TableFixture:
+    return TableFixture(tmp_path, name, schema="id bigint, name string, amount double", source={
+        "format": "table", "path": None, "table": table, "partition": "ds = '{{ ds }}'"}, **options)
+
+
+def row(key: int, name: str, amount) -> dict:
+    return {"id": pa.array([key], pa.int64()), "name": pa.array([name]), "amount": pa.array([amount])}
+
+
+def test_a_rerun_refuses_a_replayed_file_typing_another_column_otherwise_before_anything_changes(
+        spark, tmp_path, unique_name):
+    """The rerun's check reads the keys of every replayed date; a file of a later date holding
+    `amount` as bigint where its table declares double failed only at that date's merge, after
+    the restore was published, leaving a replay pending. Its footer says so up front."""
+    table = source_table(spark, tmp_path, unique_name, {1: row(2, "bob", 2.5), 2: row(3, "cid", 3.5)})
+    t = fed_by(tmp_path, unique_name, table)
+    t.write_base(spark, [(1, "ann", 1.5)])
+    for n in (1, 2):
+        merge.merge_date(spark, t.spec, day(n))
+    before = (table_rows(spark, t.table), [(p.end, p.location, p.params) for p in catalog.list_partitions(spark, t.spec)])
+    write_files(tmp_path / "fact_inc" / f"ds={day(2)}", [row(3, "cid", 4)])
+    with pytest.raises(InputError) as raised:
+        replay.rerun(spark, t.spec, day(1))
+    assert str(raised.value) == (
+        f"{t.table} {day(2)}: cannot read file part-0.parquet of {table} partition {{'ds': '{day(2)}'}}: column"
+        f" 'amount' is bigint in the file, but read as double, the type the table {table} declares; nothing was"
+        " changed")
+    assert raised.value.final
+    after = (table_rows(spark, t.table), [(p.end, p.location, p.params) for p in catalog.list_partitions(spark, t.spec)])
+    assert after == before and state.read_state(spark, t.spec).replay is None
+
+    write_files(tmp_path / "fact_inc" / f"ds={day(2)}", [row(3, "cid", 4.0)])  # mended: replayed
+    replay.rerun(spark, t.spec, day(1))
+    assert table_rows(spark, t.table)[-1] == (3, "cid", 4.0, day(2).isoformat(), OPEN)
+
+
+def test_a_replayed_folder_read_without_merging_schemas_is_checked_file_by_file(spark, tmp_path, unique_name):
+    """mergeSchema off: Spark reads a date's files with one file's schema; another file holding
+    `amount` as string fails the rerun before the restore, naming it (the folder read with the
+    string file's schema fails as a changed column type, also before anything changes)."""
+    t = TableFixture(tmp_path, unique_name, schema="id bigint, amount double",
+                     source={"options": {"mergeSchema": False}})
+    t.write_base(spark, [(1, 1.5)])
+    for n in (1, 2):
+        t.write_increment(spark, day(n), [(n + 1, n + 0.5)])
+        merge.merge_date(spark, t.spec, day(n))
+    before = (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec))
+    folder = t.increment_dir(day(2))
+    for old in folder.iterdir():
+        old.unlink()
+    write_files(folder, [{"id": pa.array([3], pa.int64()), "amount": pa.array([2.5])},
+                         {"id": pa.array([4], pa.int64()), "amount": pa.array(["3.5"])}])
+    with pytest.raises(InputError) as raised:
+        replay.rerun(spark, t.spec, day(1))
+    assert str(raised.value) in (
+        f"{t.table} {day(2)}: cannot read file part-1.parquet of {folder}: column 'amount' is string in the file, but"
+        " read as double, its type in another file of the input; every file must give a column one type; nothing"
+        " was changed",
+        f"{t.table} {day(2)}: increment {folder} column 'amount' has type string, the table has double; a column"
+        " cannot change type (only int -> bigint and float -> double widen; a decimal input may have fewer digits)")
+    assert (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec)) == before
+    assert state.read_state(spark, t.spec).replay is None
+
+
+def rewritten_alike(path: Path, columns: dict) -> None:
+    """`path` rewritten with `columns`, at its size and modification time (padded with a column
+    its table does not declare): a change no fingerprint of names, sizes and times sees."""
+    size, times = path.stat().st_size, (path.stat().st_atime_ns, path.stat().st_mtime_ns)
+    for pad in range(4096):
+        written = pa.BufferOutputStream()
+        pq.write_table(pa.table({**columns, "pad": pa.array(["x" * pad])}), written, store_schema=False,
+                       compression="none", use_dictionary=False, write_statistics=False)
+        if written.getvalue().size == size:
+            path.write_bytes(written.getvalue().to_pybytes())
+            os.utime(path, ns=times)
+            return
+    raise AssertionError(f"no padding gives {size} bytes")
+
+
+def test_a_restore_of_untracked_columns_names_an_earlier_file_its_input_cannot_be_read_as(
+        spark, tmp_path, unique_name):
+    """With an untracked column the restore rebuilds the open rows from the base and the earlier
+    increments; one of their files holding `amount` as bigint where its table declares double
+    failed with Spark's SchemaColumnConvertNotSupportedException and Parquet's INT64."""
+    table = source_table(spark, tmp_path, unique_name, {n: row(n + 1, f"n{n}", n + 0.5) for n in (1, 2, 3)})
+    t = fed_by(tmp_path, unique_name, table, track_columns=["name"])
+    t.write_base(spark, [(1, "ann", 1.5)])
+    for n in (1, 2, 3):
+        merge.merge_date(spark, t.spec, day(n))
+    before = (table_rows(spark, t.table), [(p.end, p.location, p.params) for p in catalog.list_partitions(spark, t.spec)])
+    rewritten_alike(tmp_path / "fact_inc" / f"ds={day(1)}" / "part-0.parquet",
+                    {"id": pa.array([2], pa.int64()), "name": pa.array(["n1"]), "amount": pa.array([7], pa.int64())})
+    with pytest.raises(InputError) as raised:
+        replay.rerun(spark, t.spec, day(3))
+    assert str(raised.value) == (
+        f"{t.table} {day(1)}: cannot read file part-0.parquet of {table} partition {{'ds': '{day(1)}'}}: column"
+        f" 'amount' is bigint in the file, but read as double, the type the table {table} declares; nothing was"
+        " changed")
+    after = (table_rows(spark, t.table), [(p.end, p.location, p.params) for p in catalog.list_partitions(spark, t.spec)])
+    assert after == before
+
+
+def test_a_bug_inside_a_reruns_check_is_raised_as_itself(spark, tmp_path, unique_name, monkeypatch):
+    """The check took any failure for a file Spark cannot read: a bug was reported as an
+    unreadable input (`KeyError: ...; nothing was changed`)."""
+    t = TableFixture(tmp_path, unique_name, schema="id bigint, amount double")
+    t.write_base(spark, [(1, 1.5)])
+    t.write_increment(spark, day(1), [(2, 2.5)])
+    merge.merge_date(spark, t.spec, day(1))
+    before = (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec))
+
+    def broken(*args, **kwargs):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(inputs, "check_keys", broken)
+    with pytest.raises(KeyError, match="a bug"):
+        replay.rerun(spark, t.spec, day(1))
+    assert (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec)) == before
+
+
+def test_the_explanations_of_spark_failures_raise_a_bug_as_itself(spark, tmp_path, unique_name, monkeypatch):
+    """They caught any exception: a bug in a diagnosis hid behind Spark's failure, or became an
+    input's error (a nested type's names), and an Observation never observed read as no metrics."""
+    from pyspark.sql import Observation
+    from pyspark.errors import PySparkAssertionError
+    import pyspark.sql.types
+
+    with pytest.raises(PySparkAssertionError):
+        dayinput.observed_metrics(Observation(f"zipper_never_{unique_name}"))
+
+    t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, level int", source={"format": "csv"})
+    df = spark.createDataFrame([(1, (2,))], "id bigint, s struct<f:int>")
+    original = pyspark.sql.types._parse_datatype_string
+
+    def parse_failing_on_structs(text: str):
+        if text.startswith("struct<"):
+            raise KeyError("a bug")
+        return original(text)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(pyspark.sql.types, "_parse_datatype_string", parse_failing_on_structs)
+        with pytest.raises(KeyError, match="a bug"):
+            conform.refuse_unwritable_types(df, t.spec, day(1).isoformat(), "increment")
+
+    t.write_base(spark, [(1, "ann", 1)])
+    merge.init_table(spark, t.spec)
+    t.increment_dir(day(1)).mkdir(parents=True)
+    (t.increment_dir(day(1)) / "part-0.csv").write_text("id,name,level\n1,ann,x9\n")
+    monkeypatch.setattr(csv_values, "_bad_record", lambda *args: {}["a bug"])
+    with pytest.raises(KeyError, match="a bug"):
+        merge.merge_date(spark, t.spec, day(1))
 
 
 def test_a_base_file_typing_a_column_otherwise_fails_init_naming_it(spark, tmp_path, unique_name):

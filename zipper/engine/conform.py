@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from zipper.engine import csv_values, fs, sources
-from zipper.errors import InputError, SpecError, ZipperError, column_type_mismatch
+from zipper.errors import ColumnTypeMismatch, InputError, SpecError, column_type_mismatch
 from zipper.spec.model import INTERNAL_PREFIX, TableSpec
 
 # (from, to) pairs that never lose information.
@@ -94,21 +94,71 @@ def explained_column_types_of(spark, spec: TableSpec, located: dict, suffix: str
     whose input holds the file. `suffix` ends the message (`; nothing was changed`)."""
     try:
         yield
-    except ZipperError:
-        raise
-    except Exception as exc:
+    except fs.jvm_failures() as exc:  # a Spark failure; anything else is not a file's doing
         mismatch = column_type_mismatch(exc)
         holder = _input_holding(located, mismatch.file) if mismatch is not None else None
         if holder is None:
             raise  # not a type mismatch, or in one of the table's own files: not the input's doing
         ds, inp = holder
-        if inp.format == "table":
-            read_as = f"the type the table {inp.table} declares"
-        else:
-            read_as = "its type in another file of the input; every file must give a column one type"
         reason = mismatch.reason(_type_in_file(spark, mismatch.file, mismatch.column))
-        raise InputError(f"cannot read file {fs.name_of(mismatch.file)} of {inp.description}: {reason},"
-                         f" {read_as}{suffix}", table=spec.table, ds=ds) from None
+        raise mistyped_file(spec, ds, inp, mismatch.file, reason, suffix) from None
+
+
+def mistyped_file(spec: TableSpec, ds: str, inp, path: str, reason: str, suffix: str = "") -> InputError:
+    """The error of a file of the input `inp` of `ds` holding a column in another type than the
+    input is read as: `reason` names the column and both types."""
+    if inp.format == "table":
+        read_as = f"the type the table {inp.table} declares"
+    else:
+        read_as = "its type in another file of the input; every file must give a column one type"
+    return InputError(f"cannot read file {fs.name_of(path)} of {inp.description}: {reason}, {read_as}{suffix}",
+                      table=spec.table, ds=ds)
+
+
+def refuse_mistyped_files(spark, spec: TableSpec, read: dict, suffix: str = "") -> None:
+    """Each Parquet file Spark reads with a schema not its own (`sources.files_read_as_another`) holds
+    every column it shares with that schema in a type Spark reads as the column's: checked from the
+    files' footers, without reading their data. A rerun's check reads only the keys of its dates'
+    inputs, so a file holding another column as a string where the input is read as int failed
+    only at its date's merge, after the restore. `read` maps a date to (its input, the schema its
+    input is read with, as `read_input` gives it)."""
+    footers = None
+    for day in sorted(read):
+        inp, schema = read[day]
+        for path in sources.files_read_as_another(spark, inp, spec.source):
+            footers = footers or sources.FileSchemas(spark)
+            try:
+                held = footers.schema_of(path, inp.description)
+            except InputError as exc:
+                raise exc.reworded(exc.detail + suffix, table=spec.table, ds=str(day)) from None
+            found = mistyped_column(held, schema) if held is not None else None
+            if found is not None:
+                column, in_file, read_as = found
+                reason = ColumnTypeMismatch(path, column, "", read_as).reason(in_file)
+                raise mistyped_file(spec, str(day), inp, path, reason, suffix)
+
+
+def mistyped_column(held, read, name: str = "") -> tuple[str, str, str] | None:
+    """(column, as `outer.inner`; its type in the file; the type it is read as) of the first column
+    of a file's schema `held` that Spark cannot read as `read` has it, or None: types match by
+    field name (in any case), a field only one of them has is no matter (read as NULL), and a type
+    the file holds narrower than it is read (`reads_as`: int as bigint) is read so."""
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if isinstance(held, StructType) and isinstance(read, StructType):
+        in_file = {f.name.lower(): f.dataType for f in held.fields}
+        wanted = [(f"{name}.{f.name}" if name else f.name, f) for f in read.fields if f.name.lower() in in_file]
+        return next(filter(None, (mistyped_column(in_file[f.name.lower()], f.dataType, path) for path, f in wanted)),
+                    None)
+    if isinstance(held, ArrayType) and isinstance(read, ArrayType):
+        return mistyped_column(held.elementType, read.elementType, name)
+    if isinstance(held, MapType) and isinstance(read, MapType):
+        return mistyped_column(held.keyType, read.keyType, name) or mistyped_column(held.valueType, read.valueType,
+                                                                                     name)
+    in_file, read_as = held.simpleString(), read.simpleString()
+    if in_file == read_as or in_file == "void" or reads_as(in_file, read_as):
+        return None
+    return name, in_file, read_as
 
 
 def _input_holding(located: dict, path: str | None):
@@ -123,14 +173,20 @@ def _input_holding(located: dict, path: str | None):
 
 
 def _type_in_file(spark, path: str, column: str) -> str | None:
-    """The column's type as Spark reads the file alone (`string` where Parquet says BINARY), or None."""
+    """The column's type as Spark reads the file alone (`string` where Parquet says BINARY), or None
+    (unreadable; or inside an array or a map, which Spark names by Parquet's own levels)."""
+    from pyspark.sql.types import StructType
+
     try:
         kind = spark.read.parquet(path).schema
-        for part in column.split("."):
-            kind = next(f.dataType for f in kind.fields if f.name.lower() == part.lower())
-        return kind.simpleString()
-    except Exception:  # the explanation must never hide the failure it explains
+    except fs.jvm_failures():  # the explanation must never hide the failure it explains
         return None
+    for part in column.split("."):
+        fields = {f.name.lower(): f.dataType for f in kind.fields} if isinstance(kind, StructType) else {}
+        if part.lower() not in fields:
+            return None
+        kind = fields[part.lower()]
+    return kind.simpleString()
 
 
 def refuse_internal_names(columns: list[str], spec: TableSpec, ds: str, what: str) -> None:
@@ -203,7 +259,7 @@ def refuse_unwritable_types(df, spec: TableSpec, ds: str, what: str) -> None:
             continue
         try:
             _parse_datatype_string(kind)
-        except Exception:
+        except fs.jvm_failures():  # Spark's parser refuses it (a ParseException)
             raise InputError(f"{what} column {field.name!r} has type {kind}, whose nested field names a Hive table"
                              " cannot take (a space, a dot, ...); rename them in the source", table=spec.table,
                              ds=ds) from None

@@ -16,7 +16,7 @@ from functools import reduce
 
 from zipper.engine import fs
 from zipper.engine.csv_header import csv_option
-from zipper.errors import InputError, ZipperError, java_messages
+from zipper.errors import InputError, java_messages
 
 BAD_RECORD = "_zipper_bad_record"
 MAX_READS = 10_000  # remembered files per process; a rerun of years of daily files stays well under
@@ -57,9 +57,7 @@ def explained(spark, table: str, keys, ds: str | None = None):
     `ds` is the date named when the file's own date is not known."""
     try:
         yield
-    except ZipperError:
-        raise
-    except Exception as exc:
+    except fs.jvm_failures() as exc:  # Spark's parser failed; anything else is not a value's doing
         bad = explain(spark, exc, keys)
         if bad is None:
             raise
@@ -84,7 +82,7 @@ def explain(spark, exc: BaseException, keys: list[str] | tuple[str, ...] = ()) -
     path, read = _reads[fs.spelled_alike(named)]
     try:
         found = _bad_record(spark, path, read)
-    except Exception:  # the diagnosis must never hide the original failure
+    except fs.jvm_failures():  # the diagnosis must never hide the original failure (a bug is raised as itself)
         return None
     if found is None:
         return None

@@ -85,10 +85,11 @@ def key_text(rows, keys: list[str]) -> str:
 
 
 def observed_metrics(observation) -> dict:
-    """Metrics of an Observation; empty when Spark collected none (an input with no partitions)."""
+    """Metrics of an Observation; empty when the JVM fails to hand them over (the caller then
+    counts otherwise). An Observation never observed is a bug, and raised as one."""
     try:
         return dict(observation.get)
-    except Exception:
+    except fs.jvm_failures():
         return {}
 
 

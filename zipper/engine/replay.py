@@ -138,10 +138,12 @@ def _check_inputs(spark, spec: TableSpec, first: dt.date, replayed: dict) -> dic
     try:
         with (csv_values.explained(spark, spec.table, spec.keys, first.isoformat()),
               conform.explained_column_types_of(spark, spec, replayed, NOTHING_CHANGED)):
-            return _checked_inputs(spark, spec, replayed)
-    except ZipperError:
-        raise
-    except Exception as exc:  # a file Spark cannot read: name its date, not the first one
+            checked = _checked_inputs(spark, spec, replayed)
+            # the check reads the keys (a cdc input's operations too): the other columns' files by their footers
+            conform.refuse_mistyped_files(spark, spec, {day: (replayed[day], inp.df.schema)
+                                                         for day, inp in checked.items()}, NOTHING_CHANGED)
+            return checked
+    except fs.jvm_failures() as exc:  # a file Spark cannot read: name its date, not the first one
         day = _date_of_file(failed_file(exc), replayed) or first
         raise UnreadableInputError(f"{summarize_failure(exc)}{NOTHING_CHANGED}", table=spec.table,
                                    ds=day.isoformat()) from exc
@@ -190,6 +192,12 @@ def _record_marker(spark, spec: TableSpec, st: state.TableState, marker: state.R
 def restored_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.date,
                        table_columns: list[tuple[str, str]]):
     """The open partition as it was at the end of first - 1: columns + begin."""
+    return _restored(spark, spec, st, first, table_columns)[0]
+
+
+def _restored(spark, spec: TableSpec, st: state.TableState, first: dt.date, table_columns: list[tuple[str, str]]):
+    """`restored_open_rows`, and the inputs they are read from (date -> input; none when read
+    from the table itself), for naming a file of theirs that Spark cannot read."""
     names = [c for c, _ in table_columns]
     tracked = conform.tracked_columns(spec, names, first.isoformat())
     untracked = [c for c in names if c not in tracked and c not in spec.keys]
@@ -213,14 +221,15 @@ def restored_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.d
             closed_end=spec.closed_end(first).isoformat(),
             open_end=spec.open_end.isoformat(),
         )
-    )
+    ), {}
 
 
 def _rebuilt_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.date,
                        table_columns: list[tuple[str, str]], tracked: list[str]):
     """With untracked columns the table cannot say which in-place updates happened before `first`
     (the open row holds the latest ones), so the state at first - 1 is rebuilt from the base and
-    the increments up to first - 1, which must be the ones that were committed."""
+    the increments up to first - 1, which must be the ones that were committed. Returns the rows
+    and those inputs, by date."""
     where = {"table": spec.table, "ds": first.isoformat()}
     init_ds = st.init_ds
     dates = date_range(init_ds + DAY, first - DAY)
@@ -252,7 +261,7 @@ def _rebuilt_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.d
                                     end_column=spec.end_column, end_style=spec.end_style, open_end=open_end)
         .where(f"`{spec.end_column}` = '{open_end}'")
         .select(*names, spec.begin_column)
-    )
+    ), {init_ds: located_base, **located}
 
 
 def restore(spark, spec: TableSpec, st: state.TableState, first: dt.date, marker: state.ReplayMarker) -> merge.RunResult:
@@ -270,8 +279,11 @@ def restore(spark, spec: TableSpec, st: state.TableState, first: dt.date, marker
     run_id = state.new_run_id()
     open_dir = f"{state.run_dir(st, run_id)}/{transforms.SLOT}={transforms.OPEN}"
     observation = Observation(f"zipper_restore_{secrets.token_hex(6)}")
-    rows = restored_open_rows(spark, spec, st, first, table_columns)
-    rows.observe(observation, F.count(F.lit(1)).alias("rows")).write.parquet(open_dir)
+    rows, read_from = _restored(spark, spec, st, first, table_columns)
+    # with untracked columns, from the base and the increments before `first`: a file of theirs
+    # holding a column in another type than its input is read as fails naming it, as a rebuild's does
+    with conform.explained_column_types_of(spark, spec, read_from, NOTHING_CHANGED):
+        rows.observe(observation, F.count(F.lit(1)).alias("rows")).write.parquet(open_dir)
     fs.mkdirs(spark, open_dir)
     rows_read = int(merge.observed_metrics(observation).get("rows") or 0)
     rows_written = audit.written_rows(spark, open_dir)

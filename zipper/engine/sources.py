@@ -375,6 +375,65 @@ def _csv_schema(spark, located: Input, options: dict[str, str], declared: dict[s
     return StructType([StructField(name, known.get(name.lower(), StringType()), True) for name in header])
 
 
+def files_read_as_another(spark, located: Input, source: SourceSpec | BaseSpec) -> list[str]:
+    """The Parquet files Spark reads with a schema other than their own, so that one may hold a
+    column in a type Spark cannot read it as: those of a Parquet table's partition (read as the
+    table declares), and of a Parquet input of several files read without merging their schemas
+    (the reader option mergeSchema off: read as one file's). Any other input's are read with their
+    own schema, or with one merged from all of them (which fails on a conflict)."""
+    if located.format == "table":
+        return [f.path for f in located.files if f.size > 0] if _stored_as_parquet(spark, located.table) else []
+    files = located.kept if located.kept is not None else located.files
+    merged = all(str(v).lower() != "false" for k, v in source.options.items() if k.lower() == "mergeschema")
+    if located.format != "parquet" or len(files) < 2 or merged:
+        return []
+    return [f.path for f in files if f.size > 0]
+
+
+def _stored_as_parquet(spark, table: str) -> bool:
+    """Whether the metastore says `table`'s files are Parquet (a Spark or a Hive table)."""
+    db, name = table.split(".")
+    stored = spark._jsparkSession.sessionState().catalog().externalCatalog().getTable(db, name)
+    serde = stored.storage().serde()
+    named = [stored.provider().get() if stored.provider().isDefined() else "",
+             serde.get() if serde.isDefined() else ""]
+    return any("parquet" in text.lower() for text in named)
+
+
+class FileSchemas:
+    """Parquet files' columns as Spark reads each file alone, from its footer: a few JVM calls a
+    file and no Spark job (Spark's own reading of a file's schema runs one, a tenth of a second)."""
+
+    def __init__(self, spark):
+        self._path_class = fs.java_class(spark, "org.apache.hadoop.fs.Path")
+        self._reader = fs.java_class(spark, "org.apache.parquet.hadoop.ParquetFileReader")
+        self._no_row_groups = fs.java_class(
+            spark, "org.apache.parquet.format.converter.ParquetMetadataConverter").SKIP_ROW_GROUPS
+        self._conf = spark._jsc.hadoopConfiguration()
+        self._converter = fs.java_class(
+            spark, "org.apache.spark.sql.execution.datasources.parquet.ParquetToSparkSchemaConverter"
+        )(spark._jsparkSession.sessionState().conf())
+
+    def schema_of(self, path: str, what: str):
+        """The file's StructType; None when Spark has no type for one of its columns (nanosecond
+        timestamps, ...), which fails a read only if it reads that column, as it says then. A
+        footer that cannot be read fails as reading the input `what` would (`UnreadableInputError`)."""
+        import json
+
+        from pyspark.sql.types import StructType
+
+        try:
+            footer = self._reader.readFooter(self._conf, self._path_class(path), self._no_row_groups)
+        except fs.jvm_failures() as exc:  # not Parquet, gone, unreadable
+            reason = read_failure(exc, 300)[1]
+            raise UnreadableInputError(f"cannot read file {fs.name_of(path)} of {what}: {reason}") from None
+        try:
+            converted = self._converter.convert(footer.getFileMetaData().getSchema())
+        except fs.jvm_failures():  # a Parquet type Spark does not read
+            return None
+        return StructType.fromJson(json.loads(converted.json()))
+
+
 def _nanosecond_columns(path: str) -> list[str]:
     """The top-level columns of a local Parquet file whose timestamps are in nanoseconds (pyarrow's
     default for pandas' timestamps), from its footer; empty when remote or unreadable."""
