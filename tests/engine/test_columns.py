@@ -15,7 +15,8 @@ import yaml
 
 from tests.support import TableFixture, day, table_rows
 from zipper import errors
-from zipper.engine import catalog, check, conform, csv_values, dayinput, faults, fs, inputs, merge, rebuild, replay, state
+from zipper.engine import (catalog, check, conform, csv_values, dayinput, faults, fs, inputs, merge, rebuild, replay,
+                           state)
 from zipper.errors import InputError
 from zipper.spec.loader import load_spec_file
 
@@ -475,6 +476,11 @@ def test_a_file_typing_a_key_otherwise_fails_a_rerun_and_a_rebuild_naming_it_bef
     assert (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec)) == before
 
 
+def table_and_partitions(spark, t: TableFixture) -> tuple:
+    """The table's rows, and each partition's end, location and parameters (commit records, replay)."""
+    return table_rows(spark, t.table), [(p.end, p.location, p.params) for p in catalog.list_partitions(spark, t.spec)]
+
+
 def source_table(spark, tmp_path, name: str, days: dict[int, dict]) -> str:
     """A Parquet source table `(id bigint, name string, amount double) PARTITIONED BY (ds)`, a
     partition a day, each of one file written with pyarrow from `days[n]` (column -> array)."""
@@ -508,7 +514,7 @@ def test_a_rerun_refuses_a_replayed_file_typing_another_column_otherwise_before_
     t.write_base(spark, [(1, "ann", 1.5)])
     for n in (1, 2):
         merge.merge_date(spark, t.spec, day(n))
-    before = (table_rows(spark, t.table), [(p.end, p.location, p.params) for p in catalog.list_partitions(spark, t.spec)])
+    before = table_and_partitions(spark, t)
     write_files(tmp_path / "fact_inc" / f"ds={day(2)}", [row(3, "cid", 4)])
     with pytest.raises(InputError) as raised:
         replay.rerun(spark, t.spec, day(1))
@@ -517,7 +523,7 @@ def test_a_rerun_refuses_a_replayed_file_typing_another_column_otherwise_before_
         f" 'amount' is bigint in the file, but read as double, the type the table {table} declares; nothing was"
         " changed")
     assert raised.value.final
-    after = (table_rows(spark, t.table), [(p.end, p.location, p.params) for p in catalog.list_partitions(spark, t.spec)])
+    after = table_and_partitions(spark, t)
     assert after == before and state.read_state(spark, t.spec).replay is None
 
     write_files(tmp_path / "fact_inc" / f"ds={day(2)}", [row(3, "cid", 4.0)])  # mended: replayed
@@ -578,7 +584,7 @@ def test_a_restore_of_untracked_columns_names_an_earlier_file_its_input_cannot_b
     t.write_base(spark, [(1, "ann", 1.5)])
     for n in (1, 2, 3):
         merge.merge_date(spark, t.spec, day(n))
-    before = (table_rows(spark, t.table), [(p.end, p.location, p.params) for p in catalog.list_partitions(spark, t.spec)])
+    before = table_and_partitions(spark, t)
     rewritten_alike(tmp_path / "fact_inc" / f"ds={day(1)}" / "part-0.parquet",
                     {"id": pa.array([2], pa.int64()), "name": pa.array(["n1"]), "amount": pa.array([7], pa.int64())})
     with pytest.raises(InputError) as raised:
@@ -587,7 +593,7 @@ def test_a_restore_of_untracked_columns_names_an_earlier_file_its_input_cannot_b
         f"{t.table} {day(1)}: cannot read file part-0.parquet of {table} partition {{'ds': '{day(1)}'}}: column"
         f" 'amount' is bigint in the file, but read as double, the type the table {table} declares; nothing was"
         " changed")
-    after = (table_rows(spark, t.table), [(p.end, p.location, p.params) for p in catalog.list_partitions(spark, t.spec)])
+    after = table_and_partitions(spark, t)
     assert after == before
 
 
