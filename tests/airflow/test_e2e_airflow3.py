@@ -32,6 +32,7 @@ DEFERRED = "dim_deferred"
 STUCK = "dim_stuck"  # its second date's increment repeats a key: that run fails, on its first try
 LATE = "dim_late"  # never unpaused: its sensor is run alone, and times out
 LATE_RUNS = "dim_late_runs"  # scheduled, its increments never land: every sensor times out
+HELD = "dim_held"  # its second date's increment lands only when the test says so
 DAG = "zipper_" + BACKFILLED
 
 
@@ -59,8 +60,13 @@ def workspace(tmp_path_factory):
                airflow={"owner": "data-eng", "retries": 0, "sensor": {"mode": "poke", "poke_interval": 1, "timeout": 3}})
     write_spec(specs, LATE_RUNS, root / "late_runs", end_date=DATES[1],
                airflow={"owner": "data-eng", "retries": 0, "sensor": {"mode": "poke", "poke_interval": 1, "timeout": 3}})
+    held = root / "held"  # the first date's increment only
+    write_parquet(held / "base", BASE)
+    write_parquet(held / "incr" / f"ds={DATES[0]}", INCREMENTS[DATES[0]])
+    write_spec(specs, HELD, held, end_date=DATES[1],
+               airflow={"owner": "data-eng", "retries": 0, "sensor": {"poke_interval": 2, "timeout": 900}})
     return {"root": root, "data": data, "specs": specs, "refs": refs, "warehouse": root / "warehouse",
-            "deferred": deferred, "stuck": stuck}
+            "deferred": deferred, "stuck": stuck, "held": held}
 
 
 @pytest.fixture(scope="module")
@@ -325,3 +331,42 @@ def test_a_run_after_a_sensor_timeout_says_the_previous_increment_never_landed(a
     assert (f"the merge of the previous date {DATES[0]} (run {af3.dag_runs(dag)[0]['run_id']}) did not run:"
             " its wait_for_increment failed") in gate_log
     assert f"airflow tasks clear {dag} -s {DATES[0]} -y" in gate_log
+
+
+def test_a_past_merge_cleared_while_the_next_run_waits_for_its_increment_stops_that_run(af3, workspace):
+    """Clearing only D's merge queues D's run while D+1's run holds the DAG's one active-run place,
+    waiting for its increment; D+1's merge depends on D's, so without a check both would wait for
+    ever (Airflow's deadlock detection skips runs with depends_on_past tasks). D+1's increment
+    sensor stops that run at its next check instead, naming the command that resumes it; D then
+    merges again, and the clear the message names merges D+1."""
+    dag = f"zipper_{HELD}"
+    af3.wait_for_dags([dag])
+    af3.cli("dags", "unpause", dag)
+
+    def states(task: str) -> list[str | None]:
+        return [t["state"] for t in af3.task_instances(dag, task)]
+
+    def held_in_its_sensor() -> bool:
+        return (states("merge")[:1] == ["success"]
+                and states("wait_for_increment")[1:] in (["up_for_reschedule"], ["running"]))
+
+    af3.wait_until(held_in_its_sensor, 600, "the second run to wait for its increment")
+    af3.cli("tasks", "clear", dag, "-t", "merge", "-s", DATES[0], "-e", DATES[0], "-y")
+    assert af3.dag_runs(dag)[0]["state"] == "queued"
+    write_parquet(workspace["held"] / "incr" / f"ds={DATES[1]}", INCREMENTS[DATES[1]])
+
+    def runs() -> list[str]:
+        return [r["state"] for r in af3.dag_runs(dag)]
+
+    af3.wait_until(lambda: runs() == ["success", "failed"], 600, "the cleared date to merge again and the later run to stop")
+    assert states("wait_for_increment") == ["success", "failed"]
+    assert states("merge") == ["success", "upstream_failed"]
+    later_run = af3.dag_runs(dag)[1]["run_id"]
+    logs = af3.home / "logs" / f"dag_id={dag}" / f"run_id={later_run}"
+    sensor_log = "".join(p.read_text() for p in logs.glob("task_id=wait_for_increment/attempt=*.log"))
+    assert f"the run of the previous date {DATES[0]} (run {af3.dag_runs(dag)[0]['run_id']}) is queued" in sensor_log
+    assert f"airflow tasks clear {dag} -s {DATES[1]} -y" in sensor_log
+
+    af3.cli("tasks", "clear", dag, "-s", DATES[1], "-y")  # as the message says
+    af3.wait_until(lambda: runs() == ["success", "success"], 600, "the later date to merge")
+    assert_serial(af3.task_instances(dag, "merge"))

@@ -84,6 +84,7 @@ def build_merge_dag(spec: TableSpec, spec_path: Path, specs: Path):
             wait = ZipperIncrementSensor(
                 task_id=INCREMENT_TASK,
                 spec_path=str(spec_path),
+                merge_task_id="merge",  # the previous date's, cleared while this waits: stop, see the sensor
                 mode="poke" if sensor.mode == "deferrable" else sensor.mode,
                 deferrable=sensor.mode == "deferrable",
                 poke_interval=sensor.poke_interval,

@@ -48,18 +48,24 @@ class ZipperIncrementSensor(BaseSensorOperator):
     """Succeeds when the increment of `ds` is there (see `zipper.airflow.increments`).
 
     mode `reschedule` (default) frees the worker slot between checks; `deferrable` hands the
-    waiting to the triggerer (`airflow triggerer` must run; `airflow standalone` starts one)."""
+    waiting to the triggerer (`airflow triggerer` must run; `airflow standalone` starts one).
+    With `merge_task_id`, it also stops the run when the previous date's merge was cleared while
+    it waited (`stop_if_previous_date_queued_behind`)."""
 
     template_fields = ("ds",)
     ui_color = "#d9ecf5"
 
-    def __init__(self, *, spec_path: str, ds: str = "{{ ds }}", deferrable: bool = False, **kwargs: Any):
+    def __init__(self, *, spec_path: str, ds: str = "{{ ds }}", deferrable: bool = False,
+                 merge_task_id: str | None = None, **kwargs: Any):
         super().__init__(**kwargs)
         self.spec_path = spec_path
         self.ds = ds
         self.deferrable = deferrable
+        self.merge_task_id = merge_task_id
 
     def poke(self, context: Any) -> bool:
+        if self.merge_task_id:
+            stop_if_previous_date_queued_behind(context, self.merge_task_id)
         readiness = increment_ready(self.spec_path, self.ds)
         self.log.info("%s: %s", "found" if readiness.ready else "not yet", readiness.checked)
         return readiness.ready
@@ -84,6 +90,8 @@ class ZipperIncrementSensor(BaseSensorOperator):
     def execute_complete(self, context: Any, event: dict | None = None) -> None:
         if not event or event.get("status") != "ready":
             raise AirflowException(f"increment check failed: {event}")
+        if self.merge_task_id:  # the triggerer cannot see the runs: check before the merge is due
+            stop_if_previous_date_queued_behind(context, self.merge_task_id)
         self.log.info("found: %s", event.get("checked"))
 
 
@@ -128,6 +136,18 @@ class PreviousDateSensor(BaseSensorOperator):
         return False
 
 
+def stop_if_previous_date_queued_behind(context: Any, merge_task_id: str) -> None:
+    """Fail this run when the previous date's merge has to run again but its run is queued behind this one.
+
+    Clearing D's merge while D+1's run waits for its increment queues D's run behind D+1's (one
+    active run), and D+1's merge (depends_on_past) then waits for D's for ever: Airflow marks no
+    run with a depends_on_past task as deadlocked. Failing D+1 frees the place for D. A queued
+    previous run whose merge has succeeded (only a later task of it was cleared) blocks nothing."""
+    previous = _previous_merge(context, merge_task_id)
+    if previous is not None and previous.queued_behind and previous.merge_state not in PASSED_STATES:
+        raise AirflowFailException(_queued_behind(context["dag"].dag_id, context["ds"], previous))
+
+
 class PreviousRun(NamedTuple):
     """What the gate knows of the run before this one."""
 
@@ -145,8 +165,8 @@ def _failed_previous(dag_id: str, previous: PreviousRun) -> str:
     clear = resume_command(dag_id, logical, previous.backfill, ui="UI: clear its merge task with Upstream and Future")
     if state == "upstream_failed" and INCREMENT_TASK in previous.failed_tasks:
         return (f"the merge of the previous date {logical} (run {run_id}) did not run: its {INCREMENT_TASK} failed"
-                f" (its log names the increment it waited for); dates merge in order. Once that increment is"
-                f" there, clear that run and every later one: {clear}")
+                f" (its log says why: its increment did not land in time, or an earlier date was cleared while it"
+                f" waited); dates merge in order. Once that is resolved, clear that run and every later one: {clear}")
     if state == "upstream_failed" and PREVIOUS_DATE_TASK in previous.failed_tasks:
         return (f"the merge of the previous date {logical} (run {run_id}) did not run: an earlier date has not"
                 f" merged (that run's {PREVIOUS_DATE_TASK} log names it); dates merge in order. Fix the earliest"
