@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import urllib.request
 
 import pytest
 
@@ -33,6 +34,7 @@ STUCK = "dim_stuck"  # its second date's increment repeats a key: that run fails
 LATE = "dim_late"  # never unpaused: its sensor is run alone, and times out
 LATE_RUNS = "dim_late_runs"  # scheduled, its increments never land: every sensor times out
 HELD = "dim_held"  # its second date's increment lands only when the test says so
+CANCELLED = "dim_cancelled"  # its first date's run belongs to a cancelled backfill
 DAG = "zipper_" + BACKFILLED
 
 
@@ -64,6 +66,8 @@ def workspace(tmp_path_factory):
     write_parquet(held / "base", BASE)
     write_parquet(held / "incr" / f"ds={DATES[0]}", INCREMENTS[DATES[0]])
     write_spec(specs, HELD, held, end_date=DATES[1],
+               airflow={"owner": "data-eng", "retries": 0, "sensor": {"poke_interval": 2, "timeout": 900}})
+    write_spec(specs, CANCELLED, write_sample(root / "cancelled"), end_date=DATES[1],
                airflow={"owner": "data-eng", "retries": 0, "sensor": {"poke_interval": 2, "timeout": 900}})
     return {"root": root, "data": data, "specs": specs, "refs": refs, "warehouse": root / "warehouse",
             "deferred": deferred, "stuck": stuck, "held": held}
@@ -369,4 +373,53 @@ def test_a_past_merge_cleared_while_the_next_run_waits_for_its_increment_stops_t
 
     af3.cli("tasks", "clear", dag, "-s", DATES[1], "-y")  # as the message says
     af3.wait_until(lambda: runs() == ["success", "success"], 600, "the later date to merge")
+    assert_serial(af3.task_instances(dag, "merge"))
+
+
+def _api(af3, method: str, path: str, body: dict | None = None) -> dict:
+    """The public REST API as the admin user (the CLI has no backfill cancel and no run state)."""
+    password = json.loads((af3.home / "simple_auth_manager_passwords.json.generated").read_text())["admin"]
+
+    def call(url: str, payload: dict, verb: str, token: str | None = None) -> dict:
+        headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
+        request = urllib.request.Request(f"http://localhost:{af3.port}{url}", data=json.dumps(payload).encode(),
+                                         headers=headers, method=verb)
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            return json.loads(reply.read() or b"{}")
+
+    token = call("/auth/token", {"username": "admin", "password": password}, "POST")["access_token"]
+    return call(path, body or {}, method, token)
+
+
+def test_a_run_waiting_for_a_stranded_run_of_a_cancelled_backfill_says_how_to_resume(af3, workspace):
+    """Airflow 3 never starts a run of a cancelled backfill cleared after the cancel
+    (apache/airflow#72337), and a task cannot see the backfill's state: the next date's gate
+    waits, and its log says what resolves it if that backfill was cancelled. Doing so converges."""
+    dag = f"zipper_{CANCELLED}"
+    af3.wait_for_dags([dag])  # paused: the backfill's run cannot start before it is cancelled
+    af3.cli("backfill", "create", "--dag-id", dag, "--from-date", DATES[0], "--to-date", DATES[0],
+            "--reprocess-behavior", "failed")
+    backfill_id = af3.query("SELECT max(id) FROM backfill WHERE dag_id = ?", dag)[0][0]
+    _api(af3, "PUT", f"/api/v2/backfills/{backfill_id}/cancel")
+    assert [r["state"] for r in af3.dag_runs(dag)] == ["failed"]  # the cancel fails its queued runs
+    af3.cli("tasks", "clear", dag, "-s", DATES[0], "-e", DATES[0], "-y")
+    af3.cli("dags", "unpause", dag)  # catchup: the scheduler adds the second date's run
+
+    def runs() -> list[tuple[str, str]]:
+        return [(r["run_type"], r["state"]) for r in af3.dag_runs(dag)]
+
+    def gate_log() -> str:
+        logs = af3.home / "logs" / f"dag_id={dag}"
+        return "".join(p.read_text() for p in logs.glob("run_id=scheduled__*/task_id=wait_for_previous_date/*.log"))
+
+    af3.wait_until(lambda: "apache/airflow#72337" in gate_log(), 300, "the second date's gate to say why it waits")
+    assert runs() == [("backfill", "queued"), ("scheduled", "running")]
+    assert (f"airflow backfill create --dag-id {dag} --from-date {DATES[0]} --to-date <the last of their dates>"
+            " --reprocess-behavior failed") in gate_log()
+
+    stranded = af3.dag_runs(dag)[0]["run_id"]
+    _api(af3, "PATCH", f"/api/v2/dags/{dag}/dagRuns/{stranded}", {"state": "failed"})  # "mark failed" in the UI
+    af3.cli("backfill", "create", "--dag-id", dag, "--from-date", DATES[0], "--to-date", DATES[0],
+            "--reprocess-behavior", "failed")
+    af3.wait_until(lambda: [state for _, state in runs()] == ["success", "success"], 600, "both dates to merge")
     assert_serial(af3.task_instances(dag, "merge"))

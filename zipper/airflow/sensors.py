@@ -131,8 +131,8 @@ class PreviousDateSensor(BaseSensorOperator):
             raise AirflowFailException(_failed_previous(dag_id, previous))
         if previous.queued_behind:
             raise AirflowFailException(_queued_behind(dag_id, context["ds"], previous))
-        self.log.info("waiting: the merge of %s (run %s) is %s", previous.logical, previous.run_id,
-                      previous.merge_state or "not started")
+        self.log.info("waiting: the merge of %s (run %s) is %s%s", previous.logical, previous.run_id,
+                      previous.merge_state or "not started", _stranded_hint(dag_id, previous))
         return False
 
 
@@ -157,6 +157,7 @@ class PreviousRun(NamedTuple):
     queued_behind: bool  # queued, and it cannot start while this run runs (_previous_merge)
     failed_tasks: list[str]  # its other tasks that failed
     backfill: bool  # it or this run is a backfill run
+    queued_backfill: bool  # it is a queued backfill run
 
 
 def _failed_previous(dag_id: str, previous: PreviousRun) -> str:
@@ -187,6 +188,20 @@ def _queued_behind(dag_id: str, ds: str, previous: PreviousRun) -> str:
             f" one date at a time: waiting would hold its place for ever, so this run stops. Once the merge of"
             f" {logical} has succeeded, clear this date and the later ones: airflow tasks clear {dag_id}"
             f" -s {ds} -y (UI: clear this run's merge task with Future)")
+
+
+def _stranded_hint(dag_id: str, previous: PreviousRun) -> str:
+    """What to do if the queued backfill run waited for belongs to a cancelled backfill.
+
+    Airflow 3 never starts a queued run of a cancelled backfill (apache/airflow#72337: a run of it
+    cleared after the cancel), and a task cannot see the backfill's state (the Task Execution API
+    has no backfill, tasks no database), so the gate waits, and says what resolves that case."""
+    if not (AIRFLOW_3 and previous.queued_backfill):
+        return ""
+    return (f"; that run is a queued backfill run, which starts only while its backfill is active. If the backfill"
+            f" was cancelled, Airflow never starts it (apache/airflow#72337): mark its queued runs failed (UI), then"
+            f" airflow backfill create --dag-id {dag_id} --from-date {previous.logical} --to-date <the last of their"
+            f" dates> --reprocess-behavior failed")
 
 
 def _text(value: Any) -> str | None:
@@ -228,4 +243,5 @@ def _previous_merge(context: Any, task_id: str) -> PreviousRun | None:
     backfill = "backfill" in (_text(previous.run_type), _text(getattr(context.get("dag_run"), "run_type", None)))
     queued_behind = _text(previous.state) == "queued" and (not AIRFLOW_3 or not backfill)
     failed = sorted(task for task, state in states.items() if state == "failed" and task != task_id)
-    return PreviousRun(logical, previous.run_id, states.get(task_id), queued_behind, failed, backfill)
+    queued_backfill = _text(previous.state) == "queued" and _text(previous.run_type) == "backfill"
+    return PreviousRun(logical, previous.run_id, states.get(task_id), queued_behind, failed, backfill, queued_backfill)
