@@ -362,7 +362,8 @@ def test_a_past_merge_cleared_while_the_next_run_waits_for_its_increment_stops_t
     def runs() -> list[str]:
         return [r["state"] for r in af3.dag_runs(dag)]
 
-    af3.wait_until(lambda: runs() == ["success", "failed"], 600, "the cleared date to merge again and the later run to stop")
+    af3.wait_until(lambda: runs() == ["success", "failed"], 600,
+                   "the cleared date to merge again and the later run to stop")
     assert states("wait_for_increment") == ["success", "failed"]
     assert states("merge") == ["success", "upstream_failed"]
     later_run = af3.dag_runs(dag)[1]["run_id"]

@@ -87,7 +87,9 @@ date in this DAG (with or without its future runs): when the date's input (or a 
 changed since it was committed, its merge restores the table to the day before and replays, as
 `zipper rerun` does; otherwise it is a no-op. This DAG runs one date at a time, so a cleared past
 date waits while a later run holds the place (waiting for its increment, say): use the rerun DAG
-then. Do not `airflow dags test` a date this DAG has scheduled: it replaces that date's run.
+then. If that later run is the next date's, its `wait_for_increment` stops it so that the cleared
+date runs, and names the clear that resumes it. Do not `airflow dags test` a date this DAG has
+scheduled: it replaces that date's run.
 
 **Backfill**: Airflow 3: `airflow backfill create --dag-id zipper_{spec.name} --from-date A --to-date B
 --reprocess-behavior failed`; Airflow 2.11: `airflow dags backfill -s A -e B zipper_{spec.name}`.
