@@ -139,6 +139,41 @@ def test_a_replay_stopped_by_a_later_dates_bad_input_says_where_the_table_is(spa
     assert st.last_committed == day(2) and (st.replay.first, st.replay.last) == (day(2), day(3))
 
 
+def test_a_cdc_rerun_refuses_a_later_dates_changed_column_type_before_it_changes_anything(spark, tmp_path,
+                                                                                          unique_name):
+    """The check before the restore read a cdc input's operations only: a later date whose files
+    all hold `city` as int (the table's is string) failed at its merge, after the restore and the
+    earlier dates' merges. The types are compared up front, as the replayed dates change them: a
+    column an earlier replayed date adds is that date's type for the later ones, and a safe
+    widening still replays."""
+    t = daily_table(spark, tmp_path, unique_name, {"mode": "cdc"}, CDC_DAYS, CDC)
+    before = (table_rows(spark, t.table), partitions(spark, t))
+    with_zip = "id bigint, name string, city string, zip int, sys_op int"
+    t.write_increment(spark, day(2), [(3, "cid", "Bern", 3000, 0)], with_zip)  # adds zip int
+    t.write_increment(spark, day(3), [(1, "ann", 69, 0)], "id bigint, name string, city int, sys_op int")
+    with pytest.raises(InputError) as raised:
+        replay.rerun(spark, t.spec, day(2))
+    assert str(raised.value) == (
+        f"{t.table} {day(3)}: increment {t.increment_dir(day(3))} column 'city' has type int, the table has string; a"
+        " column cannot change type (only int -> bigint and float -> double widen; a decimal input may have fewer"
+        " digits); nothing was changed")
+    assert (table_rows(spark, t.table), partitions(spark, t)) == before
+    assert state.read_state(spark, t.spec).replay is None
+
+    # zip as day 2's replay adds it (int), not as the table has it now (not at all)
+    t.write_increment(spark, day(3), [(1, "ann", "Lyon", "69000", 0)], with_zip.replace("zip int", "zip string"))
+    with pytest.raises(InputError, match=rf"^{t.table} {day(3)}: .* column 'zip' has type string, the table has int;"
+                                         r" .*; nothing was changed$"):
+        replay.rerun(spark, t.spec, day(2))
+    assert (table_rows(spark, t.table), partitions(spark, t)) == before
+    assert state.read_state(spark, t.spec).replay is None
+
+    t.write_increment(spark, day(3), [(1, "ann", "Lyon", 69000, 0)], with_zip.replace("zip int", "zip bigint"))
+    assert replay.rerun(spark, t.spec, day(2)).counts["dates"] == 2
+    assert ("zip", "bigint") in [(f.name, f.dataType.simpleString()) for f in spark.table(t.table).schema]
+    assert (1, "ann", "Lyon", day(3).isoformat(), 69000, "9999-12-31") in table_rows(spark, t.table)  # zip after begin
+
+
 def test_rebuild_refuses_modes_it_cannot_compute_and_changes_nothing(spark, tmp_path, unique_name):
     t = daily_table(spark, tmp_path, unique_name, {"mode": "cdc"}, CDC_DAYS, CDC)
     before = table_rows(spark, t.table), partitions(spark, t)

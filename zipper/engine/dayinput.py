@@ -370,17 +370,29 @@ class CheckedInput:
 
 
 def check_cdc_inputs(spark, spec: TableSpec, located: dict, table_columns, suffix: str = "") -> dict:
-    """`check_operations` for several dates, in date order: a rerun checks them before it
-    restores. Returns each date's input so read (date -> CheckedInput; none for an empty one)."""
-    checked = {}
+    """`check_operations` and the column types (`conform.evolve`) for several dates, in date order:
+    a rerun checks them before it restores. Each date's types are compared with the table's
+    columns as the dates before it leave them (a column one adds has its type for the next).
+    Returns each date's input so read (date -> CheckedInput; none for an empty one)."""
+    checked, columns = {}, list(table_columns)
     for ds in sorted(located):
         if located[ds].empty and located[ds].format != "table":
             continue
         what = f"increment {located[ds].description}"
         df = _read(spark, spec, located[ds], table_columns, ds, what)
         check_operations(spec, ds, located[ds], df, what, suffix)
+        columns = evolved_columns(spec, ds, _columns_of(df, (spec.source.operation_column,)), columns, what, suffix)
         checked[ds] = CheckedInput(df, list(table_columns))
     return checked
+
+
+def evolved_columns(spec: TableSpec, ds: dt.date, input_columns, table_columns, what: str, suffix: str = "") -> list:
+    """The table's columns once an input of `input_columns` is merged (`conform.evolve`); its
+    refusal (a column that changes type) ends with `suffix`."""
+    try:
+        return conform.evolve(input_columns, table_columns, spec, ds.isoformat(), what)[0]
+    except InputError as exc:
+        raise exc.reworded(exc.detail + suffix, table=exc.table, ds=exc.ds) from None
 
 
 def _cdc(spark, spec: TableSpec, ds: dt.date, located, df, table_columns, run_root: str, what: str,
