@@ -177,9 +177,9 @@ def _type_in_file(spark, path: str, column: str) -> str | None:
     (unreadable; or inside an array or a map, which Spark names by Parquet's own levels)."""
     from pyspark.sql.types import StructType
 
-    try:
-        kind = spark.read.parquet(path).schema
-    except fs.jvm_failures():  # the explanation must never hide the failure it explains
+    try:  # the explanation must never hide the failure it explains
+        kind = sources.FileSchemas(spark).schema_of(path, "")
+    except InputError:
         return None
     for part in column.split("."):
         fields = {f.name.lower(): f.dataType for f in kind.fields} if isinstance(kind, StructType) else {}

@@ -400,9 +400,15 @@ def _stored_as_parquet(spark, table: str) -> bool:
     return any("parquet" in text.lower() for text in named)
 
 
+# Where Spark keeps a Parquet file's schema as Spark wrote it, which its reader takes over the
+# Parquet types (ParquetFileFormat.readSchemaFromFooter).
+SPARK_SCHEMA_KEY = "org.apache.spark.sql.parquet.row.metadata"
+
+
 class FileSchemas:
     """Parquet files' columns as Spark reads each file alone, from its footer: a few JVM calls a
-    file and no Spark job (Spark's own reading of a file's schema runs one, a tenth of a second)."""
+    file and no Spark job (Spark's own reading of a file's schema runs one, a tenth of a second).
+    As Spark does, the schema Spark wrote in the footer, else the Parquet types converted."""
 
     def __init__(self, spark):
         self._path_class = fs.java_class(spark, "org.apache.hadoop.fs.Path")
@@ -427,8 +433,15 @@ class FileSchemas:
         except fs.jvm_failures() as exc:  # not Parquet, gone, unreadable
             reason = read_failure(exc, 300)[1]
             raise UnreadableInputError(f"cannot read file {fs.name_of(path)} of {what}: {reason}") from None
+        metadata = footer.getFileMetaData()
+        written = metadata.getKeyValueMetaData().get(SPARK_SCHEMA_KEY)
+        if written:
+            try:
+                return StructType.fromJson(json.loads(written))
+            except (ValueError, KeyError, TypeError):  # an older Spark's own notation: the Parquet types
+                pass
         try:
-            converted = self._converter.convert(footer.getFileMetaData().getSchema())
+            converted = self._converter.convert(metadata.getSchema())
         except fs.jvm_failures():  # a Parquet type Spark does not read
             return None
         return StructType.fromJson(json.loads(converted.json()))
