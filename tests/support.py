@@ -107,3 +107,14 @@ def table_rows(spark, table: str, order=None) -> list[tuple]:
 def sorted_rows(df) -> list[tuple]:
     """All rows of a DataFrame as tuples, in the order table_rows uses."""
     return sorted((tuple(r) for r in df.collect()), key=lambda r: tuple("" if v is None else str(v) for v in r))
+
+
+def initialized_with_a_day_folder(spark, t: TableFixture, base_rows) -> Path:
+    """`t` initialized from a base of `base_rows`, and the (empty) folder of its day 1 increment."""
+    from zipper.engine import merge
+
+    t.write_base(spark, base_rows)
+    merge.init_table(spark, t.spec)
+    folder = t.increment_dir(day(1))
+    folder.mkdir(parents=True)
+    return folder

@@ -13,7 +13,7 @@ import pytest
 
 import yaml
 
-from tests.support import TableFixture, day, table_rows
+from tests.support import TableFixture, day, initialized_with_a_day_folder, table_rows
 from zipper import errors
 from zipper.engine import (catalog, check, conform, csv_values, dayinput, faults, fs, inputs, merge, rebuild, replay,
                            state)
@@ -25,15 +25,6 @@ OPEN = "9999-12-31"
 
 def columns_of(spark, t):
     return [(f.name, f.dataType.simpleString()) for f in spark.table(t.table).schema]
-
-
-def initialized_with_a_day_folder(spark, t: TableFixture, base_rows) -> Path:
-    """`t` initialized from a base of `base_rows`, and the (empty) folder of its day 1 increment."""
-    t.write_base(spark, base_rows)
-    merge.init_table(spark, t.spec)
-    folder = t.increment_dir(day(1))
-    folder.mkdir(parents=True)
-    return folder
 
 
 def test_a_csv_value_that_does_not_parse_names_its_column_value_file_and_row(spark, tmp_path, unique_name):
@@ -446,21 +437,33 @@ def write_files(folder, columns_of_files: list[dict]) -> None:
         pq.write_table(pa.table(columns), folder / f"part-{n}.parquet")
 
 
-def test_a_file_typing_a_key_otherwise_fails_a_rerun_and_a_rebuild_naming_it_before_anything_changes(
-        spark, tmp_path, unique_name):
-    """The rerun's check of every date (and the rebuild's) reads the keys; a file holding `id` as
-    string failed there with Parquet's BINARY, as an unreadable file another try might read."""
+def replace_files(folder, columns_of_files: list[dict]) -> None:
+    """`folder`'s files replaced by those `write_files` makes."""
+    for old in folder.iterdir():
+        old.unlink()
+    write_files(folder, columns_of_files)
+
+
+def merged_twice_read_without_merging_schemas(spark, tmp_path, unique_name) -> TableFixture:
+    """A table of (id, amount) whose inputs Spark reads with one file's schema (the reader option
+    mergeSchema off), with days 1 and 2 merged."""
     t = TableFixture(tmp_path, unique_name, schema="id bigint, amount double",
                      source={"options": {"mergeSchema": False}})
     t.write_base(spark, [(1, 1.5)])
     for n in (1, 2):
         t.write_increment(spark, day(n), [(n + 1, n + 0.5)])
         merge.merge_date(spark, t.spec, day(n))
+    return t
+
+
+def test_a_file_typing_a_key_otherwise_fails_a_rerun_and_a_rebuild_naming_it_before_anything_changes(
+        spark, tmp_path, unique_name):
+    """The rerun's check of every date (and the rebuild's) reads the keys; a file holding `id` as
+    string failed there with Parquet's BINARY, as an unreadable file another try might read."""
+    t = merged_twice_read_without_merging_schemas(spark, tmp_path, unique_name)
     before = (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec))
     folder = t.increment_dir(day(1))
-    for old in folder.iterdir():
-        old.unlink()
-    write_files(folder, [{"id": pa.array([2], pa.int64()), "amount": pa.array([2.5])},
+    replace_files(folder, [{"id": pa.array([2], pa.int64()), "amount": pa.array([2.5])},
                          {"id": pa.array(["3"]), "amount": pa.array([3.5])}])
     explained = (f"{t.table} {day(1)}: cannot read file part-1.parquet of {folder}: column 'id' is string in the"
                  " file, but read as bigint, its type in another file of the input; every file must give a column"
@@ -535,17 +538,10 @@ def test_a_replayed_folder_read_without_merging_schemas_is_checked_file_by_file(
     """mergeSchema off: Spark reads a date's files with one file's schema; another file holding
     `amount` as string fails the rerun before the restore, naming it (the folder read with the
     string file's schema fails as a changed column type, also before anything changes)."""
-    t = TableFixture(tmp_path, unique_name, schema="id bigint, amount double",
-                     source={"options": {"mergeSchema": False}})
-    t.write_base(spark, [(1, 1.5)])
-    for n in (1, 2):
-        t.write_increment(spark, day(n), [(n + 1, n + 0.5)])
-        merge.merge_date(spark, t.spec, day(n))
+    t = merged_twice_read_without_merging_schemas(spark, tmp_path, unique_name)
     before = (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec))
     folder = t.increment_dir(day(2))
-    for old in folder.iterdir():
-        old.unlink()
-    write_files(folder, [{"id": pa.array([3], pa.int64()), "amount": pa.array([2.5])},
+    replace_files(folder, [{"id": pa.array([3], pa.int64()), "amount": pa.array([2.5])},
                          {"id": pa.array([4], pa.int64()), "amount": pa.array(["3.5"])}])
     with pytest.raises(InputError) as raised:
         replay.rerun(spark, t.spec, day(1))

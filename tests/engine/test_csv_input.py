@@ -9,19 +9,11 @@ from pathlib import Path
 import pytest
 
 from tests.engine.test_merge import counted_jvm_calls
-from tests.support import TableFixture, day
+from tests.support import TableFixture, day, initialized_with_a_day_folder
 from zipper.engine import csv_header, merge, state
 from zipper.errors import InputError
 
 OPEN = "9999-12-31"
-
-
-def initialized_with_a_day_folder(spark, t: TableFixture, base_rows) -> Path:
-    t.write_base(spark, base_rows)
-    merge.init_table(spark, t.spec)
-    folder = t.increment_dir(day(1))
-    folder.mkdir(parents=True)
-    return folder
 
 
 def open_values(spark, t: TableFixture, *columns: str) -> list[tuple]:
