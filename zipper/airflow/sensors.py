@@ -176,6 +176,9 @@ def _failed_previous(dag_id: str, previous: PreviousRun) -> str:
             f" Fix it, then clear that run and every later one: {clear}")
 
 
+_CLEAR_THIS_RUN = "UI: clear this run's merge task with Future"
+
+
 def _queued_behind(dag_id: str, ds: str, previous: PreviousRun) -> str:
     """Why this run stops rather than wait for a previous run that cannot start before it ends."""
     logical, run_id = previous.logical, previous.run_id
@@ -186,8 +189,8 @@ def _queued_behind(dag_id: str, ds: str, previous: PreviousRun) -> str:
                 f" stops. Run the dates from {logical} again: {resume_command(dag_id, logical, backfill=True)}")
     return (f"the run of the previous date {logical} (run {run_id}) is queued behind this one, and the DAG runs"
             f" one date at a time: waiting would hold its place for ever, so this run stops. Once the merge of"
-            f" {logical} has succeeded, clear this date and the later ones: airflow tasks clear {dag_id}"
-            f" -s {ds} -y (UI: clear this run's merge task with Future)")
+            f" {logical} has succeeded, clear this date and the later ones:"
+            f" {resume_command(dag_id, ds, previous.backfill, ui=_CLEAR_THIS_RUN)}")
 
 
 def _stranded_hint(dag_id: str, previous: PreviousRun) -> str:
