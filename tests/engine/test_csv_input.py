@@ -166,3 +166,14 @@ def test_a_bug_while_reading_an_input_is_raised_as_itself_not_as_an_unreadable_f
     monkeypatch.setattr(pq, "read_schema", bug)
     with pytest.raises(KeyError, match="a bug"):
         sources._nanosecond_columns(str(not_parquet))
+
+
+def test_a_reader_option_zipper_defaults_is_the_users_in_any_case(spark, tmp_path, unique_name):
+    """Spark reads option names in any case and keeps the spelling given last: zipper's default
+    `inferSchema: true`, set after a user's `inferschema: false`, won over it."""
+    t = TableFixture(tmp_path, unique_name, base=False, source={"format": "csv", "options": {"inferschema": False}})
+    t.increment_dir(day(1)).mkdir(parents=True)
+    (t.increment_dir(day(1)) / "part-0.csv").write_text("id,score\n1,2.5\n2,007\n")
+    merge.merge_date(spark, t.spec, day(1))
+    assert dict(spark.table(t.table).dtypes)["score"] == "string"
+    assert sorted(tuple(r) for r in spark.table(t.table).select("id", "score").collect()) == [("1", "2.5"), ("2", "007")]

@@ -383,6 +383,16 @@ def test_reader_options_take_yaml_booleans_and_numbers_as_spark_text(tmp_path):
         load_spec_file(bad)
 
 
+def test_a_reader_option_given_in_two_spellings_is_refused(tmp_path):
+    """Spark takes option names in any case, and of two spellings the one it is given last."""
+    path = write(tmp_path, EXAMPLE.replace("  format: parquet\n", "  format: parquet\n"
+                                           "  options: {mergeSchema: true, mergeschema: false}\n", 1))
+    with pytest.raises(SpecError) as raised:
+        load_spec_file(path)
+    assert str(raised.value).startswith(f"{path}: key 'source.options': ")
+    assert "'mergeSchema' and 'mergeschema' are one Spark option (names ignore case); keep one" in str(raised.value)
+
+
 def test_find_spec_matches_a_name_written_in_any_case(tmp_path):
     write(tmp_path, EXAMPLE.replace("name: dim_user", "name: Dim_User"))
     path, spec = find_spec("Dim_User", tmp_path)

@@ -185,7 +185,7 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: 
             return None
         return spark.createDataFrame([], schema)
     reader = spark.read.format(located.format)
-    options = dict(source.options)
+    options = _spelled_as_zipper_does(source.options)
     files = _files_to_read(spark, located, options)
     what = f"{'base' if isinstance(source, BaseSpec) else 'increment'} {located.description}"
     if located.format == "parquet":
@@ -218,6 +218,17 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: 
         csv_values.remember(what, ds, [f.path for f in located.files], df.schema, options)
     _refuse_unread_files(spark, located, files, df)
     return df
+
+
+# The reader options zipper sets a default for or reads, as it spells them.
+_ZIPPER_SPELLING = {name.lower(): name for name in (
+    "columnNameOfCorruptRecord", "inferSchema", "mergeSchema", "header", "mode", "enforceSchema")}
+
+
+def _spelled_as_zipper_does(options: dict[str, str]) -> dict[str, str]:
+    """The source's options with the names zipper defaults spelled its way: Spark ignores case,
+    so a user's `mergeschema: false` beside zipper's default `mergeSchema: true` would lose to it."""
+    return {_ZIPPER_SPELLING.get(name.lower(), name): value for name, value in options.items()}
 
 
 # The CSV reader's column for malformed rows: a name no input column can have (`zipper_` is reserved).

@@ -47,7 +47,18 @@ def _option_text(value: object) -> object:
     return value
 
 
-ReaderOptions = dict[str, Annotated[str, BeforeValidator(_option_text)]]
+def _one_spelling_each(options: dict[str, str]) -> dict[str, str]:
+    """Spark reads option names in any case, and of two spellings of one it keeps whichever it is
+    given last: which one a user meant cannot be told."""
+    seen: dict[str, str] = {}
+    for name in options:
+        if name.lower() in seen:
+            raise ValueError(f"{seen[name.lower()]!r} and {name!r} are one Spark option (names ignore case); keep one")
+        seen[name.lower()] = name
+    return options
+
+
+ReaderOptions = Annotated[dict[str, Annotated[str, BeforeValidator(_option_text)]], AfterValidator(_one_spelling_each)]
 PartitionTemplate = Annotated[str, AfterValidator(check_partition)]
 # A Spark SQL type a Hive table can store (`columns:`); a CSV input's types are atomic (`source.schema`).
 ColumnType = Annotated[str, AfterValidator(check_type)]
