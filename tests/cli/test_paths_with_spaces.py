@@ -1,5 +1,6 @@
 """A warehouse (and its data) in a folder whose name has a space: the driver's Java options carry
-the warehouse path, and Spark's launcher splits them at white space outside quotes."""
+the warehouse path, and Spark's launcher splits them at white space outside quotes. One whose name
+is not ASCII, reported on a stdout that cannot write it."""
 
 from __future__ import annotations
 
@@ -31,3 +32,23 @@ def test_a_warehouse_path_with_a_space_merges(tmp_path):
                                                       for i, name in ((1, "ann"), (2, "bob"))]
     checked = zipper(root, "check", "dim")
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_a_vacuum_of_a_warehouse_named_in_non_ascii_reports_to_an_ascii_stdout(tmp_path):
+    """Its report names the directories removed: on a stdout that cannot write them, printing
+    them failed the command after the directories had gone."""
+    root = tmp_path / "lager\u00e4"
+    make_spec(root)
+    write_parquet(root / "data" / "base", [(1, "ann", "Oslo")])
+    assert zipper(root, "init", "dim", "--ds", day(0)).returncode == 0
+    versions = root / "warehouse" / "dw.db" / "dim" / "versions"
+    leftover = versions / "20200101T000000.000000Z-dead00"  # a killed merge's, years ago
+    (leftover / "zipper_slot=open").mkdir(parents=True)
+    (leftover / "zipper_slot=open" / "part-0.parquet").write_bytes(b"PAR1")
+
+    result = zipper(root, "vacuum", "dim", PYTHONIOENCODING="ascii")
+
+    assert result.returncode == 0, result.stderr
+    assert not leftover.exists()
+    shown = str(leftover).replace("\u00e4", "\\xe4")
+    assert f"dw.dim: removed {shown} (4 bytes)" in result.stdout.splitlines()

@@ -297,6 +297,7 @@ def _one_line(exc: BaseException, warehouse: str | None = None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    output.escape_what_stdout_cannot_hold()
     runner = None
     try:
         runner = Runner(args)

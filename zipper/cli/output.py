@@ -116,6 +116,14 @@ def _holds_any_text(stream) -> bool:
     return name.startswith("utf") or name == "gb18030"
 
 
+def escape_what_stdout_cannot_hold() -> None:
+    """Messages (summaries, the paths vacuum removed) on a stdout whose encoding cannot hold every
+    character show the others as Python's escapes (`\\xe4`), as stderr does: failing there would
+    report as failed a command whose work is done. Rows keep failing before anything is printed."""
+    if not _holds_any_text(sys.stdout) and hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="backslashreplace")
+
+
 @contextlib.contextmanager
 def _spooled(stream):
     """Rows for a stream whose encoding cannot hold every character (`PYTHONIOENCODING=ascii`, a
