@@ -177,3 +177,14 @@ def test_a_reader_option_zipper_defaults_is_the_users_in_any_case(spark, tmp_pat
     merge.merge_date(spark, t.spec, day(1))
     assert dict(spark.table(t.table).dtypes)["score"] == "string"
     assert sorted(tuple(r) for r in spark.table(t.table).select("id", "score").collect()) == [("1", "2.5"), ("2", "007")]
+
+
+def test_a_csv_empty_string_is_kept_apart_from_null_with_the_null_value_option(spark, tmp_path, unique_name):
+    """Spark reads an empty field and `""` alike, as NULL; the README's remedy, `nullValue` set to
+    a text the files never hold, reads `""` as an empty string through zipper's checks too."""
+    t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, score double",
+                     source={"format": "csv", "options": {"nullValue": "\\N"}})
+    folder = initialized_with_a_day_folder(spark, t, [(1, "ann", 1.0)])
+    (folder / "part-0.csv").write_text('id,name,score\n1,"",1.0\n2,,2.5\n3,"\\N",\n')
+    merge.merge_date(spark, t.spec, day(1))
+    assert open_values(spark, t, "name", "score") == [(1, "", 1.0), (2, None, 2.5), (3, None, None)]
