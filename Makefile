@@ -9,7 +9,7 @@ AIRFLOW_ENV = AIRFLOW_HOME="$(AIRFLOW_HOME)" ZIPPER_SPECS="$(ZIPPER_SPECS)" ZIPP
 setup:
 	@scripts/bootstrap.sh
 
-# .venv-airflow2: the same package on Airflow 2.11 (about 8 minutes the first time).
+# .venv-airflow2: the same package on Airflow 2.11 (a few minutes the first time).
 setup-airflow2:
 	@scripts/bootstrap_airflow2.sh
 
