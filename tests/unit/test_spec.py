@@ -120,6 +120,21 @@ def test_find_spec_ignores_other_broken_files(tmp_path):
         find_spec("nope", tmp_path)
 
 
+def test_find_spec_shows_the_error_of_a_broken_file_whose_name_is_not_its_file_name(tmp_path):
+    """A typo in `orders_v2.yaml` (`name: orders`) said `no spec named 'orders'`, hiding the typo."""
+    write(tmp_path, EXAMPLE.replace("name: dim_user", "name: Orders").replace("start_date", "start_dat"),
+          "orders_v2.yaml")
+    with pytest.raises(SpecError) as err:
+        find_spec("orders", tmp_path)
+    assert str(err.value) == (f"{tmp_path / 'orders_v2.yaml'}: key 'start_date': required key is missing;"
+                              " key 'start_dat': unknown key")
+    # a file that is not even YAML cannot say its name: the message points at it
+    write(tmp_path, "name: [broken", "zz.yaml")
+    with pytest.raises(SpecError) as err:
+        find_spec("nope", tmp_path)
+    assert str(err.value) == f"{tmp_path}: no spec named 'nope'; files that do not load, one of which may be it: zz.yaml"
+
+
 def test_identifiers_are_lower_cased(tmp_path):
     spec = load_spec_file(write(tmp_path, EXAMPLE.replace("keys: [user_id]", "keys: [User_ID]")))
     assert spec.keys == ["user_id"]

@@ -159,14 +159,25 @@ def find_spec(name: str, directory: str | os.PathLike | None = None) -> tuple[Pa
     for path, error, own_name in refused:
         if own_name == name:
             raise error
-    raise SpecError(f"{folder}: no spec named {name!r}")
+    unnamed = [path.name for path, _, own_name in refused if own_name is None]
+    maybe = f"; files that do not load, one of which may be it: {', '.join(unnamed)}" if unnamed else ""
+    raise SpecError(f"{folder}: no spec named {name!r}{maybe}")
 
 
 def _name_of(path: Path) -> str | None:
+    """The name a refused file gives itself: its spec's, or, when the spec does not load (a typo
+    in another key), its `name:` as written, so that the CLI shows that file's error rather than
+    `no spec named` for a table whose file is named otherwise (`orders_v2.yaml`, `name: orders`)."""
     try:
         return load_spec_file(path).name
     except SpecError:
+        pass
+    try:
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=SpecLoader)
+    except Exception:  # not YAML (or not readable): its name cannot be known
         return None
+    name = raw.get("name") if isinstance(raw, dict) else None
+    return name.strip().lower() if isinstance(name, str) and name.strip() else None
 
 
 def _also_used(key: str, value: str, refused: Path, kept: Path) -> SpecError:
