@@ -135,6 +135,14 @@ def test_find_spec_shows_the_error_of_a_broken_file_whose_name_is_not_its_file_n
     assert str(err.value) == f"{tmp_path}: no spec named 'nope'; files that do not load, one of which may be it: zz.yaml"
 
 
+def test_specs_given_as_a_file_says_so(tmp_path):
+    """`--specs dags/tables/dim_user.yaml` said the folder did not exist."""
+    path = write(tmp_path, EXAMPLE)
+    with pytest.raises(SpecError) as err:
+        find_spec("dim_user", path)
+    assert str(err.value) == f"{path}: is a file, not a folder of specs (set --specs or ZIPPER_SPECS)"
+
+
 def test_identifiers_are_lower_cased(tmp_path):
     spec = load_spec_file(write(tmp_path, EXAMPLE.replace("keys: [user_id]", "keys: [User_ID]")))
     assert spec.keys == ["user_id"]

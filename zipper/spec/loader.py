@@ -88,7 +88,8 @@ def _load(path: Path) -> TableSpec:
 def spec_files(directory: str | os.PathLike | None = None) -> list[Path]:
     folder = specs_dir(directory)
     if not folder.is_dir():
-        raise SpecError(f"{folder}: specs folder does not exist (set --specs or ZIPPER_SPECS)")
+        problem = "is a file, not a folder of specs" if folder.exists() else "specs folder does not exist"
+        raise SpecError(f"{folder}: {problem} (set --specs or ZIPPER_SPECS)")
     return sorted(p for p in folder.iterdir() if p.suffix in SPEC_SUFFIXES and p.is_file())
 
 
