@@ -488,6 +488,24 @@ def test_missing_increment_is_an_error_naming_the_path(spark, users):
     assert str(users.increment_dir(day(1))) in str(err.value) and "2024-01-01" in str(err.value)
 
 
+def test_a_past_merge_whose_later_input_is_gone_says_why_it_needs_it_and_changes_nothing(spark, users):
+    """A cleared merge of a past date after the source dropped a later date's files said only
+    `<table> <later date>: increment not found`, about a date the user did not ask for."""
+    users.write_increment(spark, day(1), [(2, "bob", "Paris")])
+    users.write_increment(spark, day(2), [(3, "cid", "Nice")])
+    merge.merge_date(spark, users.spec, day(1))
+    merge.merge_date(spark, users.spec, day(2))
+    before, dirs = snapshot(spark, users), version_dirs(spark, users)
+    shutil.rmtree(users.increment_dir(day(2)))
+    with pytest.raises(MissingInputError) as err:
+        merge.merge_date(spark, users.spec, day(1))
+    assert str(err.value) == (
+        f"{users.table} {day(1)}: increment not found: {users.increment_dir(day(2))}; the input of {day(2)},"
+        f" committed after {day(1)}, is needed to tell whether {day(1)}..{day(2)} are still as committed (and to"
+        " replay them if not); nothing was changed")
+    assert (snapshot(spark, users), version_dirs(spark, users)) == (before, dirs)
+
+
 def test_null_and_duplicate_keys_fail_and_write_nothing(spark, users):
     users.write_increment(spark, day(1), [(2, "bob", "Paris")])
     merge.merge_date(spark, users.spec, day(1))

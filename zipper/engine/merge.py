@@ -336,7 +336,15 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
 
     def current_fingerprint(day: dt.date) -> str:
         if day not in fingerprints:
-            located = sources.locate_increment(spark, spec, st, day)
+            try:
+                located = sources.locate_increment(spark, spec, st, day)
+            except InputError as exc:
+                if day == ds:
+                    raise
+                # a later date's input, gone (say, past the source's retention): say why this merge needs it
+                raise exc.reworded(f"{exc.detail}; the input of {day}, committed after {ds}, is needed to tell"
+                                   f" whether {ds}..{st.last_committed} are still as committed (and to replay them"
+                                   " if not); nothing was changed", table=spec.table, ds=ds.isoformat()) from None
             fingerprints[day] = located.fingerprint_against(committed.get(day.isoformat()))
         return fingerprints[day]
 
