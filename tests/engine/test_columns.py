@@ -838,3 +838,47 @@ def test_csv_with_schema_orc_and_hive_table_partition(spark, tmp_path, unique_na
             merge.merge_date(spark, wrong.spec, day(1))
         assert str(err.value).startswith(f"{wrong.spec.table} {day(1)}: source.partition names ")
         assert said.format(unique_name) in str(err.value) and not spark.catalog.tableExists(wrong.spec.table)
+
+
+def test_a_past_day_resent_with_a_new_or_wider_column_replays_and_a_later_conflicting_type_fails_first(
+        spark, tmp_path, unique_name):
+    """A re-sent past day that adds a column (or widens one) replays: its merge alters the
+    table. The rerun's up-front check refused it ("merge its date first", which is what the
+    merge of a past date does, through that same replay), leaving no way to replay it."""
+    t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, level int")
+    t.write_base(spark, [(1, "ann", 1), (2, "bob", 1)])
+    merge.init_table(spark, t.spec)
+    t.write_increment(spark, day(1), [(1, "ann", 2)])
+    t.write_increment(spark, day(2), [(2, "bob", 3)])
+    merge.merge_date(spark, t.spec, day(1))
+    merge.merge_date(spark, t.spec, day(2))
+
+    # day 1 re-sent: a new column, and level as bigint
+    t.write_increment(spark, day(1), [(1, "ann", 5_000_000_000, "555")],
+                      "id bigint, name string, level bigint, phone string")
+    result = merge.merge_date(spark, t.spec, day(1))
+    assert result.action == "replay" and result.counts["columns_added"] == ["phone string"]
+    assert result.counts["columns_widened"] == ["level int -> bigint"]
+    assert columns_of(spark, t) == [("id", "bigint"), ("name", "string"), ("level", "bigint"), ("begin_dt", "string"),
+                                    ("phone", "string"), ("end_dt", "string")]
+    assert table_rows(spark, t.table) == [
+        (1, "ann", 1, "2023-12-31", None, "2024-01-01"),
+        (1, "ann", 5_000_000_000, "2024-01-01", "555", OPEN),
+        (2, "bob", 1, "2023-12-31", None, "2024-01-02"),
+        (2, "bob", 3, "2024-01-02", None, OPEN),
+    ]
+    assert check.run_checks(spark, t.spec)["ok"]
+
+    # a column one replayed date adds, typed otherwise by a later one: refused before the restore
+    before = (table_rows(spark, t.table), columns_of(spark, t), catalog.list_partitions(spark, t.spec))
+    t.write_increment(spark, day(1), [(1, "ann", 2, "555", "a@x")],
+                      "id bigint, name string, level bigint, phone string, email string")
+    t.write_increment(spark, day(2), [(2, "bob", 3, None, 1.5)],
+                      "id bigint, name string, level bigint, phone string, email double")
+    with pytest.raises(InputError) as raised:
+        replay.rerun(spark, t.spec, day(1))
+    assert str(raised.value) == (
+        f"{t.table} {day(2)}: increment {t.increment_dir(day(2))} column 'email' has type double, the table has string;"
+        " a column cannot change type (only int -> bigint and float -> double widen; a decimal input may have fewer"
+        " digits); nothing was changed")
+    assert (table_rows(spark, t.table), columns_of(spark, t), catalog.list_partitions(spark, t.spec)) == before

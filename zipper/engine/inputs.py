@@ -67,9 +67,34 @@ def read_checked(spark, spec: TableSpec, located: sources.Input, source, table_c
 
 def read_increments(spark, spec: TableSpec, table_columns: list[tuple[str, str]],
                     located: dict[dt.date, sources.Input]) -> dict[dt.date, object]:
-    """Every located increment read once (`read_checked`), by date."""
-    return {day: read_checked(spark, spec, located[day], spec.source, table_columns, day, "increment")
-            for day in sorted(located)}
+    """Every located increment read once, by date, for a rerun that replays them through the
+    daily merge: each date's columns are checked against the table's as the dates before it
+    leave them, as its merge will see them. So a date that adds a column or safely widens one
+    replays (its merge alters the table; refusing it left no way to replay a re-sent day with a
+    new column), and one that changes a column's type fails before anything changes."""
+    read, columns = {}, list(table_columns)
+    for day in sorted(located):
+        what = f"increment {located[day].description}"
+        df = conform.read_input(spark, spec, located[day], spec.source, table_columns, day.isoformat(), what)
+        try:
+            columns = conform.evolve(_columns_of(df), columns, spec, day.isoformat(), what)[0]
+        except InputError as exc:  # checked before the rerun's restore
+            raise exc.reworded(exc.detail + "; nothing was changed", table=exc.table, ds=exc.ds) from None
+        read[day] = df
+    return read
+
+
+def replayed_columns(spec: TableSpec, table_columns: list[tuple[str, str]], read: dict[dt.date, object]
+                     ) -> list[tuple[str, str]]:
+    """The table's columns once every date of `read` (`read_increments`) is merged, in date order."""
+    columns = list(table_columns)
+    for day in sorted(read):
+        columns = conform.evolve(_columns_of(read[day]), columns, spec, day.isoformat(), "increment")[0]
+    return columns
+
+
+def _columns_of(df) -> list[tuple[str, str]]:
+    return [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
 
 
 def locate_base(spark, spec: TableSpec, init_ds: dt.date) -> sources.Input | None:
@@ -108,10 +133,15 @@ def base_changed(located: sources.Input | None, recorded: str | None) -> bool:
 def dated_rows(spark, spec: TableSpec, table_columns: list[tuple[str, str]], located: dict[dt.date, sources.Input],
                base=None, base_ds: dt.date | None = None, read: dict[dt.date, object] | None = None):
     """The base (tagged with its date) and every located increment (tagged with its run date), as
-    one DataFrame; `read`: the increments as `read_increments` already read them."""
+    one DataFrame; `read`: the increments as `read_increments` already read them for a rerun (then
+    as the columns the replayed dates leave; else each must fit the table's columns as they are)."""
+    if read is None:
+        read = {day: read_checked(spark, spec, located[day], spec.source, table_columns, day, "increment")
+                for day in sorted(located)}
+    else:
+        table_columns = replayed_columns(spec, table_columns, read)
     names = [c for c, _ in table_columns]
     parts = [dated(base, names, base_ds.isoformat())] if base is not None else []
-    read = read if read is not None else read_increments(spark, spec, table_columns, located)
     for day in sorted(located):
         parts.append(dated(conform.to_columns(read[day], table_columns), names, day.isoformat()))
     if not parts:
