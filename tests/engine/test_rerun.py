@@ -429,9 +429,18 @@ def test_rebuild_equals_the_incremental_table_and_later_merges_continue_it(spark
     assert table_rows(spark, fresh.table) == table_rows(spark, t.table)
     assert table_rows(spark, t.table) == model_rows(t, days, base, tracked=(1,))  # attrs (name, city)
 
-    # Back to day 2: the later partitions go. Killed between the publish and their drop: empty, no commit record.
-    with faults.crash_at("after_rebuild_publish"), pytest.raises(faults.SimulatedCrash):
+    # Back to day 2 drops days 3 and 4: refused unless asked for, as for a rerun (it did so without a word)
+    before = snapshot(spark, fresh)
+    with pytest.raises(StateError) as refused:
         rebuild.rebuild(spark, fresh.spec, day(2))
+    assert str(refused.value) == (
+        f"{fresh.table} {day(2)}: --to {day(2)} is before the last committed date {day(4)}: {day(3)}, {day(4)} would"
+        " no longer be committed (their history dropped, and their done runs would have to run again); pass"
+        f" --uncommit-later to do that, or leave out --to to rebuild up to {day(4)}; nothing was changed")
+    assert snapshot(spark, fresh) == before
+    # The later partitions go. Killed between the publish and their drop: empty, no commit record.
+    with faults.crash_at("after_rebuild_publish"), pytest.raises(faults.SimulatedCrash):
+        rebuild.rebuild(spark, fresh.spec, day(2), uncommit_later=True)
     st = state.read_state(spark, fresh.spec)
     assert st.last_committed == day(2) and [p.end for p in st.pending] == ["2024-01-02", "2024-01-03"]
     assert table_rows(spark, fresh.table) == model_rows(fresh, {n: days[n] for n in (1, 2)}, base, tracked=(1,))

@@ -30,3 +30,26 @@ def test_a_key_column_given_twice_with_two_values_is_refused():
     assert parse_key(spec, ["id=2", "Region=eu", "id=2"]) == {"id": "2", "region": "eu"}
     with pytest.raises(InputError, match=r"^dw.dim: --key 'id' given twice \('2' and '3'\)"):
         parse_key(spec, ["id=2", "region=eu", "id=3"])
+
+
+def test_rebuild_takes_uncommit_later_as_rerun_does(monkeypatch):
+    """A rebuild --to before the last committed date drops the later dates: the CLI passes the
+    explicit --uncommit-later through (default: refused)."""
+    import sys
+    import types
+
+    from zipper.cli import main
+
+    calls = []
+    fake = types.ModuleType("zipper.engine.rebuild")
+    fake.rebuild = lambda spark, spec, last, progress, uncommit_later: calls.append((last, uncommit_later)) or \
+        types.SimpleNamespace(summary=lambda: "rebuilt")
+    monkeypatch.setitem(sys.modules, "zipper.engine.rebuild", fake)
+    import zipper.engine
+    monkeypatch.setattr(zipper.engine, "rebuild", fake, raising=False)
+    for extra, expected in (([], False), (["--uncommit-later"], True)):
+        args = main.build_parser().parse_args(["rebuild", "dim", "--to", "2024-01-02", *extra])
+        runner = main.Runner.__new__(main.Runner)
+        runner.args, runner.spec, runner._spark = args, types.SimpleNamespace(table="dw.dim"), object()
+        assert runner.do_rebuild() == 0
+        assert calls[-1] == (dt.date(2024, 1, 2), expected)

@@ -73,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name")
     p.add_argument("--to", dest="last", metavar="E",
                    help="last date to build (default: the last committed date; required for a new table)")
+    p.add_argument("--uncommit-later", action="store_true", dest="uncommit_later",
+                   help="allow a --to before the last committed date: the dates after it are no longer committed")
 
     p = verbs.add_parser("status", parents=[common], help="committed state as JSON")
     p.add_argument("name")
@@ -205,7 +207,8 @@ class Runner:
         from zipper.engine import rebuild
 
         last = parse_date(self.args.last, "--to", self.spec.table)
-        print(rebuild.rebuild(self.spark, self.spec, last, progress=_progress).summary())
+        print(rebuild.rebuild(self.spark, self.spec, last, progress=_progress,
+                              uncommit_later=self.args.uncommit_later).summary())
         return 0
 
     def report(self, result) -> None:

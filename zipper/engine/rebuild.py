@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from zipper.engine import audit, catalog, conform, faults, fs, inputs, merge, rebuild_transforms, state
 from zipper.engine.catalog import Partition
-from zipper.engine.plan import DAY, check_in_schedule, date_range, rebuild_supported, source_kind
+from zipper.engine.plan import DAY, check_in_schedule, date_range, describe_dates, rebuild_supported, source_kind
 from zipper.engine.rebuild_transforms import CLOSED_PREFIX, DS, KINDS, OPEN, SLOT
 from zipper.errors import StateError
 from zipper.spec.model import TableSpec
@@ -28,8 +28,11 @@ def _quiet(line: str) -> None:
     pass
 
 
-def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet) -> merge.RunResult:
-    """Rebuild up to `last` (default: the last committed date, or where an interrupted replay was going)."""
+def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet,
+            uncommit_later: bool = False) -> merge.RunResult:
+    """Rebuild up to `last` (default: the last committed date, or where an interrupted replay was going).
+    A `last` before the last committed date drops the later dates' history and commits: only with
+    `uncommit_later`, as for a rerun, since their scheduled runs, already done, would have to run again."""
     started = time.monotonic()
     st = state.read_state(spark, spec)
     if not rebuild_supported(spec):
@@ -53,6 +56,15 @@ def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet
         raise StateError(f"--to {end} is before the table's base date {init_ds}", **where)
     if end > init_ds:
         check_in_schedule(spec, end)
+    later = describe_dates(date_range(end + DAY, st.last_committed)) if end < st.last_committed else ""
+    if later and not uncommit_later:
+        raise StateError(f"--to {end} is before the last committed date {st.last_committed}: {later} would no longer"
+                         " be committed (their history dropped, and their done runs would have to run again); pass"
+                         f" --uncommit-later to do that, or leave out --to to rebuild up to {st.last_committed};"
+                         " nothing was changed", **where)
+    if later:
+        progress(f"{spec.table}: the table will be at {end}: {later} will no longer be committed;"
+                 " merge them again to bring them back")
     st = merge.recover(spark, spec, st, end)
 
     dates = date_range(init_ds + DAY, end)
