@@ -53,3 +53,15 @@ def test_rebuild_takes_uncommit_later_as_rerun_does(monkeypatch):
         runner.args, runner.spec, runner._spark = args, types.SimpleNamespace(table="dw.dim"), object()
         assert runner.do_rebuild() == 0
         assert calls[-1] == (dt.date(2024, 1, 2), expected)
+
+
+def test_help_says_the_exit_codes_and_what_each_option_does():
+    """`zipper --help` is what on-call reads: exit codes, and no option without a word of help."""
+    from zipper.cli import main
+
+    parser = main.build_parser()
+    assert "3 `check` found a violation" in " ".join(parser.format_help().split())
+    verbs = parser._subparsers._group_actions[0].choices
+    for verb, sub in verbs.items():
+        for action in sub._actions:
+            assert action.help, f"zipper {verb} {action.option_strings or action.dest} has no help"

@@ -22,6 +22,9 @@ EXIT_BROKEN_PIPE = 141  # as a process killed by SIGPIPE, what a shell pipeline 
 REPORT_PREFIX = "zipper-report: "
 # The first words of the line the CLI ends a failed run with (stderr); schedulers look for them.
 ERROR_PREFIX = "zipper: error: "
+NAME_HELP = "the table's spec name (`name:` of a spec in --specs)"
+EXIT_CODES = ("exit codes: 0 done; 1 an error (one line on stderr); 2 a usage error; 3 `check` found a violation;"
+              " 4 `history` found no version of the key; 130 interrupted; 141 the reader closed the pipe")
 INTERRUPTED = "zipper: interrupted; nothing was published by this run unless it said so"
 # Verbs that only read an existing table: on the embedded default they must not create a new,
 # empty metastore where a mistyped --warehouse points (and then advise `zipper init` there).
@@ -44,22 +47,22 @@ def _common(top_level: bool) -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     common = _common(top_level=False)
     parser = argparse.ArgumentParser(prog="zipper", description="Daily SCD type 2 (zipper) tables on Hive.",
-                                     parents=[_common(top_level=True)])
+                                     parents=[_common(top_level=True)], epilog=EXIT_CODES)
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
 
     p = verbs.add_parser("init", parents=[common], help="create the table (and load the base)")
-    p.add_argument("name")
+    p.add_argument("name", help=NAME_HELP)
     p.add_argument("--ds", help="the base holds the state at the end of this date (default: start_date - 1)")
 
     p = verbs.add_parser("merge", parents=[common], help="merge one day's increment")
-    p.add_argument("name")
+    p.add_argument("name", help=NAME_HELP)
     p.add_argument("--ds", required=True, help="the run date, YYYY-MM-DD")
     p.add_argument("--json-report", action="store_true", dest="json_report",
                    help=f"also print one line '{REPORT_PREFIX}{{...}}' (JSON) for schedulers")
 
     p = verbs.add_parser("rerun", parents=[common],
                          help="restore the table to the day before --from and replay --from..--to in one application")
-    p.add_argument("name")
+    p.add_argument("name", help=NAME_HELP)
     p.add_argument("--from", required=True, dest="first", metavar="D", help="first date to replay, YYYY-MM-DD")
     p.add_argument("--to", dest="last", metavar="E",
                    help="last date to replay (default: the last committed date)")
@@ -70,34 +73,37 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verbs.add_parser("rebuild", parents=[common],
                          help="build the table from the base and every increment, published at once")
-    p.add_argument("name")
+    p.add_argument("name", help=NAME_HELP)
     p.add_argument("--to", dest="last", metavar="E",
                    help="last date to build (default: the last committed date; required for a new table)")
     p.add_argument("--uncommit-later", action="store_true", dest="uncommit_later",
                    help="allow a --to before the last committed date: the dates after it are no longer committed")
 
     p = verbs.add_parser("status", parents=[common], help="committed state as JSON")
-    p.add_argument("name")
+    p.add_argument("name", help=NAME_HELP)
     p.add_argument("--recent", type=_commit_count, default=10, help="how many recent commits to list (default 10)")
 
     p = verbs.add_parser("slice", parents=[common], help="the table as of a date")
-    p.add_argument("name")
-    p.add_argument("--as-of", required=True, dest="as_of", help="YYYY-MM-DD")
-    p.add_argument("--format", choices=["csv", "json", "parquet"], default="csv")
+    p.add_argument("name", help=NAME_HELP)
+    p.add_argument("--as-of", required=True, dest="as_of", metavar="D",
+                   help="the table as of the end of this date, YYYY-MM-DD (base date .. last committed date)")
+    p.add_argument("--format", choices=["csv", "json", "parquet"], default="csv",
+                   help="csv (default), json (one object per line) or parquet (needs --out DIR)")
     p.add_argument("--out", help="file to write (a directory for parquet); default stdout")
 
     p = verbs.add_parser("history", parents=[common], help="every version of one key")
-    p.add_argument("name")
+    p.add_argument("name", help=NAME_HELP)
     p.add_argument("--key", action="append", required=True, metavar="COL=VALUE", help="repeat for composite keys")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table",
+                   help="table (default, one line per version), csv or json (one object per line)")
 
     p = verbs.add_parser("check", parents=[common], help="verify every invariant on the live table")
-    p.add_argument("name")
+    p.add_argument("name", help=NAME_HELP)
 
     p = verbs.add_parser("vacuum", parents=[common], help="remove unreferenced version directories")
-    p.add_argument("name")
+    p.add_argument("name", help=NAME_HELP)
     p.add_argument("--retention-days", type=_non_negative, help="override the spec's retention_days")
-    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
     return parser
 
 
