@@ -65,3 +65,22 @@ def test_help_says_the_exit_codes_and_what_each_option_does():
     for verb, sub in verbs.items():
         for action in sub._actions:
             assert action.help, f"zipper {verb} {action.option_strings or action.dest} has no help"
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["merge", "dim", "--ds", "2023-12-15"], "dw.dim 2023-12-15: date is before the spec's start_date 2024-01-01"),
+    (["merge", "dim", "--ds", "2024-02-05"], "dw.dim 2024-02-05: date is after the spec's end_date 2024-01-31"),
+    (["rerun", "dim", "--from", "2023-12-01"], "dw.dim 2023-12-01: date is before the spec's start_date 2024-01-01"),
+])
+def test_a_run_date_outside_the_specs_dates_fails_before_spark_starts(tmp_path, capsys, argv, expected):
+    """It started Spark (and the Derby metastore, made anew at a mistyped --warehouse) to say so."""
+    from zipper.cli import main
+
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "dim.yaml").write_text(
+        "name: dim\ntable: dw.dim\nkeys: [id]\nsource: {path: /nowhere}\n"
+        "start_date: '2024-01-01'\nend_date: '2024-01-31'\n")
+    warehouse = tmp_path / "warehouse"
+    assert main.main(["--specs", str(tmp_path / "specs"), "--warehouse", str(warehouse), *argv]) == 1
+    assert capsys.readouterr().err == f"zipper: error: {expected}\n"
+    assert not warehouse.exists()

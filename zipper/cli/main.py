@@ -11,6 +11,7 @@ import traceback
 
 from zipper.cli import output
 from zipper.dates import iso_date
+from zipper.engine.plan import check_in_schedule
 from zipper.errors import InputError, StateError, ZipperError, java_messages, summarize_failure
 from zipper.paths import user_path
 from zipper.spec.loader import find_spec
@@ -193,6 +194,7 @@ class Runner:
         from zipper.engine import merge
 
         ds = parse_date(self.args.ds, "--ds", self.spec.table)
+        check_in_schedule(self.spec, ds)  # a date outside the spec's dates fails before Spark starts
         result = merge.merge_date(self.spark, self.spec, ds, progress=_progress)
         print(result.summary())
         self.report(result)
@@ -203,6 +205,7 @@ class Runner:
 
         first = parse_date(self.args.first, "--from", self.spec.table)
         last = parse_date(self.args.last, "--to", self.spec.table)
+        check_in_schedule(self.spec, first)  # before Spark starts
         result = replay.rerun(self.spark, self.spec, first, last, progress=_progress,
                               uncommit_later=self.args.uncommit_later)
         print(result.summary())
