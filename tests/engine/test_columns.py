@@ -537,7 +537,8 @@ def test_a_rerun_refuses_a_replayed_file_typing_another_column_otherwise_before_
 def test_a_replayed_folder_read_without_merging_schemas_is_checked_file_by_file(spark, tmp_path, unique_name):
     """mergeSchema off: Spark reads a date's files with one file's schema; another file holding
     `amount` as string fails the rerun before the restore, naming it (the folder read with the
-    string file's schema fails as a changed column type, also before anything changes)."""
+    string file's schema fails as a changed column type, also before anything changes, which that
+    refusal did not say)."""
     t = merged_twice_read_without_merging_schemas(spark, tmp_path, unique_name)
     before = (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec))
     folder = t.increment_dir(day(2))
@@ -550,7 +551,8 @@ def test_a_replayed_folder_read_without_merging_schemas_is_checked_file_by_file(
         " read as double, its type in another file of the input; every file must give a column one type; nothing"
         " was changed",
         f"{t.table} {day(2)}: increment {folder} column 'amount' has type string, the table has double; a column"
-        " cannot change type (only int -> bigint and float -> double widen; a decimal input may have fewer digits)")
+        " cannot change type (only int -> bigint and float -> double widen; a decimal input may have fewer digits);"
+        " nothing was changed")
     assert (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec)) == before
     assert state.read_state(spark, t.spec).replay is None
 

@@ -361,29 +361,48 @@ def check_operations(spec: TableSpec, ds: dt.date, located, df, what: str, suffi
 
 @dataclass(frozen=True)
 class CheckedInput:
-    """An input a rerun read, and checked, before its restore: a cdc input's operations
-    (`check_cdc_inputs`), an upsert's or a snapshot's keys (`inputs.check_keys`). The merge of
-    its date takes it as it is instead of reading and checking the files again."""
+    """An input a rerun read, and checked, before its restore: a cdc input's operations and an
+    ordered upsert's types (`check_inputs`), a plain upsert's or a snapshot's keys
+    (`inputs.check_keys`). The merge of its date takes it as it is instead of reading and checking
+    the files again."""
 
     df: object  # DataFrame, as `_read` returns it
     table_columns: list[tuple[str, str]]  # the table's columns it was read for (a CSV's types)
 
 
-def check_cdc_inputs(spark, spec: TableSpec, located: dict, table_columns, suffix: str = "") -> dict:
-    """`check_operations` and the column types (`conform.evolve`) for several dates, in date order:
-    a rerun checks them before it restores. Each date's types are compared with the table's
-    columns as the dates before it leave them (a column one adds has its type for the next).
-    Returns each date's input so read (date -> CheckedInput; none for an empty one)."""
+def check_inputs(spark, spec: TableSpec, located: dict, table_columns, suffix: str = "") -> dict:
+    """A cdc input's operations (`check_operations`), an ordered upsert's sequence column, and the
+    column types (`conform.evolve`) for several dates, in date order: a rerun checks them before it
+    restores. Each date's types are compared with the table's columns as the dates before it leave
+    them (a column one adds has its type for the next). Reads each input's schema, and for cdc its
+    operation column. Returns each date's input so read (date -> CheckedInput; none for an empty one)."""
     checked, columns = {}, list(table_columns)
+    leave_out = (spec.source.operation_column,) if spec.source.mode == "cdc" else ()
     for ds in sorted(located):
         if located[ds].empty and located[ds].format != "table":
             continue
         what = f"increment {located[ds].description}"
         df = _read(spark, spec, located[ds], table_columns, ds, what)
-        check_operations(spec, ds, located[ds], df, what, suffix)
-        columns = evolved_columns(spec, ds, _columns_of(df, (spec.source.operation_column,)), columns, what, suffix)
+        if spec.source.mode == "cdc":
+            check_operations(spec, ds, located[ds], df, what, suffix)
+        columns = evolved_columns(spec, ds, _columns_of(df, leave_out), columns, what, suffix)
         checked[ds] = CheckedInput(df, list(table_columns))
     return checked
+
+
+def check_landing_inputs(spark, spec: TableSpec, located: dict, table_columns, suffix: str = "") -> None:
+    """The column checks of `_landing` for the landing-zone inputs of several dates, in date order
+    (the table's columns as the dates before leave them): each file's schema from its footer, the
+    files' types reconciled, keys present, the types against the table's. No Spark job over the
+    rows; the merge of each date reads its files again."""
+    columns = list(table_columns)
+    for ds in sorted(located):
+        if not located[ds].files:
+            continue
+        what = f"landing zone {located[ds].description}"
+        rows, file_columns = landing.read(spark, spec, located[ds], ds)
+        input_columns = _landing_columns(spec, ds, what, rows, file_columns)
+        columns = evolved_columns(spec, ds, input_columns, columns, what, suffix)
 
 
 def evolved_columns(spec: TableSpec, ds: dt.date, input_columns, table_columns, what: str, suffix: str = "") -> list:
@@ -445,15 +464,7 @@ def _landing(spark, spec: TableSpec, ds: dt.date, located: sources.Input, table_
                           for r in bad)
         raise InputError(f"{what} has __rowMarker__ values other than 0 insert, 1 update, 2 delete, 4 upsert: {shown}",
                          **where)
-    for name, present in file_columns.items():
-        lacking = [k for k in spec.keys if k not in present]
-        if lacking:
-            raise InputError(f"{what}: file {name} lacks key columns {lacking}", **where)
-    input_columns = [(f.name, f.dataType.simpleString()) for f in rows.schema.fields
-                     if f.name not in (*landing.HELPERS, landing.FILE, landing.ROW)]
-    for reserved in (spec.begin_column, spec.end_column):
-        if reserved in dict(input_columns):
-            raise InputError(f"{what} must not contain the table's own column {reserved!r}", **where)
+    input_columns = _landing_columns(spec, ds, what, rows, file_columns)
     _refuse_partial_updates(rows, spec, ds, what, file_columns, [c for c, _ in table_columns])
     columns, column_changes = conform.evolve(input_columns, table_columns, spec, ds.isoformat(), what)
     names = [c for c, _ in columns]
@@ -467,6 +478,21 @@ def _landing(spark, spec: TableSpec, ds: dt.date, located: sources.Input, table_
     result, count, scratch = _materialize(spark, collapsed, run_root)
     return Day(result, count, columns, column_changes, located, counts, check_open=True, scratch=[scratch],
                variable_bytes_per_row=seen.variable_bytes_per_row)
+
+
+def _landing_columns(spec: TableSpec, ds: dt.date, what: str, rows, file_columns: dict) -> list[tuple[str, str]]:
+    """The data columns of a landing zone's files as `landing.read` gives them, once every file
+    has the keys and none has the table's own columns."""
+    for name, present in file_columns.items():
+        lacking = [k for k in spec.keys if k not in present]
+        if lacking:
+            raise InputError(f"{what}: file {name} lacks key columns {lacking}", **_where(spec, ds))
+    input_columns = [(f.name, f.dataType.simpleString()) for f in rows.schema.fields
+                     if f.name not in (*landing.HELPERS, landing.FILE, landing.ROW)]
+    for reserved in (spec.begin_column, spec.end_column):
+        if reserved in dict(input_columns):
+            raise InputError(f"{what} must not contain the table's own column {reserved!r}", **_where(spec, ds))
+    return input_columns
 
 
 def _refuse_partial_updates(rows, spec: TableSpec, ds: dt.date, what: str, file_columns: dict, table_names: list[str]):

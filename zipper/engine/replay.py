@@ -147,16 +147,23 @@ def _check_inputs(spark, spec: TableSpec, first: dt.date, replayed: dict) -> dic
         day = _date_of_file(failed_file(exc), replayed) or first
         raise UnreadableInputError(f"{summarize_failure(exc)}{NOTHING_CHANGED}", table=spec.table,
                                    ds=day.isoformat()) from exc
+    except ZipperError as exc:  # every refusal of the check comes before the restore: say so
+        if exc.detail.endswith(NOTHING_CHANGED):
+            raise
+        raise exc.reworded(exc.detail + NOTHING_CHANGED, table=exc.table or spec.table, ds=exc.ds) from None
 
 
 def _checked_inputs(spark, spec: TableSpec, replayed: dict) -> dict[dt.date, dayinput.CheckedInput]:
-    """Upserts and snapshots without sequence_by: their keys, every date in one job; cdc inputs:
-    their operations. Landing zones and ordered changes are checked date by date, in the merge."""
-    if spec.source.mode == "cdc":
-        return dayinput.check_cdc_inputs(spark, spec, replayed, catalog.data_columns(spark, spec), NOTHING_CHANGED)
-    if spec.source.mode not in ("upsert", "snapshot") or spec.source.sequence_by is not None:
-        return {}
+    """Upserts and snapshots without sequence_by: their keys, every date in one job. cdc inputs and
+    ordered upserts: their column types (cdc: and operations); their keys, which depend on the
+    order of their changes, are checked date by date, in the merge. Landing zones: their files'
+    column types, from the footers (their merges read them again)."""
     table_columns = catalog.data_columns(spark, spec)
+    if spec.source.mode == "landing_zone":
+        dayinput.check_landing_inputs(spark, spec, replayed, table_columns, NOTHING_CHANGED)
+        return {}
+    if spec.source.mode == "cdc" or spec.source.sequence_by is not None:
+        return dayinput.check_inputs(spark, spec, replayed, table_columns, NOTHING_CHANGED)
     read = inputs.read_increments(spark, spec, table_columns, replayed)
     inputs.check_keys(inputs.dated_rows(spark, spec, table_columns, replayed, read=read), spec,
                       inputs.descriptions(replayed))

@@ -1,0 +1,163 @@
+"""A rerun's check of the replayed dates' inputs before its restore, for every source mode: a
+replayed date whose input the table cannot take (a column of another type, files of one input
+that disagree on a type) is refused while nothing has changed, naming the table, the date, the
+input or file and the column, and ending `; nothing was changed`."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.engine.test_columns import replace_files, rewritten_alike, table_and_partitions
+from tests.engine.test_landing import LandingZone
+from tests.support import TableFixture, day, table_rows
+from zipper.engine import merge, replay, state
+from zipper.errors import InputError
+
+NOTHING_CHANGED = "; nothing was changed"
+ORDERED = "id bigint, name string, city string, seq bigint"
+CANNOT_CHANGE = ("a column cannot change type (only int -> bigint and float -> double widen; a decimal input may have"
+                 " fewer digits)")
+
+
+def ordered_table(spark, root, name, **source) -> TableFixture:
+    """An upsert table ordered by `seq`, days 1..3 merged."""
+    t = TableFixture(root, name, schema=ORDERED, source={"sequence_by": "seq", **source})
+    t.write_base(spark, [(1, "ann", "Oslo", 0), (2, "bob", "Rome", 0)])
+    days = {1: [(1, "ann", "Bergen", 1), (1, "ann", "Lyon", 2)], 2: [(3, "cid", "Nice", 1)],
+            3: [(2, "bob", "Bern", 5), (3, "cid", "Pisa", 2)]}
+    for n, rows in days.items():
+        t.write_increment(spark, day(n), rows)
+        merge.merge_date(spark, t.spec, day(n))
+    return t
+
+
+def refused_with_nothing_changed(spark, t, spec, first) -> str:
+    """The rerun's refusal, after checking that it left the table, its partitions and its commit
+    records as they were, with no replay pending."""
+    before = table_and_partitions(spark, t)
+    committed = state.read_state(spark, spec).last_committed
+    with pytest.raises(InputError) as raised:
+        replay.rerun(spark, spec, first)
+    assert table_and_partitions(spark, t) == before
+    st = state.read_state(spark, spec)
+    assert st.last_committed == committed and st.replay is None
+    return str(raised.value)
+
+
+def arrays(rows: list[tuple], types: dict) -> dict:
+    return {name: pa.array([r[i] for r in rows], kind) for i, (name, kind) in enumerate(types.items())}
+
+
+ORDERED_TYPES = {"id": pa.int64(), "name": pa.string(), "city": pa.string(), "seq": pa.int64()}
+
+
+def test_an_ordered_upsert_rerun_refuses_a_replayed_column_of_another_type_before_anything_changes(
+        spark, tmp_path, unique_name):
+    """With sequence_by the check before the restore read nothing: a later date whose input holds
+    `city` as bigint (the table's is string) failed at its merge, after the restore, leaving a
+    replay pending."""
+    t = ordered_table(spark, tmp_path, unique_name)
+    t.write_increment(spark, day(3), [(2, "bob", 7, 5)], "id bigint, name string, city bigint, seq bigint")
+    message = refused_with_nothing_changed(spark, t, t.spec, day(2))
+    assert message == (f"{t.table} {day(3)}: increment {t.increment_dir(day(3))} column 'city' has type bigint, the"
+                       f" table has string; {CANNOT_CHANGE}{NOTHING_CHANGED}")
+
+    t.write_increment(spark, day(3), [(2, "bob", "Bern", 6)])  # mended: replayed
+    assert replay.rerun(spark, t.spec, day(2)).counts["dates"] == 2
+    assert (2, "bob", "Bern", 6, day(3).isoformat(), "9999-12-31") in table_rows(spark, t.table)
+
+
+def test_an_ordered_upsert_rerun_refuses_files_of_a_replayed_date_that_disagree_on_a_type(
+        spark, tmp_path, unique_name):
+    """Files of one input merged by Spark (mergeSchema, the default for several files) that type
+    `city` differently: refused as the input is opened, which the check did not do."""
+    t = ordered_table(spark, tmp_path, unique_name)
+    folder = t.increment_dir(day(3))
+    replace_files(folder, [arrays([(2, "bob", "Bern", 5)], ORDERED_TYPES),
+                           arrays([(3, "cid", 7, 2)], {**ORDERED_TYPES, "city": pa.int64()})])
+    message = refused_with_nothing_changed(spark, t, t.spec, day(2))
+    assert message == (f"{t.table} {day(3)}: files of {folder} disagree on column types: city is string in"
+                       f" part-0.parquet, bigint in part-1.parquet{NOTHING_CHANGED}")
+
+
+def test_an_ordered_upsert_rerun_reads_the_footers_of_files_read_without_merging_schemas(
+        spark, tmp_path, unique_name):
+    """mergeSchema off: Spark reads a date's files with one file's schema; another file holding
+    `city` as bigint is refused before the restore, naming it (or, read with that file's schema,
+    the input's column type)."""
+    t = ordered_table(spark, tmp_path, unique_name, options={"mergeSchema": False})
+    folder = t.increment_dir(day(3))
+    replace_files(folder, [arrays([(2, "bob", "Bern", 5)], ORDERED_TYPES),
+                           arrays([(3, "cid", 7, 2)], {**ORDERED_TYPES, "city": pa.int64()})])
+    message = refused_with_nothing_changed(spark, t, t.spec, day(2))
+    assert message in (
+        f"{t.table} {day(3)}: cannot read file part-1.parquet of {folder}: column 'city' is bigint in the file, but"
+        f" read as string, its type in another file of the input; every file must give a column one type"
+        f"{NOTHING_CHANGED}",
+        f"{t.table} {day(3)}: increment {folder} column 'city' has type bigint, the table has string; {CANNOT_CHANGE}"
+        f"{NOTHING_CHANGED}")
+
+
+@pytest.mark.parametrize("mode", ["upsert", "snapshot"])
+def test_an_upsert_or_snapshot_reruns_type_refusal_says_nothing_was_changed(spark, tmp_path, unique_name, mode):
+    """The check compares a plain upsert's or a snapshot's column types with the table's as it
+    reads them; its refusal did not say that nothing had changed (a cdc input's does)."""
+    t = TableFixture(tmp_path, unique_name, source={"mode": mode})
+    t.write_base(spark, [(1, "ann", "Oslo"), (2, "bob", "Rome")])
+    for n in (1, 2):
+        t.write_increment(spark, day(n), [(1, "ann", "Bergen"), (2, "bob", "Rome")])
+        merge.merge_date(spark, t.spec, day(n))
+    t.write_increment(spark, day(2), [(1, "ann", 7), (2, "bob", 8)], "id bigint, name string, city bigint")
+    message = refused_with_nothing_changed(spark, t, t.spec, day(1))
+    assert message == (f"{t.table} {day(2)}: increment {t.increment_dir(day(2))} column 'city' has type bigint, the"
+                       f" table has string; {CANNOT_CHANGE}{NOTHING_CHANGED}")
+
+
+EMPLOYEES = {"__rowMarker__": pa.int32(), "EmployeeID": pa.string(), "EmployeeLocation": pa.string()}
+
+
+def merged_zone(spark, tmp_path, name) -> LandingZone:
+    """A landing zone of three dates, merged; day 2 consumed files 2 and 3."""
+    zone = LandingZone(tmp_path, name)
+    zone.write(1, [(0, "E1", "Redmond"), (0, "E2", "Redmond")])
+    merge.merge_date(spark, zone.spec, day(1))
+    zone.write(2, [(1, "E1", "Bellevue")])
+    zone.write(3, [(0, "E3", "Seattle")])
+    merge.merge_date(spark, zone.spec, day(2))
+    zone.write(4, [(1, "E3", "Tacoma")])
+    merge.merge_date(spark, zone.spec, day(3))
+    return zone
+
+
+def kept_copy(spark, zone, ds, name: str):
+    from pathlib import Path
+
+    kept = state.read_state(spark, merge.resolve_keys(spark, zone.spec)).commits[ds.isoformat()].landing["kept"]
+    return Path(kept.removeprefix("file:")) / name
+
+
+@pytest.mark.parametrize("both_files", [True, False])
+def test_a_landing_zone_rerun_refuses_a_replayed_column_of_another_type_before_anything_changes(
+        spark, tmp_path, unique_name, both_files):
+    """A replayed date reads the copy its commit kept, checked by the files' names and sizes: one
+    rewritten at its size with `EmployeeLocation` as bigint (the table's is string) failed at its
+    date's merge, after the restore. Refused up front, as the input's type (both of the date's
+    files) or as files that disagree (one of them)."""
+    zone = merged_zone(spark, tmp_path, unique_name)
+    spec = merge.resolve_keys(spark, zone.spec)
+    mistyped = {**EMPLOYEES, "EmployeeLocation": pa.int64()}
+    names = ["00000000000000000002.parquet", "00000000000000000003.parquet"]
+    for name, rows in zip(names if both_files else names[1:], ([(1, "E1", 7)], [(0, "E3", 8)])[-2 if both_files else 1:]):
+        path = kept_copy(spark, zone, day(2), name)
+        rewritten_alike(path, arrays(rows, mistyped))
+        (path.parent / f".{name}.crc").unlink(missing_ok=True)  # the copy's checksum, which Hadoop would check
+    message = refused_with_nothing_changed(spark, zone, spec, day(1))
+    described = f"landing zone {zone.folder} files {names[0][:20]}..{names[1][:20]} (kept copy)"
+    if both_files:
+        assert message == (f"{zone.table} {day(2)}: {described} column 'employeelocation' has type bigint, the table"
+                           f" has string; {CANNOT_CHANGE}{NOTHING_CHANGED}")
+    else:
+        assert message == (f"{zone.table} {day(2)}: landing-zone column 'employeelocation' has type string in"
+                           f" {names[0]} and bigint in {names[1]}{NOTHING_CHANGED}")
