@@ -161,3 +161,46 @@ def test_a_landing_zone_rerun_refuses_a_replayed_column_of_another_type_before_a
     else:
         assert message == (f"{zone.table} {day(2)}: landing-zone column 'employeelocation' has type string in"
                            f" {names[0]} and bigint in {names[1]}{NOTHING_CHANGED}")
+
+
+def write_orc(folder, columns_of_files: list[dict]) -> None:
+    """`folder` holding one ORC file per dict of column -> pyarrow array: part-0.orc, part-1.orc, ..."""
+    import pyarrow.orc as orc
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.iterdir():
+        old.unlink()
+    for n, columns in enumerate(columns_of_files):
+        orc.write_table(pa.table(columns), str(folder / f"part-{n}.orc"))
+
+
+def test_orc_files_read_without_merging_schemas_that_type_a_column_otherwise_are_refused(
+        spark, tmp_path, unique_name):
+    """mergeSchema off: Spark reads a date's ORC files with one file's schema, and ORC converted a
+    column another file holds as string to double without a word ('x3.5' became NULL), in a merge
+    and in a rerun alike. Each file's footer is compared with the schema read: the rerun refuses it
+    before its restore, the merge before it writes."""
+    t = TableFixture(tmp_path, unique_name, schema="id bigint, amount double",
+                     source={"format": "orc", "options": {"mergeSchema": False}})
+    t.write_base(spark, [(1, 1.5)])
+    good = [{"id": pa.array([n], pa.int64()), "amount": pa.array([n + 0.5])} for n in (2, 3)]
+    for n in (1, 2):
+        write_orc(t.increment_dir(day(n)), good)
+        merge.merge_date(spark, t.spec, day(n))
+    folder = t.increment_dir(day(2))
+    write_orc(folder, [good[0], {"id": pa.array([3], pa.int64()), "amount": pa.array(["x3.5"])}])
+    message = refused_with_nothing_changed(spark, t, t.spec, day(1))
+
+    def refusal(table, ds, folder, suffix):
+        return {f"{table} {ds}: cannot read file {name} of {folder}: column 'amount' is {held} in the file, but read"
+                f" as {read_as}, its type in another file of the input; every file must give a column one type{suffix}"
+                for name, held, read_as in (("part-1.orc", "string", "double"), ("part-0.orc", "double", "string"))}
+
+    assert message in refusal(t.table, day(2), folder, NOTHING_CHANGED)
+
+    write_orc(t.increment_dir(day(3)), [good[0], {"id": pa.array([4], pa.int64()), "amount": pa.array(["4.5"])}])
+    before = table_and_partitions(spark, t)
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, t.spec, day(3))
+    assert str(raised.value) in refusal(t.table, day(3), t.increment_dir(day(3)), "")
+    assert table_and_partitions(spark, t) == before

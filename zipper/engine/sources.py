@@ -216,6 +216,8 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: 
         raise _unreadable(located, exc, _first_unreadable(spark, located, files, options)) from None
     if located.format == "csv" and csv_schema is None:  # typed by Spark's inference: checked as typed
         csv_values.remember(what, ds, [f.path for f in located.files], df.schema, options)
+    if located.format == "orc" and len(files) > 1 and not _merges_schemas(options):
+        _refuse_converted_orc_files(spark, located, files, df.schema)
     _refuse_unread_files(spark, located, files, df)
     return df
 
@@ -229,6 +231,61 @@ def _spelled_as_zipper_does(options: dict[str, str]) -> dict[str, str]:
     """The source's options with the names zipper defaults spelled its way: Spark ignores case,
     so a user's `mergeschema: false` beside zipper's default `mergeSchema: true` would lose to it."""
     return {_ZIPPER_SPELLING.get(name.lower(), name): value for name, value in options.items()}
+
+
+def _merges_schemas(options: dict[str, str]) -> bool:
+    """Whether the reader options leave Spark's mergeSchema on (its keys ignore case)."""
+    return all(str(v).lower() != "false" for k, v in options.items() if k.lower() == "mergeschema")
+
+
+def _refuse_converted_orc_files(spark, located: Input, files: list[fs.FileInfo], schema) -> None:
+    """Without mergeSchema Spark reads every ORC file of an input with one file's schema, and ORC
+    converts a column another file holds in another type without a word (a string '3.5' to the
+    double 3.5, 'x' to NULL): each file's types, from its footer (a few JVM calls, no Spark job),
+    must be ones Spark reads as the input's (`conform.mistyped_column`)."""
+    from zipper.engine.conform import mistyped_column
+    from zipper.errors import ColumnTypeMismatch
+
+    footers = OrcFileSchemas(spark)
+    for f in files:
+        if f.size == 0:  # skipped by Spark's reader, as an empty input
+            continue
+        found = mistyped_column(footers.schema_of(f.path, located.description), schema)
+        if found is not None:
+            column, in_file, read_as = found
+            reason = ColumnTypeMismatch(f.path, column, "", read_as).reason(in_file)
+            raise InputError(f"cannot read file {fs.name_of(f.path)} of {located.description}: {reason}, its type in"
+                             " another file of the input; every file must give a column one type")
+
+
+class OrcFileSchemas:
+    """ORC files' columns as Spark reads each file alone, from its footer (ORC's reader, Spark's
+    conversion of its types)."""
+
+    def __init__(self, spark):
+        self._path_class = fs.java_class(spark, "org.apache.hadoop.fs.Path")
+        self._orc = fs.java_class(spark, "org.apache.orc.OrcFile")
+        self._utils = fs.java_class(spark, "org.apache.spark.sql.execution.datasources.orc.OrcUtils")
+        self._conf = spark._jsc.hadoopConfiguration()
+
+    def schema_of(self, path: str, what: str):
+        """The file's StructType; a footer that cannot be read fails as reading the input `what`
+        would (`UnreadableInputError`)."""
+        import json
+
+        from pyspark.sql.types import StructType
+
+        try:
+            # options of its own: ORC's reader keeps the file's tail in them, which another file's would take
+            reader = self._orc.createReader(self._path_class(path), self._orc.readerOptions(self._conf))
+            try:
+                kind = self._utils.toCatalystSchema(reader.getSchema())
+            finally:
+                reader.close()
+        except fs.jvm_failures() as exc:  # not ORC, gone, unreadable
+            reason = read_failure(exc, 300)[1]
+            raise UnreadableInputError(f"cannot read file {fs.name_of(path)} of {what}: {reason}") from None
+        return StructType.fromJson(json.loads(kind.json()))
 
 
 # The CSV reader's column for malformed rows: a name no input column can have (`zipper_` is reserved).
@@ -395,8 +452,7 @@ def files_read_as_another(spark, located: Input, source: SourceSpec | BaseSpec) 
     if located.format == "table":
         return [f.path for f in located.files if f.size > 0] if _stored_as_parquet(spark, located.table) else []
     files = located.kept if located.kept is not None else located.files
-    merged = all(str(v).lower() != "false" for k, v in source.options.items() if k.lower() == "mergeschema")
-    if located.format != "parquet" or len(files) < 2 or merged:
+    if located.format != "parquet" or len(files) < 2 or _merges_schemas(source.options):
         return []
     return [f.path for f in files if f.size > 0]
 
