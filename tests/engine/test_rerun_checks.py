@@ -149,7 +149,8 @@ def test_a_landing_zone_rerun_refuses_a_replayed_column_of_another_type_before_a
     spec = merge.resolve_keys(spark, zone.spec)
     mistyped = {**EMPLOYEES, "EmployeeLocation": pa.int64()}
     names = ["00000000000000000002.parquet", "00000000000000000003.parquet"]
-    for name, rows in zip(names if both_files else names[1:], ([(1, "E1", 7)], [(0, "E3", 8)])[-2 if both_files else 1:]):
+    rewritten = {names[0]: [(1, "E1", 7)], names[1]: [(0, "E3", 8)]}
+    for name, rows in list(rewritten.items())[0 if both_files else 1:]:
         path = kept_copy(spark, zone, day(2), name)
         rewritten_alike(path, arrays(rows, mistyped))
         (path.parent / f".{name}.crc").unlink(missing_ok=True)  # the copy's checksum, which Hadoop would check

@@ -154,10 +154,10 @@ def _check_inputs(spark, spec: TableSpec, first: dt.date, replayed: dict) -> dic
 
 
 def _checked_inputs(spark, spec: TableSpec, replayed: dict) -> dict[dt.date, dayinput.CheckedInput]:
-    """Upserts and snapshots without sequence_by: their keys, every date in one job. cdc inputs and
-    ordered upserts: their column types (cdc: and operations); their keys, which depend on the
-    order of their changes, are checked date by date, in the merge. Landing zones: their files'
-    column types, from the footers (their merges read them again)."""
+    """Every mode: each date's column types against the table's as the dates before it leave them.
+    Upserts and snapshots without sequence_by: their keys too, every date in one job; cdc inputs:
+    their operations. The keys of ordered changes depend on their order: checked date by date, in
+    the merge. Landing zones: their files' types from the footers (their merges read them again)."""
     table_columns = catalog.data_columns(spark, spec)
     if spec.source.mode == "landing_zone":
         dayinput.check_landing_inputs(spark, spec, replayed, table_columns, NOTHING_CHANGED)
