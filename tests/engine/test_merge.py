@@ -511,9 +511,11 @@ def test_null_and_duplicate_keys_fail_and_write_nothing(spark, users):
     merge.merge_date(spark, users.spec, day(1))
     before, dirs = snapshot(spark, users), version_dirs(spark, users)
 
-    users.write_increment(spark, day(2), [(None, "x", "y"), (5, "e", "f")])
-    with pytest.raises(InputError, match=r"NULL in key columns \['id'\]: NULL"):
+    users.write_increment(spark, day(2), [(None, "x", "y"), (5, "e", "f"), (None, "z", "w")])
+    with pytest.raises(InputError) as err:
         merge.merge_date(spark, users.spec, day(2))
+    assert str(err.value) == (f"{users.table} {day(2)}: increment {users.increment_dir(day(2))}"
+                              " has 2 rows with NULL in key column 'id'")
 
     users.write_increment(spark, day(2), [(k, "n", "c") for k in range(30) for _ in range(2)])
     with pytest.raises(InputError) as err:

@@ -84,6 +84,20 @@ def key_text(rows, keys: list[str]) -> str:
     return ", ".join(one(r) for r in rows)
 
 
+def null_keys_text(what: str, rows, keys: list[str]) -> str:
+    """The refusal of keys with a NULL: with one key column, how many rows (listing its one NULL
+    key said nothing); with several, which keys, each with its rows where they are counted."""
+    def rows_of(row) -> str:
+        copies = row["copies"] if "copies" in row.__fields__ else None
+        return "" if copies is None else f"{copies} row{'s' if copies != 1 else ''}"
+
+    if len(keys) == 1:
+        counted = rows_of(rows[0])
+        return f"{what} has {counted + ' with ' if counted else ''}NULL in key column {keys[0]!r}"
+    shown = ", ".join(key_text([r], keys) + (f" ({rows_of(r)})" if rows_of(r) else "") for r in rows)
+    return f"{what} has NULL in key columns {keys}: {shown}"
+
+
 def observed_metrics(observation) -> dict:
     """Metrics of an Observation; empty when the JVM fails to hand them over (the caller then
     counts otherwise). An Observation never observed is a bug, and raised as one."""
@@ -175,7 +189,7 @@ def changes_offenders(df, keys: list[str]):
 def _refuse_nulls(offenders, spec: TableSpec, ds: dt.date, what: str) -> None:
     nulls = [r for r in offenders if any(r[k] is None for k in spec.keys)][:MAX_LISTED_KEYS]
     if nulls:
-        raise InputError(f"{what} has NULL in key columns {spec.keys}: {key_text(nulls, spec.keys)}", **_where(spec, ds))
+        raise InputError(null_keys_text(what, nulls, spec.keys), **_where(spec, ds))
 
 
 def validate_order(events, spec: TableSpec, ds: dt.date, what: str, order_name: str | None,

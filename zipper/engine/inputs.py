@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 from zipper.engine import conform, inspect, sources, transforms
-from zipper.engine.dayinput import key_text
+from zipper.engine.dayinput import key_text, null_keys_text
 from zipper.engine.plan import describe_dates
 from zipper.engine.rebuild_transforms import DS, dated
 from zipper.errors import InputError, MissingInputError, ZipperError
@@ -168,8 +168,7 @@ def check_keys(rows, spec: TableSpec, descriptions: dict[str, str]) -> None:
     what = descriptions.get(first, "input")
     nulls = [r for r in of_first if any(r[k] is None for k in spec.keys)][:MAX_LISTED_KEYS]
     if nulls:
-        raise InputError(f"{what} has NULL in key columns {spec.keys}: {key_text(nulls, spec.keys)}",
-                         table=spec.table, ds=first)
+        raise InputError(null_keys_text(what, nulls, spec.keys), table=spec.table, ds=first)
     more = " (first 20)" if len(of_first) > MAX_LISTED_KEYS else ""
     raise InputError(
         f"{what} has keys {spec.keys} more than once{more}: {key_text(of_first[:MAX_LISTED_KEYS], spec.keys)}",
