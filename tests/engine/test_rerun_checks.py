@@ -110,7 +110,7 @@ def test_an_upsert_or_snapshot_reruns_type_refusal_says_nothing_was_changed(spar
         t.write_increment(spark, day(n), [(1, "ann", "Bergen"), (2, "bob", "Rome")])
         merge.merge_date(spark, t.spec, day(n))
     t.write_increment(spark, day(2), [(1, "ann", 7), (2, "bob", 8)], "id bigint, name string, city bigint")
-    message = refused_with_nothing_changed(spark, t, t.spec, day(1))
+    message = refused_with_nothing_changed(spark, t, t.spec, day(first))
     assert message == (f"{t.table} {day(2)}: increment {t.increment_dir(day(2))} column 'city' has type bigint, the"
                        f" table has string; {CANNOT_CHANGE}{NOTHING_CHANGED}")
 
@@ -190,7 +190,7 @@ def test_orc_files_read_without_merging_schemas_that_type_a_column_otherwise_are
         merge.merge_date(spark, t.spec, day(n))
     folder = t.increment_dir(day(2))
     write_orc(folder, [good[0], {"id": pa.array([3], pa.int64()), "amount": pa.array(["x3.5"])}])
-    message = refused_with_nothing_changed(spark, t, t.spec, day(1))
+    message = refused_with_nothing_changed(spark, t, t.spec, day(first))
 
     def refusal(table, ds, folder, suffix):
         return {f"{table} {ds}: cannot read file {name} of {folder}: column 'amount' is {held} in the file, but read"
@@ -232,3 +232,19 @@ def test_an_upsert_rerun_replays_a_changed_date_that_adds_or_widens_a_column_as_
     assert ([(f.name, f.dataType.simpleString()) for f in spark.table(t.table).schema]
             == [(f.name, f.dataType.simpleString()) for f in spark.table(oracle.table).schema])
     assert table_rows(spark, t.table) == table_rows(spark, oracle.table)
+
+
+@pytest.mark.parametrize("first", [1, 2])
+def test_a_rerun_refuses_a_replayed_parquet_file_spark_cannot_read_saying_nothing_was_changed(
+        spark, tmp_path, unique_name, first):
+    t = TableFixture(tmp_path, unique_name)
+    t.write_base(spark, [(1, "ann", "Oslo")])
+    for n in (1, 2):
+        t.write_increment(spark, day(n), [(n + 1, "bob", "Rome")])
+        merge.merge_date(spark, t.spec, day(n))
+    part = sorted(t.increment_dir(day(2)).glob("*.parquet"))[0]
+    whole = part.read_bytes()
+    part.write_bytes(whole[:4] + whole[-8:])  # its footer's length points before the file's start
+    message = refused_with_nothing_changed(spark, t, t.spec, day(first))
+    assert message.startswith(f"{t.table} {day(2)}: ") and part.name in message, message
+    assert message.endswith(NOTHING_CHANGED), message
