@@ -884,3 +884,37 @@ def test_a_past_day_resent_with_a_new_or_wider_column_replays_and_a_later_confli
         " a column cannot change type (only int -> bigint and float -> double widen; a decimal input may have fewer"
         " digits); nothing was changed")
     assert (table_rows(spark, t.table), columns_of(spark, t), catalog.list_partitions(spark, t.spec)) == before
+
+
+def test_an_orc_source_tables_file_whose_column_orc_would_convert_losing_values_is_refused(
+        spark, tmp_path, unique_name):
+    """Spark reads an ORC table's files with the table's types and ORC converts what a file holds
+    otherwise without a word: 'x3.5' in a double column was merged as NULL. Conversions that keep
+    every value (Hive's ALTER TABLE ... CHANGE: int read as bigint) are taken."""
+    import pyarrow.orc as orc
+
+    table = f"ods_{unique_name}.fact_orc"
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS ods_{unique_name}")
+    spark.sql(f"CREATE TABLE {table} (id bigint, amount double, n bigint) PARTITIONED BY (ds string) STORED AS ORC")
+    partition = tmp_path / "fact_orc" / f"ds={day(1)}"
+    partition.mkdir(parents=True)
+    orc.write_table(pa.table({"id": pa.array([2, 3], pa.int64()), "amount": pa.array(["x3.5", "4.5"]),
+                              "n": pa.array([1, 2], pa.int32())}), str(partition / "part-0.orc"))
+    spark.sql(f"ALTER TABLE {table} ADD PARTITION (ds = '{day(1)}') LOCATION '{partition}'")
+    t = TableFixture(tmp_path, unique_name, schema="id bigint, amount double, n bigint", source={
+        "format": "table", "path": None, "table": table, "partition": "ds = '{{ ds }}'"})
+    t.write_base(spark, [(1, 1.5, 0)])
+    merge.init_table(spark, t.spec, day(0))
+    with pytest.raises(InputError) as raised:
+        merge.merge_date(spark, t.spec, day(1))
+    assert str(raised.value) == (
+        f"{t.table} {day(1)}: cannot read file part-0.orc of {table} partition {{'ds': '{day(1)}'}}: column 'amount'"
+        " is string in the file, but the table reads it as double, which ORC converts without a word, losing the"
+        " values that do not parse (as NULL); rewrite the file with the table's types")
+    assert state.read_state(spark, t.spec).last_committed == day(0)
+
+    orc.write_table(pa.table({"id": pa.array([2, 3], pa.int64()), "amount": pa.array([3.5, 4.5]),
+                              "n": pa.array([1, 2], pa.int32())}), str(partition / "part-0.orc"))
+    merge.merge_date(spark, t.spec, day(1))
+    assert sorted(tuple(r) for r in spark.table(t.table).where("end_dt = '9999-12-31'").select("id", "amount", "n")
+                  .collect()) == [(1, 1.5, 0), (2, 3.5, 1), (3, 4.5, 2)]

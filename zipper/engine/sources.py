@@ -179,6 +179,8 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: 
         df = spark.table(located.table)
         for column, value in (located.partition or {}).items():
             df = df.where(F.col(column) == F.lit(value)).drop(column)
+        if _stored_as(spark, located.table, "orc"):
+            _refuse_lossy_orc_files(spark, located, df.schema)
         return df
     if located.empty:
         if schema is None:
@@ -256,6 +258,57 @@ def _refuse_converted_orc_files(spark, located: Input, files: list[fs.FileInfo],
             reason = ColumnTypeMismatch(f.path, column, "", read_as).reason(in_file)
             raise InputError(f"cannot read file {fs.name_of(f.path)} of {located.description}: {reason}, its type in"
                              " another file of the input; every file must give a column one type")
+
+
+def _refuse_lossy_orc_files(spark, located: Input, schema) -> None:
+    """An ORC table's files are read with the table's types, and ORC converts a column a file holds
+    in another type without a word. Hive's schema evolution (ALTER TABLE ... CHANGE) relies on it,
+    so a conversion that keeps every value (int to bigint, a number to a string) is taken; one that
+    can lose values is refused naming the file: text to any other type (a value that does not
+    parse became NULL: 'x3.5' read as a double) and a fraction to an integer (3.7 read as 3)."""
+    footers = None
+    for f in located.files:
+        if f.size == 0:
+            continue
+        footers = footers or OrcFileSchemas(spark)
+        found = lossy_conversion(footers.schema_of(f.path, located.description), schema)
+        if found is not None:
+            column, in_file, read_as = found
+            raise InputError(f"cannot read file {fs.name_of(f.path)} of {located.description}: column {column!r} is"
+                             f" {in_file} in the file, but the table reads it as {read_as}, which ORC converts"
+                             f" without a word, losing the values that {_loss(in_file)}; rewrite the file with the"
+                             " table's types")
+
+
+def _loss(in_file: str) -> str:
+    return "do not parse (as NULL)" if in_file in _TEXT else "have a fraction (cut off)"
+
+
+_TEXT = ("string", "binary") + tuple(f"{kind}(" for kind in ("varchar", "char"))
+_FRACTIONAL = ("float", "double", "decimal")
+_INTEGRAL = ("tinyint", "smallint", "int", "bigint")
+
+
+def lossy_conversion(held, read, name: str = "") -> tuple[str, str, str] | None:
+    """(column, as `outer.inner`; its type in the file; the type it is read as) of the first column
+    a file holds as text where it is read as another type, or as a fraction where it is read as an
+    integer: the conversions of ORC's schema evolution that can lose values. None if there is none."""
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if isinstance(held, StructType) and isinstance(read, StructType):
+        in_file = {f.name.lower(): f.dataType for f in held.fields}
+        return next(filter(None, (lossy_conversion(in_file[f.name.lower()], f.dataType,
+                                                   f"{name}.{f.name}" if name else f.name)
+                                  for f in read.fields if f.name.lower() in in_file)), None)
+    if isinstance(held, ArrayType) and isinstance(read, ArrayType):
+        return lossy_conversion(held.elementType, read.elementType, name)
+    if isinstance(held, MapType) and isinstance(read, MapType):
+        return lossy_conversion(held.keyType, read.keyType, name) or lossy_conversion(held.valueType,
+                                                                                      read.valueType, name)
+    in_file, read_as = held.simpleString(), read.simpleString()
+    text_to_other = in_file.startswith(_TEXT) and not read_as.startswith(_TEXT)
+    fraction_to_integer = in_file.startswith(_FRACTIONAL) and read_as in _INTEGRAL
+    return (name, in_file, read_as) if text_to_other or fraction_to_integer else None
 
 
 class OrcFileSchemas:
@@ -459,12 +512,17 @@ def files_read_as_another(spark, located: Input, source: SourceSpec | BaseSpec) 
 
 def _stored_as_parquet(spark, table: str) -> bool:
     """Whether the metastore says `table`'s files are Parquet (a Spark or a Hive table)."""
+    return _stored_as(spark, table, "parquet")
+
+
+def _stored_as(spark, table: str, file_format: str) -> bool:
+    """Whether the metastore says `table`'s files are of `file_format` (a Spark or a Hive table)."""
     db, name = table.split(".")
     stored = spark._jsparkSession.sessionState().catalog().externalCatalog().getTable(db, name)
     serde = stored.storage().serde()
     named = [stored.provider().get() if stored.provider().isDefined() else "",
              serde.get() if serde.isDefined() else ""]
-    return any("parquet" in text.lower() for text in named)
+    return any(file_format in text.lower() for text in named)
 
 
 # Where Spark keeps a Parquet file's schema as Spark wrote it, which its reader takes over the
