@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pyspark
 import pytest
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
@@ -20,6 +21,7 @@ from zipper.cli.main import REPORT_PREFIX
 from zipper.runtime.session import LOG_CONFIG
 
 APP = "/repo/spark_jobs/zipper_job.py"
+PYSPARK_HOME = str(Path(pyspark.__file__).parent)
 ARGS = ["merge", "dim", "--ds", "2024-01-02", "--json-report"]
 
 
@@ -45,8 +47,8 @@ def test_without_the_connection_the_job_runs_on_the_embedded_default():
     assert argv == [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[*]",
                     "--conf", "spark.sql.session.timeZone=UTC", "--name", "zipper-merge-dim", APP, *ARGS]
     assert hook.embedded
-    assert hook.local_environment() == {"PYSPARK_DRIVER_PYTHON": sys.executable, "PYSPARK_PYTHON": sys.executable,
-                                        "SPARK_LOCAL_IP": "127.0.0.1"}
+    assert hook.local_environment() == {"SPARK_HOME": PYSPARK_HOME, "PYSPARK_DRIVER_PYTHON": sys.executable,
+                                        "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
 
 
 def test_zipper_spark_master_overrides_the_embedded_master(monkeypatch):
@@ -62,7 +64,8 @@ def test_a_standalone_connection_is_used_unchanged(monkeypatch):
     # Then its master and deploy mode; executors' Python is the cluster's business
     assert argv[1:3] == ["--master", "spark://spark-master:7077"]
     assert argv[-len(ARGS) - 3:-len(ARGS) - 1] == ["--deploy-mode", "client"]
-    assert not hook.embedded and hook.local_environment() == {"PYSPARK_DRIVER_PYTHON": sys.executable}
+    assert not hook.embedded and hook.local_environment() == {"SPARK_HOME": PYSPARK_HOME,
+                                                              "PYSPARK_DRIVER_PYTHON": sys.executable}
 
 
 def test_a_yarn_cluster_connection_is_used_unchanged(monkeypatch):
@@ -72,7 +75,7 @@ def test_a_yarn_cluster_connection_is_used_unchanged(monkeypatch):
     assert argv[1:3] == ["--master", "yarn"]
     assert "spark.yarn.appMasterEnv.ZIPPER_SPECS=/specs" in argv
     assert argv[argv.index("--queue") + 1] == "etl" and argv[argv.index("--deploy-mode") + 1] == "cluster"
-    assert hook.local_environment() == {}  # the driver runs on the cluster
+    assert hook.local_environment() == {"SPARK_HOME": PYSPARK_HOME}  # the driver runs on the cluster
 
 
 def test_an_external_metastore_in_client_mode_gives_the_driver_zippers_log_configuration(monkeypatch):
@@ -225,3 +228,24 @@ def test_rerun_arguments_come_from_the_trigger_form():
         rerun_args("dim", {"from_date": "2024-01-02", "to_date": "2024-02-30"})
     with pytest.raises(AirflowException, match="'from_date': '20240102' is not a date"):
         rerun_args("dim", {"from_date": "20240102"})
+
+
+def test_the_spark_submit_beside_a_python_whose_path_has_a_space_starts(monkeypatch, tmp_path):
+    """pyspark's spark-submit looked for its home by running `$PYSPARK_DRIVER_PYTHON script`
+    unquoted: with the virtualenv in a folder with a space, no merge task ever started a driver
+    (`find-spark-home: line 40: /tmp/my: No such file or directory`, exit 127)."""
+    import os
+    import subprocess
+
+    import zipper.airflow.hooks as hooks
+
+    venv = tmp_path / "my venv"
+    venv.symlink_to(Path(sys.prefix), target_is_directory=True)
+    monkeypatch.setattr(hooks, "python_bin", lambda: venv / "bin")
+    monkeypatch.setattr(sys, "executable", str(venv / "bin" / "python"))
+    hook, argv = command()
+    assert argv[0] == str(venv / "bin" / "spark-submit")
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_HOME"} | hook.local_environment()
+    started = subprocess.run([argv[0], "--version"], env=env, capture_output=True, text=True, timeout=120)
+    assert started.returncode == 0, started.stderr[-2000:]
+    assert f"version {pyspark.__version__}" in started.stderr + started.stdout

@@ -17,6 +17,7 @@ from airflow.providers.apache.spark.hooks.spark_submit import DEFAULT_SPARK_BINA
 from zipper.airflow.compat import AirflowNotFoundException
 from zipper.airflow.environment import EMBEDDED_MASTER, python_bin
 from zipper.cli.main import ERROR_PREFIX, INTERRUPTED, REPORT_PREFIX
+from zipper.runtime.jvm import spark_home
 from zipper.runtime.session import SessionSettings, spark_submit_env
 
 
@@ -62,9 +63,12 @@ class ZipperSparkSubmitHook(SparkSubmitHook):
 
     def _get_spark_binary_path(self) -> list[str]:
         """spark-submit of the pyspark installed with Airflow, so job and jars match; else from PATH."""
-        binary = self._connection["spark_binary"]
-        beside = python_bin() / binary
-        return [str(beside)] if beside.is_file() else [binary]
+        beside = self._spark_binary_beside()
+        return [str(beside)] if beside else [self._connection["spark_binary"]]
+
+    def _spark_binary_beside(self):
+        beside = python_bin() / self._connection["spark_binary"]
+        return beside if beside.is_file() else None
 
     def local_environment(self) -> dict[str, str]:
         """What spark-submit on this machine needs to run the job with this Python.
@@ -72,6 +76,10 @@ class ZipperSparkSubmitHook(SparkSubmitHook):
         The driver runs here unless the deploy mode is cluster; executors run here only on the
         embedded default. A cluster's Python is the cluster's business (its Spark config)."""
         env = {}
+        if self._spark_binary_beside():
+            # pyspark's spark-submit looks for its home with `$PYSPARK_DRIVER_PYTHON script` unquoted,
+            # which a path with a space splits ("/tmp/my: No such file"): told where it is, it does not look
+            env["SPARK_HOME"] = str(spark_home())
         if self._connection["deploy_mode"] != "cluster":
             env["PYSPARK_DRIVER_PYTHON"] = sys.executable
         if self.embedded:
