@@ -159,3 +159,44 @@ def test_a_glob_of_files_is_not_ready_while_a_job_writes_beside_them(tmp_path):
     assert not readiness.ready and "still being written: it holds .spark-staging-3f2a" in readiness.checked
     (tmp_path / "in" / ".spark-staging-3f2a").rmdir()
     assert check_increment(spec, DS, tmp_path).ready
+
+
+def sensor_context(dag_id: str = "zipper_dim") -> dict:
+    from types import SimpleNamespace
+
+    return {"dag": SimpleNamespace(dag_id=dag_id), "dag_run": SimpleNamespace(run_type="scheduled"), "ds": "2024-01-02"}
+
+
+def waiting_sensor(tmp_path, **options):
+    from zipper.airflow.sensors import ZipperIncrementSensor
+
+    _, path = spec_at(tmp_path, {"path": str(tmp_path / "in" / "ds={{ ds }}")})
+    return ZipperIncrementSensor(task_id="wait_for_increment", spec_path=str(path), ds="2024-01-02",
+                                 poke_interval=0, timeout=0, **options)
+
+
+EXPECTED_TIMEOUT = ("dw.dim: the increment of 2024-01-02 did not land within the sensor's timeout of 0 s: {path} ({why})."
+                    " Once it is there, clear this run and every later one: airflow tasks clear zipper_dim -s 2024-01-02"
+                    " -y (UI: clear this run's merge task with Upstream and Future)")
+
+
+def test_a_sensor_timeout_names_table_date_path_and_the_clear_that_resumes(tmp_path):
+    from zipper.airflow.compat import AirflowSensorTimeout
+
+    sensor = waiting_sensor(tmp_path, mode="poke")
+    with pytest.raises(AirflowSensorTimeout) as raised:
+        sensor.execute(sensor_context())
+    why = str(raised.value).split(" (", 1)[1].split("). Once", 1)[0]
+    assert why.startswith("Sensor has timed out")
+    assert str(raised.value) == EXPECTED_TIMEOUT.format(path=tmp_path / "in" / "ds=2024-01-02", why=why)
+
+
+def test_a_deferred_sensor_that_times_out_says_the_same(tmp_path):
+    """The triggerer's timeout resumed the task with Airflow's bare `Trigger timeout`: no table, date or path."""
+    from zipper.airflow.compat import AIRFLOW_3, AirflowSensorTimeout
+
+    sensor = waiting_sensor(tmp_path, mode="poke", deferrable=True)
+    error = "Trigger timeout" if AIRFLOW_3 else "Trigger/execution timeout"  # what each scheduler sends
+    with pytest.raises(AirflowSensorTimeout) as raised:
+        sensor.resume_execution("__fail__", {"error": error}, sensor_context())
+    assert str(raised.value) == EXPECTED_TIMEOUT.format(path=tmp_path / "in" / "ds=2024-01-02", why=error)

@@ -17,6 +17,12 @@ def resume_command(dag_id: str, date: str, backfill: bool, ui: str = "") -> str:
     return f"{clear} ({ui})" if ui else clear
 
 
+def is_backfill_run(context) -> bool:
+    """Whether the task's run is a backfill run (Airflow 2 then needs a backfill after the clear)."""
+    run_type = getattr(context.get("dag_run"), "run_type", None)
+    return getattr(run_type, "value", run_type) == "backfill"
+
+
 def _code(value: object) -> str:
     return "`" + str(value).replace("`", "'") + "`"
 

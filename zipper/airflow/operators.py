@@ -12,7 +12,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 
 from zipper.airflow import environment
 from zipper.airflow.compat import AirflowException, AirflowFailException, BaseOperator
-from zipper.airflow.docs import resume_command
+from zipper.airflow.docs import is_backfill_run, resume_command
 from zipper.airflow.hooks import ZipperSparkSubmitHook
 from zipper.dates import iso_date
 
@@ -125,9 +125,7 @@ class ZipperMergeOperator(ZipperSparkJobOperator):
 
     def after_fixing(self, context: Any) -> str:
         """The later runs fail at their gate while this date has not merged: they are cleared with it."""
-        run_type = getattr(context.get("dag_run"), "run_type", None)
-        backfill = getattr(run_type, "value", run_type) == "backfill"
-        resume = resume_command(context["dag"].dag_id, context["ds"], backfill,
+        resume = resume_command(context["dag"].dag_id, context["ds"], is_backfill_run(context),
                                 ui="UI: clear this merge task with Upstream and Future")
         return f"Fix the input (or the spec), then clear this run and every later one: {resume}"
 

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 from zipper.airflow import environment
 from zipper.airflow.compat import (AIRFLOW_3, AirflowException, AirflowFailException, AirflowSensorTimeout,
                                    BaseSensorOperator)
-from zipper.airflow.docs import resume_command
+from zipper.airflow.docs import is_backfill_run, resume_command
 from zipper.airflow.increments import ExternalMetastore, Readiness, check_increment
 
 
@@ -75,10 +75,7 @@ class ZipperIncrementSensor(BaseSensorOperator):
             try:
                 return super().execute(context)
             except AirflowSensorTimeout as exc:
-                # Airflow's own words name only the run's duration; the page at 3 a.m. should say what is missing
-                checked = increment_ready(self.spec_path, self.ds).checked
-                raise type(exc)(f"the increment of {self.ds} did not land within the sensor's timeout of"
-                                f" {float(self.timeout):g} s: {checked} ({exc})") from None
+                raise type(exc)(self.timed_out(context, exc)) from None
         from zipper.airflow.triggers import IncrementTrigger
 
         self.defer(
@@ -87,9 +84,33 @@ class ZipperIncrementSensor(BaseSensorOperator):
             timeout=timedelta(seconds=float(self.timeout)),
         )
 
+    def resume_execution(self, next_method: str, next_kwargs: dict | None, context: Any) -> Any:
+        """A deferral that timed out resumes here, with Airflow's bare `Trigger timeout` (3) or `Trigger/execution
+        timeout` (2.11, not even as a sensor timeout): the same message and outcome as in the other modes."""
+        try:
+            return super().resume_execution(next_method, next_kwargs, context)
+        except AirflowException as exc:
+            timed_out = next_method == "__fail__" and "timeout" in str(exc).lower()
+            if isinstance(exc, AirflowSensorTimeout) or timed_out:
+                raise AirflowSensorTimeout(self.timed_out(context, exc)) from None
+            raise
+
+    def timed_out(self, context: Any, exc: Exception) -> str:
+        """Airflow's own words name only the run's duration; the page at 3 a.m. should say what is missing,
+        for which table, and what resumes the dates once it is there."""
+        from zipper.spec.loader import load_spec_file
+
+        checked = increment_ready(self.spec_path, self.ds).checked
+        resume = resume_command(context["dag"].dag_id, self.ds, is_backfill_run(context),
+                                ui="UI: clear this run's merge task with Upstream and Future")
+        return (f"{load_spec_file(self.spec_path).table}: the increment of {self.ds} did not land within the"
+                f" sensor's timeout of {float(self.timeout):g} s: {checked} ({str(exc).rstrip('.')}). Once it is there, clear this run"
+                f" and every later one: {resume}")
+
     def execute_complete(self, context: Any, event: dict | None = None) -> None:
         if not event or event.get("status") != "ready":
-            raise AirflowException(f"increment check failed: {event}")
+            message = (event or {}).get("message") or event
+            raise AirflowException(f"{self.spec_path}: cannot check the increment of {self.ds}: {message}")
         if self.merge_task_id:  # the triggerer cannot see the runs: check before the merge is due
             stop_if_previous_date_queued_behind(context, self.merge_task_id)
         self.log.info("found: %s", event.get("checked"))
