@@ -319,7 +319,8 @@ def test_a_sensor_that_times_out_names_the_increment_it_waited_for(af3, workspac
     assert "new_state=failed" in output  # `tasks test` exits 0 on Airflow 3.3 whatever the task did
     assert (f"dw.{LATE}: the increment of {DATES[0]} did not land within the sensor's timeout of 3 s:"
             f" {workspace['root'] / 'late' / 'incr' / f'ds={DATES[0]}'} (") in output
-    assert f"Once it is there, clear this run and every later one: airflow tasks clear zipper_{LATE} -s {DATES[0]} -y" in output
+    assert ("Once it is there, clear this run and every later one:"
+            f" airflow tasks clear zipper_{LATE} -s {DATES[0]} -y") in output
 
 
 def test_a_run_after_a_sensor_timeout_says_the_previous_increment_never_landed(af3, workspace):

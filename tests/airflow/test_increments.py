@@ -175,8 +175,9 @@ def waiting_sensor(tmp_path, **options):
                                  poke_interval=0, timeout=0, **options)
 
 
-EXPECTED_TIMEOUT = ("dw.dim: the increment of 2024-01-02 did not land within the sensor's timeout of 0 s: {path} ({why})."
-                    " Once it is there, clear this run and every later one: airflow tasks clear zipper_dim -s 2024-01-02"
+EXPECTED_TIMEOUT = ("dw.dim: the increment of 2024-01-02 did not land within the sensor's timeout of 0 s:"
+                    " {path} ({why}). Once it is there, clear this run and every later one:"
+                    " airflow tasks clear zipper_dim -s 2024-01-02"
                     " -y (UI: clear this run's merge task with Upstream and Future)")
 
 

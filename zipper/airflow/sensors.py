@@ -104,7 +104,8 @@ class ZipperIncrementSensor(BaseSensorOperator):
         resume = resume_command(context["dag"].dag_id, self.ds, is_backfill_run(context),
                                 ui="UI: clear this run's merge task with Upstream and Future")
         return (f"{load_spec_file(self.spec_path).table}: the increment of {self.ds} did not land within the"
-                f" sensor's timeout of {float(self.timeout):g} s: {checked} ({str(exc).rstrip('.')}). Once it is there, clear this run"
+                f" sensor's timeout of {float(self.timeout):g} s: {checked} ({str(exc).rstrip('.')})."
+                f" Once it is there, clear this run"
                 f" and every later one: {resume}")
 
     def execute_complete(self, context: Any, event: dict | None = None) -> None:
