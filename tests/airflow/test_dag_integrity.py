@@ -215,3 +215,18 @@ def test_integrity_on_airflow2():
     assert result.returncode == 0, result.stdout[-4000:]
     summary = result.stdout.strip().splitlines()[-1]
     assert "passed" in summary and "failed" not in summary and "error" not in summary, summary
+
+
+def test_a_spec_named_like_another_tables_rerun_dag_is_refused_and_that_rerun_dag_kept(tmp_path, monkeypatch):
+    """`name: dim_a_rerun` builds `zipper_dim_a_rerun`, the rerun DAG of `dim_a`: the later one silently
+    replaced it, so the rerun form on call opened was the daily merge of another table."""
+    folder = tmp_path / "specs"
+    write_spec(folder, "dim_a", tmp_path / "data")
+    clash = write_spec(folder, "dim_a_rerun", tmp_path / "data")
+    monkeypatch.setenv("ZIPPER_SPECS", str(folder))
+    bag = make_dagbag()
+    assert sorted(bag.dag_ids) == ["zipper_dim_a", "zipper_dim_a_rerun"]
+    assert [t.task_id for t in bag.dags["zipper_dim_a_rerun"].tasks] == ["rerun"]
+    assert bag.import_errors == {str(clash): (
+        f"{clash}: key 'name': 'dim_a_rerun' would make the DAG zipper_dim_a_rerun, which is the rerun DAG of"
+        f" 'dim_a' ({folder / 'dim_a.yaml'}); choose a name not ending in '_rerun'")}

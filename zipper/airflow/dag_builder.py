@@ -60,7 +60,7 @@ def _job_args(spec: TableSpec, specs: Path) -> dict[str, Any]:
 
 
 def build_merge_dag(spec: TableSpec, spec_path: Path, specs: Path):
-    dag_id = DAG_PREFIX + spec.name
+    dag_id = merge_dag_id(spec)
     with DAG(
         dag_id=dag_id,
         description=spec.description or f"Daily SCD type 2 table {spec.table}",
@@ -71,7 +71,7 @@ def build_merge_dag(spec: TableSpec, spec_path: Path, specs: Path):
         max_active_runs=1,
         default_args=_default_args(spec),
         tags=_tags(spec),
-        doc_md=merge_dag_doc(spec, spec_path, dag_id + "_rerun"),
+        doc_md=merge_dag_doc(spec, spec_path, rerun_dag_id(spec)),
     ) as dag:
         # first: a run whose previous date failed fails at once instead of holding the run place
         previous = PreviousDateSensor(task_id=PREVIOUS_DATE_TASK, mode="reschedule", poke_interval=15,
@@ -98,7 +98,7 @@ def build_merge_dag(spec: TableSpec, spec_path: Path, specs: Path):
 
 
 def build_rerun_dag(spec: TableSpec, specs: Path):
-    dag_id = DAG_PREFIX + spec.name + "_rerun"
+    dag_id = rerun_dag_id(spec)
     with DAG(
         dag_id=dag_id,
         description=f"Replay dates of {spec.table} (zipper rerun)",
@@ -109,7 +109,7 @@ def build_rerun_dag(spec: TableSpec, specs: Path):
         max_active_runs=1,
         default_args={**_default_args(spec), "retries": 0},
         tags=_tags(spec),
-        doc_md=rerun_dag_doc(spec, DAG_PREFIX + spec.name),
+        doc_md=rerun_dag_doc(spec, merge_dag_id(spec)),
         params={
             "from_date": Param(type="string", format="date", title="From date",
                                description="first date to replay (YYYY-MM-DD)"),
@@ -125,14 +125,36 @@ def build_rerun_dag(spec: TableSpec, specs: Path):
 
 
 def load_table_specs(folder: Path) -> tuple[list[tuple[Path, TableSpec]], list[tuple[Path, str]]]:
-    """(every spec that loads, every one that does not with its one-line message)."""
+    """(every spec that loads, every one that does not with its one-line message).
+
+    A spec named `<other>_rerun` would build the DAG `zipper_<other>_rerun`, which is the rerun DAG of
+    the spec `<other>`: one would silently replace the other, and on call would trigger a merge of the
+    wrong table from the rerun form. It is refused instead; `<other>` keeps its rerun DAG."""
     loaded, failed = [], []
     for path, spec in scan_specs(folder):
         if isinstance(spec, SpecError):
             failed.append((path, str(spec)))
         else:
             loaded.append((path, spec))
-    return loaded, failed
+    rerun_dags = {rerun_dag_id(spec): (path, spec) for path, spec in loaded}
+    kept = []
+    for path, spec in loaded:
+        if merge_dag_id(spec) in rerun_dags:
+            other_path, other = rerun_dags[merge_dag_id(spec)]
+            failed.append((path, f"{path}: key 'name': {spec.name!r} would make the DAG {merge_dag_id(spec)}, which"
+                                 f" is the rerun DAG of {other.name!r} ({other_path}); choose a name not ending in"
+                                 " '_rerun'"))
+        else:
+            kept.append((path, spec))
+    return kept, failed
+
+
+def merge_dag_id(spec: TableSpec) -> str:
+    return DAG_PREFIX + spec.name
+
+
+def rerun_dag_id(spec: TableSpec) -> str:
+    return DAG_PREFIX + spec.name + "_rerun"
 
 
 def build_dags(namespace: dict[str, Any] | None = None, folder: str | Path | None = None) -> dict[str, Any]:
