@@ -249,3 +249,19 @@ def test_the_spark_submit_beside_a_python_whose_path_has_a_space_starts(monkeypa
     started = subprocess.run([argv[0], "--version"], env=env, capture_output=True, text=True, timeout=120)
     assert started.returncode == 0, started.stderr[-2000:]
     assert f"version {pyspark.__version__}" in started.stderr + started.stdout
+
+
+def test_an_audit_without_a_report_names_the_table_the_date_and_the_status_command(monkeypatch):
+    """The warning said `zipper status <name>` and `the date`: on call had to work out both."""
+    from zipper.airflow.operators import ZipperAuditOperator
+
+    audit = ZipperAuditOperator(task_id="audit", merge_task_id="merge", table="dw.dim_user", table_name="dim_user")
+    context = {"ds": "2024-01-02", "ti": SimpleNamespace(xcom_pull=lambda task_ids: None)}
+    warnings = []
+    task_log = SimpleNamespace(warning=lambda message, *args: warnings.append(message % args))
+    monkeypatch.setattr(ZipperAuditOperator, "log", task_log)
+    assert audit.execute(context) is None
+    assert warnings[-1:] == [  # (Airflow's own warning first: execute called outside a task runner)
+        "dw.dim_user 2024-01-02: the merge job printed no report: it did not run (a merge marked success by hand),"
+        " or ran in cluster deploy mode, which keeps the driver's output on the cluster; `zipper status dim_user`"
+        " shows whether 2024-01-02 is committed"]

@@ -77,7 +77,8 @@ def build_merge_dag(spec: TableSpec, spec_path: Path, specs: Path):
         previous = PreviousDateSensor(task_id=PREVIOUS_DATE_TASK, mode="reschedule", poke_interval=15,
                                       retries=0)
         merge = ZipperMergeOperator(task_id="merge", depends_on_past=True, **_job_args(spec, specs))
-        audit = ZipperAuditOperator(task_id="audit", merge_task_id="merge", table=spec.table, retries=0)
+        audit = ZipperAuditOperator(task_id="audit", merge_task_id="merge", table=spec.table, table_name=spec.name,
+                                    retries=0)
         before_merge = previous
         if spec.airflow.sensor.enabled:
             sensor = spec.airflow.sensor

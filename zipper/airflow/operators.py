@@ -169,18 +169,19 @@ class ZipperAuditOperator(BaseOperator):
 
     ui_color = "#b6e3b6"
 
-    def __init__(self, *, merge_task_id: str, table: str, **kwargs: Any):
+    def __init__(self, *, merge_task_id: str, table: str, table_name: str, **kwargs: Any):
         super().__init__(**kwargs)
         self.merge_task_id = merge_task_id
         self.table = table
+        self.table_name = table_name  # the spec name, for the `zipper status` the log names
 
     def execute(self, context: Any) -> dict | None:
         reports = context["ti"].xcom_pull(task_ids=self.merge_task_id) or []
         if not reports:
             self.log.warning(
-                "%s: the merge job printed no report: it did not run (a merge marked success by hand), or"
-                " ran in cluster deploy mode, which keeps the driver's output on the cluster; `zipper status"
-                " <name>` shows whether the date is committed", self.table)
+                "%s %s: the merge job printed no report: it did not run (a merge marked success by hand), or"
+                " ran in cluster deploy mode, which keeps the driver's output on the cluster; `zipper status %s`"
+                " shows whether %s is committed", self.table, context["ds"], self.table_name, context["ds"])
             return None
         for report in reports:
             self.log.info("%s", describe(report))
