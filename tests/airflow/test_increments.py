@@ -201,3 +201,15 @@ def test_a_deferred_sensor_that_times_out_says_the_same(tmp_path):
     with pytest.raises(AirflowSensorTimeout) as raised:
         sensor.resume_execution("__fail__", {"error": error}, sensor_context())
     assert str(raised.value) == EXPECTED_TIMEOUT.format(path=tmp_path / "in" / "ds=2024-01-02", why=error)
+
+
+def test_a_deferred_check_that_failed_names_the_spec_date_and_the_reason(tmp_path):
+    """The trigger's error event was shown as a dict: `increment check failed: {'status': 'error', ...}`."""
+    from zipper.airflow.compat import AirflowException
+
+    sensor = waiting_sensor(tmp_path, mode="poke", deferrable=True)
+    event = {"status": "error", "message": "RuntimeError: cannot check nosuchfs://in/ds=2024-01-02: no fsspec"}
+    with pytest.raises(AirflowException) as raised:
+        sensor.execute_complete(sensor_context(), event)
+    assert str(raised.value) == (f"{sensor.spec_path}: cannot check the increment of 2024-01-02: RuntimeError:"
+                                 " cannot check nosuchfs://in/ds=2024-01-02: no fsspec")
