@@ -230,3 +230,24 @@ def test_a_spec_named_like_another_tables_rerun_dag_is_refused_and_that_rerun_da
     assert bag.import_errors == {str(clash): (
         f"{clash}: key 'name': 'dim_a_rerun' would make the DAG zipper_dim_a_rerun, which is the rerun DAG of"
         f" 'dim_a' ({folder / 'dim_a.yaml'}); choose a name not ending in '_rerun'")}
+
+
+def test_the_docs_show_paths_as_the_job_reads_them_and_what_a_cleared_past_date_does(tmp_path):
+    """A relative source path was shown as written (`../in/ds={{ ds }}`), relative to the spec's folder, which
+    the UI does not say; and the docs said a cleared past date replays even where `on_past_date: error` makes
+    that merge fail."""
+    from zipper.airflow.docs import merge_dag_doc
+    from zipper.spec.loader import load_spec_file
+
+    path = write_spec(tmp_path / "specs", "dim_rel", tmp_path / "data", on_past_date="error",
+                      source={"format": "parquet", "path": "../in/ds={{ ds }}"},
+                      base={"format": "parquet", "path": "../base"})
+    doc = " ".join(merge_dag_doc(load_spec_file(path), path, "zipper_dim_rel_rerun").split())
+    assert f"| source | parquet files at `{tmp_path / 'in' / 'ds={{ ds }}'}` (upsert mode) |" in doc
+    assert f"| base | parquet files at `{tmp_path / 'base'}` |" in doc
+    assert ("when the date's input (or a later date's) changed since it was committed, its merge fails and names the"
+            " `zipper rerun` (this table has `on_past_date: error`): trigger the rerun DAG instead") in doc
+    assert "restores the table" not in doc
+    replaying = write_spec(tmp_path / "specs", "dim_abs", tmp_path / "data")
+    assert "its merge restores the table to the day before and replays" in " ".join(
+        merge_dag_doc(load_spec_file(replaying), replaying, "zipper_dim_abs_rerun").split())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from zipper.airflow.compat import AIRFLOW_3
+from zipper.engine.sources import resolve_path
 from zipper.spec.model import TableSpec
 
 
@@ -27,12 +28,17 @@ def _code(value: object) -> str:
     return "`" + str(value).replace("`", "'") + "`"
 
 
+def _path(spec: TableSpec, path: str) -> str:
+    """A path as the job reads it: a relative one is relative to the spec's folder, not to anything on call knows."""
+    return _code(resolve_path(path, spec))
+
+
 def _source(spec: TableSpec) -> str:
     source = spec.source
     if source.format == "table":
         where = f"Hive table {_code(source.table)}" + (f" partition {_code(source.partition)}" if source.partition else "")
     else:
-        where = f"{source.format} files at {_code(source.path)}"
+        where = f"{source.format} files at {_path(spec, source.path)}"
     return f"{where} ({source.mode} mode)"
 
 
@@ -40,7 +46,18 @@ def _base(spec: TableSpec) -> str:
     if spec.base is None:
         return "none (the table starts empty)"
     base = spec.base
-    return f"Hive table {_code(base.table)}" if base.format == "table" else f"{base.format} files at {_code(base.path)}"
+    if base.format == "table":
+        return f"Hive table {_code(base.table)}"
+    return f"{base.format} files at {_path(spec, base.path)}"
+
+
+def _past_date(spec: TableSpec) -> str:
+    """What clearing the merge of a past date does, per `on_past_date`."""
+    if spec.on_past_date == "error":
+        return ("when the date's input (or a later date's) changed since it was committed, its merge fails and names"
+                " the `zipper rerun` (this table has `on_past_date: error`): trigger the rerun DAG instead")
+    return ("when the date's input (or a later date's) changed since it was committed, its merge restores the table"
+            " to the day before and replays, as `zipper rerun` does")
 
 
 def _columns(spec: TableSpec) -> str:
@@ -89,11 +106,9 @@ also `airflow dags backfill -s <date> -e <last date> zipper_{spec.name}`.
 
 **Rerun** (on call): trigger {_code(rerun_dag_id)} with `from_date` (and optionally `to_date`),
 which runs `zipper rerun {spec.name} --from D [--to E]` at once; or clear the `merge` task of a past
-date in this DAG (with or without its future runs): when the date's input (or a later date's)
-changed since it was committed, its merge restores the table to the day before and replays, as
-`zipper rerun` does; otherwise it is a no-op. This DAG runs one date at a time, so a cleared past
-date waits while a later run holds the place (waiting for its increment, say): use the rerun DAG
-then. If that later run is the next date's, its `wait_for_increment` stops it so that the cleared
+date in this DAG (with or without its future runs): {_past_date(spec)}; otherwise it is a
+no-op. This DAG runs one date at a time, so a cleared past date waits while a later run holds the
+place (waiting for its increment, say): use the rerun DAG then. If that later run is the next date's, its `wait_for_increment` stops it so that the cleared
 date runs, and names the clear that resumes it. Do not `airflow dags test` a date this DAG has
 scheduled: it replaces that date's run.
 
