@@ -109,8 +109,8 @@ which runs `zipper rerun {spec.name} --from D [--to E]` at once; or clear the `m
 date in this DAG (with or without its future runs): {_past_date(spec)}; otherwise it is a
 no-op. This DAG runs one date at a time, so a cleared past date waits while a later run holds the
 place (waiting for its increment, say): use the rerun DAG then. If that later run is the next date's,
-its `wait_for_increment` stops it so that the cleared date runs, and names the clear that resumes it. Do not `airflow dags test` a date this DAG has
-scheduled: it replaces that date's run.
+its `wait_for_increment` stops it so that the cleared date runs, and names the clear that resumes it.
+Do not `airflow dags test` a date this DAG has scheduled: it replaces that date's run.
 
 **Backfill**: Airflow 3: `airflow backfill create --dag-id zipper_{spec.name} --from-date A --to-date B
 --reprocess-behavior failed`; Airflow 2.11: `airflow dags backfill -s A -e B zipper_{spec.name}`.
