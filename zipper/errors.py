@@ -65,6 +65,13 @@ class StateError(ZipperError):
     change between tries (another run publishing, a missing date merged meanwhile)."""
 
 
+class RefusedBySpecError(StateError):
+    """The spec's own rule refuses the operation (`on_past_date: error`): another try fails the
+    same way until someone runs what the message names, so a scheduler does not retry it."""
+
+    final = True
+
+
 class AuditError(ZipperError):
     """Written data does not reconcile; nothing was published."""
 

@@ -55,8 +55,9 @@ def test_past_date_with_a_later_changed_input_replays_from_that_date():
 
 
 def test_on_past_date_error_names_the_rerun_command():
-    with pytest.raises(StateError, match=r"on_past_date: error, so replay it explicitly: `zipper rerun t --from 2024-01-04`"):
+    with pytest.raises(StateError, match=r"on_past_date: error, so replay it explicitly: `zipper rerun t --from 2024-01-04`") as refused:
         plan(D(2024, 1, 3), current=lambda d: "changed" if d.day >= 4 else f"fp{d.day}", spec=CAUTIOUS)
+    assert refused.value.final  # a scheduler's retry would be refused the same way: fail the task at once
     assert plan(D(2024, 1, 3), spec=CAUTIOUS).action == "noop"
 
 
@@ -64,8 +65,9 @@ def test_an_interrupted_replay_is_finished_first_or_named():
     result = plan(D(2024, 1, 4), last=D(2024, 1, 3), pending=(D(2024, 1, 2), D(2024, 1, 5)))
     assert (result.action, result.replay_from, result.replay_to) == ("resume", D(2024, 1, 2), D(2024, 1, 5))
     assert "interrupted with the table at 2024-01-03" in result.reason
-    with pytest.raises(StateError, match=r"finish it explicitly: `zipper rerun t --from 2024-01-02 --to 2024-01-05`"):
+    with pytest.raises(StateError, match=r"finish it explicitly: `zipper rerun t --from 2024-01-02 --to 2024-01-05`") as refused:
         plan(D(2024, 1, 6), last=D(2024, 1, 3), pending=(D(2024, 1, 2), D(2024, 1, 5)), spec=CAUTIOUS)
+    assert refused.value.final
 
 
 def rerun(first, last=None, table_at=D(2024, 1, 5), pending=None, current=None, uncommit_later=False):

@@ -6,7 +6,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Callable
 
-from zipper.errors import StateError
+from zipper.errors import RefusedBySpecError, StateError
 from zipper.spec.model import TableSpec
 
 DAY = dt.timedelta(days=1)
@@ -97,7 +97,7 @@ def plan_merge(
         first, last = pending_replay
         interrupted = f"a replay of {first}..{last} was interrupted with the table at {last_committed}"
         if spec.on_past_date == "error":
-            raise StateError(
+            raise RefusedBySpecError(
                 f"{interrupted}; the spec says on_past_date: error, so finish it explicitly:"
                 f" `zipper rerun {spec.name} --from {first} --to {last}`",
                 **where,
@@ -120,7 +120,7 @@ def plan_merge(
         return Plan("noop", f"table is at {last_committed}; {ds}..{last_committed} were committed with the same input")
     reason = f"table is at {last_committed} and the input of {describe_dates(changed)} differs from what was committed"
     if spec.on_past_date == "error":
-        raise StateError(
+        raise RefusedBySpecError(
             f"{reason}; the spec says on_past_date: error, so replay it explicitly:"
             f" `zipper rerun {spec.name} --from {changed[0]}`",
             **where,
