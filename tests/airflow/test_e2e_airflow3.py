@@ -263,7 +263,7 @@ def test_a_failed_date_fails_the_later_runs_at_once_and_clearing_it_with_them_co
     # retries: 1, but the same input fails the same way: failed on its first try, never retried
     bad_date = logs / f"run_id={merges[1]['run_id']}" / "task_id=merge"
     assert merges[1]["try_number"] == 1 and sorted(p.name for p in bad_date.glob("attempt=*.log")) == ["attempt=1.log"]
-    assert "Not retried: the same input fails the same way on every try." in merge_log
+    assert "Not retried: another try would fail the same way." in merge_log
     assert f"then clear this run and every later one: airflow tasks clear {dag} -s {DATES[1]} -y" in merge_log
 
     write_parquet(workspace["stuck"] / "incr" / f"ds={DATES[1]}", INCREMENTS[DATES[1]])  # the fixed file

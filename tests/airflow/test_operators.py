@@ -192,8 +192,8 @@ def test_a_final_failure_fails_the_merge_without_retry_and_says_what_clears_it(m
     assert isinstance(error, AirflowFailException)  # Airflow fails it at once, whatever its retries
     assert str(error) == (
         f"{REASON} (the zipper job failed; its log is above, Spark's in {tmp_path}/logs/spark-*.log). Not retried:"
-        " the same input fails the same way on every try. Fix the input (or the spec), then clear this run and every"
-        " later one: airflow tasks clear zipper_dim -s 2024-01-02 -y"
+        " another try would fail the same way. Fix the cause (the input, the spec, or what the message asks for), then"
+        " clear this run and every later one: airflow tasks clear zipper_dim -s 2024-01-02 -y"
         " (UI: clear this merge task with Upstream and Future)")
 
 
@@ -210,8 +210,9 @@ def test_a_final_failure_of_a_rerun_is_not_retried_either(monkeypatch, tmp_path)
     rerun = ZipperRerunOperator(task_id="rerun", table_name="dim", specs_dir=str(tmp_path))
     error = failed_task(monkeypatch, rerun, failed_job_lines(final=True))
     assert isinstance(error, AirflowFailException)
-    assert str(error).endswith("Not retried: the same input fails the same way on every try. Fix the input (or the"
-                               " spec), then clear this task, or trigger zipper_dim again with the same params")
+    assert str(error).endswith("Not retried: another try would fail the same way. Fix the cause (the input, the spec,"
+                               " or what the message asks for), then clear this task, or trigger zipper_dim again"
+                               " with the same params")
     assert rerun.application_args[-1] == "--json-report"  # the job reports whether its failure is final
 
 

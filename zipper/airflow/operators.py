@@ -16,7 +16,7 @@ from zipper.airflow.docs import is_backfill_run, resume_command
 from zipper.airflow.hooks import ZipperSparkSubmitHook
 from zipper.dates import iso_date
 
-NOT_RETRIED = "Not retried: the same input fails the same way on every try."
+NOT_RETRIED = "Not retried: another try would fail the same way."
 
 
 class ZipperSparkJobOperator(SparkSubmitOperator):
@@ -72,8 +72,8 @@ class ZipperSparkJobOperator(SparkSubmitOperator):
 
     def after_fixing(self, context: Any) -> str:
         """What to do about a failure that is not retried."""
-        return (f"Fix the input (or the spec), then clear this task, or trigger {context['dag'].dag_id} again with"
-                " the same params")
+        return ("Fix the cause (the input, the spec, or what the message asks for), then clear this task, or trigger"
+                f" {context['dag'].dag_id} again with the same params")
 
     def _get_hook(self) -> ZipperSparkSubmitHook:
         # The provider's arguments, with zipper's hook class (same provider version on 2.11 and 3).
@@ -127,7 +127,8 @@ class ZipperMergeOperator(ZipperSparkJobOperator):
         """The later runs fail at their gate while this date has not merged: they are cleared with it."""
         resume = resume_command(context["dag"].dag_id, context["ds"], is_backfill_run(context),
                                 ui="UI: clear this merge task with Upstream and Future")
-        return f"Fix the input (or the spec), then clear this run and every later one: {resume}"
+        return (f"Fix the cause (the input, the spec, or what the message asks for), then clear this run and every"
+                f" later one: {resume}")
 
 
 def _date_param(params: dict, key: str, required: bool) -> str | None:
