@@ -121,6 +121,8 @@ def test_a_task_of_a_good_dag_does_not_log_the_other_specs_errors(specs, monkeyp
     with caplog.at_level(logging.WARNING):
         bag = make_dagbag()  # the DAG processor's parse: the import errors, and the processor's log
     assert sorted(bag.import_errors) == bad and skipped_specs(caplog) == bad
+    logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("zipper: skipping ")]
+    assert all(line.count(path) == 1 for line, path in zip(sorted(logged), bad)), logged  # the file named once
     caplog.clear()
     with caplog.at_level(logging.WARNING), task_parse("zipper_dim_a", "merge"):
         bag = make_dagbag()

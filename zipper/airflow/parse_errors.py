@@ -58,7 +58,9 @@ def report_spec_errors(failures: list[tuple[Path, str]], built_dag_ids) -> None:
 def report_spec_error(spec_path: Path, message: str) -> str | None:
     """Record `message` for `spec_path`; returns the key used, or None outside a DagBag."""
     # A warning, not an error: the import error is the report; this line is the parse's log.
-    log.warning("zipper: skipping %s: %s", spec_path, message)
+    # a loader's message starts with the file already
+    shown = message if message.startswith(str(spec_path)) else f"{spec_path}: {message}"
+    log.warning("zipper: skipping %s", shown)
     bag = current_dagbag()
     if bag is None:
         return None
