@@ -110,7 +110,7 @@ def test_an_upsert_or_snapshot_reruns_type_refusal_says_nothing_was_changed(spar
         t.write_increment(spark, day(n), [(1, "ann", "Bergen"), (2, "bob", "Rome")])
         merge.merge_date(spark, t.spec, day(n))
     t.write_increment(spark, day(2), [(1, "ann", 7), (2, "bob", 8)], "id bigint, name string, city bigint")
-    message = refused_with_nothing_changed(spark, t, t.spec, day(first))
+    message = refused_with_nothing_changed(spark, t, t.spec, day(1))
     assert message == (f"{t.table} {day(2)}: increment {t.increment_dir(day(2))} column 'city' has type bigint, the"
                        f" table has string; {CANNOT_CHANGE}{NOTHING_CHANGED}")
 
@@ -190,7 +190,7 @@ def test_orc_files_read_without_merging_schemas_that_type_a_column_otherwise_are
         merge.merge_date(spark, t.spec, day(n))
     folder = t.increment_dir(day(2))
     write_orc(folder, [good[0], {"id": pa.array([3], pa.int64()), "amount": pa.array(["x3.5"])}])
-    message = refused_with_nothing_changed(spark, t, t.spec, day(first))
+    message = refused_with_nothing_changed(spark, t, t.spec, day(1))
 
     def refusal(table, ds, folder, suffix):
         return {f"{table} {ds}: cannot read file {name} of {folder}: column 'amount' is {held} in the file, but read"
