@@ -65,10 +65,12 @@ def workspace(tmp_path_factory):
     held = root / "held"  # the first date's increment only
     write_parquet(held / "base", BASE)
     write_parquet(held / "incr" / f"ds={DATES[0]}", INCREMENTS[DATES[0]])
-    # checks 5 s apart: a reschedule due before the scheduler has taken in the previous check's exit
-    # made Airflow fail the sensor itself ("task state changed externally"), before zipper's check ran
+    # in poke mode (the check is the same `poke` as in reschedule mode): on a loaded machine Airflow's
+    # scheduler failed a rescheduled sensor itself ("task state changed externally") before zipper's
+    # check ran, with checks 2 s and then 5 s apart, so the test missed its message
     write_spec(specs, HELD, held, end_date=DATES[1],
-               airflow={"owner": "data-eng", "retries": 0, "sensor": {"poke_interval": 5, "timeout": 900}})
+               airflow={"owner": "data-eng", "retries": 0,
+                        "sensor": {"mode": "poke", "poke_interval": 5, "timeout": 900}})
     write_spec(specs, CANCELLED, write_sample(root / "cancelled"), end_date=DATES[1],
                airflow={"owner": "data-eng", "retries": 0, "sensor": {"poke_interval": 2, "timeout": 900}})
     return {"root": root, "data": data, "specs": specs, "refs": refs, "warehouse": root / "warehouse",

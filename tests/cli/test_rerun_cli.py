@@ -79,7 +79,8 @@ def test_a_rerun_refuses_a_csv_value_that_does_not_parse_naming_its_column_and_r
     assert refused["exit"] == 1
     lines = refused["stderr"].strip().splitlines()
     assert lines == [f"zipper: error: dw.dim {day(2)}: increment {tmp_path}/data/incr/ds={day(2)}: file part-0.csv:"
-                     " column 'id' (bigint) cannot hold 'seven' (row with id=seven)"], refused["stderr"][-3000:]
+                     " column 'id' (bigint) cannot hold 'seven' (row with id=seven); nothing was changed"],\
+        refused["stderr"][-3000:]
     assert refused["after"] == refused["before"]
 
     # a record with a field too many: Spark's own error, named by file and by the file's date
@@ -116,4 +117,5 @@ def test_a_csv_header_that_repeats_a_column_is_one_line_naming_the_file_and_the_
     assert refused["exit"] == 1 and refused["after"] == refused["before"]
     assert refused["stderr"].strip().splitlines() == [
         f"zipper: error: dw.dim {day(2)}: increment {incr}/ds={day(2)}: file part-0.csv has column 'Name' more than"
-        " once in its header ('Name', 'name': column names are matched in any case)"], refused["stderr"][-3000:]
+        " once in its header ('Name', 'name': column names are matched in any case); nothing was changed"],\
+        refused["stderr"][-3000:]
