@@ -426,6 +426,10 @@ def test_a_run_waiting_for_a_stranded_run_of_a_cancelled_backfill_says_how_to_re
 
     stranded = af3.dag_runs(dag)[0]["run_id"]
     _api(af3, "PATCH", f"/api/v2/dags/{dag}/dagRuns/{stranded}", {"state": "failed"})  # "mark failed" in the UI
+    assert "once the scheduler has closed that backfill" in gate_log()
+    # the scheduler closes the backfill once none of its runs is left unfinished; a create before that is refused
+    af3.wait_until(lambda: af3.query("SELECT completed_at FROM backfill WHERE id = ?", backfill_id)[0][0] is not None,
+                   300, "the scheduler to close the cancelled backfill")
     af3.cli("backfill", "create", "--dag-id", dag, "--from-date", DATES[0], "--to-date", DATES[0],
             "--reprocess-behavior", "failed")
     af3.wait_until(lambda: [state for _, state in runs()] == ["success", "success"], 600, "both dates to merge")

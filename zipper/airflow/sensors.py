@@ -224,9 +224,10 @@ def _stranded_hint(dag_id: str, previous: PreviousRun) -> str:
     if not (AIRFLOW_3 and previous.queued_backfill):
         return ""
     return (f"; that run is a queued backfill run, which starts only while its backfill is active. If the backfill"
-            f" was cancelled, Airflow never starts it (apache/airflow#72337): mark its queued runs failed (UI), then"
-            f" airflow backfill create --dag-id {dag_id} --from-date {previous.logical} --to-date <the last of their"
-            f" dates> --reprocess-behavior failed")
+            f" was cancelled, Airflow never starts it (apache/airflow#72337): mark its queued runs failed (UI), then,"
+            f" once the scheduler has closed that backfill (until then a new one is refused: 'Another backfill is"
+            f" running'), airflow backfill create --dag-id {dag_id} --from-date {previous.logical} --to-date <the last"
+            f" of their dates> --reprocess-behavior failed")
 
 
 def _text(value: Any) -> str | None:
