@@ -248,16 +248,26 @@ def _refuse_converted_orc_files(spark, located: Input, files: list[fs.FileInfo],
     from zipper.engine.conform import mistyped_column
     from zipper.errors import ColumnTypeMismatch
 
-    footers = OrcFileSchemas(spark)
+    mismatch = _first_orc_mismatch(spark, located, files, schema, mistyped_column)
+    if mismatch is not None:
+        path, (column, in_file, read_as) = mismatch
+        reason = ColumnTypeMismatch(path, column, "", read_as).reason(in_file)
+        raise InputError(f"cannot read file {fs.name_of(path)} of {located.description}: {reason}, its type in"
+                         " another file of the input; every file must give a column one type")
+
+
+def _first_orc_mismatch(spark, located: Input, files: list[fs.FileInfo], schema, compare):
+    """(path, what `compare(file's schema, schema)` found) of the first non-empty ORC file for which
+    it finds something, reading footers only (no Spark job); None if none."""
+    footers = None
     for f in files:
         if f.size == 0:  # skipped by Spark's reader, as an empty input
             continue
-        found = mistyped_column(footers.schema_of(f.path, located.description), schema)
+        footers = footers or OrcFileSchemas(spark)
+        found = compare(footers.schema_of(f.path, located.description), schema)
         if found is not None:
-            column, in_file, read_as = found
-            reason = ColumnTypeMismatch(f.path, column, "", read_as).reason(in_file)
-            raise InputError(f"cannot read file {fs.name_of(f.path)} of {located.description}: {reason}, its type in"
-                             " another file of the input; every file must give a column one type")
+            return f.path, found
+    return None
 
 
 def _refuse_lossy_orc_files(spark, located: Input, schema) -> None:
@@ -266,18 +276,13 @@ def _refuse_lossy_orc_files(spark, located: Input, schema) -> None:
     so a conversion that keeps every value (int to bigint, a number to a string) is taken; one that
     can lose values is refused naming the file: text to any other type (a value that does not
     parse became NULL: 'x3.5' read as a double) and a fraction to an integer (3.7 read as 3)."""
-    footers = None
-    for f in located.files:
-        if f.size == 0:
-            continue
-        footers = footers or OrcFileSchemas(spark)
-        found = lossy_conversion(footers.schema_of(f.path, located.description), schema)
-        if found is not None:
-            column, in_file, read_as = found
-            raise InputError(f"cannot read file {fs.name_of(f.path)} of {located.description}: column {column!r} is"
-                             f" {in_file} in the file, but the table reads it as {read_as}, which ORC converts"
-                             f" without a word, losing the values that {_loss(in_file)}; rewrite the file with the"
-                             " table's types")
+    mismatch = _first_orc_mismatch(spark, located, located.files, schema, lossy_conversion)
+    if mismatch is not None:
+        path, (column, in_file, read_as) = mismatch
+        raise InputError(f"cannot read file {fs.name_of(path)} of {located.description}: column {column!r} is"
+                         f" {in_file} in the file, but the table reads it as {read_as}, which ORC converts"
+                         f" without a word, losing the values that {_loss(in_file)}; rewrite the file with the"
+                         " table's types")
 
 
 def _loss(in_file: str) -> str:
