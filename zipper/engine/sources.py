@@ -276,44 +276,15 @@ def _refuse_lossy_orc_files(spark, located: Input, schema) -> None:
     so a conversion that keeps every value (int to bigint, a number to a string) is taken; one that
     can lose values is refused naming the file: text to any other type (a value that does not
     parse became NULL: 'x3.5' read as a double) and a fraction to an integer (3.7 read as 3)."""
+    from zipper.engine.conform import loss_of, lossy_conversion
+
     mismatch = _first_orc_mismatch(spark, located, located.files, schema, lossy_conversion)
     if mismatch is not None:
         path, (column, in_file, read_as) = mismatch
         raise InputError(f"cannot read file {fs.name_of(path)} of {located.description}: column {column!r} is"
                          f" {in_file} in the file, but the table reads it as {read_as}, which ORC converts"
-                         f" without a word, losing the values that {_loss(in_file)}; rewrite the file with the"
+                         f" without a word, losing the values that {loss_of(in_file)}; rewrite the file with the"
                          " table's types")
-
-
-def _loss(in_file: str) -> str:
-    return "do not parse (as NULL)" if in_file in _TEXT else "have a fraction (cut off)"
-
-
-_TEXT = ("string", "binary") + tuple(f"{kind}(" for kind in ("varchar", "char"))
-_FRACTIONAL = ("float", "double", "decimal")
-_INTEGRAL = ("tinyint", "smallint", "int", "bigint")
-
-
-def lossy_conversion(held, read, name: str = "") -> tuple[str, str, str] | None:
-    """(column, as `outer.inner`; its type in the file; the type it is read as) of the first column
-    a file holds as text where it is read as another type, or as a fraction where it is read as an
-    integer: the conversions of ORC's schema evolution that can lose values. None if there is none."""
-    from pyspark.sql.types import ArrayType, MapType, StructType
-
-    if isinstance(held, StructType) and isinstance(read, StructType):
-        in_file = {f.name.lower(): f.dataType for f in held.fields}
-        return next(filter(None, (lossy_conversion(in_file[f.name.lower()], f.dataType,
-                                                   f"{name}.{f.name}" if name else f.name)
-                                  for f in read.fields if f.name.lower() in in_file)), None)
-    if isinstance(held, ArrayType) and isinstance(read, ArrayType):
-        return lossy_conversion(held.elementType, read.elementType, name)
-    if isinstance(held, MapType) and isinstance(read, MapType):
-        return lossy_conversion(held.keyType, read.keyType, name) or lossy_conversion(held.valueType,
-                                                                                      read.valueType, name)
-    in_file, read_as = held.simpleString(), read.simpleString()
-    text_to_other = in_file.startswith(_TEXT) and not read_as.startswith(_TEXT)
-    fraction_to_integer = in_file.startswith(_FRACTIONAL) and read_as in _INTEGRAL
-    return (name, in_file, read_as) if text_to_other or fraction_to_integer else None
 
 
 class OrcFileSchemas:
