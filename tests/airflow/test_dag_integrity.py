@@ -199,6 +199,7 @@ def test_rerun_dag_takes_dates_from_its_trigger_form(parsed):
     assert [t.task_id for t in dag.tasks] == ["rerun"]
     rerun = dag.get_task("rerun")
     assert rerun.pool == DEFAULT_POOL and [o.uri for o in rerun.outlets] == ["hive://dw/dim_a"]
+    assert rerun.table == "dw.dim_a"  # named by the trigger form's refusals
     schema = {k: dag.params.get_param(k).schema for k in dag.params}
     assert schema["from_date"]["format"] == "date" and schema["to_date"]["type"] == ["null", "string"]
     assert schema["uncommit_later"]["type"] == "boolean" and dag.params["uncommit_later"] is False

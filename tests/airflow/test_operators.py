@@ -207,7 +207,7 @@ def test_a_retryable_failure_keeps_the_tasks_retries(monkeypatch, tmp_path):
 
 def test_a_final_failure_of_a_rerun_is_not_retried_either(monkeypatch, tmp_path):
     monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
-    rerun = ZipperRerunOperator(task_id="rerun", table_name="dim", specs_dir=str(tmp_path))
+    rerun = ZipperRerunOperator(task_id="rerun", table="dw.dim", table_name="dim", specs_dir=str(tmp_path))
     error = failed_task(monkeypatch, rerun, failed_job_lines(final=True))
     assert isinstance(error, AirflowFailException)
     assert str(error).endswith("Not retried: another try would fail the same way. Fix the cause (the input, the spec,"
@@ -217,18 +217,34 @@ def test_a_final_failure_of_a_rerun_is_not_retried_either(monkeypatch, tmp_path)
 
 
 def test_rerun_arguments_come_from_the_trigger_form():
-    assert rerun_args("dim", {"from_date": "2024-01-02", "to_date": None}) == [
+    assert rerun_args("dim", {"from_date": "2024-01-02", "to_date": None}, table="dw.dim") == [
         "rerun", "dim", "--from", "2024-01-02", "--json-report"]
-    assert rerun_args("dim", {"from_date": "2024-01-02", "to_date": "2024-01-05", "uncommit_later": False}) == [
-        "rerun", "dim", "--from", "2024-01-02", "--to", "2024-01-05", "--json-report"]
-    assert rerun_args("dim", {"from_date": "2024-01-02", "to_date": "2024-01-03", "uncommit_later": True}) == [
+    assert rerun_args("dim", {"from_date": "2024-01-02", "to_date": "2024-01-05", "uncommit_later": False},
+                      table="dw.dim") == ["rerun", "dim", "--from", "2024-01-02", "--to", "2024-01-05", "--json-report"]
+    assert rerun_args("dim", {"from_date": "2024-01-02", "to_date": "2024-01-03", "uncommit_later": True},
+                      table="dw.dim") == [
         "rerun", "dim", "--from", "2024-01-02", "--to", "2024-01-03", "--uncommit-later", "--json-report"]
-    with pytest.raises(AirflowException, match="'from_date' is required"):
-        rerun_args("dim", {"from_date": "", "to_date": None})
-    with pytest.raises(AirflowException, match="'to_date': '2024-02-30' is not a date"):
-        rerun_args("dim", {"from_date": "2024-01-02", "to_date": "2024-02-30"})
-    with pytest.raises(AirflowException, match="'from_date': '20240102' is not a date"):
-        rerun_args("dim", {"from_date": "20240102"})
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"from_date": "", "to_date": None}, "rerun param 'from_date' is required (YYYY-MM-DD)"),
+    ({}, "rerun param 'from_date' is required (YYYY-MM-DD)"),
+    ({"from_date": "2024-01-02", "to_date": "2024-02-30"},
+     "rerun param 'to_date': '2024-02-30' is not a date (YYYY-MM-DD)"),
+    ({"from_date": "20240102"}, "rerun param 'from_date': '20240102' is not a date (YYYY-MM-DD)"),
+])
+def test_a_bad_trigger_param_is_refused_naming_the_table_before_any_spark_starts(monkeypatch, tmp_path, params,
+                                                                                    message):
+    """On call sees the rerun task's error in an alert: like every zipper error it names the table, in one line,
+    and says that nothing was changed (no spark-submit ran)."""
+    monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
+    submitted = []
+    monkeypatch.setattr(SparkSubmitOperator, "execute", lambda self, context: submitted.append(self))
+    rerun = ZipperRerunOperator(task_id="rerun", table="dw.dim", table_name="dim", specs_dir=str(tmp_path))
+    with pytest.raises(AirflowException) as raised:
+        rerun.execute({"dag": SimpleNamespace(dag_id="zipper_dim_rerun"), "params": params})
+    assert str(raised.value) == f"dw.dim: {message}; nothing was changed"
+    assert submitted == []
 
 
 def test_the_spark_submit_beside_a_python_whose_path_has_a_space_starts(monkeypatch, tmp_path):

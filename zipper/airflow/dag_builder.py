@@ -121,7 +121,7 @@ def build_rerun_dag(spec: TableSpec, specs: Path):
                                                 " after it are no longer committed and their runs must run again"),
         },
     ) as dag:
-        ZipperRerunOperator(task_id="rerun", **_job_args(spec, specs))
+        ZipperRerunOperator(task_id="rerun", table=spec.table, **_job_args(spec, specs))
     return dag
 
 

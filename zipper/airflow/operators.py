@@ -131,34 +131,40 @@ class ZipperMergeOperator(ZipperSparkJobOperator):
                 f" later one: {resume}")
 
 
-def _date_param(params: dict, key: str, required: bool) -> str | None:
+def _date_param(params: dict, key: str, required: bool, table: str) -> str | None:
+    """A date of the trigger form, checked before any Spark starts; the message names the table, as the job's would."""
     value = params.get(key)
     if value in (None, ""):
         if required:
-            raise AirflowException(f"param {key!r} is required (YYYY-MM-DD)")
+            raise AirflowException(f"{table}: rerun param {key!r} is required (YYYY-MM-DD); nothing was changed")
         return None
     try:
         return iso_date(str(value)).isoformat()
     except ValueError:
-        raise AirflowException(f"param {key!r}: {value!r} is not a date (YYYY-MM-DD)") from None
+        raise AirflowException(f"{table}: rerun param {key!r}: {value!r} is not a date (YYYY-MM-DD);"
+                               " nothing was changed") from None
 
 
 class ZipperRerunOperator(ZipperSparkJobOperator):
     """`zipper rerun NAME --from D [--to E] [--uncommit-later] --json-report` with the run's params (the
-    trigger form)."""
+    trigger form). `table` (the Hive table) names it in the form's refusals."""
 
     verb = "rerun"
 
+    def __init__(self, *, table: str, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.table = table
+
     def execute(self, context: Any) -> list[dict]:
-        self.application_args = rerun_args(self.table_name, context["params"])
+        self.application_args = rerun_args(self.table_name, context["params"], table=self.table)
         return super().execute(context)
 
 
-def rerun_args(table_name: str, params: dict) -> list[str]:
+def rerun_args(table_name: str, params: dict, *, table: str) -> list[str]:
     """`rerun NAME --from D [--to E] [--uncommit-later] --json-report` from the trigger form's params, dates
     checked; the report line says whether a failure is final."""
-    first = _date_param(params, "from_date", required=True)
-    last = _date_param(params, "to_date", required=False)
+    first = _date_param(params, "from_date", required=True, table=table)
+    last = _date_param(params, "to_date", required=False, table=table)
     uncommit = params.get("uncommit_later") in (True, "true", "True")
     return (["rerun", table_name, "--from", first] + (["--to", last] if last else [])
             + (["--uncommit-later"] if uncommit else []) + ["--json-report"])
