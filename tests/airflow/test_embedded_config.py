@@ -8,10 +8,13 @@ a command again. The lock is held here by a second connection, as a scheduler tr
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,7 @@ import pytest
 from tests.airflow.support import AIRFLOW2_VENV, minimal_env
 from zipper.airflow import local
 from zipper.airflow.environment import REPO
+from zipper.airflow.home import render_config
 from zipper.airflow.local import LocalAirflow
 
 pytestmark = pytest.mark.airflow
@@ -116,3 +120,72 @@ def test_a_command_failed_on_the_lock_is_run_again_and_succeeds(tmp_path, monkey
     assert once.returncode != 0 and local.LOCKED in once.stderr  # the control: one attempt fails on the lock
     assert again.returncode == 0 and released
     assert airflow.query("SELECT slots FROM slot_pool WHERE pool = 'locked_once'") == [(1,)]
+
+
+LOG_SERVERS = """
+import sys
+from airflow.cli.commands import scheduler_command, triggerer_command
+from airflow.configuration import conf
+# the log servers `airflow scheduler` (LocalExecutor) and `airflow triggerer` start, from their own code
+with scheduler_command._serve_logs(), triggerer_command._serve_logs():
+    print("PORTS", conf.getint("logging", "worker_log_server_port"), conf.getint("logging", "trigger_log_server_port"),
+          flush=True)
+    sys.stdin.read()  # until the test closes it
+"""
+
+
+def _answers(port: int) -> bool:
+    """An HTTP server answers on the port (Airflow's log server refuses a request without its token)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/log/probe.log", timeout=5):
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
+
+
+def test_two_embedded_airflows_on_one_machine_each_serve_their_logs(tmp_path):
+    """The scheduler's and triggerer's log servers listened on Airflow's 8793 and 8794 in every embedded
+    Airflow: of two on one machine (the demo's and the tests', two users' homes), the second could not
+    start its own, and its UI asked the first one for the logs of running and deferred tasks."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    homes = {}
+    for name in ("rendered_a", "rendered_b"):  # `make airflow-setup`: airflow.cfg, read by `make airflow`
+        home = tmp_path / name
+        home.mkdir()
+        (home / "airflow.cfg").write_text(render_config(home))
+        homes[name] = {**env, "AIRFLOW_HOME": str(home)}
+    for name in ("local_a", "local_b"):  # LocalAirflow: the demo and the end-to-end tests
+        homes[name] = LocalAirflow(tmp_path / name, minimal_env(tmp_path / name, tmp_path, tmp_path)).env
+    probes = {name: subprocess.Popen([sys.executable, "-c", LOG_SERVERS], env=home_env, cwd=REPO,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, start_new_session=True)
+              for name, home_env in homes.items()}
+    try:
+        ports = {}
+        for name, probe in probes.items():
+            while (line := probe.stdout.readline()) and not line.startswith("PORTS"):
+                pass
+            assert line, f"{name}: {probe.stderr.read()[-2000:]}"
+            ports[name] = [int(port) for port in line.split()[1:]]
+        every_port = [port for pair in ports.values() for port in pair]
+        assert len(set(every_port)) == 8 and not {8793, 8794} & set(every_port), ports
+        deadline = time.monotonic() + 120
+        while not all(_answers(port) for port in every_port) and time.monotonic() < deadline:
+            time.sleep(1)
+        assert {port: _answers(port) for port in every_port} == {port: True for port in every_port}
+        for name, probe in probes.items():
+            assert probe.poll() is None, f"{name} exited: {probe.stderr.read()[-2000:]}"
+    finally:
+        outputs = {}
+        for name, probe in probes.items():
+            probe.stdin.close()  # the probe leaves its `with`, which stops its log servers
+            try:
+                probe.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(probe.pid, signal.SIGKILL)
+                probe.wait()
+            outputs[name] = probe.stderr.read()
+    for name, err in outputs.items():
+        assert "address already in use" not in err.lower(), f"{name}: {err[-2000:]}"

@@ -34,7 +34,8 @@ def main() -> int:
     setup(home)
     env = {"ZIPPER_SPECS": str(specs), "ZIPPER_WAREHOUSE": str(warehouse())}
     airflow = LocalAirflow(home, env={**os.environ, **env})
-    print(f"Airflow: AIRFLOW_HOME={home}; starting api-server (port {airflow.port}), scheduler, dag-processor, triggerer")
+    print(f"Airflow: AIRFLOW_HOME={home}; starting api-server (port {airflow.port}), scheduler, dag-processor,"
+          f" triggerer (log servers on ports {airflow.log_ports['worker']} and {airflow.log_ports['trigger']})")
     with airflow:
         airflow.wait_for_dags([DAG_ID])
         first, last = spec.start_date.isoformat(), (spec.end_date or spec.start_date).isoformat()

@@ -9,6 +9,7 @@ Default AIRFLOW_HOME: the environment's, else `<repo>/airflow_home` (ignored by 
 from __future__ import annotations
 
 import argparse
+import configparser
 import os
 import secrets
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 import jinja2
 
 from zipper.airflow.environment import DEFAULT_POOL, REPO, python_bin
+from zipper.airflow.local import free_ports
 
 TEMPLATE = REPO / "airflow.cfg.template"
 DEFAULT_HOME = REPO / "airflow_home"
@@ -37,13 +39,18 @@ def airflow_major() -> int:
 
 
 def render_config(home: Path, api_port: int = DEFAULT_PORT) -> str:
+    """airflow.cfg for `home`; the log servers get ports free at set-up (not Airflow's 8793 and 8794, which
+    another Airflow on the machine may hold), recorded in the file."""
     airflow3 = airflow_major() >= 3
+    worker_log_port, trigger_log_port = free_ports(2, taken=(api_port,))
     return jinja2.Template(TEMPLATE.read_text(), keep_trailing_newline=True).render(
         repo=REPO,
         airflow_home=home,
         airflow3=airflow3,
         executor="LocalExecutor" if airflow3 else "SequentialExecutor",
         api_port=api_port,
+        worker_log_port=worker_log_port,
+        trigger_log_port=trigger_log_port,
         jwt_secret=secrets.token_urlsafe(32),
     )
 
@@ -91,7 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     except subprocess.CalledProcessError as exc:
         print(f"zipper: error: `airflow {' '.join(exc.cmd[1:])}` failed:\n{exc.stderr[-2000:]}", file=sys.stderr)
         return 1
-    print(f"AIRFLOW_HOME={home} (config {config}; pool {DEFAULT_POOL})")
+    rendered = configparser.ConfigParser(interpolation=None)
+    rendered.read(config)
+    ports = ", ".join(f"{key} {rendered.get('logging', key, fallback='default')}"
+                      for key in ("worker_log_server_port", "trigger_log_server_port"))
+    print(f"AIRFLOW_HOME={home} (config {config}; pool {DEFAULT_POOL}; {ports})")
     return 0
 
 

@@ -33,18 +33,49 @@ def wait_before_retry(seconds: float) -> None:
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(count: int, taken: tuple[int, ...] = ()) -> list[int]:
+    """`count` distinct ports nothing listens on now, none of them in `taken` (held open together, so
+    the kernel cannot hand out one twice)."""
+    sockets: list[socket.socket] = []
+    try:
+        while len(sockets) < count:
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            if sock.getsockname()[1] in taken:
+                sock.close()
+                continue
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+# Airflow's scheduler (LocalExecutor) and triggerer each start a log server, on 8793 and 8794 by default:
+# a second Airflow on the machine could not start its own, and its UI would ask the first one for logs.
+LOG_SERVER_PORTS = {"worker": "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT",
+                    "trigger": "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT"}
 
 
 class LocalAirflow:
-    """Start with `start()`, or use as a context manager. `env` is what every process gets."""
+    """Start with `start()`, or use as a context manager. `env` is what every process gets.
+
+    The API server gets `port` (default: a free one) and the scheduler's and triggerer's log servers
+    free ports too (unless `env` sets them), so that several can run side by side on one machine."""
 
     def __init__(self, home: Path, env: dict[str, str] | None = None, port: int | None = None):
         self.home = Path(home)
         self.port = port or free_port()
         base = dict(os.environ if env is None else env)
+        spare = iter(free_ports(len(LOG_SERVER_PORTS), taken=(self.port,)))
+        for variable in LOG_SERVER_PORTS.values():
+            spare_port = next(spare)
+            if not base.get(variable):
+                base[variable] = str(spare_port)
+        self.log_ports = {role: int(base[variable]) for role, variable in LOG_SERVER_PORTS.items()}
         base.update({
             "AIRFLOW_HOME": str(self.home),
             "AIRFLOW__API__PORT": str(self.port),
