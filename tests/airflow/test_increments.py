@@ -203,13 +203,26 @@ def test_a_deferred_sensor_that_times_out_says_the_same(tmp_path):
     assert str(raised.value) == EXPECTED_TIMEOUT.format(path=tmp_path / "in" / "ds=2024-01-02", why=error)
 
 
-def test_a_deferred_check_that_failed_names_the_spec_date_and_the_reason(tmp_path):
-    """The trigger's error event was shown as a dict: `increment check failed: {'status': 'error', ...}`."""
+def test_a_deferred_check_that_failed_names_the_table_date_spec_and_the_reason(tmp_path):
+    """The trigger's error event was shown as a dict: `increment check failed: {'status': 'error', ...}`; then it
+    named the spec file but not the table, and a reason over several lines made a message over several lines."""
     from zipper.airflow.compat import AirflowException
 
     sensor = waiting_sensor(tmp_path, mode="poke", deferrable=True)
-    event = {"status": "error", "message": "RuntimeError: cannot check nosuchfs://in/ds=2024-01-02: no fsspec"}
+    event = {"status": "error", "message": "RuntimeError: cannot check nosuchfs://in/ds=2024-01-02:\n  no fsspec"}
     with pytest.raises(AirflowException) as raised:
         sensor.execute_complete(sensor_context(), event)
-    assert str(raised.value) == (f"{sensor.spec_path}: cannot check the increment of 2024-01-02: RuntimeError:"
-                                 " cannot check nosuchfs://in/ds=2024-01-02: no fsspec")
+    assert str(raised.value) == (f"dw.dim (spec {sensor.spec_path}): cannot check the increment of 2024-01-02:"
+                                 " RuntimeError: cannot check nosuchfs://in/ds=2024-01-02: no fsspec")
+
+
+def test_a_deferred_check_of_a_spec_that_no_longer_loads_names_the_spec_file(tmp_path):
+    from zipper.airflow.compat import AirflowException
+
+    sensor = waiting_sensor(tmp_path, mode="poke", deferrable=True)
+    Path(sensor.spec_path).write_text("name: [broken\n")
+    event = {"status": "error", "message": "SpecError: the spec does not parse"}
+    with pytest.raises(AirflowException) as raised:
+        sensor.execute_complete(sensor_context(), event)
+    assert str(raised.value) == (f"{sensor.spec_path}: cannot check the increment of 2024-01-02:"
+                                 " SpecError: the spec does not parse")

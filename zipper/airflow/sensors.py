@@ -108,10 +108,20 @@ class ZipperIncrementSensor(BaseSensorOperator):
                 f" Once it is there, clear this run"
                 f" and every later one: {resume}")
 
+    def _named(self) -> str:
+        """The Hive table and its spec, as zipper's errors name them; the spec alone when it no longer loads (which
+        may be why the check failed)."""
+        from zipper.spec.loader import load_spec_file
+
+        try:
+            return f"{load_spec_file(self.spec_path).table} (spec {self.spec_path})"
+        except Exception:
+            return self.spec_path
+
     def execute_complete(self, context: Any, event: dict | None = None) -> None:
         if not event or event.get("status") != "ready":
-            message = (event or {}).get("message") or event
-            raise AirflowException(f"{self.spec_path}: cannot check the increment of {self.ds}: {message}")
+            message = " ".join(str((event or {}).get("message") or event).split())  # one line
+            raise AirflowException(f"{self._named()}: cannot check the increment of {self.ds}: {message}")
         if self.merge_task_id:  # the triggerer cannot see the runs: check before the merge is due
             stop_if_previous_date_queued_behind(context, self.merge_task_id)
         self.log.info("found: %s", event.get("checked"))
