@@ -12,7 +12,7 @@ import pytest
 from tests.engine.test_columns import replace_files, rewritten_alike, table_and_partitions
 from tests.engine.test_landing import LandingZone
 from tests.support import TableFixture, day, table_rows
-from zipper.engine import merge, replay, state
+from zipper.engine import inspect, merge, replay, state
 from zipper.errors import InputError
 
 NOTHING_CHANGED = "; nothing was changed"
@@ -33,13 +33,13 @@ def ordered_table(spark, root, name, **source) -> TableFixture:
     return t
 
 
-def refused_with_nothing_changed(spark, t, spec, first) -> str:
+def refused_with_nothing_changed(spark, t, spec, first, last=None) -> str:
     """The rerun's refusal, after checking that it left the table, its partitions and its commit
     records as they were, with no replay pending."""
     before = table_and_partitions(spark, t)
     committed = state.read_state(spark, spec).last_committed
     with pytest.raises(InputError) as raised:
-        replay.rerun(spark, spec, first)
+        replay.rerun(spark, spec, first, last)
     assert table_and_partitions(spark, t) == before
     st = state.read_state(spark, spec)
     assert st.last_committed == committed and st.replay is None
@@ -248,3 +248,121 @@ def test_a_rerun_refuses_a_replayed_parquet_file_spark_cannot_read_saying_nothin
     message = refused_with_nothing_changed(spark, t, t.spec, day(first))
     assert message.startswith(f"{t.table} {day(2)}: ") and part.name in message, message
     assert message.endswith(NOTHING_CHANGED), message
+
+
+ORDERED_CDC = "id bigint, name string, city string, seq bigint, sys_op int"
+
+
+def ordered_cdc_table(spark, root, name, **source) -> TableFixture:
+    """A cdc table (ordered by `seq` unless `source` says otherwise), days 1..3 merged."""
+    t = TableFixture(root, name, schema=ORDERED, source={"mode": "cdc", "sequence_by": "seq", **source})
+    t.write_base(spark, [(1, "ann", "Oslo", 0), (2, "bob", "Rome", 0)])
+    days = {1: [(1, "ann", "Bergen", 1, 0)], 2: [(3, "cid", "Nice", 1, 0)], 3: [(2, "bob", "Bern", 5, 0)]}
+    for n, rows in days.items():
+        t.write_increment(spark, day(n), rows, ORDERED_CDC)
+        merge.merge_date(spark, t.spec, day(n))
+    return t
+
+
+# a later date's input (day 3) that its merge refuses, by the keys or the sequence, and the merge's refusal
+ORDER_REFUSALS = {
+    "null_sequence": ([(2, "bob", "Bern", None), (3, "cid", "Pisa", 2)],
+                      "has NULL in sequence_by column 'seq' for keys ['id']: 2"),
+    "null_key": ([(None, "bob", "Bern", 5), (3, "cid", "Pisa", 2)], "has 1 row with NULL in key column 'id'"),
+    "repeated_sequence": ([(2, "bob", "Bern", 5), (2, "bob", "Genf", 5), (3, "cid", "Pisa", 2)],
+                          "has the same sequence_by value twice for keys ['id']: 2 (seq 5)"),
+}
+
+
+@pytest.mark.parametrize("how", ["rerun", "merge"])
+@pytest.mark.parametrize("bad", list(ORDER_REFUSALS))
+def test_an_ordered_upsert_rerun_refuses_a_later_dates_null_key_or_sequence_before_anything_changes(
+        spark, tmp_path, unique_name, bad, how):
+    """NULL keys, and NULL or repeated sequence values of one key, were checked date by date in the
+    merge, after the restore: a bad later date left the table restored and the replay half done.
+    Checked for every replayed date up front (a rerun, or a merge of a changed past date), refused
+    as the date's merge refuses it, and nothing changed; the status says so too."""
+    t = ordered_table(spark, tmp_path, unique_name)
+    rows, refusal = ORDER_REFUSALS[bad]
+    t.write_increment(spark, day(3), rows)
+    t.write_increment(spark, day(2), [(3, "cid", "Nice", 1), (4, "dan", "Oslo", 1)])  # changed: replayed
+    status = inspect.status(spark, t.spec)
+    if how == "rerun":
+        message = refused_with_nothing_changed(spark, t, t.spec, day(2))
+    else:
+        before = table_and_partitions(spark, t)
+        with pytest.raises(InputError) as raised:
+            merge.merge_date(spark, t.spec, day(2))
+        message = str(raised.value)
+        assert table_and_partitions(spark, t) == before
+    assert message == f"{t.table} {day(3)}: increment {t.increment_dir(day(3))} {refusal}{NOTHING_CHANGED}"
+    assert inspect.status(spark, t.spec) == status
+
+    if how == "rerun":  # the merge of that date refuses it in the same words
+        replay.rerun(spark, t.spec, day(2), day(2), uncommit_later=True)
+        with pytest.raises(InputError) as raised:
+            merge.merge_date(spark, t.spec, day(3))
+        assert str(raised.value) + NOTHING_CHANGED == message
+
+
+@pytest.mark.parametrize("sequence_by", ["seq", None])
+def test_a_cdc_rerun_refuses_a_later_dates_null_key_or_sequence_before_anything_changes(
+        spark, tmp_path, unique_name, sequence_by):
+    """As for ordered upserts: a cdc input's keys (and sequence values) were checked in its date's
+    merge, after the restore; now for every replayed date before it."""
+    t = ordered_cdc_table(spark, tmp_path, unique_name, sequence_by=sequence_by)
+    if sequence_by:
+        t.write_increment(spark, day(3), [(2, "bob", "Bern", None, 0)], ORDERED_CDC)
+        refusal = "has NULL in sequence_by column 'seq' for keys ['id']: 2"
+    else:
+        t.write_increment(spark, day(3), [(2, "bob", "Bern", 5, 0), (2, "bob", "Genf", 6, 0)], ORDERED_CDC)
+        refusal = "has keys ['id'] more than once: 2"
+    message = refused_with_nothing_changed(spark, t, t.spec, day(2))
+    assert message == f"{t.table} {day(3)}: increment {t.increment_dir(day(3))} {refusal}{NOTHING_CHANGED}"
+
+
+MARKERS = "has __rowMarker__ values other than 0 insert, 1 update, 2 delete, 4 upsert"
+# a landing zone's rows its merge refuses (the file's rows, the refusal after the input's description)
+LANDING_REFUSALS = {
+    "marker": ([(9, "E2", "Everett")], f"{MARKERS}: 9 in 00000000000000000005.parquet row 1"),
+    "null_key": ([(1, "E2", "Everett"), (0, None, "Everett")], "has 1 row with NULL in key column 'employeeid'"),
+    "partial_update": ([(1, "E2")], ": file 00000000000000000005.parquet has update or upsert rows (which carry the"
+                                    " full row) but lacks columns ['employeelocation']"),
+}
+
+
+@pytest.mark.parametrize("bad", list(LANDING_REFUSALS))
+def test_a_landing_zone_rerun_past_the_last_committed_date_refuses_its_new_files_rows_before_anything_changes(
+        spark, tmp_path, unique_name, bad):
+    """`--to` past the last committed date: the first new date consumes the zone's new files, which
+    were located, and their rows checked, only at its turn, after the restore and the replay of
+    the committed dates: a bad marker, a NULL key or an update without every column left the
+    replay pending. They are checked up front, as that date's merge checks them."""
+    zone = merged_zone(spark, tmp_path, unique_name)
+    spec = merge.resolve_keys(spark, zone.spec)
+    rows, refusal = LANDING_REFUSALS[bad]
+    columns = EMPLOYEES if bad != "partial_update" else {"__rowMarker__": pa.int32(), "EmployeeID": pa.string()}
+    zone.write(5, rows, schema=pa.schema(list(columns.items())))
+    message = refused_with_nothing_changed(spark, zone, spec, day(2), day(4))
+    described = f"landing zone {zone.folder} files {'0' * 19}5..{'0' * 19}5"
+    separator = "" if refusal.startswith(":") else " "
+    assert message == f"{zone.table} {day(4)}: {described}{separator}{refusal}{NOTHING_CHANGED}"
+    with pytest.raises(InputError) as raised:  # the date's merge refuses it in the same words
+        merge.merge_date(spark, spec, day(4))
+    assert str(raised.value) + NOTHING_CHANGED == message
+
+
+def test_a_landing_zone_rerun_refuses_a_replayed_kept_copys_bad_marker_before_anything_changes(
+        spark, tmp_path, unique_name):
+    """A replayed date reads the copy its commit kept, checked by the files' names and sizes: one
+    rewritten at its size with a marker that is no operation failed at its date's merge, after the
+    restore."""
+    zone = merged_zone(spark, tmp_path, unique_name)
+    spec = merge.resolve_keys(spark, zone.spec)
+    name = "00000000000000000002.parquet"
+    path = kept_copy(spark, zone, day(2), name)
+    rewritten_alike(path, arrays([(7, "E1", "Bellevue")], EMPLOYEES))
+    (path.parent / f".{name}.crc").unlink(missing_ok=True)
+    message = refused_with_nothing_changed(spark, zone, spec, day(1))
+    described = f"landing zone {zone.folder} files {name[:20]}..{'0' * 19}3 (kept copy)"
+    assert message == f"{zone.table} {day(2)}: {described} {MARKERS}: 7 in {name} row 1{NOTHING_CHANGED}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import secrets
 from dataclasses import dataclass, field
+from functools import reduce
 
 from zipper.engine import audit, changes, conform, fs, inspect, landing, sources
 from zipper.engine.equality import holds_map
@@ -162,7 +163,12 @@ def validate_keys(df, spec: TableSpec, ds: dt.date, what: str, columns: tuple[st
     """Rows (and the string bytes of `columns`) of the input; fails naming keys if any is NULL
     or repeated. One pass over the input."""
     counted, observation = _counted(df, "rows", variable_columns(df.schema, columns))
-    offenders = changes_offenders(counted, spec.keys)
+    refuse_key_offenders(changes_offenders(counted, spec.keys), spec, ds, what)
+    return _seen(observation, df)
+
+
+def refuse_key_offenders(offenders, spec: TableSpec, ds: dt.date, what: str) -> None:
+    """The refusal of a day's NULL keys, else its repeated keys (collected `transforms.key_offenders`)."""
     _refuse_nulls(offenders, spec, ds, what)
     if offenders:
         more = " (first 20)" if len(offenders) > MAX_LISTED_KEYS else ""
@@ -170,12 +176,12 @@ def validate_keys(df, spec: TableSpec, ds: dt.date, what: str, columns: tuple[st
             f"{what} has keys {spec.keys} more than once{more}: {key_text(offenders[:MAX_LISTED_KEYS], spec.keys)}",
             **_where(spec, ds),
         )
-    return _seen(observation, df)
 
 
 def measure(df, columns: list[str]) -> Seen:
     """Rows (and the string bytes of `columns`) of an input whose keys a rerun checked already,
-    with the other dates' in one job (`inputs.check_keys`): one pass, no grouping by key."""
+    with the other dates' in one job (`inputs.check_keys`, `check_inputs`): one pass, no grouping
+    by key."""
     measured = df.agg(*_metrics(variable_columns(df.schema, columns))).first().asDict()
     return Seen(int(measured["rows"]), int(measured.get("variable_bytes") or 0))
 
@@ -198,7 +204,13 @@ def validate_order(events, spec: TableSpec, ds: dt.date, what: str, order_name: 
     NULL, and (with a sequence column, `order_name`) keys whose sequence value is NULL or repeated."""
     counted, observation = _counted(events, "events", variable_columns(events.schema, columns))
     offenders = changes.order_offenders(counted, spec.keys).limit(MAX_LISTED_KEYS * 2 + 1)
-    offenders = inspect.as_collected(offenders).collect()
+    refuse_order_offenders(inspect.as_collected(offenders).collect(), spec, ds, what, order_name)
+    return _seen(observation, events)
+
+
+def refuse_order_offenders(offenders, spec: TableSpec, ds: dt.date, what: str, order_name: str | None) -> None:
+    """The refusal of a day's NULL keys, else its keys with a NULL or repeated sequence value
+    (collected `changes.order_offenders`)."""
     _refuse_nulls(offenders, spec, ds, what)
     if offenders:
         nulls = [r for r in offenders if r[changes.ORDER] is None]
@@ -209,7 +221,30 @@ def validate_order(events, spec: TableSpec, ds: dt.date, what: str, order_name: 
                           for r in offenders[:MAX_LISTED_KEYS])
         raise InputError(f"{what} has the same sequence_by value twice for keys {spec.keys}: {shown}",
                          **_where(spec, ds))
-    return _seen(observation, events)
+
+
+def check_dated_keys(rows, spec: TableSpec, descriptions: dict[str, str], read_all_columns: bool = False) -> None:
+    """The key checks of several dates' merges in one job, failing as the earliest offending date's
+    merge would. `rows`: each date's rows tagged with it (`rebuild_transforms.DS`), with the keys,
+    and for ordered changes their order as `changes.ORDER`: then as `validate_order` (NULL keys, a
+    NULL or repeated sequence value of a key), else as `validate_keys` (NULL, then repeated keys).
+    `descriptions`: date -> what the input is, for the message; `read_all_columns`: see
+    `transforms.key_offenders`."""
+    from zipper.engine import transforms
+    from zipper.engine.rebuild_transforms import DS
+
+    ordered = changes.ORDER in rows.columns
+    found = (changes.order_offenders(rows, [DS, *spec.keys]) if ordered
+             else transforms.key_offenders(rows, [DS, *spec.keys], read_all_columns=read_all_columns))
+    offenders = inspect.as_collected(found.limit(MAX_LISTED_KEYS * 2 + 1)).collect()
+    if not offenders:
+        return
+    first = offenders[0][DS]
+    of_first = [r for r in offenders if r[DS] == first]
+    ds, what = dt.date.fromisoformat(first), descriptions.get(first, "input")
+    if ordered:
+        refuse_order_offenders(of_first, spec, ds, what, spec.source.sequence_by)
+    refuse_key_offenders(of_first, spec, ds, what)
 
 
 # ---------------------------------------------------------------- problems between changes
@@ -326,7 +361,7 @@ def _prepare(spark, spec: TableSpec, st, ds: dt.date, located: sources.Input, ta
     else:  # not read yet, or read for columns an earlier replayed date has changed since
         df, checked = _read(spark, spec, located, table_columns, ds, what), None
     if mode == "cdc":
-        return _cdc(spark, spec, ds, located, df, table_columns, run_root, what, operations_checked=checked is not None)
+        return _cdc(spark, spec, ds, located, df, table_columns, run_root, what, checked=checked is not None)
     columns, column_changes = conform.evolve(_columns_of(df), table_columns, spec, ds.isoformat(), what)
     rows = conform.to_columns(df, columns)
     if mode == "snapshot":
@@ -339,7 +374,7 @@ def _prepare(spark, spec: TableSpec, st, ds: dt.date, located: sources.Input, ta
         return Day(rows, seen.rows, columns, column_changes, located,
                    variable_bytes_per_row=seen.variable_bytes_per_row)
     events = changes.upsert_events(rows, columns=names, order=sequence)
-    seen = validate_order(events, spec, ds, what, sequence, names)
+    seen = measure(events, names) if checked is not None else validate_order(events, spec, ds, what, sequence, names)
     flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=None)
     collapsed = changes.collapse(flagged, columns=names, deletes=False)
     result, count, scratch = _materialize(spark, collapsed, run_root)
@@ -375,10 +410,10 @@ def check_operations(spec: TableSpec, ds: dt.date, located, df, what: str, suffi
 
 @dataclass(frozen=True)
 class CheckedInput:
-    """An input a rerun read, and checked, before its restore: a cdc input's operations and an
-    ordered upsert's types (`check_inputs`), a plain upsert's or a snapshot's keys
-    (`inputs.check_keys`). The merge of its date takes it as it is instead of reading and checking
-    the files again."""
+    """An input a rerun read, and checked, before its restore: a cdc input's operations, keys and
+    types, an ordered upsert's keys, sequence values and types (`check_inputs`), a plain upsert's
+    or a snapshot's keys (`inputs.check_keys`). The merge of its date takes it as it is instead of
+    reading and checking the files again."""
 
     df: object  # DataFrame, as `_read` returns it
     table_columns: list[tuple[str, str]]  # the table's columns it was read for (a CSV's types)
@@ -388,9 +423,11 @@ def check_inputs(spark, spec: TableSpec, located: dict, table_columns, suffix: s
     """A cdc input's operations (`check_operations`), an ordered upsert's sequence column, and the
     column types (`conform.evolve`) for several dates, in date order: a rerun checks them before it
     restores. Each date's types are compared with the table's columns as the dates before it leave
-    them (a column one adds has its type for the next). Reads each input's schema, and for cdc its
-    operation column. Returns each date's input so read (date -> CheckedInput; none for an empty one)."""
-    checked, columns = {}, list(table_columns)
+    them (a column one adds has its type for the next). Then the keys (and sequence values) of every
+    date in one job (`check_dated_keys`), as the merges check them. Reads each input's schema, its
+    keys and sequence column, and for cdc its operation column. Returns each date's input so read
+    (date -> CheckedInput; none for an empty one)."""
+    checked, columns, keyed = {}, list(table_columns), []
     leave_out = (spec.source.operation_column,) if spec.source.mode == "cdc" else ()
     for ds in sorted(located):
         if located[ds].empty and located[ds].format != "table":
@@ -401,22 +438,74 @@ def check_inputs(spark, spec: TableSpec, located: dict, table_columns, suffix: s
             check_operations(spec, ds, located[ds], df, what, suffix)
         columns = evolved_columns(spec, ds, _columns_of(df, leave_out), columns, what, suffix)
         checked[ds] = CheckedInput(df, list(table_columns))
+        keyed.append(_dated_keys(df, spec, columns, ds))
+    if keyed:  # every date's keys (and sequence values) in one job
+        check_dated_keys(reduce(lambda a, b: a.unionByName(b), keyed), spec,
+                         {ds.isoformat(): f"increment {located[ds].description}" for ds in checked})
     return checked
 
 
+def _dated_keys(df, spec: TableSpec, columns: list[tuple[str, str]], ds: dt.date, order=None):
+    """A date's keys as its merge reads them (as the table's `columns` once the date is merged),
+    and the order of its changes as `changes.ORDER` (`order`, else the sequence column, if any),
+    tagged with the date."""
+    from pyspark.sql import functions as F
+
+    from zipper.engine.rebuild_transforms import DS
+
+    have, kinds = {f.name: f.dataType.simpleString() for f in df.schema.fields}, dict(columns)
+
+    def typed(name: str):
+        return F.col(name) if have[name] == kinds[name] else F.col(name).cast(kinds[name]).alias(name)
+
+    sequence = spec.source.sequence_by
+    if order is None and sequence:
+        order = typed(sequence)
+    ordered = [order.alias(changes.ORDER)] if order is not None else []
+    return df.select(*[typed(k) for k in spec.keys], *ordered, F.lit(ds.isoformat()).alias(DS))
+
+
 def check_landing_inputs(spark, spec: TableSpec, located: dict, table_columns, suffix: str = "") -> None:
-    """The column checks of `_landing` for the landing-zone inputs of several dates, in date order
-    (the table's columns as the dates before leave them): each file's schema from its footer, the
-    files' types reconciled, keys present, the types against the table's. No Spark job over the
-    rows; the merge of each date reads its files again."""
-    columns = list(table_columns)
-    for ds in sorted(located):
-        if not located[ds].files:
-            continue
-        what = f"landing zone {located[ds].description}"
-        rows, file_columns = landing.read(spark, spec, located[ds], ds)
+    """The checks of `_landing` that need no open rows, for the landing-zone inputs of several
+    dates: each file's schema from its footer and the files' types reconciled; the markers, in
+    one job over every date's rows; in date order (the table's columns as the dates before leave
+    them), keys present, the types against the table's, update rows with every column; the NULL
+    keys, in one job. The merge of each date reads its files again."""
+    read = {ds: landing.read(spark, spec, located[ds], ds) for ds in sorted(located) if located[ds].files}
+    if not read:
+        return
+    descriptions = {ds.isoformat(): f"landing zone {located[ds].description}" for ds in read}
+    from zipper.engine.rebuild_transforms import DS
+
+    marked = reduce(lambda a, b: a.unionByName(b), [_dated(_bad_markers(rows), ds) for ds, (rows, _) in read.items()])
+    bad = marked.orderBy(DS, "file", "row").limit(5).collect()
+    if bad:
+        first = bad[0][DS]
+        _refuse_markers([r for r in bad if r[DS] == first], spec, dt.date.fromisoformat(first), descriptions[first],
+                        suffix)
+    columns, keyed = list(table_columns), []
+    for ds, (rows, file_columns) in read.items():
+        what = descriptions[ds.isoformat()]
         input_columns = _landing_columns(spec, ds, what, rows, file_columns)
+        _refuse_partial_updates(rows, spec, ds, what, file_columns, [c for c, _ in columns], suffix)
         columns = evolved_columns(spec, ds, input_columns, columns, what, suffix)
+        keyed.append(_dated_keys(rows, spec, columns, ds, _landing_order()))
+    check_dated_keys(reduce(lambda a, b: a.unionByName(b), keyed), spec, descriptions)
+
+
+def _dated(rows, ds: dt.date):
+    from pyspark.sql import functions as F
+
+    from zipper.engine.rebuild_transforms import DS
+
+    return rows.withColumn(DS, F.lit(ds.isoformat()))
+
+
+def _landing_order():
+    """The order of a landing zone's changes (`changes.landing_events`): file, then row."""
+    from pyspark.sql import functions as F
+
+    return F.struct(F.col(landing.FILE), F.col(landing.ROW))
 
 
 def evolved_columns(spec: TableSpec, ds: dt.date, input_columns, table_columns, what: str, suffix: str = "") -> list:
@@ -429,10 +518,11 @@ def evolved_columns(spec: TableSpec, ds: dt.date, input_columns, table_columns, 
 
 
 def _cdc(spark, spec: TableSpec, ds: dt.date, located, df, table_columns, run_root: str, what: str,
-         operations_checked: bool = False) -> Day:
+         checked: bool = False) -> Day:
+    """`checked`: the operations and keys were checked already (`check_inputs`)."""
     where = _where(spec, ds)
     op = spec.source.operation_column
-    if not operations_checked:
+    if not checked:
         check_operations(spec, ds, located, df, what)
     columns, column_changes = conform.evolve(_columns_of(df, (op,)), table_columns, spec, ds.isoformat(), what)
     names = [c for c, _ in columns]
@@ -443,10 +533,10 @@ def _cdc(spark, spec: TableSpec, ds: dt.date, located, df, table_columns, run_ro
                                 order=sequence)
     counts = _problem_counts(spec)
     if not sequence:
-        seen = validate_keys(events, spec, ds, what, names)
+        seen = measure(events, names) if checked else validate_keys(events, spec, ds, what, names)
         collapsed = changes.single_changes(events, columns=names, match=match)
     else:
-        seen = validate_order(events, spec, ds, what, sequence, names)
+        seen = measure(events, names) if checked else validate_order(events, spec, ds, what, sequence, names)
         collapsed = _collapsed(spec, ds, what, events, names, counts, match,
                                "the row they delete (the key's previous change)")
     counts["source_rows"] = seen.rows
@@ -471,13 +561,7 @@ def _landing(spark, spec: TableSpec, ds: dt.date, located: sources.Input, table_
     if not located.files:
         return Day(None, 0, list(table_columns), conform.ColumnChanges(), located, counts)
     rows, file_columns = landing.read(spark, spec, located, ds)
-    bad = changes.bad_markers(rows, marker=landing.MARKER, written=landing.MARKER_TEXT, file=landing.FILE,
-                              row=landing.ROW).limit(5).collect()
-    if bad:
-        shown = "; ".join(f"{r['marker'] if r['marker'] is not None else 'NULL'} in {r['file']} row {r['row'] + 1}"
-                          for r in bad)
-        raise InputError(f"{what} has __rowMarker__ values other than 0 insert, 1 update, 2 delete, 4 upsert: {shown}",
-                         **where)
+    _refuse_markers(_bad_markers(rows).limit(5).collect(), spec, ds, what)
     input_columns = _landing_columns(spec, ds, what, rows, file_columns)
     _refuse_partial_updates(rows, spec, ds, what, file_columns, [c for c, _ in table_columns])
     columns, column_changes = conform.evolve(input_columns, table_columns, spec, ds.isoformat(), what)
@@ -492,6 +576,20 @@ def _landing(spark, spec: TableSpec, ds: dt.date, located: sources.Input, table_
     result, count, scratch = _materialize(spark, collapsed, run_root)
     return Day(result, count, columns, column_changes, located, counts, check_open=True, scratch=[scratch],
                variable_bytes_per_row=seen.variable_bytes_per_row)
+
+
+def _bad_markers(rows):
+    return changes.bad_markers(rows, marker=landing.MARKER, written=landing.MARKER_TEXT, file=landing.FILE,
+                               row=landing.ROW)
+
+
+def _refuse_markers(bad, spec: TableSpec, ds: dt.date, what: str, suffix: str = "") -> None:
+    """The refusal of the rows (collected `changes.bad_markers`) whose marker is no operation."""
+    if bad:
+        shown = "; ".join(f"{r['marker'] if r['marker'] is not None else 'NULL'} in {r['file']} row {r['row'] + 1}"
+                          for r in bad)
+        raise InputError(f"{what} has __rowMarker__ values other than 0 insert, 1 update, 2 delete, 4 upsert: {shown}"
+                         + suffix, **_where(spec, ds))
 
 
 def _landing_columns(spec: TableSpec, ds: dt.date, what: str, rows, file_columns: dict) -> list[tuple[str, str]]:
@@ -509,7 +607,8 @@ def _landing_columns(spec: TableSpec, ds: dt.date, what: str, rows, file_columns
     return input_columns
 
 
-def _refuse_partial_updates(rows, spec: TableSpec, ds: dt.date, what: str, file_columns: dict, table_names: list[str]):
+def _refuse_partial_updates(rows, spec: TableSpec, ds: dt.date, what: str, file_columns: dict, table_names: list[str],
+                            suffix: str = ""):
     """Update and upsert rows carry the full row: a file that has them must have every table column."""
     from pyspark.sql import functions as F
 
@@ -524,7 +623,7 @@ def _refuse_partial_updates(rows, spec: TableSpec, ds: dt.date, what: str, file_
     if offending:
         name = offending[0][landing.FILE]
         raise InputError(f"{what}: file {name} has update or upsert rows (which carry the full row) but lacks"
-                         f" columns {lacking[name]}", **_where(spec, ds))
+                         f" columns {lacking[name]}{suffix}", **_where(spec, ds))
 
 
 def _snapshot(spark, spec: TableSpec, st, ds: dt.date, located, rows, columns, column_changes, run_root: str,

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import datetime as dt
 
-from zipper.engine import conform, inspect, sources, transforms
-from zipper.engine.dayinput import key_text, null_keys_text
+from zipper.engine import conform, sources
+from zipper.engine.dayinput import check_dated_keys
 from zipper.engine.plan import describe_dates
-from zipper.engine.rebuild_transforms import DS, dated
+from zipper.engine.rebuild_transforms import dated
 from zipper.errors import InputError, MissingInputError, ZipperError
 from zipper.spec.model import TableSpec
-
-MAX_LISTED_KEYS = 20
 
 
 def locate_dates(spark, spec: TableSpec, dates: list[dt.date], st=None) -> dict[dt.date, sources.Input]:
@@ -157,24 +155,7 @@ def check_keys(rows, spec: TableSpec, descriptions: dict[str, str]) -> None:
     CSV inputs are read whole (every value typed), so that a bad value fails here too.
 
     `rows`: dated rows (columns + DS); `descriptions`: date -> what the input is, for the message."""
-    offenders = inspect.as_collected(
-        transforms.key_offenders(rows, [DS, *spec.keys], read_all_columns=spec.source.format == "csv")
-        .limit(MAX_LISTED_KEYS * 2 + 1)
-    ).collect()
-    if not offenders:
-        return
-    first = offenders[0][DS]
-    of_first = [r for r in offenders if r[DS] == first]
-    what = descriptions.get(first, "input")
-    nulls = [r for r in of_first if any(r[k] is None for k in spec.keys)][:MAX_LISTED_KEYS]
-    if nulls:
-        raise InputError(null_keys_text(what, nulls, spec.keys), table=spec.table, ds=first)
-    more = " (first 20)" if len(of_first) > MAX_LISTED_KEYS else ""
-    raise InputError(
-        f"{what} has keys {spec.keys} more than once{more}: {key_text(of_first[:MAX_LISTED_KEYS], spec.keys)}",
-        table=spec.table,
-        ds=first,
-    )
+    check_dated_keys(rows, spec, descriptions, read_all_columns=spec.source.format == "csv")
 
 
 def descriptions(located: dict[dt.date, sources.Input]) -> dict[str, str]:

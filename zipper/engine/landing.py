@@ -126,11 +126,14 @@ def _check_keys(spark, spec: TableSpec, st, folder: str, ds: dt.date) -> None:
 
 
 def consumed_before(st, ds: dt.date) -> dict | None:
-    """The landing record of the latest commit before `ds` (None when there is none)."""
+    """The landing record of the latest commit before `ds` (None when there is none), or of a
+    date an interrupted replay restored away, to commit again before `ds`."""
     if st is None or not st.exists:
         return None
-    earlier = [c for d, c in st.commits.items() if d < ds.isoformat() and c.landing]
-    return max(earlier, key=lambda c: c.ds).landing if earlier else None
+    earlier = {d: c.landing for d, c in st.commits.items() if d < ds.isoformat() and c.landing}
+    if st.replay is not None:
+        earlier.update({d: record for d, record in st.replay.landing.items() if d < ds.isoformat()})
+    return earlier[max(earlier)] if earlier else None
 
 
 def _refuse_reset(spark, st, folder: str, previous: dict | None, numbered: dict, where: dict) -> None:

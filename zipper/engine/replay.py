@@ -67,8 +67,8 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
     for note in _notes(plan, resume_said):
         progress(f"{spec.table}: {note}")
 
-    # Every increment of the range is found and readable before anything changes; for the
-    # plain modes their keys are checked too (the others are checked date by date, before each publish).
+    # Every increment of the range is found and readable before anything changes, and what can be
+    # checked without the open rows is (`_checked_inputs`); the rest date by date, before each publish.
     landing_zone = spec.source.mode == "landing_zone"
     pending_landing = pending.landing if pending is not None else {}
     # A landing zone's date that the table never consumed is located when its turn comes, after
@@ -76,10 +76,14 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
     up_front = [d for d in plan.dates
                 if not landing_zone or d.isoformat() in st.commits or d.isoformat() in pending_landing]
     located.update(inputs.locate_dates(spark, spec, [d for d in up_front if d not in located], st))
+    ahead = {}
     if landing_zone and len(up_front) < len(plan.dates):
+        # checked as the zone is now (as the committed dates, replayed, will leave the table); its
+        # merge locates it again, and checks what files arrive meanwhile
         landing.require_folder(spark, spec, plan.dates[len(up_front)])
+        ahead = inputs.locate_dates(spark, spec, [plan.dates[len(up_front)]], st)
     replayed = {d: located[d] for d in up_front}
-    checked = _check_inputs(spark, spec, first, replayed)  # what they read is not read again
+    checked = _check_inputs(spark, spec, first, replayed | ahead)  # what they read is not read again
 
     kept = {d.isoformat(): inp.landing.record(inp.fingerprint) for d, inp in replayed.items()
             if inp.landing is not None and inp.landing.kept}
@@ -154,10 +158,10 @@ def _check_inputs(spark, spec: TableSpec, first: dt.date, replayed: dict) -> dic
 
 
 def _checked_inputs(spark, spec: TableSpec, replayed: dict) -> dict[dt.date, dayinput.CheckedInput]:
-    """Every mode: each date's column types against the table's as the dates before it leave them.
-    Upserts and snapshots without sequence_by: their keys too, every date in one job; cdc inputs:
-    their operations. The keys of ordered changes depend on their order: checked date by date, in
-    the merge. Landing zones: their files' types from the footers (their merges read them again)."""
+    """Every mode: each date's column types against the table's as the dates before it leave them,
+    and their keys, every date in one job: NULL and repeated keys, or with sequence_by NULL and
+    repeated sequence values of a key. cdc inputs: their operations. Landing zones: their files'
+    types from the footers, their row markers and NULL keys (their merges read them again)."""
     table_columns = catalog.data_columns(spark, spec)
     if spec.source.mode == "landing_zone":
         dayinput.check_landing_inputs(spark, spec, replayed, table_columns, NOTHING_CHANGED)
