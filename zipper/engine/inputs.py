@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 from zipper.engine import conform, sources
-from zipper.engine.dayinput import check_dated_keys
+from zipper.engine.dayinput import check_dated_keys, evolved_columns
 from zipper.engine.plan import describe_dates
 from zipper.engine.rebuild_transforms import dated
 from zipper.errors import InputError, MissingInputError, ZipperError
@@ -64,31 +64,20 @@ def read_checked(spark, spec: TableSpec, located: sources.Input, source, table_c
 
 
 def read_increments(spark, spec: TableSpec, table_columns: list[tuple[str, str]],
-                    located: dict[dt.date, sources.Input]) -> dict[dt.date, object]:
+                    located: dict[dt.date, sources.Input]) -> tuple[dict[dt.date, object], list[tuple[str, str]]]:
     """Every located increment read once, by date, for a rerun that replays them through the
-    daily merge: each date's columns are checked against the table's as the dates before it
-    leave them, as its merge will see them. So a date that adds a column or safely widens one
-    replays (its merge alters the table; refusing it left no way to replay a re-sent day with a
-    new column), and one that changes a column's type fails before anything changes."""
+    daily merge, and the table's columns once they are all merged: each date's columns are
+    checked against the table's as the dates before it leave them, as its merge will see them
+    (`dayinput.evolved_columns`, as for the other modes). So a date that adds a column or safely
+    widens one replays (its merge alters the table; refusing it left no way to replay a re-sent
+    day with a new column), and one that changes a column's type fails before anything changes."""
     read, columns = {}, list(table_columns)
     for day in sorted(located):
         what = f"increment {located[day].description}"
         df = conform.read_input(spark, spec, located[day], spec.source, table_columns, day.isoformat(), what)
-        try:
-            columns = conform.evolve(_columns_of(df), columns, spec, day.isoformat(), what)[0]
-        except InputError as exc:  # checked before the rerun's restore
-            raise exc.reworded(exc.detail + "; nothing was changed", table=exc.table, ds=exc.ds) from None
+        columns = evolved_columns(spec, day, _columns_of(df), columns, what, "; nothing was changed")
         read[day] = df
-    return read
-
-
-def replayed_columns(spec: TableSpec, table_columns: list[tuple[str, str]], read: dict[dt.date, object]
-                     ) -> list[tuple[str, str]]:
-    """The table's columns once every date of `read` (`read_increments`) is merged, in date order."""
-    columns = list(table_columns)
-    for day in sorted(read):
-        columns = conform.evolve(_columns_of(read[day]), columns, spec, day.isoformat(), "increment")[0]
-    return columns
+    return read, columns
 
 
 def _columns_of(df) -> list[tuple[str, str]]:
@@ -131,13 +120,12 @@ def base_changed(located: sources.Input | None, recorded: str | None) -> bool:
 def dated_rows(spark, spec: TableSpec, table_columns: list[tuple[str, str]], located: dict[dt.date, sources.Input],
                base=None, base_ds: dt.date | None = None, read: dict[dt.date, object] | None = None):
     """The base (tagged with its date) and every located increment (tagged with its run date), as
-    one DataFrame; `read`: the increments as `read_increments` already read them for a rerun (then
-    as the columns the replayed dates leave; else each must fit the table's columns as they are)."""
+    one DataFrame of `table_columns`; `read`: the increments as `read_increments` already read them
+    for a rerun (with the columns it gives, those the replayed dates leave); else each must fit the
+    table's columns as they are."""
     if read is None:
         read = {day: read_checked(spark, spec, located[day], spec.source, table_columns, day, "increment")
                 for day in sorted(located)}
-    else:
-        table_columns = replayed_columns(spec, table_columns, read)
     names = [c for c, _ in table_columns]
     parts = [dated(base, names, base_ds.isoformat())] if base is not None else []
     for day in sorted(located):

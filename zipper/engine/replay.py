@@ -168,8 +168,8 @@ def _checked_inputs(spark, spec: TableSpec, replayed: dict) -> dict[dt.date, day
         return {}
     if spec.source.mode == "cdc" or spec.source.sequence_by is not None:
         return dayinput.check_inputs(spark, spec, replayed, table_columns, NOTHING_CHANGED)
-    read = inputs.read_increments(spark, spec, table_columns, replayed)
-    inputs.check_keys(inputs.dated_rows(spark, spec, table_columns, replayed, read=read), spec,
+    read, replayed_columns = inputs.read_increments(spark, spec, table_columns, replayed)
+    inputs.check_keys(inputs.dated_rows(spark, spec, replayed_columns, replayed, read=read), spec,
                       inputs.descriptions(replayed))
     return {day: dayinput.CheckedInput(df, list(table_columns)) for day, df in read.items()}
 
