@@ -324,7 +324,8 @@ def test_a_change_file_that_is_not_parquet_is_named_in_the_zone(spark, zone):
 
 def test_an_empty_change_file_is_named_in_the_zone_as_likely_unfinished_and_may_be_tried_again(spark, zone):
     """A change file of 0 bytes was refused as unreadable, as the plain inputs' once were: it is
-    most likely one its writer is still at work on (or died writing)."""
+    most likely one its writer is still at work on (or died writing). If its writer died, the
+    advice is to write it again, not to delete it (as it was): that leaves a gap in the numbering."""
     zone.write(1, [(0, "A", "x")])
     merge.merge_date(spark, zone.spec, day(1))
     before = state_of(spark, zone)
@@ -333,8 +334,15 @@ def test_an_empty_change_file_is_named_in_the_zone_as_likely_unfinished_and_may_
         merge.merge_date(spark, zone.spec, day(2))
     assert str(err.value) == (f"{zone.table} {day(2)}: landing zone {zone.folder}: file 00000000000000000002.parquet"
                               " is empty (0 bytes), which no Parquet file is: it is likely still being written, or"
-                              " its writer died; merge once it is complete (if its writer died, delete it or write it"
-                              " again)")
+                              " its writer died; merge once it is complete (if its writer died, write it again;"
+                              " deleting it leaves a gap in the numbering, which the merge refuses)")
+    (zone.folder / landing.file_name(2)).unlink()  # deleted, as that advice said
+    zone.write(3, [(1, "A", "z")])
+    with pytest.raises(MissingInputError, match="numbering has a gap after 00000000000000000001.parquet: missing"
+                                                " 00000000000000000002.parquet"):
+        merge.merge_date(spark, zone.spec, day(2))
+    (zone.folder / landing.file_name(3)).unlink()
+    (zone.folder / landing.file_name(2)).write_bytes(b"")
     assert not err.value.final  # another try, once the writer has finished, may pass
     assert state_of(spark, zone) == before
     zone.write(2, [(1, "A", "y")])  # the writer finished

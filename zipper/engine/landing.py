@@ -258,7 +258,7 @@ def read(spark, spec: TableSpec, located: sources.Input, ds: dt.date):
     where = {"table": spec.table, "ds": ds.isoformat()}
     # the zone, not the run's kept copy, names a file for the user
     origin = getattr(located.landing, "folder", None) or located.description
-    sources.refuse_empty_parquet(located.files, f"landing zone {origin}", **where)
+    sources.refuse_empty_parquet(located.files, f"landing zone {origin}", numbered=True, **where)
     schemas, by_signature, spark_schemas = {}, {}, {}
     for f, signature in _signatures(located.files, where, origin).items():
         if signature not in by_signature:  # one Spark schema read per distinct file schema

@@ -324,16 +324,20 @@ _FILE_FILTERS = {"pathglobfilter", "modifiedbefore", "modifiedafter"}
 
 
 def refuse_empty_parquet(files: list[fs.FileInfo], what: str, table: str | None = None,
-                         ds: str | None = None) -> None:
+                         ds: str | None = None, numbered: bool = False) -> None:
     """A Parquet file is never empty (it starts and ends with its magic bytes): one of 0 bytes is
     most likely being written, or its writer died. Spark refuses it as "not a Parquet file";
-    another try, once the writer has finished, may pass (skipping it could lose its rows)."""
+    another try, once the writer has finished, may pass (skipping it could lose its rows).
+    `numbered`: a landing zone's change files, which may not be deleted: that leaves a gap in
+    their numbering, which the next merge refuses."""
     empty = [f.path for f in files if f.size == 0]
     if empty:
         more = f" (and {len(empty) - 1} more)" if len(empty) > 1 else ""
+        fix = ("write it again; deleting it leaves a gap in the numbering, which the merge refuses" if numbered
+               else "delete it or write it again")
         raise MissingInputError(f"{what}: file {fs.name_of(empty[0])} is empty (0 bytes){more}, which no Parquet file"
                                 " is: it is likely still being written, or its writer died; merge once it is"
-                                " complete (if its writer died, delete it or write it again)", table=table, ds=ds)
+                                f" complete (if its writer died, {fix})", table=table, ds=ds)
 
 
 def _filters_files(options: dict[str, str]) -> bool:
