@@ -366,3 +366,34 @@ def test_a_landing_zone_rerun_refuses_a_replayed_kept_copys_bad_marker_before_an
     message = refused_with_nothing_changed(spark, zone, spec, day(1))
     described = f"landing zone {zone.folder} files {name[:20]}..{'0' * 19}3 (kept copy)"
     assert message == f"{zone.table} {day(2)}: {described} {MARKERS}: 7 in {name} row 1{NOTHING_CHANGED}"
+
+
+@pytest.mark.parametrize("mode", ["upsert", "cdc"])
+def test_an_ordered_csv_rerun_refuses_a_later_dates_value_that_does_not_parse_before_anything_changes(
+        spark, tmp_path, unique_name, mode):
+    """The check before the restore read only the keys and sequence values of ordered changes: a CSV value in
+    another column that does not parse failed at its date's merge, after the restore (a plain upsert's check
+    reads every column)."""
+    schema = "id bigint, name string, amount double, seq bigint"
+    t = TableFixture(tmp_path, unique_name, schema=schema,
+                     source={"mode": mode, "format": "csv", "sequence_by": "seq", "options": {"header": True}})
+    t.write_base(spark, [(1, "ann", 1.5, 0), (2, "bob", 2.5, 0)])
+    header = "id,name,amount,seq" + (",sys_op" if mode == "cdc" else "")
+    op = ",0" if mode == "cdc" else ""
+
+    def write_csv(n: int, lines: list[str]) -> None:
+        folder = t.increment_dir(day(n))
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "part-0.csv").write_text("\n".join([header, *[line + op for line in lines]]) + "\n")
+
+    for n in (1, 2, 3):
+        write_csv(n, [f"1,ann,{n}.5,{n}"])
+        merge.merge_date(spark, t.spec, day(n))
+    write_csv(3, ["1,ann,3.5,3", "2,bob,x3.5,4"])
+    message = refused_with_nothing_changed(spark, t, t.spec, day(2))
+    assert message == (f"{t.table} {day(3)}: increment {t.increment_dir(day(3))}: file part-0.csv: column 'amount'"
+                       f" (double) cannot hold 'x3.5' (row with id=2){NOTHING_CHANGED}")
+
+    write_csv(3, ["1,ann,3.5,3", "2,bob,4.5,4"])  # mended: replayed
+    assert replay.rerun(spark, t.spec, day(2)).counts["dates"] == 2
+    assert (2, "bob", 4.5, 4, day(3).isoformat(), "9999-12-31") in table_rows(spark, t.table)

@@ -100,11 +100,16 @@ def landing_events(rows: DataFrame, *, columns: list[str], marker: str, file: st
     return rows.select(*columns, action.alias(ACTION), F.struct(F.col(file), F.col(row)).alias(ORDER))
 
 
-def order_offenders(events: DataFrame, keys: list[str]) -> DataFrame:
-    """Keys that are NULL, have a NULL order, or have two events with the same order."""
+def order_offenders(events: DataFrame, keys: list[str], read_all_columns: bool = False) -> DataFrame:
+    """Keys that are NULL, have a NULL order, or have two events with the same order.
+
+    `read_all_columns`: also hash the other columns, so that Spark reads and types them all (as
+    `transforms.key_offenders` does)."""
+    others = [c for c in events.columns if c not in keys and c != ORDER]
+    readers = [F.max(F.xxhash64(*others)).alias("_read")] if read_all_columns and others else []
     return (
         events.groupBy(*keys, ORDER)
-        .agg(F.count(F.lit(1)).alias("copies"))
+        .agg(F.count(F.lit(1)).alias("copies"), *readers)
         .where(_any([F.col(k).isNull() for k in keys]) | F.col(ORDER).isNull() | (F.col("copies") > 1))
         .orderBy(*keys)
     )

@@ -223,6 +223,10 @@ def refuse_order_offenders(offenders, spec: TableSpec, ds: dt.date, what: str, o
                          **_where(spec, ds))
 
 
+# a hash of the columns other than keys and order, there only to have Spark read them (`_dated_keys`)
+READ_ALL = "zipper__read_all__"
+
+
 def check_dated_keys(rows, spec: TableSpec, descriptions: dict[str, str], read_all_columns: bool = False) -> None:
     """The key checks of several dates' merges in one job, failing as the earliest offending date's
     merge would. `rows`: each date's rows tagged with it (`rebuild_transforms.DS`), with the keys,
@@ -234,7 +238,8 @@ def check_dated_keys(rows, spec: TableSpec, descriptions: dict[str, str], read_a
     from zipper.engine.rebuild_transforms import DS
 
     ordered = changes.ORDER in rows.columns
-    found = (changes.order_offenders(rows, [DS, *spec.keys]) if ordered
+    read_all_columns = read_all_columns or READ_ALL in rows.columns
+    found = (changes.order_offenders(rows, [DS, *spec.keys], read_all_columns=read_all_columns) if ordered
              else transforms.key_offenders(rows, [DS, *spec.keys], read_all_columns=read_all_columns))
     offenders = inspect.as_collected(found.limit(MAX_LISTED_KEYS * 2 + 1)).collect()
     if not offenders:
@@ -438,17 +443,18 @@ def check_inputs(spark, spec: TableSpec, located: dict, table_columns, suffix: s
             check_operations(spec, ds, located[ds], df, what, suffix)
         columns = evolved_columns(spec, ds, _columns_of(df, leave_out), columns, what, suffix)
         checked[ds] = CheckedInput(df, list(table_columns))
-        keyed.append(_dated_keys(df, spec, columns, ds))
+        keyed.append(_dated_keys(df, spec, columns, ds, read_all=located[ds].format == "csv"))
     if keyed:  # every date's keys (and sequence values) in one job
         check_dated_keys(reduce(lambda a, b: a.unionByName(b), keyed), spec,
                          {ds.isoformat(): f"increment {located[ds].description}" for ds in checked})
     return checked
 
 
-def _dated_keys(df, spec: TableSpec, columns: list[tuple[str, str]], ds: dt.date, order=None):
+def _dated_keys(df, spec: TableSpec, columns: list[tuple[str, str]], ds: dt.date, order=None, read_all=False):
     """A date's keys as its merge reads them (as the table's `columns` once the date is merged),
     and the order of its changes as `changes.ORDER` (`order`, else the sequence column, if any),
-    tagged with the date."""
+    tagged with the date. `read_all`: also a hash of its other columns (`READ_ALL`), so that the
+    check reads and types them all: a CSV value that does not parse fails there, before the restore."""
     from pyspark.sql import functions as F
 
     from zipper.engine.rebuild_transforms import DS
@@ -462,7 +468,9 @@ def _dated_keys(df, spec: TableSpec, columns: list[tuple[str, str]], ds: dt.date
     if order is None and sequence:
         order = typed(sequence)
     ordered = [order.alias(changes.ORDER)] if order is not None else []
-    return df.select(*[typed(k) for k in spec.keys], *ordered, F.lit(ds.isoformat()).alias(DS))
+    others = [c for c in kinds if c in have and c not in spec.keys]
+    read = [F.xxhash64(*[typed(c) for c in others]).alias(READ_ALL)] if read_all and others else []
+    return df.select(*[typed(k) for k in spec.keys], *ordered, *read, F.lit(ds.isoformat()).alias(DS))
 
 
 def check_landing_inputs(spark, spec: TableSpec, located: dict, table_columns, suffix: str = "") -> None:
