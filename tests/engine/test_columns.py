@@ -558,12 +558,14 @@ def test_a_replayed_folder_read_without_merging_schemas_is_checked_file_by_file(
 
 
 def rewritten_alike(path: Path, columns: dict) -> None:
-    """`path` rewritten with `columns`, at its size and modification time (padded with a column
-    its table does not declare): a change no fingerprint of names, sizes and times sees."""
+    """`path` rewritten with `columns` (one array each, of any length), at its size and modification
+    time (padded with a column its table does not declare): a change no fingerprint of names, sizes
+    and times sees."""
     size, times = path.stat().st_size, (path.stat().st_atime_ns, path.stat().st_mtime_ns)
     for pad in range(4096):
         written = pa.BufferOutputStream()
-        pq.write_table(pa.table({**columns, "pad": pa.array(["x" * pad])}), written, store_schema=False,
+        padding = pa.array(["x" * pad] + [""] * (len(next(iter(columns.values()))) - 1))
+        pq.write_table(pa.table({**columns, "pad": padding}), written, store_schema=False,
                        compression="none", use_dictionary=False, write_statistics=False)
         if written.getvalue().size == size:
             path.write_bytes(written.getvalue().to_pybytes())

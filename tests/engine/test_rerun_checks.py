@@ -118,9 +118,9 @@ def test_an_upsert_or_snapshot_reruns_type_refusal_says_nothing_was_changed(spar
 EMPLOYEES = {"__rowMarker__": pa.int32(), "EmployeeID": pa.string(), "EmployeeLocation": pa.string()}
 
 
-def merged_zone(spark, tmp_path, name) -> LandingZone:
+def merged_zone(spark, tmp_path, name, **source) -> LandingZone:
     """A landing zone of three dates, merged; day 2 consumed files 2 and 3."""
-    zone = LandingZone(tmp_path, name)
+    zone = LandingZone(tmp_path, name, **source)
     zone.write(1, [(0, "E1", "Redmond"), (0, "E2", "Redmond")])
     merge.merge_date(spark, zone.spec, day(1))
     zone.write(2, [(1, "E1", "Bellevue")])
@@ -397,3 +397,69 @@ def test_an_ordered_csv_rerun_refuses_a_later_dates_value_that_does_not_parse_be
     write_csv(3, ["1,ann,3.5,3", "2,bob,4.5,4"])  # mended: replayed
     assert replay.rerun(spark, t.spec, day(2)).counts["dates"] == 2
     assert (2, "bob", 4.5, 4, day(3).isoformat(), "9999-12-31") in table_rows(spark, t.table)
+
+
+ANOMALY = "has changes that do not fit the key's previous change that day (on_anomaly: error)"
+
+
+@pytest.mark.parametrize("where", ["replayed", "new"])
+def test_a_landing_zone_rerun_refuses_a_later_dates_anomaly_within_the_day_before_anything_changes(
+        spark, tmp_path, unique_name, where):
+    """With on_anomaly: error, the changes of one key within a day (an update after its delete, a
+    second insert) were checked only in the date's merge, after the restore: a bad later date left
+    the table restored and the replay half done. They do not depend on the open rows, so they are
+    checked up front, for a replayed date's kept copy as for the new files of a date past the last
+    committed one, refused as the date's merge refuses them."""
+    zone = merged_zone(spark, tmp_path, unique_name, on_anomaly="error")
+    spec = merge.resolve_keys(spark, zone.spec)
+    if where == "replayed":  # day 3's kept copy: E3 deleted, then updated
+        name = "00000000000000000004.parquet"
+        path = kept_copy(spark, zone, day(3), name)
+        rewritten_alike(path, arrays([(2, "E3", None), (1, "E3", "Tacoma")], EMPLOYEES))
+        (path.parent / f".{name}.crc").unlink(missing_ok=True)
+        bad, last, described = day(3), None, f"landing zone {zone.folder} files {name[:20]}..{name[:20]} (kept copy)"
+        refusal = "1 update of a key that is not open: E3"
+    else:  # day 4 consumes file 5: E9 inserted twice
+        zone.write(5, [(0, "E9", "Everett"), (1, "E2", "Everett"), (0, "E9", "Kent")])
+        bad, last, described = day(4), day(4), f"landing zone {zone.folder} files {'0' * 19}5..{'0' * 19}5"
+        refusal = "1 insert of a key that is open: E9"
+    message = refused_with_nothing_changed(spark, zone, spec, day(1), last)
+    assert message == f"{zone.table} {bad}: {described} {ANOMALY}: {refusal}{NOTHING_CHANGED}"
+
+    if where == "new":  # the date's merge refuses it in the same words
+        with pytest.raises(InputError) as raised:
+            merge.merge_date(spark, spec, day(4))
+        assert str(raised.value) + NOTHING_CHANGED == message
+        zone.write(5, [(0, "E9", "Everett"), (1, "E2", "Everett"), (2, "E9", None), (0, "E9", "Kent")])  # mended
+        assert replay.rerun(spark, spec, day(1), day(4)).counts["dates"] == 4
+        assert ("E9", "Kent", day(4).isoformat(), "9999-12-31") in table_rows(spark, zone.table)
+
+
+@pytest.mark.parametrize("bad_dates", [(3,), (2, 3)])
+def test_a_cdc_rerun_refuses_a_later_dates_delete_that_does_not_match_the_keys_previous_change_before_anything_changes(
+        spark, tmp_path, unique_name, bad_dates):
+    """delete_match: all_columns: a delete whose values differ from the key's previous change that
+    day (not the open row) was refused only in its date's merge, after the restore. Checked up
+    front for every replayed date in one job; the earliest bad date is refused as its merge refuses it."""
+    t = ordered_cdc_table(spark, tmp_path, unique_name)
+    if 2 in bad_dates:
+        t.write_increment(spark, day(2), [(3, "cid", "Nice", 1, 0), (3, "cid", "Metz", 2, 1)], ORDERED_CDC)
+    t.write_increment(spark, day(3), [(2, "bob", "Bern", 5, 0), (2, "bob", "Genf", 6, 1), (4, "dan", "Oslo", 1, 0)],
+                      ORDERED_CDC)
+    message = refused_with_nothing_changed(spark, t, t.spec, day(1))
+    bad = day(bad_dates[0])
+    key = 3 if bad == day(2) else 2
+    assert message == (f"{t.table} {bad}: increment {t.increment_dir(bad)} has 1 delete row whose values differ from"
+                       " the row they delete (the key's previous change) (delete_match: all_columns); keys ['id']:"
+                       f" {key} (columns city){NOTHING_CHANGED}")
+
+    if bad == day(3):  # the merge of that date refuses it in the same words
+        replay.rerun(spark, t.spec, day(1), day(2), uncommit_later=True)
+        with pytest.raises(InputError) as raised:
+            merge.merge_date(spark, t.spec, day(3))
+        assert str(raised.value) + NOTHING_CHANGED == message
+    t.write_increment(spark, day(2), [(3, "cid", "Nice", 1, 0), (3, "cid", "Nice", 2, 1)], ORDERED_CDC)  # mended
+    t.write_increment(spark, day(3), [(2, "bob", "Bern", 5, 0), (2, "bob", "Bern", 6, 1), (4, "dan", "Oslo", 1, 0)],
+                      ORDERED_CDC)
+    replay.rerun(spark, t.spec, day(1), day(3))
+    assert [r[0] for r in table_rows(spark, t.table) if r[-1] == "9999-12-31"] == [1, 4]

@@ -20,6 +20,9 @@ from zipper.errors import InputError, MissingInputError
 from zipper.spec.model import TableSpec
 
 MAX_LISTED_KEYS = 20
+# what a change of a key that is not its first of the day is checked against, in the refusals
+CDC_PREVIOUS = "the row they delete (the key's previous change)"
+LANDING_PREVIOUS = "the key's previous change that day"
 SCRATCH = "zipper_changes"
 ANOMALY_COUNTS = {
     changes.INSERT_OPEN: "inserts_of_open_keys",
@@ -283,6 +286,41 @@ def _handle_problems(spec: TableSpec, ds: dt.date, what: str, found: dict, again
     return counts
 
 
+def refused_within_day(spec: TableSpec) -> list[str]:
+    """The problems between the changes of one key within a day that fail the day (`_handle_problems`):
+    a delete that does not match (cdc with delete_match: all_columns), a landing zone's anomalies
+    with on_anomaly: error. They need no open rows, so a rerun checks them before its restore."""
+    if spec.source.mode == "landing_zone":
+        return list(ANOMALY_COUNTS) if spec.source.anomalies_are_errors else []
+    if spec.source.mode == "cdc" and spec.source.sequence_by and spec.source.deletes_need_all_columns:
+        return [changes.DELETE_MISMATCH]
+    return []
+
+
+def check_within_days(spec: TableSpec, flagged: dict, descriptions: dict[str, str], against: str,
+                      suffix: str = "") -> None:
+    """The problems between the changes of one key within a day, for several dates (date ->
+    `changes.flag_events` of its changes): the earliest date that has one that fails its merge is
+    found in one job, then refused as its merge refuses it (`_handle_problems`), with `suffix`."""
+    refused = refused_within_day(spec)
+    if not flagged or not refused:
+        return
+    from pyspark.sql import functions as F
+
+    from zipper.engine.rebuild_transforms import DS
+
+    dated = [rows.where(F.col(changes.PROBLEM).isin(*refused)).select(F.lit(ds.isoformat()).alias(DS))
+             for ds, rows in sorted(flagged.items())]
+    first = reduce(lambda a, b: a.unionByName(b), dated).agg(F.min(DS).alias(DS)).first()[DS]
+    if first is None:
+        return
+    ds = dt.date.fromisoformat(first)
+    try:
+        _handle_problems(spec, ds, descriptions[first], _collect_problems(flagged[ds], spec.keys), against)
+    except InputError as exc:
+        raise exc.reworded(exc.detail + suffix, table=exc.table, ds=exc.ds) from None
+
+
 def _add_counts(base: dict, more: dict) -> dict:
     for name, value in more.items():
         base[name] = base.get(name, 0) + value
@@ -429,11 +467,14 @@ def check_inputs(spark, spec: TableSpec, located: dict, table_columns, suffix: s
     column types (`conform.evolve`) for several dates, in date order: a rerun checks them before it
     restores. Each date's types are compared with the table's columns as the dates before it leave
     them (a column one adds has its type for the next). Then the keys (and sequence values) of every
-    date in one job (`check_dated_keys`), as the merges check them. Reads each input's schema, its
-    keys and sequence column, and for cdc its operation column. Returns each date's input so read
+    date in one job (`check_dated_keys`), as the merges check them, then a cdc input's deletes that do
+    not match the key's previous change that day (`check_within_days`, every date in one job). Reads
+    each input's schema, its keys and sequence column, for cdc its operation column (and with those
+    deletes to check, every column). Returns each date's input so read
     (date -> CheckedInput; none for an empty one)."""
-    checked, columns, keyed = {}, list(table_columns), []
+    checked, columns, keyed, flagged = {}, list(table_columns), [], {}
     leave_out = (spec.source.operation_column,) if spec.source.mode == "cdc" else ()
+    within_day = spec.source.mode == "cdc" and bool(refused_within_day(spec))
     for ds in sorted(located):
         if located[ds].empty and located[ds].format != "table":
             continue
@@ -441,12 +482,19 @@ def check_inputs(spark, spec: TableSpec, located: dict, table_columns, suffix: s
         df = _read(spark, spec, located[ds], table_columns, ds, what)
         if spec.source.mode == "cdc":
             check_operations(spec, ds, located[ds], df, what, suffix)
+        # a CSV input is typed by the table's columns it is read for: its merge reads it again when
+        # an earlier replayed date has changed them, and then checks it itself
+        read_as_merged = located[ds].format != "csv" or columns == list(table_columns)
         columns = evolved_columns(spec, ds, _columns_of(df, leave_out), columns, what, suffix)
         checked[ds] = CheckedInput(df, list(table_columns))
         keyed.append(_dated_keys(df, spec, columns, ds, read_all=located[ds].format == "csv"))
+        if within_day and read_as_merged:
+            events, match = _cdc_events(spec, df, columns)
+            flagged[ds] = changes.flag_events(events, keys=spec.keys, columns=[c for c, _ in columns], match=match)
+    descriptions = {ds.isoformat(): f"increment {located[ds].description}" for ds in checked}
     if keyed:  # every date's keys (and sequence values) in one job
-        check_dated_keys(reduce(lambda a, b: a.unionByName(b), keyed), spec,
-                         {ds.isoformat(): f"increment {located[ds].description}" for ds in checked})
+        check_dated_keys(reduce(lambda a, b: a.unionByName(b), keyed), spec, descriptions)
+    check_within_days(spec, flagged, descriptions, CDC_PREVIOUS, suffix)  # then every date's changes, in one job
     return checked
 
 
@@ -478,7 +526,8 @@ def check_landing_inputs(spark, spec: TableSpec, located: dict, table_columns, s
     dates: each file's schema from its footer and the files' types reconciled; the markers, in
     one job over every date's rows; in date order (the table's columns as the dates before leave
     them), keys present, the types against the table's, update rows with every column; the NULL
-    keys, in one job. The merge of each date reads its files again."""
+    keys, in one job; with on_anomaly: error, the anomalies between a key's changes within the day
+    (`check_within_days`), in one job. The merge of each date reads its files again."""
     read = {ds: landing.read(spark, spec, located[ds], ds) for ds in sorted(located) if located[ds].files}
     if not read:
         return
@@ -491,14 +540,19 @@ def check_landing_inputs(spark, spec: TableSpec, located: dict, table_columns, s
         first = bad[0][DS]
         _refuse_markers([r for r in bad if r[DS] == first], spec, dt.date.fromisoformat(first), descriptions[first],
                         suffix)
-    columns, keyed = list(table_columns), []
+    columns, keyed, flagged = list(table_columns), [], {}
     for ds, (rows, file_columns) in read.items():
         what = descriptions[ds.isoformat()]
         input_columns = _landing_columns(spec, ds, what, rows, file_columns)
         _refuse_partial_updates(rows, spec, ds, what, file_columns, [c for c, _ in columns], suffix)
         columns = evolved_columns(spec, ds, input_columns, columns, what, suffix)
         keyed.append(_dated_keys(rows, spec, columns, ds, _landing_order()))
+        if refused_within_day(spec):  # the anomalies need only the keys and the actions
+            keys = [(c, kind) for c, kind in columns if c in spec.keys]
+            flagged[ds] = changes.flag_events(_landing_events(rows, keys), keys=spec.keys, columns=spec.keys,
+                                              match=None)
     check_dated_keys(reduce(lambda a, b: a.unionByName(b), keyed), spec, descriptions)
+    check_within_days(spec, flagged, descriptions, LANDING_PREVIOUS, suffix)  # then every date's changes, in one job
 
 
 def _dated(rows, ds: dt.date):
@@ -535,22 +589,28 @@ def _cdc(spark, spec: TableSpec, ds: dt.date, located, df, table_columns, run_ro
     columns, column_changes = conform.evolve(_columns_of(df, (op,)), table_columns, spec, ds.isoformat(), what)
     names = [c for c, _ in columns]
     sequence = spec.source.sequence_by
-    # the columns a delete must carry: all but the keys and the sequence (which orders, and so differs)
-    match = [c for c in names if c not in spec.keys and c != sequence] if spec.source.deletes_need_all_columns else None
-    events = changes.cdc_events(conform.to_columns(df, columns, keep=(op,)), op_column=op, columns=names,
-                                order=sequence)
+    events, match = _cdc_events(spec, df, columns)
     counts = _problem_counts(spec)
     if not sequence:
         seen = measure(events, names) if checked else validate_keys(events, spec, ds, what, names)
         collapsed = changes.single_changes(events, columns=names, match=match)
     else:
         seen = measure(events, names) if checked else validate_order(events, spec, ds, what, sequence, names)
-        collapsed = _collapsed(spec, ds, what, events, names, counts, match,
-                               "the row they delete (the key's previous change)")
+        collapsed = _collapsed(spec, ds, what, events, names, counts, match, CDC_PREVIOUS)
     counts["source_rows"] = seen.rows
     result, count, scratch = _materialize(spark, collapsed, run_root)
     return Day(result, count, columns, column_changes, located, counts, check_open=True, scratch=[scratch],
                variable_bytes_per_row=seen.variable_bytes_per_row)
+
+
+def _cdc_events(spec: TableSpec, df, columns: list[tuple[str, str]]):
+    """A cdc input (operations checked) as events of the table's `columns`, and the columns a delete
+    must carry: all but the keys and the sequence (which orders, and so differs), or None."""
+    op, sequence, names = spec.source.operation_column, spec.source.sequence_by, [c for c, _ in columns]
+    match = [c for c in names if c not in spec.keys and c != sequence] if spec.source.deletes_need_all_columns else None
+    events = changes.cdc_events(conform.to_columns(df, columns, keep=(op,)), op_column=op, columns=names,
+                                order=sequence)
+    return events, match
 
 
 def _collapsed(spec: TableSpec, ds: dt.date, what: str, events, names: list[str], counts: dict, match,
@@ -574,16 +634,20 @@ def _landing(spark, spec: TableSpec, ds: dt.date, located: sources.Input, table_
     _refuse_partial_updates(rows, spec, ds, what, file_columns, [c for c, _ in table_columns])
     columns, column_changes = conform.evolve(input_columns, table_columns, spec, ds.isoformat(), what)
     names = [c for c, _ in columns]
-    events = changes.landing_events(
-        conform.to_columns(rows, columns, keep=(landing.MARKER, landing.FILE, landing.ROW)),
-        columns=names, marker=landing.MARKER, file=landing.FILE, row=landing.ROW,
-    )
+    events = _landing_events(rows, columns)
     seen = validate_order(events, spec, ds, what, None, names)
     counts["source_rows"] = seen.rows
-    collapsed = _collapsed(spec, ds, what, events, names, counts, None, "the key's previous change that day")
+    collapsed = _collapsed(spec, ds, what, events, names, counts, None, LANDING_PREVIOUS)
     result, count, scratch = _materialize(spark, collapsed, run_root)
     return Day(result, count, columns, column_changes, located, counts, check_open=True, scratch=[scratch],
                variable_bytes_per_row=seen.variable_bytes_per_row)
+
+
+def _landing_events(rows, columns: list[tuple[str, str]]):
+    """A landing zone's rows (`landing.read`, markers checked) as events of the table's `columns`."""
+    return changes.landing_events(conform.to_columns(rows, columns, keep=(landing.MARKER, landing.FILE, landing.ROW)),
+                                  columns=[c for c, _ in columns], marker=landing.MARKER, file=landing.FILE,
+                                  row=landing.ROW)
 
 
 def _bad_markers(rows):

@@ -161,7 +161,8 @@ def _checked_inputs(spark, spec: TableSpec, replayed: dict) -> dict[dt.date, day
     """Every mode: each date's column types against the table's as the dates before it leave them,
     and their keys, every date in one job: NULL and repeated keys, or with sequence_by NULL and
     repeated sequence values of a key. cdc inputs: their operations. Landing zones: their files'
-    types from the footers, their row markers and NULL keys (their merges read them again)."""
+    types from the footers, their row markers and NULL keys (their merges read them again). Then the
+    changes of one key within a day that fail its merge (`dayinput.check_within_days`), every date in one job."""
     table_columns = catalog.data_columns(spark, spec)
     if spec.source.mode == "landing_zone":
         dayinput.check_landing_inputs(spark, spec, replayed, table_columns, NOTHING_CHANGED)
