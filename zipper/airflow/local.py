@@ -70,11 +70,9 @@ class LocalAirflow:
         self.home = Path(home)
         self.port = port or free_port()
         base = dict(os.environ if env is None else env)
-        spare = iter(free_ports(len(LOG_SERVER_PORTS), taken=(self.port,)))
-        for variable in LOG_SERVER_PORTS.values():
-            spare_port = next(spare)
+        for variable, spare in zip(LOG_SERVER_PORTS.values(), free_ports(len(LOG_SERVER_PORTS), taken=(self.port,))):
             if not base.get(variable):
-                base[variable] = str(spare_port)
+                base[variable] = str(spare)
         self.log_ports = {role: int(base[variable]) for role, variable in LOG_SERVER_PORTS.items()}
         base.update({
             "AIRFLOW_HOME": str(self.home),

@@ -297,11 +297,10 @@ def refused_within_day(spec: TableSpec) -> list[str]:
     return []
 
 
-def check_within_days(spec: TableSpec, flagged: dict, descriptions: dict[str, str], against: str,
-                      suffix: str = "") -> None:
+def check_within_days(spec: TableSpec, flagged: dict, descriptions: dict[str, str], against: str) -> None:
     """The problems between the changes of one key within a day, for several dates (date ->
     `changes.flag_events` of its changes): the earliest date that has one that fails its merge is
-    found in one job, then refused as its merge refuses it (`_handle_problems`), with `suffix`."""
+    found in one job, then refused as its merge refuses it (`_handle_problems`)."""
     refused = refused_within_day(spec)
     if not flagged or not refused:
         return
@@ -315,10 +314,7 @@ def check_within_days(spec: TableSpec, flagged: dict, descriptions: dict[str, st
     if first is None:
         return
     ds = dt.date.fromisoformat(first)
-    try:
-        _handle_problems(spec, ds, descriptions[first], _collect_problems(flagged[ds], spec.keys), against)
-    except InputError as exc:
-        raise exc.reworded(exc.detail + suffix, table=exc.table, ds=exc.ds) from None
+    _handle_problems(spec, ds, descriptions[first], _collect_problems(flagged[ds], spec.keys), against)
 
 
 def _add_counts(base: dict, more: dict) -> dict:
@@ -432,14 +428,14 @@ def _empty(spec: TableSpec, located: sources.Input, table_columns) -> Day:
     return Day(None, 0, list(table_columns), conform.ColumnChanges(), located, counts)
 
 
-def check_operations(spec: TableSpec, ds: dt.date, located, df, what: str, suffix: str = "") -> None:
+def check_operations(spec: TableSpec, ds: dt.date, located, df, what: str) -> None:
     """A cdc input has its operation column, holding only 0 and 1."""
     where = _where(spec, ds)
     op = spec.source.operation_column
     if op not in df.columns:
         files = ", ".join(fs.name_of(f.path) for f in located.files[:5]) or located.description
-        raise InputError(f"{what} has no operation column {op!r} (0 insert or update, 1 delete); files: {files}"
-                         + suffix, **where)
+        raise InputError(f"{what} has no operation column {op!r} (0 insert or update, 1 delete); files: {files}",
+                         **where)
     bad = changes.bad_operations(df, op_column=op).distinct().limit(5).collect()
     if bad:
         kind = df.schema[op].dataType.simpleString()
@@ -447,8 +443,7 @@ def check_operations(spec: TableSpec, ds: dt.date, located, df, what: str, suffi
         shown = "; ".join(f"{r['op'] if r['op'] is not None else 'NULL'}{typed} in"
                           f" {fs.name_of(r['file']) if r['file'] else located.description}"
                           for r in sorted(bad, key=lambda r: (r["op"] is None, r["op"] or "", r["file"] or "")))
-        raise InputError(f"{what} has {op} values other than 0 (insert or update) and 1 (delete): {shown}" + suffix,
-                         **where)
+        raise InputError(f"{what} has {op} values other than 0 (insert or update) and 1 (delete): {shown}", **where)
 
 
 @dataclass(frozen=True)
@@ -462,7 +457,7 @@ class CheckedInput:
     table_columns: list[tuple[str, str]]  # the table's columns it was read for (a CSV's types)
 
 
-def check_inputs(spark, spec: TableSpec, located: dict, table_columns, suffix: str = "") -> dict:
+def check_inputs(spark, spec: TableSpec, located: dict, table_columns) -> dict:
     """A cdc input's operations (`check_operations`), an ordered upsert's sequence column, and the
     column types (`conform.evolve`) for several dates, in date order: a rerun checks them before it
     restores. Each date's types are compared with the table's columns as the dates before it leave
@@ -481,11 +476,11 @@ def check_inputs(spark, spec: TableSpec, located: dict, table_columns, suffix: s
         what = f"increment {located[ds].description}"
         df = _read(spark, spec, located[ds], table_columns, ds, what)
         if spec.source.mode == "cdc":
-            check_operations(spec, ds, located[ds], df, what, suffix)
+            check_operations(spec, ds, located[ds], df, what)
         # a CSV input is typed by the table's columns it is read for: its merge reads it again when
         # an earlier replayed date has changed them, and then checks it itself
         read_as_merged = located[ds].format != "csv" or columns == list(table_columns)
-        columns = evolved_columns(spec, ds, _columns_of(df, leave_out), columns, what, suffix)
+        columns = evolved_columns(spec, ds, _columns_of(df, leave_out), columns, what)
         checked[ds] = CheckedInput(df, list(table_columns))
         keyed.append(_dated_keys(df, spec, columns, ds, read_all=located[ds].format == "csv"))
         if within_day and read_as_merged:
@@ -494,7 +489,7 @@ def check_inputs(spark, spec: TableSpec, located: dict, table_columns, suffix: s
     descriptions = {ds.isoformat(): f"increment {located[ds].description}" for ds in checked}
     if keyed:  # every date's keys (and sequence values) in one job
         check_dated_keys(reduce(lambda a, b: a.unionByName(b), keyed), spec, descriptions)
-    check_within_days(spec, flagged, descriptions, CDC_PREVIOUS, suffix)  # then every date's changes, in one job
+    check_within_days(spec, flagged, descriptions, CDC_PREVIOUS)  # then every date's changes, in one job
     return checked
 
 
@@ -521,7 +516,7 @@ def _dated_keys(df, spec: TableSpec, columns: list[tuple[str, str]], ds: dt.date
     return df.select(*[typed(k) for k in spec.keys], *ordered, *read, F.lit(ds.isoformat()).alias(DS))
 
 
-def check_landing_inputs(spark, spec: TableSpec, located: dict, table_columns, suffix: str = "") -> None:
+def check_landing_inputs(spark, spec: TableSpec, located: dict, table_columns) -> None:
     """The checks of `_landing` that need no open rows, for the landing-zone inputs of several
     dates: each file's schema from its footer and the files' types reconciled; the markers, in
     one job over every date's rows; in date order (the table's columns as the dates before leave
@@ -532,35 +527,29 @@ def check_landing_inputs(spark, spec: TableSpec, located: dict, table_columns, s
     if not read:
         return
     descriptions = {ds.isoformat(): f"landing zone {located[ds].description}" for ds in read}
-    from zipper.engine.rebuild_transforms import DS
+    from zipper.engine.rebuild_transforms import DS, dated
 
-    marked = reduce(lambda a, b: a.unionByName(b), [_dated(_bad_markers(rows), ds) for ds, (rows, _) in read.items()])
+    markers = [_bad_markers(rows) for rows, _ in read.values()]
+    marked = reduce(lambda a, b: a.unionByName(b), [dated(bad, bad.columns, ds.isoformat())
+                                                    for ds, bad in zip(read, markers)])
     bad = marked.orderBy(DS, "file", "row").limit(5).collect()
     if bad:
         first = bad[0][DS]
-        _refuse_markers([r for r in bad if r[DS] == first], spec, dt.date.fromisoformat(first), descriptions[first],
-                        suffix)
+        _refuse_markers([r for r in bad if r[DS] == first], spec, dt.date.fromisoformat(first), descriptions[first])
     columns, keyed, flagged = list(table_columns), [], {}
+    within_day = bool(refused_within_day(spec))
     for ds, (rows, file_columns) in read.items():
         what = descriptions[ds.isoformat()]
         input_columns = _landing_columns(spec, ds, what, rows, file_columns)
-        _refuse_partial_updates(rows, spec, ds, what, file_columns, [c for c, _ in columns], suffix)
-        columns = evolved_columns(spec, ds, input_columns, columns, what, suffix)
+        _refuse_partial_updates(rows, spec, ds, what, file_columns, [c for c, _ in columns])
+        columns = evolved_columns(spec, ds, input_columns, columns, what)
         keyed.append(_dated_keys(rows, spec, columns, ds, _landing_order()))
-        if refused_within_day(spec):  # the anomalies need only the keys and the actions
+        if within_day:  # the anomalies need only the keys and the actions
             keys = [(c, kind) for c, kind in columns if c in spec.keys]
             flagged[ds] = changes.flag_events(_landing_events(rows, keys), keys=spec.keys, columns=spec.keys,
                                               match=None)
     check_dated_keys(reduce(lambda a, b: a.unionByName(b), keyed), spec, descriptions)
-    check_within_days(spec, flagged, descriptions, LANDING_PREVIOUS, suffix)  # then every date's changes, in one job
-
-
-def _dated(rows, ds: dt.date):
-    from pyspark.sql import functions as F
-
-    from zipper.engine.rebuild_transforms import DS
-
-    return rows.withColumn(DS, F.lit(ds.isoformat()))
+    check_within_days(spec, flagged, descriptions, LANDING_PREVIOUS)  # then every date's changes, in one job
 
 
 def _landing_order():
@@ -570,13 +559,9 @@ def _landing_order():
     return F.struct(F.col(landing.FILE), F.col(landing.ROW))
 
 
-def evolved_columns(spec: TableSpec, ds: dt.date, input_columns, table_columns, what: str, suffix: str = "") -> list:
-    """The table's columns once an input of `input_columns` is merged (`conform.evolve`); its
-    refusal (a column that changes type) ends with `suffix`."""
-    try:
-        return conform.evolve(input_columns, table_columns, spec, ds.isoformat(), what)[0]
-    except InputError as exc:
-        raise exc.reworded(exc.detail + suffix, table=exc.table, ds=exc.ds) from None
+def evolved_columns(spec: TableSpec, ds: dt.date, input_columns, table_columns, what: str) -> list:
+    """The table's columns once an input of `input_columns` is merged (`conform.evolve`)."""
+    return conform.evolve(input_columns, table_columns, spec, ds.isoformat(), what)[0]
 
 
 def _cdc(spark, spec: TableSpec, ds: dt.date, located, df, table_columns, run_root: str, what: str,
@@ -655,13 +640,13 @@ def _bad_markers(rows):
                                row=landing.ROW)
 
 
-def _refuse_markers(bad, spec: TableSpec, ds: dt.date, what: str, suffix: str = "") -> None:
+def _refuse_markers(bad, spec: TableSpec, ds: dt.date, what: str) -> None:
     """The refusal of the rows (collected `changes.bad_markers`) whose marker is no operation."""
     if bad:
         shown = "; ".join(f"{r['marker'] if r['marker'] is not None else 'NULL'} in {r['file']} row {r['row'] + 1}"
                           for r in bad)
-        raise InputError(f"{what} has __rowMarker__ values other than 0 insert, 1 update, 2 delete, 4 upsert: {shown}"
-                         + suffix, **_where(spec, ds))
+        raise InputError(f"{what} has __rowMarker__ values other than 0 insert, 1 update, 2 delete, 4 upsert: {shown}",
+                         **_where(spec, ds))
 
 
 def _landing_columns(spec: TableSpec, ds: dt.date, what: str, rows, file_columns: dict) -> list[tuple[str, str]]:
@@ -679,8 +664,7 @@ def _landing_columns(spec: TableSpec, ds: dt.date, what: str, rows, file_columns
     return input_columns
 
 
-def _refuse_partial_updates(rows, spec: TableSpec, ds: dt.date, what: str, file_columns: dict, table_names: list[str],
-                            suffix: str = ""):
+def _refuse_partial_updates(rows, spec: TableSpec, ds: dt.date, what: str, file_columns: dict, table_names: list[str]):
     """Update and upsert rows carry the full row: a file that has them must have every table column."""
     from pyspark.sql import functions as F
 
@@ -695,7 +679,7 @@ def _refuse_partial_updates(rows, spec: TableSpec, ds: dt.date, what: str, file_
     if offending:
         name = offending[0][landing.FILE]
         raise InputError(f"{what}: file {name} has update or upsert rows (which carry the full row) but lacks"
-                         f" columns {lacking[name]}{suffix}", **_where(spec, ds))
+                         f" columns {lacking[name]}", **_where(spec, ds))
 
 
 def _snapshot(spark, spec: TableSpec, st, ds: dt.date, located, rows, columns, column_changes, run_root: str,

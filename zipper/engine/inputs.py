@@ -75,7 +75,7 @@ def read_increments(spark, spec: TableSpec, table_columns: list[tuple[str, str]]
     for day in sorted(located):
         what = f"increment {located[day].description}"
         df = conform.read_input(spark, spec, located[day], spec.source, table_columns, day.isoformat(), what)
-        columns = evolved_columns(spec, day, _columns_of(df), columns, what, "; nothing was changed")
+        columns = evolved_columns(spec, day, _columns_of(df), columns, what)
         read[day] = df
     return read, columns
 

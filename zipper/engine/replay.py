@@ -165,10 +165,10 @@ def _checked_inputs(spark, spec: TableSpec, replayed: dict) -> dict[dt.date, day
     changes of one key within a day that fail its merge (`dayinput.check_within_days`), every date in one job."""
     table_columns = catalog.data_columns(spark, spec)
     if spec.source.mode == "landing_zone":
-        dayinput.check_landing_inputs(spark, spec, replayed, table_columns, NOTHING_CHANGED)
+        dayinput.check_landing_inputs(spark, spec, replayed, table_columns)
         return {}
     if spec.source.mode == "cdc" or spec.source.sequence_by is not None:
-        return dayinput.check_inputs(spark, spec, replayed, table_columns, NOTHING_CHANGED)
+        return dayinput.check_inputs(spark, spec, replayed, table_columns)
     read, replayed_columns = inputs.read_increments(spark, spec, table_columns, replayed)
     inputs.check_keys(inputs.dated_rows(spark, spec, replayed_columns, replayed, read=read), spec,
                       inputs.descriptions(replayed))
