@@ -8,6 +8,7 @@ a command again. The lock is held here by a second connection, as a scheduler tr
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -165,10 +166,11 @@ def test_two_embedded_airflows_on_one_machine_each_serve_their_logs(tmp_path):
     try:
         ports = {}
         for name, probe in probes.items():
-            while (line := probe.stdout.readline()) and not line.startswith("PORTS"):
+            # the log servers share the probe's stdout: their own lines may run into the ports' line
+            while (line := probe.stdout.readline()) and not (found := re.search(r"PORTS (\d+) (\d+)", line)):
                 pass
             assert line, f"{name}: {probe.stderr.read()[-2000:]}"
-            ports[name] = [int(port) for port in line.split()[1:]]
+            ports[name] = [int(port) for port in found.groups()]
         every_port = [port for pair in ports.values() for port in pair]
         assert len(set(every_port)) == 8 and not {8793, 8794} & set(every_port), ports
         deadline = time.monotonic() + 120
