@@ -15,7 +15,7 @@ setup-airflow2:
 
 # Render airflow.cfg.template into $(AIRFLOW_HOME), migrate the SQLite database, create the pool.
 airflow-setup: setup
-	$(AIRFLOW_ENV) .venv/bin/python -m zipper.airflow.home
+	$(AIRFLOW_ENV) .venv/bin/python -m zipper.devtools.airflow_home
 
 # The Airflow UI with this package's DAGs (api-server, scheduler, dag-processor, triggerer).
 airflow: airflow-setup
@@ -23,11 +23,11 @@ airflow: airflow-setup
 
 # The sample week through Airflow: a backfill, then the table.
 demo: setup
-	$(AIRFLOW_ENV) .venv/bin/python -m zipper.airflow.demo
+	$(AIRFLOW_ENV) .venv/bin/python -m zipper.devtools.airflow_demo
 
 # The same week merged directly in one Spark session, without Airflow.
 demo-direct: setup
-	.venv/bin/python -m zipper.demo
+	.venv/bin/python -m zipper.devtools.demo
 
 test:
 	scripts/test.sh

@@ -7,7 +7,7 @@ side in one local SparkSession, alternating, median of the rounds after a warm-u
   copy      read the open partition and write it back as Parquet (bench_merge's floor);
   lookup    the same plus the broadcast key lookup, writing only the rows the increment does
             not name (one output): what any merge that reads each open row once must do;
-  big pass  zipper's big pass as the merge runs it (`transforms.route_open`, both slots written
+  big pass  zipper's big pass as the merge runs it (`daily.route_open`, both slots written
             by one partitioned write).
 
 lookup/copy bounds every single-pass design from below; big pass/copy is what zipper pays
@@ -55,7 +55,10 @@ def main(argv=None) -> None:
 def run(args, layout: common.Layout) -> None:
     from pyspark.sql import functions as F
 
-    from zipper.engine import catalog, conform, dayinput, merge, sources, state, transforms
+    from zipper.inputs import conform, dayinput, sources
+    from zipper.jobs import merge
+    from zipper.table import catalog, state
+    from zipper.transforms import daily
 
     spark = common.start_session(layout)
     meter = common.HeapMeter(spark)
@@ -76,7 +79,7 @@ def run(args, layout: common.Layout) -> None:
         return spark.read.schema(open_schema).parquet(st.open_partition.location)
 
     def routed():
-        return transforms.route_open(open_rows(), day.changes, keys=spec.keys)
+        return daily.route_open(open_rows(), day.changes, keys=spec.keys)
 
     def timed(write):
         started = time.perf_counter()
@@ -85,9 +88,9 @@ def run(args, layout: common.Layout) -> None:
 
     runs = {
         "copy": lambda: common.time_copy(spark, spec.table, target()),
-        "lookup": lambda: timed(lambda: routed().where(F.col(transforms.SLOT) == transforms.OPEN)
-                                .drop(transforms.SLOT).write.parquet(target())),
-        "big pass": lambda: timed(lambda: routed().write.mode("append").partitionBy(transforms.SLOT)
+        "lookup": lambda: timed(lambda: routed().where(F.col(daily.SLOT) == daily.OPEN)
+                                .drop(daily.SLOT).write.parquet(target())),
+        "big pass": lambda: timed(lambda: routed().write.mode("append").partitionBy(daily.SLOT)
                                   .parquet(target())),
     }
     print(f"{args.rows:,} open rows, increment of {day.rows:,} rows; Spark {spark.version},"

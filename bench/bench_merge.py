@@ -147,7 +147,7 @@ def disk_mb(path: str) -> float:
 
 def zipper_spec(layout: Layout, round_no: int):
     """One table per round: a zipper table merges a date once, so each round needs a fresh one."""
-    from zipper.spec.model import TableSpec
+    from zipper.tablespec.model import TableSpec
 
     return TableSpec.model_validate(
         dict(
@@ -182,7 +182,7 @@ def create_article_table(spark, layout: Layout, round_no: int, columns: list[tup
 
 
 def article_sql(table: str, increment: str, columns: list[tuple[str, str]]) -> str:
-    from zipper import sqltemplates
+    from zipper.core import sqltemplates
 
     return sqltemplates.render(
         "article_left_join_union_all.sql",
@@ -266,7 +266,7 @@ def time_copy(spark, table: str, target: str) -> float:
 
 
 def time_merge(spark, spec) -> tuple[float, object]:
-    from zipper.engine import merge
+    from zipper.jobs import merge
 
     started = time.perf_counter()
     result = merge.merge_date(spark, spec, DAY)
@@ -353,7 +353,7 @@ class Samples:
 
 def prepare_round(spark, layout: Layout, round_no: int, columns) -> tuple[object, str]:
     """Fresh zipper table (init from the base) and fresh article table, both at D-1. Not timed."""
-    from zipper.engine import merge
+    from zipper.jobs import merge
 
     spec = zipper_spec(layout, round_no)
     merge.init_table(spark, spec)

@@ -1,7 +1,7 @@
 """Benchmark: a daily `zipper merge` in a fresh JVM, with and without the class data sharing archive.
 
 Each scheduled merge is one new driver, which loads some 15,000 classes before it does any work.
-Set-up makes an archive of them (zipper.runtime.jvm); this measures what it saves, side by side
+Set-up makes an archive of them (zipper.devtools.jvm_archive); this measures what it saves, side by side
 in one run: a generated dimension (default 1,000,000 rows; each day 1% changed keys and 0.2% new
 keys, as bench_replay), then one `zipper merge NAME --ds D` per day, alternating
 `ZIPPER_JVM_ARCHIVE=off` and the default (the archive), `--rounds` each. Printed: wall and engine
@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_replay as replay  # noqa: E402  (bench/ is not a package on the path when run as a script)
 
+from zipper.devtools import jvm_archive  # noqa: E402
 from zipper.runtime import jvm  # noqa: E402
 
 METHODS = ("no archive", "archive")
@@ -43,7 +44,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    if jvm.ensure_archive() is None:
+    if jvm_archive.ensure_archive() is None:
         raise SystemExit("no class data sharing archive could be made; nothing to compare")
     root = Path(tempfile.mkdtemp(prefix="zipper-bench-startup-"))
     days = args.rounds * len(METHODS)

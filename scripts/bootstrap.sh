@@ -33,9 +33,9 @@ if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$WANT" ]]; then
   echo "$WANT" > "$STAMP"
 fi
 
-# The class data sharing archive zipper's Spark drivers start with (zipper/runtime/jvm.py):
+# The class data sharing archive zipper's Spark drivers start with (zipper/devtools/jvm_archive.py):
 # a minute or two, once per Java and set of jars; without it they only start slower.
 # `--no-archive`: the caller makes it itself (scripts/test.sh, while .venv-airflow2 installs).
 if [[ "${1:-}" != "--no-archive" ]]; then
-  .venv/bin/python -m zipper.runtime.jvm >/dev/null
+  .venv/bin/python -m zipper.devtools.jvm_archive >/dev/null
 fi

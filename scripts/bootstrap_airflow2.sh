@@ -22,5 +22,5 @@ if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$WANT" ]]; then
   echo "$WANT" > "$STAMP"
 fi
 if [[ "${1:-}" != "--no-archive" ]]; then  # this virtualenv's own archive: its pyspark's jars
-  "$VENV/bin/python" -m zipper.runtime.jvm >/dev/null
+  "$VENV/bin/python" -m zipper.devtools.jvm_archive >/dev/null
 fi

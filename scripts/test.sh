@@ -4,9 +4,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -eq 0 ]; then
   scripts/bootstrap.sh --no-archive
-  # The class data sharing archive every Spark driver starts with (zipper/runtime/jvm.py; a
+  # The class data sharing archive every Spark driver starts with (zipper/devtools/jvm_archive.py; a
   # minute or two, once per .venv and Java): made while .venv-airflow2 installs, not while tests wait.
-  .venv/bin/python -m zipper.runtime.jvm >/dev/null &
+  .venv/bin/python -m zipper.devtools.jvm_archive >/dev/null &
 else
   scripts/bootstrap.sh
 fi

@@ -1,7 +1,7 @@
 """JVM start-up options for every Spark driver the tests start: the in-process session, the
 `zipper` and probe subprocesses, and the spark-submit runs of the Airflow tasks.
 
-- The product's class data sharing archive (`zipper.runtime.jvm`, made by set-up): the product
+- The product's class data sharing archive (`zipper.devtools.jvm_archive`, made by set-up): the product
   maps it in the drivers it configures itself (embedded default); passing it here too reaches
   the tests' other drivers (probe sessions, the external-metastore run).
 - `-XX:TieredStopAtLevel=1`: the quick JIT only; a test driver lives seconds to minutes on
@@ -21,6 +21,7 @@ import os
 import sys
 from pathlib import Path
 
+from zipper.devtools import jvm_archive
 from zipper.runtime import jvm
 
 # The quick JIT only, with the code cache tiered compilation would have (240 MB): alone it gets
@@ -42,7 +43,7 @@ def spark_submit_opts(python: str | None = None) -> str:
         # another virtualenv (Airflow 2.11): other jar paths; an archive of its own would cost
         # more than its three drivers save
         return " ".join(opts)
-    jvm.ensure_archive()
+    jvm_archive.ensure_archive()
     archive = jvm.driver_options()
     # With the archive, strict sharing: a driver that cannot map it fails instead of quietly
     # starting slower, so every test driver (the Airflow tasks' too) shows that it maps.

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from zipper.spec.loader import load_spec_file
+from zipper.tablespec.loader import load_spec_file
 
 D1 = dt.date(2024, 1, 1)
 
@@ -111,7 +111,7 @@ def sorted_rows(df) -> list[tuple]:
 
 def initialized_with_a_day_folder(spark, t: TableFixture, base_rows) -> Path:
     """`t` initialized from a base of `base_rows`, and the (empty) folder of its day 1 increment."""
-    from zipper.engine import merge
+    from zipper.jobs import merge
 
     t.write_base(spark, base_rows)
     merge.init_table(spark, t.spec)

@@ -27,8 +27,8 @@ def main() -> int:
         with contextlib.redirect_stdout(io.StringIO()):
             exits.append(zipper_main(list(args) + ["--warehouse", warehouse]))
     result = {"exits": exits, "tables": {t: snapshot(spark, t) for t in plan.get("tables", [])}, "status": {}}
-    from zipper.engine import inspect
-    from zipper.spec.loader import find_spec
+    from zipper.table import inspect
+    from zipper.tablespec.loader import find_spec
 
     for specs, name in plan.get("status", []):
         _, spec = find_spec(name, specs)

@@ -240,7 +240,7 @@ def test_the_docs_show_paths_as_the_job_reads_them_and_what_a_cleared_past_date_
     the UI does not say; and the docs said a cleared past date replays even where `on_past_date: error` makes
     that merge fail."""
     from zipper.airflow.docs import merge_dag_doc
-    from zipper.spec.loader import load_spec_file
+    from zipper.tablespec.loader import load_spec_file
 
     path = write_spec(tmp_path / "specs", "dim_rel", tmp_path / "data", on_past_date="error",
                       source={"format": "parquet", "path": "../in/ds={{ ds }}"},

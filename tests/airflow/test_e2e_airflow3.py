@@ -24,7 +24,7 @@ from tests.airflow.support import (
 )
 from tests.cli.helpers import write_parquet
 from zipper.airflow.environment import DEFAULT_POOL
-from zipper.airflow.local import LocalAirflow
+from zipper.devtools.local_airflow import LocalAirflow
 
 pytestmark = [pytest.mark.slow, pytest.mark.airflow]
 BACKFILLED = "dim_bf"

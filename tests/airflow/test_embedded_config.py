@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from tests.airflow.support import AIRFLOW2_VENV, minimal_env
-from zipper.airflow import local
+from zipper.devtools import local_airflow
 from zipper.airflow.environment import REPO
-from zipper.airflow.home import render_config
-from zipper.airflow.local import LocalAirflow
+from zipper.devtools.airflow_home import render_config
+from zipper.devtools.local_airflow import LocalAirflow
 
 pytestmark = pytest.mark.airflow
 HELD_SECONDS = 12  # well past sqlite3's default 5 s, well short of the configured 60 s
@@ -47,7 +47,7 @@ print("WRITTEN", flush=True)
 RENDER = """
 import sys
 from pathlib import Path
-from zipper.airflow.home import render_config
+from zipper.devtools.airflow_home import render_config
 home = Path(sys.argv[1])
 (home / "airflow.cfg").write_text(render_config(home))
 """
@@ -110,7 +110,7 @@ def test_a_command_failed_on_the_lock_is_run_again_and_succeeds(tmp_path, monkey
             database.execute("COMMIT")
             released.append(seconds)
 
-    monkeypatch.setattr(local, "wait_before_retry", release_then_wait)
+    monkeypatch.setattr(local_airflow, "wait_before_retry", release_then_wait)
     try:
         once = airflow.cli("pools", "set", "locked_once", "1", "x", check=False, retries_when_locked=0)
         again = airflow.cli("pools", "set", "locked_once", "1", "x")
@@ -118,7 +118,7 @@ def test_a_command_failed_on_the_lock_is_run_again_and_succeeds(tmp_path, monkey
         if not released:
             database.execute("COMMIT")
         database.close()
-    assert once.returncode != 0 and local.LOCKED in once.stderr  # the control: one attempt fails on the lock
+    assert once.returncode != 0 and local_airflow.LOCKED in once.stderr  # the control: one attempt fails on the lock
     assert again.returncode == 0 and released
     assert airflow.query("SELECT slots FROM slot_pool WHERE pool = 'locked_once'") == [(1,)]
 

@@ -10,15 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from zipper.airflow.increments import (
-    CHECKS,
-    ExternalMetastore,
-    check_files,
-    check_increment,
-    check_landing_zone,
-    partition_dir,
-)
-from zipper.spec.loader import load_spec_file
+from zipper.airflow.increments import ( CHECKS, ExternalMetastore, check_files, check_increment, check_landing_zone, partition_dir, )
+from zipper.tablespec.loader import load_spec_file
 
 DS = dt.date(2024, 1, 2)
 

@@ -23,7 +23,7 @@ import pytest
 from tests.airflow.support import DATES, write_sample, write_spec
 from tests.cli.helpers import REPO
 from tests.jvm import spark_env
-from zipper.airflow.local import free_port
+from zipper.devtools.local_airflow import free_port
 from zipper.runtime.jvm import java_binary
 
 pytestmark = pytest.mark.slow

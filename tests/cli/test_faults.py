@@ -8,7 +8,7 @@ import signal
 import pytest
 
 from tests.cli.helpers import day, make_spec, probe, write_parquet, zipper
-from zipper.engine.faults import STEPS
+from zipper.core.faults import STEPS
 
 pytestmark = pytest.mark.subprocess
 OPEN = "9999-12-31"

@@ -1,4 +1,4 @@
-"""The class data sharing archive set-up makes (zipper.runtime.jvm) is the one the product's
+"""The class data sharing archive set-up makes (zipper.devtools.jvm_archive) is the one the product's
 own drivers map: run with `-Xshare:on`, a JVM that cannot map the archive it is given refuses
 to start, so a command that succeeds proves the archive matched its JVM and jars."""
 
@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from tests.cli.helpers import BIN, REPO, day, env_for, make_spec, wait_for_jvms, write_parquet, zipper
+from zipper.devtools import jvm_archive
 from zipper.runtime import jvm
 
 pytestmark = pytest.mark.subprocess
@@ -18,7 +19,7 @@ STRICT = {"SPARK_SUBMIT_OPTS": "-Xshare:on"}  # only what the product itself put
 
 @pytest.fixture(scope="module")
 def archive():
-    made = jvm.ensure_archive()
+    made = jvm_archive.ensure_archive()
     assert made is not None and made.stat().st_size > 0
     return made
 
@@ -86,7 +87,7 @@ def test_set_up_makes_no_archive_where_it_cannot_write(tmp_path, monkeypatch, ca
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     monkeypatch.setenv(jvm.ARCHIVE_ENV, str(blocker / "jvm" / "spark.jsa"))
-    assert jvm.ensure_archive() is None
+    assert jvm_archive.ensure_archive() is None
     assert jvm.driver_options() == ""
     assert "no class data sharing archive" in capsys.readouterr().err
 
@@ -95,17 +96,17 @@ def test_a_failed_archive_run_is_recorded_and_only_retried_when_forced(tmp_path,
     """Each try costs a minute or more: set-up must not pay it again on every run."""
     target = tmp_path / "jvm" / "spark.jsa"
     monkeypatch.setenv(jvm.ARCHIVE_ENV, str(target))
-    monkeypatch.setattr(jvm, "MAKE_TIMEOUT_S", 0.5)  # the archiving run cannot finish in time
-    assert jvm.ensure_archive() is None
+    monkeypatch.setattr(jvm_archive, "MAKE_TIMEOUT_S", 0.5)  # the archiving run cannot finish in time
+    assert jvm_archive.ensure_archive() is None
     record = tmp_path / "jvm" / "spark.jsa.failed"
     assert "took over 0.5 s" in record.read_text()
     assert "took over 0.5 s" in capsys.readouterr().err
 
     record.write_text("recorded earlier\n")
-    assert jvm.ensure_archive() is None
+    assert jvm_archive.ensure_archive() is None
     assert "--force" in capsys.readouterr().err
     assert record.read_text() == "recorded earlier\n"  # not tried again
 
-    assert jvm.ensure_archive(force=True) is None
+    assert jvm_archive.ensure_archive(force=True) is None
     assert "took over 0.5 s" in record.read_text()
     assert not target.exists() and not list(target.parent.glob("*.partial"))

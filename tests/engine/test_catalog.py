@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from zipper.engine import catalog, state
-from zipper.engine.catalog import Partition
-from zipper.spec.model import TableSpec
+from zipper.table import catalog, state
+from zipper.table.catalog import Partition
+from zipper.tablespec.model import TableSpec
 
 
 def _table(spark, tmp_path, name, ends):

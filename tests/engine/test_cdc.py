@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from tests.support import TableFixture, day, table_rows
-from zipper.engine import catalog, check, fs, merge, state
-from zipper.errors import InputError
+from zipper.core import fs
+from zipper.jobs import merge
+from zipper.table import catalog, check, state
+from zipper.core.errors import InputError
 
 OPEN = "9999-12-31"
 CDC = "id bigint, name string, city string, sys_op int"

@@ -1,10 +1,10 @@
-"""The change-set transforms (zipper.engine.changes) and the merge transform's deletes, row by row."""
+"""The change-set transforms (zipper.transforms.changes) and the merge transform's deletes, row by row."""
 
 from __future__ import annotations
 
 from pyspark.testing import assertDataFrameEqual
 
-from zipper.engine import changes, transforms
+from zipper.transforms import changes, daily
 
 COLUMNS = ["id", "name", "city"]
 EVENTS = "id bigint, name string, city string, zipper_action string, zipper_order int"
@@ -75,7 +75,7 @@ def test_merge_closes_deleted_keys_without_a_successor(spark):
                                       "id bigint, name string, city string, begin_dt string")
     change_set = spark.createDataFrame([(2, None, None, "delete"), (3, "c", "w", "upsert"), (9, None, None, "delete"),
                                         (8, "n", "q", "upsert")], "id bigint, name string, city string, zipper_op string")
-    result = transforms.classify(open_rows, change_set, keys=["id"], columns=COLUMNS, tracked=["name", "city"],
+    result = daily.classify(open_rows, change_set, keys=["id"], columns=COLUMNS, tracked=["name", "city"],
                                  begin_column="begin_dt", ds="2024-01-05")
     assertDataFrameEqual(result, spark.createDataFrame([
         (1, "a", "x", "2024-01-01", "open", "carried"),

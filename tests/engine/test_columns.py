@@ -14,11 +14,13 @@ import pytest
 import yaml
 
 from tests.support import TableFixture, day, initialized_with_a_day_folder, table_rows
-from zipper import errors
-from zipper.engine import (catalog, check, conform, csv_values, dayinput, faults, fs, inputs, merge, rebuild, replay,
-                           state)
-from zipper.errors import InputError
-from zipper.spec.loader import load_spec_file
+from zipper.core import errors
+from zipper.core import faults, fs
+from zipper.inputs import conform, csv_values, dated, dayinput
+from zipper.jobs import merge, rebuild, replay
+from zipper.table import catalog, check, state
+from zipper.core.errors import InputError
+from zipper.tablespec.loader import load_spec_file
 
 OPEN = "9999-12-31"
 
@@ -609,7 +611,7 @@ def test_a_bug_inside_a_reruns_check_is_raised_as_itself(spark, tmp_path, unique
     def broken(*args, **kwargs):
         raise KeyError("a bug")
 
-    monkeypatch.setattr(inputs, "check_keys", broken)
+    monkeypatch.setattr(dated, "check_keys", broken)
     with pytest.raises(KeyError, match="a bug"):
         replay.rerun(spark, t.spec, day(1))
     assert (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec)) == before

@@ -11,8 +11,10 @@ import pytest
 
 from tests.engine.test_rerun import DAYS, build, model_rows, snapshot
 from tests.support import TableFixture, day, table_rows
-from zipper.engine import catalog, check, faults, merge, replay, state
-from zipper.errors import StateError
+from zipper.core import faults
+from zipper.jobs import merge, replay
+from zipper.table import catalog, check, state
+from zipper.core.errors import StateError
 
 CHANGED_DAY_2 = [(1, "ann", "Tromso")]
 
@@ -42,7 +44,7 @@ def table(spark, tmp_path, unique_name):
 
 
 def run_dirs(spark, t) -> set[str]:
-    from zipper.engine import fs
+    from zipper.core import fs
 
     return {d for d, _ in fs.list_dirs(spark, state.versions_root(state.read_state(spark, t.spec)))}
 

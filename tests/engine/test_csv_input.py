@@ -10,8 +10,10 @@ import pytest
 
 from tests.engine.test_merge import counted_jvm_calls
 from tests.support import TableFixture, day, initialized_with_a_day_folder
-from zipper.engine import csv_header, merge, state
-from zipper.errors import InputError
+from zipper.inputs import csv_header
+from zipper.jobs import merge
+from zipper.table import state
+from zipper.core.errors import InputError
 
 OPEN = "9999-12-31"
 
@@ -143,7 +145,8 @@ def test_a_bug_while_reading_an_input_is_raised_as_itself_not_as_an_unreadable_f
     import pyarrow.parquet as pq
     from pyspark.sql.readwriter import DataFrameReader
 
-    from zipper.engine import fs, sources
+    from zipper.core import fs
+    from zipper.inputs import sources
 
     t = TableFixture(tmp_path, unique_name, source={"format": "csv"})
     folder = initialized_with_a_day_folder(spark, t, [(1, "ann", "Oslo")])

@@ -10,10 +10,11 @@ import pytest
 from pyspark.sql import functions as F
 
 from tests.support import TableFixture, day, table_rows
-from zipper.engine import merge, replay, state
-from zipper.engine.catalog import Partition
-from zipper.engine.equality import equal_at_float_precision
-from zipper.errors import InputError
+from zipper.jobs import merge, replay
+from zipper.table import state
+from zipper.table.catalog import Partition
+from zipper.transforms.equality import equal_at_float_precision
+from zipper.core.errors import InputError
 
 OPEN = "9999-12-31"
 BASE = "2023-12-31"

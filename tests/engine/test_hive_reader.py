@@ -11,7 +11,7 @@ from decimal import Decimal
 from pyspark.testing import assertDataFrameEqual
 
 from tests.support import D1, TableFixture
-from zipper.engine import merge
+from zipper.jobs import merge
 
 COLUMNS = {
     "id": "bigint", "name": "string", "flag": "boolean", "tiny": "tinyint", "small": "smallint", "num": "int",

@@ -16,9 +16,12 @@ import pytest
 import yaml
 
 from tests.support import day, table_rows
-from zipper.engine import catalog, fs, inspect, landing, merge, state, vacuum
-from zipper.errors import InputError, MissingInputError
-from zipper.spec.loader import load_spec_file
+from zipper.core import fs
+from zipper.inputs import landing
+from zipper.jobs import merge
+from zipper.table import catalog, inspect, state, vacuum
+from zipper.core.errors import InputError, MissingInputError
+from zipper.tablespec.loader import load_spec_file
 
 OPEN = "9999-12-31"
 EMPLOYEES = pa.schema([("__rowMarker__", pa.int32()), ("EmployeeID", pa.string()), ("EmployeeLocation", pa.string())])

@@ -10,9 +10,12 @@ from decimal import Decimal
 import pytest
 
 from tests.support import TableFixture, day, table_rows, write_parquet
-from zipper.engine import catalog, check, faults, fs, inspect, merge, sources, state, vacuum
-from zipper.engine.catalog import Partition
-from zipper.errors import AuditError, InputError, MissingInputError, SpecError, StateError
+from zipper.core import faults, fs
+from zipper.inputs import sources
+from zipper.jobs import merge
+from zipper.table import catalog, check, inspect, state, vacuum
+from zipper.table.catalog import Partition
+from zipper.core.errors import AuditError, InputError, MissingInputError, SpecError, StateError
 
 OPEN = "9999-12-31"
 
@@ -657,7 +660,7 @@ def test_a_rerun_takes_dates_committed_before_filters_were_heeded_as_unchanged(s
     """With untracked columns a rerun rebuilds the state before its first date from the inputs
     committed, which must be unchanged: a date committed when every file of a filtered folder
     counted was refused as changed, and the rerun with it."""
-    from zipper.engine import replay
+    from zipper.jobs import replay
 
     t = TableFixture(tmp_path, unique_name, source={"options": {"pathGlobFilter": "*.parquet"}},
                      track_columns=["city"])
@@ -679,7 +682,7 @@ def test_files_a_filter_leaves_out_beside_the_base_do_not_change_it(spark, tmp_p
     must be the one `zipper init` loaded: a `notes.txt` the base's filter leaves out, once edited,
     made it look changed and the rerun was refused. A table initialized when every file counted
     keeps its recorded fingerprint while they all are unchanged."""
-    from zipper.engine import replay
+    from zipper.jobs import replay
 
     options = {"pathGlobFilter": "*.parquet"}
     t = TableFixture(tmp_path, unique_name, source={"options": options}, track_columns=["city"])

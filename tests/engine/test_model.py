@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from tests.support import TableFixture, day, table_rows
-from zipper.engine import merge
+from zipper.jobs import merge
 
 OPEN = "9999-12-31"
 BASE_DS = day(0).isoformat()  # the base opens on start_date - 1 day: 2023-12-31

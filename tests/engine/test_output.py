@@ -97,7 +97,7 @@ def test_a_failed_write_leaves_out_as_it_was(spark, tmp_path):
 def test_out_paths_that_cannot_be_written_are_one_clear_error(spark, tmp_path):
     import pytest
 
-    from zipper.errors import InputError
+    from zipper.core.errors import InputError
 
     df = spark.sql("SELECT 1 AS id")
     (tmp_path / "folder").mkdir()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pyspark.testing import assertDataFrameEqual
 
-from zipper.engine import rebuild_transforms as rt
+from zipper.transforms import timelines as rt
 
 DATED = "id bigint, name string, city string, zipper_ds string"
 VERSIONS = "id bigint, name string, city string, begin_dt string, end_dt string"

@@ -13,9 +13,11 @@ from pyspark.testing import assertDataFrameEqual
 
 from tests.engine.test_model import ZipperModel
 from tests.support import TableFixture, day, sorted_rows, table_rows
-from zipper.engine import catalog, check, faults, fs, inspect, merge, rebuild, replay, state
-from zipper.engine.catalog import Partition
-from zipper.errors import AuditError, InputError, StateError, ZipperError
+from zipper.core import faults, fs
+from zipper.jobs import merge, rebuild, replay
+from zipper.table import catalog, check, inspect, state
+from zipper.table.catalog import Partition
+from zipper.core.errors import AuditError, InputError, StateError, ZipperError
 
 OPEN = "9999-12-31"
 BASE = [(1, "ann", "Oslo"), (2, "bob", "Rome"), (3, "cid", None)]

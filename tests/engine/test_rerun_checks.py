@@ -12,8 +12,9 @@ import pytest
 from tests.engine.test_columns import replace_files, rewritten_alike, table_and_partitions
 from tests.engine.test_landing import LandingZone
 from tests.support import TableFixture, day, table_rows
-from zipper.engine import inspect, merge, replay, state
-from zipper.errors import InputError
+from zipper.jobs import merge, replay
+from zipper.table import inspect, state
+from zipper.core.errors import InputError
 
 NOTHING_CHANGED = "; nothing was changed"
 ORDERED = "id bigint, name string, city string, seq bigint"

@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 
 from tests.engine.test_model import ATTRS, MODEL_SETTINGS, SINGLE, SINGLE_KEYS, ZipperModel, scenarios
 from tests.support import TableFixture, day, sorted_rows, table_rows
-from zipper.engine import check, faults, merge, rebuild, replay, state
+from zipper.core import faults
+from zipper.jobs import merge, rebuild, replay
+from zipper.table import check, state
 
 _tables = itertools.count()
 CRASHES = [

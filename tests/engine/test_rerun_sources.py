@@ -11,9 +11,13 @@ import pytest
 
 from tests.engine.test_landing import LandingZone
 from tests.support import TableFixture, day, table_rows
-from zipper.engine import catalog, check, faults, merge, rebuild, replay, sources, state, transforms, vacuum
-from zipper.engine.rebuild_transforms import DS
-from zipper.errors import InputError, StateError
+from zipper.core import faults
+from zipper.inputs import sources
+from zipper.jobs import merge, rebuild, replay
+from zipper.table import catalog, check, state, vacuum
+from zipper.transforms import daily
+from zipper.transforms.timelines import DS
+from zipper.core.errors import InputError, StateError
 
 CDC = "id bigint, name string, city string, sys_op int"
 BASE = [(1, "ann", "Oslo"), (2, "bob", "Rome"), (3, "cid", None)]
@@ -95,7 +99,7 @@ def test_an_upsert_or_snapshot_rerun_reads_and_checks_each_replayed_dates_input_
     changed = {**SNAPSHOT_DAYS, 2: [(1, "ann", "Oslo"), (2, "bob", "Rome"), (4, "dan", "Oslo")]}
     t.write_increment(spark, day(2), changed[2])
     reads, key_checks = collections.Counter(), []
-    read, key_offenders = sources.read, transforms.key_offenders
+    read, key_offenders = sources.read, daily.key_offenders
 
     def counted(spark_, located, *args, **kwargs):
         reads[located.description] += 1
@@ -106,7 +110,7 @@ def test_an_upsert_or_snapshot_rerun_reads_and_checks_each_replayed_dates_input_
         return key_offenders(rows, keys, *args, **kwargs)
 
     monkeypatch.setattr(sources, "read", counted)
-    monkeypatch.setattr(transforms, "key_offenders", checked)
+    monkeypatch.setattr(daily, "key_offenders", checked)
     assert replay.rerun(spark, t.spec, day(2)).counts["dates"] == 2
     assert reads == {str(t.increment_dir(day(n))): 1 for n in (2, 3)}
     assert len(key_checks) == 1 and DS in key_checks[0]  # the dates' keys together, up front

@@ -7,8 +7,9 @@ import os
 import pytest
 
 from tests.support import TableFixture, day, table_rows
-from zipper.engine import catalog, merge, state
-from zipper.errors import InputError
+from zipper.jobs import merge
+from zipper.table import catalog, state
+from zipper.core.errors import InputError
 
 OPEN = "9999-12-31"
 

@@ -9,9 +9,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import _parse_datatype_string
 
 from tests.support import D1, TableFixture
-from zipper.engine import catalog, check, merge, state
-from zipper.spec.model import TableSpec
-from zipper.spec.sparktypes import check_atomic_type, check_type
+from zipper.jobs import merge
+from zipper.table import catalog, check, state
+from zipper.tablespec.model import TableSpec
+from zipper.tablespec.sparktypes import check_atomic_type, check_type
 
 STORABLE = [
     "boolean", "TINYINT", "byte", "smallint", "short", "int", "Integer", "bigint", "long", "float", "real",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyspark.testing import assertDataFrameEqual
 
-from zipper.engine import transforms
+from zipper.transforms import daily
 
 SCHEMA_OPEN = "id bigint, name string, city string, begin_dt string"
 SCHEMA_INC = "id bigint, name string, city string"
@@ -12,7 +12,7 @@ OUT = "id bigint, name string, city string, begin_dt string, zipper_slot string,
 
 
 def classify(spark, open_rows, increment, tracked=("name", "city"), broadcast=True):
-    return transforms.classify(
+    return daily.classify(
         spark.createDataFrame(open_rows, SCHEMA_OPEN),
         spark.createDataFrame(increment, SCHEMA_INC),
         keys=["id"], columns=["id", "name", "city"], tracked=list(tracked),
@@ -64,11 +64,11 @@ def test_empty_open_partition_makes_every_row_new(spark):
 
 def test_key_problems_are_found(spark):
     df = spark.createDataFrame([(1, "a", "x"), (1, "b", "y"), (None, "c", "z"), (2, "d", "w")], SCHEMA_INC)
-    assert [tuple(r) for r in transforms.key_offenders(df, ["id"]).collect()] == [(None, 1), (1, 2)]
+    assert [tuple(r) for r in daily.key_offenders(df, ["id"]).collect()] == [(None, 1), (1, 2)]
 
 
 def test_big_pass_only_routes_rows_and_keeps_their_values(spark):
-    routed = transforms.route_open(
+    routed = daily.route_open(
         spark.createDataFrame(OPEN, SCHEMA_OPEN), spark.createDataFrame(INCREMENT, SCHEMA_INC), keys=["id"]
     )
     expected = spark.createDataFrame(
@@ -96,7 +96,7 @@ def test_map_columns_compare_by_their_entries_at_any_depth(spark):
         (5, {"a": 1}, (1, {"x": "1"}), [{1: 1}, {2: 3}]),
     ], schema)
     columns = ["id", "tags", "info", "lists"]
-    result = transforms.classify(open_rows, increment, keys=["id"], columns=columns, tracked=columns[1:],
+    result = daily.classify(open_rows, increment, keys=["id"], columns=columns, tracked=columns[1:],
                                  begin_column="begin_dt", ds="2024-01-05")
     kinds = {(r.id, r.zipper_kind) for r in result.where("zipper_slot = 'open'").collect()}
     assert kinds == {(1, "unchanged"), (2, "changed"), (3, "changed"), (4, "changed"), (5, "changed")}

@@ -61,7 +61,7 @@ def test_rows_stdout_cannot_encode_fail_before_anything_is_written(monkeypatch):
     """With PYTHONIOENCODING=ascii a slice failed at its first non-ASCII value, half-way through."""
     import io
 
-    from zipper.errors import InputError
+    from zipper.core.errors import InputError
 
     stdout = io.TextIOWrapper(io.BytesIO(), encoding="ascii", newline="")
     monkeypatch.setattr("sys.stdout", stdout)

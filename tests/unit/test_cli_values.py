@@ -6,10 +6,10 @@ import datetime as dt
 
 import pytest
 
-from zipper.dates import iso_date
-from zipper.engine.inspect import parse_key
-from zipper.errors import InputError
-from zipper.spec.model import TableSpec
+from zipper.core.dates import iso_date
+from zipper.table.inspect import parse_key
+from zipper.core.errors import InputError
+from zipper.tablespec.model import TableSpec
 
 
 @pytest.mark.parametrize("text", ["20240104", "2024-W01-4", "2024-1-4", " 2024-01-04", "2024-01-04T00:00"])
@@ -41,12 +41,12 @@ def test_rebuild_takes_uncommit_later_as_rerun_does(monkeypatch):
     from zipper.cli import main
 
     calls = []
-    fake = types.ModuleType("zipper.engine.rebuild")
+    fake = types.ModuleType("zipper.jobs.rebuild")
     fake.rebuild = lambda spark, spec, last, progress, uncommit_later: calls.append((last, uncommit_later)) or \
         types.SimpleNamespace(summary=lambda: "rebuilt")
-    monkeypatch.setitem(sys.modules, "zipper.engine.rebuild", fake)
-    import zipper.engine
-    monkeypatch.setattr(zipper.engine, "rebuild", fake, raising=False)
+    monkeypatch.setitem(sys.modules, "zipper.jobs.rebuild", fake)
+    import zipper.jobs
+    monkeypatch.setattr(zipper.jobs, "rebuild", fake, raising=False)
     for extra, expected in (([], False), (["--uncommit-later"], True)):
         args = main.build_parser().parse_args(["rebuild", "dim", "--to", "2024-01-02", *extra])
         runner = main.Runner.__new__(main.Runner)

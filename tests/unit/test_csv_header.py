@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zipper.engine.csv_header import header_names, header_record, repeated_names
+from zipper.inputs.csv_header import header_names, header_record, repeated_names
 
 
 @pytest.mark.parametrize("line, options, names", [

@@ -32,7 +32,7 @@ def test_dag_parse_path_does_not_import_spark():
     import subprocess
     import sys
 
-    code = "import zipper.spec.loader, zipper.engine.plan, sys; print('pyspark' in sys.modules)"
+    code = "import zipper.tablespec.loader, zipper.jobs.plan, sys; print('pyspark' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zipper import errors
+from zipper.core import errors
 
 FOOTER = ("org.apache.spark.SparkException: [FAILED_READ_FILE.CANNOT_READ_FILE_FOOTER] Encountered error while reading"
           " file file:/data/in%20put/ds=2024-01-03/part-0.parquet. Could not read footer. Please ensure that the file"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from zipper import input_names
-from zipper.paths import local_path, user_path
+from zipper.core import input_names
+from zipper.core.paths import local_path, user_path
 
 
 def test_a_folder_is_unfinished_while_it_holds_a_jobs_output_or_a_file_being_copied_in():

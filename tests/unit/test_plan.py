@@ -6,9 +6,9 @@ import datetime as dt
 
 import pytest
 
-from zipper.engine.plan import init_date, plan_merge, plan_rerun
-from zipper.errors import StateError
-from zipper.spec.model import TableSpec
+from zipper.jobs.plan import init_date, plan_merge, plan_rerun
+from zipper.core.errors import StateError
+from zipper.tablespec.model import TableSpec
 
 SPEC = TableSpec.model_validate(
     {"name": "t", "table": "d.t", "keys": ["id"], "source": {"path": "/x/{{ ds }}"},

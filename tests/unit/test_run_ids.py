@@ -2,7 +2,7 @@
 
 import datetime as dt
 
-from zipper.engine import state
+from zipper.table import state
 
 
 def test_run_ids_made_in_one_second_sort_by_start_and_round_trip():

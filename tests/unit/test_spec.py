@@ -7,9 +7,9 @@ import textwrap
 
 import pytest
 
-from zipper.errors import SpecError
-from zipper.spec.loader import find_spec, load_spec_file, load_specs, scan_specs
-from zipper.spec.model import TableSpec
+from zipper.core.errors import SpecError
+from zipper.tablespec.loader import find_spec, load_spec_file, load_specs, scan_specs
+from zipper.tablespec.model import TableSpec
 
 EXAMPLE = """\
 name: dim_user                 # unique; the DAG will be zipper_dim_user
@@ -339,7 +339,7 @@ def test_templates_with_every_variable_load(tmp_path):
 
 
 def test_a_run_time_render_error_names_the_spec_key(tmp_path):
-    from zipper.engine import sources
+    from zipper.inputs import sources
 
     path = write(tmp_path, EXAMPLE)
     spec = load_spec_file(path)
@@ -383,7 +383,7 @@ def test_a_partition_that_is_not_equalities_names_file_and_key_at_load(tmp_path,
 
 
 def test_a_partition_reads_term_by_term():
-    from zipper.spec.templates import parse_partition
+    from zipper.tablespec.templates import parse_partition
 
     assert parse_partition("ds = '2024-01-01' and Region='eu, north and south' , kind = ''") == {
         "ds": "2024-01-01", "region": "eu, north and south", "kind": ""}

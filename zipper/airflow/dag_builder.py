@@ -17,9 +17,9 @@ from zipper.airflow.docs import asset_uri, merge_dag_doc, rerun_dag_doc
 from zipper.airflow.operators import ZipperAuditOperator, ZipperMergeOperator, ZipperRerunOperator
 from zipper.airflow.parse_errors import report_spec_errors
 from zipper.airflow.sensors import INCREMENT_TASK, PREVIOUS_DATE_TASK, PreviousDateSensor, ZipperIncrementSensor
-from zipper.errors import SpecError
-from zipper.spec.loader import scan_specs, specs_dir
-from zipper.spec.model import TableSpec
+from zipper.core.errors import SpecError
+from zipper.tablespec.loader import scan_specs, specs_dir
+from zipper.tablespec.model import TableSpec
 
 DAG_PREFIX = "zipper_"
 CRON_PRESETS = {"@daily": "0 0 * * *", "@midnight": "0 0 * * *"}

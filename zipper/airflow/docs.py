@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from zipper.airflow.compat import AIRFLOW_3
-from zipper.engine.sources import resolve_path
-from zipper.spec.model import TableSpec
+from zipper.tablespec.paths import resolve_path
+from zipper.tablespec.model import TableSpec
 
 
 def resume_command(dag_id: str, date: str, backfill: bool, ui: str = "") -> str:

@@ -17,10 +17,10 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from zipper import input_names
-from zipper.engine.sources import parse_partition, render, resolve_path
-from zipper.paths import user_path
-from zipper.spec.model import TableSpec
+from zipper.core import input_names
+from zipper.tablespec.paths import parse_partition, render, resolve_path
+from zipper.core.paths import user_path
+from zipper.tablespec.model import TableSpec
 
 LOCAL_SCHEMES = ("", "file")
 # Hive escapes these characters in partition directory names (FileUtils.escapePathName).

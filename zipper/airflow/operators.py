@@ -14,7 +14,7 @@ from zipper.airflow import environment
 from zipper.airflow.compat import AirflowException, AirflowFailException, BaseOperator
 from zipper.airflow.docs import is_backfill_run, resume_command
 from zipper.airflow.hooks import ZipperSparkSubmitHook
-from zipper.dates import iso_date
+from zipper.core.dates import iso_date
 
 NOT_RETRIED = "Not retried: another try would fail the same way."
 

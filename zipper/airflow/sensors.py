@@ -8,15 +8,14 @@ from datetime import timedelta
 from typing import Any, NamedTuple
 
 from zipper.airflow import environment
-from zipper.airflow.compat import (AIRFLOW_3, AirflowException, AirflowFailException, AirflowSensorTimeout,
-                                   BaseSensorOperator)
+from zipper.airflow.compat import (AIRFLOW_3, AirflowException, AirflowFailException, AirflowSensorTimeout, BaseSensorOperator)
 from zipper.airflow.docs import is_backfill_run, resume_command
 from zipper.airflow.increments import ExternalMetastore, Readiness, check_increment
 
 
 def increment_ready(spec_path: str, ds: str, metastore_conn_id: str | None = None) -> Readiness:
     """Shared by the sensor (poke, reschedule) and its trigger (deferrable)."""
-    from zipper.spec.loader import load_spec_file
+    from zipper.tablespec.loader import load_spec_file
 
     spec = load_spec_file(spec_path)
     day = dt.date.fromisoformat(ds)
@@ -98,7 +97,7 @@ class ZipperIncrementSensor(BaseSensorOperator):
     def timed_out(self, context: Any, exc: Exception) -> str:
         """Airflow's own words name only the run's duration; the page at 3 a.m. should say what is missing,
         for which table, and what resumes the dates once it is there."""
-        from zipper.spec.loader import load_spec_file
+        from zipper.tablespec.loader import load_spec_file
 
         checked = increment_ready(self.spec_path, self.ds).checked
         resume = resume_command(context["dag"].dag_id, self.ds, is_backfill_run(context),
@@ -111,7 +110,7 @@ class ZipperIncrementSensor(BaseSensorOperator):
     def _named(self) -> str:
         """The Hive table and its spec, as zipper's errors name them; the spec alone when it no longer loads (which
         may be why the check failed)."""
-        from zipper.spec.loader import load_spec_file
+        from zipper.tablespec.loader import load_spec_file
 
         try:
             return f"{load_spec_file(self.spec_path).table} (spec {self.spec_path})"

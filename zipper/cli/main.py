@@ -10,11 +10,11 @@ import sys
 import traceback
 
 from zipper.cli import output
-from zipper.dates import iso_date
-from zipper.engine.plan import check_in_schedule
-from zipper.errors import InputError, StateError, ZipperError, java_messages, summarize_failure
-from zipper.paths import user_path
-from zipper.spec.loader import find_spec
+from zipper.core.dates import iso_date
+from zipper.jobs.plan import check_in_schedule
+from zipper.core.errors import InputError, StateError, ZipperError, java_messages, summarize_failure
+from zipper.core.paths import user_path
+from zipper.tablespec.loader import find_spec
 
 EXIT_ERROR = 1
 EXIT_CHECK_FAILED = 3
@@ -158,7 +158,7 @@ class Runner:
                 self.new_metastore = f"{settings.warehouse_path}/metastore_db"
             self._spark = build_session(settings)
             if not self.spec.keys:  # a landing zone's keys come from the table or its _metadata.json
-                from zipper.engine import merge
+                from zipper.jobs import merge
 
                 self.spec = merge.resolve_keys(self._spark, self.spec)
         return self._spark
@@ -177,21 +177,21 @@ class Runner:
         except Exception:  # a CSV value that does not parse (init, rebuild): say which column and row
             if self._spark is None:
                 raise
-            from zipper.engine import csv_values
+            from zipper.inputs import csv_values
 
             ds = getattr(self.args, "ds", None) or getattr(self.args, "first", None)
             with csv_values.explained(self._spark, self.spec.table, self.spec.keys, ds):
                 raise
 
     def do_init(self) -> int:
-        from zipper.engine import merge
+        from zipper.jobs import merge
 
         ds = parse_date(self.args.ds, "--ds", self.spec.table)
         print(merge.init_table(self.spark, self.spec, ds).summary())
         return 0
 
     def do_merge(self) -> int:
-        from zipper.engine import merge
+        from zipper.jobs import merge
 
         ds = parse_date(self.args.ds, "--ds", self.spec.table)
         check_in_schedule(self.spec, ds)  # a date outside the spec's dates fails before Spark starts
@@ -201,7 +201,7 @@ class Runner:
         return 0
 
     def do_rerun(self) -> int:
-        from zipper.engine import replay
+        from zipper.jobs import replay
 
         first = parse_date(self.args.first, "--from", self.spec.table)
         last = parse_date(self.args.last, "--to", self.spec.table)
@@ -213,7 +213,7 @@ class Runner:
         return 0
 
     def do_rebuild(self) -> int:
-        from zipper.engine import rebuild
+        from zipper.jobs import rebuild
 
         last = parse_date(self.args.last, "--to", self.spec.table)
         print(rebuild.rebuild(self.spark, self.spec, last, progress=_progress,
@@ -224,13 +224,13 @@ class Runner:
         report_line(self.args, result.report())
 
     def do_status(self) -> int:
-        from zipper.engine import inspect
+        from zipper.table import inspect
 
         print(json.dumps(inspect.status(self.spark, self.spec, self.args.recent), indent=2))
         return 0
 
     def do_slice(self) -> int:
-        from zipper.engine import inspect
+        from zipper.table import inspect
 
         as_of = parse_date(self.args.as_of, "--as-of", self.spec.table)
         df = inspect.slice_as_of(self.spark, self.spec, as_of)
@@ -238,7 +238,7 @@ class Runner:
         return 0
 
     def do_history(self) -> int:
-        from zipper.engine import inspect
+        from zipper.table import inspect
 
         spark = self.spark  # first: a landing zone's keys are only known once Spark has read them
         key = inspect.parse_key(self.spec, self.args.key)
@@ -254,7 +254,7 @@ class Runner:
         return 0
 
     def do_check(self) -> int:
-        from zipper.engine import check
+        from zipper.table import check
 
         report = check.run_checks(self.spark, self.spec)
         print(json.dumps(report, indent=2, default=str))
@@ -264,7 +264,7 @@ class Runner:
         return 0
 
     def do_vacuum(self) -> int:
-        from zipper.engine import vacuum
+        from zipper.table import vacuum
 
         report = vacuum.vacuum(self.spark, self.spec, self.args.retention_days, self.args.dry_run)
         verb = "would remove" if report["dry_run"] else "removed"

@@ -16,9 +16,9 @@ import tempfile
 import unicodedata
 from pathlib import Path
 
-from zipper.engine.inspect import as_collected, as_written
-from zipper.errors import InputError
-from zipper.paths import local_path
+from zipper.table.inspect import as_collected, as_written
+from zipper.core.errors import InputError
+from zipper.core.paths import local_path
 
 
 def _plain(value):
@@ -226,7 +226,7 @@ def write_rows(df, fmt: str, out: str | None, table: str) -> None:
     if fmt == "parquet":
         if not out:
             raise InputError("--format parquet needs --out DIR", table=table)
-        from zipper.engine import fs
+        from zipper.core import fs
 
         # Spark's own refusal speaks of a save mode zipper has no flag for
         if Path(out).exists() or fs.exists(df.sparkSession, out):

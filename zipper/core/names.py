@@ -1,0 +1,8 @@
+"""Names zipper reserves or accepts, shared by the spec, the SQL templates and the input checks."""
+
+from __future__ import annotations
+
+import re
+
+# A Hive database, table or column name a spec may give (and the SQL templates quote).
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

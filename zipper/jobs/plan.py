@@ -1,0 +1,214 @@
+"""Decide what a merge of date D must do, from the committed state alone (no Spark)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Callable
+
+from zipper.core.dates import DAY, date_range, describe_dates
+from zipper.core.errors import RefusedBySpecError, StateError
+from zipper.tablespec.model import TableSpec
+
+
+
+@dataclass(frozen=True)
+class Plan:
+    action: str  # "init_and_apply" | "apply" | "noop" | "replay" | "resume"
+    reason: str
+    # replay: restore to replay_from - 1 and replay replay_from..replay_to;
+    # resume: finish the interrupted replay replay_from..replay_to, then plan the merge again.
+    replay_from: dt.date | None = None
+    replay_to: dt.date | None = None
+
+
+@dataclass(frozen=True)
+class RerunPlan:
+    """What `zipper rerun` does: restore (or not), then replay `dates` in order."""
+
+    restore_from: dt.date | None  # restore the table to the end of restore_from - 1; None: no restore
+    dates: list[dt.date]
+    marker_from: dt.date  # the replay recorded on the table until its last date is published
+    marker_to: dt.date
+    notes: list[str] = field(default_factory=list)
+    # Resuming an interrupted replay (the first note says so): what that note adds to the
+    # resumption itself, for a caller that has already said it resumes (a merge).
+    resume_news: list[str] | None = None
+
+
+def init_date(spec: TableSpec, requested: dt.date | None) -> dt.date:
+    """The date whose end-of-day state `zipper init` creates; the first merge is the day after."""
+    earliest = spec.first_merge_date() - DAY
+    if requested is None:
+        return earliest
+    where = {"table": spec.table, "ds": requested.isoformat()}
+    if requested < earliest:
+        raise StateError(f"--ds is before {earliest}, the day before start_date: its next date, the first merge,"
+                         f" would be before start_date and could never run; init with --ds {earliest} or later", **where)
+    if requested >= spec.open_end:
+        raise StateError(f"--ds is not before open_end {spec.open_end}", **where)
+    return requested
+
+
+def check_in_schedule(spec: TableSpec, ds: dt.date) -> None:
+    where = {"table": spec.table, "ds": ds.isoformat()}
+    if ds < spec.start_date:
+        raise StateError(f"date is before the spec's start_date {spec.start_date}", **where)
+    if spec.end_date and ds > spec.end_date:
+        raise StateError(f"date is after the spec's end_date {spec.end_date}", **where)
+    if spec.closed_end(ds) >= spec.open_end:
+        # its closed versions would go to the open partition's own end value, replacing it
+        raise StateError(f"date would close versions on {spec.closed_end(ds)}, not before open_end {spec.open_end}:"
+                         f" the last run date is {spec.open_end - DAY if spec.end_style == 'exclusive' else spec.open_end}"
+                         " (set end_date, or a later open_end)", **where)
+
+
+def plan_merge(
+    spec: TableSpec,
+    ds: dt.date,
+    *,
+    initialized: bool,
+    last_committed: dt.date | None,
+    init_ds: dt.date | None,
+    committed_fingerprints: dict[str, str],
+    current_fingerprint: Callable[[dt.date], str],
+    pending_replay: tuple[dt.date, dt.date] | None = None,
+) -> Plan:
+    """`pending_replay`: (from, to) of a replay a crash interrupted, the table being behind `to`."""
+    check_in_schedule(spec, ds)
+    where = {"table": spec.table, "ds": ds.isoformat()}
+    if not initialized:
+        if ds == spec.first_merge_date():
+            return Plan("init_and_apply", "table does not exist yet; creating it first")
+        raise StateError(
+            f"table is not initialized; run `zipper init {spec.name}` (the first merge date is {spec.first_merge_date()})",
+            **where,
+        )
+    if pending_replay is not None:
+        first, last = pending_replay
+        interrupted = f"a replay of {first}..{last} was interrupted with the table at {last_committed}"
+        if spec.on_past_date == "error":
+            raise RefusedBySpecError(
+                f"{interrupted}; the spec says on_past_date: error, so finish it explicitly:"
+                f" `zipper rerun {spec.name} --from {first} --to {last}`",
+                **where,
+            )
+        return Plan("resume", f"{interrupted}; finishing it first", first, last)
+    if ds == last_committed + DAY:
+        return Plan("apply", f"table is at {last_committed}")
+    if ds > last_committed + DAY:
+        missing = date_range(last_committed + DAY, ds - DAY)
+        raise StateError(f"table is at {last_committed}; merge the missing dates first: {describe_dates(missing)}", **where)
+    if init_ds is not None and ds <= init_ds:
+        raise StateError(f"date is not after the table's base date {init_ds}; the base already holds it", **where)
+    changed = [
+        d for d in date_range(ds, last_committed)
+        if committed_fingerprints.get(d.isoformat()) != current_fingerprint(d)
+    ]
+    if not changed:
+        if ds == last_committed:
+            return Plan("noop", f"already committed with the same input (table is at {last_committed})")
+        return Plan("noop", f"table is at {last_committed}; {ds}..{last_committed} were committed with the same input")
+    reason = f"table is at {last_committed} and the input of {describe_dates(changed)} differs from what was committed"
+    if spec.on_past_date == "error":
+        raise RefusedBySpecError(
+            f"{reason}; the spec says on_past_date: error, so replay it explicitly:"
+            f" `zipper rerun {spec.name} --from {changed[0]}`",
+            **where,
+        )
+    # Dates before the first changed one would replay to exactly what is committed: start there.
+    return Plan("replay", reason, changed[0], last_committed)
+
+
+def plan_rerun(
+    spec: TableSpec,
+    first: dt.date,
+    last: dt.date | None,
+    *,
+    initialized: bool,
+    last_committed: dt.date | None,
+    init_ds: dt.date | None,
+    pending_replay: tuple[dt.date, dt.date] | None,
+    committed_fingerprints: dict[str, str],
+    current_fingerprint: Callable[[dt.date], str],
+    uncommit_later: bool = False,
+) -> RerunPlan:
+    """Restore to first - 1 and replay first..last (default: the last committed date).
+
+    An interrupted replay (`pending_replay`) is resumed rather than restarted when the rerun
+    starts inside it: its dates already replayed are kept unless their input changed since.
+    A `last` before the last committed date leaves the dates after it uncommitted: only with
+    `uncommit_later`, since their scheduled runs, already done, would have to run again."""
+    where = {"table": spec.table, "ds": first.isoformat()}
+    check_in_schedule(spec, first)
+    if last is not None and last < first:
+        raise StateError(f"--to {last} is before --from {first}", **where)
+    if not initialized:
+        raise StateError(f"table is not initialized; run `zipper init {spec.name}` or `zipper merge` its first date",
+                         **where)
+    if init_ds is not None and first <= init_ds:
+        raise StateError(f"date is not after the table's base date {init_ds}; the base already holds it", **where)
+    notes: list[str] = []
+    resume_news = None
+    if pending_replay is not None and first >= pending_replay[0]:
+        pending_from, pending_to = pending_replay
+        end = last or pending_to
+        changed = [
+            d for d in date_range(pending_from, last_committed)
+            if committed_fingerprints.get(d.isoformat()) != current_fingerprint(d)
+        ]
+        start = changed[0] if changed else last_committed + DAY
+        resume_news = [f"the input of {describe_dates(changed)} changed since it was replayed"] if changed else []
+        notes.append("; ".join([f"resuming the interrupted replay of {pending_from}..{pending_to}"
+                                f" (table at {last_committed})", *resume_news]))
+        marker_from = pending_from
+    else:
+        if pending_replay is not None:
+            notes.append(f"an interrupted replay of {pending_replay[0]}..{pending_replay[1]} is taken over by this one")
+            end = last or pending_replay[1]
+        else:
+            end = last or last_committed
+        if first > last_committed + DAY:
+            missing = date_range(last_committed + DAY, first - DAY)
+            raise StateError(f"table is at {last_committed}; merge the missing dates first: {describe_dates(missing)}",
+                             **where)
+        start = first
+        marker_from = first
+    if end < start and last is None:
+        raise StateError(f"nothing to replay: the table is at {last_committed}, before {first}; merge {first}"
+                         f" (`zipper merge {spec.name} --ds {first}`), or give --to (to_date) to merge several dates",
+                         **where)
+    if end < start:
+        raise StateError(f"--to {end} is before {start}, where the replay would start", **where)
+    check_in_schedule(spec, end)
+    later = describe_dates(date_range(end + DAY, last_committed)) if end < last_committed else ""
+    if later and not uncommit_later:
+        raise StateError(f"--to {end} is before the last committed date {last_committed}: {later} would no longer be"
+                         f" committed (and their done runs would have to run again); pass --uncommit-later (the rerun"
+                         f" DAG's uncommit_later) to do that, or leave out --to (to_date) to replay up to"
+                         f" {last_committed}", **where)
+    if later:
+        notes.append(
+            f"the table will be at {end}: {later}"
+            " will no longer be committed; merge them again to bring them back"
+        )
+    return RerunPlan(
+        restore_from=start if start <= last_committed else None,
+        dates=date_range(start, end),
+        marker_from=marker_from,
+        marker_to=end,
+        notes=notes,
+        resume_news=resume_news,
+    )
+
+
+def rebuild_supported(spec: TableSpec) -> bool:
+    """A rebuild computes the table in one pass from rows that are each a key's full state on
+    their date: the upsert mode without `sequence_by`. Deletes, ordered changes and snapshots
+    go through the daily merge (a rerun from the first date after the base does the same job)."""
+    return spec.source.mode == "upsert" and spec.source.sequence_by is None
+
+
+def source_kind(spec: TableSpec) -> str:
+    """The source mode as messages name it, e.g. `cdc with sequence_by`."""
+    return spec.source.mode + (" with sequence_by" if spec.source.sequence_by else "")

@@ -1,0 +1,243 @@
+"""`zipper rebuild`: the whole table from the base plus every increment up to E, in one job,
+published atomically at the end (the alternative to restore and replay).
+
+Computed by `rebuild_transforms`, independently of the daily merge, and written with the same
+commit records a merge writes (input fingerprints, counts per date), so `zipper status`, later
+merges and `zipper check` work on a rebuilt table as on any other. Publish: partitions the
+rebuild needs and the table lacks are first added pointing at the empty directory (invisible
+to readers); one metastore call then re-points the open partition and every history partition
+at the new directories and every partition that no longer belongs at the empty directory; those
+are dropped afterwards. A crash before that call leaves the table as it was (plus empty
+partitions without a commit record, which the next run drops); after it, the rebuilt table."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass
+
+from zipper.core import faults, fs
+from zipper.inputs import conform, dated
+from zipper.jobs import merge
+from zipper.table import audit, catalog, state
+from zipper.transforms import timelines
+from zipper.table.catalog import Partition
+from zipper.core.dates import DAY, date_range, describe_dates
+from zipper.jobs.plan import check_in_schedule, rebuild_supported, source_kind
+from zipper.transforms.timelines import CLOSED_PREFIX, DS, KINDS, OPEN, SLOT
+from zipper.core.errors import StateError
+from zipper.tablespec.model import TableSpec
+
+
+def _quiet(line: str) -> None:
+    pass
+
+
+def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet,
+            uncommit_later: bool = False) -> merge.RunResult:
+    """Rebuild up to `last` (default: the last committed date, or where an interrupted replay was going).
+    A `last` before the last committed date drops the later dates' history and commits: only with
+    `uncommit_later`, as for a rerun, since their scheduled runs, already done, would have to run again."""
+    started = time.monotonic()
+    st = state.read_state(spark, spec)
+    if not rebuild_supported(spec):
+        first = st.init_ds + DAY if st.initialized else spec.start_date
+        raise StateError(
+            f"rebuild computes the table in one pass from full-state rows: source mode upsert without sequence_by;"
+            f" this table has mode {source_kind(spec)}."
+            f" Rerun from the first date after the base instead (`zipper rerun {spec.name} --from {first}`)",
+            table=spec.table, ds=last.isoformat() if last else None)
+    state.check_owned(st, spec, last or spec.start_date)
+    if not st.initialized:
+        if last is None:
+            raise StateError(f"table does not exist yet; give the last date to build: `zipper rebuild {spec.name} --to E`",
+                             table=spec.table)
+        progress(merge.init_table(spark, spec).summary())
+        st = state.read_state(spark, spec)
+    init_ds = st.init_ds
+    end = last or (st.replay.last if st.replay else st.last_committed)
+    where = {"table": spec.table, "ds": end.isoformat()}
+    if end < init_ds:
+        raise StateError(f"--to {end} is before the table's base date {init_ds}", **where)
+    if end > init_ds:
+        check_in_schedule(spec, end)
+    later = describe_dates(date_range(end + DAY, st.last_committed)) if end < st.last_committed else ""
+    if later and not uncommit_later:
+        raise StateError(f"--to {end} is before the last committed date {st.last_committed}: {later} would no longer"
+                         " be committed (their history dropped, and their done runs would have to run again); pass"
+                         f" --uncommit-later to do that, or leave out --to to rebuild up to {st.last_committed};"
+                         " nothing was changed", **where)
+    if later:
+        progress(f"{spec.table}: the table will be at {end}: {later} will no longer be committed;"
+                 " merge them again to bring them back")
+    st = merge.recover(spark, spec, st, end)
+
+    dates = date_range(init_ds + DAY, end)
+    found = _locate_inputs(spark, spec, init_ds, dates)
+    recorded = st.open_partition.params.get(state.INIT_FINGERPRINT)
+    base_fingerprint = dated.base_fingerprint(found.base, recorded)
+    if dated.base_changed(found.base, recorded):
+        progress(f"{spec.table}: the base differs from the one loaded on {init_ds}; the rebuild uses it as it is now")
+
+    run_id = state.new_run_id()
+    run_root = state.run_dir(st, run_id)
+    with found.explained(spark, spec):  # a file typing a column otherwise than its input is read with
+        marked = _marked_inputs(spark, spec, init_ds, found)
+        marked.rows.persist()  # read twice: the counts, then the versions
+        try:
+            per_date = {r[DS]: {k: int(r[k]) for k in KINDS}
+                        for r in timelines.daily_counts(marked.rows).collect()}
+            (
+                timelines.with_slot(_versions(spec, marked), spec.end_column, spec.open_end.isoformat())
+                .write.partitionBy(SLOT)
+                .parquet(run_root)
+            )
+        finally:
+            marked.rows.unpersist()
+
+    counts = _commit_counts(per_date, init_ds, dates)
+    open_dir = f"{run_root}/{SLOT}={OPEN}"
+    closed_dirs = {day: f"{run_root}/{SLOT}={CLOSED_PREFIX}{spec.closed_end(day).isoformat()}" for day in dates}
+    for directory in [open_dir, *closed_dirs.values()]:
+        fs.mkdirs(spark, directory)
+    open_rows = counts[end]["open_after"] if dates else per_date.get(init_ds.isoformat(), {}).get("new", 0)
+    expected = {open_dir: open_rows} | {closed_dirs[day]: counts[day]["closed"] for day in dates}
+    written = {directory: audit.written_rows(spark, directory) for directory in expected}
+    audit.reconcile_rebuild(expected=expected, written=written, last=end.isoformat(), table=spec.table)
+    faults.checkpoint("after_rebuild_write")
+
+    try:
+        _publish(spark, spec, st, run_id, end, open_dir, open_rows, closed_dirs, counts, found.increments,
+                 {state.INIT_DS: init_ds.isoformat(), state.INIT_FINGERPRINT: base_fingerprint})
+    except catalog.ConcurrentChange:
+        fs.delete(spark, run_root)  # written for a table state that is gone
+        raise
+    closed_rows = sum(c["closed"] for c in counts.values())
+    return merge.RunResult(
+        spec.table,
+        end.isoformat(),
+        "rebuild",
+        f"rebuilt from the base of {init_ds} and {len(dates)} increments up to {end}:"
+        f" {open_rows} open rows, {closed_rows} closed rows in {len(dates)} history partitions",
+        {"open_after": open_rows, "closed": closed_rows, "dates": len(dates)},
+        time.monotonic() - started,
+        run_id,
+    )
+
+
+@dataclass(frozen=True)
+class Located:
+    """The base and the increments of a rebuild's dates, located (and fingerprinted)."""
+
+    base: object  # sources.Input, or None without a base
+    base_ds: dt.date
+    increments: dict  # date -> sources.Input
+
+    def explained(self, spark, spec: TableSpec):
+        """A file of one of them typing a column otherwise than its input is read with, named
+        with its date (`conform.explained_column_types_of`)."""
+        return conform.explained_column_types_of(spark, spec, {self.base_ds: self.base, **self.increments})
+
+
+@dataclass(frozen=True)
+class Marked:
+    """The base and every increment of a rebuild's dates as marked rows, with what they were
+    computed from: the columns and the tracked ones (worked out once, for marking and for the
+    versions alike)."""
+
+    rows: object  # DataFrame: columns + DS + KIND
+    names: list[str]
+    tracked: list[str]
+
+
+def _locate_inputs(spark, spec: TableSpec, init_ds: dt.date, dates: list[dt.date]) -> Located:
+    """Every missing increment (then a missing base) named before anything is read."""
+    increments = dated.locate_dates(spark, spec, dates)
+    return Located(dated.locate_base(spark, spec, init_ds), init_ds, increments)
+
+
+def _marked_inputs(spark, spec: TableSpec, init_ds: dt.date, found: Located) -> Marked:
+    """Every bad key named before anything is written."""
+    dates = sorted(found.increments)
+    table_columns = catalog.data_columns(spark, spec)
+    names = [c for c, _ in table_columns]
+    base = dated.read_base(spark, spec, table_columns, init_ds, found.base)
+    rows = dated.dated_rows(spark, spec, table_columns, found.increments, base, init_ds)
+    dated.check_keys(rows, spec, dated.descriptions(found.increments) | {init_ds.isoformat(): "base"})
+    tracked = conform.tracked_columns(spec, names, dates[-1].isoformat() if dates else None)
+    marked = timelines.marked(rows, keys=spec.keys, columns=names, tracked=tracked)
+    return Marked(marked, names, tracked)
+
+
+def _versions(spec: TableSpec, marked: Marked):
+    return timelines.versions(
+        marked.rows, keys=spec.keys, columns=marked.names, tracked=marked.tracked, begin_column=spec.begin_column,
+        end_column=spec.end_column, end_style=spec.end_style, open_end=spec.open_end.isoformat(),
+    )
+
+
+def rebuilt_rows(spark, spec: TableSpec, last: dt.date | None = None):
+    """What a rebuild up to `last` (default: the last committed date) would write, as one
+    DataFrame of the table's columns; nothing is written. Tests compare live tables with it."""
+    st = state.read_state(spark, spec)
+    init_ds = st.init_ds
+    found = _locate_inputs(spark, spec, init_ds, date_range(init_ds + DAY, last or st.last_committed))
+    with found.explained(spark, spec):
+        return _versions(spec, _marked_inputs(spark, spec, init_ds, found))
+
+
+def _commit_counts(per_date: dict[str, dict[str, int]], init_ds: dt.date, dates: list[dt.date]) -> dict:
+    """Each date's counts, as the merge of that date reports them."""
+    open_rows = per_date.get(init_ds.isoformat(), {}).get("new", 0)  # the base: every row opens
+    counts = {}
+    for day in dates:
+        c = per_date.get(day.isoformat(), dict.fromkeys(KINDS, 0))
+        opened = open_rows + c["new"]
+        counts[day] = {
+            "input": sum(c.values()),
+            "new": c["new"],
+            "changed": c["changed"],
+            "unchanged": c["unchanged"],
+            "updated_in_place": c["updated"],
+            "closed": c["changed"],
+            "open_before": open_rows,
+            "open_after": opened,
+        }
+        open_rows = opened
+    return counts
+
+
+def _publish(spark, spec: TableSpec, st: state.TableState, run_id: str, end: dt.date, open_dir: str, open_rows: int,
+             closed_dirs: dict, counts: dict, located: dict, init_params: dict[str, str]) -> None:
+    empty = state.empty_dir(st.location)
+    fs.mkdirs(spark, empty)
+    now = state.utc_now_iso()
+    wanted = {
+        spec.closed_end(day).isoformat(): Partition(
+            spec.closed_end(day).isoformat(),
+            directory,
+            state.Commit(day.isoformat(), run_id, now, located[day].fingerprint, counts[day], counts[day]["closed"],
+                         spec.closed_end(day).isoformat()).params(),
+        )
+        for day, directory in closed_dirs.items()
+    }
+    existing = {p.end for p in st.closed + st.pending}
+    stale = sorted(existing - set(wanted))
+    catalog.add_partitions(spark, spec, {e: empty for e in wanted if e not in existing})
+    faults.checkpoint("before_rebuild_publish")
+    open_params = dict(init_params) | st.float_columns_params() | {  # later merges compare them at float precision
+        state.LAST_COMMITTED: end.isoformat(),
+        state.RUN_ID: run_id,
+        state.ROWS: str(open_rows),
+        state.COMMITTED_AT: now,
+    }
+    catalog.repoint(
+        spark,
+        spec,
+        [Partition(spec.open_end.isoformat(), open_dir, open_params), *wanted.values()]
+        + [Partition(e, empty, {}) for e in stale],
+        expected_run=st.open_run,
+        ds=end.isoformat(),
+    )
+    faults.checkpoint("after_rebuild_publish")
+    catalog.drop_partitions(spark, spec, stale)

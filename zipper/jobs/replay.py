@@ -1,0 +1,342 @@
+"""`zipper rerun`: restore the table to the day before D, then replay D..E serially in one
+Spark application, publishing after each date.
+
+SCD2 history depends on order: the run of D builds on the open partition of D - 1, so every
+date from D on is replayed. The restore is derived from the table itself (the versions that
+were open at the end of D - 1) and published like a merge: one metastore call re-points the
+open partition at the restored rows and every history partition made by the runs of D and
+later at an empty directory; those partitions are dropped afterwards. The same call records
+the replay under way on the open partition (`zipper.replay`), and every replayed date but the
+last keeps it, so a crash leaves a consistent table at some date and the same command resumes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+import time
+
+from zipper.core import sqltemplates
+from zipper.core import faults, fs
+from zipper.inputs import conform, csv_values, dated, dayinput, landing, sources
+from zipper.jobs import merge
+from zipper.table import audit, catalog, state
+from zipper.transforms import daily, timelines
+from zipper.table.catalog import Partition
+from zipper.core.dates import DAY, date_range, describe_dates
+from zipper.jobs.plan import plan_rerun, rebuild_supported, source_kind
+from zipper.core.errors import InputError, SpecError, StateError, UnreadableInputError, ZipperError, failed_file, summarize_failure
+from zipper.core.paths import user_path
+from zipper.tablespec.model import TableSpec
+
+
+def _quiet(line: str) -> None:
+    pass
+
+
+def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, progress=_quiet,
+          uncommit_later: bool = False, resume_said: bool = False) -> merge.RunResult:
+    """Restore to first - 1 (unless the table is there already) and replay first..last
+    (default: the last committed date, or where an interrupted replay was going). A `last`
+    before the last committed date needs `uncommit_later`. `resume_said`: the caller's progress
+    has said that an interrupted replay is being finished (a merge's first line), so the
+    rerun's own notes do not say it again."""
+    started = time.monotonic()
+    spec = merge.resolve_keys(spark, spec)
+    st = state.read_state(spark, spec)
+    state.check_owned(st, spec, first)
+    st = merge.recover(spark, spec, st, first)
+
+    located: dict[dt.date, object] = {}
+    committed = {d: c.fingerprint for d, c in st.commits.items()}
+
+    def current_fingerprint(day: dt.date) -> str:
+        if day not in located:
+            located.update(dated.locate_dates(spark, spec, [day], st))
+        return located[day].fingerprint_against(committed.get(day.isoformat()))
+
+    pending = st.replay
+    plan = plan_rerun(
+        spec,
+        first,
+        last,
+        initialized=st.initialized,
+        last_committed=st.last_committed,
+        init_ds=st.init_ds,
+        pending_replay=(pending.first, pending.last) if pending else None,
+        committed_fingerprints=committed,
+        current_fingerprint=current_fingerprint,
+        uncommit_later=uncommit_later,
+    )
+    for note in _notes(plan, resume_said):
+        progress(f"{spec.table}: {note}")
+
+    # Every increment of the range is found and readable before anything changes, and what can be
+    # checked without the open rows is (`_checked_inputs`); the rest date by date, before each publish.
+    landing_zone = spec.source.mode == "landing_zone"
+    pending_landing = pending.landing if pending is not None else {}
+    # A landing zone's date that the table never consumed is located when its turn comes, after
+    # the date before it is committed: what it consumes depends on that.
+    up_front = [d for d in plan.dates
+                if not landing_zone or d.isoformat() in st.commits or d.isoformat() in pending_landing]
+    located.update(dated.locate_dates(spark, spec, [d for d in up_front if d not in located], st))
+    ahead = {}
+    if landing_zone and len(up_front) < len(plan.dates):
+        # checked as the zone is now (as the committed dates, replayed, will leave the table); its
+        # merge locates it again, and checks what files arrive meanwhile
+        landing.require_folder(spark, spec, plan.dates[len(up_front)])
+        ahead = dated.locate_dates(spark, spec, [plan.dates[len(up_front)]], st)
+    replayed = {d: located[d] for d in up_front}
+    checked = _check_inputs(spark, spec, first, replayed | ahead)  # what they read is not read again
+
+    kept = {d.isoformat(): inp.landing.record(inp.fingerprint) for d, inp in replayed.items()
+            if inp.landing is not None and inp.landing.kept}
+    marker = state.ReplayMarker(plan.marker_from, plan.marker_to, state.new_run_id(), kept)
+    if plan.restore_from is not None:
+        progress(restore(spark, spec, st, plan.restore_from, marker).summary())
+    elif pending is not None and (pending.first, pending.last) == (marker.first, marker.last):
+        marker = state.ReplayMarker(pending.first, pending.last, pending.run_id, pending.landing | kept)
+    elif len(plan.dates) > 1:
+        _record_marker(spark, spec, st, marker)
+
+    results = []
+    for n, day in enumerate(plan.dates, start=1):
+        st = state.read_state(spark, spec)
+        carry = marker.params() if n < len(plan.dates) else {}
+        try:
+            day_input = replayed[day] if day in replayed else sources.locate_increment(spark, spec, st, day)
+            result = merge.apply_date(spark, spec, st, day, day_input, carry_params=carry, checked=checked.get(day))
+        except Exception as exc:
+            if plan.restore_from is None and n == 1:
+                raise  # nothing has changed
+            unreadable = failed_file(exc)  # a file of the day's input, or one of the table's own
+            input_problem = isinstance(exc, (InputError, SpecError)) or (
+                unreadable is not None and not fs.is_under(unreadable, st.location))
+            fix = "fix the input" if input_problem else "fix the cause"
+            pending_note = (f"; the table is at {st.last_committed}, the replay of {marker.first}..{marker.last}"
+                            f" pending: {fix}, then `zipper rerun {spec.name} --from {marker.first}`"
+                            " (or the next merge) resumes it")
+            if isinstance(exc, ZipperError):
+                raise exc.reworded(exc.detail + pending_note, table=exc.table, ds=exc.ds) from None
+            # a Spark failure (a file that cannot be read, ...) on this date: say so and where the table is
+            raise ZipperError(summarize_failure(exc) + pending_note, table=spec.table, ds=day.isoformat()) from exc
+        results.append(result)
+        progress(result.summary())
+        if n < len(plan.dates):
+            faults.checkpoint("after_replayed_date")
+    span = f"{plan.dates[0]}..{plan.dates[-1]}" if len(plan.dates) > 1 else plan.dates[0].isoformat()
+    return merge.RunResult(
+        spec.table,
+        span,
+        "rerun",
+        f"replayed {span} ({len(plan.dates)} date{'s' if len(plan.dates) != 1 else ''}); table at {plan.dates[-1]}",
+        {"dates": len(plan.dates), "restored": plan.restore_from is not None},
+        time.monotonic() - started,
+        results[-1].run_id,
+    )
+
+
+NOTHING_CHANGED = "; nothing was changed"
+
+
+def _check_inputs(spark, spec: TableSpec, first: dt.date, replayed: dict) -> dict[dt.date, dayinput.CheckedInput]:
+    """The replayed dates' inputs checked before the restore, as far as they can be without the
+    open rows, so that a bad one fails while nothing has changed. Returns each date's input as
+    read here: its merge takes it rather than reading the files again."""
+    try:
+        with (csv_values.explained(spark, spec.table, spec.keys, first.isoformat()),
+              conform.explained_column_types_of(spark, spec, replayed, NOTHING_CHANGED)):
+            checked = _checked_inputs(spark, spec, replayed)
+            # the check reads the keys (a cdc input's operations too): the other columns' files by their footers
+            conform.refuse_mistyped_files(spark, spec, {day: (replayed[day], inp.df.schema)
+                                                         for day, inp in checked.items()}, NOTHING_CHANGED)
+            return checked
+    except fs.jvm_failures() as exc:  # a file Spark cannot read: name its date, not the first one
+        day = _date_of_file(failed_file(exc), replayed) or first
+        raise UnreadableInputError(f"{summarize_failure(exc)}{NOTHING_CHANGED}", table=spec.table,
+                                   ds=day.isoformat()) from exc
+    except ZipperError as exc:  # every refusal of the check comes before the restore: say so
+        if exc.detail.endswith(NOTHING_CHANGED):
+            raise
+        raise exc.reworded(exc.detail + NOTHING_CHANGED, table=exc.table or spec.table, ds=exc.ds) from None
+
+
+def _checked_inputs(spark, spec: TableSpec, replayed: dict) -> dict[dt.date, dayinput.CheckedInput]:
+    """Every mode: each date's column types against the table's as the dates before it leave them,
+    and their keys, every date in one job: NULL and repeated keys, or with sequence_by NULL and
+    repeated sequence values of a key. cdc inputs: their operations. Landing zones: their files'
+    types from the footers, their row markers and NULL keys (their merges read them again). Then the
+    changes of one key within a day that fail its merge (`dayinput.check_within_days`), every date in one job."""
+    table_columns = catalog.data_columns(spark, spec)
+    if spec.source.mode == "landing_zone":
+        dayinput.check_landing_inputs(spark, spec, replayed, table_columns)
+        return {}
+    if spec.source.mode == "cdc" or spec.source.sequence_by is not None:
+        return dayinput.check_inputs(spark, spec, replayed, table_columns)
+    read, replayed_columns = dated.read_increments(spark, spec, table_columns, replayed)
+    dated.check_keys(dated.dated_rows(spark, spec, replayed_columns, replayed, read=read), spec,
+                      dated.descriptions(replayed))
+    return {day: dayinput.CheckedInput(df, list(table_columns)) for day, df in read.items()}
+
+
+def _notes(plan, resume_said: bool) -> list[str]:
+    """The plan's notes, less the resumption of an interrupted replay when that was said: of
+    that note, only what the caller could not know (inputs changed since they were replayed)."""
+    if not resume_said or plan.resume_news is None:
+        return plan.notes
+    return plan.resume_news + plan.notes[1:]
+
+
+def _date_of_file(path: str | None, located: dict) -> dt.date | None:
+    """The date whose input holds `path` (as Spark names it, a URI)."""
+    if not path:
+        return None
+    wanted = user_path(path)
+    for day, inp in sorted(located.items()):
+        if any(user_path(f.path) == wanted for f in inp.files):
+            return day
+    return None
+
+
+def _record_marker(spark, spec: TableSpec, st: state.TableState, marker: state.ReplayMarker) -> None:
+    """Record a replay that starts right after the last committed date (nothing to restore)."""
+    params = {k: v for k, v in st.open_partition.params.items() if k.startswith("zipper.") and not k.startswith((state.REPLAY, state.REPLAY_LANDING))}
+    catalog.repoint(spark, spec, [Partition(spec.open_end.isoformat(), st.open_partition.location,
+                                            params | marker.params())], expected_run=st.open_run)
+
+
+def restored_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.date,
+                       table_columns: list[tuple[str, str]]):
+    """The open partition as it was at the end of first - 1: columns + begin."""
+    return _restored(spark, spec, st, first, table_columns)[0]
+
+
+def _restored(spark, spec: TableSpec, st: state.TableState, first: dt.date, table_columns: list[tuple[str, str]]):
+    """`restored_open_rows`, and the inputs they are read from (date -> input; none when read
+    from the table itself), for naming a file of theirs that Spark cannot read."""
+    names = [c for c, _ in table_columns]
+    tracked = conform.tracked_columns(spec, names, first.isoformat())
+    untracked = [c for c in names if c not in tracked and c not in spec.keys]
+    if untracked:
+        if not rebuild_supported(spec):
+            raise StateError(
+                f"the table has untracked columns, so the table cannot say what they held before {first} (the open rows"
+                f" hold their latest values), and with source mode {source_kind(spec)} that state cannot be rebuilt"
+                " from the inputs;"
+                " rerun from the first date after the base instead",
+                table=spec.table, ds=first.isoformat())
+        return _rebuilt_open_rows(spark, spec, st, first, table_columns, tracked)
+    return spark.sql(
+        sqltemplates.render(
+            "restore_open_before.sql",
+            table=spec.table,
+            columns=names,
+            begin_column=spec.begin_column,
+            end_column=spec.end_column,
+            first=first.isoformat(),
+            closed_end=spec.closed_end(first).isoformat(),
+            open_end=spec.open_end.isoformat(),
+        )
+    ), {}
+
+
+def _rebuilt_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.date,
+                       table_columns: list[tuple[str, str]], tracked: list[str]):
+    """With untracked columns the table cannot say which in-place updates happened before `first`
+    (the open row holds the latest ones), so the state at first - 1 is rebuilt from the base and
+    the increments up to first - 1, which must be the ones that were committed. Returns the rows
+    and those inputs, by date."""
+    where = {"table": spec.table, "ds": first.isoformat()}
+    init_ds = st.init_ds
+    dates = date_range(init_ds + DAY, first - DAY)
+    located = dated.locate_dates(spark, spec, dates)
+    changed = [d for d in dates if st.commits.get(d.isoformat()) is None
+               or not located[d].matches(st.commits[d.isoformat()].fingerprint)]
+    if changed:
+        raise StateError(
+            f"the table has untracked columns, so restoring it to {first - DAY} rebuilds that state from the base and"
+            f" the increments before {first}; the input of {describe_dates(changed)} differs from what was committed:"
+            f" rerun from {changed[0]} instead (`zipper rerun {spec.name} --from {changed[0]}`)",
+            **where,
+        )
+    located_base = dated.locate_base(spark, spec, init_ds)
+    base = dated.read_base(spark, spec, table_columns, init_ds, located_base)
+    recorded = st.open_partition.params.get(state.INIT_FINGERPRINT)
+    if dated.base_changed(located_base, recorded):
+        raise StateError(
+            f"the table has untracked columns, so restoring it to {first - DAY} rebuilds that state from the base;"
+            f" the base differs from the one loaded on {init_ds}: restore it, or `zipper rebuild {spec.name}`",
+            **where,
+        )
+    names = [c for c, _ in table_columns]
+    rows = dated.dated_rows(spark, spec, table_columns, located, base, init_ds)
+    marked = timelines.marked(rows, keys=spec.keys, columns=names, tracked=tracked)
+    open_end = spec.open_end.isoformat()
+    return (
+        timelines.versions(marked, keys=spec.keys, columns=names, tracked=tracked, begin_column=spec.begin_column,
+                                    end_column=spec.end_column, end_style=spec.end_style, open_end=open_end)
+        .where(f"`{spec.end_column}` = '{open_end}'")
+        .select(*names, spec.begin_column)
+    ), {init_ds: located_base, **located}
+
+
+def restore(spark, spec: TableSpec, st: state.TableState, first: dt.date, marker: state.ReplayMarker) -> merge.RunResult:
+    """Publish the table as it was at the end of first - 1, recording `marker`; audited first."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    started = time.monotonic()
+    first_text = first.isoformat()
+    commit = st.commits.get(first_text)
+    if commit is None or "open_before" not in commit.counts:
+        raise StateError(f"no commit record for {first}; see `zipper check {spec.name}`", table=spec.table, ds=first_text)
+    table_columns = catalog.data_columns(spark, spec)
+
+    run_id = state.new_run_id()
+    open_dir = f"{state.run_dir(st, run_id)}/{daily.SLOT}={daily.OPEN}"
+    observation = Observation(f"zipper_restore_{secrets.token_hex(6)}")
+    rows, read_from = _restored(spark, spec, st, first, table_columns)
+    # with untracked columns, from the base and the increments before `first`: a file of theirs
+    # holding a column in another type than its input is read as fails naming it, as a rebuild's does
+    with conform.explained_column_types_of(spark, spec, read_from, NOTHING_CHANGED):
+        rows.observe(observation, F.count(F.lit(1)).alias("rows")).write.parquet(open_dir)
+    fs.mkdirs(spark, open_dir)
+    rows_read = int(merge.observed_metrics(observation).get("rows") or 0)
+    rows_written = audit.written_rows(spark, open_dir)
+    faults.checkpoint("after_restore_write")
+    audit.reconcile_restore(rows_read=rows_read, rows_written=rows_written, expected=int(commit.counts["open_before"]),
+                            first=first_text, table=spec.table)
+
+    closed_end = spec.closed_end(first).isoformat()
+    dropped = [p.end for p in st.closed if p.end >= closed_end]
+    empty = state.empty_dir(st.location)
+    fs.mkdirs(spark, empty)
+    restored_to = (first - DAY).isoformat()
+    open_params = {k: v for k, v in st.open_partition.params.items() if k.startswith("zipper.init_")}
+    open_params.update({
+        state.LAST_COMMITTED: restored_to,
+        state.RUN_ID: run_id,
+        state.ROWS: str(rows_written),
+        state.COMMITTED_AT: state.utc_now_iso(),
+    })
+    open_params.update(st.float_columns_params())  # the commits that widened them may be dropped here
+    open_params.update(marker.params())
+    catalog.repoint(
+        spark,
+        spec,
+        [Partition(spec.open_end.isoformat(), open_dir, open_params)] + [Partition(end, empty, {}) for end in dropped],
+        expected_run=st.open_run,
+        ds=first_text,
+    )
+    faults.checkpoint("after_restore_publish")
+    # Empty and without a commit record: `merge.recover` drops them too if this run dies here.
+    catalog.drop_partitions(spark, spec, dropped)
+    return merge.RunResult(
+        spec.table,
+        restored_to,
+        "restore",
+        f"restored to {restored_to}: {rows_written} open rows, {len(dropped)} history partitions"
+        f" ({dropped[0] if dropped else '-'}..{dropped[-1] if dropped else '-'}) dropped",
+        {"open_after": rows_written, "dropped": len(dropped)},
+        time.monotonic() - started,
+        run_id,
+    )

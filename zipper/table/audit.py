@@ -1,0 +1,123 @@
+"""The daily audit: reconcile what the merge counted with what it wrote, before publishing.
+
+Cheap by design: row counts come from Parquet footers (of the files read and of the files
+written) and from the small key-only pass, so no data is read twice. `zipper check` does the
+full scan."""
+
+from __future__ import annotations
+
+from zipper.core import fs
+from zipper.core.errors import AuditError
+
+
+def written_rows(spark, directory: str) -> int:
+    """Rows in the Parquet files of a directory, from the footers."""
+    files = fs.list_data_files(spark, [directory]) if fs.exists(spark, directory) else []
+    local = [fs.local_path(f.path) for f in files]
+    if all(local):
+        import pyarrow.parquet as pq
+
+        return sum(pq.ParquetFile(path).metadata.num_rows for path in local)
+    return spark.read.parquet(directory).count()
+
+
+def max_value(spark, directory: str, column: str) -> str | None:
+    """The largest value of a column in a directory's Parquet files, from the footer statistics
+    (a small Spark read where the files are not local or carry no statistics)."""
+    files = fs.list_data_files(spark, [directory]) if fs.exists(spark, directory) else []
+    if not files:
+        return None
+    local = [fs.local_path(f.path) for f in files]
+    if all(local):
+        import pyarrow.parquet as pq
+
+        largest, complete = None, True
+        for path in local:
+            metadata = pq.ParquetFile(path).metadata
+            if metadata.num_rows == 0:
+                continue
+            index = metadata.schema.names.index(column) if column in metadata.schema.names else None
+            for group in range(metadata.num_row_groups):
+                stats = metadata.row_group(group).column(index).statistics if index is not None else None
+                if stats is None or not stats.has_min_max:
+                    complete = False
+                    break
+                value = stats.max.decode() if isinstance(stats.max, bytes) else stats.max
+                largest = value if largest is None or value > largest else largest
+        if complete:
+            return largest
+    from pyspark.sql import functions as F
+
+    return spark.read.parquet(directory).agg(F.max(column)).first()[0]
+
+
+def reconcile(*, open_recorded: int, open_read: int, input_rows: int, kinds: dict[str, int], untouched: int,
+              touched: int, open_written: int, closed_written: int, max_closed_begin: str | None, ds: str,
+              table: str) -> dict:
+    """Check the identities that hold for every correct merge; return the summary counts.
+
+    open_recorded: rows the last commit recorded; open_read: rows in the files it points to;
+    untouched / touched: open rows the big pass kept / set aside; kinds: touched rows by what
+    the day does to them, and deletes of keys that were not open (`vanished`), counted by the
+    small job; the written counts come from the new files' footers. Every open row goes one way
+    or the other, every touched row meets exactly one increment row, the open slot gains one row
+    per key that was not open and loses one per deleted key, and each changed or deleted key
+    closes one version. `deleted` is in the summary only where the mode can delete."""
+    changed, updated, unchanged = kinds["changed"], kinds["updated"], kinds["unchanged"]
+    deleted, vanished = kinds.get("deleted", 0), kinds.get("vanished", 0)
+    matched = changed + updated + unchanged + deleted
+    new = input_rows - matched - vanished
+    problems = []
+    if open_read != open_recorded:
+        problems.append(f"open rows read {open_read} != {open_recorded} recorded at the last commit")
+    if untouched + touched != open_read:
+        problems.append(f"open rows kept {untouched} + set aside {touched} != {open_read} read")
+    if touched != matched:
+        problems.append(f"open rows set aside {touched} != {matched} matched to the increment")
+    if matched + vanished > input_rows:
+        problems.append(f"keys found open {matched} + deletes of keys not open {vanished} > {input_rows} increment rows")
+    if open_written != open_read + new - deleted:
+        problems.append(f"open rows written {open_written} != {open_read} open before + {new} new keys - {deleted} deleted")
+    if closed_written != changed + deleted:
+        problems.append(f"closed rows written {closed_written} != {changed} changed + {deleted} deleted keys")
+    if max_closed_begin is not None and max_closed_begin >= ds:
+        problems.append(f"a closed row began on {max_closed_begin}, not before {ds}")
+    if problems:
+        raise AuditError("audit failed, nothing published: " + "; ".join(problems), table=table, ds=ds)
+    summary = {
+        "input": input_rows,
+        "new": new,
+        "changed": changed,
+        "unchanged": unchanged,
+        "updated_in_place": updated,
+        "closed": closed_written,
+        "open_before": open_read,
+        "open_after": open_written,
+    }
+    if "deleted" in kinds:
+        summary["deleted"] = deleted
+    return summary
+
+
+def reconcile_restore(*, rows_read: int, rows_written: int, expected: int, first: str, table: str) -> None:
+    """A restore to the day before `first` must give back exactly the open rows that the run of
+    `first` started from (its recorded `open_before`), and write every row it read."""
+    problems = []
+    if rows_read != expected:
+        problems.append(f"restored open rows {rows_read} != {expected} open before the run of {first} (its commit record)")
+    if rows_written != rows_read:
+        problems.append(f"open rows written {rows_written} != {rows_read} restored")
+    if problems:
+        raise AuditError("restore audit failed, nothing published: " + "; ".join(problems), table=table, ds=first)
+
+
+def reconcile_rebuild(*, expected: dict[str, int], written: dict[str, int], last: str, table: str) -> None:
+    """Rows written per directory (Parquet footers) must equal the rows each date's counts call for."""
+    problems = [
+        f"{slot}: {written.get(slot, 0)} rows written != {rows} computed"
+        for slot, rows in sorted(expected.items())
+        if written.get(slot, 0) != rows
+    ]
+    if problems:
+        shown = "; ".join(problems[:10]) + (f" ... ({len(problems)} directories)" if len(problems) > 10 else "")
+        raise AuditError("rebuild audit failed, nothing published: " + shown, table=table, ds=last)

@@ -1,0 +1,217 @@
+"""Read-only views of a zipper table: status, as-of slices, the history of one key."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from zipper.core import sqltemplates
+from zipper.table import catalog, state
+from zipper.core.errors import InputError, StateError
+from zipper.tablespec.model import TableSpec
+
+
+def require_initialized(spark, spec: TableSpec) -> state.TableState:
+    st = state.read_state(spark, spec)
+    if not st.exists:
+        raise StateError(f"table does not exist in the metastore of {_metastore(spark)};"
+                         f" check --warehouse (or ZIPPER_WAREHOUSE), or run `zipper init {spec.name}`", table=spec.table)
+    state.check_owned(st, spec)  # a changed end_style would shift every date filter below
+    if not st.initialized:
+        raise StateError(f"table is not initialized; run `zipper init {spec.name}`", table=spec.table)
+    return st
+
+
+def _metastore(spark) -> str:
+    """Where the session looked for tables, in the words a user can check."""
+    url = spark.sparkContext.getConf().get("spark.hadoop.javax.jdo.option.ConnectionURL", "")
+    if url.startswith("jdbc:derby:"):
+        return f"warehouse {spark.conf.get('spark.sql.warehouse.dir')}"
+    return "the configured (external) metastore"
+
+
+def status(spark, spec: TableSpec, recent: int = 10) -> dict:
+    st = require_initialized(spark, spec)
+    commits = sorted(st.commits.values(), key=lambda c: c.ds)
+    partitions = [
+        {"end": st.open_partition.end, "rows": st.open_rows, "kind": "open", "location": st.open_partition.location}
+    ] + [
+        {"end": p.end, "rows": int(p.params.get(state.ROWS, 0)), "kind": "closed", "ds": p.params[state.DS],
+         "location": p.location}
+        for p in st.closed
+    ] + [{"end": p.end, "rows": 0, "kind": "pending", "location": p.location} for p in st.pending]
+    return {
+        "name": spec.name,
+        "table": spec.table,
+        "last_committed": st.last_committed.isoformat(),
+        "base_date": st.init_ds.isoformat() if st.init_ds else None,
+        "open_rows": st.open_rows,
+        "closed_rows": sum(c.rows for c in commits),
+        "end_style": spec.end_style,
+        # a rerun a crash interrupted: the table is behind, and the same rerun (or any merge) finishes it
+        "replay_interrupted": (
+            {"from": st.replay.first.isoformat(), "to": st.replay.last.isoformat(), "run_id": st.replay.run_id}
+            if st.replay else None
+        ),
+        "partitions": partitions,
+        "recent_commits": [
+            {"ds": c.ds, "run_id": c.run_id, "committed_at": c.committed_at, "fingerprint": c.fingerprint,
+             "counts": c.counts}
+            for c in commits[::-1][:max(recent, 0)]  # not commits[-recent:]: -0 is 0, which lists them all
+        ],
+    }
+
+
+def slice_as_of(spark, spec: TableSpec, as_of: dt.date):
+    st = require_initialized(spark, spec)
+    if as_of > st.last_committed:
+        raise StateError(f"table is only committed up to {st.last_committed}", table=spec.table, ds=as_of.isoformat())
+    if st.init_ds and as_of < st.init_ds:
+        raise StateError(f"table starts at its base date {st.init_ds}; it holds nothing as of an earlier date",
+                         table=spec.table, ds=as_of.isoformat())
+    return spark.sql(
+        sqltemplates.render(
+            "slice_as_of.sql",
+            table=spec.table,
+            keys=spec.keys,
+            begin_column=spec.begin_column,
+            end_column=spec.end_column,
+            end_style=spec.end_style,
+            as_of=as_of.isoformat(),
+        )
+    )
+
+
+def parse_key(spec: TableSpec, pairs: list[str]) -> dict[str, str]:
+    values = {}
+    for pair in pairs:
+        column, sep, value = pair.partition("=")
+        column = column.strip().lower()
+        if not sep or not column:
+            raise InputError(f"--key {pair!r}: expected column=value", table=spec.table)
+        if column not in spec.keys:
+            raise InputError(f"--key {column!r} is not a key column; keys are {spec.keys}", table=spec.table)
+        if column in values and values[column] != value:
+            raise InputError(f"--key {column!r} given twice ({values[column]!r} and {value!r}); one version"
+                             " history is of one key", table=spec.table)
+        values[column] = value
+    missing = [k for k in spec.keys if k not in values]
+    if missing:
+        raise InputError(f"--key missing for key columns {missing}", table=spec.table)
+    return values
+
+
+def typed_key(spark, spec: TableSpec, key: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The --key values checked against the key columns' types, and those types, for history.sql
+    to compare typed values (`id=007` finds key 7, `0` finds a double key -0.0, as the merge
+    compares keys): `id=abc` on a bigint key is an error rather than a history of no versions.
+    A binary key is given as base64, as slice and history write it."""
+    types = dict(catalog.data_columns(spark, spec))
+    nested = [k for k in spec.keys if types[k].startswith(("array", "map", "struct"))]
+    if nested:
+        raise InputError(f"--key {nested[0]}: history cannot take a value for a key column of type"
+                         f" {types[nested[0]]}; query the table (README, 'Querying the tables')", table=spec.table)
+    scalar = [k for k in spec.keys if types[k] != "binary"]
+    cast = _as_typed_text(spark, {k: key[k] for k in scalar}, types)
+    bad = [f"{k}={key[k]!r} ({types[k]})" for k in scalar
+           if cast[k] is None or (types[k].startswith("decimal") and _rounded(key[k], cast[k]))]
+    bad += [f"{k}={key[k]!r} (binary, given as base64)" for k in spec.keys if types[k] == "binary"
+            and not _base64(key[k])]
+    if bad:
+        raise InputError(f"--key values are not of the key columns' types: {', '.join(bad)}", table=spec.table)
+    return {k: cast[k] if k in scalar else key[k] for k in spec.keys}, {k: types[k] for k in spec.keys}
+
+
+def _as_typed_text(spark, values: dict[str, str], types: dict[str, str]) -> dict[str, str | None]:
+    """Each value read as its column's type and written back as Spark writes it (None where it
+    does not read), in one Spark query."""
+    from pyspark.sql import functions as F
+
+    if not values:
+        return {}
+    return spark.range(1).select(*[F.lit(v).try_cast(types[k]).cast("string").alias(k)
+                                   for k, v in values.items()]).first().asDict()
+
+
+def _rounded(text: str, typed: str) -> bool:
+    """A value with more places than its decimal key column: Spark's cast rounds `1.004` to the
+    column's `1.00`, another key. (Text Python does not read as a decimal is left to Spark.)"""
+    from decimal import Decimal, InvalidOperation
+
+    try:
+        return Decimal(text.strip()) != Decimal(typed)
+    except InvalidOperation:
+        return False
+
+
+def _base64(text: str) -> bool:
+    """Whether `text` is base64 (the whole of it), as a binary key's value must be."""
+    import base64
+    import binascii
+
+    try:
+        base64.b64decode(text, validate=True)
+    except binascii.Error:
+        return False
+    return True
+
+
+def history(spark, spec: TableSpec, key: dict[str, str]):
+    require_initialized(spark, spec)
+    key, types = typed_key(spark, spec, key)
+    query = sqltemplates.render("history.sql", table=spec.table, keys=spec.keys, types=types,
+                                begin_column=spec.begin_column, end_column=spec.end_column)
+    return spark.sql(query, args={f"key{i}": key[k] for i, k in enumerate(spec.keys)})
+
+
+def _collected_type(data_type, via_text: bool = False):
+    """The type a value is collected as: a decimal as Spark's text of it (plain notation at the
+    column's scale, where Python's `str` of a Decimal writes `1.23E-8` or `0E-10`), a timestamp as
+    its wall clock in the session's time zone (PySpark renders timestamps in the local time zone
+    of the Python process, whatever the session says), a float as the double of Spark's text of
+    it (`via_text`: first the text), 0.1 rather than the float's exact 0.10000000149011612,
+    inside arrays, maps and structs too."""
+    from pyspark.sql import types as T
+
+    if isinstance(data_type, T.DecimalType):
+        return T.StringType()
+    if isinstance(data_type, T.TimestampType):
+        return T.TimestampNTZType()
+    if isinstance(data_type, T.FloatType):
+        return T.StringType() if via_text else T.DoubleType()
+    if isinstance(data_type, T.ArrayType):
+        return T.ArrayType(_collected_type(data_type.elementType, via_text), data_type.containsNull)
+    if isinstance(data_type, T.MapType):
+        return T.MapType(_collected_type(data_type.keyType, via_text), _collected_type(data_type.valueType, via_text),
+                         data_type.valueContainsNull)
+    if isinstance(data_type, T.StructType):
+        return T.StructType([T.StructField(f.name, _collected_type(f.dataType, via_text), f.nullable)
+                             for f in data_type.fields])
+    return data_type
+
+
+def as_written(value):
+    """A collected value as Spark writes it in text and `history --key` takes it back, where
+    Python's own form differs: binary as base64 (not `b'\\xff'`), NaN and infinities by Spark's
+    names (JSON has none); any other value as it is."""
+    import base64
+    import math
+
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value
+
+
+def as_collected(df):
+    """`df` with decimals, timestamps and floats cast as `_collected_type` says, so rows collected
+    to be written as text show the values Spark SQL shows for the same query (slice and history
+    in CSV, JSON or a table, check's examples; slice's Parquet output keeps the types)."""
+    columns = []
+    for field in df.schema.fields:
+        column, current = df[field.name], field.dataType
+        for target in (_collected_type(field.dataType, via_text=True), _collected_type(field.dataType)):
+            if target != current:
+                column, current = column.cast(target), target
+        columns.append(column.alias(field.name))
+    return df.select(*columns)

@@ -1,0 +1,272 @@
+"""The committed state of a zipper table, read from its partition parameters in the metastore.
+
+The open partition's parameters say which date the table is at; each closed partition's
+parameters record the run that produced it (input fingerprint, counts, run id). Both are
+written by the same metastore call that publishes the data, so they cannot drift from it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import secrets
+from dataclasses import dataclass, field
+
+from zipper.table import catalog
+from zipper.table.catalog import Partition
+from zipper.core.errors import StateError
+from zipper.tablespec.model import TableSpec
+
+FORMAT_VERSION = "1"
+
+# table properties
+P_SPEC_NAME = "zipper.spec_name"
+P_KEYS = "zipper.keys"
+P_END_STYLE = "zipper.end_style"
+P_OPEN_END = "zipper.open_end"
+P_FORMAT = "zipper.format_version"
+
+# partition parameters
+LAST_COMMITTED = catalog.AT_PARAM
+DS = "zipper.ds"
+RUN_ID = catalog.RUN_PARAM
+ROWS = "zipper.rows"
+COMMITTED_AT = "zipper.committed_at"
+FINGERPRINT = "zipper.fingerprint"
+COUNTS = "zipper.counts"
+INIT_DS = "zipper.init_ds"
+INIT_FINGERPRINT = "zipper.init_fingerprint"
+LANDING = "zipper.landing"  # a landing-zone date: the files it consumed and where their copy is kept
+COLUMNS = "zipper.columns"  # on the open partition: columns the last commit added or widened
+# on the open partition: the double columns that were float once (their older values are floats), kept by
+# every commit and restore, as the commits that widened them may be undone by a replay
+FLOAT_COLUMNS = "zipper.float_columns"
+REPLAY = "zipper.replay"  # on the open partition while a rerun's replay is under way
+REPLAY_LANDING = "zipper.replay_landing."  # + ds: the landing-zone files a replayed date reads
+
+
+RUN_ID_TIME = "%Y%m%dT%H%M%S.%fZ"
+
+
+def new_run_id(now: dt.datetime | None = None) -> str:
+    """Sortable and unique: UTC time of the run to the microsecond plus random bits; names the
+    run's directory. Runs of one table are serial, so sorting run ids sorts runs by start."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return now.strftime(RUN_ID_TIME) + "-" + secrets.token_hex(3)
+
+
+def run_time(run_id: str) -> dt.datetime | None:
+    try:
+        return dt.datetime.strptime(run_id.split("-")[0], RUN_ID_TIME).replace(tzinfo=dt.timezone.utc)
+    except ValueError:
+        return None
+
+
+def utc_now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One committed date: what went in and what came out."""
+
+    ds: str
+    run_id: str
+    committed_at: str
+    fingerprint: str
+    counts: dict
+    rows: int
+    end: str
+    landing: dict | None = None  # range of landing-zone files consumed, and the kept copy (see landing.py)
+
+    @classmethod
+    def from_partition(cls, part: Partition) -> "Commit":
+        p = part.params
+        return cls(
+            ds=p[DS],
+            run_id=p.get(RUN_ID, ""),
+            committed_at=p.get(COMMITTED_AT, ""),
+            fingerprint=p.get(FINGERPRINT, ""),
+            counts=json.loads(p.get(COUNTS, "{}")),
+            rows=int(p.get(ROWS, "0")),
+            end=part.end,
+            landing=json.loads(p[LANDING]) if LANDING in p else None,
+        )
+
+    def params(self) -> dict[str, str]:
+        params = {
+            DS: self.ds,
+            RUN_ID: self.run_id,
+            COMMITTED_AT: self.committed_at,
+            FINGERPRINT: self.fingerprint,
+            COUNTS: json.dumps(self.counts, sort_keys=True),
+            ROWS: str(self.rows),
+        }
+        if self.landing is not None:
+            params[LANDING] = json.dumps(self.landing, sort_keys=True)
+        return params
+
+
+@dataclass(frozen=True)
+class ReplayMarker:
+    """A replay under way: the table was restored to `first - 1` and is being replayed up to `last`.
+
+    Published with the restore and with every replayed date but the last, which clears it, so
+    a table carrying it was left mid-way by a crash and the same rerun resumes it. For a landing
+    zone it also carries, per replayed date, the record of the files that date consumed (the
+    restore dropped their commit records), so a resumed replay reads the same kept copies."""
+
+    first: dt.date
+    last: dt.date
+    run_id: str = ""
+    landing: dict = field(default_factory=dict)  # ds text -> landing record (see landing.Consumed.record)
+
+    def params(self) -> dict[str, str]:
+        params = {REPLAY: json.dumps({"from": self.first.isoformat(), "to": self.last.isoformat(),
+                                      "run_id": self.run_id}, sort_keys=True)}
+        # one parameter per date: a Hive parameter value holds at most 4000 characters
+        params.update({REPLAY_LANDING + ds: json.dumps(record, sort_keys=True) for ds, record in self.landing.items()})
+        return params
+
+    @classmethod
+    def from_params(cls, params: dict[str, str]) -> "ReplayMarker | None":
+        if REPLAY not in params:
+            return None
+        value = json.loads(params[REPLAY])
+        landing = {k[len(REPLAY_LANDING):]: json.loads(v) for k, v in params.items() if k.startswith(REPLAY_LANDING)}
+        return cls(dt.date.fromisoformat(value["from"]), dt.date.fromisoformat(value["to"]), value.get("run_id", ""),
+                   landing)
+
+
+@dataclass(frozen=True)
+class TableState:
+    exists: bool
+    location: str = ""
+    properties: dict[str, str] = field(default_factory=dict)
+    open_partition: Partition | None = None
+    commits: dict[str, Commit] = field(default_factory=dict)  # by ds
+    closed: list[Partition] = field(default_factory=list)
+    pending: list[Partition] = field(default_factory=list)  # added, never published
+
+    @property
+    def initialized(self) -> bool:
+        return self.open_partition is not None and LAST_COMMITTED in self.open_partition.params
+
+    @property
+    def last_committed(self) -> dt.date | None:
+        if not self.initialized:
+            return None
+        return dt.date.fromisoformat(self.open_partition.params[LAST_COMMITTED])
+
+    @property
+    def open_run(self) -> str:
+        """The run that published the open partition ("" before the first commit): a publish
+        checks it is unchanged (catalog.repoint's expected_run)."""
+        return self.open_partition.params.get(RUN_ID, "") if self.open_partition else ""
+
+    @property
+    def open_rows(self) -> int:
+        return int(self.open_partition.params.get(ROWS, "0")) if self.open_partition else 0
+
+    @property
+    def recorded_column_change(self) -> dict[str, list[tuple[str, str]]]:
+        """Columns the last commit added or widened ({"added": [(name, type)], "widened": [...]}),
+        so a run can finish a schema change that a crash interrupted after the publish."""
+        value = self.open_partition.params.get(COLUMNS) if self.open_partition else None
+        raw = json.loads(value) if value else {}
+        return {kind: [tuple(c) for c in raw.get(kind, [])] for kind in ("added", "widened")}
+
+    @property
+    def widened_from_float(self) -> frozenset[str]:
+        """The columns some commit widened from float to double (its counts' `columns_widened`,
+        `price float -> double`), or that the open partition records as such (`FLOAT_COLUMNS`)."""
+        value = self.open_partition.params.get(FLOAT_COLUMNS) if self.open_partition else None
+        names = set(json.loads(value)) if value else set()
+        suffix = " float -> double"
+        for commit in self.commits.values():
+            names.update(entry[:-len(suffix)] for entry in commit.counts.get("columns_widened", [])
+                         if entry.endswith(suffix))
+        return frozenset(names)
+
+    def float_columns_params(self, widened_today: set[str] = frozenset()) -> dict[str, str]:
+        """The open partition's FLOAT_COLUMNS parameter once `widened_today` are widened too ({} if none)."""
+        names = self.widened_from_float | set(widened_today)
+        return {FLOAT_COLUMNS: json.dumps(sorted(names))} if names else {}
+
+    @property
+    def replay(self) -> ReplayMarker | None:
+        """The replay a crash interrupted, if any (a marker at or behind the table is spent)."""
+        marker = ReplayMarker.from_params(self.open_partition.params) if self.initialized else None
+        return marker if marker is not None and marker.last > self.last_committed else None
+
+    @property
+    def init_ds(self) -> dt.date | None:
+        value = self.open_partition.params.get(INIT_DS) if self.open_partition else None
+        return dt.date.fromisoformat(value) if value else None
+
+
+def check_owned(st: "TableState", spec: TableSpec, ds: dt.date | None = None) -> None:
+    """Refuse a table zipper did not create, or whose spec changed what cannot change: its keys
+    (every version is found by them) and its end style (every reader's date filters use it)."""
+    if not st.exists:
+        return
+    where = {"table": spec.table, "ds": ds.isoformat() if ds else None}
+    props = st.properties
+    if P_SPEC_NAME not in props:
+        raise StateError("table exists and was not created by zipper; refusing to change it", **where)
+    recorded_keys = props.get(P_KEYS, "")
+    # a landing zone's spec may leave its keys to the table (and _metadata.json): nothing to compare
+    if recorded_keys and spec.keys and recorded_keys.split(",") != spec.keys:
+        raise StateError(
+            f"spec keys {spec.keys} differ from the table's keys {recorded_keys.split(',')}; "
+            "keys cannot change on an existing table",
+            **where,
+        )
+    if props.get(P_END_STYLE, spec.end_style) != spec.end_style:
+        raise StateError(
+            f"spec end_style {spec.end_style} differs from the table's {props[P_END_STYLE]};"
+            " a table's end style cannot change", **where
+        )
+
+
+def read_state(spark, spec: TableSpec) -> TableState:
+    if not catalog.table_exists(spark, spec):
+        return TableState(exists=False)
+    properties = catalog.table_properties(spark, spec)
+    location = catalog.table_location(spark, spec)
+    if P_SPEC_NAME not in properties:  # not a zipper table: do not interpret it
+        return TableState(exists=True, location=location, properties=properties)
+    open_end = spec.open_end.isoformat()
+    open_partition = None
+    commits: dict[str, Commit] = {}
+    closed: list[Partition] = []
+    pending: list[Partition] = []
+    for part in catalog.list_partitions(spark, spec):
+        if part.end == open_end:
+            open_partition = part
+        elif DS in part.params:
+            commits[part.params[DS]] = Commit.from_partition(part)
+            closed.append(part)
+        else:
+            pending.append(part)
+    return TableState(
+        exists=True,
+        location=location,
+        properties=properties,
+        open_partition=open_partition,
+        commits=commits,
+        closed=closed,
+        pending=pending,
+    )
+
+
+def versions_root(state: TableState) -> str:
+    return state.location + "/versions"
+
+
+def run_dir(state: TableState, run_id: str) -> str:
+    return f"{versions_root(state)}/{run_id}"
+
+
+def empty_dir(location: str) -> str:
+    """A directory that stays empty: pending partitions point here until they are published."""
+    return location + "/versions/empty"

@@ -1,0 +1,58 @@
+"""`zipper vacuum`: remove data directories no partition points to, once older than retention.
+
+Each run writes `versions/<run_id>/zipper_slot=open` and `.../zipper_slot=closed`. The closed
+directory stays referenced for as long as its history partition exists; the open one is
+superseded by the next day's run. A landing-zone date also keeps the files it consumed in
+`.../zipper_landing`, referenced by its commit record. So the unit of removal is the slot
+directory, and a run directory goes when nothing in it is referenced any more."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from zipper.core import fs
+from zipper.table import inspect, state
+from zipper.tablespec.model import TableSpec
+
+MIN_AGE = dt.timedelta(hours=1)
+
+
+def vacuum(spark, spec: TableSpec, retention_days: int | None = None, dry_run: bool = False,
+           now: dt.datetime | None = None) -> dict:
+    st = inspect.require_initialized(spark, spec)
+    retention = spec.retention_days if retention_days is None else retention_days
+    now = now or dt.datetime.now(dt.timezone.utc)
+    root = fs.qualify(spark, state.versions_root(st)).rstrip("/")
+    live = {fs.qualify(spark, p.location).rstrip("/") for p in [st.open_partition, *st.closed, *st.pending]}
+    # the landing-zone files a commit consumed, kept so that its date can be read again
+    records = [c.landing for c in st.commits.values() if c.landing]
+    records += list(st.replay.landing.values()) if st.replay else []  # restored away, not yet replayed
+    live |= {fs.qualify(spark, r["kept"]).rstrip("/") for r in records if r.get("kept")}
+    removed, kept, kept_young = [], 0, 0
+    for run_dir, modified_ms in sorted(fs.list_dirs(spark, root)):
+        run_dir = run_dir.rstrip("/")
+        run = run_dir.rsplit("/", 1)[-1]
+        started = state.run_time(run) or dt.datetime.fromtimestamp(modified_ms / 1000, dt.timezone.utc)
+        # A directory this young may belong to a merge that is still running.
+        old_enough = now - started >= max(dt.timedelta(days=retention), MIN_AGE)
+        if run == "empty" or not old_enough:
+            kept += 1
+            kept_young += run != "empty" and now - started < MIN_AGE
+            continue
+        children = [d.rstrip("/") for d, _ in fs.list_dirs(spark, run_dir)]
+        referenced = [c for c in children if c in live]
+        targets = [run_dir] if not referenced else [c for c in children if c not in live]
+        for target in targets:
+            removed.append({"directory": target, "bytes": fs.du(spark, target)})
+            if not dry_run:
+                fs.delete(spark, target)
+        kept += bool(referenced)
+    return {
+        "table": spec.table,
+        "retention_days": retention,
+        "dry_run": dry_run,
+        "removed": removed,
+        "removed_bytes": sum(r["bytes"] for r in removed),
+        "kept": kept,
+        "kept_young": kept_young,  # kept whatever the retention: a merge may still be writing them
+    }

@@ -1,0 +1,338 @@
+"""Typed table specs, validated once at load so every later step can trust them."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Annotated, Literal
+
+from pathlib import Path
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
+
+from zipper.core.names import IDENTIFIER
+from zipper.tablespec.sparktypes import check_atomic_type, check_type
+from zipper.tablespec.templates import check_partition, check_template
+
+OPEN_END_DEFAULT = dt.date(9999, 12, 31)
+INTERNAL_PREFIX = "zipper_"  # zipper's own columns (zipper.inputs.conform refuses input columns so named)
+
+
+def _identifier(value: str) -> str:
+    if not IDENTIFIER.match(value):
+        raise ValueError(f"{value!r} is not an identifier (letters, digits, _; not starting with a digit)")
+    return value.lower()
+
+
+def _qualified_table(value: str) -> str:
+    parts = value.split(".")
+    if len(parts) != 2:
+        raise ValueError(f"{value!r} must be database.table")
+    return ".".join(_identifier(p) for p in parts)
+
+
+Identifier = Annotated[str, AfterValidator(_identifier)]
+QualifiedTable = Annotated[str, AfterValidator(_qualified_table)]
+# A Jinja template of `ds`, rendered once here with a sample date so a typo fails at load.
+Template = Annotated[str, AfterValidator(check_template)]
+
+
+def _option_text(value: object) -> object:
+    """Spark reader options are text; YAML's `header: true` or `samplingRatio: 0.5` mean 'true'
+    and '0.5' (a mapping or list stays as it is, for the string check to refuse)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return value
+
+
+def _one_spelling_each(options: dict[str, str]) -> dict[str, str]:
+    """Spark reads option names in any case, and of two spellings of one it keeps whichever it is
+    given last: which one a user meant cannot be told."""
+    seen: dict[str, str] = {}
+    for name in options:
+        if name.lower() in seen:
+            raise ValueError(f"{seen[name.lower()]!r} and {name!r} are one Spark option (names ignore case); keep one")
+        seen[name.lower()] = name
+    return options
+
+
+ReaderOptions = Annotated[dict[str, Annotated[str, BeforeValidator(_option_text)]], AfterValidator(_one_spelling_each)]
+PartitionTemplate = Annotated[str, AfterValidator(check_partition)]
+# A Spark SQL type a Hive table can store (`columns:`); a CSV input's types are atomic (`source.schema`).
+ColumnType = Annotated[str, AfterValidator(check_type)]
+CsvColumnType = Annotated[str, AfterValidator(check_atomic_type)]
+
+
+class KeyValueError(ValueError):
+    """A check across keys that is about one of them: the loader names `key`, not '(top level)'."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+Mode = Literal["upsert", "cdc", "landing_zone", "snapshot"]
+
+# Which source keys each mode accepts (besides mode, format, path, table, partition, options).
+MODE_KEYS: dict[str, set[str]] = {
+    "op_column": {"cdc"},
+    "delete_match": {"cdc"},
+    "sequence_by": {"upsert", "cdc"},
+    "hard_deletes": {"snapshot"},
+    "on_anomaly": {"landing_zone"},
+}
+
+
+class SourceSpec(_Strict):
+    """Where the day's input comes from and what its rows mean (`mode`); `path` and `partition`
+    are Jinja templates of `ds`.
+
+    upsert: each row is the full new state of its key. cdc: each row also carries an operation
+    (`op_column`: 0 insert or update, 1 delete). landing_zone: a folder of numbered change files
+    with `__rowMarker__` and `_metadata.json`. snapshot: the complete current source."""
+
+    mode: Mode = "upsert"
+    format: Literal["parquet", "csv", "orc", "table"] = "parquet"
+    path: Template | None = None
+    table: QualifiedTable | None = None
+    partition: PartitionTemplate | None = None
+    options: ReaderOptions = Field(default_factory=dict)
+    # The column types of a CSV input (CSV has none); columns not listed take the table's types.
+    schema_: dict[Identifier, CsvColumnType] | None = Field(default=None, alias="schema")
+    op_column: Identifier | None = None
+    delete_match: Literal["all_columns", "key"] | None = None
+    sequence_by: Identifier | None = None
+    hard_deletes: Literal["invalidate", "ignore"] | None = None
+    on_anomaly: Literal["warn", "error"] | None = None
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @field_validator(*MODE_KEYS)
+    @classmethod
+    def _only_for_its_modes(cls, value, info: ValidationInfo):
+        mode = info.data.get("mode", "upsert")
+        allowed = MODE_KEYS[info.field_name]
+        if value is not None and mode not in allowed:
+            raise ValueError(f"only for mode {' or '.join(sorted(allowed))}, not {mode!r}")
+        return value
+
+    @field_validator("schema_")
+    @classmethod
+    def _csv_only(cls, value, info: ValidationInfo):
+        if value is not None and info.data.get("format") != "csv":
+            raise ValueError("only for format 'csv' (the other formats carry their types)")
+        return value
+
+    @model_validator(mode="after")
+    def _location(self) -> "SourceSpec":
+        if self.mode == "landing_zone":
+            if self.format != "parquet":
+                raise ValueError("mode 'landing_zone' reads Parquet change files; format must be 'parquet'")
+            if not self.path or self.partition:
+                raise ValueError("mode 'landing_zone' needs 'path' (the table's folder) and no 'partition'")
+        if self.format == "table":
+            if not self.table:
+                raise ValueError("format 'table' needs 'table' (database.table)")
+            if self.path:
+                raise ValueError("format 'table' reads 'table', not 'path'")
+        elif not self.path:
+            raise ValueError(f"format {self.format!r} needs 'path'")
+        return self
+
+    @property
+    def operation_column(self) -> str:
+        return self.op_column or "sys_op"
+
+    @property
+    def deletes_need_all_columns(self) -> bool:
+        return (self.delete_match or "all_columns") == "all_columns"
+
+    @property
+    def invalidate_missing(self) -> bool:
+        return (self.hard_deletes or "invalidate") == "invalidate"
+
+    @property
+    def anomalies_are_errors(self) -> bool:
+        return self.on_anomaly == "error"
+
+    @property
+    def csv_schema(self) -> dict[str, str]:
+        return dict(self.schema_ or {})
+
+
+class BaseSpec(_Strict):
+    """A full snapshot loaded once by `zipper init` as the table's first open state."""
+
+    format: Literal["parquet", "csv", "orc", "table"] = "parquet"
+    path: Template | None = None
+    table: QualifiedTable | None = None
+    options: ReaderOptions = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _location(self) -> "BaseSpec":
+        if self.format == "table" and not self.table:
+            raise ValueError("format 'table' needs 'table' (database.table)")
+        if self.format != "table" and not self.path:
+            raise ValueError(f"format {self.format!r} needs 'path'")
+        return self
+
+
+DAILY_CRON = re.compile(r"^(\d{1,2}) (\d{1,2}) \* \* \*$")
+DAILY_PRESETS = ("@daily", "@midnight")
+
+
+def _daily_schedule(value: str) -> str:
+    """A zipper table takes one increment per date, so only schedules that fire once a day make sense."""
+    value = " ".join(value.split())
+    if value in DAILY_PRESETS:
+        return value
+    match = DAILY_CRON.match(value)
+    if not match or int(match.group(1)) > 59 or int(match.group(2)) > 23:
+        raise ValueError(
+            f"{value!r} is not a daily schedule: use '@daily' or a cron expression 'M H * * *' (one run per date)"
+        )
+    return value
+
+
+class SensorSpec(_Strict):
+    """How the DAG waits for the day's increment before merging."""
+
+    enabled: bool = True
+    mode: Literal["reschedule", "poke", "deferrable"] = "reschedule"
+    poke_interval: int = Field(default=300, ge=1, description="seconds between checks")
+    timeout: int = Field(default=172800, ge=1, description="seconds before the sensor fails")
+
+
+class AirflowSpec(_Strict):
+    """Scheduling of the table's DAG. Only read by the Airflow integration; the engine ignores it."""
+
+    schedule: Annotated[str, AfterValidator(_daily_schedule)] = "@daily"
+    owner: str = Field(default="zipper", min_length=1)
+    tags: list[str] = Field(default_factory=list)
+    retries: int = Field(default=1, ge=0)
+    retry_delay_minutes: float = Field(default=5, ge=0)
+    spark_conn_id: str = Field(default="zipper_spark", min_length=1)
+    pool: str = Field(default="zipper_embedded_metastore", min_length=1)
+    sensor: SensorSpec = Field(default_factory=SensorSpec)
+
+
+class TableSpec(_Strict):
+    name: Identifier
+    table: QualifiedTable
+    source: SourceSpec
+    # Empty only for a landing zone, whose `_metadata.json` supplies them when the table is created.
+    keys: list[Identifier] = Field(default_factory=list, validate_default=True)
+    base: BaseSpec | None = None
+    start_date: dt.date
+    end_date: dt.date | None = None
+    begin_column: Identifier = "begin_dt"
+    end_column: Identifier = "end_dt"
+    open_end: dt.date = OPEN_END_DEFAULT
+    end_style: Literal["exclusive", "inclusive"] = "exclusive"
+    track_columns: Literal["all"] | list[Identifier] = "all"
+    retention_days: int = Field(default=7, ge=0)
+    on_past_date: Literal["replay", "error"] = "replay"
+    columns: dict[Identifier, ColumnType] | None = None
+    description: str = ""
+    airflow: AirflowSpec = Field(default_factory=AirflowSpec)
+    _origin: Path | None = PrivateAttr(default=None)
+
+    @property
+    def origin(self) -> Path | None:
+        """The spec file this was loaded from; relative source paths resolve against its folder."""
+        return self._origin
+
+    @field_validator("track_columns", mode="before")
+    @classmethod
+    def _all_or_list(cls, value):
+        if isinstance(value, str) and value != "all":
+            raise ValueError(f"{value!r} is neither 'all' nor a list; for one column write [{value}]")
+        return value
+
+    @field_validator("keys")
+    @classmethod
+    def _keys_given(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        source = info.data.get("source")
+        if not value and (source is None or source.mode != "landing_zone"):
+            raise ValueError("at least one key column is required (only mode landing_zone can take them from _metadata.json)")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "TableSpec":
+        if len(set(self.keys)) != len(self.keys):
+            raise KeyValueError("keys", f"a column is listed twice: {self.keys}")
+        if self.begin_column == self.end_column:
+            raise KeyValueError("end_column", f"begin_column and end_column must differ (both {self.end_column!r})")
+        named = {"keys": list(self.keys), "columns": list(self.columns or {}), "begin_column": [self.begin_column],
+                 "end_column": [self.end_column],
+                 "track_columns": self.track_columns if isinstance(self.track_columns, list) else [],
+                 "source.sequence_by": [self.source.sequence_by] if self.source.sequence_by else []}
+        if self.source.mode == "cdc":
+            named["source.op_column"] = [self.source.operation_column]
+        for key, names in named.items():
+            internal = [n for n in names if n.lower().startswith(INTERNAL_PREFIX)]
+            if internal:
+                raise KeyValueError(key, f"{internal}: names starting with {INTERNAL_PREFIX!r} are reserved for"
+                                         " zipper's own columns")
+        reserved = {self.begin_column, self.end_column}
+        if reserved & set(self.keys):
+            raise KeyValueError("keys", f"keys may not use the reserved columns {sorted(reserved)}")
+        if isinstance(self.track_columns, list):
+            if not self.track_columns:
+                raise KeyValueError("track_columns", "give 'all' or a non-empty list")
+            clash = (set(self.keys) | reserved) & set(self.track_columns)
+            if clash:
+                raise KeyValueError("track_columns", f"track_columns may not list key or reserved columns: {sorted(clash)}")
+        if self.end_date and self.end_date < self.start_date:
+            raise KeyValueError("end_date", f"end_date {self.end_date} is before start_date {self.start_date}")
+        last = self.end_date or self.start_date
+        if self.closed_end(last) >= self.open_end:  # as plan.check_in_schedule, for the last date
+            after = "after every run date" if self.end_style == "exclusive" else "on or after every run date (inclusive)"
+            raise KeyValueError("open_end", f"open_end {self.open_end} must be {after} (the last is {last})")
+        if self.source.mode == "cdc" and self.source.operation_column in set(self.keys) | reserved | {self.source.sequence_by}:
+            raise KeyValueError("source.op_column", f"source.op_column {self.source.operation_column!r} may not be a key, sequence or reserved column")
+        if self.source.sequence_by in set(self.keys) | reserved:
+            raise KeyValueError("source.sequence_by", f"source.sequence_by {self.source.sequence_by!r} may not be a key or reserved column")
+        if self.columns is not None:
+            missing = [k for k in self.keys if k not in self.columns]
+            if missing:
+                raise KeyValueError("columns", f"columns must include the keys; missing {missing}")
+            if reserved & set(self.columns):
+                raise KeyValueError("columns", f"columns may not include the reserved columns {sorted(reserved)}")
+            self._check_tracked_are_declared()
+        return self
+
+    def _check_tracked_are_declared(self) -> None:
+        """A misspelt tracked column fails at load when the spec declares its columns (both sides
+        are lower-cased identifiers); without `columns` only the table can tell, at merge."""
+        if isinstance(self.track_columns, list):
+            unknown = [c for c in self.track_columns if c not in self.columns]
+            if unknown:
+                raise KeyValueError("track_columns", f"not among the declared columns: {unknown}")
+
+    @property
+    def database(self) -> str:
+        return self.table.split(".")[0]
+
+    @property
+    def table_name(self) -> str:
+        return self.table.split(".")[1]
+
+    def closed_end(self, ds: dt.date) -> dt.date:
+        """The end value (and partition) of versions closed by the run of `ds`."""
+        return ds if self.end_style == "exclusive" else ds - dt.timedelta(days=1)
+
+    def first_merge_date(self) -> dt.date:
+        return self.start_date
+
+    def with_keys(self, keys: list[str]) -> "TableSpec":
+        """This spec with its key columns resolved (a landing zone's, from `_metadata.json`)."""
+        resolved = self.model_copy(update={"keys": list(keys)})
+        resolved._origin = self._origin
+        return resolved

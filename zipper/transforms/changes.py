@@ -1,0 +1,239 @@
+"""Every source mode as one day change set, as pure DataFrame -> DataFrame functions.
+
+The merge applies a *change set*: the table's columns, at most one row per key, and what the
+day does to the key (`zipper_op`: upsert | delete). An upsert increment is one already (no
+op column: every row upserts). The other modes become one here:
+
+- cdc rows and landing-zone change files are *events* (`zipper_action`: insert, update,
+  upsert or delete), possibly several per key, in an order (`zipper_order`: the sequence
+  column, or file number then row position). `flag_events` marks each event against the
+  state its key's previous event of the day left; `collapse` keeps the key's state at the end
+  of the day, with its first action of the day (`zipper_first`: whether the key had to be
+  open is only known against the open partition) and, for deletes that must match the open
+  row, the values they carry (`zipper_match`).
+- a snapshot is diffed against the open partition (`snapshot_changes`).
+
+Problems are named per key (`zipper_problem`): insert_open (insert of a key that exists),
+update_absent / delete_absent (update or delete of a key that does not), delete_mismatch (a
+delete whose values differ from the row it deletes; `zipper_diff` names the columns)."""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType
+
+from zipper.transforms.equality import equal_at_float_precision, float_exact, same, types_of
+
+OP = "zipper_op"
+FIRST = "zipper_first"
+MATCH = "zipper_match"
+ACTION = "zipper_action"
+ORDER = "zipper_order"
+PROBLEM = "zipper_problem"
+DIFF = "zipper_diff"
+LAST = "zipper_last"
+UPSERT, DELETE, INSERT, UPDATE = "upsert", "delete", "insert", "update"
+INSERT_OPEN, UPDATE_ABSENT, DELETE_ABSENT, DELETE_MISMATCH = "insert_open", "update_absent", "delete_absent", "delete_mismatch"
+# landing-zone __rowMarker__ values
+MARKERS = {0: INSERT, 1: UPDATE, 2: DELETE, 4: UPSERT}
+_OPEN = "zipper__open__"
+_SNAP = "zipper__snapshot__"
+
+
+def _any(conditions: list[Column]) -> Column:
+    return reduce(lambda a, b: a | b, conditions, F.lit(False))
+
+
+def _equal(left: Column, right: Column, data_type, float_precision: bool) -> Column:
+    """NULL-safe equality; at float precision for a double column that holds or is fed floats."""
+    if float_precision and isinstance(data_type, DoubleType):
+        return equal_at_float_precision(left, right)
+    return same(left, right, data_type)
+
+
+def _differing(columns: list[str], left, right, types: dict, float_precision: frozenset[str] = frozenset()) -> Column:
+    """The names of the columns whose values differ (NULL-safe; `float_precision` columns as
+    floats), as an array."""
+    return F.array_compact(F.array(*[F.when(~_equal(left(c), right(c), types[c], c in float_precision), F.lit(c))
+                                     for c in columns], F.lit(None).cast("string")))
+
+
+def _values_struct(values: list[str]) -> Column:
+    return F.struct(*[F.col(c) for c in values]) if values else F.struct(F.lit(None).alias("none"))
+
+
+# ---------------------------------------------------------------- reading events
+
+def bad_operations(rows: DataFrame, *, op_column: str) -> DataFrame:
+    """cdc rows whose operation is not 0 or 1 (NULL included), with the file they came from."""
+    op = F.col(op_column).cast("string")
+    return rows.where(op.isNull() | ~op.isin("0", "1")).select(op.alias("op"), F.input_file_name().alias("file"))
+
+
+def cdc_events(rows: DataFrame, *, op_column: str, columns: list[str], order: str | None = None) -> DataFrame:
+    """cdc rows (already checked by `bad_operations`) as events: 0 upserts, 1 deletes."""
+    action = F.when(F.col(op_column).cast("string") == "1", F.lit(DELETE)).otherwise(F.lit(UPSERT))
+    ordered = [F.col(order).alias(ORDER)] if order else []
+    return rows.select(*columns, action.alias(ACTION), *ordered)
+
+
+def upsert_events(rows: DataFrame, *, columns: list[str], order: str) -> DataFrame:
+    """Upsert rows ordered by a sequence column as events."""
+    return rows.select(*columns, F.lit(UPSERT).alias(ACTION), F.col(order).alias(ORDER))
+
+
+def bad_markers(rows: DataFrame, *, marker: str, written: str, file: str, row: str) -> DataFrame:
+    """Landing-zone rows whose marker (`marker`, as an int) is not 0, 1, 2 or 4, with the marker
+    as written (`written`), their file and row position."""
+    return rows.where(F.col(marker).isNull() | ~F.col(marker).isin(*MARKERS)).select(
+        F.col(written).alias("marker"), F.col(file).alias("file"), F.col(row).alias("row"))
+
+
+def landing_events(rows: DataFrame, *, columns: list[str], marker: str, file: str, row: str) -> DataFrame:
+    """Landing-zone rows (markers checked) as events, in file order, then row order."""
+    action = F.when(F.col(marker) == 0, F.lit(INSERT))
+    for value, name in MARKERS.items():
+        action = action.when(F.col(marker) == value, F.lit(name))
+    return rows.select(*columns, action.alias(ACTION), F.struct(F.col(file), F.col(row)).alias(ORDER))
+
+
+def order_offenders(events: DataFrame, keys: list[str], read_all_columns: bool = False) -> DataFrame:
+    """Keys that are NULL, have a NULL order, or have two events with the same order.
+
+    `read_all_columns`: also hash the other columns, so that Spark reads and types them all (as
+    `transforms.key_offenders` does)."""
+    others = [c for c in events.columns if c not in keys and c != ORDER]
+    readers = [F.max(F.xxhash64(*others)).alias("_read")] if read_all_columns and others else []
+    return (
+        events.groupBy(*keys, ORDER)
+        .agg(F.count(F.lit(1)).alias("copies"), *readers)
+        .where(_any([F.col(k).isNull() for k in keys]) | F.col(ORDER).isNull() | (F.col("copies") > 1))
+        .orderBy(*keys)
+    )
+
+
+# ---------------------------------------------------------------- events -> change set
+
+def flag_events(events: DataFrame, *, keys: list[str], columns: list[str], match: list[str] | None) -> DataFrame:
+    """Each event with the problem it meets in the state its key's previous event of the day
+    left (none for a key's first event: that one meets the open partition, see `open_problems`),
+    whether it is the key's last event, and the key's first action and first values.
+
+    `match`: the columns a delete must carry the values of (all but the keys and the sequence
+    column, with delete_match: all_columns), or None."""
+    by_key = Window.partitionBy(*keys).orderBy(ORDER)
+    whole = by_key.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    previous = F.lag(ACTION).over(by_key)
+    present = previous.isNotNull() & (previous != DELETE)
+    absent = previous.isNotNull() & (previous == DELETE)
+    action = F.col(ACTION)
+    problem = (
+        F.when(present & (action == INSERT), F.lit(INSERT_OPEN))
+        .when(absent & (action == UPDATE), F.lit(UPDATE_ABSENT))
+        .when(absent & (action == DELETE), F.lit(DELETE_ABSENT))
+    )
+    diff = F.lit(None).cast("array<string>")
+    first_values = []
+    if match is not None:
+        diff = F.when(present & (action == DELETE), _differing(match, F.col, lambda c: F.lag(c).over(by_key), types_of(events)))
+        problem = F.when(F.size(diff) > 0, F.lit(DELETE_MISMATCH)).otherwise(problem)
+        first_values = [F.first(_values_struct(match)).over(whole).alias(MATCH)]
+    return events.select(
+        *columns,
+        F.col(ACTION),
+        problem.alias(PROBLEM),
+        diff.alias(DIFF),
+        F.lead(ACTION).over(by_key).isNull().alias(LAST),
+        F.first(ACTION).over(whole).alias(FIRST),
+        *first_values,
+    )
+
+
+def collapse(flagged: DataFrame, *, columns: list[str], deletes: bool) -> DataFrame:
+    """One row per key: its state at the end of the day.
+
+    deletes=False (upsert with sequence_by): the table's columns only, as an upsert increment.
+    Otherwise also OP, FIRST and (when `flag_events` had columns to match) MATCH: the values a
+    first-action delete must find in the open row (NULL unless the key's first action is a delete)."""
+    last = flagged.where(F.col(LAST))
+    if not deletes:
+        return last.select(*columns)
+    op = F.when(F.col(ACTION) == DELETE, F.lit(DELETE)).otherwise(F.lit(UPSERT))
+    matched = [F.when(F.col(FIRST) == DELETE, F.col(MATCH)).alias(MATCH)] if MATCH in flagged.columns else []
+    return last.select(*columns, op.alias(OP), F.col(FIRST), *matched)
+
+
+def single_changes(events: DataFrame, *, columns: list[str], match: list[str] | None) -> DataFrame:
+    """Events with unique keys (cdc without sequence_by) as a change set, without a window;
+    `match` as for `flag_events`."""
+    deleting = F.col(ACTION) == DELETE
+    op = F.when(deleting, F.lit(DELETE)).otherwise(F.lit(UPSERT))
+    matched = [F.when(deleting, _values_struct(match)).alias(MATCH)] if match is not None else []
+    return events.select(*columns, op.alias(OP), F.col(ACTION).alias(FIRST), *matched)
+
+
+def _keeps_open_value(old: Column, new: Column, data_type, float_precision: bool) -> Column:
+    """Whether the open value stays as it is: equal, or (`float_precision`) equal at float
+    precision with the snapshot's value the float (the open value is the more precise)."""
+    if not (float_precision and isinstance(data_type, DoubleType)):
+        return same(old, new, data_type)
+    return same(old, new, data_type) | F.coalesce(equal_at_float_precision(old, new) & ~float_exact(old), F.lit(False))
+
+
+def snapshot_changes(open_rows: DataFrame, snapshot: DataFrame, *, keys: list[str], columns: list[str],
+                     invalidate: bool, float_precision: frozenset[str] = frozenset()) -> DataFrame:
+    """A full snapshot as a change set against the open rows: new keys and keys whose values
+    differ (NULL-safe, every column) upsert; open keys missing from the snapshot are deleted
+    (`invalidate`) or left alone; equal keys are not in the change set at all. A
+    `float_precision` column's value equal to the open one at float precision differs only
+    where the open value is the float (the version takes the snapshot's, `transforms.day_rows`)."""
+    values = [c for c in columns if c not in keys]
+    opened = open_rows.select(*keys, *[F.col(c).alias(_OPEN + c) for c in values], F.lit(True).alias(_OPEN))
+    joined = snapshot.select(*columns, F.lit(True).alias(_SNAP)).join(opened, on=keys, how="full")
+    in_snapshot, was_open = F.col(_SNAP).isNotNull(), F.col(_OPEN).isNotNull()
+    types = types_of(snapshot)
+    differs = _any([~_keeps_open_value(F.col(_OPEN + c), F.col(c), types[c], c in float_precision) for c in values])
+    wanted = in_snapshot & (~was_open | differs)
+    if invalidate:
+        wanted = wanted | ~in_snapshot
+    op = F.when(in_snapshot, F.lit(UPSERT)).otherwise(F.lit(DELETE))
+    return joined.where(wanted).select(*columns, op.alias(OP))
+
+
+# ---------------------------------------------------------------- problems
+
+def open_problems(touched: DataFrame, changes: DataFrame, *, keys: list[str], columns: list[str],
+                  float_precision: frozenset[str] = frozenset()) -> DataFrame:
+    """Change-set rows whose first action does not fit the open partition: keys, PROBLEM, DIFF.
+
+    `touched`: the open rows of the change set's keys (all of them, or all open rows); a delete
+    matches a `float_precision` column's open value when equal at float precision."""
+    values = [c for c in columns if c not in keys]
+    opened = touched.select(*keys, *[F.col(c).alias(_OPEN + c) for c in values], F.lit(True).alias(_OPEN))
+    joined = changes.join(opened, on=keys, how="left")
+    is_open, first = F.col(_OPEN).isNotNull(), F.col(FIRST)
+    problem = (
+        F.when(is_open & (first == INSERT), F.lit(INSERT_OPEN))
+        .when(~is_open & (first == UPDATE), F.lit(UPDATE_ABSENT))
+        .when(~is_open & (first == DELETE), F.lit(DELETE_ABSENT))
+    )
+    diff = F.lit(None).cast("array<string>")
+    if MATCH in changes.columns:
+        compared = [f.name for f in changes.schema[MATCH].dataType.fields if f.name in values]
+        diff = F.when(is_open & F.col(MATCH).isNotNull(),
+                      _differing(compared, lambda c: F.col(MATCH)[c], lambda c: F.col(_OPEN + c),
+                                 {f.name: f.dataType for f in changes.schema[MATCH].dataType.fields},
+                                 float_precision))
+        problem = F.when(F.size(diff) > 0, F.lit(DELETE_MISMATCH)).otherwise(problem)
+    return joined.select(*keys, problem.alias(PROBLEM), diff.alias(DIFF)).where(F.col(PROBLEM).isNotNull())
+
+
+def problem_summary(problems: DataFrame, *, keys: list[str], examples: int) -> DataFrame:
+    """Per problem: how many, and the first `examples` keys (with DIFF) in key order."""
+    return problems.where(F.col(PROBLEM).isNotNull()).groupBy(PROBLEM).agg(
+        F.count(F.lit(1)).alias("count"),
+        F.slice(F.array_sort(F.collect_list(F.struct(*keys, F.col(DIFF)))), 1, examples).alias("examples"),
+    )

@@ -1,0 +1,228 @@
+"""The merge as pure DataFrame -> DataFrame functions, split by size.
+
+A day names few keys. The big pass (`route_open`) only sorts the open partition's rows into
+those the increment does not name, kept as they are, and the few it does ("touched"). The
+increment then looks up its keys among the touched rows (`day_rows`) and gives everything
+that changes: successors, closed versions, keys that were not open. Each output row
+carries its destination (`zipper_slot`: open | closed) and why it is there (`zipper_kind`,
+dropped before writing, so Spark only computes it where a test or a count asks).
+
+The increment is a day change set (see `changes`): without an op column every row upserts its
+key (the upsert mode's plan, unchanged); with `zipper_op` a row may delete its key instead: the
+open version is closed and nothing succeeds it, and a delete of a key that is not open leaves
+one row in no slot (`none`), there only to be counted."""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType
+
+from zipper.transforms.equality import equal_at_float_precision, float_exact, same, types_of
+
+SLOT = "zipper_slot"
+KIND = "zipper_kind"
+OP = "zipper_op"
+DELETE = "delete"
+OPEN, CLOSED, TOUCHED, NONE = "open", "closed", "touched", "none"
+# carried: open row whose key is not in the increment; unchanged: re-sent with equal tracked
+# values; updated: equal tracked values, other columns updated in place; changed: the new
+# version of a changed key; closed: the old version it replaces; new: a key not open before;
+# deleted: the open version of a deleted key, closed; vanished: a delete of a key not open.
+_INC = "zipper__inc__"
+_HIT = _INC + "hit"
+_OLD = "zipper__old__"
+_OLD_HIT = _OLD + "hit"
+
+
+def _all(conditions: list[Column]) -> Column:
+    return reduce(lambda a, b: a & b, conditions, F.lit(True))
+
+
+def _any(conditions: list[Column]) -> Column:
+    return reduce(lambda a, b: a | b, conditions, F.lit(False))
+
+
+def key_offenders(increment: DataFrame, keys: list[str], read_all_columns: bool = False) -> DataFrame:
+    """Keys that are NULL or appear more than once, with their copies, in one aggregation.
+
+    `read_all_columns`: also hash every other column, so that Spark reads and types them all (a
+    CSV value that does not parse fails here, not in a later job that reads that column)."""
+    readers = [F.max(F.xxhash64(*[c for c in increment.columns if c not in keys])).alias("_read")] \
+        if read_all_columns and len(increment.columns) > len(keys) else []
+    return (
+        increment.groupBy(*keys)
+        .agg(F.count(F.lit(1)).alias("copies"), *readers)
+        .where(_any([F.col(k).isNull() for k in keys]) | (F.col("copies") > 1))
+        .orderBy(*keys)
+    )
+
+
+def route_open(open_rows: DataFrame, increment: DataFrame, *, keys: list[str], broadcast_increment: bool = True) -> DataFrame:
+    """The open rows, each tagged for the big pass: `open` when the increment does not name its
+    key (it stays as it is), `touched` when it does (the small job decides its fate).
+
+    One lookup per row and no value changes, so this pass costs little more than a copy."""
+    flags = increment.select(*[F.col(k).alias(_INC + k) for k in keys], F.lit(True).alias(_HIT))
+    if broadcast_increment:
+        flags = F.broadcast(flags)
+    joined = open_rows.join(flags, on=_all([open_rows[k] == F.col(_INC + k) for k in keys]), how="left")
+    slot = F.when(F.col(_HIT).isNull(), F.lit(OPEN)).otherwise(F.lit(TOUCHED))
+    return joined.select(*[open_rows[c] for c in open_rows.columns], slot.alias(SLOT))
+
+
+def day_rows(
+    touched: DataFrame,
+    increment: DataFrame,
+    *,
+    keys: list[str],
+    columns: list[str],
+    tracked: list[str],
+    begin_column: str,
+    ds: str,
+    broadcast_increment: bool = True,
+    float_precision: frozenset[str] = frozenset(),
+) -> DataFrame:
+    """What the day adds, from the few open rows whose keys the increment names (`touched`):
+    one open successor per increment key (a changed or new key opens on ds; an unchanged or
+    updated one keeps its begin), the closed old version of each changed or deleted key, and a
+    row in slot `none` for each delete of a key that was not open (counted, not written).
+
+    One pass over the increment, each row looking up its key's open version (`touched`, at
+    most one row per increment key, so it is the side that is broadcast).
+
+    `float_precision`: double columns whose values of this day or of the open rows may have been
+    floats (`conform.float_precision_columns`); see `_FloatPrecision`."""
+    values = [c for c in columns if c not in keys]
+    old = touched.select(
+        *[F.col(k).alias(_OLD + k) for k in keys],
+        *[F.col(c).alias(_OLD + c) for c in values],
+        F.col(begin_column).alias(_OLD + begin_column),
+        F.lit(True).alias(_OLD_HIT),
+    )
+    if broadcast_increment:  # at most as many rows as the increment
+        old = F.broadcast(old)
+    joined = increment.join(old, on=_all([increment[k] == F.col(_OLD + k) for k in keys]), how="left")
+
+    was_open = F.col(_OLD_HIT).isNotNull()
+    deletes = OP in increment.columns
+    delete = (F.col(OP) == DELETE) if deletes else F.lit(False)
+    types = types_of(increment)
+    floats = _FloatPrecision(float_precision, types)
+    changed = ~_all([floats.equal(c) for c in tracked])
+    same_untracked = _all([floats.equal_kept(c) for c in values if c not in tracked])
+    refined = _any([floats.refines(c) for c in tracked])
+    kind = (
+        F.when(~was_open & delete, F.lit("vanished"))
+        .when(~was_open, F.lit("new"))
+        .when(delete, F.lit("deleted"))
+        .when(changed, F.lit("changed"))
+        .when(same_untracked & ~refined, F.lit("unchanged"))
+        .otherwise(F.lit("updated"))
+    )
+    slots = (
+        F.when(F.col(KIND) == "vanished", F.array(F.lit(NONE)))
+        .when(F.col(KIND) == "deleted", F.array(F.lit(CLOSED)))
+        .when(F.col(KIND) == "changed", F.array(F.lit(OPEN), F.lit(CLOSED)))
+        .otherwise(F.array(F.lit(OPEN)))
+    )
+    # The open slot gets the increment's values, but a version that goes on (unchanged, updated)
+    # keeps its tracked values: they only compare equal (-0.0 and 0.0, NaNs, map entries in another
+    # order), and a rerun restores the version as it began. The closed slot: the old version as it was.
+    # At float precision a version that goes on takes the more precise of the two values.
+    successor = (F.col(SLOT) == OPEN) | (F.col(SLOT) == NONE)
+    opens_today = F.col(KIND).isin("changed", "new", "vanished")
+
+    def value(c: str) -> Column:
+        if c in tracked:
+            takes_new = successor & (opens_today | floats.refines(c))
+        else:
+            takes_new = successor & (opens_today | ~floats.keeps_old(c))
+        return F.when(takes_new, F.col(c)).otherwise(F.col(_OLD + c)).alias(c)
+
+    return (
+        joined.select("*", kind.alias(KIND))
+        .select("*", F.explode(slots).alias(SLOT))
+        .select(
+            *[F.col(c) if c in keys else value(c) for c in columns],
+            F.when(successor & opens_today, F.lit(ds)).otherwise(F.col(_OLD + begin_column)).alias(begin_column),
+            F.col(SLOT),
+            F.when(successor | (F.col(KIND) == "deleted"), F.col(KIND)).otherwise(F.lit("closed")).alias(KIND),
+        )
+    )
+
+
+class _FloatPrecision:
+    """How day_rows compares a column's open value with the day's: exactly (`same`), or, for a
+    float-precision column, as floats (`equal_at_float_precision`). A value equal only at float
+    precision is the same value less precisely: the float-exact one is the less precise."""
+
+    def __init__(self, columns: frozenset[str], types: dict):
+        self.columns = {c for c in columns if isinstance(types.get(c), DoubleType)}
+        self.types = types
+
+    def exact(self, c: str) -> Column:
+        return same(F.col(_OLD + c), F.col(c), self.types[c])
+
+    def equal(self, c: str) -> Column:
+        """Equal as far as versions go."""
+        if c not in self.columns:
+            return self.exact(c)
+        return equal_at_float_precision(F.col(_OLD + c), F.col(c))
+
+    def _loosely(self, c: str, old_is_float: bool) -> Column:
+        if c not in self.columns:
+            return F.lit(False)
+        old_exact = float_exact(F.col(_OLD + c))
+        return F.coalesce(self.equal(c) & ~self.exact(c) & (old_exact if old_is_float else ~old_exact), F.lit(False))
+
+    def refines(self, c: str) -> Column:
+        """Equal at float precision, the open value the float: the version takes the day's value."""
+        return self._loosely(c, old_is_float=True)
+
+    def keeps_old(self, c: str) -> Column:
+        """Equal at float precision, the day's value the float: the version keeps its value."""
+        return self._loosely(c, old_is_float=False)
+
+    def equal_kept(self, c: str) -> Column:
+        """Equal, or equal enough that the open value stays as it is."""
+        return self.exact(c) | self.keeps_old(c)
+
+
+def classify(
+    open_rows: DataFrame,
+    increment: DataFrame,
+    *,
+    keys: list[str],
+    columns: list[str],
+    tracked: list[str],
+    begin_column: str,
+    ds: str,
+    broadcast_increment: bool = True,
+    float_precision: frozenset[str] = frozenset(),
+) -> DataFrame:
+    """Every row of the new open slot and of the day's closed slot, tagged with both: the
+    composition the merge runs as two jobs (it writes the routed rows in between).
+
+    `open_rows` has `columns` + begin_column; `increment` has `columns` (and maybe `zipper_op`)
+    with unique, non-null keys and the table's types. Output: columns, begin_column,
+    zipper_slot, zipper_kind."""
+    routed = route_open(open_rows, increment, keys=keys, broadcast_increment=broadcast_increment)
+    untouched = routed.where(F.col(SLOT) == OPEN).withColumn(KIND, F.lit("carried"))
+    touched = routed.where(F.col(SLOT) == TOUCHED).drop(SLOT)
+    return untouched.unionByName(
+        day_rows(touched, increment, keys=keys, columns=columns, tracked=tracked, begin_column=begin_column,
+                 ds=ds, broadcast_increment=broadcast_increment, float_precision=float_precision)
+    )
+
+
+def kind_counts(kinds: tuple[str, ...]) -> list[Column]:
+    """Rows of each kind, for DataFrame.observe on the small job's output."""
+    return [F.sum(F.when(F.col(KIND) == kind, 1).otherwise(0)).alias(kind) for kind in kinds]
+
+
+def opening(rows: DataFrame, columns: list[str], begin_column: str, ds: str) -> DataFrame:
+    """A base snapshot as the first open partition: every row opens on ds, in table column order."""
+    return rows.select(*columns, F.lit(ds).alias(begin_column))
