@@ -17,6 +17,12 @@ if [ $# -gt 0 ]; then
   exec "${pytest[@]}" "$@"
 fi
 
+# The code checks first (seconds): lint and format (ruff), and the layers' import contracts
+# (lint-imports; pyproject.toml and docs/architecture.md say what each layer may import).
+.venv/bin/ruff check --quiet .
+.venv/bin/ruff format --check --quiet .
+.venv/bin/lint-imports --no-cache >/dev/null || .venv/bin/lint-imports --no-cache
+
 # The whole suite as two pytest processes at once, of about equal length: the Airflow and CLI
 # tests spend much of their time waiting for subprocesses (JVM starts, scheduler loops, the
 # metastore's retries), time the in-process Spark tests of the engine use. Each test has its own

@@ -17,7 +17,7 @@ from zipper.airflow.compat import AirflowException, AirflowFailException
 from zipper.airflow.hooks import ZipperSparkSubmitHook
 from zipper.airflow.operators import ZipperMergeOperator, ZipperRerunOperator, describe, rerun_args
 from tests.jvm import QUICK_JIT
-from zipper.cli.main import REPORT_PREFIX
+from zipper.core.reports import REPORT_PREFIX
 from zipper.runtime.session import LOG_CONFIG
 
 APP = "/repo/spark_jobs/zipper_job.py"

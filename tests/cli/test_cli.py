@@ -14,7 +14,7 @@ import pytest
 
 from tests import support
 from tests.cli.helpers import BIN, REPO, day, env_for, make_spec, probe, wait_for_jvms, write_parquet, zipper
-from zipper.cli.main import REPORT_PREFIX
+from zipper.core.reports import REPORT_PREFIX
 
 pytestmark = pytest.mark.subprocess
 OPEN = "9999-12-31"

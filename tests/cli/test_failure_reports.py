@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.cli.helpers import day, make_spec, write_parquet, zipper
-from zipper.cli.main import ERROR_PREFIX, REPORT_PREFIX
+from zipper.core.reports import ERROR_PREFIX, REPORT_PREFIX
 
 pytestmark = pytest.mark.subprocess
 

@@ -16,7 +16,7 @@ from airflow.providers.apache.spark.hooks.spark_submit import DEFAULT_SPARK_BINA
 
 from zipper.airflow.compat import AirflowNotFoundException
 from zipper.airflow.environment import EMBEDDED_MASTER, python_bin
-from zipper.cli.main import ERROR_PREFIX, INTERRUPTED, REPORT_PREFIX
+from zipper.core.reports import ERROR_PREFIX, INTERRUPTED, REPORT_PREFIX
 from zipper.runtime.jvm import spark_home
 from zipper.runtime.session import SessionSettings, spark_submit_env
 

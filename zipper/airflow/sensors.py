@@ -10,37 +10,9 @@ from typing import Any, NamedTuple
 from zipper.airflow import environment
 from zipper.airflow.compat import (AIRFLOW_3, AirflowException, AirflowFailException, AirflowSensorTimeout, BaseSensorOperator)
 from zipper.airflow.docs import is_backfill_run, resume_command
-from zipper.airflow.increments import ExternalMetastore, Readiness, check_increment
-
-
-def increment_ready(spec_path: str, ds: str, metastore_conn_id: str | None = None) -> Readiness:
-    """Shared by the sensor (poke, reschedule) and its trigger (deferrable)."""
-    from zipper.tablespec.loader import load_spec_file
-
-    spec = load_spec_file(spec_path)
-    day = dt.date.fromisoformat(ds)
-    try:
-        return check_increment(spec, day, environment.warehouse())
-    except ExternalMetastore as external:
-        return _metastore_partition(external, metastore_conn_id)
-
-
-def _metastore_partition(external: ExternalMetastore, metastore_conn_id: str | None) -> Readiness:
-    """With an external metastore, ask it through the Hive provider when it is installed."""
-    try:
-        from airflow.providers.apache.hive.hooks.hive import HiveMetastoreHook
-    except ImportError:
-        raise AirflowException(
-            f"cannot check {external}: with ZIPPER_METASTORE=external the table sensor needs"
-            " apache-airflow-providers-apache-hive (a metastore connection), or set"
-            " `airflow: {sensor: {enabled: false}}` in the spec"
-        ) from None
-    database, table = external.table.split(".")
-    hook = HiveMetastoreHook(metastore_conn_id=metastore_conn_id or "metastore_default")
-    if not external.partition:
-        return Readiness(hook.table_exists(table, database), external.table)
-    expression = " AND ".join(f"{k}='{v}'" for k, v in external.partition.items())
-    return Readiness(hook.check_for_partition(database, table, expression), str(external))
+from zipper.airflow.readiness import increment_ready
+from zipper.airflow.triggers import IncrementTrigger
+from zipper.tablespec.loader import load_spec_file
 
 
 class ZipperIncrementSensor(BaseSensorOperator):
@@ -75,8 +47,6 @@ class ZipperIncrementSensor(BaseSensorOperator):
                 return super().execute(context)
             except AirflowSensorTimeout as exc:
                 raise type(exc)(self.timed_out(context, exc)) from None
-        from zipper.airflow.triggers import IncrementTrigger
-
         self.defer(
             trigger=IncrementTrigger(spec_path=self.spec_path, ds=self.ds, poke_interval=float(self.poke_interval)),
             method_name="execute_complete",
@@ -97,8 +67,6 @@ class ZipperIncrementSensor(BaseSensorOperator):
     def timed_out(self, context: Any, exc: Exception) -> str:
         """Airflow's own words name only the run's duration; the page at 3 a.m. should say what is missing,
         for which table, and what resumes the dates once it is there."""
-        from zipper.tablespec.loader import load_spec_file
-
         checked = increment_ready(self.spec_path, self.ds).checked
         resume = resume_command(context["dag"].dag_id, self.ds, is_backfill_run(context),
                                 ui="UI: clear this run's merge task with Upstream and Future")
@@ -110,8 +78,6 @@ class ZipperIncrementSensor(BaseSensorOperator):
     def _named(self) -> str:
         """The Hive table and its spec, as zipper's errors name them; the spec alone when it no longer loads (which
         may be why the check failed)."""
-        from zipper.tablespec.loader import load_spec_file
-
         try:
             return f"{load_spec_file(self.spec_path).table} (spec {self.spec_path})"
         except Exception:

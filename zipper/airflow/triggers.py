@@ -7,6 +7,8 @@ from typing import Any, AsyncIterator
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from zipper.airflow.readiness import increment_ready
+
 
 class IncrementTrigger(BaseTrigger):
     """Fires once the increment of `ds` is there; checks every `poke_interval` seconds, the first
@@ -25,8 +27,6 @@ class IncrementTrigger(BaseTrigger):
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        from zipper.airflow.sensors import increment_ready
-
         while True:
             # The sensor checked just before it deferred: wait first. A trigger that fires within
             # a second of the deferral can meet Airflow's race (apache/airflow#72716), where the

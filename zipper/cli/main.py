@@ -10,6 +10,7 @@ import sys
 import traceback
 
 from zipper.cli import output
+from zipper.core.reports import ERROR_PREFIX, INTERRUPTED, REPORT_PREFIX
 from zipper.core.dates import iso_date
 from zipper.jobs.plan import check_in_schedule
 from zipper.core.errors import InputError, StateError, ZipperError, java_messages, summarize_failure
@@ -20,13 +21,9 @@ EXIT_ERROR = 1
 EXIT_CHECK_FAILED = 3
 EXIT_NO_VERSION = 4  # `history` of a key the table never held: as grep's "no match", apart from errors (1)
 EXIT_BROKEN_PIPE = 141  # as a process killed by SIGPIPE, what a shell pipeline expects
-REPORT_PREFIX = "zipper-report: "
-# The first words of the line the CLI ends a failed run with (stderr); schedulers look for them.
-ERROR_PREFIX = "zipper: error: "
 NAME_HELP = "the table's spec name (`name:` of a spec in --specs)"
 EXIT_CODES = ("exit codes: 0 done; 1 an error (one line on stderr); 2 a usage error; 3 `check` found a violation;"
               " 4 `history` found no version of the key; 130 interrupted; 141 the reader closed the pipe")
-INTERRUPTED = "zipper: interrupted; nothing was published by this run unless it said so"
 # Verbs that only read an existing table: on the embedded default they must not create a new,
 # empty metastore where a mistyped --warehouse points (and then advise `zipper init` there).
 READ_ONLY_VERBS = ("status", "slice", "history", "check", "vacuum", "rerun")

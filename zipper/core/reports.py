@@ -1,0 +1,8 @@
+"""The lines a zipper run prints for the scheduler that started it: the CLI writes them, the
+Airflow hook reads them from the Spark driver's output. One definition, so the two cannot drift."""
+
+# One line `zipper-report: {...}` (JSON) with the run's result, when asked for (`--json-report`).
+REPORT_PREFIX = "zipper-report: "
+# The first words of the line the CLI ends a failed run with (stderr); schedulers look for them.
+ERROR_PREFIX = "zipper: error: "
+INTERRUPTED = "zipper: interrupted; nothing was published by this run unless it said so"
