@@ -26,7 +26,7 @@ from zipper.runtime import jvm
 
 # The quick JIT only, with the code cache tiered compilation would have (240 MB): alone it gets
 # 48 MB, which the generated code of a long test session fills, and the JVM then spent a third
-# of its CPU flushing and recompiling (measured on tests/engine/test_rerun.py: 154 CPU-s with
+# of its CPU flushing and recompiling (measured on tests/jobs/test_rerun.py: 154 CPU-s with
 # 48 MB, 147 with both JITs, 86 with this).
 QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 STRICT = "-Xshare:on"

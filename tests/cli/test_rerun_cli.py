@@ -11,7 +11,7 @@ import pytest
 
 from tests.cli.helpers import day, make_spec, probe, write_parquet, zipper
 from tests.cli.test_cli import assert_one_line_error
-from tests.engine.test_model import ZipperModel
+from tests.jobs.test_model import ZipperModel
 
 pytestmark = pytest.mark.subprocess
 BASE = [(1, "n0", None), (2, "n0", None)]

@@ -9,7 +9,7 @@ import contextlib
 
 import pytest
 
-from tests.engine.test_rerun import DAYS, build, model_rows, snapshot
+from tests.jobs.test_rerun import DAYS, build, model_rows, snapshot
 from tests.support import TableFixture, day, table_rows
 from zipper.core import faults
 from zipper.jobs import merge, replay

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.engine.test_columns import replace_files, rewritten_alike, table_and_partitions
-from tests.engine.test_landing import LandingZone
+from tests.inputs.test_columns import replace_files, rewritten_alike, table_and_partitions
+from tests.inputs.test_landing import LandingZone
 from tests.support import TableFixture, day, table_rows
 from zipper.jobs import merge, replay
 from zipper.table import inspect, state

@@ -261,7 +261,7 @@ def test_a_new_table_takes_column_names_that_are_not_identifiers(spark, tmp_path
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from tests.engine.test_hive_reader import hive_serde_reads
+    from tests.table.test_hive_reader import hive_serde_reads
 
     t = TableFixture(tmp_path, unique_name, base=False)
     names = ["id", "a-b", "1st", "名前"]

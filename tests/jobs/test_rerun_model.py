@@ -16,7 +16,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tests.engine.test_model import ATTRS, MODEL_SETTINGS, SINGLE, SINGLE_KEYS, ZipperModel, scenarios
+from tests.jobs.test_model import ATTRS, MODEL_SETTINGS, SINGLE, SINGLE_KEYS, ZipperModel, scenarios
 from tests.support import TableFixture, day, sorted_rows, table_rows
 from zipper.core import faults
 from zipper.jobs import merge, rebuild, replay

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from tests.engine.test_landing import LandingZone
+from tests.inputs.test_landing import LandingZone
 from tests.support import TableFixture, day, table_rows
 from zipper.core import faults
 from zipper.inputs import sources

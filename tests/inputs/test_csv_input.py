@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.test_merge import counted_jvm_calls
+from tests.jobs.test_merge import counted_jvm_calls
 from tests.support import TableFixture, day, initialized_with_a_day_folder
 from zipper.inputs import csv_header
 from zipper.jobs import merge

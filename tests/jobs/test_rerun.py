@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.testing import assertDataFrameEqual
 
-from tests.engine.test_model import ZipperModel
+from tests.jobs.test_model import ZipperModel
 from tests.support import TableFixture, day, sorted_rows, table_rows
 from zipper.core import faults, fs
 from zipper.jobs import merge, rebuild, replay
