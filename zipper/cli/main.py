@@ -158,9 +158,9 @@ class Runner:
                 self.new_metastore = f"{settings.warehouse_path}/metastore_db"
             self._spark = build_session(settings)
             if not self.spec.keys:  # a landing zone's keys come from the table or its _metadata.json
-                from zipper.jobs import merge
+                from zipper.jobs.keys import resolve_keys  # reason: imports pyspark; cli is on the DAG-parse path
 
-                self.spec = merge.resolve_keys(self._spark, self.spec)
+                self.spec = resolve_keys(self._spark, self.spec)
         return self._spark
 
     def run(self) -> int:
@@ -184,10 +184,10 @@ class Runner:
                 raise
 
     def do_init(self) -> int:
-        from zipper.jobs import merge
+        from zipper.jobs.init import init_table  # reason: imports pyspark; cli is on the DAG-parse path
 
         ds = parse_date(self.args.ds, "--ds", self.spec.table)
-        print(merge.init_table(self.spark, self.spec, ds).summary())
+        print(init_table(self.spark, self.spec, ds).summary())
         return 0
 
     def do_merge(self) -> int:
