@@ -56,7 +56,7 @@ def run(args, layout: common.Layout) -> None:
     from pyspark.sql import functions as F
 
     from zipper.inputs import conform, dayinput, sources
-    from zipper.jobs import merge
+    from zipper.jobs.init import init_table
     from zipper.table import catalog, state
     from zipper.transforms import daily
 
@@ -64,7 +64,7 @@ def run(args, layout: common.Layout) -> None:
     meter = common.HeapMeter(spark)
     common.generate(spark, layout, args.rows)
     spec = common.zipper_spec(layout, 0)
-    merge.init_table(spark, spec, common.DAY - dt.timedelta(days=1))
+    init_table(spark, spec, common.DAY - dt.timedelta(days=1))
     st = state.read_state(spark, spec)
     located = sources.locate_increment(spark, spec, st, common.DAY)
     day = dayinput.prepare(spark, spec, st, common.DAY, located, catalog.data_columns(spark, spec),

@@ -353,10 +353,10 @@ class Samples:
 
 def prepare_round(spark, layout: Layout, round_no: int, columns) -> tuple[object, str]:
     """Fresh zipper table (init from the base) and fresh article table, both at D-1. Not timed."""
-    from zipper.jobs import merge
+    from zipper.jobs.init import init_table
 
     spec = zipper_spec(layout, round_no)
-    merge.init_table(spark, spec)
+    init_table(spark, spec)
     return spec, create_article_table(spark, layout, round_no, columns)
 
 

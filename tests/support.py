@@ -111,10 +111,10 @@ def sorted_rows(df) -> list[tuple]:
 
 def initialized_with_a_day_folder(spark, t: TableFixture, base_rows) -> Path:
     """`t` initialized from a base of `base_rows`, and the (empty) folder of its day 1 increment."""
-    from zipper.jobs import merge
+    from zipper.jobs.init import init_table
 
     t.write_base(spark, base_rows)
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     folder = t.increment_dir(day(1))
     folder.mkdir(parents=True)
     return folder

@@ -7,6 +7,7 @@ import pytest
 from tests.support import TableFixture, day, table_rows
 from zipper.core import fs
 from zipper.jobs import merge
+from zipper.jobs.init import init_table
 from zipper.table import catalog, check, state
 from zipper.core.errors import InputError
 
@@ -26,7 +27,7 @@ def snapshot(spark, t):
 def cdc(spark, tmp_path, unique_name):
     t = TableFixture(tmp_path, unique_name, source={"mode": "cdc"})
     t.write_base(spark, [(1, "ann", "Oslo"), (2, "bob", "Rome"), (3, "cid", None)])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     return t
 
 
@@ -97,7 +98,7 @@ def test_sequence_by_keeps_the_last_change_and_checks_deletes_against_the_previo
     t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, city string, seq int",
                      source={"mode": "cdc", "sequence_by": "seq"}, track_columns=["name", "city"])
     t.write_base(spark, [(1, "ann", "Oslo", 0), (2, "bob", "Rome", 0), (3, "cid", "Nice", 0)])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     t.write_increment(spark, day(1), [
         (1, "ann", "Paris", 7, 0), (1, "ann", "Bergen", 3, 0),   # out of order: Paris (seq 7) wins, Bergen leaves no version
         (2, "bob", "Lyon", 1, 0), (2, "bob", "Lyon", 2, 1),      # update, then a delete carrying the updated row
@@ -128,7 +129,7 @@ def test_sequence_errors_name_the_key(spark, tmp_path, unique_name, rows, messag
     t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, city string, seq int",
                      source={"mode": "cdc", "sequence_by": "seq"})
     t.write_base(spark, [(1, "ann", "Oslo", 0)])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     before = snapshot(spark, t)
     t.write_increment(spark, day(1), rows, SEQ)
     with pytest.raises(InputError, match=message):

@@ -18,6 +18,7 @@ from zipper.core import errors
 from zipper.core import faults, fs
 from zipper.inputs import conform, csv_values, dated, dayinput
 from zipper.jobs import merge, rebuild, replay
+from zipper.jobs.init import init_table
 from zipper.table import catalog, check, state
 from zipper.core.errors import InputError
 from zipper.tablespec.loader import load_spec_file
@@ -33,7 +34,7 @@ def test_a_csv_value_that_does_not_parse_names_its_column_value_file_and_row(spa
     t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, level int",
                      source={"format": "csv", "options": {"sep": ";"}})
     t.write_base(spark, [(1, "ann", 1), (2, "bob", 2)])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     before = (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec))
     runs_before = sorted(d for d, _ in fs.list_dirs(spark, state.versions_root(state.read_state(spark, t.spec))))
     t.increment_dir(day(1)).mkdir(parents=True)
@@ -76,7 +77,7 @@ def test_a_csv_header_that_repeats_a_column_names_the_file_and_the_column(spark,
     not conform to the schema", or on a rerun as columns the table lacks, naming neither."""
     t = TableFixture(tmp_path, unique_name, source={"format": "csv", "options": {"sep": ";"}})
     t.write_base(spark, [(1, "ann", "Oslo")])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     for k in (1, 2):
         t.increment_dir(day(k)).mkdir(parents=True)
         (t.increment_dir(day(k)) / "part-0.csv").write_text(f"id;name;city\n1;n{k};Oslo\n")
@@ -128,7 +129,7 @@ def test_csv_files_whose_headers_differ_name_the_file_and_both_headers(spark, tm
     order failed as a header that "does not conform to the schema", naming the other file."""
     t = TableFixture(tmp_path, unique_name, source={"format": "csv"})
     t.write_base(spark, [(1, "ann", "Oslo")])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     first = TableFixture(tmp_path, unique_name + "_new", base=False, source={"format": "csv"})
     for table in (t, first):  # typed by the table, and the first merge of a table without a base
         folder = table.increment_dir(day(1))
@@ -179,7 +180,7 @@ def test_csv_files_a_file_filter_leaves_out_are_not_checked_and_the_files_it_kee
     t = TableFixture(tmp_path, unique_name, source={"format": "csv", "options": {
         "pathGlobFilter": "*.csv", "modifiedAfter": "2020-01-01T00:00:00"}})
     t.write_base(spark, [(1, "ann", "Oslo"), (2, "bob", "Rome")])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     folder = t.increment_dir(day(1))
     (folder / "sub").mkdir(parents=True)
     (folder / "part-0.csv").write_text("id,name,city\n1,ann,Lima\n")
@@ -242,7 +243,7 @@ def test_a_float_key_and_a_double_key_do_not_mix(spark, tmp_path, unique_name, t
     beside the first (and a float input for a double key the same the other way round)."""
     t = TableFixture(tmp_path, unique_name, schema=f"id {table_type}, name string, city string")
     t.write_base(spark, [(0.1, "ann", "Oslo")])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     before = (table_rows(spark, t.table), columns_of(spark, t))
     t.write_increment(spark, day(1), [(0.1, "ann", "Rome")], f"id {input_type}, name string, city string")
     with pytest.raises(InputError) as raised:
@@ -287,7 +288,7 @@ def test_a_column_name_hives_parquet_reader_cannot_parse_is_refused(spark, tmp_p
 
     t = TableFixture(tmp_path, unique_name)
     t.write_base(spark, [(1, "ann", "Oslo")])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     before = (table_rows(spark, t.table), columns_of(spark, t))
     folder = t.increment_dir(day(1))
     folder.mkdir(parents=True)
@@ -344,7 +345,7 @@ def test_a_column_name_with_white_space_around_it_is_refused(spark, tmp_path, un
     and wrote NULL into name and city of every version it opened."""
     t = TableFixture(tmp_path, unique_name, source={"format": "csv", "options": {"header": "true"}})
     t.write_base(spark, [(1, "ann", "Oslo")])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     before = (table_rows(spark, t.table), columns_of(spark, t))
     folder = t.increment_dir(day(1))
     folder.mkdir(parents=True)
@@ -372,7 +373,7 @@ def test_a_csv_column_named_corrupt_record_is_a_column_like_any_other(spark, tmp
 def test_a_changed_type_fails_naming_the_column_and_both_types(spark, tmp_path, unique_name):
     t = TableFixture(tmp_path, unique_name)
     t.write_base(spark, [(1, "ann", "Oslo")])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     before = (table_rows(spark, t.table), columns_of(spark, t), catalog.list_partitions(spark, t.spec))
     t.write_increment(spark, day(1), [(1, "ann", 3.5, "x")], "id bigint, name string, city double, phone string")
     with pytest.raises(InputError, match="column 'city' has type double, the table has string; a column cannot change type"):
@@ -642,7 +643,7 @@ def test_the_explanations_of_spark_failures_raise_a_bug_as_itself(spark, tmp_pat
             conform.refuse_unwritable_types(df, t.spec, day(1).isoformat(), "increment")
 
     t.write_base(spark, [(1, "ann", 1)])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     t.increment_dir(day(1)).mkdir(parents=True)
     (t.increment_dir(day(1)) / "part-0.csv").write_text("id,name,level\n1,ann,x9\n")
     monkeypatch.setattr(csv_values, "_bad_record", lambda *args: {}["a bug"])
@@ -661,7 +662,7 @@ def test_a_base_file_typing_a_column_otherwise_fails_init_naming_it(spark, tmp_p
     write_files(base, [{"id": pa.array([1], pa.int64()), "amount": pa.array([1.5])},
                        {"id": pa.array([2], pa.int64()), "amount": pa.array(["2.5"])}])
     with pytest.raises(InputError) as raised:
-        merge.init_table(spark, spec)
+        init_table(spark, spec)
     assert str(raised.value) == (
         f"{t.table} {day(0)}: cannot read file part-1.parquet of {base}: column 'amount' is string in the file, but"
         " read as double, its type in another file of the input; every file must give a column one type")
@@ -669,7 +670,7 @@ def test_a_base_file_typing_a_column_otherwise_fails_init_naming_it(spark, tmp_p
     assert not state.read_state(spark, spec).initialized
     write_files(base, [{"id": pa.array([1], pa.int64()), "amount": pa.array([1.5])},
                        {"id": pa.array([2], pa.int64()), "amount": pa.array([2.5])}])
-    merge.init_table(spark, spec)  # the mended base loads
+    init_table(spark, spec)  # the mended base loads
     assert [r[:2] for r in table_rows(spark, t.table)] == [(1, 1.5), (2, 2.5)]
 
 
@@ -680,7 +681,7 @@ def test_a_decimal_input_with_fewer_digits_is_read_into_the_tables_decimal(spark
 
     t = TableFixture(tmp_path, unique_name, schema="id bigint, amount decimal(10,2)")
     t.write_base(spark, [(1, Decimal("1.50")), (2, Decimal("2.00"))], "id bigint, amount decimal(10,2)")
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     t.write_increment(spark, day(1), [(1, Decimal("1.5")), (2, Decimal("2.1")), (3, Decimal("9999.9"))],
                       "id bigint, amount decimal(5,1)")
     result = merge.merge_date(spark, t.spec, day(1))
@@ -853,7 +854,7 @@ def test_a_past_day_resent_with_a_new_or_wider_column_replays_and_a_later_confli
     merge of a past date does, through that same replay), leaving no way to replay it."""
     t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, level int")
     t.write_base(spark, [(1, "ann", 1), (2, "bob", 1)])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     t.write_increment(spark, day(1), [(1, "ann", 2)])
     t.write_increment(spark, day(2), [(2, "bob", 3)])
     merge.merge_date(spark, t.spec, day(1))
@@ -908,7 +909,7 @@ def test_an_orc_source_tables_file_whose_column_orc_would_convert_losing_values_
     t = TableFixture(tmp_path, unique_name, schema="id bigint, amount double, n bigint", source={
         "format": "table", "path": None, "table": table, "partition": "ds = '{{ ds }}'"})
     t.write_base(spark, [(1, 1.5, 0)])
-    merge.init_table(spark, t.spec, day(0))
+    init_table(spark, t.spec, day(0))
     with pytest.raises(InputError) as raised:
         merge.merge_date(spark, t.spec, day(1))
     assert str(raised.value) == (

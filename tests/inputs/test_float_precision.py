@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 from tests.support import TableFixture, day, table_rows
 from zipper.jobs import merge, replay
+from zipper.jobs.init import init_table
 from zipper.table import state
 from zipper.table.catalog import Partition
 from zipper.transforms.equality import equal_at_float_precision
@@ -71,7 +72,7 @@ def test_columns_widened_from_float_come_from_the_commits_and_the_open_partition
 def test_a_float_column_widened_by_doubles_opens_no_spurious_versions(spark, tmp_path, unique_name):
     t = TableFixture(tmp_path, unique_name, schema="id bigint, price float, name string")
     t.write_base(spark, [(1, 0.1, "a"), (2, 0.5, "b"), (3, 0.3, "c"), (4, 0.7, "d"), (5, INF, "e")])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     doubles = "id bigint, price double, name string"
     t.write_increment(spark, day(1), [(1, 0.1, "a"), (2, 0.5, "b"), (3, 0.31, "c"), (5, 1e300, "e"),
                                       (6, 1e300, "f")], doubles)
@@ -113,7 +114,7 @@ def test_a_double_column_fed_floats_keeps_its_values_and_stays_exact_for_doubles
                                                                                   track):
     t = TableFixture(tmp_path, unique_name, schema="id bigint, price double, name string", track_columns=track)
     t.write_base(spark, [(1, 0.1, "a"), (2, 0.25, "b"), (3, 0.1, "c")])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     t.write_increment(spark, day(1), [(1, 0.1, "a"), (2, 0.3, "b")], "id bigint, price float, name string")
     first = merge.merge_date(spark, t.spec, day(1))
     tracked = track == "all"
@@ -134,7 +135,7 @@ def test_a_double_column_fed_floats_keeps_its_values_and_stays_exact_for_doubles
 def test_a_snapshot_of_a_widened_float_column_updates_in_place_once(spark, tmp_path, unique_name):
     t = TableFixture(tmp_path, unique_name, schema="id bigint, price float, name string", source={"mode": "snapshot"})
     t.write_base(spark, [(1, 0.1, "a"), (2, 0.5, "b"), (3, 0.3, "c")])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     extract = [(1, 0.1, "a"), (2, 0.5, "b"), (3, 0.3, "c")]
     t.write_increment(spark, day(1), extract, "id bigint, price double, name string")
     first = merge.merge_date(spark, t.spec, day(1))
@@ -158,7 +159,7 @@ def test_a_snapshot_of_a_widened_float_column_updates_in_place_once(spark, tmp_p
 def test_a_cdc_delete_matches_a_widened_float_column_at_float_precision(spark, tmp_path, unique_name):
     t = TableFixture(tmp_path, unique_name, schema="id bigint, price float, name string", source={"mode": "cdc"})
     t.write_base(spark, [(1, 0.1, "a"), (2, 0.3, "b")])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     cdc = "id bigint, price double, name string, sys_op int"
     t.write_increment(spark, day(1), [(1, 0.1, "a", 1), (2, 0.31, "b", 1)], cdc)
     mismatch = r"1 delete row whose values differ from the open row .*: 2 \(columns price\)$"

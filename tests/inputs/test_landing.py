@@ -19,6 +19,7 @@ from tests.support import day, table_rows
 from zipper.core import fs
 from zipper.inputs import landing
 from zipper.jobs import merge
+from zipper.jobs.keys import resolve_keys
 from zipper.table import catalog, inspect, state, vacuum
 from zipper.core.errors import InputError, MissingInputError
 from zipper.tablespec.loader import load_spec_file
@@ -67,7 +68,7 @@ def test_employee_moves_from_redmond_to_bellevue(spark, zone):
     assert first.counts["new"] == 3 and first.counts["files"] == 1
     zone.write(2, [(1, "E0001", "Bellevue")], compression="gzip")
     merge.merge_date(spark, zone.spec, day(2))
-    spec = merge.resolve_keys(spark, zone.spec)
+    spec = resolve_keys(spark, zone.spec)
     assert spec.keys == ["employeeid"]
     assert [(r.employeelocation, r.begin_dt, r.end_dt) for r in inspect.history(spark, spec, {"employeeid": "E0001"}).collect()] == [
         ("Redmond", "2024-01-01", "2024-01-02"), ("Bellevue", "2024-01-02", OPEN)]
@@ -177,12 +178,12 @@ def test_consumed_range_is_committed_and_kept_for_a_rerun(spark, zone):
     again = merge.merge_date(spark, zone.spec, day(1))
     assert again.action == "noop" and "same input" in again.summary()
     st = state.read_state(spark, zone.spec)
-    located = landing.locate(spark, merge.resolve_keys(spark, zone.spec), st, day(1))
+    located = landing.locate(spark, resolve_keys(spark, zone.spec), st, day(1))
     assert located.landing.kept == kept and located.fingerprint == st.commits["2024-01-01"].fingerprint
     assert [fs.name_of(p) for p in located.paths] == [landing.file_name(1), landing.file_name(2)]
 
     # vacuum never removes a copy that a commit names
-    later = vacuum.vacuum(spark, merge.resolve_keys(spark, zone.spec), retention_days=0,
+    later = vacuum.vacuum(spark, resolve_keys(spark, zone.spec), retention_days=0,
                           now=dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=30))
     assert all("zipper_landing" not in r["directory"] for r in later["removed"])
     assert fs.exists(spark, kept)

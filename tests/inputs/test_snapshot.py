@@ -8,6 +8,7 @@ import pytest
 
 from tests.support import TableFixture, day, table_rows
 from zipper.jobs import merge
+from zipper.jobs.init import init_table
 from zipper.table import catalog, state
 from zipper.core.errors import InputError
 
@@ -53,7 +54,7 @@ def test_missing_keys_close_or_stay_changed_keys_get_a_version(spark, extract):
 def test_snapshot_without_files_or_with_repeated_keys_fails(spark, tmp_path, unique_name):
     t = TableFixture(tmp_path, unique_name, source={"mode": "snapshot"})
     t.write_base(spark, [(1, "ann", "Oslo")])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     before = (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec))
     os.makedirs(t.increment_dir(day(1)))
     with pytest.raises(InputError, match="has no files; an empty source must still be a file"):

@@ -13,6 +13,9 @@ from tests.support import TableFixture, day, table_rows, write_parquet
 from zipper.core import faults, fs
 from zipper.inputs import sources
 from zipper.jobs import merge
+from zipper.jobs.init import init_table
+from zipper.jobs.broadcast import broadcast_max_bytes, broadcasts, estimated_row_bytes
+from zipper.inputs.dayinput import validate_keys
 from zipper.table import catalog, check, inspect, state, vacuum
 from zipper.table.catalog import Partition
 from zipper.core.errors import AuditError, InputError, MissingInputError, SpecError, StateError
@@ -61,14 +64,14 @@ def test_changed_unchanged_new_and_absent_keys(spark, users):
 def test_a_day_too_large_to_broadcast_is_joined_by_a_shuffle_with_the_same_result(spark, tmp_path, unique_name,
                                                                                   monkeypatch):
     columns = [("id", "bigint"), ("name", "string"), ("city", "string")]
-    row_bytes = merge.estimated_row_bytes(spark, columns, "begin_dt")
+    row_bytes = estimated_row_bytes(spark, columns, "begin_dt")
     heap = spark._jvm.java.lang.Runtime.getRuntime().maxMemory()
     assert row_bytes == 8 + 8 * 4 + (8 + 20 + 20 + 20)  # slots, then Spark's sizes: bigint, 3 strings
-    assert merge.broadcast_max_bytes(spark) == heap // 8
-    assert merge.broadcasts(spark, 1000, columns, "begin_dt")
-    assert not merge.broadcasts(spark, heap // 8 // row_bytes + 1, columns, "begin_dt")  # over an eighth of the heap
+    assert broadcast_max_bytes(spark) == heap // 8
+    assert broadcasts(spark, 1000, columns, "begin_dt")
+    assert not broadcasts(spark, heap // 8 // row_bytes + 1, columns, "begin_dt")  # over an eighth of the heap
     monkeypatch.setenv("ZIPPER_BROADCAST_MAX_ROWS", "999")
-    assert not merge.broadcasts(spark, 1000, columns, "begin_dt")
+    assert not broadcasts(spark, 1000, columns, "begin_dt")
     monkeypatch.delenv("ZIPPER_BROADCAST_MAX_ROWS")
 
     days = {1: [(2, "bob", "Paris"), (3, "cid", None), (4, "dan", "Oslo")], 2: [(2, "bob", "Rome"), (5, "eve", None)]}
@@ -82,7 +85,7 @@ def test_a_day_too_large_to_broadcast_is_joined_by_a_shuffle_with_the_same_resul
                 env.setenv("ZIPPER_BROADCAST_MAX_BYTES", "1")
                 spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
             try:
-                assert merge.broadcasts(spark, 3, columns, "begin_dt") is broadcast
+                assert broadcasts(spark, 3, columns, "begin_dt") is broadcast
                 for n, rows in days.items():
                     t.write_increment(spark, day(n), rows)
                     counts.append(merge.merge_date(spark, t.spec, day(n)).counts)
@@ -98,11 +101,11 @@ def test_long_strings_are_sized_as_observed_so_a_day_of_long_texts_is_joined_by_
                                                                                            monkeypatch):
     columns = [("id", "bigint"), ("name", "string"), ("city", "string")]
     # observed: the two strings' bytes per row plus padding replace Spark's 20 bytes each
-    assert merge.estimated_row_bytes(spark, columns, "begin_dt", 1000.0) == 8 + 8 * 4 + (8 + 20) + 1000 + 2 * 7
-    assert merge.estimated_row_bytes(spark, columns, "begin_dt", 0.0) == 8 + 8 * 4 + (8 + 20) + 2 * 7
+    assert estimated_row_bytes(spark, columns, "begin_dt", 1000.0) == 8 + 8 * 4 + (8 + 20) + 1000 + 2 * 7
+    assert estimated_row_bytes(spark, columns, "begin_dt", 0.0) == 8 + 8 * 4 + (8 + 20) + 2 * 7
     long_name = "n" * 3000
     monkeypatch.setenv("ZIPPER_BROADCAST_MAX_BYTES", "2000")  # three rows by Spark's estimate: 324 bytes
-    assert merge.broadcasts(spark, 3, columns, "begin_dt")  # what the estimate alone would do
+    assert broadcasts(spark, 3, columns, "begin_dt")  # what the estimate alone would do
 
     users.write_increment(spark, day(1), [(2, "bob", "Paris"), (4, "dan", "Oslo")])
     short = merge.merge_date(spark, users.spec, day(1))
@@ -123,10 +126,10 @@ def test_long_strings_are_sized_as_observed_so_a_day_of_long_texts_is_joined_by_
 
 def test_the_key_check_observes_the_string_bytes_of_the_input(spark, users):
     rows = spark.createDataFrame([(1, "ab", "中文"), (2, None, "x"), (3, "", None)], "id bigint, name string, city string")
-    seen = merge.validate_keys(rows, users.spec, day(1), "increment", columns=["id", "name", "city"])
+    seen = validate_keys(rows, users.spec, day(1), "increment", columns=["id", "name", "city"])
     assert (seen.rows, seen.variable_bytes) == (3, 2 + 6 + 1)  # UTF-8 bytes; NULL counts 0
     assert seen.variable_bytes_per_row == 3.0
-    only_city = merge.validate_keys(rows, users.spec, day(1), "increment", columns=["city"])
+    only_city = validate_keys(rows, users.spec, day(1), "increment", columns=["city"])
     assert only_city.variable_bytes == 7
 
 
@@ -160,7 +163,7 @@ def test_empty_increments_commit_a_day_without_change(spark, users):
 def test_a_folder_a_spark_job_is_still_writing_into_is_refused_until_it_commits(spark, users):
     """Spark makes the day's folder and its `_temporary` before the first file is committed: read
     then, the day would commit with no change (or with part of its files)."""
-    merge.init_table(spark, users.spec)
+    init_table(spark, users.spec)
     folder = users.increment_dir(day(1))
     attempt = folder / "_temporary" / "0" / "_temporary" / "attempt_202401010000_0001_m_000000_0"
     write_parquet(attempt, [(2, "bob", "Paris")], users.schema, spark)
@@ -182,7 +185,7 @@ def test_a_folder_a_spark_job_is_still_writing_into_is_refused_until_it_commits(
 def test_files_beside_partition_folders_are_refused_not_left_out(spark, users):
     """Spark reads only the files inside `name=value` folders when a folder holds some: bob's new
     city, beside a stray `backup=1`, would be lost and a `backup` column added."""
-    merge.init_table(spark, users.spec)
+    init_table(spark, users.spec)
     users.write_increment(spark, day(1), [(2, "bob", "Paris")])
     write_parquet(users.increment_dir(day(1)) / "backup=1", [(3, "cid", "Lima")], users.schema, spark)
     before = snapshot(spark, users)
@@ -205,7 +208,7 @@ def test_files_beside_partition_folders_are_refused_not_left_out(spark, users):
 
 
 def test_a_file_still_being_copied_in_is_refused(spark, users):
-    merge.init_table(spark, users.spec)
+    init_table(spark, users.spec)
     users.write_increment(spark, day(1), [(2, "bob", "Paris")])
     part = next(users.increment_dir(day(1)).glob("part-*.parquet"))
     shutil.copy(part, part.with_name("part-9.parquet._COPYING_"))  # `hadoop fs -put` under way
@@ -217,7 +220,7 @@ def test_a_file_still_being_copied_in_is_refused(spark, users):
 def test_a_file_whose_copy_has_only_begun_is_refused_as_the_sensor_waits_for_it(spark, users):
     """`hadoop fs -put` starts with an empty `._COPYING_` file: the merge left it out as a file
     without rows and committed the day without it, while the sensor waited for the copy."""
-    merge.init_table(spark, users.spec)
+    init_table(spark, users.spec)
     users.write_increment(spark, day(1), [(2, "bob", "Paris")])
     (users.increment_dir(day(1)) / "part-9.parquet._COPYING_").write_bytes(b"")
     with pytest.raises(InputError) as err:
@@ -234,7 +237,7 @@ def test_a_file_whose_copy_has_only_begun_is_refused_as_the_sensor_waits_for_it(
 def test_a_column_the_metastore_cannot_take_is_refused_before_anything_is_published(spark, users, column, reason):
     """A name of 800 characters failed the ALTER TABLE after the publish: the day was committed,
     and every later merge failed on the column."""
-    merge.init_table(spark, users.spec)
+    init_table(spark, users.spec)
     users.write_increment(spark, day(1), [(2, "bob", "Paris", 1)], f"{users.schema}, {column} int")
     before = snapshot(spark, users)
     with pytest.raises(InputError) as err:
@@ -247,7 +250,7 @@ def test_a_column_the_metastore_cannot_take_is_refused_before_anything_is_publis
 
 def test_a_struct_field_name_the_table_cannot_take_is_named(spark, users):
     """It failed with an empty `ParseException:` after the day's files were written."""
-    merge.init_table(spark, users.spec)
+    init_table(spark, users.spec)
     folder = users.increment_dir(day(1))
     spark.createDataFrame([(2, "bob", "Paris", (1,))], f"{users.schema}, st struct<`f g`: int>") \
         .coalesce(1).write.parquet(str(folder))
@@ -266,7 +269,7 @@ def test_a_local_path_with_a_colon_is_refused_in_words(spark, tmp_path, unique_n
     folder = tmp_path / "col:on"
     t = TableFixture(tmp_path, unique_name, source={"path": f"{folder}/ds=" + "{{ ds }}"})
     t.write_base(spark, [(1, "ann", "Oslo")])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     with pytest.raises(InputError) as err:
         merge.merge_date(spark, t.spec, day(1))
     assert str(err.value) == (f"{t.table} 2024-01-01: increment path {folder}/ds=2024-01-01: Hadoop's file system"
@@ -275,7 +278,7 @@ def test_a_local_path_with_a_colon_is_refused_in_words(spark, tmp_path, unique_n
 
 def test_an_unreadable_single_file_is_named(spark, users):
     orc = users.spec.model_copy(update={"source": users.spec.source.model_copy(update={"format": "orc"})})
-    merge.init_table(spark, orc)
+    init_table(spark, orc)
     folder = users.increment_dir(day(1))
     folder.mkdir(parents=True)
     (folder / "part-0.orc").write_bytes(b"")
@@ -316,7 +319,7 @@ def test_the_files_spark_reads_are_found_in_as_many_jvm_calls_for_many_files_as_
             pq.write_table(pa.table({"id": pa.array([first_id + i], pa.int64()), "name": ["x"], "city": ["y"]}),
                            folder / f"part-{i:05d}.parquet")
 
-    merge.init_table(spark, users.spec)
+    init_table(spark, users.spec)
     flat = users.increment_dir(day(1))
     write_files(flat, 300, 100)
     write_files(users.data / "one", 1, 1)
@@ -417,7 +420,7 @@ def test_an_empty_parquet_file_is_named_as_likely_unfinished_and_may_be_tried_ag
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    merge.init_table(spark, users.spec)
+    init_table(spark, users.spec)
     users.write_increment(spark, day(1), [(2, "bob", "Paris")])
     folder = users.increment_dir(day(1))
     (folder / "part-1.parquet").write_bytes(b"")
@@ -439,7 +442,7 @@ def test_an_empty_parquet_file_is_named_as_likely_unfinished_and_may_be_tried_ag
 def test_an_empty_file_beside_the_data_is_no_file_left_out(spark, users, fmt):
     """Spark skips zero-byte files (they hold no rows): not a file it would leave out unsaid."""
     spec = users.spec.model_copy(update={"source": users.spec.source.model_copy(update={"format": fmt})})
-    merge.init_table(spark, spec)
+    init_table(spark, spec)
     folder = users.increment_dir(day(1))
     spark.createDataFrame([(1, "ann", "Rome")], users.schema).write.format(fmt).option("header", "true").save(str(folder))
     (folder / f"part-99999.{fmt}").write_bytes(b"")
@@ -475,10 +478,10 @@ def test_an_init_killed_before_its_publish_does_not_keep_the_columns_of_the_base
     with monkeypatch.context() as patch:
         patch.setattr(catalog, "repoint", killed)
         with pytest.raises(KeyboardInterrupt):
-            merge.init_table(spark, users.spec)
+            init_table(spark, users.spec)
     assert catalog.table_exists(spark, users.spec) and not state.read_state(spark, users.spec).initialized
     users.write_base(spark, [(1, "ann", "Oslo", 30), (2, "bob", "Rome", 40)], f"{users.schema}, age int")
-    result = merge.init_table(spark, users.spec)
+    result = init_table(spark, users.spec)
     assert result.counts == {"open_after": 2}
     assert catalog.data_columns(spark, users.spec) == [("id", "bigint"), ("name", "string"), ("city", "string"),
                                                        ("age", "int")]
@@ -581,11 +584,11 @@ def test_table_without_base_is_created_by_the_first_merge(spark, tmp_path, uniqu
 def test_init_with_ds_and_declared_columns(spark, tmp_path, unique_name):
     t = TableFixture(tmp_path, unique_name, base=False,
                      columns={"id": "bigint", "name": "string", "city": "string"})
-    result = merge.init_table(spark, t.spec, dt.date(2024, 1, 3))
+    result = init_table(spark, t.spec, dt.date(2024, 1, 3))
     assert result.action == "init" and result.counts["open_after"] == 0
-    assert merge.init_table(spark, t.spec, dt.date(2024, 1, 3)).action == "noop"
+    assert init_table(spark, t.spec, dt.date(2024, 1, 3)).action == "noop"
     with pytest.raises(StateError, match="already initialized"):
-        merge.init_table(spark, t.spec, dt.date(2024, 1, 5))
+        init_table(spark, t.spec, dt.date(2024, 1, 5))
     t.write_increment(spark, day(4), [(1, "ann", "Oslo")])
     assert merge.merge_date(spark, t.spec, day(4)).counts["new"] == 1
     assert [f.name for f in spark.table(t.table).schema] == ["id", "name", "city", "begin_dt", "end_dt"]
@@ -624,7 +627,7 @@ def test_files_a_filter_leaves_out_change_no_dates_input_nor_do_dates_committed_
     before that (its fingerprint counts every file) is unchanged while they all are."""
     t = TableFixture(tmp_path, unique_name, source={"options": {"pathGlobFilter": "*.parquet"}})
     t.write_base(spark, [(1, "ann", "Oslo"), (2, "bob", "Rome")])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     t.write_increment(spark, day(1), [(2, "bob", "Paris")])
     notes = t.increment_dir(day(1)) / "notes.txt"
     notes.write_text("exported by the nightly job")
@@ -665,7 +668,7 @@ def test_a_rerun_takes_dates_committed_before_filters_were_heeded_as_unchanged(s
     t = TableFixture(tmp_path, unique_name, source={"options": {"pathGlobFilter": "*.parquet"}},
                      track_columns=["city"])
     t.write_base(spark, [(1, "ann", "Oslo"), (2, "bob", "Rome")])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     for n, row in ((1, (2, "bob", "Paris")), (2, (1, "ann", "Lima"))):
         t.write_increment(spark, day(n), [row])
         (t.increment_dir(day(n)) / "notes.txt").write_text("exported by the nightly job")
@@ -690,7 +693,7 @@ def test_files_a_filter_leaves_out_beside_the_base_do_not_change_it(spark, tmp_p
     t.write_base(spark, [(1, "ann", "Oslo"), (2, "bob", "Rome")])
     notes = t.data / "base" / "notes.txt"
     notes.write_text("exported by the nightly job")
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     t.write_increment(spark, day(1), [(2, "bob", "Paris")])
     merge.merge_date(spark, t.spec, day(1))
     before = table_rows(spark, t.table)
@@ -770,7 +773,7 @@ def test_pending_partition_left_by_a_killed_run_is_dropped(spark, users):
     ],
 )
 def test_increment_that_does_not_fit_the_table_is_refused(spark, users, rows, schema, message):
-    merge.init_table(spark, users.spec)
+    init_table(spark, users.spec)
     before = snapshot(spark, users)
     if "NAME" in schema:
         spark.conf.set("spark.sql.caseSensitive", "true")
@@ -794,9 +797,9 @@ def test_refuses_tables_it_did_not_create_and_changed_keys(spark, tmp_path, uniq
     spark.sql(f"CREATE TABLE {t.table} (id bigint) STORED AS PARQUET")
     t.write_base(spark, [(1, "a", "b")])
     with pytest.raises(StateError, match="not created by zipper"):
-        merge.init_table(spark, t.spec)
+        init_table(spark, t.spec)
     spark.sql(f"DROP TABLE {t.table}")
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     other = TableFixture(tmp_path, unique_name, keys=("name",))
     other.write_increment(spark, day(1), [(1, "a", "b")])
     with pytest.raises(StateError, match=r"spec keys \['name'\] differ from the table's keys \['id'\]"):
@@ -828,7 +831,7 @@ def test_check_names_a_duplicated_timestamp_key_as_the_session_shows_it(spark, t
     rows = spark.sql("SELECT TIMESTAMP'2024-03-10 02:30:00' AS at, CAST('0.0000000123' AS decimal(20,10)) AS amount,"
                      " 'a' AS v")
     rows.write.parquet(str(t.data / "base"))
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     st = state.read_state(spark, t.spec)
     rows.selectExpr("*", f"'{st.init_ds}' AS begin_dt").write.mode("append").parquet(st.open_partition.location)
     catalog.refresh(spark, t.spec)
@@ -847,7 +850,7 @@ def test_check_names_a_duplicated_binary_key_in_base64_as_history_takes_it(spark
     """check's examples showed a binary key as Python's repr (`b'\\xff'`), which history does not take."""
     t = TableFixture(tmp_path, unique_name, keys=("k",), schema="k binary, v string")
     t.write_base(spark, [(bytearray(b"\xff"), "a")])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     st = state.read_state(spark, t.spec)
     spark.createDataFrame([(bytearray(b"\xff"), "b", st.init_ds.isoformat())], "k binary, v string, begin_dt string") \
         .write.mode("append").parquet(st.open_partition.location)
@@ -886,7 +889,7 @@ def test_check_names_a_duplicated_nan_key_in_strict_json(spark, tmp_path, unique
 
     t = TableFixture(tmp_path, unique_name, keys=("k",), schema="k double, v string")
     t.write_base(spark, [(float("nan"), "a")])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     st = state.read_state(spark, t.spec)
     spark.createDataFrame([(float("nan"), "b", st.init_ds.isoformat())], "k double, v string, begin_dt string") \
         .write.mode("append").parquet(st.open_partition.location)
@@ -952,7 +955,7 @@ def test_a_column_only_some_increment_files_have_is_added(spark, users, tmp_path
 def test_increment_files_that_disagree_on_a_type_are_refused_naming_the_input(spark, users, tmp_path):
     users.write_increment(spark, day(1), [(2, "bob", "Paris")])
     add_file(users, day(1), [(4, "dan", 5)], "id bigint, name string, city int", tmp_path / "more")
-    merge.init_table(spark, users.spec)
+    init_table(spark, users.spec)
     before = snapshot(spark, users)
     with pytest.raises(InputError, match=r"files of .*ds=2024-01-01 disagree on column types:"
                                          r" city is int in more-part-.*, string in part-") as raised:
@@ -971,7 +974,7 @@ def test_a_file_whose_schema_cannot_be_read_is_passed_over_when_naming_a_type_co
     add_file(users, day(1), [(4, "dan", 5)], "id bigint, name string, city int", tmp_path / "more")
     folder = users.increment_dir(day(1))
     (folder / "zz-broken.parquet").write_bytes(b"PAR1 not a Parquet file PAR1")
-    merge.init_table(spark, users.spec)
+    init_table(spark, users.spec)
     located = sources.locate(spark, users.spec, users.spec.source, day(1), "increment")
     assert sources._type_conflicts(spark, located, located.files).startswith("city is int in more-part-")
     load = DataFrameReader.load
@@ -989,7 +992,7 @@ def test_a_file_whose_schema_cannot_be_read_is_passed_over_when_naming_a_type_co
 def test_track_columns_naming_no_column_is_a_spec_error_and_writes_nothing(spark, tmp_path, unique_name):
     t = TableFixture(tmp_path, unique_name, track_columns=["citty"])
     t.write_base(spark, [(1, "ann", "Oslo")])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     t.write_increment(spark, day(1), [(1, "ann", "Rome")])
     before, runs = snapshot(spark, t), version_dirs(spark, t)
     with pytest.raises(SpecError, match=r"key 'track_columns': \['citty'\] not among the table's columns"
@@ -1025,7 +1028,7 @@ def test_history_refuses_a_decimal_key_value_that_would_round_to_another_key(spa
     """`amt=1.004` on a decimal(10,2) key found the history of key 1.00."""
     t = TableFixture(tmp_path, unique_name, keys=("k",), schema="k decimal(10,2), v string")
     t.write_base(spark, [(Decimal("1.00"), "a"), (Decimal("2.50"), "b")])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     assert [r.v for r in inspect.history(spark, t.spec, {"k": "1.0"}).collect()] == ["a"]
     assert [r.v for r in inspect.history(spark, t.spec, {"k": "2.500"}).collect()] == ["b"]
     with pytest.raises(InputError, match=r"--key values are not of the key columns' types: k='1.004'"
@@ -1039,7 +1042,7 @@ def test_history_finds_binary_keys_by_their_base64_and_float_keys_as_the_merge_c
     typed at all; a double key -0.0 is the key 0.0 to the merge, so history finds it by `0` too."""
     binary = TableFixture(tmp_path, unique_name, keys=("k",), schema="k binary, v string")
     binary.write_base(spark, [(bytearray(b"\xff"), "a"), (bytearray(b"\xfe"), "b"), (bytearray(b"ab"), "c")])
-    merge.init_table(spark, binary.spec)
+    init_table(spark, binary.spec)
     assert [r.v for r in inspect.history(spark, binary.spec, {"k": "/w=="}).collect()] == ["a"]
     assert [r.v for r in inspect.history(spark, binary.spec, {"k": "YWI="}).collect()] == ["c"]
     with pytest.raises(InputError, match=r"--key values are not of the key columns' types: k='ab' \(binary,"
@@ -1048,7 +1051,7 @@ def test_history_finds_binary_keys_by_their_base64_and_float_keys_as_the_merge_c
 
     double = TableFixture(tmp_path, unique_name + "_d", keys=("k",), schema="k double, v string")
     double.write_base(spark, [(-0.0, "zero"), (float("nan"), "nan")])
-    merge.init_table(spark, double.spec)
+    init_table(spark, double.spec)
     assert [r.v for r in inspect.history(spark, double.spec, {"k": "0"}).collect()] == ["zero"]
     assert [r.v for r in inspect.history(spark, double.spec, {"k": "NaN"}).collect()] == ["nan"]
 
@@ -1056,7 +1059,7 @@ def test_history_finds_binary_keys_by_their_base64_and_float_keys_as_the_merge_c
 def test_history_refuses_a_key_column_it_cannot_take_a_value_for(spark, tmp_path, unique_name):
     t = TableFixture(tmp_path, unique_name, keys=("k",), schema="k array<bigint>, v string")
     t.write_base(spark, [([1], "a")])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     with pytest.raises(InputError, match=r"^[^ ]+: --key k: history cannot take a value for a key column of type"
                                          r" array<bigint>; query the table"):
         inspect.history(spark, t.spec, {"k": "[1]"})
@@ -1068,7 +1071,7 @@ def test_a_parquet_timestamp_in_nanoseconds_is_named_by_its_column(spark, users)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    merge.init_table(spark, users.spec)
+    init_table(spark, users.spec)
     folder = users.increment_dir(day(1))
     folder.mkdir(parents=True)
     pq.write_table(pa.table({"id": pa.array([2], pa.int64()), "name": ["bob"], "city": ["Paris"],
@@ -1089,7 +1092,7 @@ def test_a_file_that_is_not_parquet_is_named_with_the_reason(spark, users, files
     else:
         users.increment_dir(day(1)).mkdir(parents=True)
     (users.increment_dir(day(1)) / "notes.parquet").write_text("id,name\n1,ann\n")
-    merge.init_table(spark, users.spec)
+    init_table(spark, users.spec)
     with pytest.raises(InputError) as raised:
         merge.merge_date(spark, users.spec, day(1))
     assert str(raised.value) == (
@@ -1104,7 +1107,7 @@ def test_a_truncated_file_among_several_is_named(spark, tmp_path, unique_name):
     spark.createDataFrame([(2, "bob", "Rome")], t.schema).coalesce(1).write.orc(str(t.increment_dir(day(1))))
     good = next(t.increment_dir(day(1)).glob("part-*.orc"))
     (t.increment_dir(day(1)) / "part-zz.orc").write_bytes(good.read_bytes()[:40])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     with pytest.raises(InputError, match=r"cannot read file part-zz\.orc of .*ds=2024-01-01: "):
         merge.merge_date(spark, t.spec, day(1))
 
@@ -1128,7 +1131,7 @@ def test_a_corrupt_file_among_two_is_named_without_spark_job_abort_text(spark, t
         for crc in folder.glob(".*.crc"):
             crc.unlink()
         bad.write_bytes(data[: len(data) // 2])
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     before = snapshot(spark, t)
     with pytest.raises(InputError) as raised:
         merge.merge_date(spark, t.spec, day(1))
@@ -1167,7 +1170,7 @@ def test_a_failed_first_merge_leaves_no_table_so_the_fixed_input_defines_it(spar
 
 def test_a_link_to_a_missing_file_fails_the_day_instead_of_being_skipped(spark, users):
     """Hadoop's listing skips a broken link silently: the day would commit without its rows."""
-    merge.init_table(spark, users.spec, day(0))
+    init_table(spark, users.spec, day(0))
     before = snapshot(spark, users)
     users.write_increment(spark, day(1), [(2, "bob", "Paris")])
     os.symlink(users.increment_dir(day(1)) / "gone.parquet", users.increment_dir(day(1)) / "part-1.parquet")
@@ -1209,7 +1212,7 @@ def test_a_table_typed_by_its_first_input_keeps_its_columns_once_it_holds_rows(s
 @pytest.mark.parametrize("column", ["zipper_op", "Zipper_Slot"])
 def test_an_input_column_named_like_zippers_own_columns_is_refused(spark, users, column):
     """An upsert column `zipper_op` holding 'delete' was taken for a delete; `zipper_slot` broke the write."""
-    merge.init_table(spark, users.spec, day(0))
+    init_table(spark, users.spec, day(0))
     before = snapshot(spark, users)
     users.write_increment(spark, day(1), [(2, "bob", "Paris", "delete")], schema=f"id bigint, name string, city string, {column} string")
     with pytest.raises(InputError) as refused:
@@ -1224,7 +1227,7 @@ def test_a_date_whose_versions_would_close_on_open_end_is_refused_and_changes_no
     """Its closed partition would be the open partition itself: the publish replaced the open rows."""
     t = TableFixture(tmp_path, unique_name, open_end="2024-01-03")
     t.write_base(spark, [(1, "ann", "Oslo")])
-    merge.init_table(spark, t.spec, day(0))
+    init_table(spark, t.spec, day(0))
     for n, city in ((1, "Rome"), (2, "Nice")):
         t.write_increment(spark, day(n), [(1, "ann", city)])
         merge.merge_date(spark, t.spec, day(n))

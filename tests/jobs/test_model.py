@@ -3,7 +3,7 @@
 Hypothesis draws a base snapshot and a few days of upsert increments over tiny key and value
 domains (NULLs included), so that new keys, unchanged re-sends, changes, NULL -> NULL,
 value -> NULL, NULL -> value, returning to an earlier value and empty increments all occur.
-Each example builds a fresh Hive table, runs `merge.init_table` and `merge.merge_date` for
+Each example builds a fresh Hive table, runs `init_table` and `merge.merge_date` for
 every day, and compares the whole table and each day's counts with the model, row for row.
 
 The same model, given a day's changes in order (`merge_changes`) or a full snapshot
@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from tests.support import TableFixture, day, table_rows
 from zipper.jobs import merge
+from zipper.jobs.init import init_table
 
 OPEN = "9999-12-31"
 BASE_DS = day(0).isoformat()  # the base opens on start_date - 1 day: 2023-12-31
@@ -340,7 +341,7 @@ def run_against_model(spark, root_factory, shape: dict, scenario, *, written=Non
         fixture.write_increment(spark, day(n), written(rows) if written else rows, schema)
     model = ZipperModel(end_style, base, len(shape["keys"]), tracked)
 
-    init = merge.init_table(spark, fixture.spec)
+    init = init_table(spark, fixture.spec)
     assert init.action == "init" and init.counts["open_after"] == len(base)
     assert table_rows(spark, fixture.table) == model.rows()
 

@@ -14,7 +14,9 @@ from pyspark.testing import assertDataFrameEqual
 from tests.jobs.test_model import ZipperModel
 from tests.support import TableFixture, day, sorted_rows, table_rows
 from zipper.core import faults, fs
-from zipper.jobs import merge, rebuild, replay
+from zipper.jobs import apply, merge, rebuild, replay
+from zipper.jobs.init import init_table
+from zipper.jobs.result import RunResult
 from zipper.table import catalog, check, inspect, state
 from zipper.table.catalog import Partition
 from zipper.core.errors import AuditError, InputError, StateError, ZipperError
@@ -269,7 +271,7 @@ def without_seconds(lines: list[str]) -> list[str]:
 def merge_lines(t, days, dates) -> list[str]:
     """The progress lines of merging `dates`, with the counts the model gives (no seconds)."""
     counts = model_counts(t, days)
-    return [without_seconds([merge.RunResult(t.table, d.isoformat(), "merge", "", counts[d.isoformat()]).summary()])[0]
+    return [without_seconds([RunResult(t.table, d.isoformat(), "merge", "", counts[d.isoformat()]).summary()])[0]
             for d in dates]
 
 
@@ -328,20 +330,20 @@ def test_a_replay_that_fails_for_another_cause_than_its_input_does_not_blame_the
     t = TableFixture(tmp_path, unique_name)
     build(spark, t)
     t.write_increment(spark, day(2), [(1, "ann", "Tromso")])
-    apply_date = merge.apply_date
+    apply_date = apply.apply_date
 
     def failing_on_day_3(spark_, spec, st, ds, *args, **kwargs):
         if ds == day(3):
             raise RuntimeError("Mkdirs failed to create file:/warehouse/versions/x")
         return apply_date(spark_, spec, st, ds, *args, **kwargs)
 
-    monkeypatch.setattr(merge, "apply_date", failing_on_day_3)
+    monkeypatch.setattr(apply, "apply_date", failing_on_day_3)
     with pytest.raises(ZipperError) as err:
         replay.rerun(spark, t.spec, day(2))
     assert str(err.value).endswith(f"the table is at {day(2)}, the replay of {day(2)}..{day(4)} pending: fix the"
                                    f" cause, then `zipper rerun {t.spec.name} --from {day(2)}` (or the next merge)"
                                    " resumes it")
-    monkeypatch.setattr(merge, "apply_date", apply_date)
+    monkeypatch.setattr(apply, "apply_date", apply_date)
     assert replay.rerun(spark, t.spec, day(2)).ds.endswith(str(day(4)))
 
 
@@ -483,7 +485,7 @@ def test_a_version_keeps_its_values_when_a_re_send_only_compares_equal_so_a_reru
     schema = "id bigint, name string, d double"
     t = TableFixture(tmp_path, unique_name, schema=schema)
     t.write_base(spark, [(1, "ann", 1.0)])
-    merge.init_table(spark, t.spec, day(0))
+    init_table(spark, t.spec, day(0))
     days = {1: [(2, "bob", 0.0)], 2: [(2, "bob", -0.0), (1, "ann", 2.0)], 3: [(1, "ann", 3.0)], 4: [(2, "bob", 9.0)]}
     for n, rows in days.items():
         t.write_increment(spark, day(n), rows)

@@ -13,6 +13,7 @@ from tests.inputs.test_columns import replace_files, rewritten_alike, table_and_
 from tests.inputs.test_landing import LandingZone
 from tests.support import TableFixture, day, table_rows
 from zipper.jobs import merge, replay
+from zipper.jobs.keys import resolve_keys
 from zipper.table import inspect, state
 from zipper.core.errors import InputError
 
@@ -135,7 +136,7 @@ def merged_zone(spark, tmp_path, name, **source) -> LandingZone:
 def kept_copy(spark, zone, ds, name: str):
     from pathlib import Path
 
-    kept = state.read_state(spark, merge.resolve_keys(spark, zone.spec)).commits[ds.isoformat()].landing["kept"]
+    kept = state.read_state(spark, resolve_keys(spark, zone.spec)).commits[ds.isoformat()].landing["kept"]
     return Path(kept.removeprefix("file:")) / name
 
 
@@ -147,7 +148,7 @@ def test_a_landing_zone_rerun_refuses_a_replayed_column_of_another_type_before_a
     date's merge, after the restore. Refused up front, as the input's type (both of the date's
     files) or as files that disagree (one of them)."""
     zone = merged_zone(spark, tmp_path, unique_name)
-    spec = merge.resolve_keys(spark, zone.spec)
+    spec = resolve_keys(spark, zone.spec)
     mistyped = {**EMPLOYEES, "EmployeeLocation": pa.int64()}
     names = ["00000000000000000002.parquet", "00000000000000000003.parquet"]
     rewritten = {names[0]: [(1, "E1", 7)], names[1]: [(0, "E3", 8)]}
@@ -340,7 +341,7 @@ def test_a_landing_zone_rerun_past_the_last_committed_date_refuses_its_new_files
     the committed dates: a bad marker, a NULL key or an update without every column left the
     replay pending. They are checked up front, as that date's merge checks them."""
     zone = merged_zone(spark, tmp_path, unique_name)
-    spec = merge.resolve_keys(spark, zone.spec)
+    spec = resolve_keys(spark, zone.spec)
     rows, refusal = LANDING_REFUSALS[bad]
     columns = EMPLOYEES if bad != "partial_update" else {"__rowMarker__": pa.int32(), "EmployeeID": pa.string()}
     zone.write(5, rows, schema=pa.schema(list(columns.items())))
@@ -359,7 +360,7 @@ def test_a_landing_zone_rerun_refuses_a_replayed_kept_copys_bad_marker_before_an
     rewritten at its size with a marker that is no operation failed at its date's merge, after the
     restore."""
     zone = merged_zone(spark, tmp_path, unique_name)
-    spec = merge.resolve_keys(spark, zone.spec)
+    spec = resolve_keys(spark, zone.spec)
     name = "00000000000000000002.parquet"
     path = kept_copy(spark, zone, day(2), name)
     rewritten_alike(path, arrays([(7, "E1", "Bellevue")], EMPLOYEES))
@@ -412,7 +413,7 @@ def test_a_landing_zone_rerun_refuses_a_later_dates_anomaly_within_the_day_befor
     checked up front, for a replayed date's kept copy as for the new files of a date past the last
     committed one, refused as the date's merge refuses them."""
     zone = merged_zone(spark, tmp_path, unique_name, on_anomaly="error")
-    spec = merge.resolve_keys(spark, zone.spec)
+    spec = resolve_keys(spark, zone.spec)
     if where == "replayed":  # day 3's kept copy: E3 deleted, then updated
         name = "00000000000000000004.parquet"
         path = kept_copy(spark, zone, day(3), name)

@@ -20,6 +20,7 @@ from tests.jobs.test_model import ATTRS, MODEL_SETTINGS, SINGLE, SINGLE_KEYS, Zi
 from tests.support import TableFixture, day, sorted_rows, table_rows
 from zipper.core import faults
 from zipper.jobs import merge, rebuild, replay
+from zipper.jobs.init import init_table
 from zipper.table import check, state
 
 _tables = itertools.count()
@@ -89,7 +90,7 @@ def test_reruns_match_the_model_and_a_rebuild(spark, tmp_path_factory, scenario)
     t.write_base(spark, base)
     for n, rows in enumerate(days, start=1):
         t.write_increment(spark, day(n), rows)
-    merge.init_table(spark, t.spec)
+    init_table(spark, t.spec)
     replay.rerun(spark, t.spec, day(1), day(len(days)))  # the first days, in one go
     assert_matches(spark, t, reference(end_style, tracking, base, days))
 

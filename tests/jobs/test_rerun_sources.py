@@ -14,6 +14,7 @@ from tests.support import TableFixture, day, table_rows
 from zipper.core import faults
 from zipper.inputs import sources
 from zipper.jobs import merge, rebuild, replay
+from zipper.jobs.keys import resolve_keys
 from zipper.table import catalog, check, state, vacuum
 from zipper.transforms import daily
 from zipper.transforms.timelines import DS
@@ -221,7 +222,7 @@ def test_landing_zone_rerun_reads_the_kept_copies_after_the_zone_was_cleaned(spa
     replay.rerun(spark, zone.spec, day(2))
     assert table_rows(spark, zone.table) == before
     assert {d: c.landing["first"] for d, c in state.read_state(spark, zone.spec).commits.items()} == consumed
-    assert check.run_checks(spark, merge.resolve_keys(spark, zone.spec))["ok"]
+    assert check.run_checks(spark, resolve_keys(spark, zone.spec))["ok"]
 
 
 def test_landing_zone_replay_killed_mid_way_resumes_from_the_same_files(spark, tmp_path, unique_name):

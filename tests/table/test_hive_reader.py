@@ -12,6 +12,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from tests.support import D1, TableFixture
 from zipper.jobs import merge
+from zipper.jobs.init import init_table
 
 COLUMNS = {
     "id": "bigint", "name": "string", "flag": "boolean", "tiny": "tinyint", "small": "smallint", "num": "int",
@@ -47,7 +48,7 @@ def test_hives_own_parquet_reader_reads_every_column_type_of_open_and_closed_row
     t = TableFixture(tmp_path, unique_name, schema=SCHEMA, columns=COLUMNS)
     t.write_base(spark, [_row(1, 0), _row(2, 0), _row(3, 0)])
     t.write_increment(spark, D1, [_row(2, 1), _row(4, 0)])
-    merge.init_table(spark, t.spec, D1 - dt.timedelta(days=1))
+    init_table(spark, t.spec, D1 - dt.timedelta(days=1))
     merge.merge_date(spark, t.spec, D1)
 
     by_spark = spark.table(t.table).collect()

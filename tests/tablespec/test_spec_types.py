@@ -10,6 +10,7 @@ from pyspark.sql.types import _parse_datatype_string
 
 from tests.support import D1, TableFixture
 from zipper.jobs import merge
+from zipper.jobs.init import init_table
 from zipper.table import catalog, check, state
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.sparktypes import check_atomic_type, check_type
@@ -83,7 +84,7 @@ def test_every_accepted_type_makes_a_table_that_merges(spark, tmp_path, unique_n
 
     rows("a").write.parquet(str(t.data / "base"))
     rows("a2").write.parquet(str(t.increment_dir(D1)))
-    merge.init_table(spark, t.spec, D1 - dt.timedelta(days=1))
+    init_table(spark, t.spec, D1 - dt.timedelta(days=1))
     result = merge.merge_date(spark, t.spec, D1)
 
     assert (result.counts["changed"], result.counts["unchanged"], result.counts["open_after"]) == (1, 1, 2)

@@ -155,9 +155,9 @@ class Runner:
                 self.new_metastore = f"{settings.warehouse_path}/metastore_db"
             self._spark = build_session(settings)
             if not self.spec.keys:  # a landing zone's keys come from the table or its _metadata.json
-                from zipper.jobs import merge
+                from zipper.jobs.keys import resolve_keys  # reason: imports pyspark; cli is on the DAG-parse path
 
-                self.spec = merge.resolve_keys(self._spark, self.spec)
+                self.spec = resolve_keys(self._spark, self.spec)
         return self._spark
 
     def run(self) -> int:
@@ -181,10 +181,10 @@ class Runner:
                 raise
 
     def do_init(self) -> int:
-        from zipper.jobs import merge
+        from zipper.jobs.init import init_table  # reason: imports pyspark; cli is on the DAG-parse path
 
         ds = parse_date(self.args.ds, "--ds", self.spec.table)
-        print(merge.init_table(self.spark, self.spec, ds).summary())
+        print(init_table(self.spark, self.spec, ds).summary())
         return 0
 
     def do_merge(self) -> int:
@@ -220,26 +220,29 @@ class Runner:
     def report(self, result) -> None:
         report_line(self.args, result.report())
 
-    def do_status(self) -> int:
-        from zipper.table import inspect
+    def table(self):
+        """The handle of the verbs that read or tidy the table; opens Spark (and so resolves the keys) first."""
+        from zipper.table.handle import ZipperTable  # reason: cli.main is on the DAG-parse path; loaded on use
 
-        print(json.dumps(inspect.status(self.spark, self.spec, self.args.recent), indent=2))
+        spark = self.spark
+        return ZipperTable(spark, self.spec)
+
+    def do_status(self) -> int:
+        print(json.dumps(self.table().status(self.args.recent), indent=2))
         return 0
 
     def do_slice(self) -> int:
-        from zipper.table import inspect
-
         as_of = parse_date(self.args.as_of, "--as-of", self.spec.table)
-        df = inspect.slice_as_of(self.spark, self.spec, as_of)
+        df = self.table().slice(as_of)
         output.write_rows(df, self.args.format, self.args.out, self.spec.table)
         return 0
 
     def do_history(self) -> int:
-        from zipper.table import inspect
+        from zipper.table import inspect  # reason: cli.main is on the DAG-parse path; loaded on use
 
-        spark = self.spark  # first: a landing zone's keys are only known once Spark has read them
-        key = inspect.parse_key(self.spec, self.args.key)
-        columns, rows = output.collected(inspect.history(spark, self.spec, key))
+        table = self.table()  # first: a landing zone's keys are only known once Spark has read them
+        key = inspect.parse_key(table.spec, self.args.key)
+        columns, rows = output.collected(table.history(key))
         if not rows:  # an empty table or CSV header looked like a key with no columns set, and exited 0
             shown = ", ".join(f"{k}={key[k]}" for k in self.spec.keys)
             print(f"zipper: {self.spec.table}: no version of {shown}: the table never held this key", file=sys.stderr)
@@ -251,9 +254,7 @@ class Runner:
         return 0
 
     def do_check(self) -> int:
-        from zipper.table import check
-
-        report = check.run_checks(self.spark, self.spec)
+        report = self.table().check()
         print(json.dumps(report, indent=2, default=str))
         if not report["ok"]:
             print(f"zipper: {self.spec.table}: check failed: {', '.join(report['failed'])}", file=sys.stderr)
@@ -261,9 +262,7 @@ class Runner:
         return 0
 
     def do_vacuum(self) -> int:
-        from zipper.table import vacuum
-
-        report = vacuum.vacuum(self.spark, self.spec, self.args.retention_days, self.args.dry_run)
+        report = self.table().vacuum(self.args.retention_days, self.args.dry_run)
         verb = "would remove" if report["dry_run"] else "removed"
         for item in report["removed"]:  # what went (or would go): a dry run is a preview of exactly this
             print(f"{report['table']}: {verb} {user_path(item['directory'])} ({item['bytes']} bytes)")

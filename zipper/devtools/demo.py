@@ -102,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from zipper.jobs import merge
+    from zipper.jobs.init import init_table
     from zipper.core.dates import date_range
     from zipper.core.errors import ZipperError
     from zipper.runtime.session import SessionSettings, build_session
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     spark = build_session(SessionSettings(warehouse=args.warehouse, app_name="zipper demo"))
     print(f"Spark {spark.version} (local), warehouse {args.warehouse}, metastore {args.warehouse}/metastore_db")
     try:
-        print(merge.init_table(spark, spec).summary())
+        print(init_table(spark, spec).summary())
         last = spec.end_date or spec.start_date
         for ds in date_range(spec.start_date, last):
             print(merge.merge_date(spark, spec, ds).summary())

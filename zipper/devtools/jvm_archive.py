@@ -25,6 +25,7 @@ import yaml
 from zipper.core.dates import date_range
 from zipper.devtools import demo
 from zipper.jobs import merge, replay
+from zipper.jobs.init import init_table
 from zipper.runtime.session import SessionSettings, build_session
 from zipper.table import check, inspect
 from zipper.tablespec.loader import load_spec_file
@@ -115,7 +116,7 @@ def _workload(scratch: Path) -> None:
     spec = load_spec_file(spec_file)
     demo.generate(data, spec.start_date)
     spark = build_session(SessionSettings(warehouse=str(scratch / "warehouse"), app_name="zipper jvm archive"))
-    merge.init_table(spark, spec)
+    init_table(spark, spec)
     for ds in date_range(spec.start_date, spec.end_date):
         merge.merge_date(spark, spec, ds)
     replay.rerun(spark, spec, spec.start_date + (spec.end_date - spec.start_date) // 2)

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 from zipper.core import faults, fs
 from zipper.inputs import conform, dated
-from zipper.jobs import merge
-from zipper.table import audit, catalog, state
+from zipper.jobs.init import init_table
+from zipper.jobs.result import RunResult
+from zipper.table import audit, catalog, publish, recovery, state
 from zipper.transforms import timelines
-from zipper.table.catalog import Partition
 from zipper.core.dates import DAY, date_range, describe_dates
 from zipper.jobs.plan import check_in_schedule, rebuild_supported, source_kind
 from zipper.transforms.timelines import CLOSED_PREFIX, DS, KINDS, OPEN, SLOT
@@ -34,7 +34,7 @@ def _quiet(line: str) -> None:
 
 
 def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet,
-            uncommit_later: bool = False) -> merge.RunResult:
+            uncommit_later: bool = False) -> RunResult:
     """Rebuild up to `last` (default: the last committed date, or where an interrupted replay was going).
     A `last` before the last committed date drops the later dates' history and commits: only with
     `uncommit_later`, as for a rerun, since their scheduled runs, already done, would have to run again."""
@@ -52,7 +52,7 @@ def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet
         if last is None:
             raise StateError(f"table does not exist yet; give the last date to build: `zipper rebuild {spec.name} --to E`",
                              table=spec.table)
-        progress(merge.init_table(spark, spec).summary())
+        progress(init_table(spark, spec).summary())
         st = state.read_state(spark, spec)
     init_ds = st.init_ds
     end = last or (st.replay.last if st.replay else st.last_committed)
@@ -70,7 +70,7 @@ def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet
     if later:
         progress(f"{spec.table}: the table will be at {end}: {later} will no longer be committed;"
                  " merge them again to bring them back")
-    st = merge.recover(spark, spec, st, end)
+    st = recovery.recover(spark, spec, st, end)
 
     dates = date_range(init_ds + DAY, end)
     found = _locate_inputs(spark, spec, init_ds, dates)
@@ -106,14 +106,12 @@ def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet
     audit.reconcile_rebuild(expected=expected, written=written, last=end.isoformat(), table=spec.table)
     faults.checkpoint("after_rebuild_write")
 
-    try:
-        _publish(spark, spec, st, run_id, end, open_dir, open_rows, closed_dirs, counts, found.increments,
-                 {state.INIT_DS: init_ds.isoformat(), state.INIT_FINGERPRINT: base_fingerprint})
-    except catalog.ConcurrentChange:
-        fs.delete(spark, run_root)  # written for a table state that is gone
-        raise
+    fingerprints = {day: found.increments[day].fingerprint for day in closed_dirs}
+    init_params = {state.INIT_DS: init_ds.isoformat(), state.INIT_FINGERPRINT: base_fingerprint}
+    publish.publish_rebuild(spark, spec, st, run_id, run_root, end, open_dir, open_rows, closed_dirs, counts,
+                            fingerprints, init_params)
     closed_rows = sum(c["closed"] for c in counts.values())
-    return merge.RunResult(
+    return RunResult(
         spec.table,
         end.isoformat(),
         "rebuild",
@@ -205,39 +203,3 @@ def _commit_counts(per_date: dict[str, dict[str, int]], init_ds: dt.date, dates:
         }
         open_rows = opened
     return counts
-
-
-def _publish(spark, spec: TableSpec, st: state.TableState, run_id: str, end: dt.date, open_dir: str, open_rows: int,
-             closed_dirs: dict, counts: dict, located: dict, init_params: dict[str, str]) -> None:
-    empty = state.empty_dir(st.location)
-    fs.mkdirs(spark, empty)
-    now = state.utc_now_iso()
-    wanted = {
-        spec.closed_end(day).isoformat(): Partition(
-            spec.closed_end(day).isoformat(),
-            directory,
-            state.Commit(day.isoformat(), run_id, now, located[day].fingerprint, counts[day], counts[day]["closed"],
-                         spec.closed_end(day).isoformat()).params(),
-        )
-        for day, directory in closed_dirs.items()
-    }
-    existing = {p.end for p in st.closed + st.pending}
-    stale = sorted(existing - set(wanted))
-    catalog.add_partitions(spark, spec, {e: empty for e in wanted if e not in existing})
-    faults.checkpoint("before_rebuild_publish")
-    open_params = dict(init_params) | st.float_columns_params() | {  # later merges compare them at float precision
-        state.LAST_COMMITTED: end.isoformat(),
-        state.RUN_ID: run_id,
-        state.ROWS: str(open_rows),
-        state.COMMITTED_AT: now,
-    }
-    catalog.repoint(
-        spark,
-        spec,
-        [Partition(spec.open_end.isoformat(), open_dir, open_params), *wanted.values()]
-        + [Partition(e, empty, {}) for e in stale],
-        expected_run=st.open_run,
-        ds=end.isoformat(),
-    )
-    faults.checkpoint("after_rebuild_publish")
-    catalog.drop_partitions(spark, spec, stale)

@@ -15,13 +15,17 @@ import datetime as dt
 import secrets
 import time
 
+from pyspark.sql import Observation
+from pyspark.sql import functions as F
+
 from zipper.core import sqltemplates
 from zipper.core import faults, fs
 from zipper.inputs import conform, csv_values, dated, dayinput, landing, sources
-from zipper.jobs import merge
-from zipper.table import audit, catalog, state
+from zipper.jobs import apply
+from zipper.jobs.keys import resolve_keys
+from zipper.jobs.result import RunResult
+from zipper.table import audit, catalog, publish, recovery, state
 from zipper.transforms import daily, timelines
-from zipper.table.catalog import Partition
 from zipper.core.dates import DAY, date_range, describe_dates
 from zipper.jobs.plan import plan_rerun, rebuild_supported, source_kind
 from zipper.core.errors import InputError, SpecError, StateError, UnreadableInputError, ZipperError, failed_file, summarize_failure
@@ -34,17 +38,17 @@ def _quiet(line: str) -> None:
 
 
 def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, progress=_quiet,
-          uncommit_later: bool = False, resume_said: bool = False) -> merge.RunResult:
+          uncommit_later: bool = False, resume_said: bool = False) -> RunResult:
     """Restore to first - 1 (unless the table is there already) and replay first..last
     (default: the last committed date, or where an interrupted replay was going). A `last`
     before the last committed date needs `uncommit_later`. `resume_said`: the caller's progress
     has said that an interrupted replay is being finished (a merge's first line), so the
     rerun's own notes do not say it again."""
     started = time.monotonic()
-    spec = merge.resolve_keys(spark, spec)
+    spec = resolve_keys(spark, spec)
     st = state.read_state(spark, spec)
     state.check_owned(st, spec, first)
-    st = merge.recover(spark, spec, st, first)
+    st = recovery.recover(spark, spec, st, first)
 
     located: dict[dt.date, object] = {}
     committed = {d: c.fingerprint for d, c in st.commits.items()}
@@ -96,7 +100,7 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
     elif pending is not None and (pending.first, pending.last) == (marker.first, marker.last):
         marker = state.ReplayMarker(pending.first, pending.last, pending.run_id, pending.landing | kept)
     elif len(plan.dates) > 1:
-        _record_marker(spark, spec, st, marker)
+        publish.publish_marker(spark, spec, st, marker)
 
     results = []
     for n, day in enumerate(plan.dates, start=1):
@@ -104,7 +108,7 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
         carry = marker.params() if n < len(plan.dates) else {}
         try:
             day_input = replayed[day] if day in replayed else sources.locate_increment(spark, spec, st, day)
-            result = merge.apply_date(spark, spec, st, day, day_input, carry_params=carry, checked=checked.get(day))
+            result = apply.apply_date(spark, spec, st, day, day_input, carry_params=carry, checked=checked.get(day))
         except Exception as exc:
             if plan.restore_from is None and n == 1:
                 raise  # nothing has changed
@@ -124,7 +128,7 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
         if n < len(plan.dates):
             faults.checkpoint("after_replayed_date")
     span = f"{plan.dates[0]}..{plan.dates[-1]}" if len(plan.dates) > 1 else plan.dates[0].isoformat()
-    return merge.RunResult(
+    return RunResult(
         spec.table,
         span,
         "rerun",
@@ -195,13 +199,6 @@ def _date_of_file(path: str | None, located: dict) -> dt.date | None:
         if any(user_path(f.path) == wanted for f in inp.files):
             return day
     return None
-
-
-def _record_marker(spark, spec: TableSpec, st: state.TableState, marker: state.ReplayMarker) -> None:
-    """Record a replay that starts right after the last committed date (nothing to restore)."""
-    params = {k: v for k, v in st.open_partition.params.items() if k.startswith("zipper.") and not k.startswith((state.REPLAY, state.REPLAY_LANDING))}
-    catalog.repoint(spark, spec, [Partition(spec.open_end.isoformat(), st.open_partition.location,
-                                            params | marker.params())], expected_run=st.open_run)
 
 
 def restored_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.date,
@@ -279,11 +276,8 @@ def _rebuilt_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.d
     ), {init_ds: located_base, **located}
 
 
-def restore(spark, spec: TableSpec, st: state.TableState, first: dt.date, marker: state.ReplayMarker) -> merge.RunResult:
+def restore(spark, spec: TableSpec, st: state.TableState, first: dt.date, marker: state.ReplayMarker) -> RunResult:
     """Publish the table as it was at the end of first - 1, recording `marker`; audited first."""
-    from pyspark.sql import Observation
-    from pyspark.sql import functions as F
-
     started = time.monotonic()
     first_text = first.isoformat()
     commit = st.commits.get(first_text)
@@ -300,37 +294,15 @@ def restore(spark, spec: TableSpec, st: state.TableState, first: dt.date, marker
     with conform.explained_column_types_of(spark, spec, read_from, NOTHING_CHANGED):
         rows.observe(observation, F.count(F.lit(1)).alias("rows")).write.parquet(open_dir)
     fs.mkdirs(spark, open_dir)
-    rows_read = int(merge.observed_metrics(observation).get("rows") or 0)
+    rows_read = int(dayinput.observed_metrics(observation).get("rows") or 0)
     rows_written = audit.written_rows(spark, open_dir)
     faults.checkpoint("after_restore_write")
     audit.reconcile_restore(rows_read=rows_read, rows_written=rows_written, expected=int(commit.counts["open_before"]),
                             first=first_text, table=spec.table)
 
-    closed_end = spec.closed_end(first).isoformat()
-    dropped = [p.end for p in st.closed if p.end >= closed_end]
-    empty = state.empty_dir(st.location)
-    fs.mkdirs(spark, empty)
+    dropped = publish.publish_restore(spark, spec, st, first, run_id, open_dir, rows_written, marker)
     restored_to = (first - DAY).isoformat()
-    open_params = {k: v for k, v in st.open_partition.params.items() if k.startswith("zipper.init_")}
-    open_params.update({
-        state.LAST_COMMITTED: restored_to,
-        state.RUN_ID: run_id,
-        state.ROWS: str(rows_written),
-        state.COMMITTED_AT: state.utc_now_iso(),
-    })
-    open_params.update(st.float_columns_params())  # the commits that widened them may be dropped here
-    open_params.update(marker.params())
-    catalog.repoint(
-        spark,
-        spec,
-        [Partition(spec.open_end.isoformat(), open_dir, open_params)] + [Partition(end, empty, {}) for end in dropped],
-        expected_run=st.open_run,
-        ds=first_text,
-    )
-    faults.checkpoint("after_restore_publish")
-    # Empty and without a commit record: `merge.recover` drops them too if this run dies here.
-    catalog.drop_partitions(spark, spec, dropped)
-    return merge.RunResult(
+    return RunResult(
         spec.table,
         restored_to,
         "restore",

@@ -6,6 +6,9 @@ full scan."""
 
 from __future__ import annotations
 
+import pyarrow.parquet as pq
+from pyspark.sql import functions as F
+
 from zipper.core import fs
 from zipper.core.errors import AuditError
 
@@ -15,8 +18,6 @@ def written_rows(spark, directory: str) -> int:
     files = fs.list_data_files(spark, [directory]) if fs.exists(spark, directory) else []
     local = [fs.local_path(f.path) for f in files]
     if all(local):
-        import pyarrow.parquet as pq
-
         return sum(pq.ParquetFile(path).metadata.num_rows for path in local)
     return spark.read.parquet(directory).count()
 
@@ -29,8 +30,6 @@ def max_value(spark, directory: str, column: str) -> str | None:
         return None
     local = [fs.local_path(f.path) for f in files]
     if all(local):
-        import pyarrow.parquet as pq
-
         largest, complete = None, True
         for path in local:
             metadata = pq.ParquetFile(path).metadata
@@ -46,8 +45,6 @@ def max_value(spark, directory: str, column: str) -> str | None:
                 largest = value if largest is None or value > largest else largest
         if complete:
             return largest
-    from pyspark.sql import functions as F
-
     return spark.read.parquet(directory).agg(F.max(column)).first()[0]
 
 

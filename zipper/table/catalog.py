@@ -243,8 +243,6 @@ def alter_data_columns(spark, spec: TableSpec, columns: list[tuple[str, str]]) -
     append the new ones after the existing columns (the metastore checks types by position, so
     new columns go last, after the begin column). One metastore call; Parquet files are read by
     column name, so older files read NULL for an added column and their values widened."""
-    import json
-
     wanted = dict(columns)
     current = [(f.name, f.dataType.simpleString()) for f in spark.table(spec.table).schema.fields
                if f.name != spec.end_column]
@@ -258,6 +256,6 @@ def alter_data_columns(spark, spec: TableSpec, columns: list[tuple[str, str]]) -
 
 
 def _type_json(kind: str):
-    from pyspark.sql.types import _parse_datatype_string
+    from pyspark.sql.types import _parse_datatype_string  # reason: loaded at DAG parse (cli.output)
 
     return _parse_datatype_string(kind).jsonValue()

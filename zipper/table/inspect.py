@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime as dt
+import math
+from decimal import Decimal, InvalidOperation
 
 from zipper.core import sqltemplates
 from zipper.table import catalog, state
@@ -124,7 +128,7 @@ def typed_key(spark, spec: TableSpec, key: dict[str, str]) -> tuple[dict[str, st
 def _as_typed_text(spark, values: dict[str, str], types: dict[str, str]) -> dict[str, str | None]:
     """Each value read as its column's type and written back as Spark writes it (None where it
     does not read), in one Spark query."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # reason: loaded at DAG parse (cli.output)
 
     if not values:
         return {}
@@ -135,8 +139,6 @@ def _as_typed_text(spark, values: dict[str, str], types: dict[str, str]) -> dict
 def _rounded(text: str, typed: str) -> bool:
     """A value with more places than its decimal key column: Spark's cast rounds `1.004` to the
     column's `1.00`, another key. (Text Python does not read as a decimal is left to Spark.)"""
-    from decimal import Decimal, InvalidOperation
-
     try:
         return Decimal(text.strip()) != Decimal(typed)
     except InvalidOperation:
@@ -145,9 +147,6 @@ def _rounded(text: str, typed: str) -> bool:
 
 def _base64(text: str) -> bool:
     """Whether `text` is base64 (the whole of it), as a binary key's value must be."""
-    import base64
-    import binascii
-
     try:
         base64.b64decode(text, validate=True)
     except binascii.Error:
@@ -170,7 +169,7 @@ def _collected_type(data_type, via_text: bool = False):
     of the Python process, whatever the session says), a float as the double of Spark's text of
     it (`via_text`: first the text), 0.1 rather than the float's exact 0.10000000149011612,
     inside arrays, maps and structs too."""
-    from pyspark.sql import types as T
+    from pyspark.sql import types as T  # reason: loaded at DAG parse (cli.output)
 
     if isinstance(data_type, T.DecimalType):
         return T.StringType()
@@ -193,9 +192,6 @@ def as_written(value):
     """A collected value as Spark writes it in text and `history --key` takes it back, where
     Python's own form differs: binary as base64 (not `b'\\xff'`), NaN and infinities by Spark's
     names (JSON has none); any other value as it is."""
-    import base64
-    import math
-
     if isinstance(value, (bytes, bytearray)):
         return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, float) and not math.isfinite(value):

@@ -1,0 +1,154 @@
+"""Apply one day: write the new open and closed slots, audit them, publish (`publish.publish_day`).
+
+Used by the daily merge and by a rerun's replay, date by date. Everything is written to fresh
+directories; nothing a reader can see changes until the publish."""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+import time
+from dataclasses import dataclass
+
+from pyspark.sql import Observation
+from pyspark.sql import functions as F
+
+from zipper.core import faults, fs
+from zipper.inputs import conform, csv_values, dayinput, sources
+from zipper.jobs.broadcast import broadcasts
+from zipper.jobs.result import RunResult
+from zipper.table import audit, catalog, publish, state
+from zipper.transforms import daily
+from zipper.core.errors import InputError, SpecError
+from zipper.tablespec.model import TableSpec
+
+
+@dataclass(frozen=True)
+class Written:
+    """What the two merge jobs wrote, counted for the audit."""
+
+    kinds: dict[str, int]  # increment keys found open, by what the day does to them
+    untouched: int  # open rows the big pass kept as they were (footers)
+    touched: int  # open rows the big pass set aside for the small job (footers)
+
+
+def _write_merge(spark, spec: TableSpec, st: state.TableState, day: dayinput.Day, tracked: list[str], ds: dt.date,
+                 run_root: str, broadcast: bool) -> tuple[Written, dict]:
+    """Write the new open and closed slots under `run_root` in two jobs; return what was written
+    and the day's counts (with what the open rows showed about its changes).
+
+    The big pass copies the open partition into the new open slot, setting aside the rows whose
+    keys the change set names (`zipper_slot=touched`, a scratch directory no partition points
+    to). Between the jobs, the change set's first actions are checked against those rows (cdc
+    and landing zone). The small job reads them back, decides each one against the change set,
+    counts the outcome as it writes, and appends successors and new keys to the open slot and
+    old versions to the closed slot."""
+    open_schema = conform.struct_type(day.columns, spec.begin_column)
+    open_rows = spark.read.schema(open_schema).parquet(st.open_partition.location)
+    # append: the run directory may already hold the day's change set or landing-zone files
+    daily.route_open(open_rows, day.changes, keys=spec.keys, broadcast_increment=broadcast) \
+        .write.mode("append").partitionBy(daily.SLOT).parquet(run_root)
+    open_dir, touched_dir = (f"{run_root}/{daily.SLOT}={slot}" for slot in (daily.OPEN, daily.TOUCHED))
+    for directory in (open_dir, touched_dir):
+        fs.mkdirs(spark, directory)
+    untouched, touched = audit.written_rows(spark, open_dir), audit.written_rows(spark, touched_dir)
+    touched_rows = spark.read.schema(open_schema).parquet(touched_dir)
+    counts = dayinput.check_open(spec, ds, day, touched_rows) if day.check_open else dict(day.counts)
+
+    deletes = daily.OP in day.changes.columns
+    kinds = ("changed", "updated", "unchanged") + (("deleted", "vanished") if deletes else ())
+    observation = Observation(f"zipper_kinds_{secrets.token_hex(6)}")
+    rows = (
+        daily.day_rows(
+            touched_rows, day.changes, keys=spec.keys, columns=day.names, tracked=tracked,
+            begin_column=spec.begin_column, ds=ds.isoformat(), broadcast_increment=broadcast,
+            float_precision=day.float_precision,
+        )
+        .observe(observation, *daily.kind_counts(kinds))
+    )
+    if deletes:  # deletes of keys that were not open: counted above, not written
+        rows = rows.where(F.col(daily.SLOT) != daily.NONE)
+    rows.drop(daily.KIND).write.mode("append").partitionBy(daily.SLOT).parquet(run_root)
+    observed = dayinput.observed_metrics(observation)
+    fs.delete(spark, touched_dir)
+    return Written({kind: int(observed.get(kind, 0)) for kind in kinds}, untouched, touched), counts
+
+
+def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, located: sources.Input,
+               started: float | None = None, carry_params: dict[str, str] | None = None,
+               checked: dayinput.CheckedInput | None = None) -> RunResult:
+    """Merge the input of `ds` into a table that is at ds - 1, and publish.
+
+    `carry_params`: extra open-partition parameters to publish with the commit (a replay keeps
+    its marker this way until its last date). `checked`: the input as the replay's own checks
+    already read it.
+
+    Column changes are applied to the table around the publish, and recorded by it, so that a
+    run killed in between is completed by the next one (`publish.publish_day`)."""
+    started = started if started is not None else time.monotonic()
+    ds_text = ds.isoformat()
+    table_columns = catalog.data_columns(spark, spec)
+    run_id = state.new_run_id()
+    run_root = state.run_dir(st, run_id)
+    open_dir = f"{run_root}/{daily.SLOT}={daily.OPEN}"
+    closed_dir = f"{run_root}/{daily.SLOT}={daily.CLOSED}"
+    open_before = st.open_rows
+
+    try:
+        with (csv_values.explained(spark, spec.table, spec.keys, ds_text),  # a CSV value that does not parse
+              conform.explained_column_types(spark, spec, ds_text, located)):  # a file typing a column otherwise
+            day = dayinput.prepare(spark, spec, st, ds, located, table_columns, run_root, checked)
+            tracked = conform.tracked_columns(spec, day.names, ds_text)
+            join = ""
+            if day.rows == 0:
+                open_dir = st.open_partition.location
+                kinds = {"changed": 0, "updated": 0, "unchanged": 0}
+                if spec.source.mode in ("cdc", "landing_zone", "snapshot"):
+                    kinds.update(deleted=0, vanished=0)
+                written, counts = Written(kinds, open_before, 0), dict(day.counts)
+                fs.mkdirs(spark, closed_dir)
+            else:
+                broadcast = broadcasts(spark, day.rows, day.columns, spec.begin_column, day.variable_bytes_per_row)
+                join = "broadcast" if broadcast else "shuffle"
+                written, counts = _write_merge(spark, spec, st, day, tracked, ds, run_root, broadcast=broadcast)
+                for directory in (open_dir, closed_dir):
+                    fs.mkdirs(spark, directory)
+    except (InputError, SpecError):
+        fs.delete(spark, run_root)  # bad input or spec: nothing of this run is worth keeping
+        raise
+    for directory in day.scratch:
+        fs.delete(spark, directory)
+    faults.checkpoint("after_write")
+
+    summary = audit.reconcile(
+        open_recorded=open_before,
+        open_read=audit.written_rows(spark, st.open_partition.location),
+        input_rows=day.rows,
+        kinds=written.kinds,
+        untouched=written.untouched,
+        touched=written.touched,
+        open_written=audit.written_rows(spark, open_dir),
+        closed_written=audit.written_rows(spark, closed_dir),
+        max_closed_begin=audit.max_value(spark, closed_dir, spec.begin_column),
+        ds=ds_text,
+        table=spec.table,
+    )
+    summary.update(counts)
+    if spec.source.mode == "snapshot":  # keys of the snapshot equal to their open version: not in the change set
+        summary["unchanged"] = (summary["source_rows"] - summary["new"] - summary["changed"]
+                                - summary["updated_in_place"])
+    summary.update(day.column_changes.report())
+    faults.checkpoint("after_audit")
+
+    consumed = day.located.landing
+    publish.publish_day(
+        spark, spec, st,
+        publish.DayCommit(ds, run_id, run_root, open_dir, closed_dir, summary, day.located.fingerprint,
+                          consumed.record(day.located.fingerprint) if consumed is not None else None),
+        day.column_changes,
+        table_columns=table_columns,
+        day_columns=day.columns,
+        widened_from_float=conform.widened_from_float(day.column_changes),
+        carry_params=carry_params,
+    )
+    return RunResult(spec.table, ds_text, "merge", "", summary, time.monotonic() - started, run_id, join)

@@ -1,0 +1,145 @@
+"""`zipper init`: create the table and publish its first state, the base's rows (or none).
+
+The columns come from the spec's `columns:`, else the base, else the first increment. A table
+whose create a killed init left with columns since corrected is made again (it holds no row)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+from pyspark.sql.types import _parse_datatype_string
+
+from zipper.core import fs
+from zipper.inputs import conform, dayinput, sources
+from zipper.jobs.keys import resolve_keys
+from zipper.jobs.plan import init_date
+from zipper.jobs.result import RunResult
+from zipper.table import audit, catalog, publish, state
+from zipper.transforms import daily
+from zipper.core.dates import DAY
+from zipper.core.errors import InputError, MissingInputError, SpecError, StateError
+from zipper.tablespec.model import TableSpec
+
+
+def _where(spec: TableSpec, ds: dt.date) -> dict:
+    return {"table": spec.table, "ds": ds.isoformat()}
+
+
+def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunResult:
+    started = time.monotonic()
+    spec = resolve_keys(spark, spec)
+    ds = init_date(spec, requested)
+    where = _where(spec, ds)
+    st = state.read_state(spark, spec)
+    state.check_owned(st, spec, ds)
+    if st.initialized:
+        if st.init_ds == ds:
+            return RunResult(spec.table, ds.isoformat(), "noop", f"already initialized as of {ds}")
+        raise StateError(
+            f"already initialized (base date {st.init_ds}, at {st.last_committed}); a new base needs a rebuild", **where
+        )
+
+    base_df, fingerprint, base_what, located = None, "empty", "base", None
+    if spec.base is not None:
+        located = sources.locate(spark, spec, spec.base, ds, "base")
+        fingerprint, base_what = located.fingerprint, f"base {located.description}"
+        declared = _spec_columns(spec) if spec.columns else None
+        base_df = conform.read_input(spark, spec, located, spec.base, declared, ds.isoformat(), base_what)
+        if base_df is None:
+            raise MissingInputError(f"base at {located.description} has no files", **where)
+
+    if spec.columns:
+        columns = _spec_columns(spec)
+    elif base_df is not None:
+        columns = _schema_columns(base_df)
+    else:
+        columns = _columns_from_first_increment(spark, spec, st, ds + DAY)
+    if base_df is not None:
+        base_df = conform.to_table_columns(base_df, columns, spec, ds.isoformat(), base_what)
+        with conform.explained_column_types(spark, spec, ds.isoformat(), located):  # a file typing a column otherwise
+            dayinput.validate_keys(base_df, spec, ds, base_what)
+
+    if (st.exists and not st.initialized and not st.commits and not st.closed
+            and sorted(catalog.data_columns(spark, spec)) != sorted(columns)):
+        # an init killed between creating the table and publishing its first state left the columns
+        # of a base since corrected; it committed nothing and holds no row, so it is made again
+        drop_new_table(spark, spec, st.location)
+        st = state.read_state(spark, spec)
+    if not st.exists:
+        catalog.ensure_database(spark, spec.database)
+        catalog.create_table(
+            spark,
+            spec,
+            columns,
+            catalog.default_table_location(spark, spec),
+            {
+                state.P_SPEC_NAME: spec.name,
+                state.P_KEYS: ",".join(spec.keys),
+                state.P_END_STYLE: spec.end_style,
+                state.P_OPEN_END: spec.open_end.isoformat(),
+                state.P_FORMAT: state.FORMAT_VERSION,
+            },
+        )
+    st = state.read_state(spark, spec)
+    table_columns = catalog.data_columns(spark, spec)
+    if sorted(table_columns) != sorted(columns):
+        raise StateError(f"table exists with columns {table_columns}, expected {columns}", **where)
+
+    run_id = state.new_run_id()
+    open_dir = state.run_dir(st, run_id) + "/" + daily.SLOT + "=" + daily.OPEN
+    if base_df is not None:
+        names = [c for c, _ in table_columns]
+        # the columns the key check left unread are read here first
+        with conform.explained_column_types(spark, spec, ds.isoformat(), located):
+            daily.opening(base_df, names, spec.begin_column, ds.isoformat()).write.parquet(open_dir)
+    else:
+        fs.mkdirs(spark, open_dir)
+    rows = audit.written_rows(spark, open_dir)
+
+    publish.publish_init(spark, spec, st, ds, run_id, open_dir, rows, fingerprint)
+    return RunResult(
+        spec.table, ds.isoformat(), "init", "", {"open_after": rows}, time.monotonic() - started, run_id
+    )
+
+
+def _columns_from_first_increment(spark, spec: TableSpec, st: state.TableState,
+                                  first: dt.date) -> list[tuple[str, str]]:
+    where = _where(spec, first)
+    try:
+        located = sources.locate_increment(spark, spec, st, first)
+    except InputError:
+        raise StateError(
+            "the spec has no base and no columns, and the first increment is not there to take the columns from;"
+            " add `columns:` to the spec or wait for the increment",
+            **where,
+        ) from None
+    columns = dayinput.first_columns(spark, spec, st, located, first)
+    if not columns:
+        raise StateError(
+            f"the spec has no base and no columns, and the first increment ({located.description}) is empty;"
+            " add `columns:` to the spec",
+            **where,
+        )
+    return columns
+
+
+def drop_new_table(spark, spec: TableSpec, location: str) -> None:
+    """Undo the table a failed first merge created: its columns (and a landing zone's keys) came
+    from the input that failed, and would refuse the corrected one."""
+    catalog.drop_table(spark, spec)
+    fs.delete(spark, location)
+
+
+def _spec_columns(spec: TableSpec) -> list[tuple[str, str]]:
+    columns = []
+    for name, kind in (spec.columns or {}).items():
+        try:
+            columns.append((name, _parse_datatype_string(kind).simpleString()))
+        except Exception:
+            raise SpecError(f"key 'columns.{name}': {kind!r} is not a Spark SQL type", table=spec.table) from None
+    return columns
+
+
+def _schema_columns(df) -> list[tuple[str, str]]:
+    return [(f.name, f.dataType.simpleString()) for f in df.schema.fields]

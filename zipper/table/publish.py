@@ -1,0 +1,200 @@
+"""Every partition move a job publishes, built and committed here.
+
+Nothing a reader can see changes until `catalog.repoint`, one metastore transaction that moves
+the open partition (and history partitions) to new directories together with the commit
+record. Before it, a failure leaves the table as it was; after it, the commit is complete.
+Partitions a publish needs and the table lacks are first added pointing at the empty directory
+(invisible to readers, and dropped by `recovery.recover` if the run dies before the publish).
+
+The open partition's parameters are built by one function, `_open_params`, for every job: the
+init, a merged or replayed date, a rerun's restore and a rebuild. The fault checkpoints around
+each publish are the ones `zipper.core.faults` names, in the same order."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+from dataclasses import dataclass
+
+from zipper.core import faults, fs
+from zipper.table import catalog, state
+from zipper.table.catalog import Partition
+from zipper.core.dates import DAY
+from zipper.core.errors import StateError
+from zipper.tablespec.model import TableSpec
+
+
+@dataclass(frozen=True)
+class DayCommit:
+    """What one merged (or replayed) date publishes: where it wrote, what it counted, what it read."""
+
+    ds: dt.date
+    run_id: str
+    run_root: str
+    open_dir: str
+    closed_dir: str
+    counts: dict  # the audited counts: open_after and closed among them
+    fingerprint: str  # of the day's input
+    landing: dict | None = None  # a landing zone's record of the files the day consumed
+
+
+def _open_params(kept: dict[str, str], last_committed: str, run_id: str, rows: int, committed_at: str,
+                 *more: dict[str, str]) -> dict[str, str]:
+    """The open partition's parameters: `kept` ones, the commit of `last_committed`, then `more`."""
+    params = dict(kept)
+    params.update({
+        state.LAST_COMMITTED: last_committed,
+        state.RUN_ID: run_id,
+        state.ROWS: str(rows),
+        state.COMMITTED_AT: committed_at,
+    })
+    for extra in more:
+        params.update(extra)
+    return params
+
+
+def _init_params(st: state.TableState) -> dict[str, str]:
+    """The base's record (date and fingerprint): every commit carries it on."""
+    return {k: v for k, v in st.open_partition.params.items() if k.startswith("zipper.init_")}
+
+
+@contextlib.contextmanager
+def _discarded_if_overtaken(spark, run_root: str):
+    """A run another run published before deletes what it wrote, then fails."""
+    try:
+        yield
+    except catalog.ConcurrentChange:
+        fs.delete(spark, run_root)  # written for a table state that is gone
+        raise
+
+
+def publish_init(spark, spec: TableSpec, st: state.TableState, ds: dt.date, run_id: str, open_dir: str, rows: int,
+                 fingerprint: str) -> None:
+    """The table's first state: the base's rows (or none) open as of `ds`."""
+    open_end = spec.open_end.isoformat()
+    catalog.add_partitions(spark, spec, {open_end: state.empty_dir(st.location)})
+    fs.mkdirs(spark, state.empty_dir(st.location))
+    params = _open_params({}, ds.isoformat(), run_id, rows, state.utc_now_iso(),
+                          {state.INIT_DS: ds.isoformat(), state.INIT_FINGERPRINT: fingerprint})
+    catalog.repoint(spark, spec, [Partition(open_end, open_dir, params)], expected_run=st.open_run, ds=ds.isoformat())
+
+
+def publish_day(spark, spec: TableSpec, st: state.TableState, day: DayCommit, column_changes, *,
+                table_columns: list[tuple[str, str]], day_columns: list[tuple[str, str]],
+                widened_from_float: set[str], carry_params: dict[str, str] | None = None) -> None:
+    """One date's new open partition and its closed partition, with its commit record.
+
+    `column_changes` (a `conform.ColumnChanges`): a widening is applied to the table just before
+    the repoint (older files read the same values through the wider type, while the new files
+    need it); added columns (`day_columns`) just after it, so that a column never shows before
+    the data that fills it. The open partition records them, so that a run killed in between is
+    completed by the next one (`recovery.recover`). `carry_params`: extra open-partition
+    parameters (a replay keeps its marker this way until its last date)."""
+    ds_text = day.ds.isoformat()
+    closed_end = spec.closed_end(day.ds).isoformat()
+    if closed_end in {p.end for p in st.closed}:
+        raise StateError(f"partition {spec.end_column}={closed_end} already holds a commit",
+                         table=spec.table, ds=ds_text)
+    if closed_end not in {p.end for p in st.pending}:
+        fs.mkdirs(spark, state.empty_dir(st.location))
+        catalog.add_partitions(spark, spec, {closed_end: state.empty_dir(st.location)})
+    faults.checkpoint("before_publish")
+
+    now = state.utc_now_iso()
+    open_params = _open_params(_init_params(st), ds_text, day.run_id, day.counts["open_after"], now,
+                               st.float_columns_params(widened_from_float), carry_params or {})
+    if column_changes.alters_table:
+        open_params[state.COLUMNS] = json.dumps(column_changes.record(), sort_keys=True)
+    commit = state.Commit(ds_text, day.run_id, now, day.fingerprint, day.counts, day.counts["closed"], closed_end,
+                          day.landing)
+    with _discarded_if_overtaken(spark, day.run_root):
+        if column_changes.widened:
+            catalog.require_unchanged(spark, spec, st.open_run, ds_text)  # not widened for a run that cannot publish
+            wider = dict((name, new) for name, _, new in column_changes.widened)
+            catalog.alter_data_columns(spark, spec, [(name, wider.get(name, kind)) for name, kind in table_columns])
+        catalog.repoint(
+            spark,
+            spec,
+            [
+                Partition(spec.open_end.isoformat(), day.open_dir, open_params),
+                Partition(closed_end, day.closed_dir, commit.params()),
+            ],
+            expected_run=st.open_run,
+            ds=ds_text,
+        )
+    if column_changes.added:
+        faults.checkpoint("before_add_columns")
+        catalog.alter_data_columns(spark, spec, day_columns)
+    faults.checkpoint("after_publish")
+
+
+def publish_marker(spark, spec: TableSpec, st: state.TableState, marker: state.ReplayMarker) -> None:
+    """Record a replay that starts right after the last committed date (nothing to restore)."""
+    params = {k: v for k, v in st.open_partition.params.items()
+              if k.startswith("zipper.") and not k.startswith((state.REPLAY, state.REPLAY_LANDING))}
+    catalog.repoint(spark, spec, [Partition(spec.open_end.isoformat(), st.open_partition.location,
+                                            params | marker.params())], expected_run=st.open_run)
+
+
+def publish_restore(spark, spec: TableSpec, st: state.TableState, first: dt.date, run_id: str, open_dir: str,
+                    rows: int, marker: state.ReplayMarker) -> list[str]:
+    """The table as it was at the end of first - 1, recording `marker`: the open partition at the
+    restored rows, every history partition made by the runs of `first` and later at the empty
+    directory, then dropped. Returns the dropped partitions' end values."""
+    closed_end = spec.closed_end(first).isoformat()
+    dropped = [p.end for p in st.closed if p.end >= closed_end]
+    empty = state.empty_dir(st.location)
+    fs.mkdirs(spark, empty)
+    open_params = _open_params(_init_params(st), (first - DAY).isoformat(), run_id, rows,
+                               state.utc_now_iso(),
+                               st.float_columns_params(),  # the commits that widened them may be dropped here
+                               marker.params())
+    catalog.repoint(
+        spark,
+        spec,
+        [Partition(spec.open_end.isoformat(), open_dir, open_params)] + [Partition(end, empty, {}) for end in dropped],
+        expected_run=st.open_run,
+        ds=first.isoformat(),
+    )
+    faults.checkpoint("after_restore_publish")
+    # Empty and without a commit record: `recovery.recover` drops them too if this run dies here.
+    catalog.drop_partitions(spark, spec, dropped)
+    return dropped
+
+
+def publish_rebuild(spark, spec: TableSpec, st: state.TableState, run_id: str, run_root: str, end: dt.date,
+                    open_dir: str, open_rows: int, closed_dirs: dict[dt.date, str], counts: dict[dt.date, dict],
+                    fingerprints: dict[dt.date, str], init_params: dict[str, str]) -> None:
+    """A rebuilt table: the open partition and every history partition at the new directories,
+    with a commit record per date; partitions that no longer belong at the empty directory, then
+    dropped."""
+    empty = state.empty_dir(st.location)
+    fs.mkdirs(spark, empty)
+    now = state.utc_now_iso()
+    wanted = {
+        spec.closed_end(day).isoformat(): Partition(
+            spec.closed_end(day).isoformat(),
+            directory,
+            state.Commit(day.isoformat(), run_id, now, fingerprints[day], counts[day], counts[day]["closed"],
+                         spec.closed_end(day).isoformat()).params(),
+        )
+        for day, directory in closed_dirs.items()
+    }
+    existing = {p.end for p in st.closed + st.pending}
+    stale = sorted(existing - set(wanted))
+    catalog.add_partitions(spark, spec, {e: empty for e in wanted if e not in existing})
+    faults.checkpoint("before_rebuild_publish")
+    # later merges compare the float columns at float precision
+    open_params = _open_params(dict(init_params) | st.float_columns_params(), end.isoformat(), run_id, open_rows, now)
+    with _discarded_if_overtaken(spark, run_root):
+        catalog.repoint(
+            spark,
+            spec,
+            [Partition(spec.open_end.isoformat(), open_dir, open_params), *wanted.values()]
+            + [Partition(e, empty, {}) for e in stale],
+            expected_run=st.open_run,
+            ds=end.isoformat(),
+        )
+    faults.checkpoint("after_rebuild_publish")
+    catalog.drop_partitions(spark, spec, stale)
