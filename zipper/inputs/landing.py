@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 from zipper.core import fs
 from zipper.inputs import conform, sources
-from zipper.table import catalog, state
+from zipper.core.properties import P_KEYS
 from zipper.core.errors import InputError, MissingInputError, UnreadableInputError, summarize_failure
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.paths import render, resolve_path
@@ -100,14 +100,13 @@ def key_columns(spark, folder: str, spec: TableSpec | None = None, ds: dt.date |
     return [k.lower() for k in keys]
 
 
-def resolve_keys(spark, spec: TableSpec) -> TableSpec:
-    """The spec with its keys: as given, else the table's (once created), else `keyColumns`."""
+def resolve_keys(spark, spec: TableSpec, recorded: str = "") -> TableSpec:
+    """The spec with its keys: as given, else the table's (`recorded`: its key property, once
+    created), else `keyColumns`."""
     if spec.keys:
         return spec
-    if catalog.table_exists(spark, spec):
-        recorded = catalog.table_properties(spark, spec).get(state.P_KEYS, "")
-        if recorded:
-            return spec.with_keys(recorded.split(","))
+    if recorded:
+        return spec.with_keys(recorded.split(","))
     folder = folder_of(spec, spec.start_date)
     keys = key_columns(spark, folder, spec)
     if keys is None:
@@ -120,7 +119,7 @@ def _check_keys(spark, spec: TableSpec, st, folder: str, ds: dt.date) -> None:
     keys = key_columns(spark, folder, spec, ds)
     if keys is None:
         return
-    recorded = st.properties.get(state.P_KEYS, "") if st is not None and st.exists else ""
+    recorded = st.properties.get(P_KEYS, "") if st is not None and st.exists else ""
     table_keys = recorded.split(",") if recorded else list(spec.keys)
     if keys != table_keys:
         what = "the table's keys" if recorded else "the spec's keys"

@@ -182,7 +182,10 @@ def complete_columns(spark, spec: TableSpec, st: state.TableState) -> bool:
 
 def resolve_keys(spark, spec: TableSpec) -> TableSpec:
     """The spec with its key columns (a landing zone's spec may leave them to `_metadata.json`)."""
-    return spec if spec.keys else landing.resolve_keys(spark, spec)
+    if spec.keys:
+        return spec
+    recorded = catalog.table_properties(spark, spec).get(state.P_KEYS, "") if catalog.table_exists(spark, spec) else ""
+    return landing.resolve_keys(spark, spec, recorded)
 
 
 def _spec_columns(spec: TableSpec) -> list[tuple[str, str]]:

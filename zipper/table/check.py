@@ -6,6 +6,7 @@ from pathlib import PurePosixPath
 
 from zipper.core import sqltemplates
 from zipper.table import audit, inspect, state
+from zipper.transforms.collected import as_collected, as_written
 from zipper.core.dates import DAY, date_range
 from zipper.tablespec.model import TableSpec
 
@@ -13,14 +14,14 @@ EXAMPLES = 20
 
 
 def _rows(df, limit: int = EXAMPLES) -> tuple[int, list[dict]]:
-    examples = [r.asDict() for r in inspect.as_collected(df.limit(limit)).collect()]  # keys as history takes them
+    examples = [r.asDict() for r in as_collected(df.limit(limit)).collect()]  # keys as history takes them
     count = len(examples) if len(examples) < limit else df.count()
     return count, [{k: _example_value(v) for k, v in e.items()} for e in examples]
 
 
 def _example_value(value):
     """A value of an example row as JSON holds it, and as `zipper history --key` takes it back."""
-    value = inspect.as_written(value)
+    value = as_written(value)
     return value if isinstance(value, (int, float, type(None))) else str(value)
 
 
