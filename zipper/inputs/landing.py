@@ -23,8 +23,14 @@ import json
 import re
 from dataclasses import dataclass, replace
 
+import pyarrow.parquet as pq
+from pyspark.sql import functions as F
+
 from zipper.core import fs
-from zipper.inputs import conform, sources
+from zipper.inputs import sources
+from zipper.inputs.column_checks import refuse_bad_names, refuse_unstorable_types
+from zipper.inputs.column_types import float_and_double, reads_as
+from zipper.inputs.reader import refuse_empty_parquet
 from zipper.core.properties import P_KEYS
 from zipper.core.errors import InputError, MissingInputError, UnreadableInputError, summarize_failure
 from zipper.tablespec.model import TableSpec
@@ -255,12 +261,10 @@ def read(spark, spec: TableSpec, located: sources.Input, ds: dt.date):
     """The consumed files as one DataFrame: every column any file has (types reconciled by safe
     widening), MARKER (0 for a file without one), FILE (its name) and ROW (its position in the
     file). Returns (rows, {file name: its columns}) so that callers can check what each file lacks."""
-    from pyspark.sql import functions as F
-
     where = {"table": spec.table, "ds": ds.isoformat()}
     # the zone, not the run's kept copy, names a file for the user
     origin = getattr(located.landing, "folder", None) or located.description
-    sources.refuse_empty_parquet(located.files, f"landing zone {origin}", numbered=True, **where)
+    refuse_empty_parquet(located.files, f"landing zone {origin}", numbered=True, **where)
     schemas, by_signature, spark_schemas = {}, {}, {}
     for f, signature in _signatures(located.files, where, origin).items():
         if signature not in by_signature:  # one Spark schema read per distinct file schema
@@ -269,7 +273,7 @@ def read(spark, spec: TableSpec, located: sources.Input, ds: dt.date):
             spark_schemas[json.dumps(by_signature[signature])] = spark_schema
         schemas[f.path] = by_signature[signature]
     union = _union_types(schemas, where, [k.lower() for k in spec.keys])
-    conform.refuse_bad_names(list(union), spec, ds.isoformat(), f"landing zone {origin}")
+    refuse_bad_names(list(union), spec, ds.isoformat(), f"landing zone {origin}")
     parts = []
     for paths, fields in _groups(schemas).items():
         df = spark.read.schema(spark_schemas[json.dumps(fields)]).parquet(*paths)
@@ -288,7 +292,7 @@ def read(spark, spec: TableSpec, located: sources.Input, ds: dt.date):
     rows = parts[0]
     for part in parts[1:]:
         rows = rows.unionByName(part)
-    conform.refuse_unstorable_types(rows, spec, ds.isoformat(), f"landing zone {origin}")
+    refuse_unstorable_types(rows, spec, ds.isoformat(), f"landing zone {origin}")
     columns = {fs.name_of(path): [lower for _, lower, _ in fields] for path, fields in schemas.items()}
     return rows, columns
 
@@ -299,8 +303,6 @@ def _signatures(files: list[fs.FileInfo], where: dict, origin: str) -> dict:
     local = [fs.local_path(f.path) for f in files]
     if not all(local):
         return {f: f.path for f in files}
-    import pyarrow.parquet as pq
-
     signatures = {}
     for f, path in zip(files, local):
         try:
@@ -350,8 +352,6 @@ def _groups(schemas: dict[str, list]) -> dict[tuple[str, ...], list]:
 def _union_types(schemas: dict[str, list], where: dict, keys: list[str]) -> dict[str, str]:
     """One type per column over the files, by safe widening; a key never mixes float and double
     (0.1 as a float and 0.1 as a double are different keys)."""
-    from zipper.inputs.conform import float_and_double, reads_as
-
     union: dict[str, str] = {}
     seen_in: dict[str, str] = {}
     for path, fields in schemas.items():

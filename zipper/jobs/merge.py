@@ -16,17 +16,19 @@ import time
 from dataclasses import dataclass, field
 
 from zipper.core import faults, fs
-from zipper.inputs import conform, csv_values, dayinput, landing, sources
+from zipper.inputs import conform, csv_values, dayinput, file_types, landing, metrics, refusals, sources
 from zipper.table import audit, catalog, state
 from zipper.transforms import daily
 from zipper.table.catalog import Partition
-from zipper.inputs.dayinput import observed_metrics, validate_keys  # noqa: F401 - part of this module's API
+from zipper.inputs.metrics import observed_metrics  # noqa: F401 - part of this module's API
+from zipper.inputs.modes import mode_of
+from zipper.inputs.refusals import validate_keys  # noqa: F401 - part of this module's API
 from zipper.core.dates import DAY
 from zipper.jobs.plan import init_date, plan_merge
 from zipper.core.errors import InputError, MissingInputError, SpecError, StateError
 from zipper.tablespec.model import TableSpec
 
-MAX_LISTED_KEYS = dayinput.MAX_LISTED_KEYS
+MAX_LISTED_KEYS = refusals.MAX_LISTED_KEYS
 
 
 def broadcast_max_rows() -> int:
@@ -56,7 +58,7 @@ def estimated_row_bytes(spark, columns: list[tuple[str, str]], begin_column: str
     schema = conform.struct_type(columns, begin_column)
     observed = set()
     if variable_bytes_per_row is not None:
-        observed = set(dayinput.variable_columns(schema, [c for c, _ in columns]))
+        observed = set(metrics.variable_columns(schema, [c for c, _ in columns]))
     estimated = type(schema)([f for f in schema.fields if f.name not in observed])
     jvm_schema = spark._jvm.org.apache.spark.sql.types.DataType.fromJson(estimated.json())
     variable = math.ceil(variable_bytes_per_row) + 7 * len(observed) if observed else 0
@@ -125,8 +127,8 @@ def _notes(c: dict) -> list[str]:
     """What a run reports beyond the version counts: ignored deletes, anomalies, column changes."""
     notes = []
     if c.get("anomalies"):
-        kinds = [dayinput.anomaly_text(problem, c[name]) for problem in dayinput.ANOMALY_TEXT
-                 if c.get(name := dayinput.ANOMALY_COUNTS[problem])]
+        kinds = [refusals.anomaly_text(problem, c[name]) for problem in refusals.ANOMALY_TEXT
+                 if c.get(name := refusals.ANOMALY_COUNTS[problem])]
         notes.append(f"{c['anomalies']} {'anomaly' if c['anomalies'] == 1 else 'anomalies'} ({', '.join(kinds)})")
     elif c.get("deletes_of_absent_keys"):
         n = c["deletes_of_absent_keys"]
@@ -237,7 +239,7 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
         columns = _columns_from_first_increment(spark, spec, st, ds + DAY)
     if base_df is not None:
         base_df = conform.to_table_columns(base_df, columns, spec, ds.isoformat(), base_what)
-        with conform.explained_column_types(spark, spec, ds.isoformat(), located):  # a file typing a column otherwise
+        with file_types.explained_column_types(spark, spec, ds.isoformat(), located):  # a file typing a column otherwise
             validate_keys(base_df, spec, ds, base_what)
 
     if (st.exists and not st.initialized and not st.commits and not st.closed
@@ -271,7 +273,7 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
     if base_df is not None:
         names = [c for c, _ in table_columns]
         # the columns the key check left unread are read here first
-        with conform.explained_column_types(spark, spec, ds.isoformat(), located):
+        with file_types.explained_column_types(spark, spec, ds.isoformat(), located):
             daily.opening(base_df, names, spec.begin_column, ds.isoformat()).write.parquet(open_dir)
     else:
         fs.mkdirs(spark, open_dir)
@@ -308,7 +310,7 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
 def _columns_from_first_increment(spark, spec: TableSpec, st: state.TableState, first: dt.date) -> list[tuple[str, str]]:
     where = _where(spec, first)
     try:
-        located = sources.locate_increment(spark, spec, st, first)
+        located = mode_of(spec).locate(spark, spec, st, first)
     except InputError:
         raise StateError(
             "the spec has no base and no columns, and the first increment is not there to take the columns from;"
@@ -344,7 +346,7 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
     def current_fingerprint(day: dt.date) -> str:
         if day not in fingerprints:
             try:
-                located = sources.locate_increment(spark, spec, st, day)
+                located = mode_of(spec).locate(spark, spec, st, day)
             except InputError as exc:
                 if day == ds:
                     raise
@@ -367,7 +369,7 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
     )
     if plan.action == "noop":
         return RunResult(spec.table, ds.isoformat(), "noop", plan.reason, seconds=time.monotonic() - started)
-    if plan.action == "resume" and ds > plan.replay_to and spec.source.mode != "landing_zone":
+    if plan.action == "resume" and ds > plan.replay_to and not mode_of(spec).located_when_due:
         _require_input(spark, spec, st, ds, plan)  # before the replay, which may take long
     if plan.action in ("replay", "resume"):
         from zipper.jobs import replay
@@ -384,7 +386,7 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
         counts = {**_commit_counts(spark, spec, ds), "dates_replayed": done.counts.get("dates", 0)}
         return RunResult(spec.table, ds.isoformat(), "replay", f"{plan.reason}; replayed {done.ds}",
                          counts, time.monotonic() - started, done.run_id, outcome=done.message)
-    located = sources.locate_increment(spark, spec, st, ds)  # fails before anything is created
+    located = mode_of(spec).locate(spark, spec, st, ds)  # fails before anything is created
     if plan.action != "init_and_apply":
         return apply_date(spark, spec, st, ds, located, started)
     created = not st.exists
@@ -412,7 +414,7 @@ def _retype_from_input(spark, spec: TableSpec, st: state.TableState, ds: dt.date
     a first merge killed after creating the table (a failed one drops it) left the columns of
     an input that has since been corrected, and the corrected one would be refused."""
     try:
-        located = sources.locate_increment(spark, spec, st, ds)
+        located = mode_of(spec).locate(spark, spec, st, ds)
     except InputError:
         return st  # the merge says so
     columns = dayinput.first_columns(spark, spec, st, located, ds)
@@ -442,7 +444,7 @@ def _require_input(spark, spec: TableSpec, st: state.TableState, ds: dt.date, pl
     """A merge that would first resume an interrupted replay fails at once if its own date's
     input is missing, and says the replay is still pending."""
     try:
-        sources.locate_increment(spark, spec, st, ds)
+        mode_of(spec).locate(spark, spec, st, ds)
     except InputError as exc:
         raise exc.reworded(f"{exc.detail}; the interrupted replay of {plan.replay_from}..{plan.replay_to} was not"
                            f" resumed (the next merge or `zipper rerun {spec.name} --from {plan.replay_from}` resumes"
@@ -528,14 +530,14 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
 
     try:
         with (csv_values.explained(spark, spec.table, spec.keys, ds_text),  # a CSV value that does not parse
-              conform.explained_column_types(spark, spec, ds_text, located)):  # a file typing a column otherwise
+              file_types.explained_column_types(spark, spec, ds_text, located)):  # a file typing a column otherwise
             day = dayinput.prepare(spark, spec, st, ds, located, table_columns, run_root, checked)
             tracked = conform.tracked_columns(spec, day.names, ds_text)
             join = ""
             if day.rows == 0:
                 open_dir = st.open_partition.location
                 kinds = {"changed": 0, "updated": 0, "unchanged": 0}
-                if spec.source.mode in ("cdc", "landing_zone", "snapshot"):
+                if mode_of(spec).closes_keys:
                     kinds.update(deleted=0, vanished=0)
                 written, counts = Written(kinds, open_before, 0), dict(day.counts)
                 fs.mkdirs(spark, closed_dir)
@@ -566,7 +568,7 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
         table=spec.table,
     )
     summary.update(counts)
-    if spec.source.mode == "snapshot":  # keys of the snapshot equal to their open version: not in the change set
+    if mode_of(spec).complete_source:  # keys of the snapshot equal to their open version: not in the change set
         summary["unchanged"] = summary["source_rows"] - summary["new"] - summary["changed"] - summary["updated_in_place"]
     summary.update(day.column_changes.report())
     faults.checkpoint("after_audit")

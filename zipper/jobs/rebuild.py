@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from zipper.core import faults, fs
-from zipper.inputs import conform, dated
+from zipper.inputs import conform, dated, file_types, modes
 from zipper.jobs import merge
 from zipper.table import audit, catalog, state
 from zipper.transforms import timelines
@@ -135,8 +135,8 @@ class Located:
 
     def explained(self, spark, spec: TableSpec):
         """A file of one of them typing a column otherwise than its input is read with, named
-        with its date (`conform.explained_column_types_of`)."""
-        return conform.explained_column_types_of(spark, spec, {self.base_ds: self.base, **self.increments})
+        with its date (`file_types.explained_column_types_of`)."""
+        return file_types.explained_column_types_of(spark, spec, {self.base_ds: self.base, **self.increments})
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ class Marked:
 
 def _locate_inputs(spark, spec: TableSpec, init_ds: dt.date, dates: list[dt.date]) -> Located:
     """Every missing increment (then a missing base) named before anything is read."""
-    increments = dated.locate_dates(spark, spec, dates)
+    increments = modes.locate_dates(spark, spec, dates)
     return Located(dated.locate_base(spark, spec, init_ds), init_ds, increments)
 
 
