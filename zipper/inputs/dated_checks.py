@@ -17,7 +17,7 @@ from zipper.transforms.collected import as_collected
 from zipper.transforms.timelines import DS
 
 
-# a hash of the columns other than keys and order, there only to have Spark read them (`_dated_keys`)
+# a hash of the columns other than keys and order, there only to have Spark read them (`dated_keys`)
 READ_ALL = "zipper__read_all__"
 
 

@@ -108,7 +108,6 @@ def refuse_converted_orc_files(spark, located: Input, files: list[fs.FileInfo], 
     converts a column another file holds in another type without a word (a string '3.5' to the
     double 3.5, 'x' to NULL): each file's types, from its footer (a few JVM calls, no Spark job),
     must be ones Spark reads as the input's (`column_types.mistyped_column`)."""
-    from zipper.inputs.conform import mistyped_column
     mismatch = _first_orc_mismatch(spark, located, files, schema, mistyped_column)
     if mismatch is not None:
         path, (column, in_file, read_as) = mismatch
