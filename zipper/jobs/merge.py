@@ -239,7 +239,8 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
         columns = _columns_from_first_increment(spark, spec, st, ds + DAY)
     if base_df is not None:
         base_df = conform.to_table_columns(base_df, columns, spec, ds.isoformat(), base_what)
-        with file_types.explained_column_types(spark, spec, ds.isoformat(), located):  # a file typing a column otherwise
+        # a file typing a column otherwise
+        with file_types.explained_column_types(spark, spec, ds.isoformat(), located):
             validate_keys(base_df, spec, ds, base_what)
 
     if (st.exists and not st.initialized and not st.commits and not st.closed
