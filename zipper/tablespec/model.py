@@ -16,7 +16,7 @@ from zipper.tablespec.sparktypes import check_atomic_type, check_type
 from zipper.tablespec.templates import check_partition, check_template
 
 OPEN_END_DEFAULT = dt.date(9999, 12, 31)
-INTERNAL_PREFIX = "zipper_"  # zipper's own columns (zipper.inputs.conform refuses input columns so named)
+INTERNAL_PREFIX = "zipper_"  # zipper's own columns (zipper.inputs.column_checks refuses input columns so named)
 
 
 def _identifier(value: str) -> str:
