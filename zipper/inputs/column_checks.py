@@ -3,7 +3,7 @@ for its own: their names, their types, and the keys."""
 
 from __future__ import annotations
 
-from pyspark.sql.types import _parse_datatype_string
+from pyspark.sql import types as spark_types
 
 from zipper.core import fs
 from zipper.core.errors import InputError
@@ -78,7 +78,7 @@ def refuse_unwritable_types(df, spec: TableSpec, ds: str, what: str) -> None:
         if "struct<" not in kind:
             continue
         try:
-            _parse_datatype_string(kind)
+            spark_types._parse_datatype_string(kind)
         except fs.jvm_failures():  # Spark's parser refuses it (a ParseException)
             raise InputError(f"{what} column {field.name!r} has type {kind}, whose nested field names a Hive table"
                              " cannot take (a space, a dot, ...); rename them in the source", table=spec.table,
