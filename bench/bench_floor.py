@@ -55,7 +55,8 @@ def main(argv=None) -> None:
 def run(args, layout: common.Layout) -> None:
     from pyspark.sql import functions as F
 
-    from zipper.inputs import conform, dayinput, sources
+    from zipper.inputs import conform, dayinput
+    from zipper.inputs.modes import mode_of
     from zipper.jobs.init import init_table
     from zipper.table import catalog, state
     from zipper.transforms import daily
@@ -66,7 +67,7 @@ def run(args, layout: common.Layout) -> None:
     spec = common.zipper_spec(layout, 0)
     init_table(spark, spec, common.DAY - dt.timedelta(days=1))
     st = state.read_state(spark, spec)
-    located = sources.locate_increment(spark, spec, st, common.DAY)
+    located = mode_of(spec).locate(spark, spec, st, common.DAY)
     day = dayinput.prepare(spark, spec, st, common.DAY, located, catalog.data_columns(spark, spec),
                            str(layout.root / "scratch"))
     open_schema = conform.struct_type(day.columns, spec.begin_column)

@@ -16,7 +16,7 @@ import yaml
 from tests.support import TableFixture, day, initialized_with_a_day_folder, table_rows
 from zipper.core import errors
 from zipper.core import faults, fs
-from zipper.inputs import conform, csv_values, dated, dayinput
+from zipper.inputs import column_checks, csv_values, dated, metrics
 from zipper.jobs import merge, rebuild, replay
 from zipper.jobs.init import init_table
 from zipper.table import catalog, check, state
@@ -626,7 +626,7 @@ def test_the_explanations_of_spark_failures_raise_a_bug_as_itself(spark, tmp_pat
     import pyspark.sql.types
 
     with pytest.raises(PySparkAssertionError):
-        dayinput.observed_metrics(Observation(f"zipper_never_{unique_name}"))
+        metrics.observed_metrics(Observation(f"zipper_never_{unique_name}"))
 
     t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, level int", source={"format": "csv"})
     df = spark.createDataFrame([(1, (2,))], "id bigint, s struct<f:int>")
@@ -640,7 +640,7 @@ def test_the_explanations_of_spark_failures_raise_a_bug_as_itself(spark, tmp_pat
     with monkeypatch.context() as patched:
         patched.setattr(pyspark.sql.types, "_parse_datatype_string", parse_failing_on_structs)
         with pytest.raises(KeyError, match="a bug"):
-            conform.refuse_unwritable_types(df, t.spec, day(1).isoformat(), "increment")
+            column_checks.refuse_unwritable_types(df, t.spec, day(1).isoformat(), "increment")
 
     t.write_base(spark, [(1, "ann", 1)])
     init_table(spark, t.spec)

@@ -146,7 +146,7 @@ def test_a_bug_while_reading_an_input_is_raised_as_itself_not_as_an_unreadable_f
     from pyspark.sql.readwriter import DataFrameReader
 
     from zipper.core import fs
-    from zipper.inputs import sources
+    from zipper.inputs import footers
 
     t = TableFixture(tmp_path, unique_name, source={"format": "csv"})
     folder = initialized_with_a_day_folder(spark, t, [(1, "ann", "Oslo")])
@@ -164,11 +164,11 @@ def test_a_bug_while_reading_an_input_is_raised_as_itself_not_as_an_unreadable_f
 
     not_parquet = tmp_path / "part-0.parquet"
     not_parquet.write_text("id\n1\n")
-    assert sources._nanosecond_columns(str(not_parquet)) == []  # unreadable: Spark's message stands alone
-    assert sources._nanosecond_columns(str(tmp_path / "gone.parquet")) == []
+    assert footers.nanosecond_columns(str(not_parquet)) == []  # unreadable: Spark's message stands alone
+    assert footers.nanosecond_columns(str(tmp_path / "gone.parquet")) == []
     monkeypatch.setattr(pq, "read_schema", bug)
     with pytest.raises(KeyError, match="a bug"):
-        sources._nanosecond_columns(str(not_parquet))
+        footers.nanosecond_columns(str(not_parquet))
 
 
 def test_a_reader_option_zipper_defaults_is_the_users_in_any_case(spark, tmp_path, unique_name):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql import Row
 
-from zipper.inputs.dayinput import null_keys_text
+from zipper.inputs.refusals import null_keys_text
 
 
 def test_a_null_single_key_is_counted_not_listed():

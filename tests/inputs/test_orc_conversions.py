@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql.types import (ArrayType, DecimalType, DoubleType, IntegerType, LongType, StringType, StructField,
                                StructType, VarcharType)
 
-from zipper.inputs.conform import lossy_conversion
+from zipper.inputs.column_types import lossy_conversion
 
 
 def struct(**fields) -> StructType:

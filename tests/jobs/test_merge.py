@@ -11,11 +11,12 @@ import pytest
 
 from tests.support import TableFixture, day, table_rows, write_parquet
 from zipper.core import faults, fs
-from zipper.inputs import sources
+from zipper.inputs import reader, sources
+from zipper.inputs.modes import mode_of
 from zipper.jobs import merge
 from zipper.jobs.init import init_table
 from zipper.jobs.broadcast import broadcast_max_bytes, broadcasts, estimated_row_bytes
-from zipper.inputs.dayinput import validate_keys
+from zipper.inputs.refusals import validate_keys
 from zipper.table import catalog, check, inspect, state, vacuum
 from zipper.table.catalog import Partition
 from zipper.core.errors import AuditError, InputError, MissingInputError, SpecError, StateError
@@ -333,7 +334,7 @@ def test_the_files_spark_reads_are_found_in_as_many_jvm_calls_for_many_files_as_
     def calls_to_find_the_files(folder):
         df = spark.read.parquet(str(folder))
         calls.clear()
-        found = sources._files_spark_reads(spark, df)
+        found = reader._files_spark_reads(spark, df)
         return len(calls), len(found)
 
     counted = {name: calls_to_find_the_files(folder) for name, folder in
@@ -465,7 +466,7 @@ def test_a_path_that_renders_empty_or_fails_for_one_date_names_table_date_and_sp
     assert str(err.value).startswith(f"{t.table} 2024-01-02: {t.path}: key 'source.path': cannot render ")
     assert str(err.value).endswith("'nope' is undefined")
     with pytest.raises(SpecError) as err:  # what a rerun or the sensor locates for that date
-        sources.locate_increment(spark, t.spec, state.read_state(spark, t.spec), day(3))
+        mode_of(t.spec).locate(spark, t.spec, state.read_state(spark, t.spec), day(3))
     assert str(err.value).startswith(f"{t.table} 2024-01-03: {t.path}: key 'source.path' renders empty for 2024-01-03")
 
 
@@ -976,7 +977,7 @@ def test_a_file_whose_schema_cannot_be_read_is_passed_over_when_naming_a_type_co
     (folder / "zz-broken.parquet").write_bytes(b"PAR1 not a Parquet file PAR1")
     init_table(spark, users.spec)
     located = sources.locate(spark, users.spec, users.spec.source, day(1), "increment")
-    assert sources._type_conflicts(spark, located, located.files).startswith("city is int in more-part-")
+    assert reader._type_conflicts(spark, located, located.files).startswith("city is int in more-part-")
     load = DataFrameReader.load
 
     def buggy_load(self, path=None, *args, **kwargs):
@@ -986,7 +987,7 @@ def test_a_file_whose_schema_cannot_be_read_is_passed_over_when_naming_a_type_co
 
     monkeypatch.setattr(DataFrameReader, "load", buggy_load)
     with pytest.raises(TypeError, match="a bug"):
-        sources._type_conflicts(spark, located, located.files)
+        reader._type_conflicts(spark, located, located.files)
 
 
 def test_track_columns_naming_no_column_is_a_spec_error_and_writes_nothing(spark, tmp_path, unique_name):

@@ -6,7 +6,6 @@ input or file and the column, and ending `; nothing was changed`."""
 from __future__ import annotations
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from tests.inputs.test_columns import replace_files, rewritten_alike, table_and_partitions

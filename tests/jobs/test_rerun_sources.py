@@ -12,7 +12,7 @@ import pytest
 from tests.inputs.test_landing import LandingZone
 from tests.support import TableFixture, day, table_rows
 from zipper.core import faults
-from zipper.inputs import sources
+from zipper.inputs import reader
 from zipper.jobs import merge, rebuild, replay
 from zipper.jobs.keys import resolve_keys
 from zipper.table import catalog, check, state, vacuum
@@ -77,13 +77,13 @@ def test_a_cdc_rerun_reads_each_replayed_dates_input_once(spark, tmp_path, uniqu
     changed = {**CDC_DAYS, 2: [(3, "cid", "Bern", 0), (2, "bob", "Rome", 1)]}
     t.write_increment(spark, day(2), changed[2], CDC)
     reads = collections.Counter()
-    read = sources.read
+    read = reader.read
 
     def counted(spark_, located, *args, **kwargs):
         reads[located.description] += 1
         return read(spark_, located, *args, **kwargs)
 
-    monkeypatch.setattr(sources, "read", counted)
+    monkeypatch.setattr(reader, "read", counted)
     assert replay.rerun(spark, t.spec, day(2)).counts["dates"] == 2
     assert reads == {str(t.increment_dir(day(n))): 1 for n in (2, 3)}
     monkeypatch.undo()
@@ -100,7 +100,7 @@ def test_an_upsert_or_snapshot_rerun_reads_and_checks_each_replayed_dates_input_
     changed = {**SNAPSHOT_DAYS, 2: [(1, "ann", "Oslo"), (2, "bob", "Rome"), (4, "dan", "Oslo")]}
     t.write_increment(spark, day(2), changed[2])
     reads, key_checks = collections.Counter(), []
-    read, key_offenders = sources.read, daily.key_offenders
+    read, key_offenders = reader.read, daily.key_offenders
 
     def counted(spark_, located, *args, **kwargs):
         reads[located.description] += 1
@@ -110,7 +110,7 @@ def test_an_upsert_or_snapshot_rerun_reads_and_checks_each_replayed_dates_input_
         key_checks.append(list(rows.columns))
         return key_offenders(rows, keys, *args, **kwargs)
 
-    monkeypatch.setattr(sources, "read", counted)
+    monkeypatch.setattr(reader, "read", counted)
     monkeypatch.setattr(daily, "key_offenders", checked)
     assert replay.rerun(spark, t.spec, day(2)).counts["dates"] == 2
     assert reads == {str(t.increment_dir(day(n))): 1 for n in (2, 3)}

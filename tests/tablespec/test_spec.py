@@ -156,6 +156,8 @@ def test_identifiers_are_lower_cased(tmp_path):
         ("mode: snapshot\n  sequence_by: seq\n  path: /x", "key 'source.sequence_by': only for mode cdc or upsert"),
         ("mode: upsert\n  on_anomaly: error\n  path: /x", "key 'source.on_anomaly': only for mode landing_zone"),
         ("mode: cdc\n  delete_match: some\n  path: /x", "key 'source.delete_match'"),
+        ("mode: sometimes\n  path: /x",
+         "key 'source.mode': Input should be 'upsert', 'cdc', 'landing_zone' or 'snapshot' (got 'sometimes')"),
         ("mode: landing_zone\n  format: csv\n  path: /x", "format must be 'parquet'"),
         ("format: parquet\n  schema: {a: int}\n  path: /x", "key 'source.schema': only for format 'csv'"),
         ("mode: cdc\n  op_column: user_id\n  path: /x", "key 'source.op_column': source.op_column 'user_id' may not be a key"),

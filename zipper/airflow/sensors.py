@@ -3,11 +3,9 @@ and the merge needs it)."""
 
 from __future__ import annotations
 
-import datetime as dt
 from datetime import timedelta
 from typing import Any, NamedTuple
 
-from zipper.airflow import environment
 from zipper.airflow.compat import (AIRFLOW_3, AirflowException, AirflowFailException, AirflowSensorTimeout, BaseSensorOperator)
 from zipper.airflow.docs import is_backfill_run, resume_command
 from zipper.airflow.readiness import increment_ready

@@ -16,7 +16,7 @@ import tempfile
 import unicodedata
 from pathlib import Path
 
-from zipper.table.inspect import as_collected, as_written
+from zipper.transforms.collected import as_collected, as_written
 from zipper.core.errors import InputError
 from zipper.core.paths import local_path
 

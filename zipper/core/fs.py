@@ -303,3 +303,14 @@ def spelled_alike(path: str) -> str:
 def is_under(path: str, folder: str) -> bool:
     """Whether `path` is inside `folder`, however each spells it."""
     return spelled_alike(path).startswith(spelled_alike(folder).rstrip("/") + "/")
+
+
+def written_rows(spark, directory: str) -> int:
+    """Rows in the Parquet files of a directory, from the footers."""
+    files = list_data_files(spark, [directory]) if exists(spark, directory) else []
+    local = [local_path(f.path) for f in files]
+    if all(local):
+        import pyarrow.parquet as pq
+
+        return sum(pq.ParquetFile(path).metadata.num_rows for path in local)
+    return spark.read.parquet(directory).count()

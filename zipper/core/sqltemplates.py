@@ -27,7 +27,7 @@ def quote_identifier(name: str) -> str:
 def quote_column(name: str) -> str:
     """A data column's name, quoted: any name Hive takes (`-`, a leading digit, non-ASCII letters),
     as the columns a later day adds through the catalog are. Dots and backticks never get here
-    (`conform.refuse_unstorable_names`)."""
+    (`column_checks.refuse_unstorable_names`)."""
     if "`" in str(name) or "." in str(name):
         raise ValueError(f"not a column name a Hive table can take: {name!r}")
     return f"`{name}`"

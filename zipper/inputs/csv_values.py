@@ -14,6 +14,9 @@ import re
 from dataclasses import dataclass
 from functools import reduce
 
+from pyspark.sql import functions as F
+from pyspark.sql.types import DecimalType, DoubleType, FloatType, StringType, StructField, StructType, TimestampType
+
 from zipper.core import fs
 from zipper.inputs.csv_header import csv_option
 from zipper.core.errors import InputError, java_messages
@@ -106,9 +109,6 @@ def _key_names(read: CsvRead, keys) -> list[str]:
 
 def _bad_record(spark, path: str, read: CsvRead):
     """(typed row, its fields as text) of a record Spark's parser cannot type, or None."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType, StructField, StructType
-
     options = dict(read.options)
     options.update(mode="PERMISSIVE", columnNameOfCorruptRecord=BAD_RECORD)
     schema = StructType([*read.schema.fields, StructField(BAD_RECORD, StringType(), True)])
@@ -136,9 +136,6 @@ def refuse_rounding(spark, paths: list[str], keys, table: str, ds: str | None) -
     that does not group thousands (`1,5`, which it reads 15) fails too. A float or double written
     as a finite number its type cannot hold (`1e400`, `1e-400`) fails likewise, where the parser
     reads infinity or 0. One small job per CSV input that has such columns; none otherwise."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType, StructField, StructType
-
     by_read: dict[CsvRead, list[str]] = {}
     for path in paths:
         found = _reads.get(fs.spelled_alike(path))
@@ -190,9 +187,6 @@ def _losses(field, marks: tuple[str, str] = (".", ","), options: tuple[tuple[str
     """(condition on the field's text, what Spark's parser would do) for each way the field's
     type can change its text's value without a word. `marks` are the decimal and grouping marks
     of the reader's locale; `options` the reader's (its words for infinity and NaN)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import DecimalType, DoubleType, FloatType, TimestampType
-
     text = F.trim(F.col(field.name))
     if isinstance(field.dataType, (FloatType, DoubleType)):
         return _out_of_range(field, dict(options))
@@ -211,8 +205,6 @@ def _out_of_range(field, options: dict[str, str]) -> list:
     infinity (`Infinity`, the reader's `positiveInf`, ...) or NaN is one, and kept. The text is
     parsed as Spark's cast does, which is Java's parse too: only where it gives infinity or 0 is
     the text looked at further."""
-    from pyspark.sql import functions as F
-
     raw = F.col(field.name)
     text = F.trim(raw)
     parsed = text.try_cast(field.dataType)
@@ -228,8 +220,6 @@ def _out_of_range(field, options: dict[str, str]) -> list:
 def misplaced_grouping(text, marks: tuple[str, str] = (".", ",")):
     """Whether a decimal's text has a grouping mark that does not group thousands: Spark's parser
     drops them wherever they stand, so `1,5` (a decimal comma) reads 15 and `1,2,3` 123."""
-    from pyspark.sql import functions as F
-
     decimal_mark, grouping_mark = (re.escape(m) for m in marks)
     grouped = rf"^[+-]?[0-9]{{1,3}}({grouping_mark}[0-9]{{3}})+({decimal_mark}[0-9]*)?([eE][+-]?[0-9]+)?$"
     return (F.instr(text, marks[1]) > 0) & ~text.rlike(grouped)
@@ -239,8 +229,6 @@ def decimal_places(text, marks: tuple[str, str] = (".", ",")):
     """The significant places of a decimal's text, as a column: digits after the point less the
     exponent, trailing zeros left out (`1.50` has 1, `1.239e0` 3, `12391E-4` 4, `1.5E+1` none);
     NULL when the text is not a number. Spark's parser drops the grouping mark (`1,234.567`)."""
-    from pyspark.sql import functions as F
-
     decimal_mark, grouping_mark = marks
     plain = F.translate(text, decimal_mark + grouping_mark, ".")  # the grouping mark dropped
     integer, fraction = F.regexp_extract(plain, _NUMBER, 1), F.regexp_extract(plain, _NUMBER, 2)

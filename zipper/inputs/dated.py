@@ -6,35 +6,11 @@ from __future__ import annotations
 import datetime as dt
 
 from zipper.inputs import conform, sources
-from zipper.inputs.dayinput import check_dated_keys, evolved_columns
-from zipper.core.dates import describe_dates
+from zipper.inputs.changeset import evolved_columns
+from zipper.inputs.dated_checks import check_dated_keys
 from zipper.transforms.timelines import dated
-from zipper.core.errors import InputError, MissingInputError, ZipperError
+from zipper.core.errors import InputError, MissingInputError
 from zipper.tablespec.model import TableSpec
-
-
-def locate_dates(spark, spec: TableSpec, dates: list[dt.date], st=None) -> dict[dt.date, sources.Input]:
-    """Every date's increment (for a landing zone, as the table in state `st` sees it: a
-    committed date's kept copy); fails naming every date whose increment is missing or unreadable."""
-    located, failed = {}, []
-    for day in dates:
-        try:
-            located[day] = sources.locate_increment(spark, spec, st, day)
-        except InputError as exc:
-            failed.append((day, exc))
-    if failed:
-        missing, first = describe_dates([d for d, _ in failed]), failed[0][1]
-        raise _retried_first([exc for _, exc in failed]).reworded(
-            f"increments missing for {missing} ({first.detail}); nothing was changed",
-            table=spec.table,
-            ds=failed[0][0].isoformat(),
-        )
-    return located
-
-
-def _retried_first(errors: list[ZipperError]) -> ZipperError:
-    """The error that says what several say together: one that another try may fix, if any."""
-    return next((e for e in errors if not e.final), errors[0])
 
 
 def read_as_table(spark, spec: TableSpec, located: sources.Input, source, table_columns: list[tuple[str, str]],
@@ -68,7 +44,7 @@ def read_increments(spark, spec: TableSpec, table_columns: list[tuple[str, str]]
     """Every located increment read once, by date, for a rerun that replays them through the
     daily merge, and the table's columns once they are all merged: each date's columns are
     checked against the table's as the dates before it leave them, as its merge will see them
-    (`dayinput.evolved_columns`, as for the other modes). So a date that adds a column or safely
+    (`changeset.evolved_columns`, as for the other modes). So a date that adds a column or safely
     widens one replays (its merge alters the table; refusing it left no way to replay a re-sent
     day with a new column), and one that changes a column's type fails before anything changes."""
     read, columns = {}, list(table_columns)

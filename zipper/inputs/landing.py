@@ -23,9 +23,15 @@ import json
 import re
 from dataclasses import dataclass, replace
 
+import pyarrow.parquet as pq
+from pyspark.sql import functions as F
+
 from zipper.core import fs
-from zipper.inputs import conform, sources
-from zipper.table import catalog, state
+from zipper.inputs import sources
+from zipper.inputs.column_checks import refuse_bad_names, refuse_unstorable_types
+from zipper.inputs.column_types import float_and_double, reads_as
+from zipper.inputs.reader import refuse_empty_parquet
+from zipper.core.properties import P_KEYS
 from zipper.core.errors import InputError, MissingInputError, UnreadableInputError, summarize_failure
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.paths import render, resolve_path
@@ -100,14 +106,13 @@ def key_columns(spark, folder: str, spec: TableSpec | None = None, ds: dt.date |
     return [k.lower() for k in keys]
 
 
-def resolve_keys(spark, spec: TableSpec) -> TableSpec:
-    """The spec with its keys: as given, else the table's (once created), else `keyColumns`."""
+def resolve_keys(spark, spec: TableSpec, recorded: str = "") -> TableSpec:
+    """The spec with its keys: as given, else the table's (`recorded`: its key property, once
+    created), else `keyColumns`."""
     if spec.keys:
         return spec
-    if catalog.table_exists(spark, spec):
-        recorded = catalog.table_properties(spark, spec).get(state.P_KEYS, "")
-        if recorded:
-            return spec.with_keys(recorded.split(","))
+    if recorded:
+        return spec.with_keys(recorded.split(","))
     folder = folder_of(spec, spec.start_date)
     keys = key_columns(spark, folder, spec)
     if keys is None:
@@ -120,7 +125,7 @@ def _check_keys(spark, spec: TableSpec, st, folder: str, ds: dt.date) -> None:
     keys = key_columns(spark, folder, spec, ds)
     if keys is None:
         return
-    recorded = st.properties.get(state.P_KEYS, "") if st is not None and st.exists else ""
+    recorded = st.properties.get(P_KEYS, "") if st is not None and st.exists else ""
     table_keys = recorded.split(",") if recorded else list(spec.keys)
     if keys != table_keys:
         what = "the table's keys" if recorded else "the spec's keys"
@@ -256,12 +261,10 @@ def read(spark, spec: TableSpec, located: sources.Input, ds: dt.date):
     """The consumed files as one DataFrame: every column any file has (types reconciled by safe
     widening), MARKER (0 for a file without one), FILE (its name) and ROW (its position in the
     file). Returns (rows, {file name: its columns}) so that callers can check what each file lacks."""
-    from pyspark.sql import functions as F
-
     where = {"table": spec.table, "ds": ds.isoformat()}
     # the zone, not the run's kept copy, names a file for the user
     origin = getattr(located.landing, "folder", None) or located.description
-    sources.refuse_empty_parquet(located.files, f"landing zone {origin}", numbered=True, **where)
+    refuse_empty_parquet(located.files, f"landing zone {origin}", numbered=True, **where)
     schemas, by_signature, spark_schemas = {}, {}, {}
     for f, signature in _signatures(located.files, where, origin).items():
         if signature not in by_signature:  # one Spark schema read per distinct file schema
@@ -270,7 +273,7 @@ def read(spark, spec: TableSpec, located: sources.Input, ds: dt.date):
             spark_schemas[json.dumps(by_signature[signature])] = spark_schema
         schemas[f.path] = by_signature[signature]
     union = _union_types(schemas, where, [k.lower() for k in spec.keys])
-    conform.refuse_bad_names(list(union), spec, ds.isoformat(), f"landing zone {origin}")
+    refuse_bad_names(list(union), spec, ds.isoformat(), f"landing zone {origin}")
     parts = []
     for paths, fields in _groups(schemas).items():
         df = spark.read.schema(spark_schemas[json.dumps(fields)]).parquet(*paths)
@@ -289,7 +292,7 @@ def read(spark, spec: TableSpec, located: sources.Input, ds: dt.date):
     rows = parts[0]
     for part in parts[1:]:
         rows = rows.unionByName(part)
-    conform.refuse_unstorable_types(rows, spec, ds.isoformat(), f"landing zone {origin}")
+    refuse_unstorable_types(rows, spec, ds.isoformat(), f"landing zone {origin}")
     columns = {fs.name_of(path): [lower for _, lower, _ in fields] for path, fields in schemas.items()}
     return rows, columns
 
@@ -300,8 +303,6 @@ def _signatures(files: list[fs.FileInfo], where: dict, origin: str) -> dict:
     local = [fs.local_path(f.path) for f in files]
     if not all(local):
         return {f: f.path for f in files}
-    import pyarrow.parquet as pq
-
     signatures = {}
     for f, path in zip(files, local):
         try:
@@ -351,8 +352,6 @@ def _groups(schemas: dict[str, list]) -> dict[tuple[str, ...], list]:
 def _union_types(schemas: dict[str, list], where: dict, keys: list[str]) -> dict[str, str]:
     """One type per column over the files, by safe widening; a key never mixes float and double
     (0.1 as a float and 0.1 as a double are different keys)."""
-    from zipper.inputs.conform import float_and_double, reads_as
-
     union: dict[str, str] = {}
     seen_in: dict[str, str] = {}
     for path, fields in schemas.items():

@@ -14,7 +14,8 @@ from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 from zipper.core import faults, fs
-from zipper.inputs import conform, csv_values, dayinput, sources
+from zipper.inputs import conform, csv_values, dayinput, file_types, metrics, sources
+from zipper.inputs.modes import mode_of
 from zipper.jobs.broadcast import broadcasts
 from zipper.jobs.result import RunResult
 from zipper.table import audit, catalog, publish, state
@@ -51,7 +52,7 @@ def _write_merge(spark, spec: TableSpec, st: state.TableState, day: dayinput.Day
     open_dir, touched_dir = (f"{run_root}/{daily.SLOT}={slot}" for slot in (daily.OPEN, daily.TOUCHED))
     for directory in (open_dir, touched_dir):
         fs.mkdirs(spark, directory)
-    untouched, touched = audit.written_rows(spark, open_dir), audit.written_rows(spark, touched_dir)
+    untouched, touched = fs.written_rows(spark, open_dir), fs.written_rows(spark, touched_dir)
     touched_rows = spark.read.schema(open_schema).parquet(touched_dir)
     counts = dayinput.check_open(spec, ds, day, touched_rows) if day.check_open else dict(day.counts)
 
@@ -69,7 +70,7 @@ def _write_merge(spark, spec: TableSpec, st: state.TableState, day: dayinput.Day
     if deletes:  # deletes of keys that were not open: counted above, not written
         rows = rows.where(F.col(daily.SLOT) != daily.NONE)
     rows.drop(daily.KIND).write.mode("append").partitionBy(daily.SLOT).parquet(run_root)
-    observed = dayinput.observed_metrics(observation)
+    observed = metrics.observed_metrics(observation)
     fs.delete(spark, touched_dir)
     return Written({kind: int(observed.get(kind, 0)) for kind in kinds}, untouched, touched), counts
 
@@ -96,14 +97,14 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
 
     try:
         with (csv_values.explained(spark, spec.table, spec.keys, ds_text),  # a CSV value that does not parse
-              conform.explained_column_types(spark, spec, ds_text, located)):  # a file typing a column otherwise
+              file_types.explained_column_types(spark, spec, ds_text, located)):  # a file typing a column otherwise
             day = dayinput.prepare(spark, spec, st, ds, located, table_columns, run_root, checked)
             tracked = conform.tracked_columns(spec, day.names, ds_text)
             join = ""
             if day.rows == 0:
                 open_dir = st.open_partition.location
                 kinds = {"changed": 0, "updated": 0, "unchanged": 0}
-                if spec.source.mode in ("cdc", "landing_zone", "snapshot"):
+                if mode_of(spec).closes_keys:
                     kinds.update(deleted=0, vanished=0)
                 written, counts = Written(kinds, open_before, 0), dict(day.counts)
                 fs.mkdirs(spark, closed_dir)
@@ -122,19 +123,19 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
 
     summary = audit.reconcile(
         open_recorded=open_before,
-        open_read=audit.written_rows(spark, st.open_partition.location),
+        open_read=fs.written_rows(spark, st.open_partition.location),
         input_rows=day.rows,
         kinds=written.kinds,
         untouched=written.untouched,
         touched=written.touched,
-        open_written=audit.written_rows(spark, open_dir),
-        closed_written=audit.written_rows(spark, closed_dir),
+        open_written=fs.written_rows(spark, open_dir),
+        closed_written=fs.written_rows(spark, closed_dir),
         max_closed_begin=audit.max_value(spark, closed_dir, spec.begin_column),
         ds=ds_text,
         table=spec.table,
     )
     summary.update(counts)
-    if spec.source.mode == "snapshot":  # keys of the snapshot equal to their open version: not in the change set
+    if mode_of(spec).complete_source:  # keys of the snapshot equal to their open version: not in the change set
         summary["unchanged"] = (summary["source_rows"] - summary["new"] - summary["changed"]
                                 - summary["updated_in_place"])
     summary.update(day.column_changes.report())

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import os
 
-from zipper.inputs import conform, dayinput
+from zipper.inputs import conform, metrics
 
 
 def broadcast_max_rows() -> int:
@@ -37,7 +37,7 @@ def estimated_row_bytes(spark, columns: list[tuple[str, str]], begin_column: str
     schema = conform.struct_type(columns, begin_column)
     observed = set()
     if variable_bytes_per_row is not None:
-        observed = set(dayinput.variable_columns(schema, [c for c, _ in columns]))
+        observed = set(metrics.variable_columns(schema, [c for c, _ in columns]))
     estimated = type(schema)([f for f in schema.fields if f.name not in observed])
     jvm_schema = spark._jvm.org.apache.spark.sql.types.DataType.fromJson(estimated.json())
     variable = math.ceil(variable_bytes_per_row) + 7 * len(observed) if observed else 0

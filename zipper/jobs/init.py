@@ -11,11 +11,12 @@ import time
 from pyspark.sql.types import _parse_datatype_string
 
 from zipper.core import fs
-from zipper.inputs import conform, dayinput, sources
+from zipper.inputs import conform, dayinput, file_types, refusals, sources
+from zipper.inputs.modes import mode_of
 from zipper.jobs.keys import resolve_keys
 from zipper.jobs.plan import init_date
 from zipper.jobs.result import RunResult
-from zipper.table import audit, catalog, publish, state
+from zipper.table import catalog, publish, state
 from zipper.transforms import daily
 from zipper.core.dates import DAY
 from zipper.core.errors import InputError, MissingInputError, SpecError, StateError
@@ -57,8 +58,8 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
         columns = _columns_from_first_increment(spark, spec, st, ds + DAY)
     if base_df is not None:
         base_df = conform.to_table_columns(base_df, columns, spec, ds.isoformat(), base_what)
-        with conform.explained_column_types(spark, spec, ds.isoformat(), located):  # a file typing a column otherwise
-            dayinput.validate_keys(base_df, spec, ds, base_what)
+        with file_types.explained_column_types(spark, spec, ds.isoformat(), located):  # a file typing a column otherwise
+            refusals.validate_keys(base_df, spec, ds, base_what)
 
     if (st.exists and not st.initialized and not st.commits and not st.closed
             and sorted(catalog.data_columns(spark, spec)) != sorted(columns)):
@@ -91,11 +92,11 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
     if base_df is not None:
         names = [c for c, _ in table_columns]
         # the columns the key check left unread are read here first
-        with conform.explained_column_types(spark, spec, ds.isoformat(), located):
+        with file_types.explained_column_types(spark, spec, ds.isoformat(), located):
             daily.opening(base_df, names, spec.begin_column, ds.isoformat()).write.parquet(open_dir)
     else:
         fs.mkdirs(spark, open_dir)
-    rows = audit.written_rows(spark, open_dir)
+    rows = fs.written_rows(spark, open_dir)
 
     publish.publish_init(spark, spec, st, ds, run_id, open_dir, rows, fingerprint)
     return RunResult(
@@ -107,7 +108,7 @@ def _columns_from_first_increment(spark, spec: TableSpec, st: state.TableState,
                                   first: dt.date) -> list[tuple[str, str]]:
     where = _where(spec, first)
     try:
-        located = sources.locate_increment(spark, spec, st, first)
+        located = mode_of(spec).locate(spark, spec, st, first)
     except InputError:
         raise StateError(
             "the spec has no base and no columns, and the first increment is not there to take the columns from;"

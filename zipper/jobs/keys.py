@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from zipper.inputs import landing
+from zipper.table import catalog, state
 from zipper.tablespec.model import TableSpec
 
 
 def resolve_keys(spark, spec: TableSpec) -> TableSpec:
     """The spec with its key columns (a landing zone's spec may leave them to `_metadata.json`)."""
-    return spec if spec.keys else landing.resolve_keys(spark, spec)
+    if spec.keys:
+        return spec
+    recorded = catalog.table_properties(spark, spec).get(state.P_KEYS, "") if catalog.table_exists(spark, spec) else ""
+    return landing.resolve_keys(spark, spec, recorded)

@@ -10,6 +10,7 @@ import datetime as dt
 import time
 
 from zipper.inputs import dayinput, sources
+from zipper.inputs.modes import mode_of
 from zipper.jobs import apply, replay
 from zipper.jobs.init import drop_new_table, init_table
 from zipper.jobs.keys import resolve_keys
@@ -32,7 +33,7 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
         return RunResult(spec.table, ds.isoformat(), "noop", plan.reason, seconds=time.monotonic() - started)
     if plan.action in ("replay", "resume"):
         return _replay_then_merge(spark, spec, st, ds, plan, progress, started)
-    located = sources.locate_increment(spark, spec, st, ds)  # fails before anything is created
+    located = mode_of(spec).locate(spark, spec, st, ds)  # fails before anything is created
     if plan.action != "init_and_apply":
         return apply.apply_date(spark, spec, st, ds, located, started)
     return _init_then_apply(spark, spec, st, ds, located, started)
@@ -61,7 +62,7 @@ def _planned(spark, spec: TableSpec, st: state.TableState, ds: dt.date) -> Plan:
     def current_fingerprint(day: dt.date) -> str:
         if day not in fingerprints:
             try:
-                located = sources.locate_increment(spark, spec, st, day)
+                located = mode_of(spec).locate(spark, spec, st, day)
             except InputError as exc:
                 if day == ds:
                     raise
@@ -87,7 +88,7 @@ def _planned(spark, spec: TableSpec, st: state.TableState, ds: dt.date) -> Plan:
 def _replay_then_merge(spark, spec: TableSpec, st: state.TableState, ds: dt.date, plan: Plan, progress,
                        started: float) -> RunResult:
     """Replay the planned dates (or finish an interrupted replay, then merge `ds` if still due)."""
-    if plan.action == "resume" and ds > plan.replay_to and spec.source.mode != "landing_zone":
+    if plan.action == "resume" and ds > plan.replay_to and not mode_of(spec).located_when_due:
         _require_input(spark, spec, st, ds, plan)  # before the replay, which may take long
     say = progress or (lambda line: None)
     say(f"{spec.table} {ds}: {plan.reason}")
@@ -131,7 +132,7 @@ def _retype_from_input(spark, spec: TableSpec, st: state.TableState, ds: dt.date
     a first merge killed after creating the table (a failed one drops it) left the columns of
     an input that has since been corrected, and the corrected one would be refused."""
     try:
-        located = sources.locate_increment(spark, spec, st, ds)
+        located = mode_of(spec).locate(spark, spec, st, ds)
     except InputError:
         return st  # the merge says so
     columns = dayinput.first_columns(spark, spec, st, located, ds)
@@ -154,7 +155,7 @@ def _require_input(spark, spec: TableSpec, st: state.TableState, ds: dt.date, pl
     """A merge that would first resume an interrupted replay fails at once if its own date's
     input is missing, and says the replay is still pending."""
     try:
-        sources.locate_increment(spark, spec, st, ds)
+        mode_of(spec).locate(spark, spec, st, ds)
     except InputError as exc:
         raise exc.reworded(f"{exc.detail}; the interrupted replay of {plan.replay_from}..{plan.replay_to} was not"
                            f" resumed (the next merge or `zipper rerun {spec.name} --from {plan.replay_from}` resumes"

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from zipper.core import faults, fs
-from zipper.inputs import conform, dated
+from zipper.inputs import conform, dated, file_types, modes
 from zipper.jobs.init import init_table
 from zipper.jobs.result import RunResult
 from zipper.table import audit, catalog, publish, recovery, state
@@ -102,7 +102,7 @@ def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet
         fs.mkdirs(spark, directory)
     open_rows = counts[end]["open_after"] if dates else per_date.get(init_ds.isoformat(), {}).get("new", 0)
     expected = {open_dir: open_rows} | {closed_dirs[day]: counts[day]["closed"] for day in dates}
-    written = {directory: audit.written_rows(spark, directory) for directory in expected}
+    written = {directory: fs.written_rows(spark, directory) for directory in expected}
     audit.reconcile_rebuild(expected=expected, written=written, last=end.isoformat(), table=spec.table)
     faults.checkpoint("after_rebuild_write")
 
@@ -133,8 +133,8 @@ class Located:
 
     def explained(self, spark, spec: TableSpec):
         """A file of one of them typing a column otherwise than its input is read with, named
-        with its date (`conform.explained_column_types_of`)."""
-        return conform.explained_column_types_of(spark, spec, {self.base_ds: self.base, **self.increments})
+        with its date (`file_types.explained_column_types_of`)."""
+        return file_types.explained_column_types_of(spark, spec, {self.base_ds: self.base, **self.increments})
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ class Marked:
 
 def _locate_inputs(spark, spec: TableSpec, init_ds: dt.date, dates: list[dt.date]) -> Located:
     """Every missing increment (then a missing base) named before anything is read."""
-    increments = dated.locate_dates(spark, spec, dates)
+    increments = modes.locate_dates(spark, spec, dates)
     return Located(dated.locate_base(spark, spec, init_ds), init_ds, increments)
 
 

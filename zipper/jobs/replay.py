@@ -20,7 +20,8 @@ from pyspark.sql import functions as F
 
 from zipper.core import sqltemplates
 from zipper.core import faults, fs
-from zipper.inputs import conform, csv_values, dated, dayinput, landing, sources
+from zipper.inputs import conform, csv_values, dated, dayinput, file_types, landing, metrics, modes
+from zipper.inputs.modes import mode_of
 from zipper.jobs import apply
 from zipper.jobs.keys import resolve_keys
 from zipper.jobs.result import RunResult
@@ -55,7 +56,7 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
 
     def current_fingerprint(day: dt.date) -> str:
         if day not in located:
-            located.update(dated.locate_dates(spark, spec, [day], st))
+            located.update(modes.locate_dates(spark, spec, [day], st))
         return located[day].fingerprint_against(committed.get(day.isoformat()))
 
     pending = st.replay
@@ -76,19 +77,19 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
 
     # Every increment of the range is found and readable before anything changes, and what can be
     # checked without the open rows is (`_checked_inputs`); the rest date by date, before each publish.
-    landing_zone = spec.source.mode == "landing_zone"
+    landing_zone = mode_of(spec).located_when_due
     pending_landing = pending.landing if pending is not None else {}
     # A landing zone's date that the table never consumed is located when its turn comes, after
     # the date before it is committed: what it consumes depends on that.
     up_front = [d for d in plan.dates
                 if not landing_zone or d.isoformat() in st.commits or d.isoformat() in pending_landing]
-    located.update(dated.locate_dates(spark, spec, [d for d in up_front if d not in located], st))
+    located.update(modes.locate_dates(spark, spec, [d for d in up_front if d not in located], st))
     ahead = {}
     if landing_zone and len(up_front) < len(plan.dates):
         # checked as the zone is now (as the committed dates, replayed, will leave the table); its
         # merge locates it again, and checks what files arrive meanwhile
         landing.require_folder(spark, spec, plan.dates[len(up_front)])
-        ahead = dated.locate_dates(spark, spec, [plan.dates[len(up_front)]], st)
+        ahead = modes.locate_dates(spark, spec, [plan.dates[len(up_front)]], st)
     replayed = {d: located[d] for d in up_front}
     checked = _check_inputs(spark, spec, first, replayed | ahead)  # what they read is not read again
 
@@ -107,7 +108,7 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
         st = state.read_state(spark, spec)
         carry = marker.params() if n < len(plan.dates) else {}
         try:
-            day_input = replayed[day] if day in replayed else sources.locate_increment(spark, spec, st, day)
+            day_input = replayed[day] if day in replayed else mode_of(spec).locate(spark, spec, st, day)
             result = apply.apply_date(spark, spec, st, day, day_input, carry_params=carry, checked=checked.get(day))
         except Exception as exc:
             if plan.restore_from is None and n == 1:
@@ -148,10 +149,10 @@ def _check_inputs(spark, spec: TableSpec, first: dt.date, replayed: dict) -> dic
     read here: its merge takes it rather than reading the files again."""
     try:
         with (csv_values.explained(spark, spec.table, spec.keys, first.isoformat()),
-              conform.explained_column_types_of(spark, spec, replayed, NOTHING_CHANGED)):
+              file_types.explained_column_types_of(spark, spec, replayed, NOTHING_CHANGED)):
             checked = _checked_inputs(spark, spec, replayed)
             # the check reads the keys (a cdc input's operations too): the other columns' files by their footers
-            conform.refuse_mistyped_files(spark, spec, {day: (replayed[day], inp.df.schema)
+            file_types.refuse_mistyped_files(spark, spec, {day: (replayed[day], inp.df.schema)
                                                          for day, inp in checked.items()}, NOTHING_CHANGED)
             return checked
     except fs.jvm_failures() as exc:  # a file Spark cannot read: name its date, not the first one
@@ -169,17 +170,9 @@ def _checked_inputs(spark, spec: TableSpec, replayed: dict) -> dict[dt.date, day
     and their keys, every date in one job: NULL and repeated keys, or with sequence_by NULL and
     repeated sequence values of a key. cdc inputs: their operations. Landing zones: their files'
     types from the footers, their row markers and NULL keys (their merges read them again). Then the
-    changes of one key within a day that fail its merge (`dayinput.check_within_days`), every date in one job."""
+    changes of one key within a day that fail its merge (`dated_checks.check_within_days`), every date in one job."""
     table_columns = catalog.data_columns(spark, spec)
-    if spec.source.mode == "landing_zone":
-        dayinput.check_landing_inputs(spark, spec, replayed, table_columns)
-        return {}
-    if spec.source.mode == "cdc" or spec.source.sequence_by is not None:
-        return dayinput.check_inputs(spark, spec, replayed, table_columns)
-    read, replayed_columns = dated.read_increments(spark, spec, table_columns, replayed)
-    dated.check_keys(dated.dated_rows(spark, spec, replayed_columns, replayed, read=read), spec,
-                      dated.descriptions(replayed))
-    return {day: dayinput.CheckedInput(df, list(table_columns)) for day, df in read.items()}
+    return mode_of(spec).check_before_rerun(spark, spec, replayed, table_columns)
 
 
 def _notes(plan, resume_said: bool) -> list[str]:
@@ -245,7 +238,7 @@ def _rebuilt_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.d
     where = {"table": spec.table, "ds": first.isoformat()}
     init_ds = st.init_ds
     dates = date_range(init_ds + DAY, first - DAY)
-    located = dated.locate_dates(spark, spec, dates)
+    located = modes.locate_dates(spark, spec, dates)
     changed = [d for d in dates if st.commits.get(d.isoformat()) is None
                or not located[d].matches(st.commits[d.isoformat()].fingerprint)]
     if changed:
@@ -291,11 +284,11 @@ def restore(spark, spec: TableSpec, st: state.TableState, first: dt.date, marker
     rows, read_from = _restored(spark, spec, st, first, table_columns)
     # with untracked columns, from the base and the increments before `first`: a file of theirs
     # holding a column in another type than its input is read as fails naming it, as a rebuild's does
-    with conform.explained_column_types_of(spark, spec, read_from, NOTHING_CHANGED):
+    with file_types.explained_column_types_of(spark, spec, read_from, NOTHING_CHANGED):
         rows.observe(observation, F.count(F.lit(1)).alias("rows")).write.parquet(open_dir)
     fs.mkdirs(spark, open_dir)
-    rows_read = int(dayinput.observed_metrics(observation).get("rows") or 0)
-    rows_written = audit.written_rows(spark, open_dir)
+    rows_read = int(metrics.observed_metrics(observation).get("rows") or 0)
+    rows_written = fs.written_rows(spark, open_dir)
     faults.checkpoint("after_restore_write")
     audit.reconcile_restore(rows_read=rows_read, rows_written=rows_written, expected=int(commit.counts["open_before"]),
                             first=first_text, table=spec.table)

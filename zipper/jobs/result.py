@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from zipper.inputs import dayinput
+from zipper.inputs import refusals
 
 
 @dataclass
@@ -61,8 +61,8 @@ def _notes(c: dict) -> list[str]:
     """What a run reports beyond the version counts: ignored deletes, anomalies, column changes."""
     notes = []
     if c.get("anomalies"):
-        kinds = [dayinput.anomaly_text(problem, c[name]) for problem in dayinput.ANOMALY_TEXT
-                 if c.get(name := dayinput.ANOMALY_COUNTS[problem])]
+        kinds = [refusals.anomaly_text(problem, c[name]) for problem in refusals.ANOMALY_TEXT
+                 if c.get(name := refusals.ANOMALY_COUNTS[problem])]
         notes.append(f"{c['anomalies']} {'anomaly' if c['anomalies'] == 1 else 'anomalies'} ({', '.join(kinds)})")
     elif c.get("deletes_of_absent_keys"):
         n = c["deletes_of_absent_keys"]

@@ -13,15 +13,6 @@ from zipper.core import fs
 from zipper.core.errors import AuditError
 
 
-def written_rows(spark, directory: str) -> int:
-    """Rows in the Parquet files of a directory, from the footers."""
-    files = fs.list_data_files(spark, [directory]) if fs.exists(spark, directory) else []
-    local = [fs.local_path(f.path) for f in files]
-    if all(local):
-        return sum(pq.ParquetFile(path).metadata.num_rows for path in local)
-    return spark.read.parquet(directory).count()
-
-
 def max_value(spark, directory: str, column: str) -> str | None:
     """The largest value of a column in a directory's Parquet files, from the footer statistics
     (a small Spark read where the files are not local or carry no statistics)."""

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from zipper.core import sqltemplates
-from zipper.table import audit, inspect, state
+from zipper.core import fs, sqltemplates
+from zipper.table import inspect, state
+from zipper.transforms.collected import as_collected, as_written
 from zipper.core.dates import DAY, date_range
 from zipper.tablespec.model import TableSpec
 
@@ -13,14 +14,14 @@ EXAMPLES = 20
 
 
 def _rows(df, limit: int = EXAMPLES) -> tuple[int, list[dict]]:
-    examples = [r.asDict() for r in inspect.as_collected(df.limit(limit)).collect()]  # keys as history takes them
+    examples = [r.asDict() for r in as_collected(df.limit(limit)).collect()]  # keys as history takes them
     count = len(examples) if len(examples) < limit else df.count()
     return count, [{k: _example_value(v) for k, v in e.items()} for e in examples]
 
 
 def _example_value(value):
     """A value of an example row as JSON holds it, and as `zipper history --key` takes it back."""
-    value = inspect.as_written(value)
+    value = as_written(value)
     return value if isinstance(value, (int, float, type(None))) else str(value)
 
 
@@ -44,11 +45,11 @@ def run_checks(spark, spec: TableSpec) -> dict:
 
     # What the data says against what the commits recorded.
     recorded = []
-    open_rows = audit.written_rows(spark, st.open_partition.location)
+    open_rows = fs.written_rows(spark, st.open_partition.location)
     if open_rows != st.open_rows:
         recorded.append({"partition": st.open_partition.end, "rows": open_rows, "recorded": st.open_rows})
     for part in st.closed:
-        rows = audit.written_rows(spark, part.location)
+        rows = fs.written_rows(spark, part.location)
         if rows != int(part.params.get(state.ROWS, -1)):
             recorded.append({"partition": part.end, "rows": rows, "recorded": int(part.params.get(state.ROWS, -1))})
     results.append({"check": "row_counts_match_commits", "violations": len(recorded), "examples": recorded})

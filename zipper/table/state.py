@@ -12,6 +12,7 @@ import secrets
 from dataclasses import dataclass, field
 
 from zipper.table import catalog
+from zipper.core.properties import P_KEYS
 from zipper.table.catalog import Partition
 from zipper.core.errors import StateError
 from zipper.tablespec.model import TableSpec
@@ -20,7 +21,6 @@ FORMAT_VERSION = "1"
 
 # table properties
 P_SPEC_NAME = "zipper.spec_name"
-P_KEYS = "zipper.keys"
 P_END_STYLE = "zipper.end_style"
 P_OPEN_END = "zipper.open_end"
 P_FORMAT = "zipper.format_version"

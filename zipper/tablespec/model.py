@@ -11,11 +11,12 @@ from pathlib import Path
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from zipper.core.names import IDENTIFIER
+from zipper.tablespec.modes import SourceMode
 from zipper.tablespec.sparktypes import check_atomic_type, check_type
 from zipper.tablespec.templates import check_partition, check_template
 
 OPEN_END_DEFAULT = dt.date(9999, 12, 31)
-INTERNAL_PREFIX = "zipper_"  # zipper's own columns (zipper.inputs.conform refuses input columns so named)
+INTERNAL_PREFIX = "zipper_"  # zipper's own columns (zipper.inputs.column_checks refuses input columns so named)
 
 
 def _identifier(value: str) -> str:
@@ -77,8 +78,6 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-Mode = Literal["upsert", "cdc", "landing_zone", "snapshot"]
-
 # Which source keys each mode accepts (besides mode, format, path, table, partition, options).
 MODE_KEYS: dict[str, set[str]] = {
     "op_column": {"cdc"},
@@ -97,7 +96,7 @@ class SourceSpec(_Strict):
     (`op_column`: 0 insert or update, 1 delete). landing_zone: a folder of numbered change files
     with `__rowMarker__` and `_metadata.json`. snapshot: the complete current source."""
 
-    mode: Mode = "upsert"
+    mode: SourceMode = SourceMode.UPSERT
     format: Literal["parquet", "csv", "orc", "table"] = "parquet"
     path: Template | None = None
     table: QualifiedTable | None = None
@@ -116,7 +115,7 @@ class SourceSpec(_Strict):
     @field_validator(*MODE_KEYS)
     @classmethod
     def _only_for_its_modes(cls, value, info: ValidationInfo):
-        mode = info.data.get("mode", "upsert")
+        mode = str(info.data.get("mode", SourceMode.UPSERT))  # as the spec spells it, in the message
         allowed = MODE_KEYS[info.field_name]
         if value is not None and mode not in allowed:
             raise ValueError(f"only for mode {' or '.join(sorted(allowed))}, not {mode!r}")

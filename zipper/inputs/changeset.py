@@ -1,0 +1,97 @@
+"""A day's change set as the merge takes it (`Day`), and the steps every mode's building of one
+shares: the input read with its sequence column checked, the change set written to scratch and
+read back, several changes of a key in one day collapsed."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from zipper.core import fs
+from zipper.core.errors import InputError
+from zipper.inputs import conform, sources
+from zipper.inputs.refusals import add_counts, collect_problems, handle_problems, where_of
+from zipper.tablespec.model import TableSpec
+from zipper.transforms import changes
+from zipper.transforms.equality import holds_map
+
+
+SCRATCH = "zipper_changes"
+
+
+@dataclass
+class Day:
+    """A checked change set and what the merge needs to know about it."""
+
+    changes: object  # DataFrame: the table's columns (+ zipper_op, zipper_first, zipper_match); None when empty
+    rows: int
+    columns: list[tuple[str, str]]  # the table's columns once this day is published
+    column_changes: conform.ColumnChanges
+    located: sources.Input  # what was read (for a landing zone, the kept copy)
+    counts: dict = field(default_factory=dict)  # added to the run's counts
+    check_open: bool = False  # first actions to check against the open rows (cdc, landing_zone)
+    scratch: list[str] = field(default_factory=list)  # directories to delete once merged
+    # Bytes of the string and binary columns per input row, observed while the keys were checked
+    # (None when not observed): sizes the broadcast of the day's rows (merge.broadcasts).
+    variable_bytes_per_row: float | None = None
+    # the double columns compared at float precision (conform.float_precision_columns); set by `prepare`
+    float_precision: frozenset[str] = frozenset()
+
+    @property
+    def names(self) -> list[str]:
+        return [c for c, _ in self.columns]
+
+
+@dataclass(frozen=True)
+class CheckedInput:
+    """An input a rerun read, and checked, before its restore: a cdc input's operations, keys and
+    types, an ordered upsert's keys, sequence values and types (`check_read_inputs`), a plain upsert's
+    or a snapshot's keys (`dated.check_keys`). The merge of its date takes it as it is instead of
+    reading and checking the files again."""
+
+    df: object  # DataFrame, as `read_day_input` returns it
+    table_columns: list[tuple[str, str]]  # the table's columns it was read for (a CSV's types)
+
+
+def read_day_input(spark, spec: TableSpec, located: sources.Input, table_columns, ds: dt.date, what: str):
+    df = conform.read_input(spark, spec, located, spec.source, table_columns, ds.isoformat(), what)
+    sequence = spec.source.sequence_by
+    if sequence and sequence not in df.columns:
+        raise InputError(f"{what} lacks the sequence_by column {sequence!r}", **where_of(spec, ds))
+    if sequence and holds_map(df.schema[sequence].dataType):  # Spark cannot sort by it
+        raise InputError(f"{what} sequence_by column {sequence!r} has type {df.schema[sequence].dataType.simpleString()},"
+                         " which has no order", **where_of(spec, ds))
+    return df
+
+
+def columns_of(df, leave_out: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    return [(f.name, f.dataType.simpleString()) for f in df.schema.fields if f.name not in leave_out]
+
+
+def materialize(spark, df, run_root: str):
+    """Write a change set to a scratch directory of the run and read it back: later steps read
+    it several times, and its row count comes from the footers."""
+    directory = f"{run_root}/{SCRATCH}"
+    df.write.parquet(directory)
+    fs.mkdirs(spark, directory)
+    return spark.read.schema(df.schema).parquet(directory), fs.written_rows(spark, directory), directory
+
+
+def float_precision(st, columns: list[tuple[str, str]], column_changes: conform.ColumnChanges) -> frozenset[str]:
+    """The double columns a day of a table in state `st` compares at float precision."""
+    return conform.float_precision_columns(columns, column_changes, st.widened_from_float)
+
+
+def evolved_columns(spec: TableSpec, ds: dt.date, input_columns, table_columns, what: str) -> list:
+    """The table's columns once an input of `input_columns` is merged (`conform.evolve`)."""
+    return conform.evolve(input_columns, table_columns, spec, ds.isoformat(), what)[0]
+
+
+def collapsed(spec: TableSpec, ds: dt.date, what: str, events, names: list[str], counts: dict, match,
+              against: str, anomalies: bool):
+    """Several changes of a key in one day, collapsed to the state the last one leaves; the
+    problems between them (a delete that does not match `against`, ...) refused or counted first.
+    `anomalies`: the mode reports a landing zone's anomalies."""
+    flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=match)
+    add_counts(counts, handle_problems(spec, ds, what, collect_problems(flagged, spec.keys), against, anomalies))
+    return changes.collapse(flagged, columns=names, deletes=True)

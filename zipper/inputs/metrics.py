@@ -1,0 +1,73 @@
+"""What one pass over an input saw, counted while Spark reads it: its rows, and the bytes of its
+string and binary columns (they size the broadcast of the day's rows)."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+from pyspark.sql import Observation
+from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, StringType
+
+from zipper.core import fs
+
+
+def observed_metrics(observation) -> dict:
+    """Metrics of an Observation; empty when the JVM fails to hand them over (the caller then
+    counts otherwise). An Observation never observed is a bug, and raised as one."""
+    try:
+        return dict(observation.get)
+    except fs.jvm_failures():
+        return {}
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What one pass over an input saw: its rows, and the bytes of its string and binary
+    columns (None when Spark reported no metrics)."""
+
+    rows: int
+    variable_bytes: int | None = None
+
+    @property
+    def variable_bytes_per_row(self) -> float | None:
+        if self.variable_bytes is None:
+            return None
+        return self.variable_bytes / self.rows if self.rows else 0.0
+
+
+def variable_columns(schema, columns) -> list[str]:
+    """The top-level string and binary columns of a StructType, among `columns`: those whose
+    size Spark can only guess (merge.estimated_row_bytes counts them as measured)."""
+    return [f.name for f in schema.fields if isinstance(f.dataType, (StringType, BinaryType)) and f.name in columns]
+
+
+def metrics_of(variable: list[str]) -> list:
+    """The rows, and the bytes of the `variable` (string and binary) columns."""
+    metrics = [F.count(F.lit(1)).alias("rows")]
+    if variable:
+        row_bytes = sum((F.coalesce(F.octet_length(F.col(c)), F.lit(0)) for c in variable), F.lit(0))
+        metrics.append(F.sum(row_bytes.cast("long")).alias("variable_bytes"))
+    return metrics
+
+
+def observe(df, name: str, variable: list[str]):
+    observation = Observation(f"zipper_{name}_{secrets.token_hex(6)}")
+    return df.observe(observation, *metrics_of(variable)), observation
+
+
+def seen_by(observation, df) -> Seen:
+    observed = observed_metrics(observation)
+    if "rows" not in observed:
+        return Seen(df.count())
+    variable = observed.get("variable_bytes", 0)
+    return Seen(int(observed["rows"]), int(variable or 0))
+
+
+def measure(df, columns: list[str]) -> Seen:
+    """Rows (and the string bytes of `columns`) of an input whose keys a rerun checked already,
+    with the other dates' in one job (`dated.check_keys`, `SourceStrategy.check_read_inputs`): one pass, no grouping
+    by key."""
+    measured = df.agg(*metrics_of(variable_columns(df.schema, columns))).first().asDict()
+    return Seen(int(measured["rows"]), int(measured.get("variable_bytes") or 0))

@@ -1,0 +1,88 @@
+"""cdc: each row is a change with an operation (`op_column`: 0 insert or update, 1 delete); with
+`sequence_by`, a key's changes of one day apply in that order."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from zipper.core import fs
+from zipper.core.errors import InputError
+from zipper.inputs import conform, sources
+from zipper.inputs.changeset import CheckedInput, Day, collapsed, columns_of, materialize
+from zipper.inputs.metrics import measure
+from zipper.inputs.modes.base import SourceStrategy
+from zipper.inputs.refusals import CDC_PREVIOUS, validate_keys, validate_order, where_of
+from zipper.tablespec.model import TableSpec
+from zipper.tablespec.modes import SourceMode
+from zipper.transforms import changes
+
+
+class Cdc(SourceStrategy):
+    mode = SourceMode.CDC
+    previous_change = CDC_PREVIOUS
+
+    def leave_out(self, spec: TableSpec) -> tuple[str, ...]:
+        return (spec.source.operation_column,)
+
+    def problem_counts(self, spec: TableSpec) -> dict:
+        return {"deletes_of_absent_keys": 0}
+
+    def refused_within_day(self, spec: TableSpec) -> list[str]:
+        """A delete that does not match the key's previous change (delete_match: all_columns)."""
+        if spec.source.sequence_by and spec.source.deletes_need_all_columns:
+            return [changes.DELETE_MISMATCH]
+        return []
+
+    def check_operations(self, spec: TableSpec, ds: dt.date, located: sources.Input, df, what: str) -> None:
+        """A cdc input has its operation column, holding only 0 and 1."""
+        where = where_of(spec, ds)
+        op = spec.source.operation_column
+        if op not in df.columns:
+            files = ", ".join(fs.name_of(f.path) for f in located.files[:5]) or located.description
+            raise InputError(f"{what} has no operation column {op!r} (0 insert or update, 1 delete); files: {files}",
+                             **where)
+        bad = changes.bad_operations(df, op_column=op).distinct().limit(5).collect()
+        if bad:
+            kind = df.schema[op].dataType.simpleString()
+            typed = "" if kind in ("tinyint", "smallint", "int", "bigint", "string") else f" ({kind})"  # 0.0 is not 0
+            shown = "; ".join(f"{r['op'] if r['op'] is not None else 'NULL'}{typed} in"
+                              f" {fs.name_of(r['file']) if r['file'] else located.description}"
+                              for r in sorted(bad, key=lambda r: (r["op"] is None, r["op"] or "", r["file"] or "")))
+            raise InputError(f"{what} has {op} values other than 0 (insert or update) and 1 (delete): {shown}",
+                             **where)
+
+    def events(self, spec: TableSpec, df, columns: list[tuple[str, str]]):
+        """A cdc input (operations checked) as events of the table's `columns`, and the columns a
+        delete must carry: all but the keys and the sequence (which orders, and so differs), or None."""
+        op, sequence, names = spec.source.operation_column, spec.source.sequence_by, [c for c, _ in columns]
+        match = ([c for c in names if c not in spec.keys and c != sequence] if spec.source.deletes_need_all_columns
+                 else None)
+        events = changes.cdc_events(conform.to_columns(df, columns, keep=(op,)), op_column=op, columns=names,
+                                    order=sequence)
+        return events, match
+
+    def changes_of(self, spark, spec: TableSpec, st, ds: dt.date, located: sources.Input, df, table_columns,
+                   run_root: str, what: str, checked: bool) -> Day:
+        """`checked`: the operations and keys were checked already (`check_before_rerun`)."""
+        if not checked:
+            self.check_operations(spec, ds, located, df, what)
+        columns, column_changes = conform.evolve(columns_of(df, self.leave_out(spec)), table_columns, spec,
+                                                 ds.isoformat(), what)
+        names = [c for c, _ in columns]
+        sequence = spec.source.sequence_by
+        events, match = self.events(spec, df, columns)
+        counts = self.problem_counts(spec)
+        if not sequence:
+            seen = measure(events, names) if checked else validate_keys(events, spec, ds, what, names)
+            collapsed_events = changes.single_changes(events, columns=names, match=match)
+        else:
+            seen = measure(events, names) if checked else validate_order(events, spec, ds, what, sequence, names)
+            collapsed_events = collapsed(spec, ds, what, events, names, counts, match, CDC_PREVIOUS,
+                                         self.reports_anomalies)
+        counts["source_rows"] = seen.rows
+        result, count, scratch = materialize(spark, collapsed_events, run_root)
+        return Day(result, count, columns, column_changes, located, counts, check_open=True, scratch=[scratch],
+                   variable_bytes_per_row=seen.variable_bytes_per_row)
+
+    def check_before_rerun(self, spark, spec: TableSpec, located: dict, table_columns) -> dict[dt.date, CheckedInput]:
+        return self.check_read_inputs(spark, spec, located, table_columns)
