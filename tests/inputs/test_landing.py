@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from tests.support import day, table_rows
+from zipper.core.input_names import is_hidden
 from zipper.core import fs
 from zipper.inputs import landing
 from zipper.jobs import merge
@@ -166,7 +167,7 @@ def test_consumed_range_is_committed_and_kept_for_a_rerun(spark, zone):
     record = st.commits["2024-01-01"].landing
     assert (record["first"], record["last"], record["files"]) == (1, 2, 2)
     kept = record["kept"]
-    assert sorted(fs.name_of(f.path) for f in fs.list_files(spark, kept) if not fs.is_hidden(fs.name_of(f.path))) == \
+    assert sorted(fs.name_of(f.path) for f in fs.list_files(spark, kept) if not is_hidden(fs.name_of(f.path))) == \
         [landing.file_name(1), landing.file_name(2)]
 
     empty = merge.merge_date(spark, zone.spec, day(2))  # nothing new: a day without change

@@ -13,7 +13,8 @@ from pyspark.testing import assertDataFrameEqual
 
 from tests.jobs.test_model import ZipperModel
 from tests.support import TableFixture, day, sorted_rows, table_rows
-from zipper.core import faults, fs
+from zipper.core.paths import local_path
+from zipper.core import faults
 from zipper.jobs import apply, merge, rebuild, replay
 from zipper.jobs.init import init_table
 from zipper.jobs.result import RunResult
@@ -472,7 +473,7 @@ def test_a_rebuild_of_a_small_table_writes_one_file_per_partition_whatever_the_s
         rebuild.rebuild(spark, t.spec)
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", previous)
-    files = {p.end: len(list(Path(fs.local_path(p.location)).glob("*.parquet"))) for p in catalog.list_partitions(spark, t.spec)}
+    files = {p.end: len(list(Path(local_path(p.location)).glob("*.parquet"))) for p in catalog.list_partitions(spark, t.spec)}
     assert files == {end: 1 for end in files} and len(files) == 1 + len(DAYS), files
     assert table_rows(spark, t.table) == before
 

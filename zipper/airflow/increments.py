@@ -60,7 +60,7 @@ def _remote_fs(path: str):
     scheme = _scheme(path)
     protocol = REMOTE_ALIASES.get(scheme, scheme)
     try:
-        import fsspec
+        import fsspec  # optional: only remote (hdfs://, s3a://, ...) inputs need it
 
         return fsspec.filesystem(protocol), protocol + path[len(scheme):]
     except (ImportError, ValueError) as exc:

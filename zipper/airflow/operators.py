@@ -15,6 +15,7 @@ from zipper.airflow.compat import AirflowException, AirflowFailException, BaseOp
 from zipper.airflow.docs import is_backfill_run, resume_command
 from zipper.airflow.hooks import ZipperSparkSubmitHook
 from zipper.core.dates import iso_date
+from zipper.runtime.session import SessionSettings, log_dir, spark_submit_conf
 
 NOT_RETRIED = "Not retried: another try would fail the same way."
 
@@ -51,8 +52,6 @@ class ZipperSparkJobOperator(SparkSubmitOperator):
         return env
 
     def execute(self, context: Any) -> list[dict]:
-        from zipper.runtime.session import SessionSettings, log_dir, spark_submit_conf
-
         settings = SessionSettings.from_env(str(environment.warehouse()))
         self.conf = {**spark_submit_conf(settings), **(self.conf or {})}
         self.env_vars = {**self.job_environment(), **(self.env_vars or {})}

@@ -11,6 +11,7 @@ import traceback
 
 from zipper.cli import output
 from zipper.core.reports import ERROR_PREFIX, INTERRUPTED, REPORT_PREFIX
+from zipper.runtime.session import SessionSettings, build_session
 from zipper.core.dates import iso_date
 from zipper.jobs.plan import check_in_schedule
 from zipper.core.errors import InputError, StateError, ZipperError, java_messages, summarize_failure
@@ -145,8 +146,6 @@ class Runner:
     @property
     def spark(self):
         if self._spark is None:
-            from zipper.runtime.session import SessionSettings, build_session
-
             settings = SessionSettings.from_env(self.args.warehouse, self.args.verbose, f"zipper {self.args.verb} {self.spec.name}")
             if self.args.verb in READ_ONLY_VERBS and not settings.has_metastore():
                 raise StateError(f"no metastore at {settings.warehouse_path}/metastore_db: nothing was ever created in"
@@ -155,7 +154,7 @@ class Runner:
                 self.new_metastore = f"{settings.warehouse_path}/metastore_db"
             self._spark = build_session(settings)
             if not self.spec.keys:  # a landing zone's keys come from the table or its _metadata.json
-                from zipper.jobs.keys import resolve_keys  # reason: imports pyspark; cli is on the DAG-parse path
+                from zipper.jobs.keys import resolve_keys  # on use: the data path loads pyspark; --help does not
 
                 self.spec = resolve_keys(self._spark, self.spec)
         return self._spark
@@ -174,21 +173,21 @@ class Runner:
         except Exception:  # a CSV value that does not parse (init, rebuild): say which column and row
             if self._spark is None:
                 raise
-            from zipper.inputs import csv_values
+            from zipper.inputs import csv_values  # on use: the data path loads pyspark; --help does not
 
             ds = getattr(self.args, "ds", None) or getattr(self.args, "first", None)
             with csv_values.explained(self._spark, self.spec.table, self.spec.keys, ds):
                 raise
 
     def do_init(self) -> int:
-        from zipper.jobs.init import init_table  # reason: imports pyspark; cli is on the DAG-parse path
+        from zipper.jobs.init import init_table  # on use: the data path loads pyspark; --help does not
 
         ds = parse_date(self.args.ds, "--ds", self.spec.table)
         print(init_table(self.spark, self.spec, ds).summary())
         return 0
 
     def do_merge(self) -> int:
-        from zipper.jobs import merge
+        from zipper.jobs import merge  # on use: the data path loads pyspark; --help does not
 
         ds = parse_date(self.args.ds, "--ds", self.spec.table)
         check_in_schedule(self.spec, ds)  # a date outside the spec's dates fails before Spark starts
@@ -198,7 +197,7 @@ class Runner:
         return 0
 
     def do_rerun(self) -> int:
-        from zipper.jobs import replay
+        from zipper.jobs import replay  # on use: the data path loads pyspark; --help does not
 
         first = parse_date(self.args.first, "--from", self.spec.table)
         last = parse_date(self.args.last, "--to", self.spec.table)
@@ -210,7 +209,7 @@ class Runner:
         return 0
 
     def do_rebuild(self) -> int:
-        from zipper.jobs import rebuild
+        from zipper.jobs import rebuild  # on use: the data path loads pyspark; --help does not
 
         last = parse_date(self.args.last, "--to", self.spec.table)
         print(rebuild.rebuild(self.spark, self.spec, last, progress=_progress,
@@ -222,7 +221,7 @@ class Runner:
 
     def table(self):
         """The handle of the verbs that read or tidy the table; opens Spark (and so resolves the keys) first."""
-        from zipper.table.handle import ZipperTable  # reason: cli.main is on the DAG-parse path; loaded on use
+        from zipper.table.handle import ZipperTable  # on use: the data path loads pyspark; --help does not
 
         spark = self.spark
         return ZipperTable(spark, self.spec)
@@ -238,7 +237,7 @@ class Runner:
         return 0
 
     def do_history(self) -> int:
-        from zipper.table import inspect  # reason: cli.main is on the DAG-parse path; loaded on use
+        from zipper.table import inspect  # on use: the data path loads pyspark; --help does not
 
         table = self.table()  # first: a landing zone's keys are only known once Spark has read them
         key = inspect.parse_key(table.spec, self.args.key)
@@ -329,8 +328,6 @@ def main(argv: list[str] | None = None) -> int:
         when = getattr(args, "ds", None) or getattr(args, "first", None) or getattr(args, "as_of", None)
         where = " ".join(filter(None, [runner.spec.table if runner else None, when]))
         hint = "" if args.verbose else " (run with --verbose for the full trace)"
-        from zipper.runtime.session import SessionSettings
-
         warehouse = str(SessionSettings.from_env(getattr(args, "warehouse", None)).warehouse_path)
         return _fail(args, exc, f"{where + ': ' if where else ''}{_one_line(exc, warehouse)}{hint}")
 

@@ -17,6 +17,7 @@ import unicodedata
 from pathlib import Path
 
 from zipper.transforms.collected import as_collected, as_written
+from zipper.core import fs
 from zipper.core.errors import InputError
 from zipper.core.paths import local_path
 
@@ -226,8 +227,6 @@ def write_rows(df, fmt: str, out: str | None, table: str) -> None:
     if fmt == "parquet":
         if not out:
             raise InputError("--format parquet needs --out DIR", table=table)
-        from zipper.core import fs
-
         # Spark's own refusal speaks of a save mode zipper has no flag for
         if Path(out).exists() or fs.exists(df.sparkSession, out):
             raise InputError(f"--out {out} already exists; give a new directory", table=table)

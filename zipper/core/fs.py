@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from functools import partial
 from urllib.parse import unquote, urlsplit
 
 from zipper.core import input_names
-from zipper.core.input_names import COPYING, is_hidden  # noqa: F401 - the names' rule, as the engine uses it
-from zipper.core.paths import local_path  # noqa: F401 - the paths' rule, as the engine uses it
+from zipper.core.input_names import is_hidden
+from zipper.core.paths import local_path
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ def glob(spark, pattern: str) -> list[str]:
 def jvm_failures() -> tuple[type[Exception], ...]:
     """What a call into the JVM raises when the Java side fails: Spark's errors as PySpark raises
     them, Java's others as py4j does. Anything else is a bug on the Python side."""
-    from py4j.protocol import Py4JJavaError
+    from py4j.protocol import Py4JJavaError  # core loads without pyspark: imported on use
     from pyspark.errors.exceptions.captured import CapturedException
 
     return CapturedException, Py4JJavaError
@@ -185,8 +186,6 @@ def _visible_files_under(lister: _Lister, fs, folder) -> list[FileInfo]:
 def broken_links(roots: list[str]) -> list[str]:
     """Visible names under local roots that are links to nothing. Hadoop's listing skips them
     without a word, so a day would commit without the file; remote storage has no such links."""
-    import os
-
     broken = []
     for root in roots:
         local = local_path(root)
@@ -233,7 +232,7 @@ def read_text(spark, path: str) -> str:
 def java_class(spark, name: str):
     """A Java class by its full name, in no JVM call: `spark._jvm.org.apache...` takes one for each
     of its packages."""
-    from py4j.java_gateway import JavaClass
+    from py4j.java_gateway import JavaClass  # core loads without pyspark: imported on use
 
     return JavaClass(name, spark._jvm._gateway_client)
 
@@ -310,7 +309,7 @@ def written_rows(spark, directory: str) -> int:
     files = list_data_files(spark, [directory]) if exists(spark, directory) else []
     local = [local_path(f.path) for f in files]
     if all(local):
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # core loads without pyspark: imported on use
 
         return sum(pq.ParquetFile(path).metadata.num_rows for path in local)
     return spark.read.parquet(directory).count()

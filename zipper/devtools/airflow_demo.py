@@ -14,15 +14,15 @@ import time
 
 from zipper.airflow.environment import REPO, warehouse
 from zipper.devtools.airflow_home import airflow_home, setup
+from zipper.devtools.demo import generate, show
 from zipper.devtools.local_airflow import LocalAirflow
+from zipper.runtime.session import SessionSettings, build_session
+from zipper.tablespec.loader import find_spec
 
 DAG_ID = "zipper_dim_user"
 
 
 def main() -> int:
-    from zipper.devtools.demo import generate
-    from zipper.tablespec.loader import find_spec
-
     specs = REPO / "dags" / "tables"
     _, spec = find_spec("dim_user", specs)
     data = REPO / "demo_data" / "dim_user"
@@ -51,9 +51,6 @@ def main() -> int:
         merge = merges[run["run_id"]]
         print(f"  {run['logical_date'][:10]}  {run['state']:8}  merge {merge['start_date'][11:19]} - {merge['end_date'][11:19]}")
     print(f"task logs (the audit task logs each commit's counts): {home}/logs/dag_id={DAG_ID}/")
-
-    from zipper.devtools.demo import show
-    from zipper.runtime.session import SessionSettings, build_session
 
     spark = build_session(SessionSettings(warehouse=str(warehouse()), app_name="zipper demo"))
     show(spark, spec)

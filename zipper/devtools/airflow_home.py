@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import configparser
+from importlib.metadata import version
 import os
 import secrets
 import subprocess
@@ -33,8 +34,6 @@ def airflow_home(explicit: str | os.PathLike | None = None) -> Path:
 
 
 def airflow_major() -> int:
-    from importlib.metadata import version
-
     return int(version("apache-airflow").split(".")[0])
 
 

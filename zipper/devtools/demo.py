@@ -12,7 +12,19 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from zipper.cli.output import print_table
+from zipper.core.dates import date_range
+from zipper.core.errors import ZipperError
+from zipper.jobs import merge
+from zipper.jobs.init import init_table
+from zipper.runtime.session import SessionSettings, build_session
+from zipper.table import inspect
+from zipper.tablespec.loader import find_spec
+
+REPO = Path(__file__).resolve().parents[2]
 DAYS = 7
 BASE_USERS = 1000
 CITIES = ["Beijing", "Shanghai", "Shenzhen", "Hangzhou", "Chengdu", "Wuhan", "Xi'an", "Nanjing"]
@@ -30,8 +42,6 @@ def _user(user_id: int, rng: random.Random) -> dict:
 
 def generate(data_dir: Path, start: dt.date) -> bool:
     """Base snapshot plus DAYS increments with new, changed, re-sent unchanged and returning values."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
 
     marker = data_dir / "_GENERATED"
     if marker.exists():
@@ -76,9 +86,6 @@ def generate(data_dir: Path, start: dt.date) -> bool:
 
 def show(spark, spec) -> None:
     """What analysts see: partitions with row counts, one key's history, an as-of slice."""
-    from zipper.cli.output import print_table
-    from zipper.table import inspect
-
     print(f"\nPartitions of {spec.table} ({spec.end_column} = {spec.open_end} holds the current state):")
     partitions = inspect.status(spark, spec)["partitions"]
     print_table(spark.createDataFrame(
@@ -100,13 +107,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warehouse", default=str(REPO / "warehouse"))
     parser.add_argument("--data", default=str(REPO / "demo_data" / "dim_user"))
     args = parser.parse_args(argv)
-
-    from zipper.jobs import merge
-    from zipper.jobs.init import init_table
-    from zipper.core.dates import date_range
-    from zipper.core.errors import ZipperError
-    from zipper.runtime.session import SessionSettings, build_session
-    from zipper.tablespec.loader import find_spec
 
     try:
         _, spec = find_spec("dim_user", args.specs)

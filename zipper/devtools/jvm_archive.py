@@ -20,15 +20,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import yaml
-
-from zipper.core.dates import date_range
-from zipper.devtools import demo
-from zipper.jobs import merge, replay
-from zipper.jobs.init import init_table
-from zipper.runtime.session import SessionSettings, build_session
-from zipper.table import check, inspect
-from zipper.tablespec.loader import load_spec_file
 from zipper.runtime.jvm import ARCHIVE_ENV, QUIET, size_record, archive_path, driver_options, usable
 
 MAKE_TIMEOUT_S = 900
@@ -104,6 +95,18 @@ def _make(archive: Path) -> str:
 def _workload(scratch: Path) -> None:
     """What zipper's drivers load: a Hive session on a new Derby metastore, the demo's base and
     week of merges, a rerun, the checks, status, history and slices written in each format."""
+    # Loaded here, not at the top: the workload runs in its own process (`--workload`), and the
+    # set-up (or a test that imports it) must not load the data path and pyspark.
+    import yaml
+
+    from zipper.core.dates import date_range
+    from zipper.devtools import demo
+    from zipper.jobs import merge, replay
+    from zipper.jobs.init import init_table
+    from zipper.runtime.session import SessionSettings, build_session
+    from zipper.table import check, inspect
+    from zipper.tablespec.loader import load_spec_file
+
     data = scratch / "data"
     spec_file = scratch / "dim_archive.yaml"
     start = "2024-01-01"

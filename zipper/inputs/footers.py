@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql.types import StructType
 
+from zipper.core.paths import local_path
 from zipper.core import fs
 from zipper.core.errors import UnreadableInputError, read_failure
 
@@ -85,7 +86,7 @@ class FileSchemas:
 def nanosecond_columns(path: str) -> list[str]:
     """The top-level columns of a local Parquet file whose timestamps are in nanoseconds (pyarrow's
     default for pandas' timestamps), from its footer; empty when remote or unreadable."""
-    local = fs.local_path(path)
+    local = local_path(path)
     if local is None:
         return []
     try:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
+from zipper.core.paths import local_path
 from zipper.core import fs
 from zipper.inputs import sources
 from zipper.inputs.column_checks import refuse_bad_names, refuse_unstorable_types
@@ -300,7 +301,7 @@ def read(spark, spec: TableSpec, located: sources.Input, ds: dt.date):
 def _signatures(files: list[fs.FileInfo], where: dict, origin: str) -> dict:
     """Each file's schema as a comparable string, from its footer (pyarrow) when the files are
     local; remote files are each their own signature (Spark reads each one's schema)."""
-    local = [fs.local_path(f.path) for f in files]
+    local = [local_path(f.path) for f in files]
     if not all(local):
         return {f: f.path for f in files}
     signatures = {}

@@ -8,6 +8,7 @@ import re
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, _parse_datatype_string
 
+from zipper.core.input_names import COPYING
 from zipper.core import fs
 from zipper.core.errors import InputError, MissingInputError, UnreadableInputError, java_messages, read_failure
 from zipper.inputs import csv_header, csv_values, file_types
@@ -136,7 +137,7 @@ def _refuse_unread_files(spark, located: Input, files: list[fs.FileInfo], df) ->
     left_out = [f.path for f in files if f.size > 0 and fs.spelled_alike(f.path) not in read]
     if not left_out:
         return
-    copying = [p for p in left_out if p.endswith(fs.COPYING)]
+    copying = [p for p in left_out if p.endswith(COPYING)]
     if copying:
         raise MissingInputError(f"{located.description} is still being written: {fs.name_of(copying[0])} is being"
                                 " copied in; merge it once the copy has finished")

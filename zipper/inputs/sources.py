@@ -8,6 +8,7 @@ import hashlib
 from dataclasses import dataclass, replace
 from typing import Any
 
+from zipper.core.paths import local_path
 from zipper.core import fs
 from zipper.core.errors import InputError, MissingInputError
 from zipper.core.input_names import is_being_copied
@@ -64,7 +65,7 @@ def locate(spark, spec: TableSpec, source: SourceSpec | BaseSpec, ds: dt.date, w
     if source.format == "table":
         return _locate_table(spark, spec, source, ds, what)
     rendered = resolve_path(render(source.path, ds, f"{spec_key(source)}.path", spec), spec)
-    local = fs.local_path(rendered)
+    local = local_path(rendered)
     if local is not None and ":" in local:
         raise InputError(f"{what} path {rendered}: Hadoop's file system cannot name a local folder or file with a"
                          " ':' in it; rename it", table=spec.table, ds=ds.isoformat())

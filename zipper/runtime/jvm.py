@@ -41,7 +41,7 @@ def java_binary() -> Path | None:
 
 def spark_home() -> Path:
     """This environment's pyspark package folder: the drivers' SPARK_HOME and jars."""
-    import pyspark
+    import pyspark  # on use: the Airflow hook imports runtime at DAG parse
 
     return Path(pyspark.__file__).parent
 

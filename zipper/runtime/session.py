@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from zipper.runtime import jvm
+
 RUNTIME_DIR = Path(__file__).resolve().parent
 DEFAULT_WAREHOUSE = "./warehouse"
 # Spark's logging for zipper's drivers: warnings and errors, on a console that follows System.err.
@@ -54,8 +56,6 @@ def java_property(name: str, value: str | Path) -> str:
 def embedded_conf(settings: SessionSettings) -> dict[str, str]:
     """Settings that make a local Spark use a Derby metastore inside the warehouse folder; the
     driver runs here, so it also maps the class data sharing archive set-up made (runtime.jvm)."""
-    from zipper.runtime import jvm
-
     warehouse = settings.warehouse_path
     return {
         "spark.sql.warehouse.dir": str(warehouse),
@@ -153,7 +153,7 @@ def _jvm_console_to_log_file(settings: SessionSettings) -> None:
     System.err and System.out at a log file, before the SparkContext starts, sends Spark's
     warnings and traces where the CLI sends them. zipper's own lines still reach the task log:
     spark-submit relays this process's output to the stream it held when it started it."""
-    from pyspark import SparkContext
+    from pyspark import SparkContext  # on use: the Airflow hook imports runtime at DAG parse
 
     SparkContext._ensure_initialized()  # joins the gateway spark-submit started
     jvm = SparkContext._jvm
@@ -168,7 +168,7 @@ def build_session(settings: SessionSettings, extra: dict[str, str] | None = None
     Unless verbose, the JVM's console output goes to a log file (log_dir), so a user, or a task
     log, sees zipper's own one-line messages and not Java's start-up chatter or stack traces."""
     warnings.filterwarnings("ignore", message=".*pandas.*")
-    from pyspark import SparkConf, SparkContext
+    from pyspark import SparkConf, SparkContext  # on use: the Airflow hook imports runtime at DAG parse
     from pyspark.sql import SparkSession
 
     conf = dict(common_conf())
@@ -188,7 +188,7 @@ def build_session(settings: SessionSettings, extra: dict[str, str] | None = None
         spark_conf = SparkConf(loadDefaults=False).setAll(list(conf.items()))
         gateway = None
         if not settings.verbose:
-            from pyspark.java_gateway import launch_gateway
+            from pyspark.java_gateway import launch_gateway  # on use: the Airflow hook imports runtime at DAG parse
 
             log_file = open(new_log_file(settings), "ab")
             gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": log_file, "stderr": log_file})
@@ -209,7 +209,7 @@ def build_session(settings: SessionSettings, extra: dict[str, str] | None = None
 def _quiet_query_context_loggers() -> None:
     """PySpark logs every analysis error with its full JVM trace to stderr through these two
     loggers, before the error reaches zipper's one-line message; --verbose keeps them."""
-    from pyspark.logger import PySparkLogger
+    from pyspark.logger import PySparkLogger  # on use: the Airflow hook imports runtime at DAG parse
 
     for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger"):
         PySparkLogger.getLogger(name).disabled = True

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
+from zipper.core.paths import local_path
 from zipper.core import fs
 from zipper.core.errors import AuditError
 
@@ -19,7 +20,7 @@ def max_value(spark, directory: str, column: str) -> str | None:
     files = fs.list_data_files(spark, [directory]) if fs.exists(spark, directory) else []
     if not files:
         return None
-    local = [fs.local_path(f.path) for f in files]
+    local = [local_path(f.path) for f in files]
     if all(local):
         largest, complete = None, True
         for path in local:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from pyspark.sql import types as T
+
 from zipper.core import sqltemplates
 from zipper.core import fs
 from zipper.core.paths import hadoop_path
@@ -256,6 +258,4 @@ def alter_data_columns(spark, spec: TableSpec, columns: list[tuple[str, str]]) -
 
 
 def _type_json(kind: str):
-    from pyspark.sql.types import _parse_datatype_string  # reason: loaded at DAG parse (cli.output)
-
-    return _parse_datatype_string(kind).jsonValue()
+    return T._parse_datatype_string(kind).jsonValue()

@@ -7,6 +7,8 @@ import binascii
 import datetime as dt
 from decimal import Decimal, InvalidOperation
 
+from pyspark.sql import functions as F
+
 from zipper.core import sqltemplates
 from zipper.table import catalog, state
 from zipper.core.errors import InputError, StateError
@@ -127,8 +129,6 @@ def typed_key(spark, spec: TableSpec, key: dict[str, str]) -> tuple[dict[str, st
 def _as_typed_text(spark, values: dict[str, str], types: dict[str, str]) -> dict[str, str | None]:
     """Each value read as its column's type and written back as Spark writes it (None where it
     does not read), in one Spark query."""
-    from pyspark.sql import functions as F  # reason: loaded at DAG parse (cli.output)
-
     if not values:
         return {}
     return spark.range(1).select(*[F.lit(v).try_cast(types[k]).cast("string").alias(k)
