@@ -21,6 +21,7 @@ from zipper.core import input_names
 from zipper.tablespec.paths import parse_partition, render, resolve_path
 from zipper.core.paths import user_path
 from zipper.tablespec.model import TableSpec
+from zipper.tablespec.modes import SourceMode
 
 LOCAL_SCHEMES = ("", "file")
 # Hive escapes these characters in partition directory names (FileUtils.escapePathName).
@@ -45,7 +46,7 @@ class ExternalMetastore(Exception):
 
 def kind_of(spec: TableSpec) -> str:
     """The check a source needs. Landing-zone sources are folders of change files."""
-    if spec.source.mode == "landing_zone":
+    if spec.source.mode is SourceMode.LANDING_ZONE:
         return "landing_zone"
     return "table" if spec.source.format == "table" else "files"
 

@@ -9,6 +9,7 @@ from typing import Callable
 from zipper.core.dates import DAY, date_range, describe_dates
 from zipper.core.errors import RefusedBySpecError, StateError
 from zipper.tablespec.model import TableSpec
+from zipper.tablespec.modes import SourceMode
 
 
 
@@ -206,9 +207,9 @@ def rebuild_supported(spec: TableSpec) -> bool:
     """A rebuild computes the table in one pass from rows that are each a key's full state on
     their date: the upsert mode without `sequence_by`. Deletes, ordered changes and snapshots
     go through the daily merge (a rerun from the first date after the base does the same job)."""
-    return spec.source.mode == "upsert" and spec.source.sequence_by is None
+    return spec.source.mode is SourceMode.UPSERT and spec.source.sequence_by is None
 
 
 def source_kind(spec: TableSpec) -> str:
     """The source mode as messages name it, e.g. `cdc with sequence_by`."""
-    return spec.source.mode + (" with sequence_by" if spec.source.sequence_by else "")
+    return str(spec.source.mode) + (" with sequence_by" if spec.source.sequence_by else "")

@@ -79,12 +79,12 @@ class _Strict(BaseModel):
 
 
 # Which source keys each mode accepts (besides mode, format, path, table, partition, options).
-MODE_KEYS: dict[str, set[str]] = {
-    "op_column": {"cdc"},
-    "delete_match": {"cdc"},
-    "sequence_by": {"upsert", "cdc"},
-    "hard_deletes": {"snapshot"},
-    "on_anomaly": {"landing_zone"},
+MODE_KEYS: dict[str, set[SourceMode]] = {
+    "op_column": {SourceMode.CDC},
+    "delete_match": {SourceMode.CDC},
+    "sequence_by": {SourceMode.UPSERT, SourceMode.CDC},
+    "hard_deletes": {SourceMode.SNAPSHOT},
+    "on_anomaly": {SourceMode.LANDING_ZONE},
 }
 
 
@@ -130,7 +130,7 @@ class SourceSpec(_Strict):
 
     @model_validator(mode="after")
     def _location(self) -> "SourceSpec":
-        if self.mode == "landing_zone":
+        if self.mode is SourceMode.LANDING_ZONE:
             if self.format != "parquet":
                 raise ValueError("mode 'landing_zone' reads Parquet change files; format must be 'parquet'")
             if not self.path or self.partition:
@@ -258,7 +258,7 @@ class TableSpec(_Strict):
     @classmethod
     def _keys_given(cls, value: list[str], info: ValidationInfo) -> list[str]:
         source = info.data.get("source")
-        if not value and (source is None or source.mode != "landing_zone"):
+        if not value and (source is None or source.mode is not SourceMode.LANDING_ZONE):
             raise ValueError("at least one key column is required (only mode landing_zone can take them from _metadata.json)")
         return value
 
