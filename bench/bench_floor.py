@@ -68,8 +68,9 @@ def run(args, layout: common.Layout) -> None:
     init_table(spark, spec, common.DAY - dt.timedelta(days=1))
     st = state.read_state(spark, spec)
     located = mode_of(spec).locate(spark, spec, st, common.DAY)
-    day = dayinput.prepare(spark, spec, st, common.DAY, located, catalog.data_columns(spark, spec),
-                           str(layout.root / "scratch"))
+    day = dayinput.prepare(
+        spark, spec, st, common.DAY, located, catalog.data_columns(spark, spec), str(layout.root / "scratch")
+    )
     open_schema = conform.struct_type(day.columns, spec.begin_column)
     outputs = iter(range(1_000_000))
 
@@ -89,13 +90,16 @@ def run(args, layout: common.Layout) -> None:
 
     runs = {
         "copy": lambda: common.time_copy(spark, spec.table, target()),
-        "lookup": lambda: timed(lambda: routed().where(F.col(daily.SLOT) == daily.OPEN)
-                                .drop(daily.SLOT).write.parquet(target())),
-        "big pass": lambda: timed(lambda: routed().write.mode("append").partitionBy(daily.SLOT)
-                                  .parquet(target())),
+        "lookup": lambda: timed(
+            lambda: routed().where(F.col(daily.SLOT) == daily.OPEN).drop(daily.SLOT).write.parquet(target())
+        ),
+        "big pass": lambda: timed(lambda: routed().write.mode("append").partitionBy(daily.SLOT).parquet(target())),
     }
-    print(f"{args.rows:,} open rows, increment of {day.rows:,} rows; Spark {spark.version},"
-          f" {spark.sparkContext.defaultParallelism} cores", flush=True)
+    print(
+        f"{args.rows:,} open rows, increment of {day.rows:,} rows; Spark {spark.version},"
+        f" {spark.sparkContext.defaultParallelism} cores",
+        flush=True,
+    )
     samples, discarded = common.Samples(), common.Samples()
     for round_no in range(args.repeats + 1):  # round 0 warms the JVM up for all three
         print(f"  {'warm-up round (not counted)' if round_no == 0 else f'round {round_no}/{args.repeats}'}", flush=True)
@@ -111,8 +115,10 @@ def report(samples) -> None:
     for method in METHODS:
         median, cpu_median = samples.median(method), samples.cpu_median(method)
         cpu_text = f"{cpu_median:>8.2f}{cpu_median / base_cpu:>8.2f}" if cpu_median and base_cpu else f"{'':>16}"
-        print(f"{method:<10}{median:>10.2f}{median / base:>8.2f}{cpu_text}  "
-              + " ".join(f"{s:.2f}" for s in samples.seconds[method]))
+        print(
+            f"{method:<10}{median:>10.2f}{median / base:>8.2f}{cpu_text}  "
+            + " ".join(f"{s:.2f}" for s in samples.seconds[method])
+        )
     ratios = " ".join(f"{m.replace(' ', '_')}/copy={samples.median(m) / base:.2f}" for m in METHODS[1:])
     print(f"RESULT {ratios}")
 

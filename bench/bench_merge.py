@@ -46,6 +46,7 @@ MB = 1024 * 1024
 
 # ---------------------------------------------------------------- setup
 
+
 @dataclass(frozen=True)
 class Layout:
     """Where everything goes inside the one temp directory, so cleanup is a single rmtree."""
@@ -75,8 +76,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=5_000_000, help="rows in the base dimension")
     parser.add_argument("--repeats", type=int, default=3, help="rounds; each times copy, article and merge once")
-    parser.add_argument("--warmup", type=int, default=1,
-                        help="rounds run first and left out of the medians (JIT and caches warm for all three)")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        help="rounds run first and left out of the medians (JIT and caches warm for all three)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temp directory (logs, data) for inspection")
     args = parser.parse_args(argv)
     if args.rows < 1000 or args.repeats < 1 or args.warmup < 0:
@@ -94,6 +99,7 @@ def start_session(layout: Layout):
 
 
 # ---------------------------------------------------------------- data
+
 
 def dimension_rows(ids, version: int, updated):
     """Typed dimension rows derived from `id` alone, so base and increment agree on every key.
@@ -144,6 +150,7 @@ def disk_mb(path: str) -> float:
 
 
 # ---------------------------------------------------------------- the three methods
+
 
 def zipper_spec(layout: Layout, round_no: int):
     """One table per round: a zipper table merges a date once, so each round needs a fresh one."""
@@ -280,6 +287,7 @@ def partition_counts(spark, table: str) -> dict[str, int]:
 
 # ---------------------------------------------------------------- memory
 
+
 class HeapMeter:
     """Peak JVM heap (sum over heap pools of each pool's peak) since the last reset.
 
@@ -288,8 +296,11 @@ class HeapMeter:
 
     def __init__(self, spark):
         jvm = spark._jvm
-        self._pools = [p for p in jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
-                       if str(p.getType().toString()) == "Heap memory"]
+        self._pools = [
+            p
+            for p in jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
+            if str(p.getType().toString()) == "Heap memory"
+        ]
         self._max = jvm.java.lang.Runtime.getRuntime().maxMemory()
         self._pid = jvm.java.lang.ProcessHandle.current().pid()
 
@@ -329,6 +340,7 @@ def python_rss_peak_mb() -> float:
 
 
 # ---------------------------------------------------------------- rounds
+
 
 @dataclass
 class Samples:
@@ -373,8 +385,9 @@ def measured(meter: HeapMeter, samples: Samples, method: str, run) -> object:
     return result
 
 
-def run_rounds(spark, layout: Layout, repeats: int, warmup: int, increment: str,
-               meter: HeapMeter) -> tuple[Samples, Article]:
+def run_rounds(
+    spark, layout: Layout, repeats: int, warmup: int, increment: str, meter: HeapMeter
+) -> tuple[Samples, Article]:
     """`warmup` rounds, then `repeats` measured ones. A warm-up round runs all three methods,
     so each has its code generated and compiled by the JVM before it is measured."""
     columns = data_columns(spark, layout)
@@ -382,21 +395,26 @@ def run_rounds(spark, layout: Layout, repeats: int, warmup: int, increment: str,
     for round_no in range(1, warmup + repeats + 1):
         spec, article_table = prepare_round(spark, layout, round_no, columns)
         warming = round_no <= warmup
-        label = f"warm-up round {round_no}/{warmup} (not counted)" if warming else f"round {round_no - warmup}/{repeats}"
+        label = (
+            f"warm-up round {round_no}/{warmup} (not counted)" if warming else f"round {round_no - warmup}/{repeats}"
+        )
         print(f"  {label}", flush=True)
         into = discarded if warming else samples
         sql = article_sql(article_table, increment, columns)
-        measured(meter, into, "copy", lambda: time_copy(spark, spec.table, layout.copy_target(round_no)))
-        measured(meter, into, "article", lambda: article.run(spark, article_table, sql))
-        result = measured(meter, into, "merge", lambda: time_merge(spark, spec))
+        measured(meter, into, "copy", lambda: time_copy(spark, spec.table, layout.copy_target(round_no)))  # noqa: B023 - measured() calls it at once
+        measured(meter, into, "article", lambda: article.run(spark, article_table, sql))  # noqa: B023 - measured() calls it at once
+        result = measured(meter, into, "merge", lambda: time_merge(spark, spec))  # noqa: B023 - measured() calls it at once
         print(f"    merge:   {result.summary()}")
-        print(f"    article: rows per {END} {dict(sorted(partition_counts(spark, article_table).items()))}"
-              + (" (staged: SELECT into a staging table, then INSERT OVERWRITE; both timed)" if article.staged else ""),
-              flush=True)
+        print(
+            f"    article: rows per {END} {dict(sorted(partition_counts(spark, article_table).items()))}"
+            + (" (staged: SELECT into a staging table, then INSERT OVERWRITE; both timed)" if article.staged else ""),
+            flush=True,
+        )
     return samples, article
 
 
 # ---------------------------------------------------------------- report
+
 
 def report(args, samples: Samples, article: Article, meter: HeapMeter) -> None:
     medians = {m: samples.median(m) for m in METHODS}
@@ -412,8 +430,11 @@ def report(args, samples: Samples, article: Article, meter: HeapMeter) -> None:
     merge_article = medians["merge"] / medians["article"]
     cpu = {m: samples.cpu_median(m) for m in METHODS}
     if all(cpu.values()):
-        print("JVM CPU s (median): " + "   ".join(f"{m} {cpu[m]:.2f}" for m in METHODS)
-              + f"   merge/copy {cpu['merge'] / cpu['copy']:.2f}   merge/article {cpu['merge'] / cpu['article']:.2f}")
+        print(
+            "JVM CPU s (median): "
+            + "   ".join(f"{m} {cpu[m]:.2f}" for m in METHODS)
+            + f"   merge/copy {cpu['merge'] / cpu['copy']:.2f}   merge/article {cpu['merge'] / cpu['article']:.2f}"
+        )
     peak_heap = max(samples.peak_heap_mb.values())
     jvm_rss = meter.jvm_rss_peak_mb()
     print(f"merge/copy {merge_copy:.2f}   merge/article {merge_article:.2f}")

@@ -23,14 +23,14 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-TRIVIAL_DAG = '''
+TRIVIAL_DAG = """
 import datetime as dt
 from airflow.sdk import DAG
 from airflow.providers.standard.operators.empty import EmptyOperator
 
 with DAG("trivial", schedule="@daily", start_date=dt.datetime(2024, 1, 1), catchup=False, tags=["bench"]):
     EmptyOperator(task_id="noop")
-'''
+"""
 
 
 def write_specs(folder: Path, count: int) -> None:
@@ -38,10 +38,13 @@ def write_specs(folder: Path, count: int) -> None:
     for i in range(count):
         name = f"table_{i:04d}"
         spec = {
-            "name": name, "table": f"dw.{name}", "keys": ["id"],
+            "name": name,
+            "table": f"dw.{name}",
+            "keys": ["id"],
             "source": {"format": "parquet", "path": f"/data/ods/{name}/ds={{{{ ds }}}}"},
             "base": {"format": "parquet", "path": f"/data/ods/{name}_base"},
-            "start_date": "2024-01-01", "description": f"benchmark table {i}",
+            "start_date": "2024-01-01",
+            "description": f"benchmark table {i}",
             "airflow": {"owner": "data-eng", "tags": ["bench"]},
         }
         (folder / f"{name}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
@@ -70,9 +73,11 @@ def warm(path: Path, repeats: int) -> tuple[list[float], int]:
 
 
 def cold(path: Path, env: dict) -> float:
-    code = ("import time; t = time.perf_counter(); import sys; sys.path.insert(0, %r);"
-            " from bench.bench_parse import dagbag; from pathlib import Path; dagbag(Path(%r));"
-            " print('SECONDS', time.perf_counter() - t)") % (str(REPO), str(path))
+    code = (
+        f"import time; t = time.perf_counter(); import sys; sys.path.insert(0, {str(REPO)!r});"
+        f" from bench.bench_parse import dagbag; from pathlib import Path; dagbag(Path({str(path)!r}));"
+        " print('SECONDS', time.perf_counter() - t)"
+    )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     return float([x for x in out.splitlines() if x.startswith("SECONDS")][0].split()[1])
 
@@ -87,8 +92,13 @@ def main() -> int:
         tmp = Path(tmp)
         write_specs(tmp / "specs", args.specs)
         (tmp / "trivial_dag.py").write_text(TRIVIAL_DAG)
-        os.environ.update({"AIRFLOW_HOME": str(tmp / "airflow"), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-                           "ZIPPER_SPECS": str(tmp / "specs")})
+        os.environ.update(
+            {
+                "AIRFLOW_HOME": str(tmp / "airflow"),
+                "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+                "ZIPPER_SPECS": str(tmp / "specs"),
+            }
+        )
         import zipper.airflow.dag_builder  # noqa: F401  (pre-imported, as the dag processor does)
 
         zipper_file = REPO / "dags" / "zipper_dags.py"
@@ -106,12 +116,25 @@ def main() -> int:
     med_z, med_t = statistics.median(zipper), statistics.median(trivial)
     print(f"zipper_dags.py, {args.specs} specs -> {dags} DAGs: " + " ".join(f"{s:.3f}" for s in zipper) + " s")
     print("one trivial DAG file:            " + " ".join(f"{s:.3f}" for s in trivial) + " s")
-    print(f"median {med_z:.3f} s vs {med_t:.3f} s; ratio {med_z / med_t:.0f}x;"
-          f" per spec {1000 * med_z / args.specs:.2f} ms")
+    print(
+        f"median {med_z:.3f} s vs {med_t:.3f} s; ratio {med_z / med_t:.0f}x;"
+        f" per spec {1000 * med_z / args.specs:.2f} ms"
+    )
     print(f"cold (fresh process, imports included): zipper {cold_zipper:.2f} s, trivial {cold_trivial:.2f} s")
-    print("RESULT " + json.dumps({"specs": args.specs, "dags": dags, "zipper_s": round(med_z, 3),
-                                  "trivial_s": round(med_t, 4), "ratio": round(med_z / med_t, 1),
-                                  "cold_zipper_s": round(cold_zipper, 2), "cold_trivial_s": round(cold_trivial, 2)}))
+    print(
+        "RESULT "
+        + json.dumps(
+            {
+                "specs": args.specs,
+                "dags": dags,
+                "zipper_s": round(med_z, 3),
+                "trivial_s": round(med_t, 4),
+                "ratio": round(med_z / med_t, 1),
+                "cold_zipper_s": round(cold_zipper, 2),
+                "cold_trivial_s": round(cold_trivial, 2),
+            }
+        )
+    )
     return 0
 
 

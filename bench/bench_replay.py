@@ -39,8 +39,15 @@ import yaml
 START = dt.date(2024, 6, 1)  # the first replayed date; the base is the state at START - 1
 NAME = "bench_dim"
 CITIES = ["Beijing", "Shanghai", "Guangzhou", "Shenzhen", "Hangzhou", "Chengdu", "Wuhan", "Xi'an"]
-SCHEMA = pa.schema([("user_id", pa.int64()), ("name", pa.string()), ("city", pa.string()),
-                    ("level", pa.int32()), ("score", pa.int64())])
+SCHEMA = pa.schema(
+    [
+        ("user_id", pa.int64()),
+        ("name", pa.string()),
+        ("city", pa.string()),
+        ("level", pa.int32()),
+        ("score", pa.int64()),
+    ]
+)
 BIN = Path(sys.executable).parent
 LINE = re.compile(r"^\S+ (\d{4}-\d{2}-\d{2}): (.*); ([\d.]+) s$")
 
@@ -58,11 +65,14 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 # ---------------------------------------------------------------- data (pyarrow: no JVM here)
 
+
 def write_rows(folder: Path, rows: list[tuple]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     columns = list(zip(*rows)) if rows else [[] for _ in SCHEMA]
-    pq.write_table(pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, SCHEMA)], schema=SCHEMA),
-                   folder / "part-00000.parquet")
+    pq.write_table(
+        pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, SCHEMA)], schema=SCHEMA),
+        folder / "part-00000.parquet",
+    )
 
 
 def generate(root: Path, rows: int, days: int) -> None:
@@ -97,10 +107,15 @@ def write_spec(root: Path, days: int) -> None:
 
 # ---------------------------------------------------------------- runs
 
+
 def zipper(root: Path, *args: str) -> tuple[float, list[str]]:
     """Run one `zipper` command; (wall seconds, stdout lines). Fails loudly."""
-    env = dict(os.environ, ZIPPER_SPECS=str(root / "specs"), ZIPPER_WAREHOUSE=str(root / "warehouse"),
-               PATH=f"{BIN}:{os.environ.get('PATH', '')}")
+    env = dict(
+        os.environ,
+        ZIPPER_SPECS=str(root / "specs"),
+        ZIPPER_WAREHOUSE=str(root / "warehouse"),
+        PATH=f"{BIN}:{os.environ.get('PATH', '')}",
+    )
     started = time.perf_counter()
     result = subprocess.run([str(BIN / "zipper"), *args], env=env, capture_output=True, text=True, cwd=root)
     seconds = time.perf_counter() - started
@@ -127,8 +142,11 @@ def main(argv=None) -> int:
         generate(root, args.rows, args.days)
         write_spec(root, args.days)
         dates = [(START + dt.timedelta(days=n)).isoformat() for n in range(args.days)]
-        print(f"generated {args.rows:,} rows and {args.days} increments of {args.rows // 100 + args.rows // 500:,} rows"
-              f" in {time.perf_counter() - started:.1f} s; {os.cpu_count()} cores; {root}", flush=True)
+        print(
+            f"generated {args.rows:,} rows and {args.days} increments of {args.rows // 100 + args.rows // 500:,} rows"
+            f" in {time.perf_counter() - started:.1f} s; {os.cpu_count()} cores; {root}",
+            flush=True,
+        )
 
         init_seconds, _ = zipper(root, "init", NAME)
         print(f"init {init_seconds:.1f} s (not counted)", flush=True)
@@ -154,10 +172,14 @@ def main(argv=None) -> int:
         print(f"{'method':<28}{'per day s':>10}{'engine s/day':>14}{'total s':>10}")
         print(f"{f'{len(dates)} x zipper merge':<28}{merge_day:>10.2f}{engine_merge:>14.2f}{sum(merge_seconds):>10.1f}")
         print(f"{'zipper rerun (1 application)':<28}{rerun_day:>10.2f}{engine_replay:>14.2f}{rerun_seconds:>10.1f}")
-        print(f"merges/rerun per day {merge_day / rerun_day:.2f}; same counts for every date: {'yes' if same else 'NO'}")
-        print(f"RESULT days={len(dates)} rows={args.rows} merge_per_day={merge_day:.2f}s rerun_per_day={rerun_day:.2f}s"
-              f" ratio={merge_day / rerun_day:.2f} engine_merge={engine_merge:.2f}s engine_replay={engine_replay:.2f}s"
-              f" same_counts={same}")
+        print(
+            f"merges/rerun per day {merge_day / rerun_day:.2f}; same counts for every date: {'yes' if same else 'NO'}"
+        )
+        print(
+            f"RESULT days={len(dates)} rows={args.rows} merge_per_day={merge_day:.2f}s rerun_per_day={rerun_day:.2f}s"
+            f" ratio={merge_day / rerun_day:.2f} engine_merge={engine_merge:.2f}s engine_replay={engine_replay:.2f}s"
+            f" same_counts={same}"
+        )
         return 0 if same else 1
     finally:
         if args.keep:

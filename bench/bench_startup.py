@@ -54,7 +54,9 @@ def main(argv=None) -> int:
         replay.write_spec(root, days)
         os.environ.pop("SPARK_SUBMIT_OPTS", None)  # only what the product itself sets
         seconds, _ = replay.zipper(root, "init", replay.NAME)
-        print(f"{args.rows:,} rows, {days} days; init {seconds:.1f} s (not counted); {os.cpu_count()} cores", flush=True)
+        print(
+            f"{args.rows:,} rows, {days} days; init {seconds:.1f} s (not counted); {os.cpu_count()} cores", flush=True
+        )
         wall: dict[str, list[float]] = {m: [] for m in METHODS}
         engine: dict[str, list[float]] = {m: [] for m in METHODS}
         for n in range(days):
@@ -67,15 +69,22 @@ def main(argv=None) -> int:
             seconds, lines = replay.zipper(root, "merge", replay.NAME, "--ds", ds)
             wall[method].append(seconds)
             engine[method].append(replay.per_date(lines)[ds][1])
-            print(f"  merge {ds} {method:<11} {seconds:6.1f} s wall, {engine[method][-1]:5.1f} s in the engine", flush=True)
+            print(
+                f"  merge {ds} {method:<11} {seconds:6.1f} s wall, {engine[method][-1]:5.1f} s in the engine",
+                flush=True,
+            )
         print()
         print(f"{'method':<12}{'median s':>10}{'engine s':>10}  samples s")
         for method in METHODS:
-            print(f"{method:<12}{statistics.median(wall[method]):>10.2f}{statistics.median(engine[method]):>10.2f}  "
-                  + " ".join(f"{s:.1f}" for s in wall[method]))
+            print(
+                f"{method:<12}{statistics.median(wall[method]):>10.2f}{statistics.median(engine[method]):>10.2f}  "
+                + " ".join(f"{s:.1f}" for s in wall[method])
+            )
         off, on = (statistics.median(wall[m]) for m in METHODS)
-        print(f"RESULT rows={args.rows} rounds={args.rounds} no_archive={off:.2f}s archive={on:.2f}s"
-              f" no_archive/archive={off / on:.2f}")
+        print(
+            f"RESULT rows={args.rows} rounds={args.rounds} no_archive={off:.2f}s archive={on:.2f}s"
+            f" no_archive/archive={off / on:.2f}"
+        )
         return 0
     finally:
         for key, value in saved.items():

@@ -12,8 +12,10 @@ import pyspark
 jars = glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars", "spark-core_*.jar"))
 jar_version = os.path.basename(jars[0]).rsplit("-", 1)[1].removesuffix(".jar") if jars else "missing"
 if pyspark.__version__ != jar_version:
-    raise SystemExit(f"zipper setup: pyspark {pyspark.__version__} but Spark jars {jar_version}: "
-                     "pyspark and pyspark-client must be pinned to the same version")
+    raise SystemExit(
+        f"zipper setup: pyspark {pyspark.__version__} but Spark jars {jar_version}: "
+        "pyspark and pyspark-client must be pinned to the same version"
+    )
 if len(sys.argv) > 1:
     import airflow
 

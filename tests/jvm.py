@@ -32,7 +32,7 @@ QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 STRICT = "-Xshare:on"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def spark_submit_opts(python: str | None = None) -> str:
     """SPARK_SUBMIT_OPTS for drivers of the pyspark in `python`'s virtualenv (default: this one)."""
     base = os.environ.get("SPARK_SUBMIT_OPTS", "")

@@ -24,8 +24,17 @@ def day(n: int) -> dt.date:
 class TableFixture:
     """A spec file plus the folders holding its base and increments."""
 
-    def __init__(self, root: Path, name: str, *, keys=("id",), schema="id bigint, name string, city string",
-                 base=True, source=None, **spec_options):
+    def __init__(
+        self,
+        root: Path,
+        name: str,
+        *,
+        keys=("id",),
+        schema="id bigint, name string, city string",
+        base=True,
+        source=None,
+        **spec_options,
+    ):
         self.root = root
         self.name = name
         self.schema = schema
@@ -91,8 +100,9 @@ def write_parquet(folder: Path, rows, schema: str, spark=None) -> None:
         return
     rows = list(rows)
     assert all(len(r) == len(arrow) for r in rows), (schema, rows)
-    table = pa.Table.from_arrays([pa.array([r[i] for r in rows], type=f.type) for i, f in enumerate(arrow)],
-                                 schema=arrow)
+    table = pa.Table.from_arrays(
+        [pa.array([r[i] for r in rows], type=f.type) for i, f in enumerate(arrow)], schema=arrow
+    )
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)

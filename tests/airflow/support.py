@@ -43,8 +43,12 @@ def write_spec(folder: Path, name: str, data: Path, **options) -> Path:
         "start_date": DATES[0],
         "end_date": DATES[-1],
         "description": f"test table {name}",
-        "airflow": {"owner": "data-eng", "tags": ["test"], "retries": 0,
-                    "sensor": {"poke_interval": 5, "timeout": 600}},
+        "airflow": {
+            "owner": "data-eng",
+            "tags": ["test"],
+            "retries": 0,
+            "sensor": {"poke_interval": 5, "timeout": 600},
+        },
     }
     raw.update(options)
     path = folder / f"{name}.yaml"
@@ -55,13 +59,15 @@ def write_spec(folder: Path, name: str, data: Path, **options) -> Path:
 def minimal_env(root: Path, specs: Path, warehouse: Path) -> dict[str, str]:
     """Only what the issue allows: no rendered airflow.cfg, just these variables."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "ZIPPER_"))}
-    env.update({
-        "AIRFLOW_HOME": str(root / "airflow"),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "ZIPPER_SPECS": str(specs),
-        "ZIPPER_WAREHOUSE": str(warehouse),
-    })
+    env.update(
+        {
+            "AIRFLOW_HOME": str(root / "airflow"),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "ZIPPER_SPECS": str(specs),
+            "ZIPPER_WAREHOUSE": str(warehouse),
+        }
+    )
     env.update(spark_env())  # JVM start-up options of the tasks' spark-submit drivers (tests/jvm.py)
     return env
 
@@ -71,13 +77,16 @@ def probe(warehouse: Path, run=(), tables=(), status=(), timeout: float = 300) -
     plan = {"run": [list(a) for a in run], "tables": list(tables), "status": [[str(s), n] for s, n in status]}
     result = subprocess.run(
         [sys.executable, "-m", "tests.airflow.probe", str(warehouse), json.dumps(plan)],
-        capture_output=True, text=True, timeout=timeout, cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
         env={**os.environ, **spark_env(), "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"},
     )
     wait_for_jvms(warehouse.parent)  # the warehouse folder is always <root>/warehouse here
     lines = [line for line in result.stdout.splitlines() if line.startswith("PROBE ")]
     assert result.returncode == 0 and lines, result.stderr[-3000:]
-    return json.loads(lines[-1][len("PROBE "):])
+    return json.loads(lines[-1][len("PROBE ") :])
 
 
 def assert_serial(merges: list[dict]) -> None:
@@ -91,9 +100,11 @@ def assert_serial(merges: list[dict]) -> None:
 def expected_after_first_date() -> list[list[str]]:
     """The sample table after its base and the merge of day 1, worked out by hand."""
     open_end = "9999-12-31"
-    return sorted([
-        ["1", "ann", "Oslo", "2023-12-31", open_end],
-        ["2", "bob", "Rome", "2023-12-31", DATES[0]],
-        ["2", "bob", "Paris", DATES[0], open_end],
-        ["3", "cid", "", DATES[0], open_end],
-    ])
+    return sorted(
+        [
+            ["1", "ann", "Oslo", "2023-12-31", open_end],
+            ["2", "bob", "Rome", "2023-12-31", DATES[0]],
+            ["2", "bob", "Paris", DATES[0], open_end],
+            ["3", "cid", "", DATES[0], open_end],
+        ]
+    )

@@ -38,10 +38,22 @@ def specs(tmp_path_factory):
     root = tmp_path_factory.mktemp("integrity")
     folder = root / "specs"
     write_spec(folder, "dim_a", root / "data")
-    write_spec(folder, "dim_b", root / "data", end_date=None,
-               airflow={"schedule": "30 2 * * *", "sensor": {"enabled": False}, "spark_conn_id": "my_yarn",
-                        "owner": "data-eng", "tags": ["test"]})
-    (folder / "bad_key.yaml").write_text((folder / "dim_a.yaml").read_text().replace("name: dim_a", "name: bad\ncolour: red"))
+    write_spec(
+        folder,
+        "dim_b",
+        root / "data",
+        end_date=None,
+        airflow={
+            "schedule": "30 2 * * *",
+            "sensor": {"enabled": False},
+            "spark_conn_id": "my_yarn",
+            "owner": "data-eng",
+            "tags": ["test"],
+        },
+    )
+    (folder / "bad_key.yaml").write_text(
+        (folder / "dim_a.yaml").read_text().replace("name: dim_a", "name: bad\ncolour: red")
+    )
     (folder / "same_name.yaml").write_text((folder / "dim_a.yaml").read_text().replace("dw.dim_a", "dw.other"))
     # An impossible unquoted date: PyYAML's own date parsing used to raise and take every DAG down.
     bad_date = (folder / "dim_a.yaml").read_text().replace("dim_a", "bad_date").replace(f"'{DATES[0]}'", "2024-13-01")
@@ -61,7 +73,9 @@ def parsed(specs):
         queries.append(statement)
 
     original = BaseHook.get_connection
-    BaseHook.get_connection = classmethod(lambda cls, conn_id: lookups.append(conn_id) or original.__func__(cls, conn_id))
+    BaseHook.get_connection = classmethod(
+        lambda cls, conn_id: lookups.append(conn_id) or original.__func__(cls, conn_id)
+    )
     sqlalchemy.event.listen(sqlalchemy.engine.Engine, "before_cursor_execute", count_query)
     mp = pytest.MonkeyPatch()
     mp.setenv("ZIPPER_SPECS", str(specs))
@@ -104,8 +118,9 @@ def task_parse(dag_id: str, task_id: str):
 def skipped_specs(caplog) -> list[str]:
     """The spec files the parse logged `zipper: skipping <spec>: <message>` for."""
     prefix = "zipper: skipping "
-    return sorted(r.getMessage()[len(prefix):].split(": ")[0] for r in caplog.records
-                  if r.getMessage().startswith(prefix))
+    return sorted(
+        r.getMessage()[len(prefix) :].split(": ")[0] for r in caplog.records if r.getMessage().startswith(prefix)
+    )
 
 
 def test_a_task_of_a_good_dag_does_not_log_the_other_specs_errors(specs, monkeypatch, caplog):
@@ -146,11 +161,17 @@ def test_parsing_imports_no_pyspark(specs):
         "print('RESULT', json.dumps({'dags': len(bag.dag_ids),"
         " 'spark': sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j'))}))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120,
-                            env={**__import__("os").environ, "ZIPPER_SPECS": str(specs)})
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        env={**__import__("os").environ, "ZIPPER_SPECS": str(specs)},
+    )
     line = [x for x in result.stdout.splitlines() if x.startswith("RESULT ")]
     assert line, result.stderr[-2000:]
-    outcome = json.loads(line[0][len("RESULT "):])
+    outcome = json.loads(line[0][len("RESULT ") :])
     assert outcome == {"dags": 4, "spark": []}
 
 
@@ -165,10 +186,15 @@ def test_every_dag_has_docs_owner_tags_and_explicit_catchup(parsed):
 
 def test_merge_dag_tasks_order_and_settings(parsed):
     dag = parsed["bag"].dags["zipper_dim_a"]
-    assert [t.task_id for t in dag.topological_sort()] == ["wait_for_previous_date", "wait_for_increment", "merge",
-                                                           "audit"]
-    previous, wait, merge, audit = (dag.get_task(t) for t in ("wait_for_previous_date", "wait_for_increment", "merge",
-                                                              "audit"))
+    assert [t.task_id for t in dag.topological_sort()] == [
+        "wait_for_previous_date",
+        "wait_for_increment",
+        "merge",
+        "audit",
+    ]
+    previous, wait, merge, audit = (
+        dag.get_task(t) for t in ("wait_for_previous_date", "wait_for_increment", "merge", "audit")
+    )
     assert wait.upstream_task_ids == {"wait_for_previous_date"} and merge.upstream_task_ids == {"wait_for_increment"}
     assert audit.upstream_task_ids == {"merge"}
     assert merge.depends_on_past and not wait.depends_on_past and not previous.depends_on_past
@@ -186,7 +212,11 @@ def test_merge_dag_tasks_order_and_settings(parsed):
 
 def test_spec_scheduling_keys_reach_the_dag(parsed):
     dag = parsed["bag"].dags["zipper_dim_b"]
-    assert [t.task_id for t in dag.topological_sort()] == ["wait_for_previous_date", "merge", "audit"]  # sensor disabled
+    assert [t.task_id for t in dag.topological_sort()] == [
+        "wait_for_previous_date",
+        "merge",
+        "audit",
+    ]  # sensor disabled
     assert dag.get_task("merge")._conn_id == "my_yarn"
     assert dag.end_date is None
     assert (getattr(dag.timetable, "expression", None) or dag.timetable._expression) == "30 2 * * *"
@@ -212,9 +242,22 @@ def test_integrity_on_airflow2():
     python = AIRFLOW2_VENV / "bin" / "python"
     assert python.exists(), "run scripts/bootstrap_airflow2.sh (make test does)"
     result = subprocess.run(
-        [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-q", "tests/airflow/test_dag_integrity.py",
-         "tests/airflow/test_operators.py", "tests/airflow/test_increments.py"],
-        capture_output=True, text=True, cwd=REPO, timeout=600)
+        [
+            str(python),
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "tests/airflow/test_dag_integrity.py",
+            "tests/airflow/test_operators.py",
+            "tests/airflow/test_increments.py",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stdout[-4000:]
     summary = result.stdout.strip().splitlines()[-1]
     assert "passed" in summary and "failed" not in summary and "error" not in summary, summary
@@ -230,9 +273,12 @@ def test_a_spec_named_like_another_tables_rerun_dag_is_refused_and_that_rerun_da
     bag = make_dagbag()
     assert sorted(bag.dag_ids) == ["zipper_dim_a", "zipper_dim_a_rerun"]
     assert [t.task_id for t in bag.dags["zipper_dim_a_rerun"].tasks] == ["rerun"]
-    assert bag.import_errors == {str(clash): (
-        f"{clash}: key 'name': 'dim_a_rerun' would make the DAG zipper_dim_a_rerun, which is the rerun DAG of"
-        f" 'dim_a' ({folder / 'dim_a.yaml'}); choose a name not ending in '_rerun'")}
+    assert bag.import_errors == {
+        str(clash): (
+            f"{clash}: key 'name': 'dim_a_rerun' would make the DAG zipper_dim_a_rerun, which is the rerun DAG of"
+            f" 'dim_a' ({folder / 'dim_a.yaml'}); choose a name not ending in '_rerun'"
+        )
+    }
 
 
 def test_the_docs_show_paths_as_the_job_reads_them_and_what_a_cleared_past_date_does(tmp_path):
@@ -242,15 +288,23 @@ def test_the_docs_show_paths_as_the_job_reads_them_and_what_a_cleared_past_date_
     from zipper.airflow.docs import merge_dag_doc
     from zipper.tablespec.loader import load_spec_file
 
-    path = write_spec(tmp_path / "specs", "dim_rel", tmp_path / "data", on_past_date="error",
-                      source={"format": "parquet", "path": "../in/ds={{ ds }}"},
-                      base={"format": "parquet", "path": "../base"})
+    path = write_spec(
+        tmp_path / "specs",
+        "dim_rel",
+        tmp_path / "data",
+        on_past_date="error",
+        source={"format": "parquet", "path": "../in/ds={{ ds }}"},
+        base={"format": "parquet", "path": "../base"},
+    )
     doc = " ".join(merge_dag_doc(load_spec_file(path), path, "zipper_dim_rel_rerun").split())
     assert f"| source | parquet files at `{tmp_path / 'in' / 'ds={{ ds }}'}` (upsert mode) |" in doc
     assert f"| base | parquet files at `{tmp_path / 'base'}` |" in doc
-    assert ("when the date's input (or a later date's) changed since it was committed, its merge fails and names the"
-            " `zipper rerun` (this table has `on_past_date: error`): trigger the rerun DAG instead") in doc
+    assert (
+        "when the date's input (or a later date's) changed since it was committed, its merge fails and names the"
+        " `zipper rerun` (this table has `on_past_date: error`): trigger the rerun DAG instead"
+    ) in doc
     assert "restores the table" not in doc
     replaying = write_spec(tmp_path / "specs", "dim_abs", tmp_path / "data")
     assert "its merge restores the table to the day before and replays" in " ".join(
-        merge_dag_doc(load_spec_file(replaying), replaying, "zipper_dim_abs_rerun").split())
+        merge_dag_doc(load_spec_file(replaying), replaying, "zipper_dim_abs_rerun").split()
+    )

@@ -8,8 +8,16 @@ import subprocess
 
 import pytest
 
-from tests.airflow.support import (AIRFLOW2_VENV, DATES, INCREMENTS, assert_serial, minimal_env, probe, write_sample,
-                                   write_spec)
+from tests.airflow.support import (
+    AIRFLOW2_VENV,
+    DATES,
+    INCREMENTS,
+    assert_serial,
+    minimal_env,
+    probe,
+    write_sample,
+    write_spec,
+)
 from tests.cli.helpers import write_parquet
 from tests.jvm import spark_env
 from zipper.airflow.environment import DEFAULT_POOL
@@ -21,10 +29,12 @@ STUCK = "dim_af2_stuck"  # its second date's increment repeats a key
 
 
 def airflow2(env: dict, *args: str, timeout: float = 900, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run([str(AIRFLOW2_VENV / "bin" / "airflow"), *args], env=env, capture_output=True,
-                            text=True, timeout=timeout)
-    assert result.returncode == 0 or not check, \
+    result = subprocess.run(
+        [str(AIRFLOW2_VENV / "bin" / "airflow"), *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
+    assert result.returncode == 0 or not check, (
         f"airflow {' '.join(args)}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    )
     return result
 
 
@@ -53,7 +63,9 @@ def task_states(af2: dict, dag_id: str, task_id: str) -> list[dict]:
         rows = db.execute(
             "SELECT dr.execution_date, ti.state, ti.start_date, ti.end_date FROM task_instance ti"
             " JOIN dag_run dr ON dr.dag_id = ti.dag_id AND dr.run_id = ti.run_id"
-            " WHERE ti.dag_id = ? AND ti.task_id = ? ORDER BY dr.execution_date", (dag_id, task_id)).fetchall()
+            " WHERE ti.dag_id = ? AND ti.task_id = ? ORDER BY dr.execution_date",
+            (dag_id, task_id),
+        ).fetchall()
     return [dict(zip(("logical_date", "state", "start_date", "end_date"), row)) for row in rows]
 
 
@@ -62,8 +74,11 @@ def backfilled(af2):
     root, env = af2["root"], af2["env"]
     airflow2(env, "dags", "backfill", "-s", DATES[0], "-e", DATES[-1], f"zipper_{NAME}")
     merges = task_states(af2, f"zipper_{NAME}", "merge")
-    tables = probe(root / "warehouse", run=[["merge", "dim_ref", "--ds", ds, "--specs", str(root / "ref_specs")]
-                                            for ds in DATES], tables=[f"dw.{NAME}", "dw.dim_ref"])
+    tables = probe(
+        root / "warehouse",
+        run=[["merge", "dim_ref", "--ds", ds, "--specs", str(root / "ref_specs")] for ds in DATES],
+        tables=[f"dw.{NAME}", "dw.dim_ref"],
+    )
     return {"merges": merges, "tables": tables}
 
 
@@ -99,14 +114,21 @@ def failed_date(af2, backfilled):
 
     # without --continue-on-failures the backfill stops at the failed date, and the later dates get no run
     airflow2(env, "dags", "backfill", "--continue-on-failures", "-s", DATES[0], "-e", DATES[-1], dag)  # exits 0
-    failed = {"merges": states("merge"), "gates": states(PREVIOUS_DATE_TASK),
-              "merge_log": log(DATES[1], "merge"), "gate_log": log(DATES[2], PREVIOUS_DATE_TASK)}
+    failed = {
+        "merges": states("merge"),
+        "gates": states(PREVIOUS_DATE_TASK),
+        "merge_log": log(DATES[1], "merge"),
+        "gate_log": log(DATES[2], PREVIOUS_DATE_TASK),
+    }
     write_parquet(af2["stuck"] / "incr" / f"ds={DATES[1]}", INCREMENTS[DATES[1]])  # the fixed file
     airflow2(env, "tasks", "clear", dag, "-s", DATES[1], "-y")
     # the last date alone: its previous date's run is queued, and only a backfill of that date starts it
     alone = airflow2(env, "dags", "backfill", "-s", DATES[2], "-e", DATES[2], dag, check=False, timeout=300)
-    behind = {"exit": alone.returncode, "gates": states(PREVIOUS_DATE_TASK),
-              "gate_log": log(DATES[2], PREVIOUS_DATE_TASK)}
+    behind = {
+        "exit": alone.returncode,
+        "gates": states(PREVIOUS_DATE_TASK),
+        "gate_log": log(DATES[2], PREVIOUS_DATE_TASK),
+    }
     airflow2(env, "tasks", "clear", dag, "-s", DATES[1], "-y")
     airflow2(env, "dags", "backfill", "-s", DATES[1], "-e", DATES[-1], dag)
     table = probe(af2["root"] / "warehouse", tables=[f"dw.{STUCK}"])["tables"][f"dw.{STUCK}"]
@@ -119,8 +141,9 @@ def resume_from(ds: str) -> str:
     return f"airflow tasks clear {dag} -s {ds} -y, then airflow dags backfill -s {ds} -e <last date> {dag}"
 
 
-def test_a_failed_date_fails_the_later_runs_at_once_and_clearing_and_backfilling_from_it_converges(failed_date,
-                                                                                                   backfilled):
+def test_a_failed_date_fails_the_later_runs_at_once_and_clearing_and_backfilling_from_it_converges(
+    failed_date, backfilled
+):
     failed = failed_date["failed"]
     assert failed["merges"] == ["success", "failed", "upstream_failed"]
     assert failed["gates"] == ["success", "success", "failed"]

@@ -46,35 +46,80 @@ def workspace(tmp_path_factory):
     write_spec(specs, BACKFILLED, data)
     write_spec(specs, FIRST, data)
     (specs / "broken.yaml").write_text(
-        "name: broken\ntable: dw.broken\nkeys: []\nsource: {path: /x}\nstart_date: '2024-01-01'\n")
+        "name: broken\ntable: dw.broken\nkeys: []\nsource: {path: /x}\nstart_date: '2024-01-01'\n"
+    )
     write_spec(refs, "dim_ref", data)
     deferred = root / "data_deferred"  # its one date's increment lands only while the sensor waits
     write_parquet(deferred / "base", BASE)
-    write_spec(specs, DEFERRED, deferred, end_date=DATES[0],
-               airflow={"owner": "data-eng", "retries": 0,
-                        "sensor": {"mode": "deferrable", "poke_interval": 2, "timeout": 600}})
+    write_spec(
+        specs,
+        DEFERRED,
+        deferred,
+        end_date=DATES[0],
+        airflow={
+            "owner": "data-eng",
+            "retries": 0,
+            "sensor": {"mode": "deferrable", "poke_interval": 2, "timeout": 600},
+        },
+    )
     stuck = write_sample(root / "stuck")
     write_parquet(stuck / "incr" / f"ds={DATES[1]}", [(1, "ann", "Bergen"), (1, "ann", "Lima")])
-    write_spec(specs, STUCK, stuck,  # a retry would come quickly: the test can see that none does
-               airflow={"owner": "data-eng", "tags": ["test"], "retries": 1, "retry_delay_minutes": 0.02,
-                        "sensor": {"poke_interval": 5, "timeout": 600}})
-    write_spec(specs, LATE, root / "late", end_date=DATES[0],  # its increment never lands
-               airflow={"owner": "data-eng", "retries": 0, "sensor": {"mode": "poke", "poke_interval": 1, "timeout": 3}})
-    write_spec(specs, LATE_RUNS, root / "late_runs", end_date=DATES[1],
-               airflow={"owner": "data-eng", "retries": 0, "sensor": {"mode": "poke", "poke_interval": 1, "timeout": 3}})
+    write_spec(
+        specs,
+        STUCK,
+        stuck,  # a retry would come quickly: the test can see that none does
+        airflow={
+            "owner": "data-eng",
+            "tags": ["test"],
+            "retries": 1,
+            "retry_delay_minutes": 0.02,
+            "sensor": {"poke_interval": 5, "timeout": 600},
+        },
+    )
+    write_spec(
+        specs,
+        LATE,
+        root / "late",
+        end_date=DATES[0],  # its increment never lands
+        airflow={"owner": "data-eng", "retries": 0, "sensor": {"mode": "poke", "poke_interval": 1, "timeout": 3}},
+    )
+    write_spec(
+        specs,
+        LATE_RUNS,
+        root / "late_runs",
+        end_date=DATES[1],
+        airflow={"owner": "data-eng", "retries": 0, "sensor": {"mode": "poke", "poke_interval": 1, "timeout": 3}},
+    )
     held = root / "held"  # the first date's increment only
     write_parquet(held / "base", BASE)
     write_parquet(held / "incr" / f"ds={DATES[0]}", INCREMENTS[DATES[0]])
     # in poke mode (the check is the same `poke` as in reschedule mode): on a loaded machine Airflow's
     # scheduler failed a rescheduled sensor itself ("task state changed externally") before zipper's
     # check ran, with checks 2 s and then 5 s apart, so the test missed its message
-    write_spec(specs, HELD, held, end_date=DATES[1],
-               airflow={"owner": "data-eng", "retries": 0,
-                        "sensor": {"mode": "poke", "poke_interval": 5, "timeout": 900}})
-    write_spec(specs, CANCELLED, write_sample(root / "cancelled"), end_date=DATES[1],
-               airflow={"owner": "data-eng", "retries": 0, "sensor": {"poke_interval": 2, "timeout": 900}})
-    return {"root": root, "data": data, "specs": specs, "refs": refs, "warehouse": root / "warehouse",
-            "deferred": deferred, "stuck": stuck, "held": held}
+    write_spec(
+        specs,
+        HELD,
+        held,
+        end_date=DATES[1],
+        airflow={"owner": "data-eng", "retries": 0, "sensor": {"mode": "poke", "poke_interval": 5, "timeout": 900}},
+    )
+    write_spec(
+        specs,
+        CANCELLED,
+        write_sample(root / "cancelled"),
+        end_date=DATES[1],
+        airflow={"owner": "data-eng", "retries": 0, "sensor": {"poke_interval": 2, "timeout": 900}},
+    )
+    return {
+        "root": root,
+        "data": data,
+        "specs": specs,
+        "refs": refs,
+        "warehouse": root / "warehouse",
+        "deferred": deferred,
+        "stuck": stuck,
+        "held": held,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +139,20 @@ def af3(workspace):
 @pytest.fixture(scope="module")
 def backfilled(af3):
     """`airflow backfill create` over the three dates with max-active-runs 3, run by the scheduler."""
-    af3.cli("backfill", "create", "--dag-id", DAG, "--from-date", DATES[0], "--to-date", DATES[-1],
-            "--max-active-runs", "3", "--reprocess-behavior", "failed")
+    af3.cli(
+        "backfill",
+        "create",
+        "--dag-id",
+        DAG,
+        "--from-date",
+        DATES[0],
+        "--to-date",
+        DATES[-1],
+        "--max-active-runs",
+        "3",
+        "--reprocess-behavior",
+        "failed",
+    )
     af3.cli("dags", "unpause", DAG)  # Airflow 3 queues no task of a paused DAG, backfill or not
     runs = af3.wait_for_runs(DAG, len(DATES), timeout=600)
     return {"runs": runs, "merges": af3.task_instances(DAG, "merge")}
@@ -151,7 +208,7 @@ def test_dags_test_creates_the_table_on_its_first_date(dags_tested, tables):
 
 def test_a_bad_spec_is_an_import_error_of_its_own_file(af3, workspace):
     out = af3.cli("dags", "list-import-errors", "-o", "json", check=False).stdout  # exits 1 when it lists any
-    errors = json.loads(out[out.index("[{"):])
+    errors = json.loads(out[out.index("[{") :])
     broken = str(workspace["specs"] / "broken.yaml")
     assert [e["filepath"] for e in errors] == [broken], errors
     assert "key 'keys'" in errors[0]["error"] and broken in errors[0]["error"]
@@ -166,9 +223,11 @@ def _freeze_data(workspace, label: str) -> str:
 
 
 def _reference_and_table(workspace, ref: str) -> tuple[dict, dict]:
-    result = probe(workspace["warehouse"],
-                   run=[["merge", ref, "--ds", ds, "--specs", str(workspace["refs"])] for ds in DATES],
-                   tables=[f"dw.{BACKFILLED}", f"dw.{ref}"])
+    result = probe(
+        workspace["warehouse"],
+        run=[["merge", ref, "--ds", ds, "--specs", str(workspace["refs"])] for ds in DATES],
+        tables=[f"dw.{BACKFILLED}", f"dw.{ref}"],
+    )
     assert result["exits"] == [0] * len(DATES)
     return result["tables"][f"dw.{BACKFILLED}"], result["tables"][f"dw.{ref}"]
 
@@ -185,9 +244,15 @@ def test_clearing_a_past_merge_replays_it(af3, workspace, backfilled, with_futur
     af3.cli("tasks", "clear", DAG, "-t", "merge", "-d", "-s", DATES[1], "-e", last, "-y")
     cleared = [m for m in af3.task_instances(DAG, "merge") if DATES[1] <= m["logical_date"][:10] <= last]
     assert len(cleared) == (2 if with_future else 1)
-    af3.wait_until(lambda: all(m["state"] == "success" and m["try_number"] > before[m["run_id"]]
-                               for m in af3.task_instances(DAG, "merge") if m["run_id"] in {c["run_id"] for c in cleared}),
-                   600, "the cleared merges")
+    af3.wait_until(
+        lambda: all(
+            m["state"] == "success" and m["try_number"] > before[m["run_id"]]
+            for m in af3.task_instances(DAG, "merge")
+            if m["run_id"] in {c["run_id"] for c in cleared}
+        ),
+        600,
+        "the cleared merges",
+    )
     table, reference = _reference_and_table(workspace, ref)
     assert table["rows"] == reference["rows"] and table["partitions"] == reference["partitions"]
 
@@ -212,16 +277,22 @@ def test_a_deferrable_sensor_waits_in_the_triggerer_until_the_increment_lands(af
         return waits[0]["state"] if waits else None
 
     af3.wait_until(lambda: sensor_state() == "deferred", 300, "the sensor to defer")
-    triggers = af3.query("SELECT t.classpath FROM trigger t JOIN task_instance ti ON ti.trigger_id = t.id"
-                         " WHERE ti.dag_id = ? AND ti.task_id = 'wait_for_increment'", dag)
+    triggers = af3.query(
+        "SELECT t.classpath FROM trigger t JOIN task_instance ti ON ti.trigger_id = t.id"
+        " WHERE ti.dag_id = ? AND ti.task_id = 'wait_for_increment'",
+        dag,
+    )
     assert triggers == [("zipper.airflow.triggers.IncrementTrigger",)]
     assert af3.task_instances(dag, "merge")[0]["state"] in (None, "none", "scheduled")  # nothing ran yet
 
     # Land the file only once the scheduler has drained the executor's event for the deferring
     # attempt: a trigger that fires before that meets Airflow's race (apache/airflow#72716), where
     # the stale "success" finds the task queued again and fails it.
-    af3.wait_until(lambda: _scheduler_saw_exit(af3, dag, "wait_for_increment"), 120,
-                   "the scheduler to process the deferring attempt's exit")
+    af3.wait_until(
+        lambda: _scheduler_saw_exit(af3, dag, "wait_for_increment"),
+        120,
+        "the scheduler to process the deferring attempt's exit",
+    )
     write_parquet(workspace["deferred"] / "incr" / f"ds={DATES[0]}", INCREMENTS[DATES[0]])
     runs = af3.wait_for_runs(dag, 1, timeout=600)
     assert runs[0]["state"] == "success"
@@ -234,8 +305,9 @@ def test_a_deferrable_sensor_waits_in_the_triggerer_until_the_increment_lands(af
 
 def _scheduler_saw_exit(af3, dag: str, task: str) -> bool:
     log = (af3.home / "scheduler.out").read_text(errors="replace")
-    return any("Received executor event" in line and f"'{dag}'" in line and f"'{task}'" in line
-               for line in log.splitlines())
+    return any(
+        "Received executor event" in line and f"'{dag}'" in line and f"'{task}'" in line for line in log.splitlines()
+    )
 
 
 def test_a_failed_date_fails_the_later_runs_at_once_and_clearing_it_with_them_converges(af3, workspace, backfilled):
@@ -253,7 +325,10 @@ def test_a_failed_date_fails_the_later_runs_at_once_and_clearing_it_with_them_co
     assert [g["state"] for g in af3.task_instances(dag, "wait_for_previous_date")] == ["success", "success", "failed"]
     logs = af3.home / "logs" / f"dag_id={dag}"
     gate_log = "".join(p.read_text() for p in logs.glob("run_id=*/task_id=wait_for_previous_date/attempt=*.log"))
-    assert f"the merge of the previous date {DATES[1]}" in gate_log and f"airflow tasks clear {dag} -s {DATES[1]} -y" in gate_log
+    assert (
+        f"the merge of the previous date {DATES[1]}" in gate_log
+        and f"airflow tasks clear {dag} -s {DATES[1]} -y" in gate_log
+    )
     merge_log = "".join(p.read_text() for p in logs.glob("run_id=*/task_id=merge/attempt=*.log"))
     # the task fails with the job's own line (what the UI and alerts show), not spark-submit's command
     assert f"dw.{STUCK} {DATES[1]}: " in merge_log
@@ -273,9 +348,11 @@ def test_a_failed_date_fails_the_later_runs_at_once_and_clearing_it_with_them_co
     af3.wait_until(lambda: states() == ["success"] * 3, 600, "the cleared runs to succeed")
     assert_serial(af3.task_instances(dag, "merge"))
     write_spec(workspace["refs"], "ref_stuck", workspace["stuck"])  # the same inputs, merged by daily commands
-    result = probe(workspace["warehouse"], run=[["merge", "ref_stuck", "--ds", ds, "--specs", str(workspace["refs"])]
-                                                for ds in DATES],
-                   tables=[f"dw.{STUCK}", "dw.ref_stuck"])
+    result = probe(
+        workspace["warehouse"],
+        run=[["merge", "ref_stuck", "--ds", ds, "--specs", str(workspace["refs"])] for ds in DATES],
+        tables=[f"dw.{STUCK}", "dw.ref_stuck"],
+    )
     assert result["exits"] == [0] * len(DATES)
     assert result["tables"][f"dw.{STUCK}"]["rows"] == result["tables"]["dw.ref_stuck"]["rows"]
 
@@ -300,12 +377,17 @@ def test_a_past_date_queued_behind_a_later_run_fails_that_run_instead_of_waiting
     def gate(run: int) -> dict:
         return af3.task_instances(dag, "wait_for_previous_date")[run]
 
-    af3.wait_until(lambda: af3.task_instances(dag, "merge")[1]["state"] == "success", 600,
-                   "the cleared past date to run (not held behind the later run)")
+    af3.wait_until(
+        lambda: af3.task_instances(dag, "merge")[1]["state"] == "success",
+        600,
+        "the cleared past date to run (not held behind the later run)",
+    )
     assert gate(2)["state"] == "failed"
     logs = af3.home / "logs" / f"dag_id={dag}"
-    gate_log = "".join(p.read_text() for p in logs.glob(f"run_id={af3.dag_runs(dag)[2]['run_id']}"
-                                                            "/task_id=wait_for_previous_date/attempt=*.log"))
+    gate_log = "".join(
+        p.read_text()
+        for p in logs.glob(f"run_id={af3.dag_runs(dag)[2]['run_id']}/task_id=wait_for_previous_date/attempt=*.log")
+    )
     assert f"the run of the previous date {DATES[1]}" in gate_log and "is queued behind this one" in gate_log
     assert f"airflow tasks clear {dag} -s {DATES[2]} -y" in gate_log
     af3.cli("tasks", "clear", dag, "-s", DATES[2], "-y")
@@ -319,10 +401,13 @@ def test_a_sensor_that_times_out_names_the_increment_it_waited_for(af3, workspac
     result = af3.cli("tasks", "test", f"zipper_{LATE}", "wait_for_increment", DATES[0], check=False, timeout=300)
     output = result.stdout + result.stderr
     assert "new_state=failed" in output  # `tasks test` exits 0 on Airflow 3.3 whatever the task did
-    assert (f"dw.{LATE}: the increment of {DATES[0]} did not land within the sensor's timeout of 3 s:"
-            f" {workspace['root'] / 'late' / 'incr' / f'ds={DATES[0]}'} (") in output
-    assert ("Once it is there, clear this run and every later one:"
-            f" airflow tasks clear zipper_{LATE} -s {DATES[0]} -y") in output
+    assert (
+        f"dw.{LATE}: the increment of {DATES[0]} did not land within the sensor's timeout of 3 s:"
+        f" {workspace['root'] / 'late' / 'incr' / f'ds={DATES[0]}'} ("
+    ) in output
+    assert (
+        f"Once it is there, clear this run and every later one: airflow tasks clear zipper_{LATE} -s {DATES[0]} -y"
+    ) in output
 
 
 def test_a_run_after_a_sensor_timeout_says_the_previous_increment_never_landed(af3, workspace):
@@ -331,15 +416,22 @@ def test_a_run_after_a_sensor_timeout_says_the_previous_increment_never_landed(a
     dag = f"zipper_{LATE_RUNS}"
     af3.wait_for_dags([dag])
     af3.cli("dags", "unpause", dag)
-    af3.wait_until(lambda: [r["state"] for r in af3.dag_runs(dag)] == ["failed", "failed"], 300,
-                   "both runs to fail (no increment ever lands)")
+    af3.wait_until(
+        lambda: [r["state"] for r in af3.dag_runs(dag)] == ["failed", "failed"],
+        300,
+        "both runs to fail (no increment ever lands)",
+    )
     assert [t["state"] for t in af3.task_instances(dag, "merge")] == ["upstream_failed", "upstream_failed"]
     assert [t["state"] for t in af3.task_instances(dag, "wait_for_increment")] == ["failed", "upstream_failed"]
     logs = af3.home / "logs" / f"dag_id={dag}"
-    gate_log = "".join(p.read_text() for p in logs.glob(f"run_id={af3.dag_runs(dag)[1]['run_id']}"
-                                                            "/task_id=wait_for_previous_date/attempt=*.log"))
-    assert (f"the merge of the previous date {DATES[0]} (run {af3.dag_runs(dag)[0]['run_id']}) did not run:"
-            " its wait_for_increment failed") in gate_log
+    gate_log = "".join(
+        p.read_text()
+        for p in logs.glob(f"run_id={af3.dag_runs(dag)[1]['run_id']}/task_id=wait_for_previous_date/attempt=*.log")
+    )
+    assert (
+        f"the merge of the previous date {DATES[0]} (run {af3.dag_runs(dag)[0]['run_id']}) did not run:"
+        " its wait_for_increment failed"
+    ) in gate_log
     assert f"airflow tasks clear {dag} -s {DATES[0]} -y" in gate_log
 
 
@@ -357,8 +449,10 @@ def test_a_past_merge_cleared_while_the_next_run_waits_for_its_increment_stops_t
         return [t["state"] for t in af3.task_instances(dag, task)]
 
     def held_in_its_sensor() -> bool:
-        return (states("merge")[:1] == ["success"]
-                and states("wait_for_increment")[1:] in (["up_for_reschedule"], ["running"]))
+        return states("merge")[:1] == ["success"] and states("wait_for_increment")[1:] in (
+            ["up_for_reschedule"],
+            ["running"],
+        )
 
     af3.wait_until(held_in_its_sensor, 600, "the second run to wait for its increment")
     af3.cli("tasks", "clear", dag, "-t", "merge", "-s", DATES[0], "-e", DATES[0], "-y")
@@ -368,8 +462,9 @@ def test_a_past_merge_cleared_while_the_next_run_waits_for_its_increment_stops_t
     def runs() -> list[str]:
         return [r["state"] for r in af3.dag_runs(dag)]
 
-    af3.wait_until(lambda: runs() == ["success", "failed"], 600,
-                   "the cleared date to merge again and the later run to stop")
+    af3.wait_until(
+        lambda: runs() == ["success", "failed"], 600, "the cleared date to merge again and the later run to stop"
+    )
     assert states("wait_for_increment") == ["success", "failed"]
     assert states("merge") == ["success", "upstream_failed"]
     later_run = af3.dag_runs(dag)[1]["run_id"]
@@ -389,8 +484,9 @@ def _api(af3, method: str, path: str, body: dict | None = None) -> dict:
 
     def call(url: str, payload: dict, verb: str, token: str | None = None) -> dict:
         headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
-        request = urllib.request.Request(f"http://localhost:{af3.port}{url}", data=json.dumps(payload).encode(),
-                                         headers=headers, method=verb)
+        request = urllib.request.Request(
+            f"http://localhost:{af3.port}{url}", data=json.dumps(payload).encode(), headers=headers, method=verb
+        )
         with urllib.request.urlopen(request, timeout=60) as reply:
             return json.loads(reply.read() or b"{}")
 
@@ -404,8 +500,18 @@ def test_a_run_waiting_for_a_stranded_run_of_a_cancelled_backfill_says_how_to_re
     waits, and its log says what resolves it if that backfill was cancelled. Doing so converges."""
     dag = f"zipper_{CANCELLED}"
     af3.wait_for_dags([dag])  # paused: the backfill's run cannot start before it is cancelled
-    af3.cli("backfill", "create", "--dag-id", dag, "--from-date", DATES[0], "--to-date", DATES[0],
-            "--reprocess-behavior", "failed")
+    af3.cli(
+        "backfill",
+        "create",
+        "--dag-id",
+        dag,
+        "--from-date",
+        DATES[0],
+        "--to-date",
+        DATES[0],
+        "--reprocess-behavior",
+        "failed",
+    )
     backfill_id = af3.query("SELECT max(id) FROM backfill WHERE dag_id = ?", dag)[0][0]
     _api(af3, "PUT", f"/api/v2/backfills/{backfill_id}/cancel")
     assert [r["state"] for r in af3.dag_runs(dag)] == ["failed"]  # the cancel fails its queued runs
@@ -421,16 +527,31 @@ def test_a_run_waiting_for_a_stranded_run_of_a_cancelled_backfill_says_how_to_re
 
     af3.wait_until(lambda: "apache/airflow#72337" in gate_log(), 300, "the second date's gate to say why it waits")
     assert runs() == [("backfill", "queued"), ("scheduled", "running")]
-    assert (f"airflow backfill create --dag-id {dag} --from-date {DATES[0]} --to-date <the last of their dates>"
-            " --reprocess-behavior failed") in gate_log()
+    assert (
+        f"airflow backfill create --dag-id {dag} --from-date {DATES[0]} --to-date <the last of their dates>"
+        " --reprocess-behavior failed"
+    ) in gate_log()
 
     stranded = af3.dag_runs(dag)[0]["run_id"]
     _api(af3, "PATCH", f"/api/v2/dags/{dag}/dagRuns/{stranded}", {"state": "failed"})  # "mark failed" in the UI
     assert "once the scheduler has closed that backfill" in gate_log()
     # the scheduler closes the backfill once none of its runs is left unfinished; a create before that is refused
-    af3.wait_until(lambda: af3.query("SELECT completed_at FROM backfill WHERE id = ?", backfill_id)[0][0] is not None,
-                   300, "the scheduler to close the cancelled backfill")
-    af3.cli("backfill", "create", "--dag-id", dag, "--from-date", DATES[0], "--to-date", DATES[0],
-            "--reprocess-behavior", "failed")
+    af3.wait_until(
+        lambda: af3.query("SELECT completed_at FROM backfill WHERE id = ?", backfill_id)[0][0] is not None,
+        300,
+        "the scheduler to close the cancelled backfill",
+    )
+    af3.cli(
+        "backfill",
+        "create",
+        "--dag-id",
+        dag,
+        "--from-date",
+        DATES[0],
+        "--to-date",
+        DATES[0],
+        "--reprocess-behavior",
+        "failed",
+    )
     af3.wait_until(lambda: [state for _, state in runs()] == ["success", "success"], 600, "both dates to merge")
     assert_serial(af3.task_instances(dag, "merge"))

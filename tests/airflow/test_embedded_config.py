@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from tests.airflow.support import AIRFLOW2_VENV, minimal_env
-from zipper.devtools import local_airflow
 from zipper.airflow.environment import REPO
+from zipper.devtools import local_airflow
 from zipper.devtools.airflow_home import render_config
 from zipper.devtools.local_airflow import LocalAirflow
 
@@ -75,9 +75,17 @@ def test_rendered_config_makes_airflow_wait_out_a_held_lock_on_both_versions(tmp
         holder = sqlite3.connect(Path(env["AIRFLOW_HOME"]) / "airflow.db", isolation_level=None)
         holder.execute("BEGIN IMMEDIATE")
         holders.append(holder)
-    probes = {name: subprocess.Popen([env["ZIPPER_PYTHON"], "-c", PROBE], env=env, cwd=REPO,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-              for name, env in homes.items()}
+    probes = {
+        name: subprocess.Popen(
+            [env["ZIPPER_PYTHON"], "-c", PROBE],
+            env=env,
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name, env in homes.items()
+    }
     try:
         for probe in probes.values():
             while (line := probe.stdout.readline()) and not line.startswith("WRITING"):
@@ -159,10 +167,19 @@ def test_two_embedded_airflows_on_one_machine_each_serve_their_logs(tmp_path):
         homes[name] = {**env, "AIRFLOW_HOME": str(home)}
     for name in ("local_a", "local_b"):  # LocalAirflow: the demo and the end-to-end tests
         homes[name] = LocalAirflow(tmp_path / name, minimal_env(tmp_path / name, tmp_path, tmp_path)).env
-    probes = {name: subprocess.Popen([sys.executable, "-c", LOG_SERVERS], env=home_env, cwd=REPO,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, start_new_session=True)
-              for name, home_env in homes.items()}
+    probes = {
+        name: subprocess.Popen(
+            [sys.executable, "-c", LOG_SERVERS],
+            env=home_env,
+            cwd=REPO,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        for name, home_env in homes.items()
+    }
     try:
         ports = {}
         for name, probe in probes.items():

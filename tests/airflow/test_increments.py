@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from zipper.airflow.increments import ( CHECKS, ExternalMetastore, check_files, check_increment, check_landing_zone, partition_dir, )
+from zipper.airflow.increments import (
+    CHECKS,
+    ExternalMetastore,
+    check_files,
+    check_increment,
+    check_landing_zone,
+    partition_dir,
+)
 from zipper.tablespec.loader import load_spec_file
 
 DS = dt.date(2024, 1, 2)
@@ -19,8 +26,11 @@ DS = dt.date(2024, 1, 2)
 def spec_at(folder: Path, source: dict, name: str = "dim"):
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump({"name": name, "table": f"dw.{name}", "keys": ["id"], "source": source,
-                                    "start_date": "2024-01-01"}))
+    path.write_text(
+        yaml.safe_dump(
+            {"name": name, "table": f"dw.{name}", "keys": ["id"], "source": source, "start_date": "2024-01-01"}
+        )
+    )
     return load_spec_file(path), path
 
 
@@ -53,7 +63,9 @@ def test_a_file_uri_is_looked_for_on_the_local_disk_in_either_spelling(tmp_path,
 
 def test_table_partition_is_its_directory_under_the_embedded_warehouse(tmp_path, monkeypatch):
     monkeypatch.delenv("ZIPPER_METASTORE", raising=False)
-    spec, _ = spec_at(tmp_path, {"format": "table", "table": "ods.user_inc", "partition": "ds = '{{ ds }}' AND src = 'a:b'"})
+    spec, _ = spec_at(
+        tmp_path, {"format": "table", "table": "ods.user_inc", "partition": "ds = '{{ ds }}' AND src = 'a:b'"}
+    )
     warehouse = tmp_path / "warehouse"
     assert not check_increment(spec, DS, warehouse).ready
     expected = warehouse / "ods.db" / "user_inc" / "ds=2024-01-02" / "src=a%3Ab"
@@ -164,14 +176,17 @@ def waiting_sensor(tmp_path, **options):
     from zipper.airflow.sensors import ZipperIncrementSensor
 
     _, path = spec_at(tmp_path, {"path": str(tmp_path / "in" / "ds={{ ds }}")})
-    return ZipperIncrementSensor(task_id="wait_for_increment", spec_path=str(path), ds="2024-01-02",
-                                 poke_interval=0, timeout=0, **options)
+    return ZipperIncrementSensor(
+        task_id="wait_for_increment", spec_path=str(path), ds="2024-01-02", poke_interval=0, timeout=0, **options
+    )
 
 
-EXPECTED_TIMEOUT = ("dw.dim: the increment of 2024-01-02 did not land within the sensor's timeout of 0 s:"
-                    " {path} ({why}). Once it is there, clear this run and every later one:"
-                    " airflow tasks clear zipper_dim -s 2024-01-02"
-                    " -y (UI: clear this run's merge task with Upstream and Future)")
+EXPECTED_TIMEOUT = (
+    "dw.dim: the increment of 2024-01-02 did not land within the sensor's timeout of 0 s:"
+    " {path} ({why}). Once it is there, clear this run and every later one:"
+    " airflow tasks clear zipper_dim -s 2024-01-02"
+    " -y (UI: clear this run's merge task with Upstream and Future)"
+)
 
 
 def test_a_sensor_timeout_names_table_date_path_and_the_clear_that_resumes(tmp_path):
@@ -205,8 +220,10 @@ def test_a_deferred_check_that_failed_names_the_table_date_spec_and_the_reason(t
     event = {"status": "error", "message": "RuntimeError: cannot check nosuchfs://in/ds=2024-01-02:\n  no fsspec"}
     with pytest.raises(AirflowException) as raised:
         sensor.execute_complete(sensor_context(), event)
-    assert str(raised.value) == (f"dw.dim (spec {sensor.spec_path}): cannot check the increment of 2024-01-02:"
-                                 " RuntimeError: cannot check nosuchfs://in/ds=2024-01-02: no fsspec")
+    assert str(raised.value) == (
+        f"dw.dim (spec {sensor.spec_path}): cannot check the increment of 2024-01-02:"
+        " RuntimeError: cannot check nosuchfs://in/ds=2024-01-02: no fsspec"
+    )
 
 
 def test_a_deferred_check_of_a_spec_that_no_longer_loads_names_the_spec_file(tmp_path):
@@ -217,5 +234,6 @@ def test_a_deferred_check_of_a_spec_that_no_longer_loads_names_the_spec_file(tmp
     event = {"status": "error", "message": "SpecError: the spec does not parse"}
     with pytest.raises(AirflowException) as raised:
         sensor.execute_complete(sensor_context(), event)
-    assert str(raised.value) == (f"{sensor.spec_path}: cannot check the increment of 2024-01-02:"
-                                 " SpecError: the spec does not parse")
+    assert str(raised.value) == (
+        f"{sensor.spec_path}: cannot check the increment of 2024-01-02: SpecError: the spec does not parse"
+    )

@@ -13,10 +13,10 @@ import pyspark
 import pytest
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+from tests.jvm import QUICK_JIT
 from zipper.airflow.compat import AirflowException, AirflowFailException
 from zipper.airflow.hooks import ZipperSparkSubmitHook
 from zipper.airflow.operators import ZipperMergeOperator, ZipperRerunOperator, describe, rerun_args
-from tests.jvm import QUICK_JIT
 from zipper.core.reports import REPORT_PREFIX
 from zipper.runtime.session import LOG_CONFIG
 
@@ -34,8 +34,13 @@ def spark_default_is_yarn(monkeypatch):
 
 
 def command(**hook_args) -> tuple[ZipperSparkSubmitHook, list[str]]:
-    hook = ZipperSparkSubmitHook(conn_id="zipper_spark", conf={"spark.sql.session.timeZone": "UTC"},
-                                 application_args=ARGS, name="zipper-merge-dim", **hook_args)
+    hook = ZipperSparkSubmitHook(
+        conn_id="zipper_spark",
+        conf={"spark.sql.session.timeZone": "UTC"},
+        application_args=ARGS,
+        name="zipper-merge-dim",
+        **hook_args,
+    )
     return hook, hook._build_spark_submit_command(APP)
 
 
@@ -44,11 +49,24 @@ def test_without_the_connection_the_job_runs_on_the_embedded_default():
     # When the command is built
     hook, argv = command()
     # Then: local[*], the spark-submit beside this Python, this Python for driver and workers
-    assert argv == [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[*]",
-                    "--conf", "spark.sql.session.timeZone=UTC", "--name", "zipper-merge-dim", APP, *ARGS]
+    assert argv == [
+        str(Path(sys.executable).parent / "spark-submit"),
+        "--master",
+        "local[*]",
+        "--conf",
+        "spark.sql.session.timeZone=UTC",
+        "--name",
+        "zipper-merge-dim",
+        APP,
+        *ARGS,
+    ]
     assert hook.embedded
-    assert hook.local_environment() == {"SPARK_HOME": PYSPARK_HOME, "PYSPARK_DRIVER_PYTHON": sys.executable,
-                                        "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    assert hook.local_environment() == {
+        "SPARK_HOME": PYSPARK_HOME,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
 
 
 def test_zipper_spark_master_overrides_the_embedded_master(monkeypatch):
@@ -63,14 +81,18 @@ def test_a_standalone_connection_is_used_unchanged(monkeypatch):
     hook, argv = command()
     # Then its master and deploy mode; executors' Python is the cluster's business
     assert argv[1:3] == ["--master", "spark://spark-master:7077"]
-    assert argv[-len(ARGS) - 3:-len(ARGS) - 1] == ["--deploy-mode", "client"]
-    assert not hook.embedded and hook.local_environment() == {"SPARK_HOME": PYSPARK_HOME,
-                                                              "PYSPARK_DRIVER_PYTHON": sys.executable}
+    assert argv[-len(ARGS) - 3 : -len(ARGS) - 1] == ["--deploy-mode", "client"]
+    assert not hook.embedded and hook.local_environment() == {
+        "SPARK_HOME": PYSPARK_HOME,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+    }
 
 
 def test_a_yarn_cluster_connection_is_used_unchanged(monkeypatch):
-    monkeypatch.setenv("AIRFLOW_CONN_ZIPPER_SPARK",
-                       json.dumps({"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "cluster", "queue": "etl"}}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_ZIPPER_SPARK",
+        json.dumps({"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "cluster", "queue": "etl"}}),
+    )
     hook, argv = command(env_vars={"ZIPPER_SPECS": "/specs"})
     assert argv[1:3] == ["--master", "yarn"]
     assert "spark.yarn.appMasterEnv.ZIPPER_SPECS=/specs" in argv
@@ -110,8 +132,10 @@ def test_a_log_configuration_in_the_spark_conf_wins_over_zippers(monkeypatch, tm
     job = tmp_path / "log_config.py"
     job.write_text(LOG_CONFIG_JOB)
     own = tmp_path / "own-log4j2.properties"
-    own.write_text("rootLogger.level = info\nrootLogger.appenderRef.stderr.ref = console\n"
-                   "appender.console.type = Console\nappender.console.name = console\n")
+    own.write_text(
+        "rootLogger.level = info\nrootLogger.appenderRef.stderr.ref = console\n"
+        "appender.console.type = Console\nappender.console.name = console\n"
+    )
     monkeypatch.setenv("ZIPPER_METASTORE", "external")
     monkeypatch.setenv("SPARK_SUBMIT_OPTS", QUICK_JIT)
     for key in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP"):
@@ -140,9 +164,13 @@ def test_the_line_a_failed_job_ends_with_is_kept_for_the_task_failure():
     hook, _ = command()
     assert hook.failure is None
     reason = "dw.dim 2024-01-02: the same key twice in the increment: user_id=1"
-    lines = ["zipper: no class data sharing archive; Spark drivers start without it\n",
-             "25/01/01 ERROR Executor: Exception in task 0.0\n", "\tat org.apache.spark.Foo(Foo.scala:1)\n",
-             f"zipper: error: {reason}\n", "25/01/01 INFO ShutdownHookManager: Shutdown hook called\n"]
+    lines = [
+        "zipper: no class data sharing archive; Spark drivers start without it\n",
+        "25/01/01 ERROR Executor: Exception in task 0.0\n",
+        "\tat org.apache.spark.Foo(Foo.scala:1)\n",
+        f"zipper: error: {reason}\n",
+        "25/01/01 INFO ShutdownHookManager: Shutdown hook called\n",
+    ]
     hook._process_spark_submit_log(iter(lines))
     assert hook.failure == reason and hook.reports == []
     assert not hook.final_failure  # no report line: a Spark failure, say; retried as before
@@ -154,8 +182,12 @@ REASON = "dw.dim 2024-01-02: increment /data/ds=2024-01-02 has keys ['id'] more 
 def failed_job_lines(final: bool) -> list[str]:
     """What a job run with --json-report prints when it fails: its failure report, then the error line."""
     report = {"failed": True, "final": final, "error": REASON}
-    return ["25/01/01 INFO SparkContext: Running Spark version 4.2.0\n", REPORT_PREFIX + json.dumps(report) + "\n",
-            f"zipper: error: {REASON}\n", "25/01/01 INFO ShutdownHookManager: Shutdown hook called\n"]
+    return [
+        "25/01/01 INFO SparkContext: Running Spark version 4.2.0\n",
+        REPORT_PREFIX + json.dumps(report) + "\n",
+        f"zipper: error: {REASON}\n",
+        "25/01/01 INFO ShutdownHookManager: Shutdown hook called\n",
+    ]
 
 
 def test_a_failure_the_job_calls_final_is_marked_and_kept_out_of_the_reports():
@@ -172,14 +204,14 @@ def test_a_failure_the_job_calls_retryable_is_not_marked_final():
 
 def failed_task(monkeypatch, operator, lines: list[str]) -> AirflowException:
     """The exception `operator.execute` ends with when spark-submit prints `lines` and fails."""
+
     def spark_submit(self, context):
         self._hook = self._get_hook()
         self._hook._process_spark_submit_log(iter(lines))
         raise AirflowException("Cannot execute: spark-submit ...")
 
     monkeypatch.setattr(SparkSubmitOperator, "execute", spark_submit)
-    context = {"dag": SimpleNamespace(dag_id="zipper_dim"), "ds": "2024-01-02",
-               "params": {"from_date": "2024-01-02"}}
+    context = {"dag": SimpleNamespace(dag_id="zipper_dim"), "ds": "2024-01-02", "params": {"from_date": "2024-01-02"}}
     with pytest.raises(AirflowException) as raised:
         operator.execute(context)
     return raised.value
@@ -194,7 +226,8 @@ def test_a_final_failure_fails_the_merge_without_retry_and_says_what_clears_it(m
         f"{REASON} (the zipper job failed; its log is above, Spark's in {tmp_path}/logs/spark-*.log). Not retried:"
         " another try would fail the same way. Fix the cause (the input, the spec, or what the message asks for), then"
         " clear this run and every later one: airflow tasks clear zipper_dim -s 2024-01-02 -y"
-        " (UI: clear this merge task with Upstream and Future)")
+        " (UI: clear this merge task with Upstream and Future)"
+    )
 
 
 def test_a_retryable_failure_keeps_the_tasks_retries(monkeypatch, tmp_path):
@@ -210,31 +243,45 @@ def test_a_final_failure_of_a_rerun_is_not_retried_either(monkeypatch, tmp_path)
     rerun = ZipperRerunOperator(task_id="rerun", table="dw.dim", table_name="dim", specs_dir=str(tmp_path))
     error = failed_task(monkeypatch, rerun, failed_job_lines(final=True))
     assert isinstance(error, AirflowFailException)
-    assert str(error).endswith("Not retried: another try would fail the same way. Fix the cause (the input, the spec,"
-                               " or what the message asks for), then clear this task, or trigger zipper_dim again"
-                               " with the same params")
+    assert str(error).endswith(
+        "Not retried: another try would fail the same way. Fix the cause (the input, the spec,"
+        " or what the message asks for), then clear this task, or trigger zipper_dim again"
+        " with the same params"
+    )
     assert rerun.application_args[-1] == "--json-report"  # the job reports whether its failure is final
 
 
 def test_rerun_arguments_come_from_the_trigger_form():
     assert rerun_args("dim", {"from_date": "2024-01-02", "to_date": None}, table="dw.dim") == [
-        "rerun", "dim", "--from", "2024-01-02", "--json-report"]
-    assert rerun_args("dim", {"from_date": "2024-01-02", "to_date": "2024-01-05", "uncommit_later": False},
-                      table="dw.dim") == ["rerun", "dim", "--from", "2024-01-02", "--to", "2024-01-05", "--json-report"]
-    assert rerun_args("dim", {"from_date": "2024-01-02", "to_date": "2024-01-03", "uncommit_later": True},
-                      table="dw.dim") == [
-        "rerun", "dim", "--from", "2024-01-02", "--to", "2024-01-03", "--uncommit-later", "--json-report"]
+        "rerun",
+        "dim",
+        "--from",
+        "2024-01-02",
+        "--json-report",
+    ]
+    assert rerun_args(
+        "dim", {"from_date": "2024-01-02", "to_date": "2024-01-05", "uncommit_later": False}, table="dw.dim"
+    ) == ["rerun", "dim", "--from", "2024-01-02", "--to", "2024-01-05", "--json-report"]
+    assert rerun_args(
+        "dim", {"from_date": "2024-01-02", "to_date": "2024-01-03", "uncommit_later": True}, table="dw.dim"
+    ) == ["rerun", "dim", "--from", "2024-01-02", "--to", "2024-01-03", "--uncommit-later", "--json-report"]
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"from_date": "", "to_date": None}, "rerun param 'from_date' is required (YYYY-MM-DD)"),
-    ({}, "rerun param 'from_date' is required (YYYY-MM-DD)"),
-    ({"from_date": "2024-01-02", "to_date": "2024-02-30"},
-     "rerun param 'to_date': '2024-02-30' is not a date (YYYY-MM-DD)"),
-    ({"from_date": "20240102"}, "rerun param 'from_date': '20240102' is not a date (YYYY-MM-DD)"),
-])
-def test_a_bad_trigger_param_is_refused_naming_the_table_before_any_spark_starts(monkeypatch, tmp_path, params,
-                                                                                    message):
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"from_date": "", "to_date": None}, "rerun param 'from_date' is required (YYYY-MM-DD)"),
+        ({}, "rerun param 'from_date' is required (YYYY-MM-DD)"),
+        (
+            {"from_date": "2024-01-02", "to_date": "2024-02-30"},
+            "rerun param 'to_date': '2024-02-30' is not a date (YYYY-MM-DD)",
+        ),
+        ({"from_date": "20240102"}, "rerun param 'from_date': '20240102' is not a date (YYYY-MM-DD)"),
+    ],
+)
+def test_a_bad_trigger_param_is_refused_naming_the_table_before_any_spark_starts(
+    monkeypatch, tmp_path, params, message
+):
     """On call sees the rerun task's error in an alert: like every zipper error it names the table, in one line,
     and says that nothing was changed (no spark-submit ran)."""
     monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
@@ -281,4 +328,5 @@ def test_an_audit_without_a_report_names_the_table_the_date_and_the_status_comma
     assert warnings[-1:] == [  # (Airflow's own warning first: execute called outside a task runner)
         "dw.dim_user 2024-01-02: the merge job printed no report: it did not run (a merge marked success by hand),"
         " or ran in cluster deploy mode, which keeps the driver's output on the cluster; `zipper status dim_user`"
-        " shows whether 2024-01-02 is committed"]
+        " shows whether 2024-01-02 is committed"
+    ]

@@ -66,7 +66,9 @@ def wait_for_jvms(root: Path, timeout: float = 90) -> None:
         alive = []
         for proc in psutil.process_iter(["cmdline"]):
             try:
-                if any(marker in part for part in (proc.info["cmdline"] or [])) and "java" in " ".join(proc.info["cmdline"][:1]):
+                if any(marker in part for part in (proc.info["cmdline"] or [])) and "java" in " ".join(
+                    proc.info["cmdline"][:1]
+                ):
                     alive.append(proc)
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
@@ -78,8 +80,12 @@ def wait_for_jvms(root: Path, timeout: float = 90) -> None:
 
 def zipper(root: Path, *args: str, timeout: float = 300, **extra_env) -> subprocess.CompletedProcess:
     result = subprocess.run(
-        [str(BIN / "zipper"), *args], env=env_for(root, **extra_env), capture_output=True, text=True,
-        timeout=timeout, cwd=root,
+        [str(BIN / "zipper"), *args],
+        env=env_for(root, **extra_env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=root,
     )
     wait_for_jvms(root)
     return result
@@ -88,9 +94,13 @@ def zipper(root: Path, *args: str, timeout: float = 300, **extra_env) -> subproc
 def probe(root: Path, table: str, *zipper_args: str, timeout: float = 300) -> dict:
     result = subprocess.run(
         [sys.executable, str(Path(__file__).with_name("table_probe.py")), str(root / "warehouse"), table, *zipper_args],
-        env=env_for(root), capture_output=True, text=True, timeout=timeout, cwd=root,
+        env=env_for(root),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=root,
     )
     wait_for_jvms(root)
     lines = [line for line in result.stdout.splitlines() if line.startswith("PROBE ")]
     assert result.returncode == 0 and lines, result.stderr[-3000:]
-    return json.loads(lines[-1][len("PROBE "):])
+    return json.loads(lines[-1][len("PROBE ") :])

@@ -20,8 +20,12 @@ def plain_session(warehouse: str, metastore_uri: str | None = None):
     from pyspark.sql import SparkSession
 
     metastore = (
-        ("spark.hadoop.hive.metastore.uris", metastore_uri) if metastore_uri else
-        ("spark.hadoop.javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={warehouse}/metastore_db;create=true")
+        ("spark.hadoop.hive.metastore.uris", metastore_uri)
+        if metastore_uri
+        else (
+            "spark.hadoop.javax.jdo.option.ConnectionURL",
+            f"jdbc:derby:;databaseName={warehouse}/metastore_db;create=true",
+        )
     )
     return (
         SparkSession.builder.master("local[2]")
@@ -40,9 +44,7 @@ def snapshot(spark, table: str) -> dict:
         return {"exists": False}
     spark.catalog.refreshTable(table)
     rows = sorted([["" if v is None else str(v) for v in r] for r in spark.table(table).collect()])
-    partitions = {
-        r[0].split("=", 1)[1]: None for r in spark.sql(f"SHOW PARTITIONS {table}").collect()
-    }
+    partitions = {r[0].split("=", 1)[1]: None for r in spark.sql(f"SHOW PARTITIONS {table}").collect()}
     counts = {r[0]: r[1] for r in spark.sql(f"SELECT end_dt, count(*) FROM {table} GROUP BY end_dt").collect()}
     return {
         "exists": True,

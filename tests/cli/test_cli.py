@@ -54,7 +54,9 @@ def merged(workspace):
 def test_spec_and_argument_errors_need_no_spark(workspace, tmp_path):
     bad = tmp_path / "specs"
     bad.mkdir()
-    (bad / "dim.yaml").write_text("name: dim\ntable: dw.dim\nkeys: [id]\nsource: {path: /x}\nstart_date: '2024-01-01'\nflavour: x\n")
+    (bad / "dim.yaml").write_text(
+        "name: dim\ntable: dw.dim\nkeys: [id]\nsource: {path: /x}\nstart_date: '2024-01-01'\nflavour: x\n"
+    )
     result = zipper(workspace, "merge", "dim", "--ds", day(1), "--specs", str(bad))
     assert_one_line_error(result, str(bad / "dim.yaml"), "key 'flavour': unknown key")
 
@@ -96,7 +98,9 @@ def test_init_merge_inspect_and_errors(workspace, merged):
     result = zipper(workspace, "history", "dim", "--key", "id=2", "--format", "json")
     history = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(h["city"], h["begin_dt"], h["end_dt"]) for h in history] == [
-        ("Rome", "2023-12-31", day(1)), ("Paris", day(1), OPEN)]
+        ("Rome", "2023-12-31", day(1)),
+        ("Paris", day(1), OPEN),
+    ]
 
     out = workspace / "slice.csv"
     result = zipper(workspace, "slice", "dim", "--as-of", "2023-12-31", "--out", str(out))
@@ -110,11 +114,20 @@ def test_init_merge_inspect_and_errors(workspace, merged):
     # stdout a pipe its reader closed (`zipper slice ... | head -0`): no error line, SIGPIPE's exit
     read_end, write_end = os.pipe()
     os.close(read_end)
-    piped = subprocess.run([str(BIN / "zipper"), "slice", "dim", "--as-of", "2023-12-31"], stdout=write_end,
-                           stderr=subprocess.PIPE, text=True, env=env_for(workspace), cwd=workspace, timeout=300)
+    piped = subprocess.run(
+        [str(BIN / "zipper"), "slice", "dim", "--as-of", "2023-12-31"],
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env_for(workspace),
+        cwd=workspace,
+        timeout=300,
+    )
     os.close(write_end)
     wait_for_jvms(workspace)
-    assert piped.returncode == 141 and "zipper: error" not in piped.stderr and "Traceback" not in piped.stderr, piped.stderr
+    assert piped.returncode == 141 and "zipper: error" not in piped.stderr and "Traceback" not in piped.stderr, (
+        piped.stderr
+    )
 
     result = zipper(workspace, "check", "dim")
     assert result.returncode == 0, result.stderr
@@ -190,8 +203,12 @@ def test_reads_name_the_warehouse_and_check_key_values(workspace, merged, tmp_pa
     assert_one_line_error(result, "dw.dim", f"no metastore at {elsewhere}/metastore_db", "check --warehouse")
     assert not (elsewhere / "metastore_db").exists()  # a read creates no metastore of its own
     result = zipper(workspace, "merge", "dim", "--ds", day(3), "--warehouse", str(elsewhere))
-    assert_one_line_error(result, "dw.dim", "not initialized",
-                          f"this command created a new, empty metastore at {elsewhere}/metastore_db: check --warehouse")
+    assert_one_line_error(
+        result,
+        "dw.dim",
+        "not initialized",
+        f"this command created a new, empty metastore at {elsewhere}/metastore_db: check --warehouse",
+    )
 
     result = zipper(workspace, "history", "dim", "--key", "id=abc")
     assert_one_line_error(result, "dw.dim", "--key values are not of the key columns' types: id='abc' (bigint)")
@@ -217,13 +234,23 @@ def test_a_slice_to_dev_stdout_appends_where_the_shell_says(workspace, merged, t
     log = tmp_path / "slices.csv"
     log.write_text("earlier\n")
     with open(log, "a") as appended:
-        result = subprocess.run([str(BIN / "zipper"), "slice", "dim", "--as-of", "2023-12-31", "--out", "/dev/stdout"],
-                                stdout=appended, stderr=subprocess.PIPE, text=True, env=env_for(workspace),
-                                cwd=workspace, timeout=300)
+        result = subprocess.run(
+            [str(BIN / "zipper"), "slice", "dim", "--as-of", "2023-12-31", "--out", "/dev/stdout"],
+            stdout=appended,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env_for(workspace),
+            cwd=workspace,
+            timeout=300,
+        )
     wait_for_jvms(workspace)
     assert result.returncode == 0, result.stderr
     assert log.read_text().splitlines() == [
-        "earlier", "id,name,city,begin_dt,end_dt", f"1,ann,Oslo,2023-12-31,{OPEN}", f"2,bob,Rome,2023-12-31,{day(1)}"]
+        "earlier",
+        "id,name,city,begin_dt,end_dt",
+        f"1,ann,Oslo,2023-12-31,{OPEN}",
+        f"2,bob,Rome,2023-12-31,{day(1)}",
+    ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["slices.csv"]
 
 
@@ -231,16 +258,21 @@ def test_a_stdout_that_cannot_encode_a_value(workspace):
     """With PYTHONIOENCODING=ascii a slice stopped half-way through its rows with Python's
     UnicodeEncodeError; the table shows what it cannot encode as escapes. NULL is apart from `NULL`."""
     schema = "id bigint, name string, city string, note string"
-    support.write_parquet(workspace / "data" / "intl_base", [(1, "José", None, "NULL"), (2, "ann", "Oslo", "")],
-                          schema)
-    make_spec(workspace, "intl", base={"format": "parquet", "path": str(workspace / "data" / "intl_base")},
-              source={"mode": "upsert", "format": "parquet",
-                      "path": str(workspace / "data" / "intl_incr" / "ds={{ ds }}")})
+    support.write_parquet(workspace / "data" / "intl_base", [(1, "José", None, "NULL"), (2, "ann", "Oslo", "")], schema)
+    make_spec(
+        workspace,
+        "intl",
+        base={"format": "parquet", "path": str(workspace / "data" / "intl_base")},
+        source={"mode": "upsert", "format": "parquet", "path": str(workspace / "data" / "intl_incr" / "ds={{ ds }}")},
+    )
     assert zipper(workspace, "init", "intl").returncode == 0
 
     result = zipper(workspace, "slice", "intl", "--as-of", "2023-12-31", PYTHONIOENCODING="ascii")
-    assert_one_line_error(result, "dw.intl: stdout's encoding (ascii) cannot write '\\xe9' of column name;"
-                                  " nothing was written: set PYTHONIOENCODING=utf-8")
+    assert_one_line_error(
+        result,
+        "dw.intl: stdout's encoding (ascii) cannot write '\\xe9' of column name;"
+        " nothing was written: set PYTHONIOENCODING=utf-8",
+    )
     assert result.stdout == ""
 
     result = zipper(workspace, "history", "intl", "--key", "id=1", PYTHONIOENCODING="ascii")
@@ -255,9 +287,18 @@ def spark_submit(workspace, *job_args: str) -> subprocess.CompletedProcess:
     settings = SessionSettings(warehouse=str(workspace / "warehouse"))
     conf = [arg for key, value in spark_submit_conf(settings).items() for arg in ("--conf", f"{key}={value}")]
     result = subprocess.run(
-        [str(BIN / "spark-submit"), "--master", "local[2]", *conf, str(REPO / "spark_jobs" / "zipper_job.py"),
-         *job_args],
-        env=env_for(workspace, SPARK_LOCAL_IP="127.0.0.1"), capture_output=True, text=True, timeout=300,
+        [
+            str(BIN / "spark-submit"),
+            "--master",
+            "local[2]",
+            *conf,
+            str(REPO / "spark_jobs" / "zipper_job.py"),
+            *job_args,
+        ],
+        env=env_for(workspace, SPARK_LOCAL_IP="127.0.0.1"),
+        capture_output=True,
+        text=True,
+        timeout=300,
         cwd=workspace,
     )
     wait_for_jvms(workspace)
@@ -267,7 +308,7 @@ def spark_submit(workspace, *job_args: str) -> subprocess.CompletedProcess:
 def test_spark_submit_entry_point_runs_the_same_code(workspace, merged):
     result = spark_submit(workspace, "status", "dim")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert json.loads(result.stdout[result.stdout.index("{"):])["table"] == "dw.dim"
+    assert json.loads(result.stdout[result.stdout.index("{") :])["table"] == "dw.dim"
 
 
 # The JVM's own notice, printed as it starts (Spark's launcher adds the module), before any zipper code runs.
@@ -303,17 +344,31 @@ def test_a_corrupt_file_under_spark_submit_leaves_one_error_line_in_the_task_log
 
 def test_metastore_in_use_is_a_clear_one_line_error(workspace):
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; sys.path.insert(0, sys.argv[1]); from table_probe import plain_session;"
-         " s = plain_session(sys.argv[2]); s.sql('SHOW DATABASES').collect(); print('READY', flush=True);"
-         " time.sleep(600)",
-         str(REPO / "tests" / "cli"), str(workspace / "warehouse")],
-        env=env_for(workspace), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=workspace,
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; sys.path.insert(0, sys.argv[1]); from table_probe import plain_session;"
+            " s = plain_session(sys.argv[2]); s.sql('SHOW DATABASES').collect(); print('READY', flush=True);"
+            " time.sleep(600)",
+            str(REPO / "tests" / "cli"),
+            str(workspace / "warehouse"),
+        ],
+        env=env_for(workspace),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=workspace,
     )
     try:
         assert holder.stdout.readline().strip() == "READY"
-        result = subprocess.run([str(BIN / "zipper"), "status", "dim"], env=env_for(workspace),
-                                capture_output=True, text=True, timeout=300, cwd=workspace)
+        result = subprocess.run(
+            [str(BIN / "zipper"), "status", "dim"],
+            env=env_for(workspace),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=workspace,
+        )
         assert_one_line_error(result, "dw.dim", "metastore_db is in use by another process")
     finally:
         holder.kill()

@@ -68,7 +68,10 @@ def test_rows_stdout_cannot_encode_fail_before_anything_is_written(monkeypatch):
     output.write_text_rows(["id", "name"], [(1, "ann")], "csv", None, "dw.dim")
     assert stdout.buffer.getvalue() == b"id,name\n1,ann\n"
     for fmt in ("csv", "json"):
-        with pytest.raises(InputError, match=r"^dw.dim: stdout's encoding \(ascii\) cannot write '\\xe9' of column"
-                                             r" name; nothing was written: set PYTHONIOENCODING=utf-8"):
+        with pytest.raises(
+            InputError,
+            match=r"^dw.dim: stdout's encoding \(ascii\) cannot write '\\xe9' of column"
+            r" name; nothing was written: set PYTHONIOENCODING=utf-8",
+        ):
             output.write_text_rows(["id", "name"], [(1, "ann"), (2, "José")], fmt, None, "dw.dim")
     assert stdout.buffer.getvalue() == b"id,name\n1,ann\n"

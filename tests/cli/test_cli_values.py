@@ -7,8 +7,8 @@ import datetime as dt
 import pytest
 
 from zipper.core.dates import iso_date
-from zipper.table.inspect import parse_key
 from zipper.core.errors import InputError
+from zipper.table.inspect import parse_key
 from zipper.tablespec.model import TableSpec
 
 
@@ -25,8 +25,9 @@ def test_a_run_date_in_its_form_reads():
 
 
 def test_a_key_column_given_twice_with_two_values_is_refused():
-    spec = TableSpec.model_validate(dict(name="dim", table="dw.dim", keys=["id", "region"],
-                                         source=dict(path="/in"), start_date="2024-01-01"))
+    spec = TableSpec.model_validate(
+        dict(name="dim", table="dw.dim", keys=["id", "region"], source=dict(path="/in"), start_date="2024-01-01")
+    )
     assert parse_key(spec, ["id=2", "Region=eu", "id=2"]) == {"id": "2", "region": "eu"}
     with pytest.raises(InputError, match=r"^dw.dim: --key 'id' given twice \('2' and '3'\)"):
         parse_key(spec, ["id=2", "region=eu", "id=3"])
@@ -42,10 +43,12 @@ def test_rebuild_takes_uncommit_later_as_rerun_does(monkeypatch):
 
     calls = []
     fake = types.ModuleType("zipper.jobs.rebuild")
-    fake.rebuild = lambda spark, spec, last, progress, uncommit_later: calls.append((last, uncommit_later)) or \
-        types.SimpleNamespace(summary=lambda: "rebuilt")
+    fake.rebuild = lambda spark, spec, last, progress, uncommit_later: (
+        calls.append((last, uncommit_later)) or types.SimpleNamespace(summary=lambda: "rebuilt")
+    )
     monkeypatch.setitem(sys.modules, "zipper.jobs.rebuild", fake)
     import zipper.jobs
+
     monkeypatch.setattr(zipper.jobs, "rebuild", fake, raising=False)
     for extra, expected in (([], False), (["--uncommit-later"], True)):
         args = main.build_parser().parse_args(["rebuild", "dim", "--to", "2024-01-02", *extra])
@@ -67,11 +70,17 @@ def test_help_says_the_exit_codes_and_what_each_option_does():
             assert action.help, f"zipper {verb} {action.option_strings or action.dest} has no help"
 
 
-@pytest.mark.parametrize("argv, expected", [
-    (["merge", "dim", "--ds", "2023-12-15"], "dw.dim 2023-12-15: date is before the spec's start_date 2024-01-01"),
-    (["merge", "dim", "--ds", "2024-02-05"], "dw.dim 2024-02-05: date is after the spec's end_date 2024-01-31"),
-    (["rerun", "dim", "--from", "2023-12-01"], "dw.dim 2023-12-01: date is before the spec's start_date 2024-01-01"),
-])
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["merge", "dim", "--ds", "2023-12-15"], "dw.dim 2023-12-15: date is before the spec's start_date 2024-01-01"),
+        (["merge", "dim", "--ds", "2024-02-05"], "dw.dim 2024-02-05: date is after the spec's end_date 2024-01-31"),
+        (
+            ["rerun", "dim", "--from", "2023-12-01"],
+            "dw.dim 2023-12-01: date is before the spec's start_date 2024-01-01",
+        ),
+    ],
+)
 def test_a_run_date_outside_the_specs_dates_fails_before_spark_starts(tmp_path, capsys, argv, expected):
     """It started Spark (and the Derby metastore, made anew at a mistyped --warehouse) to say so."""
     from zipper.cli import main
@@ -79,7 +88,8 @@ def test_a_run_date_outside_the_specs_dates_fails_before_spark_starts(tmp_path, 
     (tmp_path / "specs").mkdir()
     (tmp_path / "specs" / "dim.yaml").write_text(
         "name: dim\ntable: dw.dim\nkeys: [id]\nsource: {path: /nowhere}\n"
-        "start_date: '2024-01-01'\nend_date: '2024-01-31'\n")
+        "start_date: '2024-01-01'\nend_date: '2024-01-31'\n"
+    )
     warehouse = tmp_path / "warehouse"
     assert main.main(["--specs", str(tmp_path / "specs"), "--warehouse", str(warehouse), *argv]) == 1
     assert capsys.readouterr().err == f"zipper: error: {expected}\n"

@@ -39,15 +39,25 @@ def metastore(tmp_path_factory):
     root = tmp_path_factory.mktemp("hms")
     port = free_port()
     command = [
-        str(java_binary()), "-Xmx512m", "-cp", f"{SPARK_JARS}/*",
+        str(java_binary()),
+        "-Xmx512m",
+        "-cp",
+        f"{SPARK_JARS}/*",
         # hive-exec's log4j2 defaults ask for async loggers, whose library Spark does not ship
         "-Dlog4j2.contextSelector=org.apache.logging.log4j.core.selector.ClassLoaderContextSelector",
-        f"-Dlog4j2.configurationFile=file:{LOG_CONFIG}", f"-Dderby.system.home={root}",
-        "org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", str(port),
-        "--hiveconf", f"javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName={root}/metastore_db;create=true",
-        "--hiveconf", "datanucleus.schema.autoCreateAll=true",
-        "--hiveconf", "hive.metastore.schema.verification=false",
-        "--hiveconf", f"hive.metastore.warehouse.dir={root}/warehouse",
+        f"-Dlog4j2.configurationFile=file:{LOG_CONFIG}",
+        f"-Dderby.system.home={root}",
+        "org.apache.hadoop.hive.metastore.HiveMetaStore",
+        "-p",
+        str(port),
+        "--hiveconf",
+        f"javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName={root}/metastore_db;create=true",
+        "--hiveconf",
+        "datanucleus.schema.autoCreateAll=true",
+        "--hiveconf",
+        "hive.metastore.schema.verification=false",
+        "--hiveconf",
+        f"hive.metastore.warehouse.dir={root}/warehouse",
     ]
     log = open(root / "metastore.log", "wb")
     server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=root)
@@ -80,22 +90,59 @@ def cluster(tmp_path_factory):
     """A Spark standalone master and one worker (1 core, 1 GB) on this machine."""
     root = tmp_path_factory.mktemp("standalone")
     port = free_port()
-    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_DAEMON_MEMORY": "256m",
-           "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(root / "logs")}
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(SPARK_HOME),
+        "SPARK_DAEMON_MEMORY": "256m",
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "SPARK_LOG_DIR": str(root / "logs"),
+    }
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
     daemons = []
     try:
         for name, command in (
-            ("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-                        "--webui-port", str(free_port())]),
-            ("worker", ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", "1",
-                        "--memory", "1g", "--webui-port", str(free_port()), "--work-dir", str(root / "work"),
-                        f"spark://127.0.0.1:{port}"]),
+            (
+                "master",
+                [
+                    "org.apache.spark.deploy.master.Master",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--webui-port",
+                    str(free_port()),
+                ],
+            ),
+            (
+                "worker",
+                [
+                    "org.apache.spark.deploy.worker.Worker",
+                    "--host",
+                    "127.0.0.1",
+                    "--cores",
+                    "1",
+                    "--memory",
+                    "1g",
+                    "--webui-port",
+                    str(free_port()),
+                    "--work-dir",
+                    str(root / "work"),
+                    f"spark://127.0.0.1:{port}",
+                ],
+            ),
         ):
             log = root / f"{name}.log"
             with open(log, "wb") as out:
-                daemons.append(subprocess.Popen([spark_class, *command], stdout=out, stderr=subprocess.STDOUT,
-                                                stdin=subprocess.DEVNULL, cwd=root, env=env))
+                daemons.append(
+                    subprocess.Popen(
+                        [spark_class, *command],
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        cwd=root,
+                        env=env,
+                    )
+                )
             if name == "master":
                 _wait_for_port(port, daemons[0], log)
         deadline = time.monotonic() + 240
@@ -114,15 +161,29 @@ def cluster(tmp_path_factory):
 
 def run_plan(metastore: dict, cwd: Path, plan: list[dict]) -> list:
     result = subprocess.run(
-        [sys.executable, "-m", "tests.cli.external_probe", metastore["uri"], str(metastore["warehouse"]),
-         json.dumps(plan)],
-        capture_output=True, text=True, timeout=600, cwd=cwd,
-        env={**os.environ, **spark_env(), "ZIPPER_LOG_DIR": str(cwd / "logs"), "PYTHONPATH": str(REPO),
-             "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"},
+        [
+            sys.executable,
+            "-m",
+            "tests.cli.external_probe",
+            metastore["uri"],
+            str(metastore["warehouse"]),
+            json.dumps(plan),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=cwd,
+        env={
+            **os.environ,
+            **spark_env(),
+            "ZIPPER_LOG_DIR": str(cwd / "logs"),
+            "PYTHONPATH": str(REPO),
+            "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+        },
     )
     lines = [line for line in result.stdout.splitlines() if line.startswith("PROBE ")]
     assert result.returncode == 0 and lines, result.stderr[-3000:]
-    return json.loads(lines[-1][len("PROBE "):])
+    return json.loads(lines[-1][len("PROBE ") :])
 
 
 def rows(*versions) -> list[list[str]]:
@@ -136,9 +197,13 @@ def daily_rows() -> list[list[str]]:
     """The sample table after the daily merges of DATES (tests/airflow/support.py)."""
     d1, d2, d3 = DATES
     return rows(
-        (1, "ann", "Oslo", BASE_DAY, d2), (1, "ann", "Bergen", d2, OPEN),
-        (2, "bob", "Rome", BASE_DAY, d1), (2, "bob", "Paris", d1, d3), (2, "bob", "Rome", d3, OPEN),
-        (3, "cid", None, d1, d2), (3, "cid", "Lima", d2, OPEN),
+        (1, "ann", "Oslo", BASE_DAY, d2),
+        (1, "ann", "Bergen", d2, OPEN),
+        (2, "bob", "Rome", BASE_DAY, d1),
+        (2, "bob", "Paris", d1, d3),
+        (2, "bob", "Rome", d3, OPEN),
+        (3, "cid", None, d1, d2),
+        (3, "cid", "Lima", d2, OPEN),
         (4, "dan", "Kyiv", d3, OPEN),
     )
 
@@ -150,15 +215,19 @@ def test_merges_a_rerun_and_the_checks_through_a_thrift_metastore(metastore, tmp
     d1, d2, d3 = DATES
     common = ["--specs", str(specs)]
     corrected = [(1, "ann", "Tromso")]  # D2 sent again: only ann changes (the sample: tests/airflow/support.py)
-    results = run_plan(metastore, tmp_path, [
-        *[{"run": ["merge", "dim_ext", "--ds", ds, *common]} for ds in DATES],
-        {"snapshot": "dw.dim_ext"},
-        {"write": [str(data / "incr" / f"ds={d2}"), corrected]},
-        {"run": ["rerun", "dim_ext", "--from", d2, *common]},
-        {"run": ["check", "dim_ext", *common]},
-        {"run": ["status", "dim_ext", *common]},
-        {"snapshot": "dw.dim_ext"},
-    ])
+    results = run_plan(
+        metastore,
+        tmp_path,
+        [
+            *[{"run": ["merge", "dim_ext", "--ds", ds, *common]} for ds in DATES],
+            {"snapshot": "dw.dim_ext"},
+            {"write": [str(data / "incr" / f"ds={d2}"), corrected]},
+            {"run": ["rerun", "dim_ext", "--from", d2, *common]},
+            {"run": ["check", "dim_ext", *common]},
+            {"run": ["status", "dim_ext", *common]},
+            {"snapshot": "dw.dim_ext"},
+        ],
+    )
     merges, daily, _, rerun, check, status, rerun_table = results[:3], *results[3:]
     assert [m["exit"] for m in merges] == [0, 0, 0], merges
     assert daily["rows"] == daily_rows()
@@ -166,8 +235,11 @@ def test_merges_a_rerun_and_the_checks_through_a_thrift_metastore(metastore, tmp
 
     assert rerun["exit"] == 0, rerun
     assert rerun_table["rows"] == rows(
-        (1, "ann", "Oslo", BASE_DAY, d2), (1, "ann", "Tromso", d2, OPEN),
-        (2, "bob", "Rome", BASE_DAY, d1), (2, "bob", "Paris", d1, d3), (2, "bob", "Rome", d3, OPEN),
+        (1, "ann", "Oslo", BASE_DAY, d2),
+        (1, "ann", "Tromso", d2, OPEN),
+        (2, "bob", "Rome", BASE_DAY, d1),
+        (2, "bob", "Paris", d1, d3),
+        (2, "bob", "Rome", d3, OPEN),
         (3, "cid", None, d1, OPEN),
         (4, "dan", "Kyiv", d3, OPEN),
     )
@@ -175,8 +247,10 @@ def test_merges_a_rerun_and_the_checks_through_a_thrift_metastore(metastore, tmp
     assert check["exit"] == 0 and json.loads(check["stdout"])["ok"], check
     committed = json.loads(status["stdout"])
     assert committed["last_committed"] == d3
-    assert all(p["location"].startswith(f"file:{metastore['warehouse']}/dw.db/dim_ext/versions/")
-               for p in committed["partitions"])
+    assert all(
+        p["location"].startswith(f"file:{metastore['warehouse']}/dw.db/dim_ext/versions/")
+        for p in committed["partitions"]
+    )
     # everything lives in the server's metastore: the probe's folder holds no embedded Derby
     assert not list(tmp_path.rglob("metastore_db"))
 
@@ -188,19 +262,42 @@ def test_spark_submit_to_a_standalone_cluster_merges_through_the_thrift_metastor
     data = write_sample(tmp_path)
     specs = tmp_path / "specs"
     write_spec(specs, "dim_cluster", data)
-    conf = {"spark.hadoop.hive.metastore.uris": metastore["uri"], "spark.sql.warehouse.dir": str(metastore["warehouse"]),
-            "spark.executor.memory": "512m", "spark.ui.enabled": "false"}
-    env = {**os.environ, **spark_env(), "ZIPPER_METASTORE": "external", "ZIPPER_SPECS": str(specs),
-           "ZIPPER_LOG_DIR": str(tmp_path / "logs"), "PYSPARK_PYTHON": sys.executable,
-           "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
-           "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    conf = {
+        "spark.hadoop.hive.metastore.uris": metastore["uri"],
+        "spark.sql.warehouse.dir": str(metastore["warehouse"]),
+        "spark.executor.memory": "512m",
+        "spark.ui.enabled": "false",
+    }
+    env = {
+        **os.environ,
+        **spark_env(),
+        "ZIPPER_METASTORE": "external",
+        "ZIPPER_SPECS": str(specs),
+        "ZIPPER_LOG_DIR": str(tmp_path / "logs"),
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+    }
     summaries = []
     for ds in DATES:
         result = subprocess.run(
-            [str(Path(sys.executable).parent / "spark-submit"), "--master", cluster["master"],
-             *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
-             str(REPO / "spark_jobs" / "zipper_job.py"), "merge", "dim_cluster", "--ds", ds],
-            capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env,
+            [
+                str(Path(sys.executable).parent / "spark-submit"),
+                "--master",
+                cluster["master"],
+                *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
+                str(REPO / "spark_jobs" / "zipper_job.py"),
+                "merge",
+                "dim_cluster",
+                "--ds",
+                ds,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=tmp_path,
+            env=env,
         )
         assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
         summaries.append([line for line in result.stdout.splitlines() if line.startswith("dw.dim_cluster ")])
@@ -210,8 +307,9 @@ def test_spark_submit_to_a_standalone_cluster_merges_through_the_thrift_metastor
     assert len(apps) == len(DATES), apps
     assert all(list((cluster["work"] / app).glob("*/stderr")) for app in apps)
 
-    table, check = run_plan(metastore, tmp_path, [{"snapshot": "dw.dim_cluster"},
-                                                  {"run": ["check", "dim_cluster", "--specs", str(specs)]}])
+    table, check = run_plan(
+        metastore, tmp_path, [{"snapshot": "dw.dim_cluster"}, {"run": ["check", "dim_cluster", "--specs", str(specs)]}]
+    )
     assert table["rows"] == daily_rows()
     assert check["exit"] == 0 and json.loads(check["stdout"])["ok"], check
 
@@ -229,17 +327,42 @@ def test_a_corrupt_file_under_spark_submit_leaves_one_error_line_with_an_externa
     write_spec(specs, "dim_corrupt", data)
     (data / "incr" / f"ds={DATES[0]}" / "part-corrupt.parquet").write_bytes(b"garbage, not a Parquet file")
     settings = SessionSettings(metastore="external")
-    conf = {**spark_submit_conf(settings), "spark.hadoop.hive.metastore.uris": metastore["uri"],
-            "spark.sql.warehouse.dir": str(metastore["warehouse"]), "spark.ui.enabled": "false"}
-    env = {**os.environ, **spark_env(), "ZIPPER_METASTORE": "external", "ZIPPER_SPECS": str(specs),
-           "ZIPPER_LOG_DIR": str(logs), "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "SPARK_LOCAL_IP": "127.0.0.1", "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    conf = {
+        **spark_submit_conf(settings),
+        "spark.hadoop.hive.metastore.uris": metastore["uri"],
+        "spark.sql.warehouse.dir": str(metastore["warehouse"]),
+        "spark.ui.enabled": "false",
+    }
+    env = {
+        **os.environ,
+        **spark_env(),
+        "ZIPPER_METASTORE": "external",
+        "ZIPPER_SPECS": str(specs),
+        "ZIPPER_LOG_DIR": str(logs),
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+    }
     env.update(spark_submit_env(settings, environ=env))  # as the Airflow task's hook does in client mode
     result = subprocess.run(
-        [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]",
-         *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
-         str(REPO / "spark_jobs" / "zipper_job.py"), "merge", "dim_corrupt", "--ds", DATES[0], "--json-report"],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env,
+        [
+            str(Path(sys.executable).parent / "spark-submit"),
+            "--master",
+            "local[2]",
+            *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
+            str(REPO / "spark_jobs" / "zipper_job.py"),
+            "merge",
+            "dim_corrupt",
+            "--ds",
+            DATES[0],
+            "--json-report",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env=env,
     )
     task_log = result.stdout.splitlines() + result.stderr.splitlines()
     lines = [line for line in task_log if line != JVM_NOTICE and not line.startswith(REPORT_PREFIX)]

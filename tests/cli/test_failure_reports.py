@@ -17,8 +17,9 @@ pytestmark = pytest.mark.subprocess
 def failure_of(result) -> tuple[dict, str]:
     """(the failure's report line, the one error line) of a failed run."""
     assert result.returncode == 1, result.stderr
-    reports = [json.loads(line[len(REPORT_PREFIX):]) for line in result.stdout.splitlines()
-               if line.startswith(REPORT_PREFIX)]
+    reports = [
+        json.loads(line[len(REPORT_PREFIX) :]) for line in result.stdout.splitlines() if line.startswith(REPORT_PREFIX)
+    ]
     errors = result.stderr.strip().splitlines()
     assert len(reports) == 1 and len(errors) == 1, result.stdout + result.stderr
     assert errors[0].startswith(ERROR_PREFIX)

@@ -23,15 +23,26 @@ def test_every_column_type_is_written_as_json_and_csv(spark, tmp_path):
     and come out as Python's repr in CSV (`Row(a=1)`, `b'..'`, `nan`)."""
     df = spark.sql(
         "SELECT 1L AS id, X'00FF' AS raw, array(date'2024-01-02') AS days, map(1, 'a') AS m,"
-        " named_struct('a', 1, 'b', array(1.5D)) AS st, double('NaN') AS d, true AS flag, CAST(1.50 AS decimal(5,2)) AS p")
+        " named_struct('a', 1, 'b', array(1.5D)) AS st, double('NaN') AS d, true AS flag, CAST(1.50 AS decimal(5,2)) AS p"
+    )
     out = tmp_path / "rows.json"
     output.write_rows(df, "json", str(out), "dw.dim")
-    assert json.loads(out.read_text()) == {"id": 1, "raw": "AP8=", "days": ["2024-01-02"], "m": {"1": "a"},
-                                           "st": {"a": 1, "b": [1.5]}, "d": "NaN", "flag": True, "p": "1.50"}
+    assert json.loads(out.read_text()) == {
+        "id": 1,
+        "raw": "AP8=",
+        "days": ["2024-01-02"],
+        "m": {"1": "a"},
+        "st": {"a": 1, "b": [1.5]},
+        "d": "NaN",
+        "flag": True,
+        "p": "1.50",
+    }
     out = tmp_path / "rows.csv"
     output.write_rows(df, "csv", str(out), "dw.dim")
-    assert out.read_text() == ('id,raw,days,m,st,d,flag,p\n'
-                               '1,AP8=,"[""2024-01-02""]","{""1"": ""a""}","{""a"": 1, ""b"": [1.5]}",NaN,true,1.50\n')
+    assert out.read_text() == (
+        "id,raw,days,m,st,d,flag,p\n"
+        '1,AP8=,"[""2024-01-02""]","{""1"": ""a""}","{""a"": 1, ""b"": [1.5]}",NaN,true,1.50\n'
+    )
 
 
 def test_decimals_are_plain_text_at_their_scale(spark, tmp_path):
@@ -39,13 +50,18 @@ def test_decimals_are_plain_text_at_their_scale(spark, tmp_path):
     text must be what Spark SQL shows, at the column's scale, nested values included."""
     df = spark.sql(
         "SELECT CAST('0.0000000123' AS decimal(38,10)) AS a, CAST(0 AS decimal(20,10)) AS z,"
-        " CAST('-0.0000000001' AS decimal(38,10)) AS n, array(CAST('0.00000001' AS decimal(10,8))) AS arr")
+        " CAST('-0.0000000001' AS decimal(38,10)) AS n, array(CAST('0.00000001' AS decimal(10,8))) AS arr"
+    )
     out = tmp_path / "rows.csv"
     output.write_rows(df, "csv", str(out), "dw.dim")
     assert out.read_text() == 'a,z,n,arr\n0.0000000123,0.0000000000,-0.0000000001,"[""0.00000001""]"\n'
     output.write_rows(df, "json", str(tmp_path / "rows.json"), "dw.dim")
     assert json.loads((tmp_path / "rows.json").read_text()) == {
-        "a": "0.0000000123", "z": "0.0000000000", "n": "-0.0000000001", "arr": ["0.00000001"]}
+        "a": "0.0000000123",
+        "z": "0.0000000000",
+        "n": "-0.0000000001",
+        "arr": ["0.00000001"],
+    }
 
 
 def test_timestamps_are_the_session_time_zone_whatever_the_process_time_zone(spark, tmp_path, monkeypatch, capsys):
@@ -53,8 +69,10 @@ def test_timestamps_are_the_session_time_zone_whatever_the_process_time_zone(spa
     the session's (UTC): with TZ=America/New_York the slice said 2024-03-09T21:30 for 02:30 UTC."""
     import time
 
-    df = spark.sql("SELECT TIMESTAMP'2024-03-10 02:30:00.123456' AS ts, array(TIMESTAMP'1900-01-01 00:00:00') AS arr,"
-                   " named_struct('at', TIMESTAMP'2024-11-03 01:30:00') AS st")
+    df = spark.sql(
+        "SELECT TIMESTAMP'2024-03-10 02:30:00.123456' AS ts, array(TIMESTAMP'1900-01-01 00:00:00') AS arr,"
+        " named_struct('at', TIMESTAMP'2024-11-03 01:30:00') AS st"
+    )
     monkeypatch.setenv("TZ", "America/New_York")
     time.tzset()
     try:
@@ -64,7 +82,10 @@ def test_timestamps_are_the_session_time_zone_whatever_the_process_time_zone(spa
         monkeypatch.undo()
         time.tzset()
     assert json.loads((tmp_path / "rows.json").read_text()) == {
-        "ts": "2024-03-10T02:30:00.123456", "arr": ["1900-01-01T00:00:00"], "st": {"at": "2024-11-03T01:30:00"}}
+        "ts": "2024-03-10T02:30:00.123456",
+        "arr": ["1900-01-01T00:00:00"],
+        "st": {"at": "2024-11-03T01:30:00"},
+    }
     assert "2024-03-10T02:30:00.123456" in capsys.readouterr().out
 
 
@@ -114,8 +135,9 @@ def test_out_paths_that_cannot_be_written_are_one_clear_error(spark, tmp_path):
 
 def test_table_rows_stay_on_one_line(spark, capsys):
     """`history`'s default table: a line break in a value split its row over several lines."""
-    df = spark.createDataFrame([(1, "line1\nline2\r\nend", "a\tb\\c", None, "NULL")],
-                               "id bigint, s string, t string, n string, text string")
+    df = spark.createDataFrame(
+        [(1, "line1\nline2\r\nend", "a\tb\\c", None, "NULL")], "id bigint, s string, t string, n string, text string"
+    )
     output.print_table(df, noun=("version", "versions"))
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 4 and lines[-1] == "(1 version)"
@@ -126,20 +148,28 @@ def test_table_rows_stay_on_one_line(spark, capsys):
 def test_table_columns_line_up_after_wide_characters(spark, capsys):
     """A Chinese name takes two terminal columns per character: counted as one, every later
     column of its row stood left of the others."""
-    df = spark.createDataFrame([(1, "张伟", "Beijing"), (2, "ann", "Oslo"), (3, "e\u0301", "Nice")],
-                               "id bigint, name string, city string")
+    df = spark.createDataFrame(
+        [(1, "张伟", "Beijing"), (2, "ann", "Oslo"), (3, "e\u0301", "Nice")], "id bigint, name string, city string"
+    )
     output.print_table(df)
     lines = capsys.readouterr().out.splitlines()
-    assert lines[:5] == ["id  name  city   ", "--  ----  -------", "1   张伟  Beijing", "2   ann   Oslo   ",
-                         "3   e\u0301     Nice   "]
+    assert lines[:5] == [
+        "id  name  city   ",
+        "--  ----  -------",
+        "1   张伟  Beijing",
+        "2   ann   Oslo   ",
+        "3   e\u0301     Nice   ",
+    ]
 
 
 def test_floats_are_written_as_spark_shows_them(spark, tmp_path):
     """A float column came out as the exact value of the float (0.10000000149011612 for 0.1)."""
-    df = spark.sql("SELECT CAST(0.1 AS float) AS f, array(CAST(1.1 AS float)) AS arr, CAST('NaN' AS float) AS nan,"
-                   " CAST(0.1 AS double) AS d")
+    df = spark.sql(
+        "SELECT CAST(0.1 AS float) AS f, array(CAST(1.1 AS float)) AS arr, CAST('NaN' AS float) AS nan,"
+        " CAST(0.1 AS double) AS d"
+    )
     out = tmp_path / "rows.csv"
     output.write_rows(df, "csv", str(out), "dw.dim")
-    assert out.read_text() == 'f,arr,nan,d\n0.1,[1.1],NaN,0.1\n'
+    assert out.read_text() == "f,arr,nan,d\n0.1,[1.1],NaN,0.1\n"
     output.write_rows(df, "json", str(tmp_path / "rows.json"), "dw.dim")
     assert json.loads((tmp_path / "rows.json").read_text()) == {"f": 0.1, "arr": [1.1], "nan": "NaN", "d": 0.1}

@@ -28,8 +28,9 @@ def test_a_warehouse_path_with_a_space_merges(tmp_path):
 
     sliced = zipper(root, "slice", "dim", "--as-of", day(1))
     assert sliced.returncode == 0, sliced.stderr
-    assert sorted(sliced.stdout.splitlines()[1:]) == [f"{i},{name},Rome,{day(1)},9999-12-31"
-                                                      for i, name in ((1, "ann"), (2, "bob"))]
+    assert sorted(sliced.stdout.splitlines()[1:]) == [
+        f"{i},{name},Rome,{day(1)},9999-12-31" for i, name in ((1, "ann"), (2, "bob"))
+    ]
     checked = zipper(root, "check", "dim")
     assert checked.returncode == 0, checked.stdout + checked.stderr
 

@@ -56,14 +56,17 @@ def test_rerun_killed_mid_replay_resumes_with_the_same_command(tmp_path):
     out = resumed["stdout"].splitlines()
     assert out[0] == "dw.dim: resuming the interrupted replay of 2024-01-01..2024-01-04 (table at 2024-01-01)"
     assert [line.split(":")[0] for line in out[1:4]] == [f"dw.dim {day(k)}" for k in (2, 3, 4)]
-    assert re.fullmatch(r"dw\.dim: replayed 2024-01-02\.\.2024-01-04 \(3 dates\); table at 2024-01-04; [\d.]+ s", out[4])
+    assert re.fullmatch(
+        r"dw\.dim: replayed 2024-01-02\.\.2024-01-04 \(3 dates\); table at 2024-01-04; [\d.]+ s", out[4]
+    )
     assert resumed["after"]["rows"] == expected(days)
     assert resumed["after"]["partitions"] == sorted([day(k) for k in range(1, 5)] + ["9999-12-31"])
 
 
 def test_a_rerun_refuses_a_csv_value_that_does_not_parse_naming_its_column_and_row(tmp_path):
-    make_spec(tmp_path, source={"mode": "upsert", "format": "csv",
-                                "path": str(tmp_path / "data" / "incr" / "ds={{ ds }}")})
+    make_spec(
+        tmp_path, source={"mode": "upsert", "format": "csv", "path": str(tmp_path / "data" / "incr" / "ds={{ ds }}")}
+    )
     write_parquet(tmp_path / "data" / "base", BASE)
     for k in (1, 2):
         folder = tmp_path / "data" / "incr" / f"ds={day(k)}"
@@ -78,9 +81,10 @@ def test_a_rerun_refuses_a_csv_value_that_does_not_parse_naming_its_column_and_r
     refused = probe(tmp_path, "dw.dim", "rerun", "dim", "--from", day(1))
     assert refused["exit"] == 1
     lines = refused["stderr"].strip().splitlines()
-    assert lines == [f"zipper: error: dw.dim {day(2)}: increment {tmp_path}/data/incr/ds={day(2)}: file part-0.csv:"
-                     " column 'id' (bigint) cannot hold 'seven' (row with id=seven); nothing was changed"],\
-        refused["stderr"][-3000:]
+    assert lines == [
+        f"zipper: error: dw.dim {day(2)}: increment {tmp_path}/data/incr/ds={day(2)}: file part-0.csv:"
+        " column 'id' (bigint) cannot hold 'seven' (row with id=seven); nothing was changed"
+    ], refused["stderr"][-3000:]
     assert refused["after"] == refused["before"]
 
     # a record with a field too many: Spark's own error, named by file and by the file's date
@@ -109,13 +113,15 @@ def test_a_csv_header_that_repeats_a_column_is_one_line_naming_the_file_and_the_
     (incr / f"ds={day(3)}" / "part-1.csv").write_text("id,name,name\n2,n3,x\n")
     refused = zipper(tmp_path, "merge", "dim", "--ds", day(3))
     assert_one_line_error(refused)
-    assert refused.stderr.strip() == (f"zipper: error: dw.dim {day(3)}: increment {incr}/ds={day(3)}: file part-1.csv"
-                                      " has column 'name' more than once in its header")
+    assert refused.stderr.strip() == (
+        f"zipper: error: dw.dim {day(3)}: increment {incr}/ds={day(3)}: file part-1.csv"
+        " has column 'name' more than once in its header"
+    )
 
     (incr / f"ds={day(2)}" / "part-0.csv").write_text("id,Name,name\n1,n9,x\n")  # a replayed date
     refused = probe(tmp_path, "dw.dim", "rerun", "dim", "--from", day(1))
     assert refused["exit"] == 1 and refused["after"] == refused["before"]
     assert refused["stderr"].strip().splitlines() == [
         f"zipper: error: dw.dim {day(2)}: increment {incr}/ds={day(2)}: file part-0.csv has column 'Name' more than"
-        " once in its header ('Name', 'name': column names are matched in any case); nothing was changed"],\
-        refused["stderr"][-3000:]
+        " once in its header ('Name', 'name': column names are matched in any case); nothing was changed"
+    ], refused["stderr"][-3000:]

@@ -18,8 +18,9 @@ SCHEMA = pa.schema([("__rowMarker__", pa.int32()), ("EmployeeID", pa.string()), 
 
 
 def write(folder, n, rows):
-    pq.write_table(pa.Table.from_pylist([dict(zip(SCHEMA.names, r)) for r in rows], schema=SCHEMA),
-                   folder / f"{n:020d}.parquet")
+    pq.write_table(
+        pa.Table.from_pylist([dict(zip(SCHEMA.names, r)) for r in rows], schema=SCHEMA), folder / f"{n:020d}.parquet"
+    )
 
 
 def test_landing_zone_merge_and_a_refused_change_file(tmp_path):
@@ -27,10 +28,16 @@ def test_landing_zone_merge_and_a_refused_change_file(tmp_path):
     folder.mkdir(parents=True)
     (folder / "_metadata.json").write_text(json.dumps({"keyColumns": ["EmployeeID"]}))
     (tmp_path / "specs").mkdir()
-    (tmp_path / "specs" / "emp.yaml").write_text(yaml.safe_dump({
-        "name": "emp", "table": "dw.emp", "start_date": day(1),
-        "source": {"mode": "landing_zone", "path": str(folder)},
-    }))
+    (tmp_path / "specs" / "emp.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": "emp",
+                "table": "dw.emp",
+                "start_date": day(1),
+                "source": {"mode": "landing_zone", "path": str(folder)},
+            }
+        )
+    )
     write(folder, 1, [(0, "E0001", "Redmond"), (0, "E0002", "Redmond"), (1, "E0001", "Bellevue")])
     first = probe(tmp_path, "dw.emp", "merge", "emp", "--ds", day(1))
     assert first["exit"] == 0, first["stderr"]
@@ -46,5 +53,8 @@ def test_landing_zone_merge_and_a_refused_change_file(tmp_path):
     assert refused["exit"] == 1
     lines = refused["stderr"].strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("zipper: error: dw.emp 2024-01-02: landing zone ")
-    assert "__rowMarker__ values other than 0 insert, 1 update, 2 delete, 4 upsert: 7 in 00000000000000000002.parquet row 2" in lines[0]
+    assert (
+        "__rowMarker__ values other than 0 insert, 1 update, 2 delete, 4 upsert: 7 in 00000000000000000002.parquet row 2"
+        in lines[0]
+    )
     assert refused["after"] == refused["before"] == first["after"]

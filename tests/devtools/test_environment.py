@@ -33,13 +33,18 @@ def test_dag_parse_path_does_not_import_spark():
     import sys
 
     code = "import zipper.tablespec.loader, zipper.jobs.plan, sys; print('pyspark' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+        == "False"
+    )
 
 
 def test_the_two_groups_of_the_test_command_cover_every_test_file():
     """scripts/test.sh runs the suite as two pytest processes: a file in neither would never run."""
     script = (REPO / "scripts" / "test.sh").read_text()
-    groups = {name: re.search(rf"^{name}=\((.*)\)$", script, flags=re.M).group(1).split() for name in ("alongside", "in_line")}
+    groups = {
+        name: re.search(rf"^{name}=\((.*)\)$", script, flags=re.M).group(1).split() for name in ("alongside", "in_line")
+    }
     paths = [REPO / p for p in groups["alongside"] + groups["in_line"]]
     assert all(p.exists() for p in paths), paths
     files = sorted(REPO.glob("tests/**/test_*.py"))

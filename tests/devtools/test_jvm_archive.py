@@ -47,10 +47,22 @@ def test_spark_submit_drivers_map_the_archive(workspace):
     conf = spark_submit_conf(SessionSettings(warehouse=str(workspace / "warehouse")))
     assert "-XX:SharedArchiveFile=" in conf["spark.driver.extraJavaOptions"]
     result = subprocess.run(
-        [str(BIN / "spark-submit"), "--master", "local[2]",
-         *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
-         str(REPO / "spark_jobs" / "zipper_job.py"), "merge", "dim", "--ds", day(1)],
-        env=env_for(workspace, **STRICT), capture_output=True, text=True, timeout=300, cwd=workspace,
+        [
+            str(BIN / "spark-submit"),
+            "--master",
+            "local[2]",
+            *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
+            str(REPO / "spark_jobs" / "zipper_job.py"),
+            "merge",
+            "dim",
+            "--ds",
+            day(1),
+        ],
+        env=env_for(workspace, **STRICT),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=workspace,
     )
     wait_for_jvms(workspace)
     assert result.returncode == 0, result.stderr[-3000:]

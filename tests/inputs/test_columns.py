@@ -10,17 +10,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 import yaml
 
 from tests.support import TableFixture, day, initialized_with_a_day_folder, table_rows
-from zipper.core import errors
-from zipper.core import faults, fs
+from zipper.core import errors, faults, fs
+from zipper.core.errors import InputError
 from zipper.inputs import column_checks, csv_values, dated, metrics
 from zipper.jobs import merge, rebuild, replay
 from zipper.jobs.init import init_table
 from zipper.table import catalog, check, state
-from zipper.core.errors import InputError
 from zipper.tablespec.loader import load_spec_file
 
 OPEN = "9999-12-31"
@@ -31,42 +29,55 @@ def columns_of(spark, t):
 
 
 def test_a_csv_value_that_does_not_parse_names_its_column_value_file_and_row(spark, tmp_path, unique_name):
-    t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, level int",
-                     source={"format": "csv", "options": {"sep": ";"}})
+    t = TableFixture(
+        tmp_path,
+        unique_name,
+        schema="id bigint, name string, level int",
+        source={"format": "csv", "options": {"sep": ";"}},
+    )
     t.write_base(spark, [(1, "ann", 1), (2, "bob", 2)])
     init_table(spark, t.spec)
     before = (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec))
     runs_before = sorted(d for d, _ in fs.list_dirs(spark, state.versions_root(state.read_state(spark, t.spec))))
     t.increment_dir(day(1)).mkdir(parents=True)
     # a quoted separator, then a value the int column cannot hold, on the third record
-    (t.increment_dir(day(1)) / "part 7.csv").write_text(
-        'id;name;level\n1;"ann; jr";3\n2;bob;2\n3;cy;x9\n')
+    (t.increment_dir(day(1)) / "part 7.csv").write_text('id;name;level\n1;"ann; jr";3\n2;bob;2\n3;cy;x9\n')
     with pytest.raises(InputError) as raised:
         merge.merge_date(spark, t.spec, day(1))
-    assert str(raised.value) == (f"{t.table} {day(1)}: increment {t.increment_dir(day(1))}: file part 7.csv:"
-                                 " column 'level' (int) cannot hold 'x9' (row with id=3)")
+    assert str(raised.value) == (
+        f"{t.table} {day(1)}: increment {t.increment_dir(day(1))}: file part 7.csv:"
+        " column 'level' (int) cannot hold 'x9' (row with id=3)"
+    )
     assert (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec)) == before
-    assert sorted(d for d, _ in fs.list_dirs(spark, state.versions_root(state.read_state(spark, t.spec)))) == runs_before
+    assert (
+        sorted(d for d, _ in fs.list_dirs(spark, state.versions_root(state.read_state(spark, t.spec)))) == runs_before
+    )
 
     # a bad key and a bad attribute in one record: both named, the row by its text
-    (t.increment_dir(day(1)) / "part 7.csv").write_text('id;name;level\n1;ann;3\nB2;bob;two\n')
-    with pytest.raises(InputError, match=r"file part 7.csv: column 'id' \(bigint\) cannot hold 'B2'; column 'level'"
-                                         r" \(int\) cannot hold 'two' \(row with id=B2\)$"):
+    (t.increment_dir(day(1)) / "part 7.csv").write_text("id;name;level\n1;ann;3\nB2;bob;two\n")
+    with pytest.raises(
+        InputError,
+        match=r"file part 7.csv: column 'id' \(bigint\) cannot hold 'B2'; column 'level'"
+        r" \(int\) cannot hold 'two' \(row with id=B2\)$",
+    ):
         merge.merge_date(spark, t.spec, day(1))
 
-    (t.increment_dir(day(1)) / "part 7.csv").write_text('id;name;level\n1;ann;3\n')
+    (t.increment_dir(day(1)) / "part 7.csv").write_text("id;name;level\n1;ann;3\n")
     assert merge.merge_date(spark, t.spec, day(1)).counts["changed"] == 1
     t.increment_dir(day(2)).mkdir(parents=True)
-    (t.increment_dir(day(2)) / "part-0.csv").write_text('id;name;level\n2;bob;5\n')
+    (t.increment_dir(day(2)) / "part-0.csv").write_text("id;name;level\n2;bob;5\n")
     merge.merge_date(spark, t.spec, day(2))
 
     # A rerun checks every date's input before it changes anything: a bad value in a column its
     # key check does not read still fails there (Spark's CSV column pruning is off).
-    (t.increment_dir(day(1)) / "part 7.csv").write_text('id;name;level\n1;ann;4\n')
-    (t.increment_dir(day(2)) / "part-0.csv").write_text('id;name;level\n2;bob;high\n')
+    (t.increment_dir(day(1)) / "part 7.csv").write_text("id;name;level\n1;ann;4\n")
+    (t.increment_dir(day(2)) / "part-0.csv").write_text("id;name;level\n2;bob;high\n")
     before = (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec))
-    with pytest.raises(InputError, match=rf"^{t.table} {day(2)}: increment .*ds={day(2)}: file part-0.csv: column"
-                                         r" 'level' \(int\) cannot hold 'high' \(row with id=2\); nothing was changed$"):
+    with pytest.raises(
+        InputError,
+        match=rf"^{t.table} {day(2)}: increment .*ds={day(2)}: file part-0.csv: column"
+        r" 'level' \(int\) cannot hold 'high' \(row with id=2\); nothing was changed$",
+    ):
         replay.rerun(spark, t.spec, day(1))
     assert (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec)) == before
     assert state.read_state(spark, t.spec).replay is None
@@ -90,27 +101,37 @@ def test_a_csv_header_that_repeats_a_column_names_the_file_and_the_column(spark,
     (folder / "part-1.csv").write_text('id;name;"name"\n3;cid;Nice\n')  # quoted: the same name
     with pytest.raises(InputError) as raised:
         merge.merge_date(spark, t.spec, day(3))
-    assert str(raised.value) == (f"{t.table} {day(3)}: increment {folder}: file part-1.csv has column 'name' more"
-                                 " than once in its header")
+    assert str(raised.value) == (
+        f"{t.table} {day(3)}: increment {folder}: file part-1.csv has column 'name' more than once in its header"
+    )
 
     # names differing only in case clash too (zipper matches columns in any case), in every file
     # the header is the first line neither a comment nor blank, as Spark takes it
     (folder / "part-0.csv").write_text("# exported\n\nID;city;CITY\n2;Rome;Roma\n")
     (folder / "part-1.csv").write_text("id;Name;name;city;city\n3;cid;c;Nice;Nizza\n")
     with pytest.raises(InputError) as raised:
-        merge.merge_date(spark, t.spec.model_copy(update={"source": t.spec.source.model_copy(
-            update={"options": {"sep": ";", "comment": "#"}})}), day(3))
-    assert str(raised.value) == (f"{t.table} {day(3)}: increment {folder}: file part-0.csv has column 'city' more"
-                                 " than once in its header ('city', 'CITY': column names are matched in any case)"
-                                 " (and 1 more file)")
+        merge.merge_date(
+            spark,
+            t.spec.model_copy(
+                update={"source": t.spec.source.model_copy(update={"options": {"sep": ";", "comment": "#"}})}
+            ),
+            day(3),
+        )
+    assert str(raised.value) == (
+        f"{t.table} {day(3)}: increment {folder}: file part-0.csv has column 'city' more"
+        " than once in its header ('city', 'CITY': column names are matched in any case)"
+        " (and 1 more file)"
+    )
 
     # a replayed date: the rerun checks every date's input before it changes anything
     (t.increment_dir(day(2)) / "part-0.csv").write_text("id;Name;name\n1;x;y\n")
     with pytest.raises(InputError) as raised:
         replay.rerun(spark, t.spec, day(1))
-    assert str(raised.value) == (f"{t.table} {day(2)}: increment {t.increment_dir(day(2))}: file part-0.csv has column"
-                                 " 'Name' more than once in its header ('Name', 'name': column names are matched in"
-                                 " any case); nothing was changed")
+    assert str(raised.value) == (
+        f"{t.table} {day(2)}: increment {t.increment_dir(day(2))}: file part-0.csv has column"
+        " 'Name' more than once in its header ('Name', 'name': column names are matched in"
+        " any case); nothing was changed"
+    )
     assert (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec)) == before
     assert state.read_state(spark, t.spec).replay is None
 
@@ -120,8 +141,10 @@ def test_a_csv_header_that_repeats_a_column_names_the_file_and_the_column(spark,
     (first.increment_dir(day(1)) / "part-0.csv").write_text("id,name,name\n1,ann,x\n")
     with pytest.raises(InputError) as raised:
         merge.merge_date(spark, first.spec, day(1))
-    assert str(raised.value) == (f"{first.table} {day(1)}: increment {first.increment_dir(day(1))}: file part-0.csv"
-                                 " has column 'name' more than once in its header")
+    assert str(raised.value) == (
+        f"{first.table} {day(1)}: increment {first.increment_dir(day(1))}: file part-0.csv"
+        " has column 'name' more than once in its header"
+    )
 
 
 def test_csv_files_whose_headers_differ_name_the_file_and_both_headers(spark, tmp_path, unique_name):
@@ -138,9 +161,11 @@ def test_csv_files_whose_headers_differ_name_the_file_and_both_headers(spark, tm
         (folder / "part-1.csv").write_text("id,city,name\n2,Rome,bob\n")
         with pytest.raises(InputError) as raised:
             merge.merge_date(spark, table.spec, day(1))
-        assert str(raised.value) == (f"{table.table} {day(1)}: increment {folder}: file part-1.csv has the header"
-                                     " id,city,name, file part-0.csv id,name,city: the CSV files of one input are"
-                                     " read with one header, so each must list the same columns in the same order")
+        assert str(raised.value) == (
+            f"{table.table} {day(1)}: increment {folder}: file part-1.csv has the header"
+            " id,city,name, file part-0.csv id,name,city: the CSV files of one input are"
+            " read with one header, so each must list the same columns in the same order"
+        )
     assert table_rows(spark, t.table) == [(1, "ann", "Oslo", "2023-12-31", OPEN)]
     (t.increment_dir(day(1)) / "part-1.csv").write_text("ID,Name,City\n2,bob,Rome\n")  # names in any case
     assert merge.merge_date(spark, t.spec, day(1)).counts["new"] == 1
@@ -154,16 +179,20 @@ def test_a_csv_header_with_a_quoted_line_end_is_read_whole_under_multiline(spark
     (folder / "part-0.csv").write_text('id,name,"id\nx"\n1,ann,a\n')
     with pytest.raises(InputError) as raised:  # what Spark reads: a name a Hive table cannot take
         merge.merge_date(spark, t.spec, day(1))
-    assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder} has columns a Hive table cannot take:"
-                                 " 'id\\nx' (white space, which Hive's Parquet reader cannot parse); rename them in"
-                                 " the source")
+    assert str(raised.value) == (
+        f"{t.table} {day(1)}: increment {folder} has columns a Hive table cannot take:"
+        " 'id\\nx' (white space, which Hive's Parquet reader cannot parse); rename them in"
+        " the source"
+    )
     (folder / "part-0.csv").write_text('id,name,"ci\nty"\n1,ann,a\n')
     (folder / "part-1.csv").write_text('id,name,"ci\nxx"\n2,bob,b\n')
     with pytest.raises(InputError) as raised:
         merge.merge_date(spark, t.spec, day(1))
-    assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder}: file part-1.csv has the header"
-                                 " id,name,ci\\nxx, file part-0.csv id,name,ci\\nty: the CSV files of one input are"
-                                 " read with one header, so each must list the same columns in the same order")
+    assert str(raised.value) == (
+        f"{t.table} {day(1)}: increment {folder}: file part-1.csv has the header"
+        " id,name,ci\\nxx, file part-0.csv id,name,ci\\nty: the CSV files of one input are"
+        " read with one header, so each must list the same columns in the same order"
+    )
     # a quoted line end in a value: the header is its first line alone
     (folder / "part-0.csv").write_text('id,name,city\n1,ann,"Ro\nme"\n')
     (folder / "part-1.csv").write_text('id,name,city\n"2",bob,Oslo\n')
@@ -177,8 +206,11 @@ def test_csv_files_a_file_filter_leaves_out_are_not_checked_and_the_files_it_kee
     header that "does not conform to the schema", and a kept file in a subfolder was left out."""
     import os
 
-    t = TableFixture(tmp_path, unique_name, source={"format": "csv", "options": {
-        "pathGlobFilter": "*.csv", "modifiedAfter": "2020-01-01T00:00:00"}})
+    t = TableFixture(
+        tmp_path,
+        unique_name,
+        source={"format": "csv", "options": {"pathGlobFilter": "*.csv", "modifiedAfter": "2020-01-01T00:00:00"}},
+    )
     t.write_base(spark, [(1, "ann", "Oslo"), (2, "bob", "Rome")])
     init_table(spark, t.spec)
     folder = t.increment_dir(day(1))
@@ -191,37 +223,56 @@ def test_csv_files_a_file_filter_leaves_out_are_not_checked_and_the_files_it_kee
     (folder / "part-1.csv").write_text("id,city,name\n2,Nice,bob\n")
     with pytest.raises(InputError) as raised:
         merge.merge_date(spark, t.spec, day(1))
-    assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder}: file part-1.csv has the header"
-                                 " id,city,name, file part-0.csv id,name,city: the CSV files of one input are read"
-                                 " with one header, so each must list the same columns in the same order")
+    assert str(raised.value) == (
+        f"{t.table} {day(1)}: increment {folder}: file part-1.csv has the header"
+        " id,city,name, file part-0.csv id,name,city: the CSV files of one input are read"
+        " with one header, so each must list the same columns in the same order"
+    )
     (folder / "part-1.csv").unlink()
     (folder / "sub" / "part-1.csv").write_text("id,name,city\n2,bob,Nice\n")
     with pytest.raises(InputError) as raised:
         merge.merge_date(spark, t.spec, day(1))
-    assert str(raised.value) == (f"{t.table} {day(1)}: {folder} has files in subfolders, which Spark would leave out"
-                                 " without a word: sub/part-1.csv; move them away, or set the source option"
-                                 " recursiveFileLookup: 'true' to read them too")
+    assert str(raised.value) == (
+        f"{t.table} {day(1)}: {folder} has files in subfolders, which Spark would leave out"
+        " without a word: sub/part-1.csv; move them away, or set the source option"
+        " recursiveFileLookup: 'true' to read them too"
+    )
     assert state.read_state(spark, t.spec).last_committed == day(0)
     (folder / "sub" / "part-1.csv").rename(folder / "sub" / "part-1.csv.done")
     assert merge.merge_date(spark, t.spec, day(1)).counts["changed"] == 1
-    assert [tuple(r) for r in spark.table(t.table).where(f"end_dt = '{OPEN}'").select("id", "city").orderBy("id")
-            .collect()] == [(1, "Lima"), (2, "Rome")]
+    assert [
+        tuple(r) for r in spark.table(t.table).where(f"end_dt = '{OPEN}'").select("id", "city").orderBy("id").collect()
+    ] == [(1, "Lima"), (2, "Rome")]
 
 
 def test_added_missing_and_widened_columns(spark, tmp_path, unique_name):
     t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, city string, level int")
     t.write_base(spark, [(1, "ann", "Oslo", 1), (2, "bob", None, 1), (3, "cid", "Rome", 1)])
     # day 1: a new column; level arrives as bigint (widens the table's int)
-    t.write_increment(spark, day(1), [(1, "ann", "Oslo", 5_000_000_000, "555"), (4, "dan", "Nice", 1, None)],
-                      "id bigint, name string, city string, level bigint, phone string")
+    t.write_increment(
+        spark,
+        day(1),
+        [(1, "ann", "Oslo", 5_000_000_000, "555"), (4, "dan", "Nice", 1, None)],
+        "id bigint, name string, city string, level bigint, phone string",
+    )
     first = merge.merge_date(spark, t.spec, day(1))
-    assert first.counts["columns_added"] == ["phone string"] and first.counts["columns_widened"] == ["level int -> bigint"]
+    assert first.counts["columns_added"] == ["phone string"] and first.counts["columns_widened"] == [
+        "level int -> bigint"
+    ]
     assert "columns added: phone string; columns widened: level int -> bigint" in first.summary()
-    assert columns_of(spark, t) == [("id", "bigint"), ("name", "string"), ("city", "string"), ("level", "bigint"),
-                                    ("begin_dt", "string"), ("phone", "string"), ("end_dt", "string")]
+    assert columns_of(spark, t) == [
+        ("id", "bigint"),
+        ("name", "string"),
+        ("city", "string"),
+        ("level", "bigint"),
+        ("begin_dt", "string"),
+        ("phone", "string"),
+        ("end_dt", "string"),
+    ]
     # day 2: city is missing: NULL in the new versions; a change only where it was not NULL
-    t.write_increment(spark, day(2), [(2, "bob", 1, None), (3, "cid", 1, None)],
-                      "id bigint, name string, level int, phone string")
+    t.write_increment(
+        spark, day(2), [(2, "bob", 1, None), (3, "cid", 1, None)], "id bigint, name string, level int, phone string"
+    )
     second = merge.merge_date(spark, t.spec, day(2))
     assert second.counts["columns_missing"] == ["city"]
     assert (second.counts["unchanged"], second.counts["changed"]) == (1, 1)
@@ -251,7 +302,8 @@ def test_a_float_key_and_a_double_key_do_not_mix(spark, tmp_path, unique_name, t
     assert str(raised.value) == (
         f"{t.table} {day(1)}: increment {t.increment_dir(day(1))} key column 'id' has type {input_type}, the table"
         f" has {table_type}; a float key and a double key are different values (0.1 as a float is"
-        f" 0.10000000149011612 as a double): send the key as {table_type}")
+        f" 0.10000000149011612 as a double): send the key as {table_type}"
+    )
     assert (table_rows(spark, t.table), columns_of(spark, t)) == before
 
 
@@ -268,8 +320,10 @@ def test_a_new_table_takes_column_names_that_are_not_identifiers(spark, tmp_path
     names = ["id", "a-b", "1st", "名前"]
     folder = t.increment_dir(day(1))
     folder.mkdir(parents=True)
-    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64()), "a-b": ["x", "y"], "1st": ["ann", "bob"],
-                             "名前": ["n1", "n2"]}), folder / "part-0.parquet")
+    pq.write_table(
+        pa.table({"id": pa.array([1, 2], pa.int64()), "a-b": ["x", "y"], "1st": ["ann", "bob"], "名前": ["n1", "n2"]}),
+        folder / "part-0.parquet",
+    )
     merge.merge_date(spark, t.spec, day(1))
     assert [name for name, _ in columns_of(spark, t)] == [*names, "begin_dt", "end_dt"]
     expected = [(1, "x", "ann", "n1", "2024-01-01", OPEN), (2, "y", "bob", "n2", "2024-01-01", OPEN)]
@@ -278,8 +332,9 @@ def test_a_new_table_takes_column_names_that_are_not_identifiers(spark, tmp_path
         assert table_rows(spark, t.table) == expected
 
 
-@pytest.mark.parametrize("name, reason", [("first name", "white space"), ("a,b", "','"), ("x=y", "'='"),
-                                          ("f(x)", "'('")])
+@pytest.mark.parametrize(
+    "name, reason", [("first name", "white space"), ("a,b", "','"), ("x=y", "'='"), ("f(x)", "'('")]
+)
 def test_a_column_name_hives_parquet_reader_cannot_parse_is_refused(spark, tmp_path, unique_name, name, reason):
     """Spark writes and reads such a column, Hive's Parquet reader fails on the whole table
     (`expected ';' but got 'name'`, an IndexOutOfBoundsException for a comma)."""
@@ -292,13 +347,17 @@ def test_a_column_name_hives_parquet_reader_cannot_parse_is_refused(spark, tmp_p
     before = (table_rows(spark, t.table), columns_of(spark, t))
     folder = t.increment_dir(day(1))
     folder.mkdir(parents=True)
-    pq.write_table(pa.table({"id": pa.array([1], pa.int64()), "name": ["ann"], "city": ["Rome"], name: ["x"]}),
-                   folder / "part-0.parquet")
+    pq.write_table(
+        pa.table({"id": pa.array([1], pa.int64()), "name": ["ann"], "city": ["Rome"], name: ["x"]}),
+        folder / "part-0.parquet",
+    )
     with pytest.raises(InputError) as raised:
         merge.merge_date(spark, t.spec, day(1))
-    assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder} has columns a Hive table cannot take:"
-                                 f" {name!r} ({reason}, which Hive's Parquet reader cannot parse); rename them in"
-                                 " the source")
+    assert str(raised.value) == (
+        f"{t.table} {day(1)}: increment {folder} has columns a Hive table cannot take:"
+        f" {name!r} ({reason}, which Hive's Parquet reader cannot parse); rename them in"
+        " the source"
+    )
     assert (table_rows(spark, t.table), columns_of(spark, t)) == before
 
 
@@ -313,14 +372,18 @@ def test_a_timestamp_without_time_zone_is_refused_naming_the_column(spark, tmp_p
     t = TableFixture(tmp_path, unique_name, base=False)
     folder = t.increment_dir(day(1))
     folder.mkdir(parents=True)
-    pq.write_table(pa.table({"id": pa.array([1], pa.int64()),
-                             "seen": pa.array([dt.datetime(2024, 1, 1, 8, 30)], pa.timestamp("us"))}),
-                   folder / "part-0.parquet")
+    pq.write_table(
+        pa.table(
+            {"id": pa.array([1], pa.int64()), "seen": pa.array([dt.datetime(2024, 1, 1, 8, 30)], pa.timestamp("us"))}
+        ),
+        folder / "part-0.parquet",
+    )
     with pytest.raises(InputError) as raised:
         merge.merge_date(spark, t.spec, day(1))
     assert str(raised.value) == (
         f"{t.table} {day(1)}: increment {folder} column 'seen' has type timestamp_ntz, which a Hive table cannot"
-        " store (a Parquet timestamp without a time zone, such as pandas' naive datetimes): write it adjusted to UTC")
+        " store (a Parquet timestamp without a time zone, such as pandas' naive datetimes): write it adjusted to UTC"
+    )
     assert not catalog.table_exists(spark, t.spec)
 
 
@@ -332,12 +395,15 @@ def test_a_key_column_that_holds_a_map_is_refused_naming_it(spark, tmp_path, uni
     t = TableFixture(tmp_path, unique_name, keys=("k",), base=False)
     folder = t.increment_dir(day(1))
     folder.mkdir(parents=True)
-    pq.write_table(pa.table({"k": pa.array([[("a", 1)]], pa.map_(pa.string(), pa.int64())), "v": ["x"]}),
-                   folder / "part-0.parquet")
+    pq.write_table(
+        pa.table({"k": pa.array([[("a", 1)]], pa.map_(pa.string(), pa.int64())), "v": ["x"]}), folder / "part-0.parquet"
+    )
     with pytest.raises(InputError) as raised:
         merge.merge_date(spark, t.spec, day(1))
-    assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder} key column 'k' has type map<string,bigint>:"
-                                 " a key cannot hold a map (Spark cannot compare maps)")
+    assert str(raised.value) == (
+        f"{t.table} {day(1)}: increment {folder} key column 'k' has type map<string,bigint>:"
+        " a key cannot hold a map (Spark cannot compare maps)"
+    )
 
 
 def test_a_column_name_with_white_space_around_it_is_refused(spark, tmp_path, unique_name):
@@ -354,7 +420,8 @@ def test_a_column_name_with_white_space_around_it_is_refused(spark, tmp_path, un
         merge.merge_date(spark, t.spec, day(1))
     assert str(raised.value) == (
         f"{t.table} {day(1)}: increment {folder} has columns with white space before or after their names:"
-        " [' name', ' city']; rename them in the source (a CSV header is read as written: 'id, name' names ' name')")
+        " [' name', ' city']; rename them in the source (a CSV header is read as written: 'id, name' names ' name')"
+    )
     assert (table_rows(spark, t.table), columns_of(spark, t)) == before
 
 
@@ -367,7 +434,10 @@ def test_a_csv_column_named_corrupt_record_is_a_column_like_any_other(spark, tmp
         t.increment_dir(day(n)).mkdir(parents=True)
         (t.increment_dir(day(n)) / "part-0.csv").write_text(text)
         merge.merge_date(spark, t.spec, day(n))
-    assert table_rows(spark, t.table) == [(1, "x", "ann", "2024-01-01", "2024-01-02"), (1, "y", "ann", "2024-01-02", OPEN)]
+    assert table_rows(spark, t.table) == [
+        (1, "x", "ann", "2024-01-01", "2024-01-02"),
+        (1, "y", "ann", "2024-01-02", OPEN),
+    ]
 
 
 def test_a_changed_type_fails_naming_the_column_and_both_types(spark, tmp_path, unique_name):
@@ -376,21 +446,27 @@ def test_a_changed_type_fails_naming_the_column_and_both_types(spark, tmp_path, 
     init_table(spark, t.spec)
     before = (table_rows(spark, t.table), columns_of(spark, t), catalog.list_partitions(spark, t.spec))
     t.write_increment(spark, day(1), [(1, "ann", 3.5, "x")], "id bigint, name string, city double, phone string")
-    with pytest.raises(InputError, match="column 'city' has type double, the table has string; a column cannot change type"):
+    with pytest.raises(
+        InputError, match="column 'city' has type double, the table has string; a column cannot change type"
+    ):
         merge.merge_date(spark, t.spec, day(1))
     assert (table_rows(spark, t.table), columns_of(spark, t), catalog.list_partitions(spark, t.spec)) == before
 
 
 def test_a_file_typing_a_column_otherwise_than_the_input_is_read_names_the_file_the_column_and_both_types(
-        spark, tmp_path, unique_name):
+    spark, tmp_path, unique_name
+):
     """Where Spark reads files with one schema without merging theirs (the reader option mergeSchema
     off, a source table's partition), a file holding `amount` as string failed naming Spark's
     reader class, SchemaColumnConvertNotSupportedException, and Parquet's BINARY, and was retried."""
-    t = TableFixture(tmp_path, unique_name, schema="id bigint, amount double",
-                     source={"options": {"mergeSchema": False}})
+    t = TableFixture(
+        tmp_path, unique_name, schema="id bigint, amount double", source={"options": {"mergeSchema": False}}
+    )
     folder = initialized_with_a_day_folder(spark, t, [(1, 1.5)])
     for key, amount in ((2, pa.array([2.5])), (3, pa.array(["3.5"]))):
-        pq.write_table(pa.table({"id": pa.array([key], pa.int64()), "amount": amount}), folder / f"part-{key - 2}.parquet")
+        pq.write_table(
+            pa.table({"id": pa.array([key], pa.int64()), "amount": amount}), folder / f"part-{key - 2}.parquet"
+        )
     before = (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec))
     with pytest.raises(InputError) as raised:
         merge.merge_date(spark, t.spec, day(1))
@@ -400,7 +476,8 @@ def test_a_file_typing_a_column_otherwise_than_the_input_is_read_names_the_file_
     held, expected = read_as[failed]
     assert str(raised.value) == (
         f"{t.table} {day(1)}: cannot read file {failed} of {folder}: column 'amount' is {held} in the file, but read"
-        f" as {expected}, its type in another file of the input; every file must give a column one type")
+        f" as {expected}, its type in another file of the input; every file must give a column one type"
+    )
     assert raised.value.final  # the same file fails the same way on every try: not retried
     assert (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec)) == before
     # elsewhere (a rerun's check, init's base) the CLI's line of the same failure, without Spark's class name
@@ -409,26 +486,40 @@ def test_a_file_typing_a_column_otherwise_than_the_input_is_read_names_the_file_
     parquet_type = {"string": "BINARY", "double": "DOUBLE"}[held]
     assert errors.summarize_failure(spark_failure.value) == (
         f"cannot read file {folder / failed}: column 'amount' is Parquet {parquet_type} in the file, but read as"
-        f" {expected}")
+        f" {expected}"
+    )
 
     # a source table's partition whose file holds the column as another type than the table declares
     spark.sql(f"CREATE DATABASE IF NOT EXISTS ods_{unique_name}")
-    spark.sql(f"CREATE TABLE ods_{unique_name}.fact_inc (id bigint, amount double) PARTITIONED BY (ds string)"
-              " STORED AS PARQUET")
+    spark.sql(
+        f"CREATE TABLE ods_{unique_name}.fact_inc (id bigint, amount double) PARTITIONED BY (ds string)"
+        " STORED AS PARQUET"
+    )
     partition = tmp_path / "fact_inc" / f"ds={day(1)}"
     partition.mkdir(parents=True)
-    pq.write_table(pa.table({"id": pa.array([2], pa.int64()), "amount": pa.array([7], pa.int64())}),
-                   partition / "part-0.parquet")
+    pq.write_table(
+        pa.table({"id": pa.array([2], pa.int64()), "amount": pa.array([7], pa.int64())}), partition / "part-0.parquet"
+    )
     spark.sql(f"ALTER TABLE ods_{unique_name}.fact_inc ADD PARTITION (ds = '{day(1)}') LOCATION '{partition}'")
-    hive = TableFixture(tmp_path, unique_name + "_tbl", schema="id bigint, amount double", source={
-        "format": "table", "path": None, "table": f"ods_{unique_name}.fact_inc", "partition": "ds = '{{ ds }}'"})
+    hive = TableFixture(
+        tmp_path,
+        unique_name + "_tbl",
+        schema="id bigint, amount double",
+        source={
+            "format": "table",
+            "path": None,
+            "table": f"ods_{unique_name}.fact_inc",
+            "partition": "ds = '{{ ds }}'",
+        },
+    )
     hive.write_base(spark, [(1, 1.5)])
     with pytest.raises(InputError) as raised:
         merge.merge_date(spark, hive.spec, day(1))
     assert str(raised.value) == (
         f"{hive.table} {day(1)}: cannot read file part-0.parquet of ods_{unique_name}.fact_inc partition"
         f" {{'ds': '{day(1)}'}}: column 'amount' is bigint in the file, but read as double, the type the table"
-        f" ods_{unique_name}.fact_inc declares")
+        f" ods_{unique_name}.fact_inc declares"
+    )
     assert not spark.catalog.tableExists(hive.table)  # its first merge created the table; dropped again
 
 
@@ -450,8 +541,9 @@ def replace_files(folder, columns_of_files: list[dict]) -> None:
 def merged_twice_read_without_merging_schemas(spark, tmp_path, unique_name) -> TableFixture:
     """A table of (id, amount) whose inputs Spark reads with one file's schema (the reader option
     mergeSchema off), with days 1 and 2 merged."""
-    t = TableFixture(tmp_path, unique_name, schema="id bigint, amount double",
-                     source={"options": {"mergeSchema": False}})
+    t = TableFixture(
+        tmp_path, unique_name, schema="id bigint, amount double", source={"options": {"mergeSchema": False}}
+    )
     t.write_base(spark, [(1, 1.5)])
     for n in (1, 2):
         t.write_increment(spark, day(n), [(n + 1, n + 0.5)])
@@ -460,17 +552,25 @@ def merged_twice_read_without_merging_schemas(spark, tmp_path, unique_name) -> T
 
 
 def test_a_file_typing_a_key_otherwise_fails_a_rerun_and_a_rebuild_naming_it_before_anything_changes(
-        spark, tmp_path, unique_name):
+    spark, tmp_path, unique_name
+):
     """The rerun's check of every date (and the rebuild's) reads the keys; a file holding `id` as
     string failed there with Parquet's BINARY, as an unreadable file another try might read."""
     t = merged_twice_read_without_merging_schemas(spark, tmp_path, unique_name)
     before = (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec))
     folder = t.increment_dir(day(1))
-    replace_files(folder, [{"id": pa.array([2], pa.int64()), "amount": pa.array([2.5])},
-                         {"id": pa.array(["3"]), "amount": pa.array([3.5])}])
-    explained = (f"{t.table} {day(1)}: cannot read file part-1.parquet of {folder}: column 'id' is string in the"
-                 " file, but read as bigint, its type in another file of the input; every file must give a column"
-                 " one type")
+    replace_files(
+        folder,
+        [
+            {"id": pa.array([2], pa.int64()), "amount": pa.array([2.5])},
+            {"id": pa.array(["3"]), "amount": pa.array([3.5])},
+        ],
+    )
+    explained = (
+        f"{t.table} {day(1)}: cannot read file part-1.parquet of {folder}: column 'id' is string in the"
+        " file, but read as bigint, its type in another file of the input; every file must give a column"
+        " one type"
+    )
     with pytest.raises(InputError) as raised:
         replay.rerun(spark, t.spec, day(1))
     assert str(raised.value) == explained + "; nothing was changed"
@@ -492,8 +592,9 @@ def source_table(spark, tmp_path, name: str, days: dict[int, dict]) -> str:
     partition a day, each of one file written with pyarrow from `days[n]` (column -> array)."""
     table = f"ods_{name}.fact_inc"
     spark.sql(f"CREATE DATABASE IF NOT EXISTS ods_{name}")
-    spark.sql(f"CREATE TABLE {table} (id bigint, name string, amount double) PARTITIONED BY (ds string)"
-              " STORED AS PARQUET")
+    spark.sql(
+        f"CREATE TABLE {table} (id bigint, name string, amount double) PARTITIONED BY (ds string) STORED AS PARQUET"
+    )
     for n, columns in days.items():
         folder = tmp_path / "fact_inc" / f"ds={day(n)}"
         write_files(folder, [columns])
@@ -502,8 +603,13 @@ def source_table(spark, tmp_path, name: str, days: dict[int, dict]) -> str:
 
 
 def fed_by(tmp_path, name: str, table: str, **options) -> TableFixture:
-    return TableFixture(tmp_path, name, schema="id bigint, name string, amount double", source={
-        "format": "table", "path": None, "table": table, "partition": "ds = '{{ ds }}'"}, **options)
+    return TableFixture(
+        tmp_path,
+        name,
+        schema="id bigint, name string, amount double",
+        source={"format": "table", "path": None, "table": table, "partition": "ds = '{{ ds }}'"},
+        **options,
+    )
 
 
 def row(key: int, name: str, amount) -> dict:
@@ -511,7 +617,8 @@ def row(key: int, name: str, amount) -> dict:
 
 
 def test_a_rerun_refuses_a_replayed_file_typing_another_column_otherwise_before_anything_changes(
-        spark, tmp_path, unique_name):
+    spark, tmp_path, unique_name
+):
     """The rerun's check reads the keys of every replayed date; a file of a later date holding
     `amount` as bigint where its table declares double failed only at that date's merge, after
     the restore was published, leaving a replay pending. Its footer says so up front."""
@@ -527,7 +634,8 @@ def test_a_rerun_refuses_a_replayed_file_typing_another_column_otherwise_before_
     assert str(raised.value) == (
         f"{t.table} {day(2)}: cannot read file part-0.parquet of {table} partition {{'ds': '{day(2)}'}}: column"
         f" 'amount' is bigint in the file, but read as double, the type the table {table} declares; nothing was"
-        " changed")
+        " changed"
+    )
     assert raised.value.final
     after = table_and_partitions(spark, t)
     assert after == before and state.read_state(spark, t.spec).replay is None
@@ -545,8 +653,13 @@ def test_a_replayed_folder_read_without_merging_schemas_is_checked_file_by_file(
     t = merged_twice_read_without_merging_schemas(spark, tmp_path, unique_name)
     before = (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec))
     folder = t.increment_dir(day(2))
-    replace_files(folder, [{"id": pa.array([3], pa.int64()), "amount": pa.array([2.5])},
-                         {"id": pa.array([4], pa.int64()), "amount": pa.array(["3.5"])}])
+    replace_files(
+        folder,
+        [
+            {"id": pa.array([3], pa.int64()), "amount": pa.array([2.5])},
+            {"id": pa.array([4], pa.int64()), "amount": pa.array(["3.5"])},
+        ],
+    )
     with pytest.raises(InputError) as raised:
         replay.rerun(spark, t.spec, day(1))
     assert str(raised.value) in (
@@ -555,7 +668,8 @@ def test_a_replayed_folder_read_without_merging_schemas_is_checked_file_by_file(
         " was changed",
         f"{t.table} {day(2)}: increment {folder} column 'amount' has type string, the table has double; a column"
         " cannot change type (only int -> bigint and float -> double widen; a decimal input may have fewer digits);"
-        " nothing was changed")
+        " nothing was changed",
+    )
     assert (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec)) == before
     assert state.read_state(spark, t.spec).replay is None
 
@@ -568,8 +682,14 @@ def rewritten_alike(path: Path, columns: dict) -> None:
     for pad in range(4096):
         written = pa.BufferOutputStream()
         padding = pa.array(["x" * pad] + [""] * (len(next(iter(columns.values()))) - 1))
-        pq.write_table(pa.table({**columns, "pad": padding}), written, store_schema=False,
-                       compression="none", use_dictionary=False, write_statistics=False)
+        pq.write_table(
+            pa.table({**columns, "pad": padding}),
+            written,
+            store_schema=False,
+            compression="none",
+            use_dictionary=False,
+            write_statistics=False,
+        )
         if written.getvalue().size == size:
             path.write_bytes(written.getvalue().to_pybytes())
             os.utime(path, ns=times)
@@ -577,8 +697,7 @@ def rewritten_alike(path: Path, columns: dict) -> None:
     raise AssertionError(f"no padding gives {size} bytes")
 
 
-def test_a_restore_of_untracked_columns_names_an_earlier_file_its_input_cannot_be_read_as(
-        spark, tmp_path, unique_name):
+def test_a_restore_of_untracked_columns_names_an_earlier_file_its_input_cannot_be_read_as(spark, tmp_path, unique_name):
     """With an untracked column the restore rebuilds the open rows from the base and the earlier
     increments; one of their files holding `amount` as bigint where its table declares double
     failed with Spark's SchemaColumnConvertNotSupportedException and Parquet's INT64."""
@@ -588,14 +707,17 @@ def test_a_restore_of_untracked_columns_names_an_earlier_file_its_input_cannot_b
     for n in (1, 2, 3):
         merge.merge_date(spark, t.spec, day(n))
     before = table_and_partitions(spark, t)
-    rewritten_alike(tmp_path / "fact_inc" / f"ds={day(1)}" / "part-0.parquet",
-                    {"id": pa.array([2], pa.int64()), "name": pa.array(["n1"]), "amount": pa.array([7], pa.int64())})
+    rewritten_alike(
+        tmp_path / "fact_inc" / f"ds={day(1)}" / "part-0.parquet",
+        {"id": pa.array([2], pa.int64()), "name": pa.array(["n1"]), "amount": pa.array([7], pa.int64())},
+    )
     with pytest.raises(InputError) as raised:
         replay.rerun(spark, t.spec, day(3))
     assert str(raised.value) == (
         f"{t.table} {day(1)}: cannot read file part-0.parquet of {table} partition {{'ds': '{day(1)}'}}: column"
         f" 'amount' is bigint in the file, but read as double, the type the table {table} declares; nothing was"
-        " changed")
+        " changed"
+    )
     after = table_and_partitions(spark, t)
     assert after == before
 
@@ -621,9 +743,9 @@ def test_a_bug_inside_a_reruns_check_is_raised_as_itself(spark, tmp_path, unique
 def test_the_explanations_of_spark_failures_raise_a_bug_as_itself(spark, tmp_path, unique_name, monkeypatch):
     """They caught any exception: a bug in a diagnosis hid behind Spark's failure, or became an
     input's error (a nested type's names), and an Observation never observed read as no metrics."""
-    from pyspark.sql import Observation
-    from pyspark.errors import PySparkAssertionError
     import pyspark.sql.types
+    from pyspark.errors import PySparkAssertionError
+    from pyspark.sql import Observation
 
     with pytest.raises(PySparkAssertionError):
         metrics.observed_metrics(Observation(f"zipper_never_{unique_name}"))
@@ -659,17 +781,28 @@ def test_a_base_file_typing_a_column_otherwise_fails_init_naming_it(spark, tmp_p
     t.path.write_text(yaml.safe_dump(t.raw, sort_keys=False))
     spec = load_spec_file(t.path)
     base = t.data / "base"
-    write_files(base, [{"id": pa.array([1], pa.int64()), "amount": pa.array([1.5])},
-                       {"id": pa.array([2], pa.int64()), "amount": pa.array(["2.5"])}])
+    write_files(
+        base,
+        [
+            {"id": pa.array([1], pa.int64()), "amount": pa.array([1.5])},
+            {"id": pa.array([2], pa.int64()), "amount": pa.array(["2.5"])},
+        ],
+    )
     with pytest.raises(InputError) as raised:
         init_table(spark, spec)
     assert str(raised.value) == (
         f"{t.table} {day(0)}: cannot read file part-1.parquet of {base}: column 'amount' is string in the file, but"
-        " read as double, its type in another file of the input; every file must give a column one type")
+        " read as double, its type in another file of the input; every file must give a column one type"
+    )
     assert raised.value.final
     assert not state.read_state(spark, spec).initialized
-    write_files(base, [{"id": pa.array([1], pa.int64()), "amount": pa.array([1.5])},
-                       {"id": pa.array([2], pa.int64()), "amount": pa.array([2.5])}])
+    write_files(
+        base,
+        [
+            {"id": pa.array([1], pa.int64()), "amount": pa.array([1.5])},
+            {"id": pa.array([2], pa.int64()), "amount": pa.array([2.5])},
+        ],
+    )
     init_table(spark, spec)  # the mended base loads
     assert [r[:2] for r in table_rows(spark, t.table)] == [(1, 1.5), (2, 2.5)]
 
@@ -682,8 +815,12 @@ def test_a_decimal_input_with_fewer_digits_is_read_into_the_tables_decimal(spark
     t = TableFixture(tmp_path, unique_name, schema="id bigint, amount decimal(10,2)")
     t.write_base(spark, [(1, Decimal("1.50")), (2, Decimal("2.00"))], "id bigint, amount decimal(10,2)")
     init_table(spark, t.spec)
-    t.write_increment(spark, day(1), [(1, Decimal("1.5")), (2, Decimal("2.1")), (3, Decimal("9999.9"))],
-                      "id bigint, amount decimal(5,1)")
+    t.write_increment(
+        spark,
+        day(1),
+        [(1, Decimal("1.5")), (2, Decimal("2.1")), (3, Decimal("9999.9"))],
+        "id bigint, amount decimal(5,1)",
+    )
     result = merge.merge_date(spark, t.spec, day(1))
     assert (result.counts["unchanged"], result.counts["changed"], result.counts["new"]) == (1, 1, 1)
     assert not result.counts.get("columns_widened")
@@ -697,7 +834,9 @@ def test_a_decimal_input_with_fewer_digits_is_read_into_the_tables_decimal(spark
     before = table_rows(spark, t.table)
     for wider in ("decimal(10,3)", "decimal(11,2)"):
         t.write_increment(spark, day(2), [(1, Decimal("1.5"))], f"id bigint, amount {wider}")
-        with pytest.raises(InputError, match=rf"column 'amount' has type {re.escape(wider)}, the table has decimal\(10,2\)"):
+        with pytest.raises(
+            InputError, match=rf"column 'amount' has type {re.escape(wider)}, the table has decimal\(10,2\)"
+        ):
             merge.merge_date(spark, t.spec, day(2))
     assert table_rows(spark, t.table) == before
 
@@ -711,111 +850,148 @@ def test_columns_are_added_after_the_publish_and_a_crash_in_between_is_completed
     # published, the new column not visible yet: readers see the day's data without it
     assert state.read_state(spark, t.spec).last_committed == day(1)
     assert [c for c, _ in columns_of(spark, t)] == ["id", "name", "city", "begin_dt", "end_dt"]
-    assert table_rows(spark, t.table) == [(1, "ann", "Oslo", "2023-12-31", "2024-01-01"),
-                                          (1, "ann", "Rome", "2024-01-01", OPEN)]
+    assert table_rows(spark, t.table) == [
+        (1, "ann", "Oslo", "2023-12-31", "2024-01-01"),
+        (1, "ann", "Rome", "2024-01-01", OPEN),
+    ]
     # the next run completes the change before anything else
     assert merge.merge_date(spark, t.spec, day(1)).action == "noop"
-    assert table_rows(spark, t.table) == [(1, "ann", "Oslo", "2023-12-31", None, "2024-01-01"),
-                                          (1, "ann", "Rome", "2024-01-01", "555", OPEN)]
+    assert table_rows(spark, t.table) == [
+        (1, "ann", "Oslo", "2023-12-31", None, "2024-01-01"),
+        (1, "ann", "Rome", "2024-01-01", "555", OPEN),
+    ]
 
 
 def test_a_csv_decimal_with_more_places_than_its_column_is_refused_not_rounded(spark, tmp_path, unique_name):
     """Spark's CSV parser read 1.239 into decimal(7,2) as 1.24, without a word."""
-    t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, amt decimal(7,2)",
-                     source={"format": "csv"})
+    t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, amt decimal(7,2)", source={"format": "csv"})
     folder = initialized_with_a_day_folder(spark, t, [(1, "ann", None)])
     (folder / "part-0.csv").write_text("id,name,amt\n1,ann,1.50\n2,bob,-3.240000\n3,cid,12.5\n")
     (folder / "part-1.csv").write_text("id,name,amt\n7,gus,1.239\n")
     with pytest.raises(InputError) as raised:
         merge.merge_date(spark, t.spec, day(1))
-    assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder}: file part-1.csv: column 'amt'"
-                                 " (decimal(7,2)) cannot hold '1.239' without rounding it (row with id=7)")
+    assert str(raised.value) == (
+        f"{t.table} {day(1)}: increment {folder}: file part-1.csv: column 'amt'"
+        " (decimal(7,2)) cannot hold '1.239' without rounding it (row with id=7)"
+    )
     assert state.read_state(spark, t.spec).last_committed == day(0)
     (folder / "part-1.csv").write_text("id,name,amt\n7,gus,1.2300\n")  # trailing zeros round nothing
     merge.merge_date(spark, t.spec, day(1))
     assert [(r.id, str(r.amt)) for r in spark.table(t.table).where(f"end_dt = '{OPEN}'").orderBy("id").collect()] == [
-        (1, "1.50"), (2, "-3.24"), (3, "12.50"), (7, "1.23")]
+        (1, "1.50"),
+        (2, "-3.24"),
+        (3, "12.50"),
+        (7, "1.23"),
+    ]
 
 
 def test_a_csv_decimal_in_exponent_form_or_with_grouping_marks_is_refused_where_it_would_round(
-        spark, tmp_path, unique_name):
+    spark, tmp_path, unique_name
+):
     """Places counted only after a plain point: Spark's parser read 1.239e0 and 12391E-4 into
     decimal(7,2) as 1.24, and 1,234.567 (it drops the commas) as 1234.57, without a word."""
-    t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, amt decimal(7,2)",
-                     source={"format": "csv"})
+    t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, amt decimal(7,2)", source={"format": "csv"})
     folder = initialized_with_a_day_folder(spark, t, [(1, "ann", None)])
-    (folder / "part-0.csv").write_text('id,name,amt\n1,ann,1.5E+1\n2,bob,12300E-4\n3,cid,-1.2e-1\n4,dan,0.000e-9\n'
-                                       '5,eve,"1,234.5"\n6,fay,"-12,345.6e-1"\n')
+    (folder / "part-0.csv").write_text(
+        "id,name,amt\n1,ann,1.5E+1\n2,bob,12300E-4\n3,cid,-1.2e-1\n4,dan,0.000e-9\n"
+        '5,eve,"1,234.5"\n6,fay,"-12,345.6e-1"\n'
+    )
     for value in ("1.239e0", "12391E-4", "5e-3", "1,234.567"):
         (folder / "part-1.csv").write_text(f'id,name,amt\n7,gus,"{value}"\n')
         with pytest.raises(InputError) as raised:
             merge.merge_date(spark, t.spec, day(1))
-        assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder}: file part-1.csv: column 'amt'"
-                                     f" (decimal(7,2)) cannot hold '{value}' without rounding it (row with id=7)")
+        assert str(raised.value) == (
+            f"{t.table} {day(1)}: increment {folder}: file part-1.csv: column 'amt'"
+            f" (decimal(7,2)) cannot hold '{value}' without rounding it (row with id=7)"
+        )
     # a comma that does not group thousands: Spark's parser drops it (1,5 read 15, 1,2,3 read 123)
     for value in ("1,5", "1,2,3", "12,34.5", "1234,567"):
         (folder / "part-1.csv").write_text(f'id,name,amt\n7,gus,"{value}"\n')
         with pytest.raises(InputError) as raised:
             merge.merge_date(spark, t.spec, day(1))
-        assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder}: file part-1.csv: column 'amt'"
-                                     f" (decimal(7,2)) cannot hold '{value}' without dropping its ','"
-                                     " (read as a thousands mark) (row with id=7)")
+        assert str(raised.value) == (
+            f"{t.table} {day(1)}: increment {folder}: file part-1.csv: column 'amt'"
+            f" (decimal(7,2)) cannot hold '{value}' without dropping its ','"
+            " (read as a thousands mark) (row with id=7)"
+        )
     # more integer digits than the column holds: Spark refuses it, named as a value that does not parse
     (folder / "part-1.csv").write_text("id,name,amt\n7,gus,1e10\n")
     with pytest.raises(InputError) as raised:
         merge.merge_date(spark, t.spec, day(1))
-    assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder}: file part-1.csv: column 'amt'"
-                                 " (decimal(7,2)) cannot hold '1e10' (row with id=7)")
+    assert str(raised.value) == (
+        f"{t.table} {day(1)}: increment {folder}: file part-1.csv: column 'amt'"
+        " (decimal(7,2)) cannot hold '1e10' (row with id=7)"
+    )
     assert state.read_state(spark, t.spec).last_committed == day(0)
     (folder / "part-1.csv").unlink()
     merge.merge_date(spark, t.spec, day(1))
     assert [(r.id, str(r.amt)) for r in spark.table(t.table).where(f"end_dt = '{OPEN}'").orderBy("id").collect()] == [
-        (1, "15.00"), (2, "1.23"), (3, "-0.12"), (4, "0.00"), (5, "1234.50"), (6, "-1234.56")]
+        (1, "15.00"),
+        (2, "1.23"),
+        (3, "-0.12"),
+        (4, "0.00"),
+        (5, "1234.50"),
+        (6, "-1234.56"),
+    ]
 
     # another locale's marks (de-DE: 1.234,5), as Spark's parser reads them
-    german = TableFixture(tmp_path, unique_name + "_de", schema="id bigint, name string, amt decimal(7,2)",
-                          source={"format": "csv", "options": {"sep": ";", "locale": "de-DE"}})
+    german = TableFixture(
+        tmp_path,
+        unique_name + "_de",
+        schema="id bigint, name string, amt decimal(7,2)",
+        source={"format": "csv", "options": {"sep": ";", "locale": "de-DE"}},
+    )
     folder = initialized_with_a_day_folder(spark, german, [(1, "ann", None)])
     (folder / "part-0.csv").write_text("id;name;amt\n1;ann;1.234,5\n7;gus;1,239\n")
     with pytest.raises(InputError) as raised:
         merge.merge_date(spark, german.spec, day(1))
-    assert str(raised.value).endswith("file part-0.csv: column 'amt' (decimal(7,2)) cannot hold '1,239' without"
-                                      " rounding it (row with id=7)")
+    assert str(raised.value).endswith(
+        "file part-0.csv: column 'amt' (decimal(7,2)) cannot hold '1,239' without rounding it (row with id=7)"
+    )
     (folder / "part-0.csv").write_text("id;name;amt\n1;ann;1.234,5\n7;gus;1,2300\n")
     merge.merge_date(spark, german.spec, day(1))
-    assert [(r.id, str(r.amt)) for r in spark.table(german.table).where(f"end_dt = '{OPEN}'").orderBy("id").collect()] \
-        == [(1, "1234.50"), (7, "1.23")]
+    assert [
+        (r.id, str(r.amt)) for r in spark.table(german.table).where(f"end_dt = '{OPEN}'").orderBy("id").collect()
+    ] == [(1, "1234.50"), (7, "1.23")]
 
 
 def test_a_csv_timestamp_with_more_than_microseconds_is_refused_not_truncated(spark, tmp_path, unique_name):
     """SQL Server's datetime2 writes 7 fractional digits; Spark's CSV parser cut 00:00:00.1234567 to
     .123456 without a word, so a change in the 7th digit was taken for a re-sent unchanged row."""
-    t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, seen timestamp",
-                     source={"format": "csv"})
+    t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, seen timestamp", source={"format": "csv"})
     folder = initialized_with_a_day_folder(spark, t, [(1, "ann", None)])
-    (folder / "part-0.csv").write_text("id,name,seen\n1,ann,2024-01-01 08:00:00.1234560\n"
-                                       "2,bob,2024-01-01T08:00:00.000001Z\n3,cid,2024-01-01 08:00:00\n")
+    (folder / "part-0.csv").write_text(
+        "id,name,seen\n1,ann,2024-01-01 08:00:00.1234560\n"
+        "2,bob,2024-01-01T08:00:00.000001Z\n3,cid,2024-01-01 08:00:00\n"
+    )
     (folder / "part-1.csv").write_text("id,name,seen\n7,gus,2024-01-01 08:00:00.1234567+02:00\n")
     with pytest.raises(InputError) as raised:
         merge.merge_date(spark, t.spec, day(1))
-    assert str(raised.value) == (f"{t.table} {day(1)}: increment {folder}: file part-1.csv: column 'seen' (timestamp)"
-                                 " cannot hold '2024-01-01 08:00:00.1234567+02:00' without truncating it to"
-                                 " microseconds (row with id=7)")
+    assert str(raised.value) == (
+        f"{t.table} {day(1)}: increment {folder}: file part-1.csv: column 'seen' (timestamp)"
+        " cannot hold '2024-01-01 08:00:00.1234567+02:00' without truncating it to"
+        " microseconds (row with id=7)"
+    )
     (folder / "part-1.csv").unlink()
     assert merge.merge_date(spark, t.spec, day(1)).counts["new"] == 2
 
 
 def test_csv_with_schema_orc_and_hive_table_partition(spark, tmp_path, unique_name):
-    csv = TableFixture(tmp_path, unique_name + "_csv", schema="id bigint, name string, score decimal(5,2)",
-                       source={"format": "csv", "schema": {"score": "decimal(5,2)"}})
+    csv = TableFixture(
+        tmp_path,
+        unique_name + "_csv",
+        schema="id bigint, name string, score decimal(5,2)",
+        source={"format": "csv", "schema": {"score": "decimal(5,2)"}},
+    )
     csv.write_base(spark, [(1, "ann", None)])
     csv.increment_dir(day(1)).mkdir(parents=True)
     # columns in another order than the table's, and a new one typed string
     (csv.increment_dir(day(1)) / "part-0.csv").write_text("Score,ID,name,note\n1.50,1,ann,hi\n2.25,2,bob,\n")
     result = merge.merge_date(spark, csv.spec, day(1))
     assert (result.counts["changed"], result.counts["new"], result.counts["columns_added"]) == (1, 1, ["note string"])
-    assert [(r.id, str(r.score), r.note) for r in spark.table(csv.table).where(f"end_dt = '{OPEN}'").orderBy("id").collect()] == [
-        (1, "1.50", "hi"), (2, "2.25", None)]
+    assert [
+        (r.id, str(r.score), r.note) for r in spark.table(csv.table).where(f"end_dt = '{OPEN}'").orderBy("id").collect()
+    ] == [(1, "1.50", "hi"), (2, "2.25", None)]
 
     orc = TableFixture(tmp_path, unique_name + "_orc", source={"format": "orc"})
     orc.write_base(spark, [(1, "ann", "Oslo")])
@@ -823,12 +999,24 @@ def test_csv_with_schema_orc_and_hive_table_partition(spark, tmp_path, unique_na
     assert merge.merge_date(spark, orc.spec, day(1)).counts["changed"] == 1
 
     spark.sql(f"CREATE DATABASE IF NOT EXISTS ods_{unique_name}")
-    spark.sql(f"CREATE TABLE ods_{unique_name}.user_inc (id bigint, name string, city string) PARTITIONED BY (ds string)"
-              " STORED AS PARQUET")
-    spark.sql(f"INSERT INTO ods_{unique_name}.user_inc PARTITION (ds = '2024-01-01') VALUES (1, 'ann', 'Lyon'), (5, 'eve', 'Pau')")
+    spark.sql(
+        f"CREATE TABLE ods_{unique_name}.user_inc (id bigint, name string, city string) PARTITIONED BY (ds string)"
+        " STORED AS PARQUET"
+    )
+    spark.sql(
+        f"INSERT INTO ods_{unique_name}.user_inc PARTITION (ds = '2024-01-01') VALUES (1, 'ann', 'Lyon'), (5, 'eve', 'Pau')"
+    )
     spark.sql(f"INSERT INTO ods_{unique_name}.user_inc PARTITION (ds = '2024-01-02') VALUES (9, 'zed', 'Pau')")
-    hive = TableFixture(tmp_path, unique_name + "_tbl", source={
-        "format": "table", "path": None, "table": f"ods_{unique_name}.user_inc", "partition": "ds = '{{ ds }}'"})
+    hive = TableFixture(
+        tmp_path,
+        unique_name + "_tbl",
+        source={
+            "format": "table",
+            "path": None,
+            "table": f"ods_{unique_name}.user_inc",
+            "partition": "ds = '{{ ds }}'",
+        },
+    )
     hive.write_base(spark, [(1, "ann", "Oslo")])
     result = merge.merge_date(spark, hive.spec, day(1))
     assert (result.counts["changed"], result.counts["new"], result.counts["open_after"]) == (1, 1, 2)
@@ -837,10 +1025,15 @@ def test_csv_with_schema_orc_and_hive_table_partition(spark, tmp_path, unique_na
     missing = hive.spec.table + " " + day(3).isoformat()
     with pytest.raises(InputError, match=rf"^{missing}: increment not found: ods_{unique_name}.user_inc partition"):
         merge.merge_date(spark, hive.spec, day(3))  # no such partition: the message names the table
-    for partition, said in (("dt = '{{ ds }}'", "but ods_{0}.user_inc is partitioned by ['ds']: name each of them"),
-                            ("ds = '{{ ds }}' AND src = 'a'", "names ['ds', 'src'], but")):
-        wrong = TableFixture(tmp_path, unique_name + "_w", source={
-            "format": "table", "path": None, "table": f"ods_{unique_name}.user_inc", "partition": partition})
+    for partition, said in (
+        ("dt = '{{ ds }}'", "but ods_{0}.user_inc is partitioned by ['ds']: name each of them"),
+        ("ds = '{{ ds }}' AND src = 'a'", "names ['ds', 'src'], but"),
+    ):
+        wrong = TableFixture(
+            tmp_path,
+            unique_name + "_w",
+            source={"format": "table", "path": None, "table": f"ods_{unique_name}.user_inc", "partition": partition},
+        )
         with pytest.raises(InputError) as err:  # before anything is created
             merge.merge_date(spark, wrong.spec, day(1))
         assert str(err.value).startswith(f"{wrong.spec.table} {day(1)}: source.partition names ")
@@ -848,7 +1041,8 @@ def test_csv_with_schema_orc_and_hive_table_partition(spark, tmp_path, unique_na
 
 
 def test_a_past_day_resent_with_a_new_or_wider_column_replays_and_a_later_conflicting_type_fails_first(
-        spark, tmp_path, unique_name):
+    spark, tmp_path, unique_name
+):
     """A re-sent past day that adds a column (or widens one) replays: its merge alters the
     table. The rerun's up-front check refused it ("merge its date first", which is what the
     merge of a past date does, through that same replay), leaving no way to replay it."""
@@ -861,13 +1055,20 @@ def test_a_past_day_resent_with_a_new_or_wider_column_replays_and_a_later_confli
     merge.merge_date(spark, t.spec, day(2))
 
     # day 1 re-sent: a new column, and level as bigint
-    t.write_increment(spark, day(1), [(1, "ann", 5_000_000_000, "555")],
-                      "id bigint, name string, level bigint, phone string")
+    t.write_increment(
+        spark, day(1), [(1, "ann", 5_000_000_000, "555")], "id bigint, name string, level bigint, phone string"
+    )
     result = merge.merge_date(spark, t.spec, day(1))
     assert result.action == "replay" and result.counts["columns_added"] == ["phone string"]
     assert result.counts["columns_widened"] == ["level int -> bigint"]
-    assert columns_of(spark, t) == [("id", "bigint"), ("name", "string"), ("level", "bigint"), ("begin_dt", "string"),
-                                    ("phone", "string"), ("end_dt", "string")]
+    assert columns_of(spark, t) == [
+        ("id", "bigint"),
+        ("name", "string"),
+        ("level", "bigint"),
+        ("begin_dt", "string"),
+        ("phone", "string"),
+        ("end_dt", "string"),
+    ]
     assert table_rows(spark, t.table) == [
         (1, "ann", 1, "2023-12-31", None, "2024-01-01"),
         (1, "ann", 5_000_000_000, "2024-01-01", "555", OPEN),
@@ -878,21 +1079,25 @@ def test_a_past_day_resent_with_a_new_or_wider_column_replays_and_a_later_confli
 
     # a column one replayed date adds, typed otherwise by a later one: refused before the restore
     before = (table_rows(spark, t.table), columns_of(spark, t), catalog.list_partitions(spark, t.spec))
-    t.write_increment(spark, day(1), [(1, "ann", 2, "555", "a@x")],
-                      "id bigint, name string, level bigint, phone string, email string")
-    t.write_increment(spark, day(2), [(2, "bob", 3, None, 1.5)],
-                      "id bigint, name string, level bigint, phone string, email double")
+    t.write_increment(
+        spark, day(1), [(1, "ann", 2, "555", "a@x")], "id bigint, name string, level bigint, phone string, email string"
+    )
+    t.write_increment(
+        spark, day(2), [(2, "bob", 3, None, 1.5)], "id bigint, name string, level bigint, phone string, email double"
+    )
     with pytest.raises(InputError) as raised:
         replay.rerun(spark, t.spec, day(1))
     assert str(raised.value) == (
         f"{t.table} {day(2)}: increment {t.increment_dir(day(2))} column 'email' has type double, the table has string;"
         " a column cannot change type (only int -> bigint and float -> double widen; a decimal input may have fewer"
-        " digits); nothing was changed")
+        " digits); nothing was changed"
+    )
     assert (table_rows(spark, t.table), columns_of(spark, t), catalog.list_partitions(spark, t.spec)) == before
 
 
 def test_an_orc_source_tables_file_whose_column_orc_would_convert_losing_values_is_refused(
-        spark, tmp_path, unique_name):
+    spark, tmp_path, unique_name
+):
     """Spark reads an ORC table's files with the table's types and ORC converts what a file holds
     otherwise without a word: 'x3.5' in a double column was merged as NULL. Conversions that keep
     every value (Hive's ALTER TABLE ... CHANGE: int read as bigint) are taken."""
@@ -903,11 +1108,19 @@ def test_an_orc_source_tables_file_whose_column_orc_would_convert_losing_values_
     spark.sql(f"CREATE TABLE {table} (id bigint, amount double, n bigint) PARTITIONED BY (ds string) STORED AS ORC")
     partition = tmp_path / "fact_orc" / f"ds={day(1)}"
     partition.mkdir(parents=True)
-    orc.write_table(pa.table({"id": pa.array([2, 3], pa.int64()), "amount": pa.array(["x3.5", "4.5"]),
-                              "n": pa.array([1, 2], pa.int32())}), str(partition / "part-0.orc"))
+    orc.write_table(
+        pa.table(
+            {"id": pa.array([2, 3], pa.int64()), "amount": pa.array(["x3.5", "4.5"]), "n": pa.array([1, 2], pa.int32())}
+        ),
+        str(partition / "part-0.orc"),
+    )
     spark.sql(f"ALTER TABLE {table} ADD PARTITION (ds = '{day(1)}') LOCATION '{partition}'")
-    t = TableFixture(tmp_path, unique_name, schema="id bigint, amount double, n bigint", source={
-        "format": "table", "path": None, "table": table, "partition": "ds = '{{ ds }}'"})
+    t = TableFixture(
+        tmp_path,
+        unique_name,
+        schema="id bigint, amount double, n bigint",
+        source={"format": "table", "path": None, "table": table, "partition": "ds = '{{ ds }}'"},
+    )
     t.write_base(spark, [(1, 1.5, 0)])
     init_table(spark, t.spec, day(0))
     with pytest.raises(InputError) as raised:
@@ -915,11 +1128,17 @@ def test_an_orc_source_tables_file_whose_column_orc_would_convert_losing_values_
     assert str(raised.value) == (
         f"{t.table} {day(1)}: cannot read file part-0.orc of {table} partition {{'ds': '{day(1)}'}}: column 'amount'"
         " is string in the file, but the table reads it as double, which ORC converts without a word, losing the"
-        " values that do not parse (as NULL); rewrite the file with the table's types")
+        " values that do not parse (as NULL); rewrite the file with the table's types"
+    )
     assert state.read_state(spark, t.spec).last_committed == day(0)
 
-    orc.write_table(pa.table({"id": pa.array([2, 3], pa.int64()), "amount": pa.array([3.5, 4.5]),
-                              "n": pa.array([1, 2], pa.int32())}), str(partition / "part-0.orc"))
+    orc.write_table(
+        pa.table(
+            {"id": pa.array([2, 3], pa.int64()), "amount": pa.array([3.5, 4.5]), "n": pa.array([1, 2], pa.int32())}
+        ),
+        str(partition / "part-0.orc"),
+    )
     merge.merge_date(spark, t.spec, day(1))
-    assert sorted(tuple(r) for r in spark.table(t.table).where("end_dt = '9999-12-31'").select("id", "amount", "n")
-                  .collect()) == [(1, 1.5, 0), (2, 3.5, 1), (3, 4.5, 2)]
+    assert sorted(
+        tuple(r) for r in spark.table(t.table).where("end_dt = '9999-12-31'").select("id", "amount", "n").collect()
+    ) == [(1, 1.5, 0), (2, 3.5, 1), (3, 4.5, 2)]

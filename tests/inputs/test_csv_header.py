@@ -7,17 +7,20 @@ import pytest
 from zipper.inputs.csv_header import header_names, header_record, repeated_names
 
 
-@pytest.mark.parametrize("line, options, names", [
-    ("id,name,name", {}, ["id", "name", "name"]),
-    ("\ufeffid,name", {}, ["id", "name"]),  # a byte order mark (Excel's UTF-8 export) before the first name
-    ('id;"na;me";x', {"sep": ";"}, ["id", "na;me", "x"]),
-    ("id\tName", {"Sep": "\\t"}, ["id", "Name"]),  # Spark's spelling of a tab; options in any case
-    ("id\tName", {"delimiter": "\t"}, ["id", "Name"]),
-    ("a||b||a", {"sep": "||"}, ["a", "b", "a"]),  # a separator of several characters
-    ('"a",b', {"quote": ""}, ['"a"', "b"]),  # quoting off
-    ("'a,b',c", {"quote": "'"}, ["a,b", "c"]),
-    ('"a\\"b",c', {}, ['a"b', "c"]),
-])
+@pytest.mark.parametrize(
+    "line, options, names",
+    [
+        ("id,name,name", {}, ["id", "name", "name"]),
+        ("\ufeffid,name", {}, ["id", "name"]),  # a byte order mark (Excel's UTF-8 export) before the first name
+        ('id;"na;me";x', {"sep": ";"}, ["id", "na;me", "x"]),
+        ("id\tName", {"Sep": "\\t"}, ["id", "Name"]),  # Spark's spelling of a tab; options in any case
+        ("id\tName", {"delimiter": "\t"}, ["id", "Name"]),
+        ("a||b||a", {"sep": "||"}, ["a", "b", "a"]),  # a separator of several characters
+        ('"a",b', {"quote": ""}, ['"a"', "b"]),  # quoting off
+        ("'a,b',c", {"quote": "'"}, ["a,b", "c"]),
+        ('"a\\"b",c', {}, ['a"b', "c"]),
+    ],
+)
 def test_header_names_follow_the_reader_options(line, options, names):
     assert header_names(line, options) == names
 

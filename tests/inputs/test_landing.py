@@ -16,13 +16,13 @@ import pytest
 import yaml
 
 from tests.support import day, table_rows
-from zipper.core.input_names import is_hidden
 from zipper.core import fs
+from zipper.core.errors import InputError, MissingInputError
+from zipper.core.input_names import is_hidden
 from zipper.inputs import landing
 from zipper.jobs import merge
 from zipper.jobs.keys import resolve_keys
 from zipper.table import catalog, inspect, state, vacuum
-from zipper.core.errors import InputError, MissingInputError
 from zipper.tablespec.loader import load_spec_file
 
 OPEN = "9999-12-31"
@@ -37,8 +37,12 @@ class LandingZone:
         self.folder.mkdir(parents=True)
         if key_columns is not None:
             self.set_keys(list(key_columns))
-        raw = {"name": name, "table": f"db_{name}.{name}", "start_date": day(1).isoformat(),
-               "source": {"mode": "landing_zone", "path": str(self.folder), **source}}
+        raw = {
+            "name": name,
+            "table": f"db_{name}.{name}",
+            "start_date": day(1).isoformat(),
+            "source": {"mode": "landing_zone", "path": str(self.folder), **source},
+        }
         (root / f"{name}.yaml").write_text(yaml.safe_dump(raw))
         self.spec = load_spec_file(root / f"{name}.yaml")
         self.table = self.spec.table
@@ -48,13 +52,18 @@ class LandingZone:
 
     def write(self, n: int, rows, schema=EMPLOYEES, compression="snappy", row_group_size=None):
         table = pa.Table.from_pylist([dict(zip(schema.names, r)) for r in rows], schema=schema)
-        pq.write_table(table, self.folder / landing.file_name(n), compression=compression, row_group_size=row_group_size)
+        pq.write_table(
+            table, self.folder / landing.file_name(n), compression=compression, row_group_size=row_group_size
+        )
 
 
 def state_of(spark, zone):
     st = state.read_state(spark, zone.spec)
-    return table_rows(spark, zone.table), [(p.end, p.location) for p in catalog.list_partitions(spark, zone.spec)], \
-        st.last_committed
+    return (
+        table_rows(spark, zone.table),
+        [(p.end, p.location) for p in catalog.list_partitions(spark, zone.spec)],
+        st.last_committed,
+    )
 
 
 @pytest.fixture
@@ -71,8 +80,10 @@ def test_employee_moves_from_redmond_to_bellevue(spark, zone):
     merge.merge_date(spark, zone.spec, day(2))
     spec = resolve_keys(spark, zone.spec)
     assert spec.keys == ["employeeid"]
-    assert [(r.employeelocation, r.begin_dt, r.end_dt) for r in inspect.history(spark, spec, {"employeeid": "E0001"}).collect()] == [
-        ("Redmond", "2024-01-01", "2024-01-02"), ("Bellevue", "2024-01-02", OPEN)]
+    assert [
+        (r.employeelocation, r.begin_dt, r.end_dt)
+        for r in inspect.history(spark, spec, {"employeeid": "E0001"}).collect()
+    ] == [("Redmond", "2024-01-01", "2024-01-02"), ("Bellevue", "2024-01-02", OPEN)]
 
     # One file, 3000 rows for one key in row groups of 100, read in several tasks: the last row wins.
     zone.write(3, [(1, "E0002", f"desk {i}") for i in range(3000)], compression="zstd", row_group_size=100)
@@ -83,7 +94,9 @@ def test_employee_moves_from_redmond_to_bellevue(spark, zone):
         spark.conf.unset("spark.sql.files.maxPartitionBytes")
     assert (result.counts["source_rows"], result.counts["changed"]) == (3000, 1)
     assert [r.employeelocation for r in inspect.history(spark, spec, {"employeeid": "E0002"}).collect()] == [
-        "Redmond", "desk 2999"]
+        "Redmond",
+        "desk 2999",
+    ]
 
 
 def test_a_data_column_named_metadata_is_a_column_like_any_other(spark, zone):
@@ -95,8 +108,10 @@ def test_a_data_column_named_metadata_is_a_column_like_any_other(spark, zone):
     zone.write(2, [(1, "E0001", "Bellevue", "m3"), (1, "E0001", "Seattle", "m4")], schema=schema)
     merge.merge_date(spark, zone.spec, day(2))
     assert table_rows(spark, zone.table) == [
-        ("E0001", "Redmond", "m1", "2024-01-01", "2024-01-02"), ("E0001", "Seattle", "m4", "2024-01-02", OPEN),
-        ("E0002", "Redmond", "m2", "2024-01-01", OPEN)]
+        ("E0001", "Redmond", "m1", "2024-01-01", "2024-01-02"),
+        ("E0001", "Seattle", "m4", "2024-01-02", OPEN),
+        ("E0002", "Redmond", "m2", "2024-01-01", OPEN),
+    ]
 
 
 def test_a_change_file_timestamp_without_time_zone_is_refused_naming_the_column(spark, zone):
@@ -110,21 +125,30 @@ def test_a_change_file_timestamp_without_time_zone_is_refused_naming_the_column(
     assert str(raised.value) == (
         f"{zone.table} {day(1)}: landing zone {zone.folder} column 'hiredat' has type timestamp_ntz, which a Hive"
         " table cannot store (a Parquet timestamp without a time zone, such as pandas' naive datetimes): write it"
-        " adjusted to UTC")
+        " adjusted to UTC"
+    )
     assert not catalog.table_exists(spark, zone.spec)
 
 
 def test_change_files_that_mix_a_float_and_a_double_key_are_refused(spark, tmp_path, unique_name):
     zone = LandingZone(tmp_path, unique_name, key_columns=("Id",))
-    zone.write(1, [(0, 0.5, "Redmond")], schema=pa.schema([("__rowMarker__", pa.int32()), ("Id", pa.float32()),
-                                                         ("EmployeeLocation", pa.string())]))
-    zone.write(2, [(1, 0.1, "Bellevue")], schema=pa.schema([("__rowMarker__", pa.int32()), ("Id", pa.float64()),
-                                                          ("EmployeeLocation", pa.string())]))
+    zone.write(
+        1,
+        [(0, 0.5, "Redmond")],
+        schema=pa.schema([("__rowMarker__", pa.int32()), ("Id", pa.float32()), ("EmployeeLocation", pa.string())]),
+    )
+    zone.write(
+        2,
+        [(1, 0.1, "Bellevue")],
+        schema=pa.schema([("__rowMarker__", pa.int32()), ("Id", pa.float64()), ("EmployeeLocation", pa.string())]),
+    )
     with pytest.raises(InputError) as raised:
         merge.merge_date(spark, zone.spec, day(1))
-    assert str(raised.value) == (f"{zone.table} {day(1)}: landing-zone key column 'id' has type float in"
-                                 f" {landing.file_name(1)} and double in {landing.file_name(2)}; a float key and a"
-                                 " double key are different values")
+    assert str(raised.value) == (
+        f"{zone.table} {day(1)}: landing-zone key column 'id' has type float in"
+        f" {landing.file_name(1)} and double in {landing.file_name(2)}; a float key and a"
+        " double key are different values"
+    )
     assert not spark.catalog.tableExists(zone.table)
 
 
@@ -144,13 +168,21 @@ def test_key_change_is_a_delete_of_the_old_key_and_an_insert_of_the_new(spark, z
 def test_several_changes_of_a_key_in_one_day_collapse_in_file_then_row_order(spark, zone):
     zone.write(1, [(0, "A", "x"), (0, "B", "x"), (0, "C", "x")])
     merge.merge_date(spark, zone.spec, day(1))
-    zone.write(2, [(2, "A", None), (0, "A", "x"),    # delete then re-insert with equal data: no change
-                   (0, "N", "y"), (2, "N", None),    # insert then delete: nothing
-                   (4, "B", "y")])                   # upsert ...
-    zone.write(3, [(1, "B", "z"), (2, "C", None)])   # ... then, in the next file, update; delete C
+    zone.write(
+        2,
+        [
+            (2, "A", None),
+            (0, "A", "x"),  # delete then re-insert with equal data: no change
+            (0, "N", "y"),
+            (2, "N", None),  # insert then delete: nothing
+            (4, "B", "y"),
+        ],
+    )  # upsert ...
+    zone.write(3, [(1, "B", "z"), (2, "C", None)])  # ... then, in the next file, update; delete C
     result = merge.merge_date(spark, zone.spec, day(2))
-    assert {k: result.counts[k] for k in ("files", "source_rows", "input", "changed", "unchanged", "deleted", "anomalies")} == \
-        {"files": 2, "source_rows": 7, "input": 4, "changed": 1, "unchanged": 1, "deleted": 1, "anomalies": 0}
+    assert {
+        k: result.counts[k] for k in ("files", "source_rows", "input", "changed", "unchanged", "deleted", "anomalies")
+    } == {"files": 2, "source_rows": 7, "input": 4, "changed": 1, "unchanged": 1, "deleted": 1, "anomalies": 0}
     assert table_rows(spark, zone.table) == [
         ("A", "x", "2024-01-01", OPEN),
         ("B", "x", "2024-01-01", "2024-01-02"),
@@ -167,8 +199,10 @@ def test_consumed_range_is_committed_and_kept_for_a_rerun(spark, zone):
     record = st.commits["2024-01-01"].landing
     assert (record["first"], record["last"], record["files"]) == (1, 2, 2)
     kept = record["kept"]
-    assert sorted(fs.name_of(f.path) for f in fs.list_files(spark, kept) if not is_hidden(fs.name_of(f.path))) == \
-        [landing.file_name(1), landing.file_name(2)]
+    assert sorted(fs.name_of(f.path) for f in fs.list_files(spark, kept) if not is_hidden(fs.name_of(f.path))) == [
+        landing.file_name(1),
+        landing.file_name(2),
+    ]
 
     empty = merge.merge_date(spark, zone.spec, day(2))  # nothing new: a day without change
     assert (empty.counts["files"], empty.counts["input"]) == (0, 0)
@@ -184,14 +218,18 @@ def test_consumed_range_is_committed_and_kept_for_a_rerun(spark, zone):
     assert [fs.name_of(p) for p in located.paths] == [landing.file_name(1), landing.file_name(2)]
 
     # vacuum never removes a copy that a commit names
-    later = vacuum.vacuum(spark, resolve_keys(spark, zone.spec), retention_days=0,
-                          now=dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=30))
+    later = vacuum.vacuum(
+        spark, resolve_keys(spark, zone.spec), retention_days=0, now=dt.datetime.now(dt.UTC) + dt.timedelta(days=30)
+    )
     assert all("zipper_landing" not in r["directory"] for r in later["removed"])
     assert fs.exists(spark, kept)
 
     zone.write(4, [(0, "C", "x")])  # 3 is missing
     before = state_of(spark, zone)
-    with pytest.raises(InputError, match=r"numbering has a gap after 00000000000000000002.parquet: missing 00000000000000000003.parquet"):
+    with pytest.raises(
+        InputError,
+        match=r"numbering has a gap after 00000000000000000002.parquet: missing 00000000000000000003.parquet",
+    ):
         merge.merge_date(spark, zone.spec, day(3))
     assert state_of(spark, zone) == before
 
@@ -213,10 +251,14 @@ def test_a_reset_zone_is_refused_and_a_touched_file_is_not(spark, tmp_path, uniq
     os.utime(zone.folder / landing.file_name(1), (later + 60, later + 60))
     new_size = (zone.folder / landing.file_name(1)).stat().st_size
     before = state_of(spark, zone)
-    with pytest.raises(InputError, match=(
+    with pytest.raises(
+        InputError,
+        match=(
             rf"landing zone .*Employees: 00000000000000000001.parquet was written again after it was consumed"
             rf" \({new_size} bytes now; the table consumed it on 2024-01-01 with {consumed_size} bytes\): the zone"
-            rf" was reset or rewritten; nothing was changed")) as refused:
+            rf" was reset or rewritten; nothing was changed"
+        ),
+    ) as refused:
         merge.merge_date(spark, zone.spec, day(3))
     assert (refused.value.table, refused.value.ds) == (zone.table, "2024-01-03")
     assert state_of(spark, zone) == before
@@ -225,8 +267,11 @@ def test_a_reset_zone_is_refused_and_a_touched_file_is_not(spark, tmp_path, uniq
     for n in (1, 2):
         (zone.folder / landing.file_name(n)).unlink()
     zone.write(1, [(0, "A", "x")])
-    with pytest.raises(InputError, match=r"ends at 00000000000000000001.parquet, but the table has consumed files"
-                                         r" up to 00000000000000000002.parquet: the zone was reset"):
+    with pytest.raises(
+        InputError,
+        match=r"ends at 00000000000000000001.parquet, but the table has consumed files"
+        r" up to 00000000000000000002.parquet: the zone was reset",
+    ):
         merge.merge_date(spark, zone.spec, day(3))
     assert state_of(spark, zone) == before
 
@@ -238,14 +283,19 @@ def test_key_columns_must_match_and_cannot_change(spark, tmp_path, unique_name):
     zone.set_keys(["EmployeeID", "EmployeeLocation"])
     zone.write(2, [(0, "B", "x")])
     before = state_of(spark, zone)
-    with pytest.raises(InputError, match=r"keyColumns \['employeeid', 'employeelocation'\] differ from the table's keys \['employeeid'\]"):
+    with pytest.raises(
+        InputError,
+        match=r"keyColumns \['employeeid', 'employeelocation'\] differ from the table's keys \['employeeid'\]",
+    ):
         merge.merge_date(spark, zone.spec, day(2))
     assert state_of(spark, zone) == before
 
     other = LandingZone(tmp_path / "other", unique_name + "_b")
     spec = other.spec.with_keys(["employeelocation"])
     other.write(1, [(0, "A", "x")])
-    with pytest.raises(InputError, match=r"keyColumns \['employeeid'\] differ from the spec's keys \['employeelocation'\]"):
+    with pytest.raises(
+        InputError, match=r"keyColumns \['employeeid'\] differ from the spec's keys \['employeelocation'\]"
+    ):
         merge.merge_date(spark, spec, day(1))
 
 
@@ -253,10 +303,16 @@ def test_anomalies_are_applied_and_counted_or_fail_with_on_anomaly_error(spark, 
     zone = LandingZone(tmp_path, unique_name)
     zone.write(1, [(0, "A", "x"), (0, "B", "x")])
     merge.merge_date(spark, zone.spec, day(1))
-    zone.write(2, [(0, "A", "y"),                  # insert of an open key: applied as an upsert
-                   (1, "U", "u"),                  # update of a key that is not open: applied as an upsert
-                   (2, "D", None),                 # delete of a key that is not open: ignored
-                   (0, "B", "x"), (0, "B", "z")])  # a second insert the same day: applied as an upsert
+    zone.write(
+        2,
+        [
+            (0, "A", "y"),  # insert of an open key: applied as an upsert
+            (1, "U", "u"),  # update of a key that is not open: applied as an upsert
+            (2, "D", None),  # delete of a key that is not open: ignored
+            (0, "B", "x"),
+            (0, "B", "z"),
+        ],
+    )  # a second insert the same day: applied as an upsert
     spec = zone.spec.model_copy(update={"source": zone.spec.source.model_copy(update={"on_anomaly": "error"})})
     before = state_of(spark, zone)
     with pytest.raises(InputError) as err:
@@ -265,14 +321,33 @@ def test_anomalies_are_applied_and_counted_or_fail_with_on_anomaly_error(spark, 
     assert state_of(spark, zone) == before
 
     result = merge.merge_date(spark, zone.spec, day(2))
-    assert {k: result.counts[k] for k in ("anomalies", "inserts_of_open_keys", "updates_of_absent_keys",
-                                          "deletes_of_absent_keys", "new", "changed")} == \
-        {"anomalies": 5, "inserts_of_open_keys": 3, "updates_of_absent_keys": 1, "deletes_of_absent_keys": 1,
-         "new": 1, "changed": 2}
-    assert ("5 anomalies (3 inserts of keys that are open, 1 update of a key that is not open,"
-            " 1 delete of a key that is not open)") in result.summary()
+    assert {
+        k: result.counts[k]
+        for k in (
+            "anomalies",
+            "inserts_of_open_keys",
+            "updates_of_absent_keys",
+            "deletes_of_absent_keys",
+            "new",
+            "changed",
+        )
+    } == {
+        "anomalies": 5,
+        "inserts_of_open_keys": 3,
+        "updates_of_absent_keys": 1,
+        "deletes_of_absent_keys": 1,
+        "new": 1,
+        "changed": 2,
+    }
+    assert (
+        "5 anomalies (3 inserts of keys that are open, 1 update of a key that is not open,"
+        " 1 delete of a key that is not open)"
+    ) in result.summary()
     assert [r for r in table_rows(spark, zone.table) if r[-1] == OPEN] == [
-        ("A", "y", "2024-01-02", OPEN), ("B", "z", "2024-01-02", OPEN), ("U", "u", "2024-01-02", OPEN)]
+        ("A", "y", "2024-01-02", OPEN),
+        ("B", "z", "2024-01-02", OPEN),
+        ("U", "u", "2024-01-02", OPEN),
+    ]
 
     # one of a kind is said in the singular, in the error and in the summary
     zone.write(3, [(1, "V", "v")])
@@ -289,23 +364,41 @@ def test_bad_change_files_fail_naming_the_file(spark, zone):
     keys_only = pa.schema([("__rowMarker__", pa.int32()), ("EmployeeID", pa.string())])
 
     zone.write(2, [(0, "C", "x"), (3, "A", "y")])
-    with pytest.raises(InputError, match=r"__rowMarker__ values other than 0 insert, 1 update, 2 delete, 4 upsert: 3 in 00000000000000000002.parquet row 2"):
+    with pytest.raises(
+        InputError,
+        match=r"__rowMarker__ values other than 0 insert, 1 update, 2 delete, 4 upsert: 3 in 00000000000000000002.parquet row 2",
+    ):
         merge.merge_date(spark, zone.spec, day(2))
-    text_marker = pa.schema([("__rowMarker__", pa.string()), ("EmployeeID", pa.string()), ("EmployeeLocation", pa.string())])
+    text_marker = pa.schema(
+        [("__rowMarker__", pa.string()), ("EmployeeID", pa.string()), ("EmployeeLocation", pa.string())]
+    )
     zone.write(2, [("0", "C", "x"), ("X", "A", "y")], text_marker)
-    with pytest.raises(InputError, match=r"__rowMarker__ values other than .*: X in 00000000000000000002.parquet row 2"):
+    with pytest.raises(
+        InputError, match=r"__rowMarker__ values other than .*: X in 00000000000000000002.parquet row 2"
+    ):
         merge.merge_date(spark, zone.spec, day(2))
     zone.write(2, [(2, "A"), (1, "B")], keys_only)
-    with pytest.raises(InputError, match=r"file 00000000000000000002.parquet has update or upsert rows .* lacks columns \['employeelocation'\]"):
+    with pytest.raises(
+        InputError,
+        match=r"file 00000000000000000002.parquet has update or upsert rows .* lacks columns \['employeelocation'\]",
+    ):
         merge.merge_date(spark, zone.spec, day(2))
-    zone.write(2, [(0, "A", 7)], pa.schema([("__rowMarker__", pa.int32()), ("EmployeeID", pa.string()), ("EmployeeLocation", pa.int64())]))
+    zone.write(
+        2,
+        [(0, "A", 7)],
+        pa.schema([("__rowMarker__", pa.int32()), ("EmployeeID", pa.string()), ("EmployeeLocation", pa.int64())]),
+    )
     with pytest.raises(InputError, match="column 'employeelocation' has type bigint, the table has string"):
         merge.merge_date(spark, zone.spec, day(2))
     assert state_of(spark, zone) == before
 
     # deletes need only the key; a file without __rowMarker__ is all inserts; a new column is added
     zone.write(2, [(2, "A")], keys_only)
-    zone.write(3, [("C", "x", 3)], pa.schema([("EmployeeID", pa.string()), ("EmployeeLocation", pa.string()), ("Floor", pa.int32())]))
+    zone.write(
+        3,
+        [("C", "x", 3)],
+        pa.schema([("EmployeeID", pa.string()), ("EmployeeLocation", pa.string()), ("Floor", pa.int32())]),
+    )
     result = merge.merge_date(spark, zone.spec, day(2))
     assert (result.counts["deleted"], result.counts["new"], result.counts["columns_added"]) == (1, 1, ["floor int"])
     assert table_rows(spark, zone.table) == [
@@ -323,7 +416,9 @@ def test_a_change_file_that_is_not_parquet_is_named_in_the_zone(spark, zone):
     zone.write(1, [(0, "A", "x")])
     merge.merge_date(spark, zone.spec, day(1))
     (zone.folder / "00000000000000000002.parquet").write_text("not parquet")
-    with pytest.raises(InputError, match=rf"cannot read landing-zone file 00000000000000000002\.parquet of {zone.folder}: "):
+    with pytest.raises(
+        InputError, match=rf"cannot read landing-zone file 00000000000000000002\.parquet of {zone.folder}: "
+    ):
         merge.merge_date(spark, zone.spec, day(2))
 
 
@@ -337,14 +432,18 @@ def test_an_empty_change_file_is_named_in_the_zone_as_likely_unfinished_and_may_
     (zone.folder / landing.file_name(2)).write_bytes(b"")
     with pytest.raises(MissingInputError) as err:
         merge.merge_date(spark, zone.spec, day(2))
-    assert str(err.value) == (f"{zone.table} {day(2)}: landing zone {zone.folder}: file 00000000000000000002.parquet"
-                              " is empty (0 bytes), which no Parquet file is: it is likely still being written, or"
-                              " its writer died; merge once it is complete (if its writer died, write it again;"
-                              " deleting it leaves a gap in the numbering, which the merge refuses)")
+    assert str(err.value) == (
+        f"{zone.table} {day(2)}: landing zone {zone.folder}: file 00000000000000000002.parquet"
+        " is empty (0 bytes), which no Parquet file is: it is likely still being written, or"
+        " its writer died; merge once it is complete (if its writer died, write it again;"
+        " deleting it leaves a gap in the numbering, which the merge refuses)"
+    )
     (zone.folder / landing.file_name(2)).unlink()  # deleted, as that advice said
     zone.write(3, [(1, "A", "z")])
-    with pytest.raises(MissingInputError, match="numbering has a gap after 00000000000000000001.parquet: missing"
-                                                " 00000000000000000002.parquet"):
+    with pytest.raises(
+        MissingInputError,
+        match="numbering has a gap after 00000000000000000001.parquet: missing 00000000000000000002.parquet",
+    ):
         merge.merge_date(spark, zone.spec, day(2))
     (zone.folder / landing.file_name(3)).unlink()
     (zone.folder / landing.file_name(2)).write_bytes(b"")
@@ -359,12 +458,17 @@ def test_a_change_file_spark_cannot_type_is_named_without_java_names(spark, zone
     zone.write(1, [(0, "A", "x")])
     merge.merge_date(spark, zone.spec, day(1))
     nanos = pa.schema([*EMPLOYEES, ("ChangedAt", pa.timestamp("ns"))])
-    table = pa.Table.from_pylist([{"__rowMarker__": 1, "EmployeeID": "B", "EmployeeLocation": "y",
-                                   "ChangedAt": dt.datetime(2024, 1, 2)}], schema=nanos)
+    table = pa.Table.from_pylist(
+        [{"__rowMarker__": 1, "EmployeeID": "B", "EmployeeLocation": "y", "ChangedAt": dt.datetime(2024, 1, 2)}],
+        schema=nanos,
+    )
     pq.write_table(table, zone.folder / landing.file_name(2), version="2.6", coerce_timestamps=None)
     with pytest.raises(InputError) as err:
         merge.merge_date(spark, zone.spec, day(2))
     message = str(err.value)
-    assert message.startswith(f"{zone.table} {day(2)}: cannot read landing-zone file 00000000000000000002.parquet"
-                              f" of {zone.folder}: "), message
-    assert message.endswith(": Illegal Parquet type: INT64 (TIMESTAMP(NANOS,false))"), message  # no error class, SQLSTATE
+    assert message.startswith(
+        f"{zone.table} {day(2)}: cannot read landing-zone file 00000000000000000002.parquet of {zone.folder}: "
+    ), message
+    assert message.endswith(": Illegal Parquet type: INT64 (TIMESTAMP(NANOS,false))"), (
+        message
+    )  # no error class, SQLSTATE

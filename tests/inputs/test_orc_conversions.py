@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from pyspark.sql.types import (ArrayType, DecimalType, DoubleType, IntegerType, LongType, StringType, StructField,
-                               StructType, VarcharType)
+from pyspark.sql.types import (
+    ArrayType,
+    DecimalType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    VarcharType,
+)
 
 from zipper.inputs.column_types import lossy_conversion
 
@@ -14,7 +23,10 @@ def struct(**fields) -> StructType:
 
 def test_text_read_as_another_type_and_a_fraction_read_as_an_integer_can_lose_values():
     assert lossy_conversion(struct(id=LongType(), score=StringType()), struct(id=LongType(), score=DoubleType())) == (
-        "score", "string", "double")
+        "score",
+        "string",
+        "double",
+    )
     assert lossy_conversion(struct(AMT=DecimalType(7, 2)), struct(amt=IntegerType())) == ("amt", "decimal(7,2)", "int")
     nested = struct(s=struct(a=ArrayType(VarcharType(3))))
     assert lossy_conversion(nested, struct(s=struct(a=ArrayType(IntegerType())))) == ("s.a", "varchar(3)", "int")

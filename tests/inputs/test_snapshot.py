@@ -7,10 +7,10 @@ import os
 import pytest
 
 from tests.support import TableFixture, day, table_rows
+from zipper.core.errors import InputError
 from zipper.jobs import merge
 from zipper.jobs.init import init_table
 from zipper.table import catalog, state
-from zipper.core.errors import InputError
 
 OPEN = "9999-12-31"
 
@@ -28,17 +28,28 @@ def test_missing_keys_close_or_stay_changed_keys_get_a_version(spark, extract):
     extract.write_increment(spark, day(1), [(1, "ann", "Oslo"), (2, "bob", "Paris"), (4, "dan", None)])
     result = merge.merge_date(spark, extract.spec, day(1))
     invalidate = extract.hard_deletes == "invalidate"
-    assert {k: result.counts[k] for k in ("source_rows", "input", "new", "changed", "unchanged", "deleted", "closed")} == \
-        {"source_rows": 3, "input": 3 if invalidate else 2, "new": 1, "changed": 1, "unchanged": 1,
-         "deleted": 1 if invalidate else 0, "closed": 2 if invalidate else 1}
+    assert {
+        k: result.counts[k] for k in ("source_rows", "input", "new", "changed", "unchanged", "deleted", "closed")
+    } == {
+        "source_rows": 3,
+        "input": 3 if invalidate else 2,
+        "new": 1,
+        "changed": 1,
+        "unchanged": 1,
+        "deleted": 1 if invalidate else 0,
+        "closed": 2 if invalidate else 1,
+    }
     cid = (3, "cid", None, "2023-12-31", "2024-01-01" if invalidate else OPEN)
-    assert table_rows(spark, extract.table) == sorted([
-        (1, "ann", "Oslo", "2023-12-31", OPEN),
-        (2, "bob", "Paris", "2024-01-01", OPEN),
-        (2, "bob", "Rome", "2023-12-31", "2024-01-01"),
-        cid,
-        (4, "dan", None, "2024-01-01", OPEN),
-    ], key=lambda r: tuple("" if v is None else str(v) for v in r))
+    assert table_rows(spark, extract.table) == sorted(
+        [
+            (1, "ann", "Oslo", "2023-12-31", OPEN),
+            (2, "bob", "Paris", "2024-01-01", OPEN),
+            (2, "bob", "Rome", "2023-12-31", "2024-01-01"),
+            cid,
+            (4, "dan", None, "2024-01-01", OPEN),
+        ],
+        key=lambda r: tuple("" if v is None else str(v) for v in r),
+    )
 
     # the same extract again: nothing to do; a closed key that comes back opens a new version
     extract.write_increment(spark, day(2), [(1, "ann", "Oslo"), (2, "bob", "Paris"), (4, "dan", None)])

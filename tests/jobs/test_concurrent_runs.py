@@ -12,9 +12,9 @@ import pytest
 from tests.jobs.test_rerun import DAYS, build, model_rows, snapshot
 from tests.support import TableFixture, day, table_rows
 from zipper.core import faults
+from zipper.core.errors import StateError
 from zipper.jobs import merge, replay
 from zipper.table import catalog, check, state
-from zipper.core.errors import StateError
 
 CHANGED_DAY_2 = [(1, "ann", "Tromso")]
 
@@ -52,15 +52,19 @@ def run_dirs(spark, t) -> set[str]:
 def test_a_merge_that_another_merge_of_its_date_overtook_publishes_nothing(spark, table, monkeypatch):
     other = {}
     before = run_dirs(spark, table)
-    with other_run_at(monkeypatch, "before_publish", lambda: other.update(
-            result=merge.merge_date(spark, table.spec, day(4)), after=snapshot(spark, table))):
+    with other_run_at(
+        monkeypatch,
+        "before_publish",
+        lambda: other.update(result=merge.merge_date(spark, table.spec, day(4)), after=snapshot(spark, table)),
+    ):
         with pytest.raises(catalog.ConcurrentChange) as err:
             merge.merge_date(spark, table.spec, day(4))
 
     assert str(err.value) == (
         f"{table.table} {day(4)}: another run ({other['result'].run_id}, table now at {day(4)}) published to the"
         " table while this one was running; nothing of this run was published. Run it again: it plans from the"
-        " table as it is now (a date already committed is a no-op)")
+        " table as it is now (a date already committed is a no-op)"
+    )
     assert isinstance(err.value, StateError)
     assert snapshot(spark, table) == other["after"]
     assert table_rows(spark, table.table) == model_rows(table, DAYS)
@@ -91,8 +95,11 @@ def test_a_merge_overtaken_by_a_rerun_publishes_nothing_and_the_next_merge_appli
 
 def test_a_rerun_overtaken_by_a_merge_restores_nothing(spark, table, monkeypatch):
     other = {}
-    with other_run_at(monkeypatch, "after_restore_write", lambda: other.update(
-            result=merge.merge_date(spark, table.spec, day(4)), after=snapshot(spark, table))):
+    with other_run_at(
+        monkeypatch,
+        "after_restore_write",
+        lambda: other.update(result=merge.merge_date(spark, table.spec, day(4)), after=snapshot(spark, table)),
+    ):
         with pytest.raises(catalog.ConcurrentChange, match=rf"^{table.table} {day(2)}: another run"):
             replay.rerun(spark, table.spec, day(2))
 
@@ -105,7 +112,9 @@ def test_a_rerun_overtaken_by_a_merge_restores_nothing(spark, table, monkeypatch
 def test_a_merge_overtaken_before_its_widening_leaves_the_column_type_alone(spark, table, monkeypatch):
     """A widening is applied just before the publish; an overtaken run must not apply it."""
     table.write_increment(spark, day(4), [(3, "cid", "Oslo", 1)], schema="id bigint, name string, city string, n int")
-    table.write_increment(spark, day(5), [(1, "ann", "Oslo", 2**40)], schema="id bigint, name string, city string, n bigint")
+    table.write_increment(
+        spark, day(5), [(1, "ann", "Oslo", 2**40)], schema="id bigint, name string, city string, n bigint"
+    )
     merge.merge_date(spark, table.spec, day(4))  # adds n int
     with other_run_at(monkeypatch, "before_publish", lambda: replay.rerun(spark, table.spec, day(3))):
         with pytest.raises(catalog.ConcurrentChange):

@@ -11,15 +11,15 @@ import pytest
 
 from tests.support import TableFixture, day, table_rows, write_parquet
 from zipper.core import faults, fs
+from zipper.core.errors import AuditError, InputError, MissingInputError, SpecError, StateError
 from zipper.inputs import reader, sources
 from zipper.inputs.modes import mode_of
-from zipper.jobs import merge
-from zipper.jobs.init import init_table
-from zipper.jobs.broadcast import broadcast_max_bytes, broadcasts, estimated_row_bytes
 from zipper.inputs.refusals import validate_keys
+from zipper.jobs import merge
+from zipper.jobs.broadcast import broadcast_max_bytes, broadcasts, estimated_row_bytes
+from zipper.jobs.init import init_table
 from zipper.table import catalog, check, inspect, state, vacuum
 from zipper.table.catalog import Partition
-from zipper.core.errors import AuditError, InputError, MissingInputError, SpecError, StateError
 
 OPEN = "9999-12-31"
 
@@ -49,8 +49,16 @@ def version_dirs(spark, t):
 def test_changed_unchanged_new_and_absent_keys(spark, users):
     users.write_increment(spark, day(1), [(2, "bob", "Paris"), (3, "cid", None), (4, "dan", "Oslo")])
     result = merge.merge_date(spark, users.spec, day(1))
-    assert result.counts == {"input": 3, "new": 1, "changed": 1, "unchanged": 1, "updated_in_place": 0,
-                             "closed": 1, "open_before": 3, "open_after": 4}
+    assert result.counts == {
+        "input": 3,
+        "new": 1,
+        "changed": 1,
+        "unchanged": 1,
+        "updated_in_place": 0,
+        "closed": 1,
+        "open_before": 3,
+        "open_after": 4,
+    }
     assert table_rows(spark, users.table) == [
         (1, "ann", "Oslo", "2023-12-31", OPEN),
         (2, "bob", "Paris", "2024-01-01", OPEN),
@@ -59,11 +67,13 @@ def test_changed_unchanged_new_and_absent_keys(spark, users):
         (4, "dan", "Oslo", "2024-01-01", OPEN),
     ]
     assert result.summary().startswith(
-        f"{users.table} 2024-01-01: 1 new, 1 changed, 1 re-sent unchanged, 1 closed; 4 open rows after;")
+        f"{users.table} 2024-01-01: 1 new, 1 changed, 1 re-sent unchanged, 1 closed; 4 open rows after;"
+    )
 
 
-def test_a_day_too_large_to_broadcast_is_joined_by_a_shuffle_with_the_same_result(spark, tmp_path, unique_name,
-                                                                                  monkeypatch):
+def test_a_day_too_large_to_broadcast_is_joined_by_a_shuffle_with_the_same_result(
+    spark, tmp_path, unique_name, monkeypatch
+):
     columns = [("id", "bigint"), ("name", "string"), ("city", "string")]
     row_bytes = estimated_row_bytes(spark, columns, "begin_dt")
     heap = spark._jvm.java.lang.Runtime.getRuntime().maxMemory()
@@ -98,8 +108,7 @@ def test_a_day_too_large_to_broadcast_is_joined_by_a_shuffle_with_the_same_resul
     assert (5, "eve", None, "2024-01-02", OPEN) in results[False][0]
 
 
-def test_long_strings_are_sized_as_observed_so_a_day_of_long_texts_is_joined_by_a_shuffle(spark, users,
-                                                                                           monkeypatch):
+def test_long_strings_are_sized_as_observed_so_a_day_of_long_texts_is_joined_by_a_shuffle(spark, users, monkeypatch):
     columns = [("id", "bigint"), ("name", "string"), ("city", "string")]
     # observed: the two strings' bytes per row plus padding replace Spark's 20 bytes each
     assert estimated_row_bytes(spark, columns, "begin_dt", 1000.0) == 8 + 8 * 4 + (8 + 20) + 1000 + 2 * 7
@@ -126,7 +135,9 @@ def test_long_strings_are_sized_as_observed_so_a_day_of_long_texts_is_joined_by_
 
 
 def test_the_key_check_observes_the_string_bytes_of_the_input(spark, users):
-    rows = spark.createDataFrame([(1, "ab", "中文"), (2, None, "x"), (3, "", None)], "id bigint, name string, city string")
+    rows = spark.createDataFrame(
+        [(1, "ab", "中文"), (2, None, "x"), (3, "", None)], "id bigint, name string, city string"
+    )
     seen = validate_keys(rows, users.spec, day(1), "increment", columns=["id", "name", "city"])
     assert (seen.rows, seen.variable_bytes) == (3, 2 + 6 + 1)  # UTF-8 bytes; NULL counts 0
     assert seen.variable_bytes_per_row == 3.0
@@ -135,9 +146,9 @@ def test_the_key_check_observes_the_string_bytes_of_the_input(spark, users):
 
 
 def test_null_safe_comparison_and_return_to_an_earlier_value(spark, users):
-    users.write_increment(spark, day(1), [(1, "ann", None)])       # value -> NULL: change
-    users.write_increment(spark, day(2), [(1, "ann", None)])       # NULL -> NULL: no change
-    users.write_increment(spark, day(3), [(1, "ann", "Oslo")])     # back to the first value: change
+    users.write_increment(spark, day(1), [(1, "ann", None)])  # value -> NULL: change
+    users.write_increment(spark, day(2), [(1, "ann", None)])  # NULL -> NULL: no change
+    users.write_increment(spark, day(3), [(1, "ann", "Oslo")])  # back to the first value: change
     for n in (1, 2, 3):
         merge.merge_date(spark, users.spec, day(n))
     history = inspect.history(spark, users.spec, {"id": "1"}).collect()
@@ -174,7 +185,8 @@ def test_a_folder_a_spark_job_is_still_writing_into_is_refused_until_it_commits(
     assert str(err.value) == (
         f"{users.table} 2024-01-01: increment {folder} is still being written: it holds _temporary, the uncommitted"
         " output of a Spark or Hadoop job; merge it once that job has finished (if the job died, delete"
-        f" {folder}/_temporary)")
+        f" {folder}/_temporary)"
+    )
     assert not err.value.final  # another try may find it committed
     assert snapshot(spark, users) == before
     for part in attempt.glob("part-*"):  # the job's commit
@@ -193,16 +205,20 @@ def test_files_beside_partition_folders_are_refused_not_left_out(spark, users):
     with pytest.raises(InputError) as err:
         merge.merge_date(spark, users.spec, day(1))
     message = str(err.value)
-    assert message.startswith(f"{users.table} 2024-01-01: {users.increment_dir(day(1))} holds partition folders"
-                              " (backup=1) beside other files, which Spark would leave out without a word: part-")
+    assert message.startswith(
+        f"{users.table} 2024-01-01: {users.increment_dir(day(1))} holds partition folders"
+        " (backup=1) beside other files, which Spark would leave out without a word: part-"
+    )
     assert err.value.final  # it takes someone to move them
     assert snapshot(spark, users) == before
     shutil.rmtree(users.increment_dir(day(1)) / "backup=1")
     write_parquet(users.increment_dir(day(1)) / "old", [(3, "cid", "Lima")], users.schema, spark)
     with pytest.raises(InputError) as err:  # a plain subfolder: not read either
         merge.merge_date(spark, users.spec, day(1))
-    assert str(err.value).startswith(f"{users.table} 2024-01-01: {users.increment_dir(day(1))} has files in"
-                                     " subfolders, which Spark would leave out without a word: old/part-")
+    assert str(err.value).startswith(
+        f"{users.table} 2024-01-01: {users.increment_dir(day(1))} has files in"
+        " subfolders, which Spark would leave out without a word: old/part-"
+    )
     assert snapshot(spark, users) == before
     shutil.rmtree(users.increment_dir(day(1)) / "old")
     assert merge.merge_date(spark, users.spec, day(1)).counts["changed"] == 1
@@ -226,15 +242,18 @@ def test_a_file_whose_copy_has_only_begun_is_refused_as_the_sensor_waits_for_it(
     (users.increment_dir(day(1)) / "part-9.parquet._COPYING_").write_bytes(b"")
     with pytest.raises(InputError) as err:
         merge.merge_date(spark, users.spec, day(1))
-    assert str(err.value) == (f"{users.table} 2024-01-01: increment {users.increment_dir(day(1))} is still being"
-                              " written: part-9.parquet._COPYING_ is being copied in; merge it once the copy has"
-                              " finished")
+    assert str(err.value) == (
+        f"{users.table} 2024-01-01: increment {users.increment_dir(day(1))} is still being"
+        " written: part-9.parquet._COPYING_ is being copied in; merge it once the copy has"
+        " finished"
+    )
     assert not err.value.final  # another try may find the copy done
     assert state.read_state(spark, users.spec).last_committed == day(0)
 
 
-@pytest.mark.parametrize("column, reason", [("x" * 800, "800 characters, more than the metastore's 767"),
-                                            ("a.b", "a dot")])
+@pytest.mark.parametrize(
+    "column, reason", [("x" * 800, "800 characters, more than the metastore's 767"), ("a.b", "a dot")]
+)
 def test_a_column_the_metastore_cannot_take_is_refused_before_anything_is_published(spark, users, column, reason):
     """A name of 800 characters failed the ALTER TABLE after the publish: the day was committed,
     and every later merge failed on the column."""
@@ -244,8 +263,10 @@ def test_a_column_the_metastore_cannot_take_is_refused_before_anything_is_publis
     with pytest.raises(InputError) as err:
         merge.merge_date(spark, users.spec, day(1))
     shown = repr(column if len(column) <= 40 else column[:40] + "...")
-    assert str(err.value) == (f"{users.table} 2024-01-01: increment {users.increment_dir(day(1))} has columns a Hive"
-                              f" table cannot take: {shown} ({reason}); rename them in the source")
+    assert str(err.value) == (
+        f"{users.table} 2024-01-01: increment {users.increment_dir(day(1))} has columns a Hive"
+        f" table cannot take: {shown} ({reason}); rename them in the source"
+    )
     assert snapshot(spark, users) == before
 
 
@@ -253,14 +274,17 @@ def test_a_struct_field_name_the_table_cannot_take_is_named(spark, users):
     """It failed with an empty `ParseException:` after the day's files were written."""
     init_table(spark, users.spec)
     folder = users.increment_dir(day(1))
-    spark.createDataFrame([(2, "bob", "Paris", (1,))], f"{users.schema}, st struct<`f g`: int>") \
-        .coalesce(1).write.parquet(str(folder))
+    spark.createDataFrame([(2, "bob", "Paris", (1,))], f"{users.schema}, st struct<`f g`: int>").coalesce(
+        1
+    ).write.parquet(str(folder))
     before = snapshot(spark, users)
     with pytest.raises(InputError) as err:
         merge.merge_date(spark, users.spec, day(1))
-    assert str(err.value) == (f"{users.table} 2024-01-01: increment {folder} column 'st' has type struct<f g:int>,"
-                              " whose nested field names a Hive table cannot take (a space, a dot, ...); rename them"
-                              " in the source")
+    assert str(err.value) == (
+        f"{users.table} 2024-01-01: increment {folder} column 'st' has type struct<f g:int>,"
+        " whose nested field names a Hive table cannot take (a space, a dot, ...); rename them"
+        " in the source"
+    )
     assert snapshot(spark, users) == before
 
 
@@ -273,8 +297,10 @@ def test_a_local_path_with_a_colon_is_refused_in_words(spark, tmp_path, unique_n
     init_table(spark, t.spec)
     with pytest.raises(InputError) as err:
         merge.merge_date(spark, t.spec, day(1))
-    assert str(err.value) == (f"{t.table} 2024-01-01: increment path {folder}/ds=2024-01-01: Hadoop's file system"
-                              " cannot name a local folder or file with a ':' in it; rename it")
+    assert str(err.value) == (
+        f"{t.table} 2024-01-01: increment path {folder}/ds=2024-01-01: Hadoop's file system"
+        " cannot name a local folder or file with a ':' in it; rename it"
+    )
 
 
 def test_an_unreadable_single_file_is_named(spark, users):
@@ -317,8 +343,10 @@ def test_the_files_spark_reads_are_found_in_as_many_jvm_calls_for_many_files_as_
     def write_files(folder, count, first_id):
         folder.mkdir(parents=True)
         for i in range(count):
-            pq.write_table(pa.table({"id": pa.array([first_id + i], pa.int64()), "name": ["x"], "city": ["y"]}),
-                           folder / f"part-{i:05d}.parquet")
+            pq.write_table(
+                pa.table({"id": pa.array([first_id + i], pa.int64()), "name": ["x"], "city": ["y"]}),
+                folder / f"part-{i:05d}.parquet",
+            )
 
     init_table(spark, users.spec)
     flat = users.increment_dir(day(1))
@@ -337,8 +365,15 @@ def test_the_files_spark_reads_are_found_in_as_many_jvm_calls_for_many_files_as_
         found = reader._files_spark_reads(spark, df)
         return len(calls), len(found)
 
-    counted = {name: calls_to_find_the_files(folder) for name, folder in
-               [("one", users.data / "one"), ("flat", flat), ("few", users.data / "few"), ("partitioned", partitioned)]}
+    counted = {
+        name: calls_to_find_the_files(folder)
+        for name, folder in [
+            ("one", users.data / "one"),
+            ("flat", flat),
+            ("few", users.data / "few"),
+            ("partitioned", partitioned),
+        ]
+    }
     found = {name: files for name, (_, files) in counted.items()}
     assert found == {"one": 1, "flat": 300, "few": 2, "partitioned": 300}
     assert counted["flat"][0] == counted["one"][0]
@@ -347,8 +382,9 @@ def test_the_files_spark_reads_are_found_in_as_many_jvm_calls_for_many_files_as_
 
     assert merge.merge_date(spark, users.spec, day(1)).counts["new"] == 300
     assert merge.merge_date(spark, users.spec, day(2)).counts["new"] == 300  # `part` is a column of the input
-    recursive = users.spec.model_copy(update={"source": users.spec.source.model_copy(
-        update={"options": {"recursiveFileLookup": "true"}})})
+    recursive = users.spec.model_copy(
+        update={"source": users.spec.source.model_copy(update={"options": {"recursiveFileLookup": "true"}})}
+    )
     write_parquet(users.increment_dir(day(3)) / "old", [(3, "cid", "Rome")], users.schema)
     assert merge.merge_date(spark, recursive, day(3)).counts["changed"] == 1
 
@@ -358,6 +394,7 @@ def test_an_inputs_files_are_listed_in_as_many_jvm_calls_for_many_files_as_for_f
     of a base of many thousand files. It takes a few for each folder, and finds what Hadoop's
     recursive listing found: every file in any subfolder, with its size and modification time,
     but those whose name or folder's name starts with _ or . (a partition folder `_a=1` is data)."""
+
     def write_tree(root, count):
         for folder in ("", "sub/deeper", "_a=1", "_temporary/0", ".hidden"):
             (root / folder).mkdir(parents=True, exist_ok=True)
@@ -370,8 +407,15 @@ def test_an_inputs_files_are_listed_in_as_many_jvm_calls_for_many_files_as_for_f
         found = []
         for folder, dirs, names in os.walk(root):
             dirs[:] = [d for d in dirs if not d.startswith(("_", ".")) or "=" in d]
-            found += [(f"file:{folder}/{n}", os.stat(f"{folder}/{n}").st_size,
-                       os.stat(f"{folder}/{n}").st_mtime_ns // 1_000_000) for n in names if not n.startswith(("_", "."))]
+            found += [
+                (
+                    f"file:{folder}/{n}",
+                    os.stat(f"{folder}/{n}").st_size,
+                    os.stat(f"{folder}/{n}").st_mtime_ns // 1_000_000,
+                )
+                for n in names
+                if not n.startswith(("_", "."))
+            ]
         return sorted(found)
 
     write_tree(tmp_path / "few", 3)
@@ -392,7 +436,8 @@ def test_an_inputs_files_are_listed_in_as_many_jvm_calls_for_many_files_as_for_f
         assert [(f.path, f.size, f.modified_ms) for f in listed[name][1]] == on_disk(tmp_path / name)
         assert len(listed[name][1]) == (3 if name == "few" else 300) * 3
         assert [fs.name_of(f.path) for f in flat[name][1]] == sorted(
-            n for n in os.listdir(tmp_path / name) if os.path.isfile(tmp_path / name / n))
+            n for n in os.listdir(tmp_path / name) if os.path.isfile(tmp_path / name / n)
+        )
 
 
 def test_statuses_jackson_cannot_write_are_listed_through_their_getters(spark, tmp_path):
@@ -428,15 +473,20 @@ def test_an_empty_parquet_file_is_named_as_likely_unfinished_and_may_be_tried_ag
     before = snapshot(spark, users)
     with pytest.raises(MissingInputError) as err:
         merge.merge_date(spark, users.spec, day(1))
-    assert str(err.value) == (f"{users.table} 2024-01-01: increment {folder}: file part-1.parquet is empty (0 bytes),"
-                              " which no Parquet file is: it is likely still being written, or its writer died; merge"
-                              " once it is complete (if its writer died, delete it or write it again)")
+    assert str(err.value) == (
+        f"{users.table} 2024-01-01: increment {folder}: file part-1.parquet is empty (0 bytes),"
+        " which no Parquet file is: it is likely still being written, or its writer died; merge"
+        " once it is complete (if its writer died, delete it or write it again)"
+    )
     assert not err.value.final  # another try, once the writer has finished, may pass
     assert snapshot(spark, users) == before
-    pq.write_table(pa.table({"id": pa.array([4], pa.int64()), "name": ["dan"], "city": ["Lima"]}),
-                   folder / "part-1.parquet")  # the writer finished
+    pq.write_table(
+        pa.table({"id": pa.array([4], pa.int64()), "name": ["dan"], "city": ["Lima"]}), folder / "part-1.parquet"
+    )  # the writer finished
     assert (merge.merge_date(spark, users.spec, day(1)).counts["changed"], snapshot(spark, users)[0][-1]) == (
-        1, (4, "dan", "Lima", "2024-01-01", OPEN))
+        1,
+        (4, "dan", "Lima", "2024-01-01", OPEN),
+    )
 
 
 @pytest.mark.parametrize("fmt", ["orc", "csv"])  # a zero-byte Parquet file is refused as likely unfinished
@@ -445,7 +495,9 @@ def test_an_empty_file_beside_the_data_is_no_file_left_out(spark, users, fmt):
     spec = users.spec.model_copy(update={"source": users.spec.source.model_copy(update={"format": fmt})})
     init_table(spark, spec)
     folder = users.increment_dir(day(1))
-    spark.createDataFrame([(1, "ann", "Rome")], users.schema).write.format(fmt).option("header", "true").save(str(folder))
+    spark.createDataFrame([(1, "ann", "Rome")], users.schema).write.format(fmt).option("header", "true").save(
+        str(folder)
+    )
     (folder / f"part-99999.{fmt}").write_bytes(b"")
     result = merge.merge_date(spark, spec, day(1))
     assert (result.counts["changed"], result.counts["open_after"]) == (1, 3)
@@ -455,9 +507,15 @@ def test_a_path_that_renders_empty_or_fails_for_one_date_names_table_date_and_sp
     from tests.support import TableFixture
 
     folder = tmp_path / "data" / unique_name / "incr"
-    t = TableFixture(tmp_path, unique_name, source={
-        "path": "{% if ds == '2024-01-02' %}{{ nope.x }}{% elif ds == '2024-01-03' %}{% else %}" + f"{folder}/ds=" +
-                "{{ ds }}{% endif %}"})
+    t = TableFixture(
+        tmp_path,
+        unique_name,
+        source={
+            "path": "{% if ds == '2024-01-02' %}{{ nope.x }}{% elif ds == '2024-01-03' %}{% else %}"
+            + f"{folder}/ds="
+            + "{{ ds }}{% endif %}"
+        },
+    )
     t.write_base(spark, [(1, "ann", "Oslo")])
     t.write_increment(spark, day(1), [(1, "ann", "Rome")])
     merge.merge_date(spark, t.spec, day(1))  # the spec loads: the template fails only for some dates
@@ -473,6 +531,7 @@ def test_a_path_that_renders_empty_or_fails_for_one_date_names_table_date_and_sp
 def test_an_init_killed_before_its_publish_does_not_keep_the_columns_of_the_base_it_read(spark, users, monkeypatch):
     """The table is created before the base is written and published: killed in between, it kept
     the old base's columns, and the corrected base was refused by every command."""
+
     def killed(*args, **kwargs):
         raise KeyboardInterrupt("killed before the publish")
 
@@ -484,8 +543,12 @@ def test_an_init_killed_before_its_publish_does_not_keep_the_columns_of_the_base
     users.write_base(spark, [(1, "ann", "Oslo", 30), (2, "bob", "Rome", 40)], f"{users.schema}, age int")
     result = init_table(spark, users.spec)
     assert result.counts == {"open_after": 2}
-    assert catalog.data_columns(spark, users.spec) == [("id", "bigint"), ("name", "string"), ("city", "string"),
-                                                       ("age", "int")]
+    assert catalog.data_columns(spark, users.spec) == [
+        ("id", "bigint"),
+        ("name", "string"),
+        ("city", "string"),
+        ("age", "int"),
+    ]
     assert [r[:4] for r in table_rows(spark, users.table)] == [(1, "ann", "Oslo", 30), (2, "bob", "Rome", 40)]
 
 
@@ -509,7 +572,8 @@ def test_a_past_merge_whose_later_input_is_gone_says_why_it_needs_it_and_changes
     assert str(err.value) == (
         f"{users.table} {day(1)}: increment not found: {users.increment_dir(day(2))}; the input of {day(2)},"
         f" committed after {day(1)}, is needed to tell whether {day(1)}..{day(2)} are still as committed (and to"
-        " replay them if not); nothing was changed")
+        " replay them if not); nothing was changed"
+    )
     assert (snapshot(spark, users), version_dirs(spark, users)) == (before, dirs)
 
 
@@ -521,8 +585,9 @@ def test_null_and_duplicate_keys_fail_and_write_nothing(spark, users):
     users.write_increment(spark, day(2), [(None, "x", "y"), (5, "e", "f"), (None, "z", "w")])
     with pytest.raises(InputError) as err:
         merge.merge_date(spark, users.spec, day(2))
-    assert str(err.value) == (f"{users.table} {day(2)}: increment {users.increment_dir(day(2))}"
-                              " has 2 rows with NULL in key column 'id'")
+    assert str(err.value) == (
+        f"{users.table} {day(2)}: increment {users.increment_dir(day(2))} has 2 rows with NULL in key column 'id'"
+    )
 
     users.write_increment(spark, day(2), [(k, "n", "c") for k in range(30) for _ in range(2)])
     with pytest.raises(InputError) as err:
@@ -583,8 +648,7 @@ def test_table_without_base_is_created_by_the_first_merge(spark, tmp_path, uniqu
 
 
 def test_init_with_ds_and_declared_columns(spark, tmp_path, unique_name):
-    t = TableFixture(tmp_path, unique_name, base=False,
-                     columns={"id": "bigint", "name": "string", "city": "string"})
+    t = TableFixture(tmp_path, unique_name, base=False, columns={"id": "bigint", "name": "string", "city": "string"})
     result = init_table(spark, t.spec, dt.date(2024, 1, 3))
     assert result.action == "init" and result.counts["open_after"] == 0
     assert init_table(spark, t.spec, dt.date(2024, 1, 3)).action == "noop"
@@ -616,12 +680,17 @@ def record_as_committed_before(spark, t, ds):
     part = next(p for p in catalog.list_partitions(spark, t.spec) if p.end == commit.end)
     every_file = sources.fingerprint(fs.list_data_files(spark, [str(t.increment_dir(ds))]))
     params = {k: v for k, v in part.params.items() if k.startswith("zipper.")}
-    catalog.repoint(spark, t.spec, [Partition(part.end, part.location, {**params, state.FINGERPRINT: every_file})],
-                    expected_run=None)
+    catalog.repoint(
+        spark,
+        t.spec,
+        [Partition(part.end, part.location, {**params, state.FINGERPRINT: every_file})],
+        expected_run=None,
+    )
 
 
 def test_files_a_filter_leaves_out_change_no_dates_input_nor_do_dates_committed_before_look_changed(
-        spark, tmp_path, unique_name):
+    spark, tmp_path, unique_name
+):
     """Whether a past date's input changed (and so replays) was told from every file of its
     folder, also those the source's file filters leave out: editing a `notes.txt` beside the data
     replayed the date and every later one. Only the files the read takes count; a date committed
@@ -666,8 +735,7 @@ def test_a_rerun_takes_dates_committed_before_filters_were_heeded_as_unchanged(s
     counted was refused as changed, and the rerun with it."""
     from zipper.jobs import replay
 
-    t = TableFixture(tmp_path, unique_name, source={"options": {"pathGlobFilter": "*.parquet"}},
-                     track_columns=["city"])
+    t = TableFixture(tmp_path, unique_name, source={"options": {"pathGlobFilter": "*.parquet"}}, track_columns=["city"])
     t.write_base(spark, [(1, "ann", "Oslo"), (2, "bob", "Rome")])
     init_table(spark, t.spec)
     for n, row in ((1, (2, "bob", "Paris")), (2, (1, "ann", "Lima"))):
@@ -706,8 +774,12 @@ def test_files_a_filter_leaves_out_beside_the_base_do_not_change_it(spark, tmp_p
     st = state.read_state(spark, t.spec)
     every_file = sources.fingerprint(fs.list_data_files(spark, [str(t.data / "base")]))
     params = {k: v for k, v in st.open_partition.params.items() if k.startswith("zipper.")}
-    catalog.repoint(spark, t.spec, [Partition(OPEN, st.open_partition.location,
-                                              {**params, state.INIT_FINGERPRINT: every_file})], expected_run=None)
+    catalog.repoint(
+        spark,
+        t.spec,
+        [Partition(OPEN, st.open_partition.location, {**params, state.INIT_FINGERPRINT: every_file})],
+        expected_run=None,
+    )
     assert replay.rerun(spark, t.spec, day(1)).action == "rerun"  # recorded as before: still the same base
     assert table_rows(spark, t.table) == before
     assert state.read_state(spark, t.spec).open_partition.params[state.INIT_FINGERPRINT] == every_file
@@ -741,9 +813,12 @@ def test_audit_failure_publishes_nothing(spark, users):
     st = state.read_state(spark, users.spec)
     # The recorded open count no longer matches the data (e.g. someone edited the files).
     tampered = dict(st.open_partition.params, **{state.ROWS: "99"})
-    catalog.repoint(spark, users.spec, [Partition(OPEN, st.open_partition.location,
-                                                  {k: v for k, v in tampered.items() if k.startswith("zipper.")})],
-                    expected_run=st.open_run)
+    catalog.repoint(
+        spark,
+        users.spec,
+        [Partition(OPEN, st.open_partition.location, {k: v for k, v in tampered.items() if k.startswith("zipper.")})],
+        expected_run=st.open_run,
+    )
     before = snapshot(spark, users)
     users.write_increment(spark, day(2), [(1, "ann", "Bergen")])
     with pytest.raises(AuditError, match="open rows read 3 != 99 recorded"):
@@ -768,7 +843,11 @@ def test_pending_partition_left_by_a_killed_run_is_dropped(spark, users):
     "rows, schema, message",
     [
         ([(1, "a", 7)], "id bigint, name string, city int", "column 'city' has type int, the table has string"),
-        ([(1, "a", "b", "x")], "id bigint, name string, city string, begin_dt string", "must not contain the table's own columns"),
+        (
+            [(1, "a", "b", "x")],
+            "id bigint, name string, city string, begin_dt string",
+            "must not contain the table's own columns",
+        ),
         ([("a", "b")], "name string, city string", r"lacks key columns \['id'\] \(its columns: \['name', 'city'\]\)"),
         ([(1, "a", "b")], "id bigint, NAME string, name string", "differ only in case"),
     ],
@@ -812,8 +891,9 @@ def test_check_reports_a_duplicated_open_key(spark, users):
     merge.merge_date(spark, users.spec, day(1))
     assert check.run_checks(spark, users.spec)["ok"]
     st = state.read_state(spark, users.spec)
-    spark.createDataFrame([(1, "ann", "Oslo", "2024-01-01")], "id bigint, name string, city string, begin_dt string") \
-        .write.mode("append").parquet(st.open_partition.location)
+    spark.createDataFrame(
+        [(1, "ann", "Oslo", "2024-01-01")], "id bigint, name string, city string, begin_dt string"
+    ).write.mode("append").parquet(st.open_partition.location)
     catalog.refresh(spark, users.spec)
     report = check.run_checks(spark, users.spec)
     assert not report["ok"]
@@ -829,8 +909,9 @@ def test_check_names_a_duplicated_timestamp_key_as_the_session_shows_it(spark, t
 
     schema = "at timestamp, amount decimal(20,10), v string"
     t = TableFixture(tmp_path, unique_name, keys=("at", "amount"), schema=schema)
-    rows = spark.sql("SELECT TIMESTAMP'2024-03-10 02:30:00' AS at, CAST('0.0000000123' AS decimal(20,10)) AS amount,"
-                     " 'a' AS v")
+    rows = spark.sql(
+        "SELECT TIMESTAMP'2024-03-10 02:30:00' AS at, CAST('0.0000000123' AS decimal(20,10)) AS amount, 'a' AS v"
+    )
     rows.write.parquet(str(t.data / "base"))
     init_table(spark, t.spec)
     st = state.read_state(spark, t.spec)
@@ -853,16 +934,18 @@ def test_check_names_a_duplicated_binary_key_in_base64_as_history_takes_it(spark
     t.write_base(spark, [(bytearray(b"\xff"), "a")])
     init_table(spark, t.spec)
     st = state.read_state(spark, t.spec)
-    spark.createDataFrame([(bytearray(b"\xff"), "b", st.init_ds.isoformat())], "k binary, v string, begin_dt string") \
-        .write.mode("append").parquet(st.open_partition.location)
+    spark.createDataFrame(
+        [(bytearray(b"\xff"), "b", st.init_ds.isoformat())], "k binary, v string, begin_dt string"
+    ).write.mode("append").parquet(st.open_partition.location)
     catalog.refresh(spark, t.spec)
     duplicates = next(c for c in check.run_checks(spark, t.spec)["checks"] if c["check"] == "open_duplicate_keys")
     assert duplicates["examples"] == [{"k": "/w==", "versions": 2}]
     assert len(inspect.history(spark, t.spec, {"k": "/w=="}).collect()) == 2
 
 
-def test_a_repeated_key_is_named_as_history_takes_it_whatever_the_local_time_zone(spark, tmp_path, unique_name,
-                                                                                  monkeypatch):
+def test_a_repeated_key_is_named_as_history_takes_it_whatever_the_local_time_zone(
+    spark, tmp_path, unique_name, monkeypatch
+):
     """The merge named a repeated timestamp key in the Python process's time zone (with
     TZ=America/New_York, 2024-03-09 21:30:00, a key the input does not hold), a decimal as
     1.23E-8 and a binary as b'\\xff'."""
@@ -870,8 +953,10 @@ def test_a_repeated_key_is_named_as_history_takes_it_whatever_the_local_time_zon
 
     schema = "at timestamp, amount decimal(20,10), raw binary, v string"
     t = TableFixture(tmp_path, unique_name, keys=("at", "amount", "raw"), schema=schema, base=False)
-    rows = spark.sql("SELECT TIMESTAMP'2024-03-10 02:30:00' AS at, CAST('0.0000000123' AS decimal(20,10)) AS amount,"
-                     " X'FF' AS raw, 'a' AS v")
+    rows = spark.sql(
+        "SELECT TIMESTAMP'2024-03-10 02:30:00' AS at, CAST('0.0000000123' AS decimal(20,10)) AS amount,"
+        " X'FF' AS raw, 'a' AS v"
+    )
     rows.union(rows).write.parquet(str(t.increment_dir(day(1))))
     monkeypatch.setenv("TZ", "America/New_York")
     time.tzset()
@@ -892,8 +977,9 @@ def test_check_names_a_duplicated_nan_key_in_strict_json(spark, tmp_path, unique
     t.write_base(spark, [(float("nan"), "a")])
     init_table(spark, t.spec)
     st = state.read_state(spark, t.spec)
-    spark.createDataFrame([(float("nan"), "b", st.init_ds.isoformat())], "k double, v string, begin_dt string") \
-        .write.mode("append").parquet(st.open_partition.location)
+    spark.createDataFrame(
+        [(float("nan"), "b", st.init_ds.isoformat())], "k double, v string, begin_dt string"
+    ).write.mode("append").parquet(st.open_partition.location)
     catalog.refresh(spark, t.spec)
     report = check.run_checks(spark, t.spec)
     duplicates = next(c for c in report["checks"] if c["check"] == "open_duplicate_keys")
@@ -910,7 +996,9 @@ def test_status_slice_and_vacuum(spark, users):
     assert [c["ds"] for c in report["recent_commits"]] == ["2024-01-03", "2024-01-02", "2024-01-01"]
     # `--recent 0` listed every commit (commits[-0:])
     assert [[c["ds"] for c in inspect.status(spark, users.spec, n)["recent_commits"]] for n in (0, 1)] == [
-        [], ["2024-01-03"]]
+        [],
+        ["2024-01-03"],
+    ]
     assert [p["end"] for p in report["partitions"]] == [OPEN, "2024-01-01", "2024-01-02", "2024-01-03"]
     assert [r.city for r in inspect.slice_as_of(spark, users.spec, day(2)).where("id = 2").collect()] == ["Lyon"]
     with pytest.raises(StateError, match="only committed up to 2024-01-03"):
@@ -918,7 +1006,7 @@ def test_status_slice_and_vacuum(spark, users):
 
     before = table_rows(spark, users.table)
     assert vacuum.vacuum(spark, users.spec)["removed"] == []  # everything is younger than retention
-    later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=8)
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(days=8)
     dry = vacuum.vacuum(spark, users.spec, dry_run=True, now=later)
     # superseded: the base's run directory, and the open directories of days 1 and 2
     assert [r["directory"].split("/versions/")[1].count("/") for r in dry["removed"]] == [0, 1, 1]
@@ -940,8 +1028,9 @@ def add_file(t, ds, rows, schema, scratch):
 
 def test_a_column_only_some_increment_files_have_is_added(spark, users, tmp_path):
     users.write_increment(spark, day(1), [(2, "bob", "Paris")])
-    add_file(users, day(1), [(4, "dan", "Oslo", "x")], "id bigint, name string, city string, extra string",
-             tmp_path / "more")
+    add_file(
+        users, day(1), [(4, "dan", "Oslo", "x")], "id bigint, name string, city string, extra string", tmp_path / "more"
+    )
     result = merge.merge_date(spark, users.spec, day(1))
     assert result.counts["columns_added"] == ["extra string"] and result.counts["new"] == 1
     assert table_rows(spark, users.table) == [  # an added column comes after begin_dt, as Hive appends it
@@ -958,15 +1047,19 @@ def test_increment_files_that_disagree_on_a_type_are_refused_naming_the_input(sp
     add_file(users, day(1), [(4, "dan", 5)], "id bigint, name string, city int", tmp_path / "more")
     init_table(spark, users.spec)
     before = snapshot(spark, users)
-    with pytest.raises(InputError, match=r"files of .*ds=2024-01-01 disagree on column types:"
-                                         r" city is int in more-part-.*, string in part-") as raised:
+    with pytest.raises(
+        InputError,
+        match=r"files of .*ds=2024-01-01 disagree on column types:"
+        r" city is int in more-part-.*, string in part-",
+    ) as raised:
         merge.merge_date(spark, users.spec, day(1))
     assert "\n" not in str(raised.value)
     assert snapshot(spark, users) == before
 
 
 def test_a_file_whose_schema_cannot_be_read_is_passed_over_when_naming_a_type_conflict_and_a_bug_is_not(
-        spark, users, tmp_path, monkeypatch):
+    spark, users, tmp_path, monkeypatch
+):
     """Finding which columns the files type differently reads each file's schema and passed over
     every failure, so a bug in it (a Python error) went unseen, as a file it could not read."""
     from pyspark.sql import DataFrameReader
@@ -996,8 +1089,11 @@ def test_track_columns_naming_no_column_is_a_spec_error_and_writes_nothing(spark
     init_table(spark, t.spec)
     t.write_increment(spark, day(1), [(1, "ann", "Rome")])
     before, runs = snapshot(spark, t), version_dirs(spark, t)
-    with pytest.raises(SpecError, match=r"key 'track_columns': \['citty'\] not among the table's columns"
-                                        r" \['name', 'city'\]") as raised:
+    with pytest.raises(
+        SpecError,
+        match=r"key 'track_columns': \['citty'\] not among the table's columns"
+        r" \['name', 'city'\]",
+    ) as raised:
         merge.merge_date(spark, t.spec, day(1))
     assert str(raised.value).startswith(f"{t.table} 2024-01-01: {t.path}: ")
     assert snapshot(spark, t) == before and version_dirs(spark, t) == runs
@@ -1011,8 +1107,11 @@ def test_reads_refuse_a_changed_end_style_and_dates_before_the_base(spark, users
     assert len(inspect.slice_as_of(spark, users.spec, day(0)).collect()) == 3
 
     edited = TableFixture(tmp_path / "edited", users.name, end_style="inclusive")
-    for read in (lambda s: inspect.slice_as_of(spark, s, day(1)), lambda s: check.run_checks(spark, s),
-                 lambda s: inspect.history(spark, s, {"id": "2"})):
+    for read in (
+        lambda s: inspect.slice_as_of(spark, s, day(1)),
+        lambda s: check.run_checks(spark, s),
+        lambda s: inspect.history(spark, s, {"id": "2"}),
+    ):
         with pytest.raises(StateError, match="spec end_style inclusive differs from the table's exclusive"):
             read(edited.spec)
 
@@ -1032,13 +1131,17 @@ def test_history_refuses_a_decimal_key_value_that_would_round_to_another_key(spa
     init_table(spark, t.spec)
     assert [r.v for r in inspect.history(spark, t.spec, {"k": "1.0"}).collect()] == ["a"]
     assert [r.v for r in inspect.history(spark, t.spec, {"k": "2.500"}).collect()] == ["b"]
-    with pytest.raises(InputError, match=r"--key values are not of the key columns' types: k='1.004'"
-                                         r" \(decimal\(10,2\)\)"):
+    with pytest.raises(
+        InputError,
+        match=r"--key values are not of the key columns' types: k='1.004'"
+        r" \(decimal\(10,2\)\)",
+    ):
         inspect.history(spark, t.spec, {"k": "1.004"})
 
 
 def test_history_finds_binary_keys_by_their_base64_and_float_keys_as_the_merge_compares_them(
-        spark, tmp_path, unique_name):
+    spark, tmp_path, unique_name
+):
     """Binary keys are base64 in slice and history's output, and bytes that are not UTF-8 could not be
     typed at all; a double key -0.0 is the key 0.0 to the merge, so history finds it by `0` too."""
     binary = TableFixture(tmp_path, unique_name, keys=("k",), schema="k binary, v string")
@@ -1046,8 +1149,11 @@ def test_history_finds_binary_keys_by_their_base64_and_float_keys_as_the_merge_c
     init_table(spark, binary.spec)
     assert [r.v for r in inspect.history(spark, binary.spec, {"k": "/w=="}).collect()] == ["a"]
     assert [r.v for r in inspect.history(spark, binary.spec, {"k": "YWI="}).collect()] == ["c"]
-    with pytest.raises(InputError, match=r"--key values are not of the key columns' types: k='ab' \(binary,"
-                                         r" given as base64\)"):
+    with pytest.raises(
+        InputError,
+        match=r"--key values are not of the key columns' types: k='ab' \(binary,"
+        r" given as base64\)",
+    ):
         inspect.history(spark, binary.spec, {"k": "ab"})
 
     double = TableFixture(tmp_path, unique_name + "_d", keys=("k",), schema="k double, v string")
@@ -1061,8 +1167,11 @@ def test_history_refuses_a_key_column_it_cannot_take_a_value_for(spark, tmp_path
     t = TableFixture(tmp_path, unique_name, keys=("k",), schema="k array<bigint>, v string")
     t.write_base(spark, [([1], "a")])
     init_table(spark, t.spec)
-    with pytest.raises(InputError, match=r"^[^ ]+: --key k: history cannot take a value for a key column of type"
-                                         r" array<bigint>; query the table"):
+    with pytest.raises(
+        InputError,
+        match=r"^[^ ]+: --key k: history cannot take a value for a key column of type"
+        r" array<bigint>; query the table",
+    ):
         inspect.history(spark, t.spec, {"k": "[1]"})
 
 
@@ -1075,15 +1184,24 @@ def test_a_parquet_timestamp_in_nanoseconds_is_named_by_its_column(spark, users)
     init_table(spark, users.spec)
     folder = users.increment_dir(day(1))
     folder.mkdir(parents=True)
-    pq.write_table(pa.table({"id": pa.array([2], pa.int64()), "name": ["bob"], "city": ["Paris"],
-                             "seen": pa.array([dt.datetime(2024, 1, 1, 8, 30)], pa.timestamp("ns", tz="UTC"))}),
-                   folder / "part-0.parquet")
+    pq.write_table(
+        pa.table(
+            {
+                "id": pa.array([2], pa.int64()),
+                "name": ["bob"],
+                "city": ["Paris"],
+                "seen": pa.array([dt.datetime(2024, 1, 1, 8, 30)], pa.timestamp("ns", tz="UTC")),
+            }
+        ),
+        folder / "part-0.parquet",
+    )
     with pytest.raises(InputError) as raised:
         merge.merge_date(spark, users.spec, day(1))
     assert str(raised.value) == (
         f"{users.table} 2024-01-01: cannot read file part-0.parquet of {folder}: column 'seen' holds timestamps in"
         " nanoseconds, which Spark cannot read (Illegal Parquet type: INT64 (TIMESTAMP(NANOS,true))); write them in"
-        " microseconds (pyarrow: coerce_timestamps='us')")
+        " microseconds (pyarrow: coerce_timestamps='us')"
+    )
 
 
 @pytest.mark.parametrize("files", [1, 2])
@@ -1098,7 +1216,8 @@ def test_a_file_that_is_not_parquet_is_named_with_the_reason(spark, users, files
         merge.merge_date(spark, users.spec, day(1))
     assert str(raised.value) == (
         f"{users.table} 2024-01-01: cannot read file notes.parquet of {users.increment_dir(day(1))}: it is not a"
-        " Parquet file. Expected magic number at tail, but found [97, 110, 110, 10]")
+        " Parquet file. Expected magic number at tail, but found [97, 110, 110, 10]"
+    )
 
 
 def test_a_truncated_file_among_several_is_named(spark, tmp_path, unique_name):
@@ -1122,8 +1241,9 @@ def test_a_corrupt_file_among_two_is_named_without_spark_job_abort_text(spark, t
     t = TableFixture(tmp_path, unique_name, source={"format": fmt})
     t.write_base(spark, [(1, "ann", "Oslo")])
     folder = t.increment_dir(day(1))
-    spark.createDataFrame([(2, "bob", "Rome"), (3, "cid", "Nice")], t.schema).repartition(2).write.format(fmt) \
-        .save(str(folder))
+    spark.createDataFrame([(2, "bob", "Rome"), (3, "cid", "Nice")], t.schema).repartition(2).write.format(fmt).save(
+        str(folder)
+    )
     good, bad = sorted(folder.glob("part-*"))
     data = bad.read_bytes()
     if damage == "garbage":
@@ -1166,7 +1286,10 @@ def test_a_failed_first_merge_leaves_no_table_so_the_fixed_input_defines_it(spar
     t.write_increment(spark, day(1), [(1, "ann", 41), (2, "bob", 42)], schema="id bigint, name string, age bigint")
     assert merge.merge_date(spark, t.spec, day(1)).counts["new"] == 2
     assert [(f.name, f.dataType.simpleString()) for f in spark.table(t.table).schema][:3] == [
-        ("id", "bigint"), ("name", "string"), ("age", "bigint")]
+        ("id", "bigint"),
+        ("name", "string"),
+        ("age", "bigint"),
+    ]
 
 
 def test_a_link_to_a_missing_file_fails_the_day_instead_of_being_skipped(spark, users):
@@ -1194,8 +1317,10 @@ def test_a_killed_first_merge_leaves_a_table_that_the_corrected_input_types_agai
     assert merge.merge_date(spark, t.spec, day(1), progress=lines.append).counts["new"] == 2
     assert dict(catalog.data_columns(spark, t.spec))["age"] == "bigint"
     assert table_rows(spark, t.table) == [(1, "ann", 41, "2024-01-01", OPEN), (2, "bob", 42, "2024-01-01", OPEN)]
-    assert lines == [f"{t.table} {day(1)}: the table held no rows and had the columns of an earlier copy of this input"
-                     " (id bigint, name string, age string); made again with the input's columns"]
+    assert lines == [
+        f"{t.table} {day(1)}: the table held no rows and had the columns of an earlier copy of this input"
+        " (id bigint, name string, age string); made again with the input's columns"
+    ]
     assert check.run_checks(spark, t.spec)["ok"]
 
 
@@ -1204,7 +1329,9 @@ def test_a_table_typed_by_its_first_input_keeps_its_columns_once_it_holds_rows(s
     t.write_increment(spark, day(1), [(1, "ann", "41")], schema="id bigint, name string, age string")
     merge.merge_date(spark, t.spec, day(1))
     t.write_increment(spark, day(2), [(2, "bob", 42)], schema="id bigint, name string, age bigint")
-    with pytest.raises(InputError, match=r"column 'age' has type bigint, the table has string; a column cannot change type"):
+    with pytest.raises(
+        InputError, match=r"column 'age' has type bigint, the table has string; a column cannot change type"
+    ):
         merge.merge_date(spark, t.spec, day(2))
     assert dict(catalog.data_columns(spark, t.spec))["age"] == "string"
     assert table_rows(spark, t.table) == [(1, "ann", "41", "2024-01-01", OPEN)]
@@ -1215,12 +1342,15 @@ def test_an_input_column_named_like_zippers_own_columns_is_refused(spark, users,
     """An upsert column `zipper_op` holding 'delete' was taken for a delete; `zipper_slot` broke the write."""
     init_table(spark, users.spec, day(0))
     before = snapshot(spark, users)
-    users.write_increment(spark, day(1), [(2, "bob", "Paris", "delete")], schema=f"id bigint, name string, city string, {column} string")
+    users.write_increment(
+        spark, day(1), [(2, "bob", "Paris", "delete")], schema=f"id bigint, name string, city string, {column} string"
+    )
     with pytest.raises(InputError) as refused:
         merge.merge_date(spark, users.spec, day(1))
     assert str(refused.value) == (
         f"{users.table} 2024-01-01: increment {users.increment_dir(day(1))} has columns ['{column.lower()}']: names"
-        " starting with 'zipper_' are reserved for zipper's own columns; rename them in the source")
+        " starting with 'zipper_' are reserved for zipper's own columns; rename them in the source"
+    )
     assert snapshot(spark, users) == before
 
 
@@ -1234,8 +1364,11 @@ def test_a_date_whose_versions_would_close_on_open_end_is_refused_and_changes_no
         merge.merge_date(spark, t.spec, day(n))
     before = snapshot(spark, t)
     t.write_increment(spark, day(3), [(1, "ann", "Bern")])
-    with pytest.raises(StateError, match=r"2024-01-03: date would close versions on 2024-01-03, not before open_end"
-                                         r" 2024-01-03: the last run date is 2024-01-02"):
+    with pytest.raises(
+        StateError,
+        match=r"2024-01-03: date would close versions on 2024-01-03, not before open_end"
+        r" 2024-01-03: the last run date is 2024-01-02",
+    ):
         merge.merge_date(spark, t.spec, day(3))
     assert snapshot(spark, t) == before
     assert (1, "ann", "Nice", "2024-01-02", "2024-01-03") in table_rows(spark, t.table)  # the open row

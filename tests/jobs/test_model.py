@@ -45,12 +45,12 @@ MODEL_SETTINGS = settings(
     derandomize=True,
     database=None,
     print_blob=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                           HealthCheck.data_too_large],
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
 
 # ---------------------------------------------------------------- the reference model
+
 
 def _sort_key(row: tuple) -> tuple:
     """The ordering of `tests.support.table_rows`."""
@@ -79,7 +79,7 @@ class ZipperModel:
             self.history[key] = [attrs]
 
     def _split(self, row: tuple) -> tuple[tuple, tuple]:
-        return tuple(row[: self.key_count]), tuple(row[self.key_count:])
+        return tuple(row[: self.key_count]), tuple(row[self.key_count :])
 
     def _tracked(self, attrs: tuple) -> tuple:
         return attrs if self.tracked is None else tuple(attrs[i] for i in self.tracked)
@@ -141,8 +141,16 @@ class ZipperModel:
         return counts
 
     def _counts(self, rows: int) -> dict:
-        return {"input": rows, "new": 0, "changed": 0, "unchanged": 0, "updated_in_place": 0, "closed": 0,
-                "open_before": len(self.open), "open_after": 0}
+        return {
+            "input": rows,
+            "new": 0,
+            "changed": 0,
+            "unchanged": 0,
+            "updated_in_place": 0,
+            "closed": 0,
+            "open_before": len(self.open),
+            "open_after": 0,
+        }
 
     def _same(self, old: tuple, new: tuple) -> bool:
         return self._tracked(old) == self._tracked(new)
@@ -199,11 +207,25 @@ def test_model_follows_the_rules():
     m = ZipperModel("exclusive", [(1, "ann", "Oslo"), (2, "bob", "Rome")], 1)
     assert m.merge(day(1), [(1, "ann", None), (3, "cid", None)])["changed"] == 1
     assert m.merge(day(2), [(1, "ann", None)]) == {
-        "input": 1, "new": 0, "changed": 0, "unchanged": 1, "updated_in_place": 0, "closed": 0,
-        "open_before": 3, "open_after": 3}
+        "input": 1,
+        "new": 0,
+        "changed": 0,
+        "unchanged": 1,
+        "updated_in_place": 0,
+        "closed": 0,
+        "open_before": 3,
+        "open_after": 3,
+    }
     assert m.merge(day(3), []) == {
-        "input": 0, "new": 0, "changed": 0, "unchanged": 0, "updated_in_place": 0, "closed": 0,
-        "open_before": 3, "open_after": 3}
+        "input": 0,
+        "new": 0,
+        "changed": 0,
+        "unchanged": 0,
+        "updated_in_place": 0,
+        "closed": 0,
+        "open_before": 3,
+        "open_after": 3,
+    }
     m.merge(day(4), [(1, "ann", "Oslo")])
     assert m.rows() == [
         (1, "ann", None, "2024-01-01", "2024-01-04"),
@@ -214,32 +236,66 @@ def test_model_follows_the_rules():
     ]
     inclusive = ZipperModel("inclusive", [(1, "ann", "Oslo")], 1)
     inclusive.merge(day(1), [(1, "ann", "Rome")])
-    assert inclusive.rows() == [(1, "ann", "Oslo", "2023-12-31", "2023-12-31"),
-                                (1, "ann", "Rome", "2024-01-01", OPEN)]
+    assert inclusive.rows() == [(1, "ann", "Oslo", "2023-12-31", "2023-12-31"), (1, "ann", "Rome", "2024-01-01", OPEN)]
 
 
 def test_model_follows_the_rules_of_changes_and_snapshots():
     """The model on test_cdc.test_sequence_by_keeps_the_last_change_and_checks_deletes_against_the_previous_one
     and test_snapshot.test_missing_keys_close_or_stay_changed_keys_get_a_version."""
-    m = ZipperModel("exclusive", [(1, "ann", "Oslo", 0), (2, "bob", "Rome", 0), (3, "cid", "Nice", 0)], 1, tracked=(0, 1))
-    counts = m.merge_changes(day(1), [
-        ((1, "ann", "Bergen", 3), "upsert"), ((1, "ann", "Paris", 7), "upsert"),
-        ((2, "bob", "Lyon", 1), "upsert"), ((2, "bob", "Lyon", 2), "delete"),
-        ((3, "cid", "Nice", 1), "delete"), ((3, "cid", "Nice", 2), "upsert"),
-        ((4, "dan", "Oslo", 1), "upsert"), ((4, "dan", "Oslo", 2), "delete"),
-        ((5, "eve", None, 1), "delete"), ((5, "eve", None, 2), "delete"),
-    ])
-    assert counts == {"input": 5, "source_rows": 10, "new": 0, "changed": 1, "unchanged": 0, "updated_in_place": 1,
-                      "deleted": 1, "deletes_of_absent_keys": 2, "closed": 2, "open_before": 3, "open_after": 2}
-    assert m.rows() == [(1, "ann", "Oslo", 0, "2023-12-31", "2024-01-01"), (1, "ann", "Paris", 7, "2024-01-01", OPEN),
-                        (2, "bob", "Rome", 0, "2023-12-31", "2024-01-01"), (3, "cid", "Nice", 2, "2023-12-31", OPEN)]
+    m = ZipperModel(
+        "exclusive", [(1, "ann", "Oslo", 0), (2, "bob", "Rome", 0), (3, "cid", "Nice", 0)], 1, tracked=(0, 1)
+    )
+    counts = m.merge_changes(
+        day(1),
+        [
+            ((1, "ann", "Bergen", 3), "upsert"),
+            ((1, "ann", "Paris", 7), "upsert"),
+            ((2, "bob", "Lyon", 1), "upsert"),
+            ((2, "bob", "Lyon", 2), "delete"),
+            ((3, "cid", "Nice", 1), "delete"),
+            ((3, "cid", "Nice", 2), "upsert"),
+            ((4, "dan", "Oslo", 1), "upsert"),
+            ((4, "dan", "Oslo", 2), "delete"),
+            ((5, "eve", None, 1), "delete"),
+            ((5, "eve", None, 2), "delete"),
+        ],
+    )
+    assert counts == {
+        "input": 5,
+        "source_rows": 10,
+        "new": 0,
+        "changed": 1,
+        "unchanged": 0,
+        "updated_in_place": 1,
+        "deleted": 1,
+        "deletes_of_absent_keys": 2,
+        "closed": 2,
+        "open_before": 3,
+        "open_after": 2,
+    }
+    assert m.rows() == [
+        (1, "ann", "Oslo", 0, "2023-12-31", "2024-01-01"),
+        (1, "ann", "Paris", 7, "2024-01-01", OPEN),
+        (2, "bob", "Rome", 0, "2023-12-31", "2024-01-01"),
+        (3, "cid", "Nice", 2, "2023-12-31", OPEN),
+    ]
     snap = ZipperModel("exclusive", [(1, "ann", "Oslo"), (2, "bob", "Rome"), (3, "cid", None)], 1)
     assert snap.merge_snapshot(day(1), [(1, "ann", "Oslo"), (2, "bob", "Paris"), (4, "dan", None)], True) == {
-        "input": 3, "source_rows": 3, "new": 1, "changed": 1, "unchanged": 1, "updated_in_place": 0, "deleted": 1,
-        "closed": 2, "open_before": 3, "open_after": 3}
+        "input": 3,
+        "source_rows": 3,
+        "new": 1,
+        "changed": 1,
+        "unchanged": 1,
+        "updated_in_place": 0,
+        "deleted": 1,
+        "closed": 2,
+        "open_before": 3,
+        "open_after": 3,
+    }
 
 
 # ---------------------------------------------------------------- strategies
+
 
 @st.composite
 def scenarios(draw, keys):
@@ -327,15 +383,23 @@ def snapshot_scenarios(draw, keys):
 
 # ---------------------------------------------------------------- engine vs model
 
-def run_against_model(spark, root_factory, shape: dict, scenario, *, written=None, schema=None, apply=None,
-                      tracked=None, **spec_options) -> None:
+
+def run_against_model(
+    spark, root_factory, shape: dict, scenario, *, written=None, schema=None, apply=None, tracked=None, **spec_options
+) -> None:
     """Build a table from the scenario's base, merge each day, compare counts and rows with the model.
 
     Each day's increment is `written(rows)` as `schema` (default: the rows as the shape's
     schema) and the model takes it as `apply(model, ds, rows)` (default: an upsert increment)."""
     end_style, base, days = scenario
-    fixture = TableFixture(root_factory.mktemp("m"), f"model_{os.getpid()}_{next(_tables)}",
-                           keys=shape["keys"], schema=shape["schema"], end_style=end_style, **spec_options)
+    fixture = TableFixture(
+        root_factory.mktemp("m"),
+        f"model_{os.getpid()}_{next(_tables)}",
+        keys=shape["keys"],
+        schema=shape["schema"],
+        end_style=end_style,
+        **spec_options,
+    )
     fixture.write_base(spark, base)
     for n, rows in enumerate(days, start=1):
         fixture.write_increment(spark, day(n), written(rows) if written else rows, schema)
@@ -359,21 +423,25 @@ def run_against_model(spark, root_factory, shape: dict, scenario, *, written=Non
 @pytest.mark.slow
 @MODEL_SETTINGS
 @given(scenario=scenarios(SINGLE_KEYS))
-@example(scenario=(  # value -> NULL -> NULL -> back to the value; NULL -> value; '' and 0 are not NULL
-    "exclusive",
-    [(1, "x", 5), (2, None, None), (3, "", 0)],
-    [
-        [(1, "x", None), (2, None, None), (3, None, 0)],
-        [(1, "x", None), (2, "y", None), (3, "", None)],
+@example(
+    scenario=(  # value -> NULL -> NULL -> back to the value; NULL -> value; '' and 0 are not NULL
+        "exclusive",
+        [(1, "x", 5), (2, None, None), (3, "", 0)],
+        [
+            [(1, "x", None), (2, None, None), (3, None, 0)],
+            [(1, "x", None), (2, "y", None), (3, "", None)],
+            [],
+            [(1, "x", 5), (2, "y", None), (3, "", 0), (4, None, None)],
+        ],
+    )
+)
+@example(
+    scenario=(  # the same day after day under inclusive ends, with an empty base
+        "inclusive",
         [],
-        [(1, "x", 5), (2, "y", None), (3, "", 0), (4, None, None)],
-    ],
-))
-@example(scenario=(  # the same day after day under inclusive ends, with an empty base
-    "inclusive",
-    [],
-    [[(0, "x", 0)], [(0, None, 0)], [(0, None, None)], [(0, "x", 0), (1, None, None)]],
-))
+        [[(0, "x", 0)], [(0, None, 0)], [(0, None, None)], [(0, "x", 0), (1, None, None)]],
+    )
+)
 def test_single_key_merges_match_the_model(spark, tmp_path_factory, scenario):
     run_against_model(spark, tmp_path_factory, SINGLE, scenario)
 
@@ -381,15 +449,17 @@ def test_single_key_merges_match_the_model(spark, tmp_path_factory, scenario):
 @pytest.mark.slow
 @MODEL_SETTINGS
 @given(scenario=scenarios(COMPOSITE_KEYS))
-@example(scenario=(  # keys matching on one part only are different keys
-    "exclusive",
-    [("a", 1, "x", 0), ("b", 1, "x", 0)],
-    [
-        [("a", 1, "y", 0), ("a", 2, "x", 0), ("b", 0, None, None), ("b", 1, "x", 0)],
-        [("b", 1, None, 0), ("a", 1, "y", 0), ("a", 2, "x", None)],
-        [("a", 1, "x", 0), ("b", 1, None, 0), ("b", 2, "x", 0)],
-    ],
-))
+@example(
+    scenario=(  # keys matching on one part only are different keys
+        "exclusive",
+        [("a", 1, "x", 0), ("b", 1, "x", 0)],
+        [
+            [("a", 1, "y", 0), ("a", 2, "x", 0), ("b", 0, None, None), ("b", 1, "x", 0)],
+            [("b", 1, None, 0), ("a", 1, "y", 0), ("a", 2, "x", None)],
+            [("a", 1, "x", 0), ("b", 1, None, 0), ("b", 2, "x", 0)],
+        ],
+    )
+)
 def test_composite_key_merges_match_the_model(spark, tmp_path_factory, scenario):
     run_against_model(spark, tmp_path_factory, COMPOSITE, scenario)
 
@@ -412,23 +482,42 @@ def run_changes_against_model(spark, root_factory, scenario, permutation) -> Non
     def apply(model, ds, events):
         return model.merge_changes(ds, [(row + (seq,), action) for seq, (row, action) in enumerate(events, start=1)])
 
-    run_against_model(spark, root_factory, SEQUENCED, (end_style, [row + (0,) for row in base], days),
-                      written=written, schema=CDC_FILE, apply=apply, tracked=(0, 1),
-                      source={"mode": "cdc", "sequence_by": "seq", "delete_match": "key"}, track_columns=["name", "score"])
+    run_against_model(
+        spark,
+        root_factory,
+        SEQUENCED,
+        (end_style, [row + (0,) for row in base], days),
+        written=written,
+        schema=CDC_FILE,
+        apply=apply,
+        tracked=(0, 1),
+        source={"mode": "cdc", "sequence_by": "seq", "delete_match": "key"},
+        track_columns=["name", "score"],
+    )
 
 
 @pytest.mark.slow
 @settings(MODEL_SETTINGS, max_examples=4)
 @given(scenario=change_scenarios(SINGLE_KEYS), data=st.data())
-@example(scenario=(  # update then delete; delete then re-insert; insert then delete; deletes of absent keys
-    "exclusive",
-    [(1, "x", 5), (2, None, None), (3, "", 0)],
-    [
-        [((1, "y", 5), "upsert"), ((1, "y", 5), "delete"), ((2, None, None), "delete"), ((2, None, None), "upsert"),
-         ((4, "x", 0), "upsert"), ((4, "x", 0), "delete"), ((5, None, 0), "delete")],
-        [((1, "x", 5), "upsert"), ((3, "", 0), "delete"), ((3, "", 0), "delete")],
-    ],
-), data=None)
+@example(
+    scenario=(  # update then delete; delete then re-insert; insert then delete; deletes of absent keys
+        "exclusive",
+        [(1, "x", 5), (2, None, None), (3, "", 0)],
+        [
+            [
+                ((1, "y", 5), "upsert"),
+                ((1, "y", 5), "delete"),
+                ((2, None, None), "delete"),
+                ((2, None, None), "upsert"),
+                ((4, "x", 0), "upsert"),
+                ((4, "x", 0), "delete"),
+                ((5, None, 0), "delete"),
+            ],
+            [((1, "x", 5), "upsert"), ((3, "", 0), "delete"), ((3, "", 0), "delete")],
+        ],
+    ),
+    data=None,
+)
 def test_cdc_deletes_and_ordered_changes_match_the_model(spark, tmp_path_factory, scenario, data):
     def permutation(n):  # the file order: drawn, or reversed (seq decides, not the file)
         return data.draw(st.permutations(range(n))) if data is not None else list(range(n))[::-1]
@@ -439,16 +528,25 @@ def test_cdc_deletes_and_ordered_changes_match_the_model(spark, tmp_path_factory
 @pytest.mark.slow
 @settings(MODEL_SETTINGS, max_examples=4)
 @given(scenario=snapshot_scenarios(SINGLE_KEYS))
-@example(scenario=(  # a key dropped and back; all dropped; a NULL that stays NULL
-    "exclusive", "invalidate",
-    [(1, "x", 5), (2, None, None)],
-    [[(2, None, None), (3, "y", 0)], [(1, "x", 5)], []],
-))
+@example(
+    scenario=(  # a key dropped and back; all dropped; a NULL that stays NULL
+        "exclusive",
+        "invalidate",
+        [(1, "x", 5), (2, None, None)],
+        [[(2, None, None), (3, "y", 0)], [(1, "x", 5)], []],
+    )
+)
 def test_snapshots_match_the_model(spark, tmp_path_factory, scenario):
     end_style, hard_deletes, base, days = scenario
     source = {"mode": "snapshot", "hard_deletes": hard_deletes}
-    run_against_model(spark, tmp_path_factory, SINGLE, (end_style, base, days), source=source,
-                      apply=lambda model, ds, rows: model.merge_snapshot(ds, rows, hard_deletes == "invalidate"))
+    run_against_model(
+        spark,
+        tmp_path_factory,
+        SINGLE,
+        (end_style, base, days),
+        source=source,
+        apply=lambda model, ds, rows: model.merge_snapshot(ds, rows, hard_deletes == "invalidate"),
+    )
     event(f"hard_deletes {hard_deletes}")
 
 

@@ -13,14 +13,14 @@ from pyspark.testing import assertDataFrameEqual
 
 from tests.jobs.test_model import ZipperModel
 from tests.support import TableFixture, day, sorted_rows, table_rows
-from zipper.core.paths import local_path
 from zipper.core import faults
+from zipper.core.errors import AuditError, InputError, StateError, ZipperError
+from zipper.core.paths import local_path
 from zipper.jobs import apply, merge, rebuild, replay
 from zipper.jobs.init import init_table
 from zipper.jobs.result import RunResult
 from zipper.table import catalog, check, inspect, state
 from zipper.table.catalog import Partition
-from zipper.core.errors import AuditError, InputError, StateError, ZipperError
 
 OPEN = "9999-12-31"
 BASE = [(1, "ann", "Oslo"), (2, "bob", "Rome"), (3, "cid", None)]
@@ -84,8 +84,10 @@ def test_rerun_and_rebuild_of_a_table_whose_columns_are_not_identifiers(spark, t
     for n, (city, extra) in enumerate([("Oslo", "x"), ("Rome", "x"), ("Rome", "y")], start=1):
         folder = t.increment_dir(day(n))
         folder.mkdir(parents=True)
-        pq.write_table(pa.table({"id": pa.array([1], pa.int64()), "city": [city], "a-b": [extra], "名前": ["n"]}),
-                       folder / "part-0.parquet")
+        pq.write_table(
+            pa.table({"id": pa.array([1], pa.int64()), "city": [city], "a-b": [extra], "名前": ["n"]}),
+            folder / "part-0.parquet",
+        )
         merge.merge_date(spark, t.spec, day(n))
     before = table_rows(spark, t.table)
     assert len(before) == 3
@@ -102,8 +104,9 @@ def test_rerun_restores_the_day_before_and_replays_every_later_date(spark, tmp_p
     columns = catalog.data_columns(spark, t.spec)
     for n in (1, 3, 4):  # the restored open partition is the table's slice as of the day before
         expected = inspect.slice_as_of(spark, t.spec, day(n - 1)).drop("end_dt")
-        assertDataFrameEqual(replay.restored_open_rows(spark, t.spec, st, day(n), columns), expected,
-                             checkRowOrder=False)
+        assertDataFrameEqual(
+            replay.restored_open_rows(spark, t.spec, st, day(n), columns), expected, checkRowOrder=False
+        )
 
     changed = {**DAYS, 2: [(1, "ann", "Tromso"), (5, "eve", None)]}
     t.write_increment(spark, day(2), changed[2])
@@ -127,8 +130,11 @@ def test_a_rerun_that_would_leave_later_dates_uncommitted_needs_uncommit_later(s
     changed = {**DAYS, 2: [(1, "ann", "Tromso")]}
     t.write_increment(spark, day(2), changed[2])
     before = snapshot(spark, t)
-    with pytest.raises(StateError, match=r"--to 2024-01-03 is before the last committed date 2024-01-04: 2024-01-04"
-                                         r" would no longer be committed .*pass --uncommit-later"):
+    with pytest.raises(
+        StateError,
+        match=r"--to 2024-01-03 is before the last committed date 2024-01-04: 2024-01-04"
+        r" would no longer be committed .*pass --uncommit-later",
+    ):
         replay.rerun(spark, t.spec, day(2), day(3))
     assert snapshot(spark, t) == before
 
@@ -146,11 +152,15 @@ def test_bad_inputs_and_a_failed_restore_audit_change_nothing(spark, tmp_path, u
     build(spark, t, {n: DAYS[n] for n in (1, 2)})
     t.write_increment(spark, day(2), [(1, "ann", "Tromso")])
     before = snapshot(spark, t)
-    with pytest.raises(InputError, match=r"2024-01-03: increments missing for 2024-01-03, 2024-01-04 \(increment not") as missing:
+    with pytest.raises(
+        InputError, match=r"2024-01-03: increments missing for 2024-01-03, 2024-01-04 \(increment not"
+    ) as missing:
         replay.rerun(spark, t.spec, day(1), day(4))
     assert not missing.value.final  # another try may find them
     t.write_increment(spark, day(3), [(4, "dan", "Nice"), (4, "dan", "Rome")])
-    with pytest.raises(InputError, match=r"2024-01-03: increment .*ds=2024-01-03 has keys \['id'\] more than once: 4") as bad:
+    with pytest.raises(
+        InputError, match=r"2024-01-03: increment .*ds=2024-01-03 has keys \['id'\] more than once: 4"
+    ) as bad:
         replay.rerun(spark, t.spec, day(1), day(3))
     assert bad.value.final  # the same files fail the same way
     t.write_increment(spark, day(3), [(4, "dan", 7)], "id bigint, name string, city int")
@@ -180,7 +190,10 @@ def test_past_merges_replay_changed_inputs_and_later_clears_are_noops(spark, tmp
     t = TableFixture(tmp_path, unique_name)
     build(spark, t)
     unchanged = merge.merge_date(spark, t.spec, day(2))
-    assert unchanged.action == "noop" and "2024-01-02..2024-01-04 were committed with the same input" in unchanged.summary()
+    assert (
+        unchanged.action == "noop"
+        and "2024-01-02..2024-01-04 were committed with the same input" in unchanged.summary()
+    )
 
     changed = {**DAYS, 3: [(2, "bob", "Lyon"), (6, "fay", "Oslo")]}
     t.write_increment(spark, day(3), changed[3])
@@ -197,7 +210,9 @@ def test_past_merges_replay_changed_inputs_and_later_clears_are_noops(spark, tmp
     cautious = TableFixture(tmp_path, unique_name, on_past_date="error")
     t.write_increment(spark, day(4), [(3, "cid", "Rome")])
     before = snapshot(spark, t)
-    with pytest.raises(StateError, match=f"on_past_date: error, so replay it explicitly: `zipper rerun {t.name} --from 2024-01-04`"):
+    with pytest.raises(
+        StateError, match=f"on_past_date: error, so replay it explicitly: `zipper rerun {t.name} --from 2024-01-04`"
+    ):
         merge.merge_date(spark, cautious.spec, day(3))
     assert snapshot(spark, t) == before
 
@@ -209,10 +224,14 @@ def test_a_replaying_merge_says_why_first_and_what_came_of_it_last(spark, tmp_pa
     t.write_increment(spark, day(3), [(2, "bob", "Lyon"), (6, "fay", "Oslo")])
     lines = []
     result = merge.merge_date(spark, t.spec, day(2), progress=lines.append)
-    assert lines[0] == (f"{t.table} 2024-01-02: table is at 2024-01-04 and the input of 2024-01-03 differs from what"
-                        " was committed")
-    assert re.fullmatch(re.escape(f"{t.table} 2024-01-02: replayed 2024-01-03..2024-01-04 (2 dates); table at"
-                                  " 2024-01-04; ") + r"\d+\.\d s", result.summary()), result.summary()
+    assert lines[0] == (
+        f"{t.table} 2024-01-02: table is at 2024-01-04 and the input of 2024-01-03 differs from what was committed"
+    )
+    assert re.fullmatch(
+        re.escape(f"{t.table} 2024-01-02: replayed 2024-01-03..2024-01-04 (2 dates); table at 2024-01-04; ")
+        + r"\d+\.\d s",
+        result.summary(),
+    ), result.summary()
 
 
 def test_a_crash_mid_replay_leaves_a_consistent_table_and_the_same_command_resumes(spark, tmp_path, unique_name):
@@ -246,8 +265,11 @@ def test_a_crash_mid_replay_leaves_a_consistent_table_and_the_same_command_resum
     assert table_rows(spark, t.table) == model_rows(t, {n: changed[n] for n in (1, 2)})
 
     # A merge whose own input is missing fails before it resumes the replay, and says so.
-    with pytest.raises(InputError, match=r"2024-01-05: increment not found: .*; the interrupted replay of"
-                                         r" 2024-01-03\.\.2024-01-04 was not resumed") as missing:
+    with pytest.raises(
+        InputError,
+        match=r"2024-01-05: increment not found: .*; the interrupted replay of"
+        r" 2024-01-03\.\.2024-01-04 was not resumed",
+    ) as missing:
         merge.merge_date(spark, t.spec, day(5))
     assert not missing.value.final
     st = state.read_state(spark, t.spec)
@@ -272,8 +294,10 @@ def without_seconds(lines: list[str]) -> list[str]:
 def merge_lines(t, days, dates) -> list[str]:
     """The progress lines of merging `dates`, with the counts the model gives (no seconds)."""
     counts = model_counts(t, days)
-    return [without_seconds([RunResult(t.table, d.isoformat(), "merge", "", counts[d.isoformat()]).summary()])[0]
-            for d in dates]
+    return [
+        without_seconds([RunResult(t.table, d.isoformat(), "merge", "", counts[d.isoformat()]).summary()])[0]
+        for d in dates
+    ]
 
 
 def test_a_merge_that_resumes_an_interrupted_replay_says_so_once(spark, tmp_path, unique_name):
@@ -320,12 +344,13 @@ def break_first_page(t, ds, column: int) -> None:
     part = next(t.increment_dir(ds).glob("*.parquet"))
     page = pq.ParquetFile(part).metadata.row_group(0).column(column).data_page_offset
     data = bytearray(part.read_bytes())
-    data[page:page + 16] = b"\xff" * 16
+    data[page : page + 16] = b"\xff" * 16
     part.write_bytes(bytes(data))
 
 
-def test_a_replay_that_fails_for_another_cause_than_its_input_does_not_blame_the_input(spark, tmp_path, unique_name,
-                                                                                        monkeypatch):
+def test_a_replay_that_fails_for_another_cause_than_its_input_does_not_blame_the_input(
+    spark, tmp_path, unique_name, monkeypatch
+):
     """A warehouse that cannot be written (a full disk, say; not reproducible as root here, so
     the write's failure is raised in its place) is not the input's fault."""
     t = TableFixture(tmp_path, unique_name)
@@ -341,15 +366,19 @@ def test_a_replay_that_fails_for_another_cause_than_its_input_does_not_blame_the
     monkeypatch.setattr(apply, "apply_date", failing_on_day_3)
     with pytest.raises(ZipperError) as err:
         replay.rerun(spark, t.spec, day(2))
-    assert str(err.value).endswith(f"the table is at {day(2)}, the replay of {day(2)}..{day(4)} pending: fix the"
-                                   f" cause, then `zipper rerun {t.spec.name} --from {day(2)}` (or the next merge)"
-                                   " resumes it")
+    assert str(err.value).endswith(
+        f"the table is at {day(2)}, the replay of {day(2)}..{day(4)} pending: fix the"
+        f" cause, then `zipper rerun {t.spec.name} --from {day(2)}` (or the next merge)"
+        " resumes it"
+    )
     monkeypatch.setattr(apply, "apply_date", apply_date)
     assert replay.rerun(spark, t.spec, day(2)).ds.endswith(str(day(4)))
 
 
 @pytest.mark.parametrize("folder", ["inputs", "in puts 100%"])  # Spark's message URL-encodes the path
-def test_a_file_spark_cannot_read_mid_replay_names_its_date_and_where_the_table_is(spark, tmp_path, unique_name, folder):
+def test_a_file_spark_cannot_read_mid_replay_names_its_date_and_where_the_table_is(
+    spark, tmp_path, unique_name, folder
+):
     """The up-front check reads only the key columns of Parquet; a broken page of another column
     fails the replay at its date, after the restore: the message must say so."""
     t = TableFixture(tmp_path / folder, unique_name)
@@ -361,8 +390,10 @@ def test_a_file_spark_cannot_read_mid_replay_names_its_date_and_where_the_table_
     message = str(err.value)
     assert message.startswith(f"{t.table} {day(3)}: cannot read file ") and f"ds={day(3)}/" in message, message
     assert f"{tmp_path / folder}/" in message, message
-    assert message.endswith(f"the table is at {day(2)}, the replay of {day(2)}..{day(4)} pending: fix the input,"
-                            f" then `zipper rerun {t.spec.name} --from {day(2)}` (or the next merge) resumes it")
+    assert message.endswith(
+        f"the table is at {day(2)}, the replay of {day(2)}..{day(4)} pending: fix the input,"
+        f" then `zipper rerun {t.spec.name} --from {day(2)}` (or the next merge) resumes it"
+    )
     assert state.read_state(spark, t.spec).last_committed == day(2)
 
 
@@ -375,7 +406,9 @@ def test_a_file_the_up_front_check_cannot_read_names_its_date_and_changes_nothin
     with pytest.raises(ZipperError) as err:
         replay.rerun(spark, t.spec, day(2))
     message = str(err.value)
-    assert message.startswith(f"{t.table} {day(3)}: cannot read file ") and f"{t.increment_dir(day(3))}/" in message, message
+    assert message.startswith(f"{t.table} {day(3)}: cannot read file ") and f"{t.increment_dir(day(3))}/" in message, (
+        message
+    )
     assert message.endswith("; nothing was changed"), message
     assert table_rows(spark, t.table) == before
 
@@ -392,8 +425,10 @@ def test_untracked_columns_are_restored_as_they_were_before_the_date(spark, tmp_
     days[2] = []  # re-delivered without the rename
     t.write_increment(spark, day(2), days[2])
     replay.rerun(spark, t.spec, day(2))
-    assert table_rows(spark, t.table) == [(1, "anna", "Oslo", "2023-12-31", "2024-01-03"),
-                                          (1, "annie", "Rome", "2024-01-03", OPEN)]
+    assert table_rows(spark, t.table) == [
+        (1, "anna", "Oslo", "2023-12-31", "2024-01-03"),
+        (1, "annie", "Rome", "2024-01-03", OPEN),
+    ]
     assert table_rows(spark, t.table) == model_rows(t, days, [(1, "ann", "Oslo")], tracked=(1,))
     assert_equals_a_rebuild(spark, t)
 
@@ -408,27 +443,37 @@ def test_rebuild_equals_the_incremental_table_and_later_merges_continue_it(spark
     shape = {"keys": ("tenant", "id"), "schema": "tenant string, id bigint, name string, city string"}
     t = TableFixture(tmp_path, unique_name, end_style="inclusive", track_columns=["city"], **shape)
     base = [("a", 1, "ann", "Oslo"), ("b", 1, "bob", None)]
-    days = {1: [("a", 1, "Ann", "Oslo"), ("b", 2, "cid", "Rome")], 2: [("a", 1, "Ann", "Nice"), ("b", 1, "bob", None)],
-            3: [], 4: [("a", 1, "Ann", "Oslo"), ("b", 2, "Cid", "Rome")]}
+    days = {
+        1: [("a", 1, "Ann", "Oslo"), ("b", 2, "cid", "Rome")],
+        2: [("a", 1, "Ann", "Nice"), ("b", 1, "bob", None)],
+        3: [],
+        4: [("a", 1, "Ann", "Oslo"), ("b", 2, "Cid", "Rome")],
+    }
     build(spark, t, {n: days[n] for n in (1, 2, 3)}, base)
     t.write_increment(spark, day(4), days[4])
 
-    fresh = TableFixture(tmp_path, unique_name + "_r", end_style="inclusive", track_columns=["city"],
-                         source=t.raw["source"], **shape)  # the same increments
+    fresh = TableFixture(
+        tmp_path, unique_name + "_r", end_style="inclusive", track_columns=["city"], source=t.raw["source"], **shape
+    )  # the same increments
     fresh.write_base(spark, base)
     with pytest.raises(StateError, match="table does not exist yet; give the last date"):
         rebuild.rebuild(spark, fresh.spec)
     with faults.crash_at("before_rebuild_publish"), pytest.raises(faults.SimulatedCrash):
         rebuild.rebuild(spark, fresh.spec, day(3))  # created, base loaded, partitions added: not published
     st = state.read_state(spark, fresh.spec)
-    assert st.last_committed == day(0) and len(st.pending) == 3 and table_rows(spark, fresh.table) == [
-        ("a", 1, "ann", "Oslo", "2023-12-31", OPEN), ("b", 1, "bob", None, "2023-12-31", OPEN)]
+    assert (
+        st.last_committed == day(0)
+        and len(st.pending) == 3
+        and table_rows(spark, fresh.table)
+        == [("a", 1, "ann", "Oslo", "2023-12-31", OPEN), ("b", 1, "bob", None, "2023-12-31", OPEN)]
+    )
     result = rebuild.rebuild(spark, fresh.spec, day(3))
     assert "3 increments up to 2024-01-03: 3 open rows, 1 closed rows" in result.summary()
     assert table_rows(spark, fresh.table) == table_rows(spark, t.table)
     ours, theirs = state.read_state(spark, fresh.spec), state.read_state(spark, t.spec)
-    assert {d: (c.counts, c.fingerprint) for d, c in ours.commits.items()} == \
-        {d: (c.counts, c.fingerprint) for d, c in theirs.commits.items()}
+    assert {d: (c.counts, c.fingerprint) for d, c in ours.commits.items()} == {
+        d: (c.counts, c.fingerprint) for d, c in theirs.commits.items()
+    }
     for table in (t, fresh):
         merge.merge_date(spark, table.spec, day(4))
     assert table_rows(spark, fresh.table) == table_rows(spark, t.table)
@@ -441,7 +486,8 @@ def test_rebuild_equals_the_incremental_table_and_later_merges_continue_it(spark
     assert str(refused.value) == (
         f"{fresh.table} {day(2)}: --to {day(2)} is before the last committed date {day(4)}: {day(3)}, {day(4)} would"
         " no longer be committed (their history dropped, and their done runs would have to run again); pass"
-        f" --uncommit-later to do that, or leave out --to to rebuild up to {day(4)}; nothing was changed")
+        f" --uncommit-later to do that, or leave out --to to rebuild up to {day(4)}; nothing was changed"
+    )
     assert snapshot(spark, fresh) == before
     # The later partitions go. Killed between the publish and their drop: empty, no commit record.
     with faults.crash_at("after_rebuild_publish"), pytest.raises(faults.SimulatedCrash):
@@ -457,13 +503,16 @@ def test_rebuild_equals_the_incremental_table_and_later_merges_continue_it(spark
 
     t.write_increment(spark, day(3), [("a", 9, "x", None), ("a", 9, "y", None)])
     before = snapshot(spark, fresh)
-    with pytest.raises(InputError, match=r"2024-01-03: increment .* has keys \['tenant', 'id'\] more than once: \(a, 9\)"):
+    with pytest.raises(
+        InputError, match=r"2024-01-03: increment .* has keys \['tenant', 'id'\] more than once: \(a, 9\)"
+    ):
         rebuild.rebuild(spark, fresh.spec, day(4))
     assert snapshot(spark, fresh) == before
 
 
 def test_a_rebuild_of_a_small_table_writes_one_file_per_partition_whatever_the_shuffle_partitions(
-        spark, tmp_path, unique_name):
+    spark, tmp_path, unique_name
+):
     t = TableFixture(tmp_path, unique_name)
     build(spark, t)
     before = table_rows(spark, t.table)
@@ -473,13 +522,16 @@ def test_a_rebuild_of_a_small_table_writes_one_file_per_partition_whatever_the_s
         rebuild.rebuild(spark, t.spec)
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", previous)
-    files = {p.end: len(list(Path(local_path(p.location)).glob("*.parquet"))) for p in catalog.list_partitions(spark, t.spec)}
+    files = {
+        p.end: len(list(Path(local_path(p.location)).glob("*.parquet"))) for p in catalog.list_partitions(spark, t.spec)
+    }
     assert files == {end: 1 for end in files} and len(files) == 1 + len(DAYS), files
     assert table_rows(spark, t.table) == before
 
 
 def test_a_version_keeps_its_values_when_a_re_send_only_compares_equal_so_a_rerun_equals_a_rebuild(
-        spark, tmp_path, unique_name):
+    spark, tmp_path, unique_name
+):
     """-0.0 equals 0.0 as Spark compares: re-sending it is no change, and the version keeps the
     0.0 it began with. Before, the open row took the re-sent -0.0, and a rerun that removed that
     re-send restored -0.0, a value only the discarded input had."""
@@ -493,12 +545,22 @@ def test_a_version_keeps_its_values_when_a_re_send_only_compares_equal_so_a_reru
         merge.merge_date(spark, t.spec, day(n))
 
     def bob():  # the text of d tells -0.0 from 0.0
-        return sorted(tuple(r) for r in spark.table(t.table).where("id = 2")
-                      .selectExpr("CAST(d AS STRING)", "begin_dt", "end_dt").collect())
+        return sorted(
+            tuple(r)
+            for r in spark.table(t.table)
+            .where("id = 2")
+            .selectExpr("CAST(d AS STRING)", "begin_dt", "end_dt")
+            .collect()
+        )
 
     assert bob() == [("0.0", "2024-01-01", "2024-01-04"), ("9.0", "2024-01-04", OPEN)]
-    assert bob() == sorted(tuple(r) for r in rebuild.rebuilt_rows(spark, t.spec).where("id = 2")
-                           .selectExpr("CAST(d AS STRING)", "begin_dt", "end_dt").collect())
+    assert bob() == sorted(
+        tuple(r)
+        for r in rebuild.rebuilt_rows(spark, t.spec)
+        .where("id = 2")
+        .selectExpr("CAST(d AS STRING)", "begin_dt", "end_dt")
+        .collect()
+    )
     t.write_increment(spark, day(2), [(1, "ann", 2.0)])  # the re-send of bob withdrawn
     replay.rerun(spark, t.spec, day(2))
     assert bob() == [("0.0", "2024-01-01", "2024-01-04"), ("9.0", "2024-01-04", OPEN)]

@@ -11,23 +11,27 @@ import pytest
 from tests.inputs.test_columns import replace_files, rewritten_alike, table_and_partitions
 from tests.inputs.test_landing import LandingZone
 from tests.support import TableFixture, day, table_rows
+from zipper.core.errors import InputError
 from zipper.jobs import merge, replay
 from zipper.jobs.keys import resolve_keys
 from zipper.table import inspect, state
-from zipper.core.errors import InputError
 
 NOTHING_CHANGED = "; nothing was changed"
 ORDERED = "id bigint, name string, city string, seq bigint"
-CANNOT_CHANGE = ("a column cannot change type (only int -> bigint and float -> double widen; a decimal input may have"
-                 " fewer digits)")
+CANNOT_CHANGE = (
+    "a column cannot change type (only int -> bigint and float -> double widen; a decimal input may have fewer digits)"
+)
 
 
 def ordered_table(spark, root, name, **source) -> TableFixture:
     """An upsert table ordered by `seq`, days 1..3 merged."""
     t = TableFixture(root, name, schema=ORDERED, source={"sequence_by": "seq", **source})
     t.write_base(spark, [(1, "ann", "Oslo", 0), (2, "bob", "Rome", 0)])
-    days = {1: [(1, "ann", "Bergen", 1), (1, "ann", "Lyon", 2)], 2: [(3, "cid", "Nice", 1)],
-            3: [(2, "bob", "Bern", 5), (3, "cid", "Pisa", 2)]}
+    days = {
+        1: [(1, "ann", "Bergen", 1), (1, "ann", "Lyon", 2)],
+        2: [(3, "cid", "Nice", 1)],
+        3: [(2, "bob", "Bern", 5), (3, "cid", "Pisa", 2)],
+    }
     for n, rows in days.items():
         t.write_increment(spark, day(n), rows)
         merge.merge_date(spark, t.spec, day(n))
@@ -55,50 +59,64 @@ ORDERED_TYPES = {"id": pa.int64(), "name": pa.string(), "city": pa.string(), "se
 
 
 def test_an_ordered_upsert_rerun_refuses_a_replayed_column_of_another_type_before_anything_changes(
-        spark, tmp_path, unique_name):
+    spark, tmp_path, unique_name
+):
     """With sequence_by the check before the restore read nothing: a later date whose input holds
     `city` as bigint (the table's is string) failed at its merge, after the restore, leaving a
     replay pending."""
     t = ordered_table(spark, tmp_path, unique_name)
     t.write_increment(spark, day(3), [(2, "bob", 7, 5)], "id bigint, name string, city bigint, seq bigint")
     message = refused_with_nothing_changed(spark, t, t.spec, day(2))
-    assert message == (f"{t.table} {day(3)}: increment {t.increment_dir(day(3))} column 'city' has type bigint, the"
-                       f" table has string; {CANNOT_CHANGE}{NOTHING_CHANGED}")
+    assert message == (
+        f"{t.table} {day(3)}: increment {t.increment_dir(day(3))} column 'city' has type bigint, the"
+        f" table has string; {CANNOT_CHANGE}{NOTHING_CHANGED}"
+    )
 
     t.write_increment(spark, day(3), [(2, "bob", "Bern", 6)])  # mended: replayed
     assert replay.rerun(spark, t.spec, day(2)).counts["dates"] == 2
     assert (2, "bob", "Bern", 6, day(3).isoformat(), "9999-12-31") in table_rows(spark, t.table)
 
 
-def test_an_ordered_upsert_rerun_refuses_files_of_a_replayed_date_that_disagree_on_a_type(
-        spark, tmp_path, unique_name):
+def test_an_ordered_upsert_rerun_refuses_files_of_a_replayed_date_that_disagree_on_a_type(spark, tmp_path, unique_name):
     """Files of one input merged by Spark (mergeSchema, the default for several files) that type
     `city` differently: refused as the input is opened, which the check did not do."""
     t = ordered_table(spark, tmp_path, unique_name)
     folder = t.increment_dir(day(3))
-    replace_files(folder, [arrays([(2, "bob", "Bern", 5)], ORDERED_TYPES),
-                           arrays([(3, "cid", 7, 2)], {**ORDERED_TYPES, "city": pa.int64()})])
+    replace_files(
+        folder,
+        [
+            arrays([(2, "bob", "Bern", 5)], ORDERED_TYPES),
+            arrays([(3, "cid", 7, 2)], {**ORDERED_TYPES, "city": pa.int64()}),
+        ],
+    )
     message = refused_with_nothing_changed(spark, t, t.spec, day(2))
-    assert message == (f"{t.table} {day(3)}: files of {folder} disagree on column types: city is string in"
-                       f" part-0.parquet, bigint in part-1.parquet{NOTHING_CHANGED}")
+    assert message == (
+        f"{t.table} {day(3)}: files of {folder} disagree on column types: city is string in"
+        f" part-0.parquet, bigint in part-1.parquet{NOTHING_CHANGED}"
+    )
 
 
-def test_an_ordered_upsert_rerun_reads_the_footers_of_files_read_without_merging_schemas(
-        spark, tmp_path, unique_name):
+def test_an_ordered_upsert_rerun_reads_the_footers_of_files_read_without_merging_schemas(spark, tmp_path, unique_name):
     """mergeSchema off: Spark reads a date's files with one file's schema; another file holding
     `city` as bigint is refused before the restore, naming it (or, read with that file's schema,
     the input's column type)."""
     t = ordered_table(spark, tmp_path, unique_name, options={"mergeSchema": False})
     folder = t.increment_dir(day(3))
-    replace_files(folder, [arrays([(2, "bob", "Bern", 5)], ORDERED_TYPES),
-                           arrays([(3, "cid", 7, 2)], {**ORDERED_TYPES, "city": pa.int64()})])
+    replace_files(
+        folder,
+        [
+            arrays([(2, "bob", "Bern", 5)], ORDERED_TYPES),
+            arrays([(3, "cid", 7, 2)], {**ORDERED_TYPES, "city": pa.int64()}),
+        ],
+    )
     message = refused_with_nothing_changed(spark, t, t.spec, day(2))
     assert message in (
         f"{t.table} {day(3)}: cannot read file part-1.parquet of {folder}: column 'city' is bigint in the file, but"
         f" read as string, its type in another file of the input; every file must give a column one type"
         f"{NOTHING_CHANGED}",
         f"{t.table} {day(3)}: increment {folder} column 'city' has type bigint, the table has string; {CANNOT_CHANGE}"
-        f"{NOTHING_CHANGED}")
+        f"{NOTHING_CHANGED}",
+    )
 
 
 @pytest.mark.parametrize("mode", ["upsert", "snapshot"])
@@ -112,8 +130,10 @@ def test_an_upsert_or_snapshot_reruns_type_refusal_says_nothing_was_changed(spar
         merge.merge_date(spark, t.spec, day(n))
     t.write_increment(spark, day(2), [(1, "ann", 7), (2, "bob", 8)], "id bigint, name string, city bigint")
     message = refused_with_nothing_changed(spark, t, t.spec, day(1))
-    assert message == (f"{t.table} {day(2)}: increment {t.increment_dir(day(2))} column 'city' has type bigint, the"
-                       f" table has string; {CANNOT_CHANGE}{NOTHING_CHANGED}")
+    assert message == (
+        f"{t.table} {day(2)}: increment {t.increment_dir(day(2))} column 'city' has type bigint, the"
+        f" table has string; {CANNOT_CHANGE}{NOTHING_CHANGED}"
+    )
 
 
 EMPLOYEES = {"__rowMarker__": pa.int32(), "EmployeeID": pa.string(), "EmployeeLocation": pa.string()}
@@ -141,7 +161,8 @@ def kept_copy(spark, zone, ds, name: str):
 
 @pytest.mark.parametrize("both_files", [True, False])
 def test_a_landing_zone_rerun_refuses_a_replayed_column_of_another_type_before_anything_changes(
-        spark, tmp_path, unique_name, both_files):
+    spark, tmp_path, unique_name, both_files
+):
     """A replayed date reads the copy its commit kept, checked by the files' names and sizes: one
     rewritten at its size with `EmployeeLocation` as bigint (the table's is string) failed at its
     date's merge, after the restore. Refused up front, as the input's type (both of the date's
@@ -151,18 +172,22 @@ def test_a_landing_zone_rerun_refuses_a_replayed_column_of_another_type_before_a
     mistyped = {**EMPLOYEES, "EmployeeLocation": pa.int64()}
     names = ["00000000000000000002.parquet", "00000000000000000003.parquet"]
     rewritten = {names[0]: [(1, "E1", 7)], names[1]: [(0, "E3", 8)]}
-    for name, rows in list(rewritten.items())[0 if both_files else 1:]:
+    for name, rows in list(rewritten.items())[0 if both_files else 1 :]:
         path = kept_copy(spark, zone, day(2), name)
         rewritten_alike(path, arrays(rows, mistyped))
         (path.parent / f".{name}.crc").unlink(missing_ok=True)  # the copy's checksum, which Hadoop would check
     message = refused_with_nothing_changed(spark, zone, spec, day(1))
     described = f"landing zone {zone.folder} files {names[0][:20]}..{names[1][:20]} (kept copy)"
     if both_files:
-        assert message == (f"{zone.table} {day(2)}: {described} column 'employeelocation' has type bigint, the table"
-                           f" has string; {CANNOT_CHANGE}{NOTHING_CHANGED}")
+        assert message == (
+            f"{zone.table} {day(2)}: {described} column 'employeelocation' has type bigint, the table"
+            f" has string; {CANNOT_CHANGE}{NOTHING_CHANGED}"
+        )
     else:
-        assert message == (f"{zone.table} {day(2)}: landing-zone column 'employeelocation' has type string in"
-                           f" {names[0]} and bigint in {names[1]}{NOTHING_CHANGED}")
+        assert message == (
+            f"{zone.table} {day(2)}: landing-zone column 'employeelocation' has type string in"
+            f" {names[0]} and bigint in {names[1]}{NOTHING_CHANGED}"
+        )
 
 
 def write_orc(folder, columns_of_files: list[dict]) -> None:
@@ -176,14 +201,17 @@ def write_orc(folder, columns_of_files: list[dict]) -> None:
         orc.write_table(pa.table(columns), str(folder / f"part-{n}.orc"))
 
 
-def test_orc_files_read_without_merging_schemas_that_type_a_column_otherwise_are_refused(
-        spark, tmp_path, unique_name):
+def test_orc_files_read_without_merging_schemas_that_type_a_column_otherwise_are_refused(spark, tmp_path, unique_name):
     """mergeSchema off: Spark reads a date's ORC files with one file's schema, and ORC converted a
     column another file holds as string to double without a word ('x3.5' became NULL), in a merge
     and in a rerun alike. Each file's footer is compared with the schema read: the rerun refuses it
     before its restore, the merge before it writes."""
-    t = TableFixture(tmp_path, unique_name, schema="id bigint, amount double",
-                     source={"format": "orc", "options": {"mergeSchema": False}})
+    t = TableFixture(
+        tmp_path,
+        unique_name,
+        schema="id bigint, amount double",
+        source={"format": "orc", "options": {"mergeSchema": False}},
+    )
     t.write_base(spark, [(1, 1.5)])
     good = [{"id": pa.array([n], pa.int64()), "amount": pa.array([n + 0.5])} for n in (2, 3)]
     for n in (1, 2):
@@ -194,9 +222,11 @@ def test_orc_files_read_without_merging_schemas_that_type_a_column_otherwise_are
     message = refused_with_nothing_changed(spark, t, t.spec, day(1))
 
     def refusal(table, ds, folder, suffix):
-        return {f"{table} {ds}: cannot read file {name} of {folder}: column 'amount' is {held} in the file, but read"
-                f" as {read_as}, its type in another file of the input; every file must give a column one type{suffix}"
-                for name, held, read_as in (("part-1.orc", "string", "double"), ("part-0.orc", "double", "string"))}
+        return {
+            f"{table} {ds}: cannot read file {name} of {folder}: column 'amount' is {held} in the file, but read"
+            f" as {read_as}, its type in another file of the input; every file must give a column one type{suffix}"
+            for name, held, read_as in (("part-1.orc", "string", "double"), ("part-0.orc", "double", "string"))
+        }
 
     assert message in refusal(t.table, day(2), folder, NOTHING_CHANGED)
 
@@ -209,7 +239,8 @@ def test_orc_files_read_without_merging_schemas_that_type_a_column_otherwise_are
 
 
 def test_an_upsert_rerun_replays_a_changed_date_that_adds_or_widens_a_column_as_its_merge_would(
-        spark, tmp_path, unique_name):
+    spark, tmp_path, unique_name
+):
     """The check of a plain upsert's dates compared each input with the table's columns as they
     are, and refused a changed date that adds a column or widens one (`has columns not in the table
     ['email']; merge its date first`), a date its merge would take: the rerun could not replay it.
@@ -230,14 +261,16 @@ def test_an_upsert_rerun_replays_a_changed_date_that_adds_or_widens_a_column_as_
     t.write_increment(spark, day(1), *days[1])
     assert replay.rerun(spark, t.spec, day(1)).counts["dates"] == 2
     oracle = merged(tmp_path / "oracle", unique_name + "_o", days)
-    assert ([(f.name, f.dataType.simpleString()) for f in spark.table(t.table).schema]
-            == [(f.name, f.dataType.simpleString()) for f in spark.table(oracle.table).schema])
+    assert [(f.name, f.dataType.simpleString()) for f in spark.table(t.table).schema] == [
+        (f.name, f.dataType.simpleString()) for f in spark.table(oracle.table).schema
+    ]
     assert table_rows(spark, t.table) == table_rows(spark, oracle.table)
 
 
 @pytest.mark.parametrize("first", [1, 2])
 def test_a_rerun_refuses_a_replayed_parquet_file_spark_cannot_read_saying_nothing_was_changed(
-        spark, tmp_path, unique_name, first):
+    spark, tmp_path, unique_name, first
+):
     t = TableFixture(tmp_path, unique_name)
     t.write_base(spark, [(1, "ann", "Oslo")])
     for n in (1, 2):
@@ -267,18 +300,23 @@ def ordered_cdc_table(spark, root, name, **source) -> TableFixture:
 
 # a later date's input (day 3) that its merge refuses, by the keys or the sequence, and the merge's refusal
 ORDER_REFUSALS = {
-    "null_sequence": ([(2, "bob", "Bern", None), (3, "cid", "Pisa", 2)],
-                      "has NULL in sequence_by column 'seq' for keys ['id']: 2"),
+    "null_sequence": (
+        [(2, "bob", "Bern", None), (3, "cid", "Pisa", 2)],
+        "has NULL in sequence_by column 'seq' for keys ['id']: 2",
+    ),
     "null_key": ([(None, "bob", "Bern", 5), (3, "cid", "Pisa", 2)], "has 1 row with NULL in key column 'id'"),
-    "repeated_sequence": ([(2, "bob", "Bern", 5), (2, "bob", "Genf", 5), (3, "cid", "Pisa", 2)],
-                          "has the same sequence_by value twice for keys ['id']: 2 (seq 5)"),
+    "repeated_sequence": (
+        [(2, "bob", "Bern", 5), (2, "bob", "Genf", 5), (3, "cid", "Pisa", 2)],
+        "has the same sequence_by value twice for keys ['id']: 2 (seq 5)",
+    ),
 }
 
 
 @pytest.mark.parametrize("how", ["rerun", "merge"])
 @pytest.mark.parametrize("bad", list(ORDER_REFUSALS))
 def test_an_ordered_upsert_rerun_refuses_a_later_dates_null_key_or_sequence_before_anything_changes(
-        spark, tmp_path, unique_name, bad, how):
+    spark, tmp_path, unique_name, bad, how
+):
     """NULL keys, and NULL or repeated sequence values of one key, were checked date by date in the
     merge, after the restore: a bad later date left the table restored and the replay half done.
     Checked for every replayed date up front (a rerun, or a merge of a changed past date), refused
@@ -308,7 +346,8 @@ def test_an_ordered_upsert_rerun_refuses_a_later_dates_null_key_or_sequence_befo
 
 @pytest.mark.parametrize("sequence_by", ["seq", None])
 def test_a_cdc_rerun_refuses_a_later_dates_null_key_or_sequence_before_anything_changes(
-        spark, tmp_path, unique_name, sequence_by):
+    spark, tmp_path, unique_name, sequence_by
+):
     """As for ordered upserts: a cdc input's keys (and sequence values) were checked in its date's
     merge, after the restore; now for every replayed date before it."""
     t = ordered_cdc_table(spark, tmp_path, unique_name, sequence_by=sequence_by)
@@ -327,14 +366,18 @@ MARKERS = "has __rowMarker__ values other than 0 insert, 1 update, 2 delete, 4 u
 LANDING_REFUSALS = {
     "marker": ([(9, "E2", "Everett")], f"{MARKERS}: 9 in 00000000000000000005.parquet row 1"),
     "null_key": ([(1, "E2", "Everett"), (0, None, "Everett")], "has 1 row with NULL in key column 'employeeid'"),
-    "partial_update": ([(1, "E2")], ": file 00000000000000000005.parquet has update or upsert rows (which carry the"
-                                    " full row) but lacks columns ['employeelocation']"),
+    "partial_update": (
+        [(1, "E2")],
+        ": file 00000000000000000005.parquet has update or upsert rows (which carry the"
+        " full row) but lacks columns ['employeelocation']",
+    ),
 }
 
 
 @pytest.mark.parametrize("bad", list(LANDING_REFUSALS))
 def test_a_landing_zone_rerun_past_the_last_committed_date_refuses_its_new_files_rows_before_anything_changes(
-        spark, tmp_path, unique_name, bad):
+    spark, tmp_path, unique_name, bad
+):
     """`--to` past the last committed date: the first new date consumes the zone's new files, which
     were located, and their rows checked, only at its turn, after the restore and the replay of
     the committed dates: a bad marker, a NULL key or an update without every column left the
@@ -354,7 +397,8 @@ def test_a_landing_zone_rerun_past_the_last_committed_date_refuses_its_new_files
 
 
 def test_a_landing_zone_rerun_refuses_a_replayed_kept_copys_bad_marker_before_anything_changes(
-        spark, tmp_path, unique_name):
+    spark, tmp_path, unique_name
+):
     """A replayed date reads the copy its commit kept, checked by the files' names and sizes: one
     rewritten at its size with a marker that is no operation failed at its date's merge, after the
     restore."""
@@ -371,13 +415,18 @@ def test_a_landing_zone_rerun_refuses_a_replayed_kept_copys_bad_marker_before_an
 
 @pytest.mark.parametrize("mode", ["upsert", "cdc"])
 def test_an_ordered_csv_rerun_refuses_a_later_dates_value_that_does_not_parse_before_anything_changes(
-        spark, tmp_path, unique_name, mode):
+    spark, tmp_path, unique_name, mode
+):
     """The check before the restore read only the keys and sequence values of ordered changes: a CSV value in
     another column that does not parse failed at its date's merge, after the restore (a plain upsert's check
     reads every column)."""
     schema = "id bigint, name string, amount double, seq bigint"
-    t = TableFixture(tmp_path, unique_name, schema=schema,
-                     source={"mode": mode, "format": "csv", "sequence_by": "seq", "options": {"header": True}})
+    t = TableFixture(
+        tmp_path,
+        unique_name,
+        schema=schema,
+        source={"mode": mode, "format": "csv", "sequence_by": "seq", "options": {"header": True}},
+    )
     t.write_base(spark, [(1, "ann", 1.5, 0), (2, "bob", 2.5, 0)])
     header = "id,name,amount,seq" + (",sys_op" if mode == "cdc" else "")
     op = ",0" if mode == "cdc" else ""
@@ -392,8 +441,10 @@ def test_an_ordered_csv_rerun_refuses_a_later_dates_value_that_does_not_parse_be
         merge.merge_date(spark, t.spec, day(n))
     write_csv(3, ["1,ann,3.5,3", "2,bob,x3.5,4"])
     message = refused_with_nothing_changed(spark, t, t.spec, day(2))
-    assert message == (f"{t.table} {day(3)}: increment {t.increment_dir(day(3))}: file part-0.csv: column 'amount'"
-                       f" (double) cannot hold 'x3.5' (row with id=2){NOTHING_CHANGED}")
+    assert message == (
+        f"{t.table} {day(3)}: increment {t.increment_dir(day(3))}: file part-0.csv: column 'amount'"
+        f" (double) cannot hold 'x3.5' (row with id=2){NOTHING_CHANGED}"
+    )
 
     write_csv(3, ["1,ann,3.5,3", "2,bob,4.5,4"])  # mended: replayed
     assert replay.rerun(spark, t.spec, day(2)).counts["dates"] == 2
@@ -405,7 +456,8 @@ ANOMALY = "has changes that do not fit the key's previous change that day (on_an
 
 @pytest.mark.parametrize("where", ["replayed", "new"])
 def test_a_landing_zone_rerun_refuses_a_later_dates_anomaly_within_the_day_before_anything_changes(
-        spark, tmp_path, unique_name, where):
+    spark, tmp_path, unique_name, where
+):
     """With on_anomaly: error, the changes of one key within a day (an update after its delete, a
     second insert) were checked only in the date's merge, after the restore: a bad later date left
     the table restored and the replay half done. They do not depend on the open rows, so they are
@@ -438,21 +490,25 @@ def test_a_landing_zone_rerun_refuses_a_later_dates_anomaly_within_the_day_befor
 
 @pytest.mark.parametrize("bad_dates", [(3,), (2, 3)])
 def test_a_cdc_rerun_refuses_a_later_dates_delete_that_does_not_match_the_keys_previous_change_before_anything_changes(
-        spark, tmp_path, unique_name, bad_dates):
+    spark, tmp_path, unique_name, bad_dates
+):
     """delete_match: all_columns: a delete whose values differ from the key's previous change that
     day (not the open row) was refused only in its date's merge, after the restore. Checked up
     front for every replayed date in one job; the earliest bad date is refused as its merge refuses it."""
     t = ordered_cdc_table(spark, tmp_path, unique_name)
     if 2 in bad_dates:
         t.write_increment(spark, day(2), [(3, "cid", "Nice", 1, 0), (3, "cid", "Metz", 2, 1)], ORDERED_CDC)
-    t.write_increment(spark, day(3), [(2, "bob", "Bern", 5, 0), (2, "bob", "Genf", 6, 1), (4, "dan", "Oslo", 1, 0)],
-                      ORDERED_CDC)
+    t.write_increment(
+        spark, day(3), [(2, "bob", "Bern", 5, 0), (2, "bob", "Genf", 6, 1), (4, "dan", "Oslo", 1, 0)], ORDERED_CDC
+    )
     message = refused_with_nothing_changed(spark, t, t.spec, day(1))
     bad = day(bad_dates[0])
     key = 3 if bad == day(2) else 2
-    assert message == (f"{t.table} {bad}: increment {t.increment_dir(bad)} has 1 delete row whose values differ from"
-                       " the row they delete (the key's previous change) (delete_match: all_columns); keys ['id']:"
-                       f" {key} (columns city){NOTHING_CHANGED}")
+    assert message == (
+        f"{t.table} {bad}: increment {t.increment_dir(bad)} has 1 delete row whose values differ from"
+        " the row they delete (the key's previous change) (delete_match: all_columns); keys ['id']:"
+        f" {key} (columns city){NOTHING_CHANGED}"
+    )
 
     if bad == day(3):  # the merge of that date refuses it in the same words
         replay.rerun(spark, t.spec, day(1), day(2), uncommit_later=True)
@@ -460,7 +516,8 @@ def test_a_cdc_rerun_refuses_a_later_dates_delete_that_does_not_match_the_keys_p
             merge.merge_date(spark, t.spec, day(3))
         assert str(raised.value) + NOTHING_CHANGED == message
     t.write_increment(spark, day(2), [(3, "cid", "Nice", 1, 0), (3, "cid", "Nice", 2, 1)], ORDERED_CDC)  # mended
-    t.write_increment(spark, day(3), [(2, "bob", "Bern", 5, 0), (2, "bob", "Bern", 6, 1), (4, "dan", "Oslo", 1, 0)],
-                      ORDERED_CDC)
+    t.write_increment(
+        spark, day(3), [(2, "bob", "Bern", 5, 0), (2, "bob", "Bern", 6, 1), (4, "dan", "Oslo", 1, 0)], ORDERED_CDC
+    )
     replay.rerun(spark, t.spec, day(1), day(3))
     assert [r[0] for r in table_rows(spark, t.table) if r[-1] == "9999-12-31"] == [1, 4]

@@ -25,8 +25,12 @@ from zipper.table import check, state
 
 _tables = itertools.count()
 CRASHES = [
-    ("after_restore_write", 1), ("after_restore_publish", 1), ("after_write", 2),
-    ("before_publish", 1), ("after_publish", 2), ("after_replayed_date", 1),
+    ("after_restore_write", 1),
+    ("after_restore_publish", 1),
+    ("after_write", 2),
+    ("before_publish", 1),
+    ("after_publish", 2),
+    ("after_replayed_date", 1),
 ]
 TRACKING = {"all": None, "score": (1,)}  # track_columns -> tracked positions in (name, score)
 RERUN_SETTINGS = settings(MODEL_SETTINGS, max_examples=2)
@@ -68,25 +72,38 @@ def assert_matches(spark, t, expected):
 @pytest.mark.slow
 @RERUN_SETTINGS
 @given(scenario=rerun_scenarios())
-@example(scenario=(  # inclusive ends, an untracked column, a crash between two replayed dates, then a clear
-    "inclusive", "score",
-    [(1, "x", 5), (2, None, None)],
-    [[(1, "y", 5), (3, "x", 0)], [(1, "y", 0), (2, None, 5)], [(3, "", 0)]],
-    [("crash", 2, [(1, "x", 5), (2, "x", None)], 1, ("after_replayed_date", 1)),
-     ("clear", 3, [(1, "y", 0), (3, None, 0)], 2, None)],
-))
-@example(scenario=(  # exclusive ends, a crash inside the second replayed date, then an explicit rerun
-    "exclusive", "all",
-    [(1, "x", 5), (2, "", 0)],
-    [[(1, "x", None)], [], [(1, "x", 5), (2, None, 0)]],
-    [("crash", 2, [(2, "y", 0), (4, "x", 5)], 1, ("after_write", 2)),
-     ("rerun", 3, [(1, "x", 5)], 3, None)],
-))
+@example(
+    scenario=(  # inclusive ends, an untracked column, a crash between two replayed dates, then a clear
+        "inclusive",
+        "score",
+        [(1, "x", 5), (2, None, None)],
+        [[(1, "y", 5), (3, "x", 0)], [(1, "y", 0), (2, None, 5)], [(3, "", 0)]],
+        [
+            ("crash", 2, [(1, "x", 5), (2, "x", None)], 1, ("after_replayed_date", 1)),
+            ("clear", 3, [(1, "y", 0), (3, None, 0)], 2, None),
+        ],
+    )
+)
+@example(
+    scenario=(  # exclusive ends, a crash inside the second replayed date, then an explicit rerun
+        "exclusive",
+        "all",
+        [(1, "x", 5), (2, "", 0)],
+        [[(1, "x", None)], [], [(1, "x", 5), (2, None, 0)]],
+        [("crash", 2, [(2, "y", 0), (4, "x", 5)], 1, ("after_write", 2)), ("rerun", 3, [(1, "x", 5)], 3, None)],
+    )
+)
 def test_reruns_match_the_model_and_a_rebuild(spark, tmp_path_factory, scenario):
     end_style, tracking, base, days, operations = scenario
     options = {"track_columns": ["score"]} if tracking == "score" else {}
-    t = TableFixture(tmp_path_factory.mktemp("r"), f"rerun_{os.getpid()}_{next(_tables)}",
-                     keys=SINGLE["keys"], schema=SINGLE["schema"], end_style=end_style, **options)
+    t = TableFixture(
+        tmp_path_factory.mktemp("r"),
+        f"rerun_{os.getpid()}_{next(_tables)}",
+        keys=SINGLE["keys"],
+        schema=SINGLE["schema"],
+        end_style=end_style,
+        **options,
+    )
     t.write_base(spark, base)
     for n, rows in enumerate(days, start=1):
         t.write_increment(spark, day(n), rows)

@@ -12,13 +12,13 @@ import pytest
 from tests.inputs.test_landing import LandingZone
 from tests.support import TableFixture, day, table_rows
 from zipper.core import faults
+from zipper.core.errors import InputError, StateError
 from zipper.inputs import reader
 from zipper.jobs import merge, rebuild, replay
 from zipper.jobs.keys import resolve_keys
 from zipper.table import catalog, check, state, vacuum
 from zipper.transforms import daily
 from zipper.transforms.timelines import DS
-from zipper.core.errors import InputError, StateError
 
 CDC = "id bigint, name string, city string, sys_op int"
 BASE = [(1, "ann", "Oslo"), (2, "bob", "Rome"), (3, "cid", None)]
@@ -53,19 +53,25 @@ SNAPSHOT_DAYS = {
 
 @pytest.mark.parametrize("mode", ["cdc", "snapshot"])
 def test_a_changed_past_input_is_replayed_to_the_table_daily_runs_give(spark, tmp_path, unique_name, mode):
-    source, days, schema = ({"mode": "cdc"}, CDC_DAYS, CDC) if mode == "cdc" else ({"mode": "snapshot"}, SNAPSHOT_DAYS, None)
+    source, days, schema = (
+        ({"mode": "cdc"}, CDC_DAYS, CDC) if mode == "cdc" else ({"mode": "snapshot"}, SNAPSHOT_DAYS, None)
+    )
     t = daily_table(spark, tmp_path / "live", unique_name, source, days, schema)
     changed = dict(days)
-    changed[2] = ([(3, "cid", "Bern", 0), (2, "bob", "Rome", 1)] if mode == "cdc"
-                  else [(1, "ann", "Oslo"), (2, "bob", "Rome"), (4, "dan", "Oslo")])
+    changed[2] = (
+        [(3, "cid", "Bern", 0), (2, "bob", "Rome", 1)]
+        if mode == "cdc"
+        else [(1, "ann", "Oslo"), (2, "bob", "Rome"), (4, "dan", "Oslo")]
+    )
     t.write_increment(spark, day(2), changed[2], schema)
 
     result = merge.merge_date(spark, t.spec, day(2))  # what clearing day 2 in the UI runs
     assert result.action == "replay"
     oracle = daily_table(spark, tmp_path / "oracle", unique_name + "_o", source, changed, schema)
     assert table_rows(spark, t.table) == table_rows(spark, oracle.table)
-    assert ({d: c.counts for d, c in state.read_state(spark, t.spec).commits.items()}
-            == {d: c.counts for d, c in state.read_state(spark, oracle.spec).commits.items()})
+    assert {d: c.counts for d, c in state.read_state(spark, t.spec).commits.items()} == {
+        d: c.counts for d, c in state.read_state(spark, oracle.spec).commits.items()
+    }
     assert state.read_state(spark, t.spec).replay is None
     assert check.run_checks(spark, t.spec)["ok"]
 
@@ -92,8 +98,9 @@ def test_a_cdc_rerun_reads_each_replayed_dates_input_once(spark, tmp_path, uniqu
 
 
 @pytest.mark.parametrize("mode", ["upsert", "snapshot"])
-def test_an_upsert_or_snapshot_rerun_reads_and_checks_each_replayed_dates_input_once(spark, tmp_path, unique_name,
-                                                                                     monkeypatch, mode):
+def test_an_upsert_or_snapshot_rerun_reads_and_checks_each_replayed_dates_input_once(
+    spark, tmp_path, unique_name, monkeypatch, mode
+):
     """The rerun reads every date's input to check the keys of all of them in one job before the
     restore; the merge of each date read the files again and checked its keys again."""
     t = daily_table(spark, tmp_path / "live", unique_name, {"mode": mode}, SNAPSHOT_DAYS)
@@ -119,8 +126,9 @@ def test_an_upsert_or_snapshot_rerun_reads_and_checks_each_replayed_dates_input_
     oracle = daily_table(spark, tmp_path / "oracle", unique_name + "_o", {"mode": mode}, changed)
     assert table_rows(spark, t.table) == table_rows(spark, oracle.table)
     # the merges counted their input rows (and, for a snapshot, the unchanged ones) without their key check
-    assert ({d: c.counts for d, c in state.read_state(spark, t.spec).commits.items()}
-            == {d: c.counts for d, c in state.read_state(spark, oracle.spec).commits.items()})
+    assert {d: c.counts for d, c in state.read_state(spark, t.spec).commits.items()} == {
+        d: c.counts for d, c in state.read_state(spark, oracle.spec).commits.items()
+    }
 
 
 def test_a_replay_stopped_by_a_later_dates_bad_input_says_where_the_table_is(spark, tmp_path, unique_name):
@@ -136,16 +144,18 @@ def test_a_replay_stopped_by_a_later_dates_bad_input_says_where_the_table_is(spa
     assert (table_rows(spark, t.table), partitions(spark, t)) == before
 
     t.write_increment(spark, day(3), [(4, "dan", "Paris", 1)], CDC)  # dan is open in Oslo: not the row it deletes
-    with pytest.raises(InputError, match=r"2024-01-03: .*; the table is at 2024-01-02,"
-                                         r" the replay of 2024-01-02\.\.2024-01-03 pending: fix the input, then"
-                                         r" `zipper rerun .* --from 2024-01-02`"):
+    with pytest.raises(
+        InputError,
+        match=r"2024-01-03: .*; the table is at 2024-01-02,"
+        r" the replay of 2024-01-02\.\.2024-01-03 pending: fix the input, then"
+        r" `zipper rerun .* --from 2024-01-02`",
+    ):
         replay.rerun(spark, t.spec, day(2))
     st = state.read_state(spark, t.spec)
     assert st.last_committed == day(2) and (st.replay.first, st.replay.last) == (day(2), day(3))
 
 
-def test_a_cdc_rerun_refuses_a_later_dates_changed_column_type_before_it_changes_anything(spark, tmp_path,
-                                                                                          unique_name):
+def test_a_cdc_rerun_refuses_a_later_dates_changed_column_type_before_it_changes_anything(spark, tmp_path, unique_name):
     """The check before the restore read a cdc input's operations only: a later date whose files
     all hold `city` as int (the table's is string) failed at its merge, after the restore and the
     earlier dates' merges. The types are compared up front, as the replayed dates change them: a
@@ -161,14 +171,18 @@ def test_a_cdc_rerun_refuses_a_later_dates_changed_column_type_before_it_changes
     assert str(raised.value) == (
         f"{t.table} {day(3)}: increment {t.increment_dir(day(3))} column 'city' has type int, the table has string; a"
         " column cannot change type (only int -> bigint and float -> double widen; a decimal input may have fewer"
-        " digits); nothing was changed")
+        " digits); nothing was changed"
+    )
     assert (table_rows(spark, t.table), partitions(spark, t)) == before
     assert state.read_state(spark, t.spec).replay is None
 
     # zip as day 2's replay adds it (int), not as the table has it now (not at all)
     t.write_increment(spark, day(3), [(1, "ann", "Lyon", "69000", 0)], with_zip.replace("zip int", "zip string"))
-    with pytest.raises(InputError, match=rf"^{t.table} {day(3)}: .* column 'zip' has type string, the table has int;"
-                                         r" .*; nothing was changed$"):
+    with pytest.raises(
+        InputError,
+        match=rf"^{t.table} {day(3)}: .* column 'zip' has type string, the table has int;"
+        r" .*; nothing was changed$",
+    ):
         replay.rerun(spark, t.spec, day(2))
     assert (table_rows(spark, t.table), partitions(spark, t)) == before
     assert state.read_state(spark, t.spec).replay is None
@@ -182,8 +196,11 @@ def test_a_cdc_rerun_refuses_a_later_dates_changed_column_type_before_it_changes
 def test_rebuild_refuses_modes_it_cannot_compute_and_changes_nothing(spark, tmp_path, unique_name):
     t = daily_table(spark, tmp_path, unique_name, {"mode": "cdc"}, CDC_DAYS, CDC)
     before = table_rows(spark, t.table), partitions(spark, t)
-    with pytest.raises(StateError, match=r"source mode upsert without sequence_by; this table has mode cdc\. Rerun from"
-                                         rf" the first date after the base instead \(`zipper rerun {t.spec.name} --from {day(1)}`\)$"):
+    with pytest.raises(
+        StateError,
+        match=r"source mode upsert without sequence_by; this table has mode cdc\. Rerun from"
+        rf" the first date after the base instead \(`zipper rerun {t.spec.name} --from {day(1)}`\)$",
+    ):
         rebuild.rebuild(spark, t.spec)
     assert (table_rows(spark, t.table), partitions(spark, t)) == before
 
@@ -192,8 +209,12 @@ def test_rebuild_across_an_added_column_equals_the_incremental_table(spark, tmp_
     t = TableFixture(tmp_path, unique_name)
     t.write_base(spark, BASE)
     t.write_increment(spark, day(1), [(1, "ann", "Bergen")])
-    t.write_increment(spark, day(2), [(2, "bob", "Rome", "a@x"), (4, "dan", "Oslo", None)],
-                      "id bigint, name string, city string, email string")
+    t.write_increment(
+        spark,
+        day(2),
+        [(2, "bob", "Rome", "a@x"), (4, "dan", "Oslo", None)],
+        "id bigint, name string, city string, email string",
+    )
     t.write_increment(spark, day(3), [(1, "ann", "Lyon", "ann@x")], "id bigint, name string, city string, email string")
     for n in (1, 2, 3):
         merge.merge_date(spark, t.spec, day(n))
@@ -229,9 +250,14 @@ def test_landing_zone_replay_killed_mid_way_resumes_from_the_same_files(spark, t
     """After the restore the replayed dates have no commit record; the replay marker names the
     files each consumed, so a resumed replay does not swallow later files into the next date."""
     zone = LandingZone(tmp_path, unique_name)
-    for n, rows in enumerate([[(0, "E1", "Redmond"), (0, "E2", "Redmond")],
-                              [(1, "E1", "Bellevue"), (0, "E3", "Seattle")],
-                              [(2, "E2", None), (1, "E3", "Tacoma")]], start=1):
+    for n, rows in enumerate(
+        [
+            [(0, "E1", "Redmond"), (0, "E2", "Redmond")],
+            [(1, "E1", "Bellevue"), (0, "E3", "Seattle")],
+            [(2, "E2", None), (1, "E3", "Tacoma")],
+        ],
+        start=1,
+    ):
         zone.write(n, rows)
         merge.merge_date(spark, zone.spec, day(n))
     before = table_rows(spark, zone.table)
@@ -240,7 +266,9 @@ def test_landing_zone_replay_killed_mid_way_resumes_from_the_same_files(spark, t
     with faults.crash_at("after_replayed_date"), pytest.raises(faults.SimulatedCrash):
         replay.rerun(spark, zone.spec, day(2))
     st = state.read_state(spark, zone.spec)
-    assert st.last_committed == day(2) and st.replay is not None and set(st.replay.landing) == {"2024-01-02", "2024-01-03"}
+    assert (
+        st.last_committed == day(2) and st.replay is not None and set(st.replay.landing) == {"2024-01-02", "2024-01-03"}
+    )
     zone.write(4, [(0, "E4", "Redmond")])  # a new file arrives meanwhile: it belongs to day 4
     vacuum.vacuum(spark, zone.spec, retention_days=0)  # keeps the copies the marker names
 
@@ -251,8 +279,9 @@ def test_landing_zone_replay_killed_mid_way_resumes_from_the_same_files(spark, t
     assert merge.merge_date(spark, zone.spec, day(4)).counts["new"] == 1
 
 
-def test_landing_zone_rerun_past_the_last_commit_refuses_a_missing_zone_and_changes_nothing(spark, tmp_path,
-                                                                                          unique_name):
+def test_landing_zone_rerun_past_the_last_commit_refuses_a_missing_zone_and_changes_nothing(
+    spark, tmp_path, unique_name
+):
     """The dates it never consumed are read from the zone itself; without it the rerun stops
     before the restore, so the table keeps its dates and no replay is left pending."""
     zone = LandingZone(tmp_path, unique_name)

@@ -20,7 +20,11 @@ def test_a_whole_archive_is_offered_quietly_and_a_cut_one_is_not(tmp_path, monke
     monkeypatch.setenv(jvm.ARCHIVE_ENV, str(archive))
     assert jvm.driver_options() == ""  # no size recorded: not known to be whole
     (tmp_path / "spark.jsa.size").write_text("10")
-    assert jvm.driver_options().split() == [f"-XX:SharedArchiveFile={archive}", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
+    assert jvm.driver_options().split() == [
+        f"-XX:SharedArchiveFile={archive}",
+        "-Xlog:cds=off",
+        "-Xlog:cds+dynamic=off",
+    ]
     archive.write_bytes(b"x" * 9)
     assert jvm.driver_options() == ""
 
@@ -51,6 +55,7 @@ def test_the_default_archive_lives_in_this_environment_keyed_to_its_java_and_pys
 
 def test_no_archive_where_pyspark_cannot_be_imported(monkeypatch):
     """A worker that only submits to a Spark installed elsewhere has no jars here to key it to."""
+
     def no_pyspark():
         raise ImportError("No module named 'pyspark'")
 

@@ -19,7 +19,8 @@ def test_client_mode_with_an_external_metastore_gets_zippers_log_configuration_b
     # the worker's own options come after zipper's: a log configuration among them wins
     worker = "-Xmx2g -Dlog4j2.configurationFile=file:/etc/spark/log4j2.properties"
     assert spark_submit_env(EXTERNAL, environ={"SPARK_SUBMIT_OPTS": f" {worker} "}) == {
-        "SPARK_SUBMIT_OPTS": f"{ZIPPER_LOG} {worker}"}
+        "SPARK_SUBMIT_OPTS": f"{ZIPPER_LOG} {worker}"
+    }
     # a second submit from the same process adds nothing
     assert spark_submit_env(EXTERNAL, environ={"SPARK_SUBMIT_OPTS": f"{ZIPPER_LOG} {worker}"}) == {}
 
@@ -34,9 +35,11 @@ def test_cluster_mode_and_the_embedded_default_get_no_submit_options():
 
 def test_paths_with_spaces_stay_one_java_option():
     """Spark's launcher splits Java options at white space outside quotes, as a POSIX shell does."""
-    options = shlex.split(spark_submit_conf(SessionSettings(warehouse="/data/my warehouse"))[
-        "spark.driver.extraJavaOptions"])
+    options = shlex.split(
+        spark_submit_conf(SessionSettings(warehouse="/data/my warehouse"))["spark.driver.extraJavaOptions"]
+    )
     assert "-Dderby.system.home=/data/my warehouse" in options
     assert "-Dderby.stream.error.file=/data/my warehouse/derby.log" in options
     assert shlex.split(java_property("log4j.configurationFile", "/opt/my zipper/log4j2.properties")) == [
-        "-Dlog4j.configurationFile=/opt/my zipper/log4j2.properties"]
+        "-Dlog4j.configurationFile=/opt/my zipper/log4j2.properties"
+    ]

@@ -28,12 +28,23 @@ def test_repoint_many_partitions_in_one_call_keeps_storage_and_foreign_parameter
     ends = [f"2024-01-{d:02d}" for d in range(1, 31)]
     spec = _table(spark, tmp_path, unique_name, ends)
     # a parameter another tool set on one partition
-    catalog.repoint(spark, spec, [Partition("2024-01-05", str(tmp_path / "old" / "2024-01-05"), {"owner.note": "keep me"})], expected_run=None)
+    catalog.repoint(
+        spark,
+        spec,
+        [Partition("2024-01-05", str(tmp_path / "old" / "2024-01-05"), {"owner.note": "keep me"})],
+        expected_run=None,
+    )
     before = {end: _storage(spark, spec, end) for end in ("2024-01-01", "2024-01-05")}
 
-    catalog.repoint(spark, spec, [
-        Partition(end, str(tmp_path / "new" / end), {state.DS: end, state.ROWS: str(i)}) for i, end in enumerate(ends)
-    ], expected_run=None)
+    catalog.repoint(
+        spark,
+        spec,
+        [
+            Partition(end, str(tmp_path / "new" / end), {state.DS: end, state.ROWS: str(i)})
+            for i, end in enumerate(ends)
+        ],
+        expected_run=None,
+    )
 
     listed = {p.end: p for p in catalog.list_partitions(spark, spec)}
     assert sorted(listed) == ends
@@ -46,8 +57,12 @@ def test_repoint_many_partitions_in_one_call_keeps_storage_and_foreign_parameter
 
 def test_repoint_replaces_zipper_parameters_and_drops_stale_statistics(spark, tmp_path, unique_name):
     spec = _table(spark, tmp_path, unique_name, ["2024-01-01"])
-    catalog.repoint(spark, spec, [Partition("2024-01-01", str(tmp_path / "a"), {state.DS: "x", state.RUN_ID: "r1",
-                                                                                 "numRows": "5"})], expected_run=None)
+    catalog.repoint(
+        spark,
+        spec,
+        [Partition("2024-01-01", str(tmp_path / "a"), {state.DS: "x", state.RUN_ID: "r1", "numRows": "5"})],
+        expected_run=None,
+    )
     catalog.repoint(spark, spec, [Partition("2024-01-01", str(tmp_path / "b"), {state.DS: "y"})], expected_run=None)
     params = catalog.list_partitions(spark, spec)[0].params
     assert params[state.DS] == "y" and state.RUN_ID not in params and "numRows" not in params

@@ -44,7 +44,7 @@ def test_the_handle_vacuums_what_no_partition_refers_to(spark, moved_twice):
     table = ZipperTable(spark, moved_twice.spec)
     before = table_rows(spark, moved_twice.table)
     assert table.vacuum()["removed"] == []  # everything is younger than the retention
-    later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=8)
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(days=8)
     planned = table.vacuum(dry_run=True, now=later)["removed"]
     assert len(planned) == 2  # the base's run directory and day 1's open directory
     assert [r["directory"] for r in table.vacuum(now=later)["removed"]] == [r["directory"] for r in planned]

@@ -15,10 +15,23 @@ from zipper.jobs import merge
 from zipper.jobs.init import init_table
 
 COLUMNS = {
-    "id": "bigint", "name": "string", "flag": "boolean", "tiny": "tinyint", "small": "smallint", "num": "int",
-    "ratio": "float", "score": "double", "price": "decimal(5,2)", "balance": "decimal(12,2)",
-    "total": "decimal(30,4)", "born": "date", "seen": "timestamp", "raw": "binary",
-    "tags": "array<string>", "attrs": "map<string,int>", "address": "struct<city:string,zip:decimal(9,0)>",
+    "id": "bigint",
+    "name": "string",
+    "flag": "boolean",
+    "tiny": "tinyint",
+    "small": "smallint",
+    "num": "int",
+    "ratio": "float",
+    "score": "double",
+    "price": "decimal(5,2)",
+    "balance": "decimal(12,2)",
+    "total": "decimal(30,4)",
+    "born": "date",
+    "seen": "timestamp",
+    "raw": "binary",
+    "tags": "array<string>",
+    "attrs": "map<string,int>",
+    "address": "struct<city:string,zip:decimal(9,0)>",
     "history": "array<struct<at:date,amount:decimal(10,2)>>",
 }
 SCHEMA = ", ".join(f"{name} {kind}" for name, kind in COLUMNS.items())
@@ -26,11 +39,24 @@ SCHEMA = ", ".join(f"{name} {kind}" for name, kind in COLUMNS.items())
 
 def _row(key: int, version: int) -> tuple:
     return (
-        key, f"n{key}.{version}", key % 2 == 0, key + version, 300 + key, 70000 + key,
-        1.5 + version, 2.25 * key, Decimal(f"{key}.{version}5"), Decimal(f"123456789.{version}{key}"),
-        Decimal(f"12345678901234567890.{version:04d}"), dt.date(1990, 1, key), dt.datetime(2024, 1, key, 8, version),
-        bytes([key, version]), [f"t{key}", f"v{version}"], {"a": key, "b": version},
-        (f"city{key}", Decimal(100000 + key)), [(dt.date(2023, 12, key), Decimal(f"{version}.{key}0"))],
+        key,
+        f"n{key}.{version}",
+        key % 2 == 0,
+        key + version,
+        300 + key,
+        70000 + key,
+        1.5 + version,
+        2.25 * key,
+        Decimal(f"{key}.{version}5"),
+        Decimal(f"123456789.{version}{key}"),
+        Decimal(f"12345678901234567890.{version:04d}"),
+        dt.date(1990, 1, key),
+        dt.datetime(2024, 1, key, 8, version),
+        bytes([key, version]),
+        [f"t{key}", f"v{version}"],
+        {"a": key, "b": version},
+        (f"city{key}", Decimal(100000 + key)),
+        [(dt.date(2023, 12, key), Decimal(f"{version}.{key}0"))],
     )
 
 

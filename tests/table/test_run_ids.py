@@ -6,7 +6,7 @@ from zipper.table import state
 
 
 def test_run_ids_made_in_one_second_sort_by_start_and_round_trip():
-    start = dt.datetime(2024, 1, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
+    start = dt.datetime(2024, 1, 1, 12, 0, 0, tzinfo=dt.UTC)
     times = [start + dt.timedelta(microseconds=m) for m in (0, 1, 999, 1000, 999_999)]
     ids = [state.new_run_id(t) for t in times]
     assert sorted(ids) == ids

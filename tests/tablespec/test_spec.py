@@ -62,28 +62,68 @@ def test_inclusive_style_closes_the_day_before(tmp_path):
         (("keys: [user_id]", "keys: []"), "key 'keys'"),
         (("keys: [user_id]", "keys: ['user id']"), "key 'keys.0': 'user id' is not an identifier"),
         (("end_style: exclusive", "end_style: sideways"), "key 'end_style'"),
-        (("format: parquet\n  path: /data/ods/user_inc", "format: avro\n  path: /data/ods/user_inc"), "key 'source.format'"),
+        (
+            ("format: parquet\n  path: /data/ods/user_inc", "format: avro\n  path: /data/ods/user_inc"),
+            "key 'source.format'",
+        ),
         (("start_date: '2024-01-01'", "start_date: 'soon'"), "key 'start_date'"),
-        (("end_date: '2024-12-31'", "end_date: '2023-12-31'"), "key 'end_date': end_date 2023-12-31 is before start_date"),
+        (
+            ("end_date: '2024-12-31'", "end_date: '2023-12-31'"),
+            "key 'end_date': end_date 2023-12-31 is before start_date",
+        ),
         (("track_columns: all", "track_columns: [user_id]"), "key 'track_columns': track_columns may not list key"),
-        (("track_columns: all", "track_columns: name"), "key 'track_columns': 'name' is neither 'all' nor a list; for one column write [name]"),
+        (
+            ("track_columns: all", "track_columns: name"),
+            "key 'track_columns': 'name' is neither 'all' nor a list; for one column write [name]",
+        ),
         (("keys: [user_id]", "keys: [user_id, User_Id]"), "key 'keys': a column is listed twice"),
-        (("track_columns: all", "columns: {user_id: bigint, age: integr}"),
-         "key 'columns.age': 'integr' is not a Spark SQL type: unknown type 'integr'"),
-        (("track_columns: all", "columns: {user_id: bigint, score: 'decimal(40,2)'}"), "key 'columns.score': 'decimal(40,2)'"),
-        (("track_columns: all", "columns: {user_id: bigint, at: timestamp_ntz}"),
-         "key 'columns.at': 'timestamp_ntz': Spark has the type timestamp_ntz but a Hive table cannot store it"),
-        (("format: parquet\n  path: /data/ods/user_inc", "format: csv\n  schema: {tags: 'array<string>'}\n  path: /data/ods/user_inc"),
-         "key 'source.schema.tags': 'array<string>': a CSV column holds one value"),
-        (("begin_column: begin_dt", "begin_column: end_dt"), "key 'end_column': begin_column and end_column must differ"),
-        (("open_end: '9999-12-31'", "open_end: '2024-06-01'"), "key 'open_end': open_end 2024-06-01 must be after every run date"),
-        (("open_end: '9999-12-31'\nend_style: exclusive", "open_end: '2024-12-30'\nend_style: inclusive"),
-         "key 'open_end': open_end 2024-12-30 must be on or after every run date (inclusive) (the last is 2024-12-31)"),
-        (("track_columns: all", "track_columns: all\non_past_date: ask"), "key 'on_past_date': Input should be 'replay' or 'error'"),
-        (("track_columns: all", "track_columns: [zipper_op]"),
-         "key 'track_columns': ['zipper_op']: names starting with 'zipper_' are reserved for zipper's own columns"),
-        (("keys: [user_id]", "keys: [user_id, Zipper_Slot]"), "key 'keys': ['zipper_slot']: names starting with 'zipper_'"),
-        (("begin_column: begin_dt", "begin_column: zipper_from"), "key 'begin_column': ['zipper_from']: names starting"),
+        (
+            ("track_columns: all", "columns: {user_id: bigint, age: integr}"),
+            "key 'columns.age': 'integr' is not a Spark SQL type: unknown type 'integr'",
+        ),
+        (
+            ("track_columns: all", "columns: {user_id: bigint, score: 'decimal(40,2)'}"),
+            "key 'columns.score': 'decimal(40,2)'",
+        ),
+        (
+            ("track_columns: all", "columns: {user_id: bigint, at: timestamp_ntz}"),
+            "key 'columns.at': 'timestamp_ntz': Spark has the type timestamp_ntz but a Hive table cannot store it",
+        ),
+        (
+            (
+                "format: parquet\n  path: /data/ods/user_inc",
+                "format: csv\n  schema: {tags: 'array<string>'}\n  path: /data/ods/user_inc",
+            ),
+            "key 'source.schema.tags': 'array<string>': a CSV column holds one value",
+        ),
+        (
+            ("begin_column: begin_dt", "begin_column: end_dt"),
+            "key 'end_column': begin_column and end_column must differ",
+        ),
+        (
+            ("open_end: '9999-12-31'", "open_end: '2024-06-01'"),
+            "key 'open_end': open_end 2024-06-01 must be after every run date",
+        ),
+        (
+            ("open_end: '9999-12-31'\nend_style: exclusive", "open_end: '2024-12-30'\nend_style: inclusive"),
+            "key 'open_end': open_end 2024-12-30 must be on or after every run date (inclusive) (the last is 2024-12-31)",
+        ),
+        (
+            ("track_columns: all", "track_columns: all\non_past_date: ask"),
+            "key 'on_past_date': Input should be 'replay' or 'error'",
+        ),
+        (
+            ("track_columns: all", "track_columns: [zipper_op]"),
+            "key 'track_columns': ['zipper_op']: names starting with 'zipper_' are reserved for zipper's own columns",
+        ),
+        (
+            ("keys: [user_id]", "keys: [user_id, Zipper_Slot]"),
+            "key 'keys': ['zipper_slot']: names starting with 'zipper_'",
+        ),
+        (
+            ("begin_column: begin_dt", "begin_column: zipper_from"),
+            "key 'begin_column': ['zipper_from']: names starting",
+        ),
     ],
 )
 def test_bad_specs_name_file_and_key(tmp_path, change, expected):
@@ -122,17 +162,21 @@ def test_find_spec_ignores_other_broken_files(tmp_path):
 
 def test_find_spec_shows_the_error_of_a_broken_file_whose_name_is_not_its_file_name(tmp_path):
     """A typo in `orders_v2.yaml` (`name: orders`) said `no spec named 'orders'`, hiding the typo."""
-    write(tmp_path, EXAMPLE.replace("name: dim_user", "name: Orders").replace("start_date", "start_dat"),
-          "orders_v2.yaml")
+    write(
+        tmp_path, EXAMPLE.replace("name: dim_user", "name: Orders").replace("start_date", "start_dat"), "orders_v2.yaml"
+    )
     with pytest.raises(SpecError) as err:
         find_spec("orders", tmp_path)
-    assert str(err.value) == (f"{tmp_path / 'orders_v2.yaml'}: key 'start_date': required key is missing;"
-                              " key 'start_dat': unknown key")
+    assert str(err.value) == (
+        f"{tmp_path / 'orders_v2.yaml'}: key 'start_date': required key is missing; key 'start_dat': unknown key"
+    )
     # a file that is not even YAML cannot say its name: the message points at it
     write(tmp_path, "name: [broken", "zz.yaml")
     with pytest.raises(SpecError) as err:
         find_spec("nope", tmp_path)
-    assert str(err.value) == f"{tmp_path}: no spec named 'nope'; files that do not load, one of which may be it: zz.yaml"
+    assert (
+        str(err.value) == f"{tmp_path}: no spec named 'nope'; files that do not load, one of which may be it: zz.yaml"
+    )
 
 
 def test_specs_given_as_a_file_says_so(tmp_path):
@@ -152,16 +196,27 @@ def test_identifiers_are_lower_cased(tmp_path):
     "source, expected",
     [
         ("mode: upsert\n  op_column: op\n  path: /x", "key 'source.op_column': only for mode cdc, not 'upsert'"),
-        ("mode: cdc\n  hard_deletes: ignore\n  path: /x", "key 'source.hard_deletes': only for mode snapshot, not 'cdc'"),
+        (
+            "mode: cdc\n  hard_deletes: ignore\n  path: /x",
+            "key 'source.hard_deletes': only for mode snapshot, not 'cdc'",
+        ),
         ("mode: snapshot\n  sequence_by: seq\n  path: /x", "key 'source.sequence_by': only for mode cdc or upsert"),
         ("mode: upsert\n  on_anomaly: error\n  path: /x", "key 'source.on_anomaly': only for mode landing_zone"),
         ("mode: cdc\n  delete_match: some\n  path: /x", "key 'source.delete_match'"),
-        ("mode: sometimes\n  path: /x",
-         "key 'source.mode': Input should be 'upsert', 'cdc', 'landing_zone' or 'snapshot' (got 'sometimes')"),
+        (
+            "mode: sometimes\n  path: /x",
+            "key 'source.mode': Input should be 'upsert', 'cdc', 'landing_zone' or 'snapshot' (got 'sometimes')",
+        ),
         ("mode: landing_zone\n  format: csv\n  path: /x", "format must be 'parquet'"),
         ("format: parquet\n  schema: {a: int}\n  path: /x", "key 'source.schema': only for format 'csv'"),
-        ("mode: cdc\n  op_column: user_id\n  path: /x", "key 'source.op_column': source.op_column 'user_id' may not be a key"),
-        ("mode: cdc\n  sequence_by: begin_dt\n  path: /x", "source.sequence_by 'begin_dt' may not be a key or reserved"),
+        (
+            "mode: cdc\n  op_column: user_id\n  path: /x",
+            "key 'source.op_column': source.op_column 'user_id' may not be a key",
+        ),
+        (
+            "mode: cdc\n  sequence_by: begin_dt\n  path: /x",
+            "source.sequence_by 'begin_dt' may not be a key or reserved",
+        ),
     ],
 )
 def test_mode_options_are_checked_per_mode(tmp_path, source, expected):
@@ -174,11 +229,24 @@ def test_mode_options_are_checked_per_mode(tmp_path, source, expected):
 
 def test_mode_options_and_keys_from_a_landing_zone(tmp_path):
     cdc = load_spec_file(write(tmp_path, EXAMPLE.replace("mode: upsert", "mode: cdc\n  sequence_by: Seq")))
-    assert (cdc.source.operation_column, cdc.source.deletes_need_all_columns, cdc.source.sequence_by) == ("sys_op", True, "seq")
-    csv = load_spec_file(write(tmp_path, EXAMPLE.replace("mode: upsert\n  format: parquet", "mode: upsert\n  format: csv\n  schema: {Score: 'decimal(5,2)'}")))
+    assert (cdc.source.operation_column, cdc.source.deletes_need_all_columns, cdc.source.sequence_by) == (
+        "sys_op",
+        True,
+        "seq",
+    )
+    csv = load_spec_file(
+        write(
+            tmp_path,
+            EXAMPLE.replace(
+                "mode: upsert\n  format: parquet", "mode: upsert\n  format: csv\n  schema: {Score: 'decimal(5,2)'}"
+            ),
+        )
+    )
     assert csv.source.csv_schema == {"score": "decimal(5,2)"}
-    landing = EXAMPLE.replace("keys: [user_id]", "").replace("mode: upsert\n  format: parquet\n  path: /data/ods/user_inc/ds={{ ds }}",
-                                                             "mode: landing_zone\n  path: /landing/Employees")
+    landing = EXAMPLE.replace("keys: [user_id]", "").replace(
+        "mode: upsert\n  format: parquet\n  path: /data/ods/user_inc/ds={{ ds }}",
+        "mode: landing_zone\n  path: /landing/Employees",
+    )
     assert load_spec_file(write(tmp_path, landing)).keys == []
     with pytest.raises(SpecError, match="key 'keys': at least one key column is required"):
         load_spec_file(write(tmp_path, EXAMPLE.replace("keys: [user_id]", "")))
@@ -188,7 +256,10 @@ def test_airflow_keys_have_defaults_and_are_validated(tmp_path):
     spec = load_spec_file(write(tmp_path, EXAMPLE))
     assert spec.airflow.schedule == "@daily" and spec.airflow.spark_conn_id == "zipper_spark"
     assert spec.airflow.pool == "zipper_embedded_metastore" and spec.airflow.sensor.mode == "reschedule"
-    custom = EXAMPLE + "airflow:\n  schedule: '15 4 * * *'\n  tags: [sales]\n  sensor: {mode: deferrable, poke_interval: 60}\n"
+    custom = (
+        EXAMPLE
+        + "airflow:\n  schedule: '15 4 * * *'\n  tags: [sales]\n  sensor: {mode: deferrable, poke_interval: 60}\n"
+    )
     spec = load_spec_file(write(tmp_path, custom))
     assert spec.airflow.schedule == "15 4 * * *" and spec.airflow.tags == ["sales"]
     assert spec.airflow.sensor.mode == "deferrable" and spec.airflow.sensor.poke_interval == 60
@@ -211,11 +282,14 @@ def test_bad_airflow_keys_name_file_and_key(tmp_path, block, expected):
     assert str(path) in str(err.value) and expected in str(err.value)
 
 
-@pytest.mark.parametrize("old, new, key", [
-    ("start_date: '2024-01-01'", "start_date: 2024-13-01", "start_date"),
-    ("end_date: '2024-12-31'", "end_date: 2024-02-30", "end_date"),
-    ("open_end: '9999-12-31'", "open_end: 9999-12-32", "open_end"),
-])
+@pytest.mark.parametrize(
+    "old, new, key",
+    [
+        ("start_date: '2024-01-01'", "start_date: 2024-13-01", "start_date"),
+        ("end_date: '2024-12-31'", "end_date: 2024-02-30", "end_date"),
+        ("open_end: '9999-12-31'", "open_end: 9999-12-32", "open_end"),
+    ],
+)
 def test_an_impossible_unquoted_date_names_file_and_key(tmp_path, old, new, key):
     path = write(tmp_path, EXAMPLE.replace(old, new), "zz.yaml")
     with pytest.raises(SpecError) as err:
@@ -231,14 +305,25 @@ def test_unquoted_dates_load_as_quoted_ones_and_text_keys_take_them(tmp_path):
     with_time = EXAMPLE.replace("start_date: '2024-01-01'", "start_date: 2024-01-01 00:00:00")
     assert load_spec_file(write(tmp_path, with_time, "time.yaml")).start_date == dt.date(2024, 1, 1)
     text = EXAMPLE + "description: 2024-05-01\nairflow:\n  tags: [2024-05-01]\n"
-    text = text.replace("format: parquet\n  path: /data/ods/user_inc", "format: parquet\n  options: {since: 2024-05-01}\n  path: /data/ods/user_inc")
+    text = text.replace(
+        "format: parquet\n  path: /data/ods/user_inc",
+        "format: parquet\n  options: {since: 2024-05-01}\n  path: /data/ods/user_inc",
+    )
     spec = load_spec_file(write(tmp_path, text, "text.yaml"))
-    assert (spec.description, spec.airflow.tags, spec.source.options) == ("2024-05-01", ["2024-05-01"], {"since": "2024-05-01"})
+    assert (spec.description, spec.airflow.tags, spec.source.options) == (
+        "2024-05-01",
+        ["2024-05-01"],
+        {"since": "2024-05-01"},
+    )
 
 
 def test_scan_specs_reports_a_bad_date_against_its_file_and_loads_the_others(tmp_path):
     write(tmp_path, EXAMPLE)
-    write(tmp_path, EXAMPLE.replace("start_date: '2024-01-01'", "start_date: 2024-13-01").replace("dim_user", "zz"), "zz.yaml")
+    write(
+        tmp_path,
+        EXAMPLE.replace("start_date: '2024-01-01'", "start_date: 2024-13-01").replace("dim_user", "zz"),
+        "zz.yaml",
+    )
     found = {path.name: spec for path, spec in scan_specs(tmp_path)}
     assert found["dim_user.yaml"].name == "dim_user"
     assert isinstance(found["zz.yaml"], SpecError) and "zz.yaml: key 'start_date'" in str(found["zz.yaml"])
@@ -250,7 +335,10 @@ def test_an_unexpected_failure_is_a_spec_error_of_its_file(tmp_path, monkeypatch
     found = {path.name: spec for path, spec in scan_specs(tmp_path)}
     assert found["dim_user.yaml"].name == "dim_user"
     message = str(found["latin1.yaml"])
-    assert message.startswith(f"{tmp_path / 'latin1.yaml'}: cannot load spec: UnicodeDecodeError: ") and "\n" not in message
+    assert (
+        message.startswith(f"{tmp_path / 'latin1.yaml'}: cannot load spec: UnicodeDecodeError: ")
+        and "\n" not in message
+    )
 
     def broken(raw):
         raise RuntimeError("a bug\nwith two lines")
@@ -276,7 +364,8 @@ def test_find_spec_takes_the_file_the_dags_keep_when_two_use_one_name(tmp_path):
     path, spec = find_spec("dim_user", tmp_path)
     assert (path, spec.table) == (tmp_path / "dim_user.yaml", "dw.dim_user") and scanned[path] == spec
     assert str(scanned[tmp_path / "zz_copy.yaml"]) == (
-        f"{tmp_path / 'zz_copy.yaml'}: key 'name': 'dim_user' is also used by {tmp_path / 'dim_user.yaml'}, which is kept")
+        f"{tmp_path / 'zz_copy.yaml'}: key 'name': 'dim_user' is also used by {tmp_path / 'dim_user.yaml'}, which is kept"
+    )
 
 
 @pytest.mark.parametrize("change", [("table: dw.dim_user", "table: dw.copy"), ("name: dim_user", "name: dim_user_v2")])
@@ -289,7 +378,9 @@ def test_the_file_named_after_its_spec_is_kept_over_a_copy_that_sorts_first(tmp_
     assert find_spec("dim_user", tmp_path)[0] == tmp_path / "dim_user.yaml"
     key = "name" if "table" in change[0] else "table"
     assert str(scanned[tmp_path / "a_backup.yaml"]).startswith(f"{tmp_path / 'a_backup.yaml'}: key '{key}': ")
-    assert str(scanned[tmp_path / "a_backup.yaml"]).endswith(f"is also used by {tmp_path / 'dim_user.yaml'}, which is kept")
+    assert str(scanned[tmp_path / "a_backup.yaml"]).endswith(
+        f"is also used by {tmp_path / 'dim_user.yaml'}, which is kept"
+    )
 
 
 def test_find_spec_refuses_the_file_whose_table_an_earlier_file_uses(tmp_path):
@@ -299,7 +390,8 @@ def test_find_spec_refuses_the_file_whose_table_an_earlier_file_uses(tmp_path):
     with pytest.raises(SpecError) as err:
         find_spec("other", tmp_path)
     assert str(err.value) == (
-        f"{tmp_path / 'other.yaml'}: key 'table': 'dw.dim_user' is also used by {tmp_path / 'dim_user.yaml'}, which is kept")
+        f"{tmp_path / 'other.yaml'}: key 'table': 'dw.dim_user' is also used by {tmp_path / 'dim_user.yaml'}, which is kept"
+    )
 
 
 def test_find_spec_fails_on_the_broken_file_named_after_it(tmp_path):
@@ -312,18 +404,21 @@ def test_find_spec_fails_on_the_broken_file_named_after_it(tmp_path):
 INCREMENT = "format: parquet\n  path: /data/ods/user_inc/ds={{ ds }}"
 
 
-@pytest.mark.parametrize("old, template, key, reason", [
-    (INCREMENT, "/in/ds={{ dss }}", "source.path", "'dss' is undefined"),
-    (INCREMENT, "/in/{{ ds_nodash }}/ds={{ dss }}", "source.path", "'dss' is undefined"),
-    (INCREMENT, "/in/ds={{ ds", "source.path", "unexpected end of template"),
-    (INCREMENT, "/in/ds={{ ds | nope }}", "source.path", "No filter named 'nope'"),
-    (INCREMENT, "/in/ds={{ ds + 1 }}", "source.path", "TypeError: can only concatenate"),
-    ("path: /data/ods/user_base", "/base/{{ ds_nodsh }}", "base.path", "'ds_nodsh' is undefined"),
-    (INCREMENT, "ds = '{{ day }}'", "source.partition", "'day' is undefined"),
-])
+@pytest.mark.parametrize(
+    "old, template, key, reason",
+    [
+        (INCREMENT, "/in/ds={{ dss }}", "source.path", "'dss' is undefined"),
+        (INCREMENT, "/in/{{ ds_nodash }}/ds={{ dss }}", "source.path", "'dss' is undefined"),
+        (INCREMENT, "/in/ds={{ ds", "source.path", "unexpected end of template"),
+        (INCREMENT, "/in/ds={{ ds | nope }}", "source.path", "No filter named 'nope'"),
+        (INCREMENT, "/in/ds={{ ds + 1 }}", "source.path", "TypeError: can only concatenate"),
+        ("path: /data/ods/user_base", "/base/{{ ds_nodsh }}", "base.path", "'ds_nodsh' is undefined"),
+        (INCREMENT, "ds = '{{ day }}'", "source.partition", "'day' is undefined"),
+    ],
+)
 def test_a_bad_template_names_file_and_key_at_load(tmp_path, old, template, key, reason):
     if key == "source.partition":
-        new = f"format: table\n  table: ods.user\n  partition: \"{template}\""
+        new = f'format: table\n  table: ods.user\n  partition: "{template}"'
     else:
         new = old.replace(old.split("path: ")[1], template)
     path = write(tmp_path, EXAMPLE.replace(old, new))
@@ -348,7 +443,10 @@ def test_a_run_time_render_error_names_the_spec_key(tmp_path):
     bad_source = spec.source.model_copy(update={"path": "/in/{{ dss }}"})  # past the load check
     with pytest.raises(SpecError) as err:
         sources.locate(None, spec, bad_source, dt.date(2024, 3, 1), "increment")
-    assert str(err.value) == f"dw.dim_user 2024-03-01: {path}: key 'source.path': cannot render '/in/{{{{ dss }}}}': 'dss' is undefined"
+    assert (
+        str(err.value)
+        == f"dw.dim_user 2024-03-01: {path}: key 'source.path': cannot render '/in/{{{{ dss }}}}': 'dss' is undefined"
+    )
     bad_base = spec.base.model_copy(update={"path": "/in/{{ dss }}"})
     with pytest.raises(SpecError, match=f"^dw.dim_user 2024-03-01: {path}: key 'base.path': cannot render"):
         sources.locate(None, spec, bad_base, dt.date(2024, 3, 1), "base")
@@ -366,16 +464,29 @@ def test_track_columns_must_be_declared_columns(tmp_path, tracked, unknown):
 
 
 def test_track_columns_match_declared_columns_in_any_case(tmp_path):
-    spec = load_spec_file(write(tmp_path, EXAMPLE.replace("track_columns: all", f"track_columns: [NAME, City]\n{COLUMNS}")))
+    spec = load_spec_file(
+        write(tmp_path, EXAMPLE.replace("track_columns: all", f"track_columns: [NAME, City]\n{COLUMNS}"))
+    )
     assert spec.track_columns == ["name", "city"]
-    unchecked = load_spec_file(write(tmp_path, EXAMPLE.replace("track_columns: all", "track_columns: [citty]"), "b.yaml"))
+    unchecked = load_spec_file(
+        write(tmp_path, EXAMPLE.replace("track_columns: all", "track_columns: [citty]"), "b.yaml")
+    )
     assert unchecked.track_columns == ["citty"]  # no columns declared: the merge checks against the table
 
 
-@pytest.mark.parametrize("partition", ["ds = {{ ds }}", "ds = '{{ ds }}' OR 1 = 1", "ds", "ds = 'x' AND",
-                                       "ds = 'x' region = 'eu'", "ds = 'x' ANDregion = 'eu'"])
+@pytest.mark.parametrize(
+    "partition",
+    [
+        "ds = {{ ds }}",
+        "ds = '{{ ds }}' OR 1 = 1",
+        "ds",
+        "ds = 'x' AND",
+        "ds = 'x' region = 'eu'",
+        "ds = 'x' ANDregion = 'eu'",
+    ],
+)
 def test_a_partition_that_is_not_equalities_names_file_and_key_at_load(tmp_path, partition):
-    new = f"format: table\n  table: ods.user\n  partition: \"{partition}\""
+    new = f'format: table\n  table: ods.user\n  partition: "{partition}"'
     path = write(tmp_path, EXAMPLE.replace(INCREMENT, new))
     with pytest.raises(SpecError) as err:
         load_spec_file(path)
@@ -388,7 +499,10 @@ def test_a_partition_reads_term_by_term():
     from zipper.tablespec.templates import parse_partition
 
     assert parse_partition("ds = '2024-01-01' and Region='eu, north and south' , kind = ''") == {
-        "ds": "2024-01-01", "region": "eu, north and south", "kind": ""}
+        "ds": "2024-01-01",
+        "region": "eu, north and south",
+        "kind": "",
+    }
     with pytest.raises(ValueError, match="names ds twice"):
         parse_partition("ds = 'a' AND DS = 'b'")
 
@@ -400,18 +514,31 @@ def test_a_partition_of_equalities_loads(tmp_path):
 
 
 def test_reader_options_take_yaml_booleans_and_numbers_as_spark_text(tmp_path):
-    path = write(tmp_path, EXAMPLE.replace("  format: parquet\n", "  format: csv\n  options: {header: true, samplingRatio: 0.5, maxColumns: 40, sep: ';'}\n", 1))
+    path = write(
+        tmp_path,
+        EXAMPLE.replace(
+            "  format: parquet\n",
+            "  format: csv\n  options: {header: true, samplingRatio: 0.5, maxColumns: 40, sep: ';'}\n",
+            1,
+        ),
+    )
     spec = load_spec_file(path)
     assert spec.source.options == {"header": "true", "samplingRatio": "0.5", "maxColumns": "40", "sep": ";"}
-    bad = write(tmp_path, EXAMPLE.replace("  format: parquet\n", "  format: csv\n  options: {sep: [';']}\n", 1), "bad.yaml")
+    bad = write(
+        tmp_path, EXAMPLE.replace("  format: parquet\n", "  format: csv\n  options: {sep: [';']}\n", 1), "bad.yaml"
+    )
     with pytest.raises(SpecError, match=r"bad.yaml: key 'source.options.sep': Input should be a valid string"):
         load_spec_file(bad)
 
 
 def test_a_reader_option_given_in_two_spellings_is_refused(tmp_path):
     """Spark takes option names in any case, and of two spellings the one it is given last."""
-    path = write(tmp_path, EXAMPLE.replace("  format: parquet\n", "  format: parquet\n"
-                                           "  options: {mergeSchema: true, mergeschema: false}\n", 1))
+    path = write(
+        tmp_path,
+        EXAMPLE.replace(
+            "  format: parquet\n", "  format: parquet\n  options: {mergeSchema: true, mergeschema: false}\n", 1
+        ),
+    )
     with pytest.raises(SpecError) as raised:
         load_spec_file(path)
     assert str(raised.value).startswith(f"{path}: key 'source.options': ")
@@ -427,7 +554,8 @@ def test_find_spec_matches_a_name_written_in_any_case(tmp_path):
 def test_an_inclusive_table_may_run_on_open_end_itself(tmp_path):
     """Its versions closed that day end the day before: the load agrees with the run's own check."""
     text = EXAMPLE.replace("open_end: '9999-12-31'", "open_end: '2024-12-31'").replace(
-        "end_style: exclusive", "end_style: inclusive")
+        "end_style: exclusive", "end_style: inclusive"
+    )
     spec = load_spec_file(write(tmp_path, text))
     assert spec.end_date == spec.open_end == dt.date(2024, 12, 31)
     assert spec.closed_end(spec.end_date) < spec.open_end

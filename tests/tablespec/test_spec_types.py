@@ -16,22 +16,76 @@ from zipper.tablespec.model import TableSpec
 from zipper.tablespec.sparktypes import check_atomic_type, check_type
 
 STORABLE = [
-    "boolean", "TINYINT", "byte", "smallint", "short", "int", "Integer", "bigint", "long", "float", "real",
-    "double", "date", "timestamp", "timestamp_ltz", "string", " string ", "binary", "decimal", "dec(7)", "numeric(10, 2)", "DECIMAL( 38 , 38 )", "decimal(1)",
-    "string collate utf8_lcase", "array<int>", "array< array<string> >", "map<string,int>",
-    "map<string, struct<a:int, b:array<date>>>", "struct<a:int>", "struct<a int, `b`: string>",
+    "boolean",
+    "TINYINT",
+    "byte",
+    "smallint",
+    "short",
+    "int",
+    "Integer",
+    "bigint",
+    "long",
+    "float",
+    "real",
+    "double",
+    "date",
+    "timestamp",
+    "timestamp_ltz",
+    "string",
+    " string ",
+    "binary",
+    "decimal",
+    "dec(7)",
+    "numeric(10, 2)",
+    "DECIMAL( 38 , 38 )",
+    "decimal(1)",
+    "string collate utf8_lcase",
+    "array<int>",
+    "array< array<string> >",
+    "map<string,int>",
+    "map<string, struct<a:int, b:array<date>>>",
+    "struct<a:int>",
+    "struct<a int, `b`: string>",
     "struct<int:int not null comment 'the count'>",
 ]
 NOT_SPARK = [
-    "integr", "strng", "decimal(40,2)", "decimal(5,7)", "decimal(5,)", "decimal()", "int(5)",
-    "array<int", "array<int>>", "map<int>", "int,", "struct<a:int,>", "array<int not null>",
-    "timestamp(3)", "array", "decimal(5,2,1)",
+    "integr",
+    "strng",
+    "decimal(40,2)",
+    "decimal(5,7)",
+    "decimal(5,)",
+    "decimal()",
+    "int(5)",
+    "array<int",
+    "array<int>>",
+    "map<int>",
+    "int,",
+    "struct<a:int,>",
+    "array<int not null>",
+    "timestamp(3)",
+    "array",
+    "decimal(5,2,1)",
 ]
-NOT_IN_HIVE = ["time", "time(3)", "timestamp_ntz", "variant", "void", "interval", "interval day to second",
-               "array<timestamp_ntz>", "struct<a:variant>"]
+NOT_IN_HIVE = [
+    "time",
+    "time(3)",
+    "timestamp_ntz",
+    "variant",
+    "void",
+    "interval",
+    "interval day to second",
+    "array<timestamp_ntz>",
+    "struct<a:variant>",
+]
 # Spark parses these; its readers refuse char and varchar, Hive's table definition the others.
-REFUSED = {"char(5)": "declare string", "varchar(20)": "declare string", "character(3)": "declare string",
-           "struct<>": "a struct needs at least one field", "decimal(0,0)": "decimal precision is 1 to 38", "struct<`b c`:int>": "field names are letters, digits and _"}
+REFUSED = {
+    "char(5)": "declare string",
+    "varchar(20)": "declare string",
+    "character(3)": "declare string",
+    "struct<>": "a struct needs at least one field",
+    "decimal(0,0)": "decimal precision is 1 to 38",
+    "struct<`b c`:int>": "field names are letters, digits and _",
+}
 # Spark reads a field list (even an empty one) without struct<> as a struct; a column's type is one type.
 STRUCT_SHORTHAND = ["a int", "a: int, b string", ""]
 
@@ -89,8 +143,13 @@ def test_every_accepted_type_makes_a_table_that_merges(spark, tmp_path, unique_n
 
     assert (result.counts["changed"], result.counts["unchanged"], result.counts["open_after"]) == (1, 1, 2)
     types = dict(catalog.data_columns(spark, t.spec))
-    assert {c: types[c] for c in declared} == {c: _parse_datatype_string(text).simpleString() for c, text in declared.items()}
-    assert spark.table(t.table).where("end_dt = '9999-12-31'").orderBy("id").select("name").collect() == [("a2",), ("b",)]
+    assert {c: types[c] for c in declared} == {
+        c: _parse_datatype_string(text).simpleString() for c, text in declared.items()
+    }
+    assert spark.table(t.table).where("end_dt = '9999-12-31'").orderBy("id").select("name").collect() == [
+        ("a2",),
+        ("b",),
+    ]
     assert check.run_checks(spark, t.spec)["ok"]
 
 
@@ -99,7 +158,7 @@ def test_types_refused_as_not_storable_parse_in_spark_but_make_no_table(spark, t
     message = _refused(check_type, text)
     assert message is not None and "a Hive table cannot store it" in message
     assert _spark_parses(text)
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 - Spark refuses it with one error or another, any will do
         _table_with(spark, tmp_path, unique_name, [("v", _parse_datatype_string(text).simpleString())])
 
 

@@ -15,8 +15,12 @@ def classify(spark, open_rows, increment, tracked=("name", "city"), broadcast=Tr
     return daily.classify(
         spark.createDataFrame(open_rows, SCHEMA_OPEN),
         spark.createDataFrame(increment, SCHEMA_INC),
-        keys=["id"], columns=["id", "name", "city"], tracked=list(tracked),
-        begin_column="begin_dt", ds="2024-01-05", broadcast_increment=broadcast,
+        keys=["id"],
+        columns=["id", "name", "city"],
+        tracked=list(tracked),
+        begin_column="begin_dt",
+        ds="2024-01-05",
+        broadcast_increment=broadcast,
     )
 
 
@@ -81,22 +85,35 @@ def test_big_pass_only_routes_rows_and_keeps_their_values(spark):
 def test_map_columns_compare_by_their_entries_at_any_depth(spark):
     """Spark's <=> refuses maps; equal entries in another order are the same value."""
     schema = "id bigint, tags map<string,int>, info struct<n:int, m:map<string,string>>, lists array<map<int,int>>"
-    open_rows = spark.createDataFrame([
-        (1, {"a": 1, "b": 2}, (1, {"x": "1"}), [{1: 1}], "2024-01-01"),  # re-sent, entries in another order
-        (2, {"a": 1}, (1, {"x": "1"}), [{1: 1}], "2024-01-01"),  # a map value changes
-        (3, {}, None, None, "2024-01-01"),  # an empty map becomes NULL
-        (4, {"a": 1}, (1, {"x": "1"}), [{1: 1}], "2024-01-01"),  # a map nested in a struct changes
-        (5, {"a": 1}, (1, {"x": "1"}), [{1: 1}, {2: 2}], "2024-01-01"),  # a map nested in an array changes
-    ], schema + ", begin_dt string")
-    increment = spark.createDataFrame([
-        (1, {"b": 2, "a": 1}, (1, {"x": "1"}), [{1: 1}]),
-        (2, {"a": 2}, (1, {"x": "1"}), [{1: 1}]),
-        (3, None, None, None),
-        (4, {"a": 1}, (1, {"x": "2"}), [{1: 1}]),
-        (5, {"a": 1}, (1, {"x": "1"}), [{1: 1}, {2: 3}]),
-    ], schema)
+    open_rows = spark.createDataFrame(
+        [
+            (1, {"a": 1, "b": 2}, (1, {"x": "1"}), [{1: 1}], "2024-01-01"),  # re-sent, entries in another order
+            (2, {"a": 1}, (1, {"x": "1"}), [{1: 1}], "2024-01-01"),  # a map value changes
+            (3, {}, None, None, "2024-01-01"),  # an empty map becomes NULL
+            (4, {"a": 1}, (1, {"x": "1"}), [{1: 1}], "2024-01-01"),  # a map nested in a struct changes
+            (5, {"a": 1}, (1, {"x": "1"}), [{1: 1}, {2: 2}], "2024-01-01"),  # a map nested in an array changes
+        ],
+        schema + ", begin_dt string",
+    )
+    increment = spark.createDataFrame(
+        [
+            (1, {"b": 2, "a": 1}, (1, {"x": "1"}), [{1: 1}]),
+            (2, {"a": 2}, (1, {"x": "1"}), [{1: 1}]),
+            (3, None, None, None),
+            (4, {"a": 1}, (1, {"x": "2"}), [{1: 1}]),
+            (5, {"a": 1}, (1, {"x": "1"}), [{1: 1}, {2: 3}]),
+        ],
+        schema,
+    )
     columns = ["id", "tags", "info", "lists"]
-    result = daily.classify(open_rows, increment, keys=["id"], columns=columns, tracked=columns[1:],
-                                 begin_column="begin_dt", ds="2024-01-05")
+    result = daily.classify(
+        open_rows,
+        increment,
+        keys=["id"],
+        columns=columns,
+        tracked=columns[1:],
+        begin_column="begin_dt",
+        ds="2024-01-05",
+    )
     kinds = {(r.id, r.zipper_kind) for r in result.where("zipper_slot = 'open'").collect()}
     assert kinds == {(1, "unchanged"), (2, "changed"), (3, "changed"), (4, "changed"), (5, "changed")}

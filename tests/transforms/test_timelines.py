@@ -12,30 +12,39 @@ VERSIONS = "id bigint, name string, city string, begin_dt string, end_dt string"
 OPEN = "9999-12-31"
 
 ROWS = [
-    (1, "a", "x", "2024-01-01"),   # base
-    (1, "a", "x", "2024-01-02"),   # re-sent unchanged
-    (1, "A", "x", "2024-01-03"),   # only the untracked name differs: updated in place
+    (1, "a", "x", "2024-01-01"),  # base
+    (1, "a", "x", "2024-01-02"),  # re-sent unchanged
+    (1, "A", "x", "2024-01-03"),  # only the untracked name differs: updated in place
     (1, "A", None, "2024-01-05"),  # value -> NULL: a new version
     (1, "A", None, "2024-01-06"),  # NULL -> NULL: unchanged
-    (1, "A", "x", "2024-01-07"),   # back to the first value: a new version
+    (1, "A", "x", "2024-01-07"),  # back to the first value: a new version
     (2, "b", None, "2024-01-03"),  # a new key
-    (3, "c", "y", "2024-01-01"),   # base only
+    (3, "c", "y", "2024-01-01"),  # base only
 ]
 
 
 def marked(spark, tracked=("city",)):
-    return rt.marked(spark.createDataFrame(ROWS, DATED), keys=["id"], columns=["id", "name", "city"],
-                     tracked=list(tracked))
+    return rt.marked(
+        spark.createDataFrame(ROWS, DATED), keys=["id"], columns=["id", "name", "city"], tracked=list(tracked)
+    )
 
 
 def versions(spark, end_style, tracked=("city",)):
-    return rt.versions(marked(spark, tracked), keys=["id"], columns=["id", "name", "city"], tracked=list(tracked),
-                       begin_column="begin_dt",
-                       end_column="end_dt", end_style=end_style, open_end=OPEN)
+    return rt.versions(
+        marked(spark, tracked),
+        keys=["id"],
+        columns=["id", "name", "city"],
+        tracked=list(tracked),
+        begin_column="begin_dt",
+        end_column="end_dt",
+        end_style=end_style,
+        open_end=OPEN,
+    )
 
 
-@pytest.mark.parametrize("end_style, closed", [("exclusive", ("2024-01-05", "2024-01-07")),
-                                               ("inclusive", ("2024-01-04", "2024-01-06"))])
+@pytest.mark.parametrize(
+    "end_style, closed", [("exclusive", ("2024-01-05", "2024-01-07")), ("inclusive", ("2024-01-04", "2024-01-06"))]
+)
 def test_versions_hold_their_last_row_and_end_where_the_next_begins(spark, end_style, closed):
     expected = [
         (1, "A", "x", "2024-01-01", closed[0]),  # the in-place update of 01-03 is kept when it closes
@@ -80,10 +89,13 @@ def test_marking_compares_each_column_with_the_previous_row_once(spark, tracked)
 
 
 def test_map_columns_mark_versions_by_their_entries(spark):
-    rows = spark.createDataFrame([
-        (1, {"a": 1, "b": 2}, "2024-01-01"),
-        (1, {"b": 2, "a": 1}, "2024-01-02"),  # the same entries in another order: unchanged
-        (1, {"a": 1}, "2024-01-03"),  # an entry gone: a new version
-    ], "id bigint, tags map<string,int>, zipper_ds string")
+    rows = spark.createDataFrame(
+        [
+            (1, {"a": 1, "b": 2}, "2024-01-01"),
+            (1, {"b": 2, "a": 1}, "2024-01-02"),  # the same entries in another order: unchanged
+            (1, {"a": 1}, "2024-01-03"),  # an entry gone: a new version
+        ],
+        "id bigint, tags map<string,int>, zipper_ds string",
+    )
     result = rt.marked(rows, keys=["id"], columns=["id", "tags"], tracked=["tags"])
     assert [r.zipper_kind for r in result.orderBy("zipper_ds").collect()] == ["new", "unchanged", "changed"]

@@ -26,7 +26,7 @@ CRON_PRESETS = {"@daily": "0 0 * * *", "@midnight": "0 0 * * *"}
 
 
 def _midnight_utc(day: dt.date) -> dt.datetime:
-    return dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc)
+    return dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC)
 
 
 def timetable(spec: TableSpec):
@@ -74,11 +74,11 @@ def build_merge_dag(spec: TableSpec, spec_path: Path, specs: Path):
         doc_md=merge_dag_doc(spec, spec_path, rerun_dag_id(spec)),
     ) as dag:
         # first: a run whose previous date failed fails at once instead of holding the run place
-        previous = PreviousDateSensor(task_id=PREVIOUS_DATE_TASK, mode="reschedule", poke_interval=15,
-                                      retries=0)
+        previous = PreviousDateSensor(task_id=PREVIOUS_DATE_TASK, mode="reschedule", poke_interval=15, retries=0)
         merge = ZipperMergeOperator(task_id="merge", depends_on_past=True, **_job_args(spec, specs))
-        audit = ZipperAuditOperator(task_id="audit", merge_task_id="merge", table=spec.table, table_name=spec.name,
-                                    retries=0)
+        audit = ZipperAuditOperator(
+            task_id="audit", merge_task_id="merge", table=spec.table, table_name=spec.name, retries=0
+        )
         before_merge = previous
         if spec.airflow.sensor.enabled:
             sensor = spec.airflow.sensor
@@ -112,13 +112,23 @@ def build_rerun_dag(spec: TableSpec, specs: Path):
         tags=_tags(spec),
         doc_md=rerun_dag_doc(spec, merge_dag_id(spec)),
         params={
-            "from_date": Param(type="string", format="date", title="From date",
-                               description="first date to replay (YYYY-MM-DD)"),
-            "to_date": Param(None, type=["null", "string"], format="date", title="To date",
-                             description="last date to replay; empty: the last committed date"),
-            "uncommit_later": Param(False, type="boolean", title="Uncommit later dates",
-                                    description="allow a To date before the last committed date: the dates"
-                                                " after it are no longer committed and their runs must run again"),
+            "from_date": Param(
+                type="string", format="date", title="From date", description="first date to replay (YYYY-MM-DD)"
+            ),
+            "to_date": Param(
+                None,
+                type=["null", "string"],
+                format="date",
+                title="To date",
+                description="last date to replay; empty: the last committed date",
+            ),
+            "uncommit_later": Param(
+                False,
+                type="boolean",
+                title="Uncommit later dates",
+                description="allow a To date before the last committed date: the dates"
+                " after it are no longer committed and their runs must run again",
+            ),
         },
     ) as dag:
         ZipperRerunOperator(task_id="rerun", table=spec.table, **_job_args(spec, specs))
@@ -142,9 +152,14 @@ def load_table_specs(folder: Path) -> tuple[list[tuple[Path, TableSpec]], list[t
     for path, spec in loaded:
         if merge_dag_id(spec) in rerun_dags:
             other_path, other = rerun_dags[merge_dag_id(spec)]
-            failed.append((path, f"{path}: key 'name': {spec.name!r} would make the DAG {merge_dag_id(spec)}, which"
-                                 f" is the rerun DAG of {other.name!r} ({other_path}); choose a name not ending in"
-                                 " '_rerun'"))
+            failed.append(
+                (
+                    path,
+                    f"{path}: key 'name': {spec.name!r} would make the DAG {merge_dag_id(spec)}, which"
+                    f" is the rerun DAG of {other.name!r} ({other_path}); choose a name not ending in"
+                    " '_rerun'",
+                )
+            )
         else:
             kept.append((path, spec))
     return kept, failed

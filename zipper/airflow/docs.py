@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from zipper.airflow.compat import AIRFLOW_3
-from zipper.tablespec.paths import resolve_path
 from zipper.tablespec.model import TableSpec
+from zipper.tablespec.paths import resolve_path
 
 
 def resume_command(dag_id: str, date: str, backfill: bool, ui: str = "") -> str:
@@ -36,7 +36,9 @@ def _path(spec: TableSpec, path: str) -> str:
 def _source(spec: TableSpec) -> str:
     source = spec.source
     if source.format == "table":
-        where = f"Hive table {_code(source.table)}" + (f" partition {_code(source.partition)}" if source.partition else "")
+        where = f"Hive table {_code(source.table)}" + (
+            f" partition {_code(source.partition)}" if source.partition else ""
+        )
     else:
         where = f"{source.format} files at {_path(spec, source.path)}"
     return f"{where} ({source.mode} mode)"
@@ -54,10 +56,14 @@ def _base(spec: TableSpec) -> str:
 def _past_date(spec: TableSpec) -> str:
     """What clearing the merge of a past date does, per `on_past_date`."""
     if spec.on_past_date == "error":
-        return ("when the date's input (or a later date's) changed since it was committed, its merge fails and names"
-                " the `zipper rerun` (this table has `on_past_date: error`): trigger the rerun DAG instead")
-    return ("when the date's input (or a later date's) changed since it was committed, its merge restores the table"
-            " to the day before and replays, as `zipper rerun` does")
+        return (
+            "when the date's input (or a later date's) changed since it was committed, its merge fails and names"
+            " the `zipper rerun` (this table has `on_past_date: error`): trigger the rerun DAG instead"
+        )
+    return (
+        "when the date's input (or a later date's) changed since it was committed, its merge restores the table"
+        " to the day before and replays, as `zipper rerun` does"
+    )
 
 
 def _columns(spec: TableSpec) -> str:
@@ -77,8 +83,11 @@ def merge_dag_doc(spec: TableSpec, spec_path: Path, rerun_dag_id: str) -> str:
         ("base", _base(spec)),
         ("columns", _columns(spec)),
         ("history on", tracked),
-        ("validity", f"{_code(spec.begin_column)} / {_code(spec.end_column)}, end style {spec.end_style},"
-                     f" open end {spec.open_end}"),
+        (
+            "validity",
+            f"{_code(spec.begin_column)} / {_code(spec.end_column)}, end style {spec.end_style},"
+            f" open end {spec.open_end}",
+        ),
         ("dates", dates),
         ("schedule", f"{_code(a.schedule)} (the run of a date starts after the date ends)"),
         ("spark", f"connection {_code(a.spark_conn_id)} (if absent: embedded `local[*]`), pool {_code(a.pool)}"),
@@ -86,8 +95,12 @@ def merge_dag_doc(spec: TableSpec, spec_path: Path, rerun_dag_id: str) -> str:
     ]
     table = "\n".join(f"| {k} | {v} |" for k, v in rows)
     description = f"\n{spec.description}\n" if spec.description else ""
-    sensor = (f"`wait_for_increment` ({a.sensor.mode}, every {a.sensor.poke_interval} s, gives up after"
-              f" {a.sensor.timeout} s) → " if a.sensor.enabled else "")
+    sensor = (
+        f"`wait_for_increment` ({a.sensor.mode}, every {a.sensor.poke_interval} s, gives up after"
+        f" {a.sensor.timeout} s) → "
+        if a.sensor.enabled
+        else ""
+    )
     return f"""### {spec.table}: daily SCD type 2 (zipper)
 {description}
 | | |

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import DEFAULT_SPARK_BINARY, SparkSubmitHook
 
@@ -115,7 +116,7 @@ class ZipperSparkSubmitHook(SparkSubmitHook):
     def _collect_report(self, text: str) -> None:
         """A run's report goes to `reports` (the audit task's XCom); a failure's says whether it is final."""
         try:
-            report = json.loads(text[len(REPORT_PREFIX):])
+            report = json.loads(text[len(REPORT_PREFIX) :])
         except ValueError:
             self.log.warning("Unreadable zipper report line: %s", text)
             return

@@ -12,20 +12,20 @@ from __future__ import annotations
 import datetime as dt
 import glob
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable
 
 from zipper.core import input_names
-from zipper.tablespec.paths import parse_partition, render, resolve_path
 from zipper.core.paths import user_path
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import SourceMode
+from zipper.tablespec.paths import parse_partition, render, resolve_path
 
 LOCAL_SCHEMES = ("", "file")
 # Hive escapes these characters in partition directory names (FileUtils.escapePathName).
-HIVE_ESCAPED = set('"#%\'*/:=?\\\x7f{[]^')
+HIVE_ESCAPED = set("\"#%'*/:=?\\\x7f{[]^")
 REMOTE_ALIASES = {"s3a": "s3", "s3n": "s3"}
 
 
@@ -63,7 +63,7 @@ def _remote_fs(path: str):
     try:
         import fsspec  # optional: only remote (hdfs://, s3a://, ...) inputs need it
 
-        return fsspec.filesystem(protocol), protocol + path[len(scheme):]
+        return fsspec.filesystem(protocol), protocol + path[len(scheme) :]
     except (ImportError, ValueError) as exc:
         raise RuntimeError(
             f"cannot check {path}: no fsspec filesystem for {scheme}:// here ({exc}); install the fsspec"

@@ -33,8 +33,7 @@ class ZipperSparkJobOperator(SparkSubmitOperator):
     verb = ""
     name_suffix = ""  # templated end of the Spark application name
 
-    def __init__(self, *, table_name: str, specs_dir: str, conn_id: str = environment.DEFAULT_CONN_ID,
-                 **kwargs: Any):
+    def __init__(self, *, table_name: str, specs_dir: str, conn_id: str = environment.DEFAULT_CONN_ID, **kwargs: Any):
         kwargs.setdefault("application", str(environment.SPARK_JOB))
         kwargs.setdefault("name", f"zipper-{self.verb}-{table_name}{self.name_suffix}")
         super().__init__(conn_id=conn_id, **kwargs)
@@ -71,8 +70,10 @@ class ZipperSparkJobOperator(SparkSubmitOperator):
 
     def after_fixing(self, context: Any) -> str:
         """What to do about a failure that is not retried."""
-        return ("Fix the cause (the input, the spec, or what the message asks for), then clear this task, or trigger"
-                f" {context['dag'].dag_id} again with the same params")
+        return (
+            "Fix the cause (the input, the spec, or what the message asks for), then clear this task, or trigger"
+            f" {context['dag'].dag_id} again with the same params"
+        )
 
     def _get_hook(self) -> ZipperSparkSubmitHook:
         # The provider's arguments, with zipper's hook class (same provider version on 2.11 and 3).
@@ -124,10 +125,16 @@ class ZipperMergeOperator(ZipperSparkJobOperator):
 
     def after_fixing(self, context: Any) -> str:
         """The later runs fail at their gate while this date has not merged: they are cleared with it."""
-        resume = resume_command(context["dag"].dag_id, context["ds"], is_backfill_run(context),
-                                ui="UI: clear this merge task with Upstream and Future")
-        return (f"Fix the cause (the input, the spec, or what the message asks for), then clear this run and every"
-                f" later one: {resume}")
+        resume = resume_command(
+            context["dag"].dag_id,
+            context["ds"],
+            is_backfill_run(context),
+            ui="UI: clear this merge task with Upstream and Future",
+        )
+        return (
+            f"Fix the cause (the input, the spec, or what the message asks for), then clear this run and every"
+            f" later one: {resume}"
+        )
 
 
 def _date_param(params: dict, key: str, required: bool, table: str) -> str | None:
@@ -140,8 +147,9 @@ def _date_param(params: dict, key: str, required: bool, table: str) -> str | Non
     try:
         return iso_date(str(value)).isoformat()
     except ValueError:
-        raise AirflowException(f"{table}: rerun param {key!r}: {value!r} is not a date (YYYY-MM-DD);"
-                               " nothing was changed") from None
+        raise AirflowException(
+            f"{table}: rerun param {key!r}: {value!r} is not a date (YYYY-MM-DD); nothing was changed"
+        ) from None
 
 
 class ZipperRerunOperator(ZipperSparkJobOperator):
@@ -165,8 +173,12 @@ def rerun_args(table_name: str, params: dict, *, table: str) -> list[str]:
     first = _date_param(params, "from_date", required=True, table=table)
     last = _date_param(params, "to_date", required=False, table=table)
     uncommit = params.get("uncommit_later") in (True, "true", "True")
-    return (["rerun", table_name, "--from", first] + (["--to", last] if last else [])
-            + (["--uncommit-later"] if uncommit else []) + ["--json-report"])
+    return (
+        ["rerun", table_name, "--from", first]
+        + (["--to", last] if last else [])
+        + (["--uncommit-later"] if uncommit else [])
+        + ["--json-report"]
+    )
 
 
 class ZipperAuditOperator(BaseOperator):
@@ -187,7 +199,12 @@ class ZipperAuditOperator(BaseOperator):
             self.log.warning(
                 "%s %s: the merge job printed no report: it did not run (a merge marked success by hand), or"
                 " ran in cluster deploy mode, which keeps the driver's output on the cluster; `zipper status %s`"
-                " shows whether %s is committed", self.table, context["ds"], self.table_name, context["ds"])
+                " shows whether %s is committed",
+                self.table,
+                context["ds"],
+                self.table_name,
+                context["ds"],
+            )
             return None
         for report in reports:
             self.log.info("%s", describe(report))

@@ -25,7 +25,9 @@ def increment_ready(spec_path: str, ds: str, metastore_conn_id: str | None = Non
 def _metastore_partition(external: ExternalMetastore, metastore_conn_id: str | None) -> Readiness:
     """With an external metastore, ask it through the Hive provider when it is installed."""
     try:
-        from airflow.providers.apache.hive.hooks.hive import HiveMetastoreHook  # optional provider, external metastores only
+        from airflow.providers.apache.hive.hooks.hive import (
+            HiveMetastoreHook,  # optional provider, external metastores only
+        )
     except ImportError:
         raise AirflowException(
             f"cannot check {external}: with ZIPPER_METASTORE=external the table sensor needs"

@@ -6,7 +6,13 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, NamedTuple
 
-from zipper.airflow.compat import (AIRFLOW_3, AirflowException, AirflowFailException, AirflowSensorTimeout, BaseSensorOperator)
+from zipper.airflow.compat import (
+    AIRFLOW_3,
+    AirflowException,
+    AirflowFailException,
+    AirflowSensorTimeout,
+    BaseSensorOperator,
+)
 from zipper.airflow.docs import is_backfill_run, resume_command
 from zipper.airflow.readiness import increment_ready
 from zipper.airflow.triggers import IncrementTrigger
@@ -24,8 +30,15 @@ class ZipperIncrementSensor(BaseSensorOperator):
     template_fields = ("ds",)
     ui_color = "#d9ecf5"
 
-    def __init__(self, *, spec_path: str, ds: str = "{{ ds }}", deferrable: bool = False,
-                 merge_task_id: str | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        *,
+        spec_path: str,
+        ds: str = "{{ ds }}",
+        deferrable: bool = False,
+        merge_task_id: str | None = None,
+        **kwargs: Any,
+    ):
         super().__init__(**kwargs)
         self.spec_path = spec_path
         self.ds = ds
@@ -66,12 +79,18 @@ class ZipperIncrementSensor(BaseSensorOperator):
         """Airflow's own words name only the run's duration; the page at 3 a.m. should say what is missing,
         for which table, and what resumes the dates once it is there."""
         checked = increment_ready(self.spec_path, self.ds).checked
-        resume = resume_command(context["dag"].dag_id, self.ds, is_backfill_run(context),
-                                ui="UI: clear this run's merge task with Upstream and Future")
-        return (f"{load_spec_file(self.spec_path).table}: the increment of {self.ds} did not land within the"
-                f" sensor's timeout of {float(self.timeout):g} s: {checked} ({str(exc).rstrip('.')})."
-                f" Once it is there, clear this run"
-                f" and every later one: {resume}")
+        resume = resume_command(
+            context["dag"].dag_id,
+            self.ds,
+            is_backfill_run(context),
+            ui="UI: clear this run's merge task with Upstream and Future",
+        )
+        return (
+            f"{load_spec_file(self.spec_path).table}: the increment of {self.ds} did not land within the"
+            f" sensor's timeout of {float(self.timeout):g} s: {checked} ({str(exc).rstrip('.')})."
+            f" Once it is there, clear this run"
+            f" and every later one: {resume}"
+        )
 
     def _named(self) -> str:
         """The Hive table and its spec, as zipper's errors name them; the spec alone when it no longer loads (which
@@ -126,8 +145,13 @@ class PreviousDateSensor(BaseSensorOperator):
             raise AirflowFailException(_failed_previous(dag_id, previous))
         if previous.queued_behind:
             raise AirflowFailException(_queued_behind(dag_id, context["ds"], previous))
-        self.log.info("waiting: the merge of %s (run %s) is %s%s", previous.logical, previous.run_id,
-                      previous.merge_state or "not started", _stranded_hint(dag_id, previous))
+        self.log.info(
+            "waiting: the merge of %s (run %s) is %s%s",
+            previous.logical,
+            previous.run_id,
+            previous.merge_state or "not started",
+            _stranded_hint(dag_id, previous),
+        )
         return False
 
 
@@ -160,15 +184,21 @@ def _failed_previous(dag_id: str, previous: PreviousRun) -> str:
     logical, run_id, state = previous.logical, previous.run_id, previous.merge_state
     clear = resume_command(dag_id, logical, previous.backfill, ui="UI: clear its merge task with Upstream and Future")
     if state == "upstream_failed" and INCREMENT_TASK in previous.failed_tasks:
-        return (f"the merge of the previous date {logical} (run {run_id}) did not run: its {INCREMENT_TASK} failed"
-                f" (its log says why: its increment did not land in time, or an earlier date was cleared while it"
-                f" waited); dates merge in order. Once that is resolved, clear that run and every later one: {clear}")
+        return (
+            f"the merge of the previous date {logical} (run {run_id}) did not run: its {INCREMENT_TASK} failed"
+            f" (its log says why: its increment did not land in time, or an earlier date was cleared while it"
+            f" waited); dates merge in order. Once that is resolved, clear that run and every later one: {clear}"
+        )
     if state == "upstream_failed" and PREVIOUS_DATE_TASK in previous.failed_tasks:
-        return (f"the merge of the previous date {logical} (run {run_id}) did not run: an earlier date has not"
-                f" merged (that run's {PREVIOUS_DATE_TASK} log names it); dates merge in order. Fix the earliest"
-                f" failed date, then clear from it: {resume_command(dag_id, '<that date>', previous.backfill)}")
-    return (f"the merge of the previous date {logical} (run {run_id}) is {state}; dates merge in order."
-            f" Fix it, then clear that run and every later one: {clear}")
+        return (
+            f"the merge of the previous date {logical} (run {run_id}) did not run: an earlier date has not"
+            f" merged (that run's {PREVIOUS_DATE_TASK} log names it); dates merge in order. Fix the earliest"
+            f" failed date, then clear from it: {resume_command(dag_id, '<that date>', previous.backfill)}"
+        )
+    return (
+        f"the merge of the previous date {logical} (run {run_id}) is {state}; dates merge in order."
+        f" Fix it, then clear that run and every later one: {clear}"
+    )
 
 
 _CLEAR_THIS_RUN = "UI: clear this run's merge task with Future"
@@ -178,14 +208,18 @@ def _queued_behind(dag_id: str, ds: str, previous: PreviousRun) -> str:
     """Why this run stops rather than wait for a previous run that cannot start before it ends."""
     logical, run_id = previous.logical, previous.run_id
     if previous.backfill and not AIRFLOW_3:
-        return (f"the run of the previous date {logical} (run {run_id}) is queued, and cannot start while this run"
-                " runs: Airflow 2 counts backfill runs against the DAG's one active run, and only `airflow dags"
-                " backfill` starts a queued backfill run. Waiting would hold this place for ever, so this run"
-                f" stops. Run the dates from {logical} again: {resume_command(dag_id, logical, backfill=True)}")
-    return (f"the run of the previous date {logical} (run {run_id}) is queued behind this one, and the DAG runs"
-            f" one date at a time: waiting would hold its place for ever, so this run stops. Once the merge of"
-            f" {logical} has succeeded, clear this date and the later ones:"
-            f" {resume_command(dag_id, ds, previous.backfill, ui=_CLEAR_THIS_RUN)}")
+        return (
+            f"the run of the previous date {logical} (run {run_id}) is queued, and cannot start while this run"
+            " runs: Airflow 2 counts backfill runs against the DAG's one active run, and only `airflow dags"
+            " backfill` starts a queued backfill run. Waiting would hold this place for ever, so this run"
+            f" stops. Run the dates from {logical} again: {resume_command(dag_id, logical, backfill=True)}"
+        )
+    return (
+        f"the run of the previous date {logical} (run {run_id}) is queued behind this one, and the DAG runs"
+        f" one date at a time: waiting would hold its place for ever, so this run stops. Once the merge of"
+        f" {logical} has succeeded, clear this date and the later ones:"
+        f" {resume_command(dag_id, ds, previous.backfill, ui=_CLEAR_THIS_RUN)}"
+    )
 
 
 def _stranded_hint(dag_id: str, previous: PreviousRun) -> str:
@@ -196,11 +230,13 @@ def _stranded_hint(dag_id: str, previous: PreviousRun) -> str:
     has no backfill, tasks no database), so the gate waits, and says what resolves that case."""
     if not (AIRFLOW_3 and previous.queued_backfill):
         return ""
-    return (f"; that run is a queued backfill run, which starts only while its backfill is active. If the backfill"
-            f" was cancelled, Airflow never starts it (apache/airflow#72337): mark its queued runs failed (UI), then,"
-            f" once the scheduler has closed that backfill (until then a new one is refused: 'Another backfill is"
-            f" running'), airflow backfill create --dag-id {dag_id} --from-date {previous.logical} --to-date <the last"
-            f" of their dates> --reprocess-behavior failed")
+    return (
+        f"; that run is a queued backfill run, which starts only while its backfill is active. If the backfill"
+        f" was cancelled, Airflow never starts it (apache/airflow#72337): mark its queued runs failed (UI), then,"
+        f" once the scheduler has closed that backfill (until then a new one is refused: 'Another backfill is"
+        f" running'), airflow backfill create --dag-id {dag_id} --from-date {previous.logical} --to-date <the last"
+        f" of their dates> --reprocess-behavior failed"
+    )
 
 
 def _text(value: Any) -> str | None:

@@ -10,12 +10,12 @@ import sys
 import traceback
 
 from zipper.cli import output
-from zipper.core.reports import ERROR_PREFIX, INTERRUPTED, REPORT_PREFIX
-from zipper.runtime.session import SessionSettings, build_session
 from zipper.core.dates import iso_date
-from zipper.jobs.plan import check_in_schedule
 from zipper.core.errors import InputError, StateError, ZipperError, java_messages, summarize_failure
 from zipper.core.paths import user_path
+from zipper.core.reports import ERROR_PREFIX, INTERRUPTED, REPORT_PREFIX
+from zipper.jobs.plan import check_in_schedule
+from zipper.runtime.session import SessionSettings, build_session
 from zipper.tablespec.loader import find_spec
 
 EXIT_ERROR = 1
@@ -23,8 +23,10 @@ EXIT_CHECK_FAILED = 3
 EXIT_NO_VERSION = 4  # `history` of a key the table never held: as grep's "no match", apart from errors (1)
 EXIT_BROKEN_PIPE = 141  # as a process killed by SIGPIPE, what a shell pipeline expects
 NAME_HELP = "the table's spec name (`name:` of a spec in --specs)"
-EXIT_CODES = ("exit codes: 0 done; 1 an error (one line on stderr); 2 a usage error; 3 `check` found a violation;"
-              " 4 `history` found no version of the key; 130 interrupted; 141 the reader closed the pipe")
+EXIT_CODES = (
+    "exit codes: 0 done; 1 an error (one line on stderr); 2 a usage error; 3 `check` found a violation;"
+    " 4 `history` found no version of the key; 130 interrupted; 141 the reader closed the pipe"
+)
 # Verbs that only read an existing table: on the embedded default they must not create a new,
 # empty metastore where a mistyped --warehouse points (and then advise `zipper init` there).
 READ_ONLY_VERBS = ("status", "slice", "history", "check", "vacuum", "rerun")
@@ -34,19 +36,32 @@ def _common(top_level: bool) -> argparse.ArgumentParser:
     """Options accepted before or after the verb; after the verb they must not reset a value given before."""
     default = None if top_level else argparse.SUPPRESS
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--specs", metavar="DIR", default=default,
-                        help="folder of table specs (env ZIPPER_SPECS; default dags/tables)")
-    common.add_argument("--warehouse", metavar="DIR", default=default,
-                        help="warehouse folder; the Derby metastore is DIR/metastore_db (env ZIPPER_WAREHOUSE; default ./warehouse)")
-    common.add_argument("--verbose", action="store_true", default=False if top_level else argparse.SUPPRESS,
-                        help="show Spark's log and full traces")
+    common.add_argument(
+        "--specs", metavar="DIR", default=default, help="folder of table specs (env ZIPPER_SPECS; default dags/tables)"
+    )
+    common.add_argument(
+        "--warehouse",
+        metavar="DIR",
+        default=default,
+        help="warehouse folder; the Derby metastore is DIR/metastore_db (env ZIPPER_WAREHOUSE; default ./warehouse)",
+    )
+    common.add_argument(
+        "--verbose",
+        action="store_true",
+        default=False if top_level else argparse.SUPPRESS,
+        help="show Spark's log and full traces",
+    )
     return common
 
 
 def build_parser() -> argparse.ArgumentParser:
     common = _common(top_level=False)
-    parser = argparse.ArgumentParser(prog="zipper", description="Daily SCD type 2 (zipper) tables on Hive.",
-                                     parents=[_common(top_level=True)], epilog=EXIT_CODES)
+    parser = argparse.ArgumentParser(
+        prog="zipper",
+        description="Daily SCD type 2 (zipper) tables on Hive.",
+        parents=[_common(top_level=True)],
+        epilog=EXIT_CODES,
+    )
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
 
     p = verbs.add_parser("init", parents=[common], help="create the table (and load the base)")
@@ -56,27 +71,50 @@ def build_parser() -> argparse.ArgumentParser:
     p = verbs.add_parser("merge", parents=[common], help="merge one day's increment")
     p.add_argument("name", help=NAME_HELP)
     p.add_argument("--ds", required=True, help="the run date, YYYY-MM-DD")
-    p.add_argument("--json-report", action="store_true", dest="json_report",
-                   help=f"also print one line '{REPORT_PREFIX}{{...}}' (JSON) for schedulers")
+    p.add_argument(
+        "--json-report",
+        action="store_true",
+        dest="json_report",
+        help=f"also print one line '{REPORT_PREFIX}{{...}}' (JSON) for schedulers",
+    )
 
-    p = verbs.add_parser("rerun", parents=[common],
-                         help="restore the table to the day before --from and replay --from..--to in one application")
+    p = verbs.add_parser(
+        "rerun",
+        parents=[common],
+        help="restore the table to the day before --from and replay --from..--to in one application",
+    )
     p.add_argument("name", help=NAME_HELP)
     p.add_argument("--from", required=True, dest="first", metavar="D", help="first date to replay, YYYY-MM-DD")
-    p.add_argument("--to", dest="last", metavar="E",
-                   help="last date to replay (default: the last committed date)")
-    p.add_argument("--uncommit-later", action="store_true", dest="uncommit_later",
-                   help="allow a --to before the last committed date: the dates after it are no longer committed")
-    p.add_argument("--json-report", action="store_true", dest="json_report",
-                   help=f"also print one line '{REPORT_PREFIX}{{...}}' (JSON) for schedulers")
+    p.add_argument("--to", dest="last", metavar="E", help="last date to replay (default: the last committed date)")
+    p.add_argument(
+        "--uncommit-later",
+        action="store_true",
+        dest="uncommit_later",
+        help="allow a --to before the last committed date: the dates after it are no longer committed",
+    )
+    p.add_argument(
+        "--json-report",
+        action="store_true",
+        dest="json_report",
+        help=f"also print one line '{REPORT_PREFIX}{{...}}' (JSON) for schedulers",
+    )
 
-    p = verbs.add_parser("rebuild", parents=[common],
-                         help="build the table from the base and every increment, published at once")
+    p = verbs.add_parser(
+        "rebuild", parents=[common], help="build the table from the base and every increment, published at once"
+    )
     p.add_argument("name", help=NAME_HELP)
-    p.add_argument("--to", dest="last", metavar="E",
-                   help="last date to build (default: the last committed date; required for a new table)")
-    p.add_argument("--uncommit-later", action="store_true", dest="uncommit_later",
-                   help="allow a --to before the last committed date: the dates after it are no longer committed")
+    p.add_argument(
+        "--to",
+        dest="last",
+        metavar="E",
+        help="last date to build (default: the last committed date; required for a new table)",
+    )
+    p.add_argument(
+        "--uncommit-later",
+        action="store_true",
+        dest="uncommit_later",
+        help="allow a --to before the last committed date: the dates after it are no longer committed",
+    )
 
     p = verbs.add_parser("status", parents=[common], help="committed state as JSON")
     p.add_argument("name", help=NAME_HELP)
@@ -84,17 +122,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verbs.add_parser("slice", parents=[common], help="the table as of a date")
     p.add_argument("name", help=NAME_HELP)
-    p.add_argument("--as-of", required=True, dest="as_of", metavar="D",
-                   help="the table as of the end of this date, YYYY-MM-DD (base date .. last committed date)")
-    p.add_argument("--format", choices=["csv", "json", "parquet"], default="csv",
-                   help="csv (default), json (one object per line) or parquet (needs --out DIR)")
+    p.add_argument(
+        "--as-of",
+        required=True,
+        dest="as_of",
+        metavar="D",
+        help="the table as of the end of this date, YYYY-MM-DD (base date .. last committed date)",
+    )
+    p.add_argument(
+        "--format",
+        choices=["csv", "json", "parquet"],
+        default="csv",
+        help="csv (default), json (one object per line) or parquet (needs --out DIR)",
+    )
     p.add_argument("--out", help="file to write (a directory for parquet); default stdout")
 
     p = verbs.add_parser("history", parents=[common], help="every version of one key")
     p.add_argument("name", help=NAME_HELP)
     p.add_argument("--key", action="append", required=True, metavar="COL=VALUE", help="repeat for composite keys")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table",
-                   help="table (default, one line per version), csv or json (one object per line)")
+    p.add_argument(
+        "--format",
+        choices=["table", "csv", "json"],
+        default="table",
+        help="table (default, one line per version), csv or json (one object per line)",
+    )
 
     p = verbs.add_parser("check", parents=[common], help="verify every invariant on the live table")
     p.add_argument("name", help=NAME_HELP)
@@ -146,10 +197,15 @@ class Runner:
     @property
     def spark(self):
         if self._spark is None:
-            settings = SessionSettings.from_env(self.args.warehouse, self.args.verbose, f"zipper {self.args.verb} {self.spec.name}")
+            settings = SessionSettings.from_env(
+                self.args.warehouse, self.args.verbose, f"zipper {self.args.verb} {self.spec.name}"
+            )
             if self.args.verb in READ_ONLY_VERBS and not settings.has_metastore():
-                raise StateError(f"no metastore at {settings.warehouse_path}/metastore_db: nothing was ever created in"
-                                 " this warehouse; check --warehouse (or ZIPPER_WAREHOUSE)", table=self.spec.table)
+                raise StateError(
+                    f"no metastore at {settings.warehouse_path}/metastore_db: nothing was ever created in"
+                    " this warehouse; check --warehouse (or ZIPPER_WAREHOUSE)",
+                    table=self.spec.table,
+                )
             if not settings.has_metastore():
                 self.new_metastore = f"{settings.warehouse_path}/metastore_db"
             self._spark = build_session(settings)
@@ -166,8 +222,12 @@ class Runner:
             if self.new_metastore is None:
                 raise
             # most likely a mistyped --warehouse: the table is elsewhere
-            raise StateError(f"{exc.detail} (this command created a new, empty metastore at {self.new_metastore}:"
-                             " check --warehouse or ZIPPER_WAREHOUSE)", table=exc.table, ds=exc.ds) from None
+            raise StateError(
+                f"{exc.detail} (this command created a new, empty metastore at {self.new_metastore}:"
+                " check --warehouse or ZIPPER_WAREHOUSE)",
+                table=exc.table,
+                ds=exc.ds,
+            ) from None
         except ZipperError:
             raise
         except Exception:  # a CSV value that does not parse (init, rebuild): say which column and row
@@ -202,8 +262,9 @@ class Runner:
         first = parse_date(self.args.first, "--from", self.spec.table)
         last = parse_date(self.args.last, "--to", self.spec.table)
         check_in_schedule(self.spec, first)  # before Spark starts
-        result = replay.rerun(self.spark, self.spec, first, last, progress=_progress,
-                              uncommit_later=self.args.uncommit_later)
+        result = replay.rerun(
+            self.spark, self.spec, first, last, progress=_progress, uncommit_later=self.args.uncommit_later
+        )
         print(result.summary())
         self.report(result)
         return 0
@@ -212,8 +273,11 @@ class Runner:
         from zipper.jobs import rebuild  # on use: the data path loads pyspark; --help does not
 
         last = parse_date(self.args.last, "--to", self.spec.table)
-        print(rebuild.rebuild(self.spark, self.spec, last, progress=_progress,
-                              uncommit_later=self.args.uncommit_later).summary())
+        print(
+            rebuild.rebuild(
+                self.spark, self.spec, last, progress=_progress, uncommit_later=self.args.uncommit_later
+            ).summary()
+        )
         return 0
 
     def report(self, result) -> None:
@@ -267,8 +331,10 @@ class Runner:
             print(f"{report['table']}: {verb} {user_path(item['directory'])} ({item['bytes']} bytes)")
         young = f", {report['kept_young']} of them younger than an hour" if report.get("kept_young") else ""
         n = len(report["removed"])
-        print(f"{report['table']}: {verb} {n} director{'y' if n == 1 else 'ies'} ({report['removed_bytes']} bytes),"
-              f" kept {report['kept']}{young}; retention {report['retention_days']} days")
+        print(
+            f"{report['table']}: {verb} {n} director{'y' if n == 1 else 'ies'} ({report['removed_bytes']} bytes),"
+            f" kept {report['kept']}{young}; retention {report['retention_days']} days"
+        )
         return 0
 
 
@@ -297,8 +363,10 @@ def _one_line(exc: BaseException, warehouse: str | None = None) -> str:
     text = " ".join(chain)
     if "XSDB6" in text or "Another instance of Derby" in text:
         where = f" at {warehouse}/metastore_db" if warehouse else ""
-        return (f"the embedded Derby metastore{where} is in use by another process (it allows one JVM at a time);"
-                " wait for it or stop it, or use an external metastore")
+        return (
+            f"the embedded Derby metastore{where} is in use by another process (it allows one JVM at a time);"
+            " wait for it or stop it, or use an external metastore"
+        )
     return summarize_failure(exc)
 
 

@@ -16,10 +16,10 @@ import tempfile
 import unicodedata
 from pathlib import Path
 
-from zipper.transforms.collected import as_collected, as_written
 from zipper.core import fs
 from zipper.core.errors import InputError
 from zipper.core.paths import local_path
+from zipper.transforms.collected import as_collected, as_written
 
 
 def _plain(value):
@@ -180,8 +180,11 @@ def _local_out(out: str, table: str) -> str:
         return out
     local = local_path(out)
     if local is None:
-        raise InputError(f"--out {out}: CSV and JSON are written to a local file; give a local path (Parquet is"
-                         " written by Spark, to any file system)", table=table)
+        raise InputError(
+            f"--out {out}: CSV and JSON are written to a local file; give a local path (Parquet is"
+            " written by Spark, to any file system)",
+            table=table,
+        )
     return local
 
 
@@ -248,6 +251,7 @@ def collected(df) -> tuple[list[str], list]:
 
 def write_text_rows(columns: list[str], rows, fmt: str, out: str | None, table: str) -> None:
     """Rows as CSV (with a header) or JSON lines, to stdout or a local file."""
+
     def json_line(row) -> str:
         return json.dumps({c: _plain(v) for c, v in zip(columns, row)}, ensure_ascii=False, allow_nan=False) + "\n"
 
@@ -268,14 +272,18 @@ def _write_line(handle, line: str, columns: list[str], values, table: str) -> No
 
 def _unwritable(exc: UnicodeEncodeError, columns: list[str], values, table: str) -> InputError:
     """Stdout's encoding cannot write a value: name the column and the character."""
+
     def fits(value) -> bool:
         return value is None or _text(value).encode(exc.encoding, "ignore").decode(exc.encoding) == _text(value)
 
     bad = next((c for c, v in zip(columns, values) if not fits(v)), None)
     where = "" if bad is None else f" of column {bad}" if values is not columns else f" in column name {bad}"
-    return InputError(f"stdout's encoding ({exc.encoding}) cannot write {ascii(exc.object[exc.start:exc.end])}{where};"
-                      " nothing was written: set PYTHONIOENCODING=utf-8 (or a UTF-8 locale), or give --out FILE"
-                      " (written in UTF-8)", table=table)
+    return InputError(
+        f"stdout's encoding ({exc.encoding}) cannot write {ascii(exc.object[exc.start : exc.end])}{where};"
+        " nothing was written: set PYTHONIOENCODING=utf-8 (or a UTF-8 locale), or give --out FILE"
+        " (written in UTF-8)",
+        table=table,
+    )
 
 
 _CELL_ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
@@ -300,8 +308,7 @@ def _shown(text: str, encoding: str) -> str:
 def _columns_wide(text: str) -> int:
     """Terminal columns `text` takes: two for a wide (CJK) character, none for a combining mark;
     `len` misaligned every column after a Chinese name."""
-    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
-               for ch in text)
+    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
 def _padded(text: str, width: int) -> str:

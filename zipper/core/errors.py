@@ -107,8 +107,10 @@ _WRAPPER = re.compile(r"^(?:[\w.$]+: )?(?:Job aborted due to stage failure|Excep
 # Spark's Parquet reader on a file whose column has another type than the one it reads the input as
 # (one file of a day with `amount` as string, the others double; a source table's older partition):
 # "...SchemaColumnConvertNotSupportedException: column: [amount], physicalType: BINARY, logicalType: double".
-_COLUMN_TYPE = re.compile(r"SchemaColumnConvertNotSupportedException: column: \[(.*)\], physicalType: (\w+),"
-                          r" logicalType: (.+)$")
+_COLUMN_TYPE = re.compile(
+    r"SchemaColumnConvertNotSupportedException: column: \[(.*)\], physicalType: (\w+),"
+    r" logicalType: (.+)$"
+)
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,7 @@ def _plain(message: str) -> str:
     own error classes speak for themselves; others keep their short class name."""
     line = (message.strip().splitlines() or [""])[0]
     match = _CLASS_PREFIX.match(line)
-    rest = line[match.end():] if match else line
+    rest = line[match.end() :] if match else line
     if _ERROR_CLASS.match(rest):
         return _SQLSTATE.sub("", _ERROR_CLASS.sub("", rest)).strip()
     return f"{match.group(1)}: {rest}" if match else rest
@@ -192,7 +194,7 @@ def clip(text: str, limit: int) -> str:
 
 
 def _as_it(reason: str, path: str) -> str:
-    """"RuntimeException: file:/d/f.parquet is not a Parquet file" -> "it is not a Parquet file";
+    """ "RuntimeException: file:/d/f.parquet is not a Parquet file" -> "it is not a Parquet file";
     the path further on as the file's name ("Checksum error: f.orc at 0"): the line names it already."""
     spelled = r"(?:file:)?/*" + re.escape(path.lstrip("/"))
     reason = re.sub(r"^(?:[A-Z][\w$]*: )?" + spelled + r"(?=\s)", "it", reason, count=1)

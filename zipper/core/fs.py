@@ -133,8 +133,9 @@ def _status_mapper(spark):
     mapper.setVisibility(accessor.FIELD, visibility.ANY)
     mapper.disable(jackson.databind.SerializationFeature.FAIL_ON_EMPTY_BEANS)
     paths_as_text = jackson.databind.module.SimpleModule()
-    paths_as_text.addSerializer(jvm.org.apache.hadoop.fs.Path._java_lang_class,
-                                jackson.databind.ser.std.ToStringSerializer.instance)
+    paths_as_text.addSerializer(
+        jvm.org.apache.hadoop.fs.Path._java_lang_class, jackson.databind.ser.std.ToStringSerializer.instance
+    )
     return mapper.registerModule(paths_as_text)
 
 
@@ -144,11 +145,19 @@ def _entry(fields: dict, statuses, position: int) -> _Entry:
     its fields otherwise) is asked through its getters."""
     if any(fields.get(name) is None for name in ("path", "length", "modification_time", "isdir")):
         status = statuses[position]
-        return _Entry(FileInfo(status.getPath().toString(), status.getLen(), status.getModificationTime()),
-                      bool(status.isFile()), bool(status.isDirectory()), position)
+        return _Entry(
+            FileInfo(status.getPath().toString(), status.getLen(), status.getModificationTime()),
+            bool(status.isFile()),
+            bool(status.isDirectory()),
+            position,
+        )
     is_dir = bool(fields["isdir"])
-    return _Entry(FileInfo(fields["path"], fields["length"], fields["modification_time"]),
-                  not is_dir and fields.get("symlink") is None, is_dir, position)
+    return _Entry(
+        FileInfo(fields["path"], fields["length"], fields["modification_time"]),
+        not is_dir and fields.get("symlink") is None,
+        is_dir,
+        position,
+    )
 
 
 def list_data_files(spark, roots: list[str]) -> list[FileInfo]:
@@ -193,9 +202,13 @@ def broken_links(roots: list[str]) -> list[str]:
             continue
         for folder, dirs, names in os.walk(local):
             dirs[:] = [d for d in dirs if not is_hidden(d) or "=" in d]
-            broken += [os.path.join(folder, n) for n in names + dirs
-                       if not is_hidden(n) and os.path.islink(os.path.join(folder, n))
-                       and not os.path.exists(os.path.join(folder, n))]
+            broken += [
+                os.path.join(folder, n)
+                for n in names + dirs
+                if not is_hidden(n)
+                and os.path.islink(os.path.join(folder, n))
+                and not os.path.exists(os.path.join(folder, n))
+            ]
     return sorted(broken)
 
 
@@ -273,7 +286,7 @@ class FileHeads:
 
     def _codec(self, path: str, hpath):
         name = name_of(path)
-        extension = name[name.index("."):] if "." in name else ""  # every extension a codec may match
+        extension = name[name.index(".") :] if "." in name else ""  # every extension a codec may match
         if extension not in self._codec_by_extension:
             self._codec_by_extension[extension] = self._codecs.getCodec(hpath)
         return self._codec_by_extension[extension]
@@ -284,7 +297,9 @@ def copy(spark, source: str, target: str) -> None:
     jvm = spark._jvm
     src_fs, src = _fs(spark, source)
     dst_fs, dst = _fs(spark, target)
-    if not jvm.org.apache.hadoop.fs.FileUtil.copy(src_fs, src, dst_fs, dst, False, False, spark._jsc.hadoopConfiguration()):
+    if not jvm.org.apache.hadoop.fs.FileUtil.copy(
+        src_fs, src, dst_fs, dst, False, False, spark._jsc.hadoopConfiguration()
+    ):
         raise OSError(f"could not copy {source} to {target}")
 
 

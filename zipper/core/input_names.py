@@ -5,7 +5,7 @@ Airflow here."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 # What a Hadoop or Spark job keeps inside its output folder until it commits: `_temporary` (the
 # file output committer; files move out of it one by one at the job's commit) and

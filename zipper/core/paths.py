@@ -10,7 +10,7 @@ def local_path(uri: str) -> str | None:
     """The local file system path of a `file:` URI (`file:/a`, `file:///a`) or of an absolute
     path; None for remote storage (`hdfs://...`) and for relative paths."""
     if uri.startswith("file:"):
-        rest = uri[len("file:"):]
+        rest = uri[len("file:") :]
         while rest.startswith("//"):
             rest = rest[1:]
         return rest

@@ -34,27 +34,47 @@ def main() -> int:
     setup(home)
     env = {"ZIPPER_SPECS": str(specs), "ZIPPER_WAREHOUSE": str(warehouse())}
     airflow = LocalAirflow(home, env={**os.environ, **env})
-    print(f"Airflow: AIRFLOW_HOME={home}; starting api-server (port {airflow.port}), scheduler, dag-processor,"
-          f" triggerer (log servers on ports {airflow.log_ports['worker']} and {airflow.log_ports['trigger']})")
+    print(
+        f"Airflow: AIRFLOW_HOME={home}; starting api-server (port {airflow.port}), scheduler, dag-processor,"
+        f" triggerer (log servers on ports {airflow.log_ports['worker']} and {airflow.log_ports['trigger']})"
+    )
     with airflow:
         airflow.wait_for_dags([DAG_ID])
         first, last = spec.start_date.isoformat(), (spec.end_date or spec.start_date).isoformat()
-        print(f"airflow backfill create --dag-id {DAG_ID} --from-date {first} --to-date {last}"
-              " --reprocess-behavior completed --max-active-runs 7")
-        airflow.cli("backfill", "create", "--dag-id", DAG_ID, "--from-date", first, "--to-date", last,
-                    "--reprocess-behavior", "completed", "--max-active-runs", "7")
+        print(
+            f"airflow backfill create --dag-id {DAG_ID} --from-date {first} --to-date {last}"
+            " --reprocess-behavior completed --max-active-runs 7"
+        )
+        airflow.cli(
+            "backfill",
+            "create",
+            "--dag-id",
+            DAG_ID,
+            "--from-date",
+            first,
+            "--to-date",
+            last,
+            "--reprocess-behavior",
+            "completed",
+            "--max-active-runs",
+            "7",
+        )
         airflow.cli("dags", "unpause", DAG_ID)  # Airflow 3 runs no task of a paused DAG
         runs = airflow.wait_for_backfill(DAG_ID)
         merges = {m["run_id"]: m for m in airflow.task_instances(DAG_ID, "merge")}
     print(f"\n{len(runs)} runs, merges one date at a time:")
     for run in runs:
         merge = merges[run["run_id"]]
-        print(f"  {run['logical_date'][:10]}  {run['state']:8}  merge {merge['start_date'][11:19]} - {merge['end_date'][11:19]}")
+        print(
+            f"  {run['logical_date'][:10]}  {run['state']:8}  merge {merge['start_date'][11:19]} - {merge['end_date'][11:19]}"
+        )
     print(f"task logs (the audit task logs each commit's counts): {home}/logs/dag_id={DAG_ID}/")
 
     spark = build_session(SessionSettings(warehouse=str(warehouse()), app_name="zipper demo"))
     show(spark, spec)
-    print(f"\nDone in {time.monotonic() - started:.0f} s. The UI: `make airflow`. Queries: README, 'Querying the tables'.")
+    print(
+        f"\nDone in {time.monotonic() - started:.0f} s. The UI: `make airflow`. Queries: README, 'Querying the tables'."
+    )
     return 0
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import argparse
 import configparser
-from importlib.metadata import version
 import os
 import secrets
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import jinja2
@@ -25,8 +25,10 @@ from zipper.devtools.local_airflow import free_ports
 TEMPLATE = REPO / "airflow.cfg.template"
 DEFAULT_HOME = REPO / "airflow_home"
 DEFAULT_PORT = 8080
-POOL_DESCRIPTION = ("zipper merges; 1 slot: the embedded Derby metastore allows one Spark driver at a time."
-                    " Raise it only with an external metastore.")
+POOL_DESCRIPTION = (
+    "zipper merges; 1 slot: the embedded Derby metastore allows one Spark driver at a time."
+    " Raise it only with an external metastore."
+)
 
 
 def airflow_home(explicit: str | os.PathLike | None = None) -> Path:
@@ -65,8 +67,14 @@ def airflow_env(home: Path, **zipper_env: str) -> dict[str, str]:
 
 
 def airflow(home: Path, *args: str, check: bool = True, env: dict | None = None, timeout: float = 600):
-    return subprocess.run([str(python_bin() / "airflow"), *args], env=env or airflow_env(home), check=check,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [str(python_bin() / "airflow"), *args],
+        env=env or airflow_env(home),
+        check=check,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def ensure_pool(home: Path, env: dict | None = None, slots: int = 1) -> None:
@@ -86,7 +94,9 @@ def setup(home: Path, force: bool = False, api_port: int = DEFAULT_PORT, env: di
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m zipper.devtools.airflow_home", description=__doc__.split("\n\n")[0].replace("\n", " "))
+    parser = argparse.ArgumentParser(
+        prog="python -m zipper.devtools.airflow_home", description=__doc__.split("\n\n")[0].replace("\n", " ")
+    )
     parser.add_argument("--airflow-home", help="default: $AIRFLOW_HOME, else <repo>/airflow_home")
     parser.add_argument("--force", action="store_true", help="render airflow.cfg again even if it exists")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="API server / webserver port")
@@ -99,8 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     rendered = configparser.ConfigParser(interpolation=None)
     rendered.read(config)
-    ports = ", ".join(f"{key} {rendered.get('logging', key, fallback='default')}"
-                      for key in ("worker_log_server_port", "trigger_log_server_port"))
+    ports = ", ".join(
+        f"{key} {rendered.get('logging', key, fallback='default')}"
+        for key in ("worker_log_server_port", "trigger_log_server_port")
+    )
     print(f"AIRFLOW_HOME={home} (config {config}; pool {DEFAULT_POOL}; {ports})")
     return 0
 

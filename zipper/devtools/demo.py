@@ -52,8 +52,15 @@ def generate(data_dir: Path, start: dt.date) -> bool:
 
     def write(rows: list[dict], folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
-        schema = pa.schema([("user_id", pa.int64()), ("name", pa.string()), ("city", pa.string()),
-                            ("phone", pa.string()), ("level", pa.int32())])
+        schema = pa.schema(
+            [
+                ("user_id", pa.int64()),
+                ("name", pa.string()),
+                ("city", pa.string()),
+                ("phone", pa.string()),
+                ("level", pa.int32()),
+            ]
+        )
         pq.write_table(pa.Table.from_pylist(rows, schema=schema), folder / "part-00000.parquet")
 
     write(list(state.values()), data_dir / "base")
@@ -88,9 +95,13 @@ def show(spark, spec) -> None:
     """What analysts see: partitions with row counts, one key's history, an as-of slice."""
     print(f"\nPartitions of {spec.table} ({spec.end_column} = {spec.open_end} holds the current state):")
     partitions = inspect.status(spark, spec)["partitions"]
-    print_table(spark.createDataFrame(
-        [(p["end"], p["kind"], p.get("ds", ""), p["rows"]) for p in sorted(partitions, key=lambda p: p["end"])],
-        f"{spec.end_column} string, kind string, closed_by_run_of string, rows long"), noun=("partition", "partitions"))
+    print_table(
+        spark.createDataFrame(
+            [(p["end"], p["kind"], p.get("ds", ""), p["rows"]) for p in sorted(partitions, key=lambda p: p["end"])],
+            f"{spec.end_column} string, kind string, closed_by_run_of string, rows long",
+        ),
+        noun=("partition", "partitions"),
+    )
     print("\nHistory of user_id = 7 (changed on day 2, back to its first city on day 4):")
     print_table(inspect.history(spark, spec, {"user_id": "7"}), noun=("version", "versions"))
     as_of = spec.start_date + dt.timedelta(days=2)

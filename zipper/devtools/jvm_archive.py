@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from zipper.runtime.jvm import ARCHIVE_ENV, QUIET, size_record, archive_path, driver_options, usable
+from zipper.runtime.jvm import ARCHIVE_ENV, QUIET, archive_path, driver_options, size_record, usable
 
 MAKE_TIMEOUT_S = 900
 
@@ -45,19 +45,25 @@ def ensure_archive(force: bool = False) -> Path | None:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not usable(archive):
                 if failed.exists() and not force:
-                    sys.stderr.write(f"zipper: no class data sharing archive (making it failed, see {failed});"
-                                     " Spark drivers start without it; `python -m zipper.devtools.jvm_archive --force` tries again\n")
+                    sys.stderr.write(
+                        f"zipper: no class data sharing archive (making it failed, see {failed});"
+                        " Spark drivers start without it; `python -m zipper.devtools.jvm_archive --force` tries again\n"
+                    )
                     return None
                 if ARCHIVE_ENV not in os.environ:  # our own folder: one archive per Java and jars
                     for stale in archive.parent.glob("spark-*"):
                         stale.unlink()
-                sys.stderr.write("zipper setup: making the Spark drivers' class data sharing archive"
-                                 " (a minute or two, once per Java and Spark)\n")
+                sys.stderr.write(
+                    "zipper setup: making the Spark drivers' class data sharing archive"
+                    " (a minute or two, once per Java and Spark)\n"
+                )
                 failure = _make(archive)
                 if failure:
                     failed.write_text(failure + "\n")
-                    sys.stderr.write(f"zipper: no class data sharing archive; Spark drivers start without it"
-                                     f" ({failure.splitlines()[-1] if failure.strip() else 'see ' + str(failed)})\n")
+                    sys.stderr.write(
+                        f"zipper: no class data sharing archive; Spark drivers start without it"
+                        f" ({failure.splitlines()[-1] if failure.strip() else 'see ' + str(failed)})\n"
+                    )
                 else:
                     failed.unlink(missing_ok=True)
     except OSError as exc:  # e.g. a read-only virtualenv
@@ -72,12 +78,18 @@ def _make(archive: Path) -> str:
     with tempfile.TemporaryDirectory(prefix="zipper-jvm-") as scratch:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ZIPPER_", "PYSPARK_GATEWAY"))}
         # the quick JIT: this run only loads classes, and compiles less for it
-        env["SPARK_SUBMIT_OPTS"] = (f"-XX:TieredStopAtLevel=1 {shlex.quote(f'-XX:ArchiveClassesAtExit={partial}')}"
-                                    f" {QUIET}")
+        env["SPARK_SUBMIT_OPTS"] = (
+            f"-XX:TieredStopAtLevel=1 {shlex.quote(f'-XX:ArchiveClassesAtExit={partial}')} {QUIET}"
+        )
         env[ARCHIVE_ENV] = "off"  # the workload's driver must not map an archive while dumping one
         try:
-            result = subprocess.run([sys.executable, "-m", "zipper.devtools.jvm_archive", "--workload", scratch], env=env,
-                                    capture_output=True, text=True, timeout=MAKE_TIMEOUT_S)
+            result = subprocess.run(
+                [sys.executable, "-m", "zipper.devtools.jvm_archive", "--workload", scratch],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=MAKE_TIMEOUT_S,
+            )
             failure = "" if result.returncode == 0 else result.stderr.strip()[-2000:]
         except subprocess.TimeoutExpired:
             failure = f"the archiving run took over {MAKE_TIMEOUT_S} s"
@@ -110,12 +122,19 @@ def _workload(scratch: Path) -> None:
     data = scratch / "data"
     spec_file = scratch / "dim_archive.yaml"
     start = "2024-01-01"
-    spec_file.write_text(yaml.safe_dump({
-        "name": "dim_archive", "table": "zipper_jvm.dim_archive", "keys": ["user_id"],
-        "source": {"mode": "upsert", "format": "parquet", "path": f"{data}/incr/ds={{{{ ds }}}}"},
-        "base": {"format": "parquet", "path": f"{data}/base"},
-        "start_date": start, "end_date": "2024-01-07",
-    }))
+    spec_file.write_text(
+        yaml.safe_dump(
+            {
+                "name": "dim_archive",
+                "table": "zipper_jvm.dim_archive",
+                "keys": ["user_id"],
+                "source": {"mode": "upsert", "format": "parquet", "path": f"{data}/incr/ds={{{{ ds }}}}"},
+                "base": {"format": "parquet", "path": f"{data}/base"},
+                "start_date": start,
+                "end_date": "2024-01-07",
+            }
+        )
+    )
     spec = load_spec_file(spec_file)
     demo.generate(data, spec.start_date)
     spark = build_session(SessionSettings(warehouse=str(scratch / "warehouse"), app_name="zipper jvm archive"))

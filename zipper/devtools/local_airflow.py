@@ -17,8 +17,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from zipper.airflow.environment import python_bin
 
@@ -56,8 +56,10 @@ def free_ports(count: int, taken: tuple[int, ...] = ()) -> list[int]:
 
 # Airflow's scheduler (LocalExecutor) and triggerer each start a log server, on 8793 and 8794 by default:
 # a second Airflow on the machine could not start its own, and its UI would ask the first one for logs.
-LOG_SERVER_PORTS = {"worker": "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT",
-                    "trigger": "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT"}
+LOG_SERVER_PORTS = {
+    "worker": "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT",
+    "trigger": "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT",
+}
 
 
 class LocalAirflow:
@@ -74,43 +76,55 @@ class LocalAirflow:
             if not base.get(variable):
                 base[variable] = str(spare)
         self.log_ports = {role: int(base[variable]) for role, variable in LOG_SERVER_PORTS.items()}
-        base.update({
-            "AIRFLOW_HOME": str(self.home),
-            "AIRFLOW__API__PORT": str(self.port),
-            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://localhost:{self.port}/execution/",
-            "PATH": f"{python_bin()}{os.pathsep}{base.get('PATH', '')}",
-        })
+        base.update(
+            {
+                "AIRFLOW_HOME": str(self.home),
+                "AIRFLOW__API__PORT": str(self.port),
+                "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://localhost:{self.port}/execution/",
+                "PATH": f"{python_bin()}{os.pathsep}{base.get('PATH', '')}",
+            }
+        )
         base.setdefault("AIRFLOW__API_AUTH__JWT_SECRET", secrets.token_urlsafe(32))
         self.env = base
         self.processes: dict[str, subprocess.Popen] = {}
 
     # ------------------------------------------------------------------ processes
-    def cli(self, *args: str, check: bool = True, timeout: float = 300,
-            retries_when_locked: int = LOCK_RETRIES) -> subprocess.CompletedProcess:
+    def cli(
+        self, *args: str, check: bool = True, timeout: float = 300, retries_when_locked: int = LOCK_RETRIES
+    ) -> subprocess.CompletedProcess:
         """Runs again a command that SQLite's write lock made fail: the scheduler, the dag-processor
         and the API server write to the same file, and Airflow rolls a failed command back (it
         removes a half-created backfill for exactly this). Pass 0 for commands that are not safe
         to repeat; give `dags trigger` a `--run-id`, so that a repeat cannot start a second run."""
         for attempt in range(retries_when_locked + 1):
-            result = subprocess.run([str(python_bin() / "airflow"), *args], env=self.env, capture_output=True,
-                                    text=True, timeout=timeout)
+            result = subprocess.run(
+                [str(python_bin() / "airflow"), *args], env=self.env, capture_output=True, text=True, timeout=timeout
+            )
             if result.returncode == 0 or LOCKED not in result.stderr or attempt == retries_when_locked:
                 break
             wait = 2.0 * (attempt + 1)
-            print(f"airflow {' '.join(args[:2])}: {LOCKED}; again in {wait:.0f} s"
-                  f" ({attempt + 2} of {retries_when_locked + 1})", file=sys.stderr)
+            print(
+                f"airflow {' '.join(args[:2])}: {LOCKED}; again in {wait:.0f} s"
+                f" ({attempt + 2} of {retries_when_locked + 1})",
+                file=sys.stderr,
+            )
             wait_before_retry(wait)
         if check and result.returncode != 0:
             raise RuntimeError(f"airflow {' '.join(args)} failed ({result.returncode}):\n{result.stderr[-3000:]}")
         return result
 
-    def start(self, timeout: float = 180) -> "LocalAirflow":
+    def start(self, timeout: float = 180) -> LocalAirflow:
         self.home.mkdir(parents=True, exist_ok=True)
         for service in SERVICES:
             log = open(self.home / f"{service}.out", "ab")
             self.processes[service] = subprocess.Popen(
-                [str(python_bin() / "airflow"), service], env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True)
+                [str(python_bin() / "airflow"), service],
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         self.wait_until(self._healthy, timeout, what=f"the API server on port {self.port}")
         return self
 
@@ -138,7 +152,7 @@ class LocalAirflow:
                 process.wait()
         self.processes.clear()
 
-    def __enter__(self) -> "LocalAirflow":
+    def __enter__(self) -> LocalAirflow:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -149,8 +163,9 @@ class LocalAirflow:
         """Rows from the metadata database; retried while a writer holds the lock."""
         for attempt in range(20):
             try:
-                with contextlib.closing(sqlite3.connect(f"file:{self.home}/airflow.db?mode=ro", uri=True,
-                                                        timeout=10)) as db:
+                with contextlib.closing(
+                    sqlite3.connect(f"file:{self.home}/airflow.db?mode=ro", uri=True, timeout=10)
+                ) as db:
                     return db.execute(sql, params).fetchall()
             except sqlite3.OperationalError as exc:
                 if attempt == 19 or ("locked" not in str(exc) and "no such table" not in str(exc)):
@@ -178,15 +193,19 @@ class LocalAirflow:
         self.wait_until(parsed, timeout, what=f"the dag-processor to parse {dag_ids}")
 
     def dag_runs(self, dag_id: str) -> list[dict]:
-        rows = self.query("SELECT run_id, logical_date, state, run_type FROM dag_run WHERE dag_id = ?"
-                          " ORDER BY logical_date", dag_id)
+        rows = self.query(
+            "SELECT run_id, logical_date, state, run_type FROM dag_run WHERE dag_id = ? ORDER BY logical_date", dag_id
+        )
         return [dict(zip(("run_id", "logical_date", "state", "run_type"), r)) for r in rows]
 
     def task_instances(self, dag_id: str, task_id: str) -> list[dict]:
         rows = self.query(
             "SELECT ti.run_id, dr.logical_date, ti.state, ti.start_date, ti.end_date, ti.try_number"
             " FROM task_instance ti JOIN dag_run dr ON dr.dag_id = ti.dag_id AND dr.run_id = ti.run_id"
-            " WHERE ti.dag_id = ? AND ti.task_id = ? ORDER BY dr.logical_date", dag_id, task_id)
+            " WHERE ti.dag_id = ? AND ti.task_id = ? ORDER BY dr.logical_date",
+            dag_id,
+            task_id,
+        )
         keys = ("run_id", "logical_date", "state", "start_date", "end_date", "try_number")
         return [dict(zip(keys, r)) for r in rows]
 
@@ -211,8 +230,11 @@ class LocalAirflow:
             raise RuntimeError(f"{dag_id} has no backfill")
 
         def runs():
-            found = self.query("SELECT dr.run_id, dr.logical_date, dr.state FROM dag_run dr"
-                               " WHERE dr.backfill_id = ? ORDER BY dr.logical_date", backfill_id)
+            found = self.query(
+                "SELECT dr.run_id, dr.logical_date, dr.state FROM dag_run dr"
+                " WHERE dr.backfill_id = ? ORDER BY dr.logical_date",
+                backfill_id,
+            )
             found = [dict(zip(("run_id", "logical_date", "state"), r)) for r in found]
             failed = [r for r in found if r["state"] == "failed"]
             if failed:

@@ -15,7 +15,6 @@ from zipper.tablespec.model import TableSpec
 from zipper.transforms import changes
 from zipper.transforms.equality import holds_map
 
-
 SCRATCH = "zipper_changes"
 
 
@@ -59,8 +58,11 @@ def read_day_input(spark, spec: TableSpec, located: sources.Input, table_columns
     if sequence and sequence not in df.columns:
         raise InputError(f"{what} lacks the sequence_by column {sequence!r}", **where_of(spec, ds))
     if sequence and holds_map(df.schema[sequence].dataType):  # Spark cannot sort by it
-        raise InputError(f"{what} sequence_by column {sequence!r} has type {df.schema[sequence].dataType.simpleString()},"
-                         " which has no order", **where_of(spec, ds))
+        raise InputError(
+            f"{what} sequence_by column {sequence!r} has type {df.schema[sequence].dataType.simpleString()},"
+            " which has no order",
+            **where_of(spec, ds),
+        )
     return df
 
 
@@ -87,8 +89,17 @@ def evolved_columns(spec: TableSpec, ds: dt.date, input_columns, table_columns, 
     return conform.evolve(input_columns, table_columns, spec, ds.isoformat(), what)[0]
 
 
-def collapsed(spec: TableSpec, ds: dt.date, what: str, events, names: list[str], counts: dict, match,
-              against: str, anomalies: bool):
+def collapsed(
+    spec: TableSpec,
+    ds: dt.date,
+    what: str,
+    events,
+    names: list[str],
+    counts: dict,
+    match,
+    against: str,
+    anomalies: bool,
+):
     """Several changes of a key in one day, collapsed to the state the last one leaves; the
     problems between them (a delete that does not match `against`, ...) refused or counted first.
     `anomalies`: the mode reports a landing zone's anomalies."""

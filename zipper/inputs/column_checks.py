@@ -16,8 +16,12 @@ def refuse_internal_names(columns: list[str], spec: TableSpec, ds: str, what: st
     column of that name would be taken for one (a `zipper_op` value 'delete' deleted its key)."""
     internal = sorted(c for c in columns if c.lower().startswith(INTERNAL_PREFIX))
     if internal:
-        raise InputError(f"{what} has columns {internal}: names starting with {INTERNAL_PREFIX!r} are reserved for"
-                         " zipper's own columns; rename them in the source", table=spec.table, ds=ds)
+        raise InputError(
+            f"{what} has columns {internal}: names starting with {INTERNAL_PREFIX!r} are reserved for"
+            " zipper's own columns; rename them in the source",
+            table=spec.table,
+            ds=ds,
+        )
 
 
 # The metastore keeps a column's name in a VARCHAR(767) (COLUMNS_V2.COLUMN_NAME): a longer one
@@ -32,6 +36,7 @@ def refuse_unstorable_names(columns: list[str], spec: TableSpec, ds: str, what: 
     """Names the table cannot take, refused before anything is written: Hive reads a dot as a
     struct field, a backtick ends a quoted name, its Parquet reader cannot parse white space and
     a few more characters, and the metastore holds at most 767 characters."""
+
     def why(name: str) -> str | None:
         if len(name) > MAX_COLUMN_NAME:
             return f"{len(name)} characters, more than the metastore's {MAX_COLUMN_NAME}"
@@ -48,8 +53,9 @@ def refuse_unstorable_names(columns: list[str], spec: TableSpec, ds: str, what: 
     bad = [(name, reason) for name in columns if (reason := why(name))]
     if bad:
         shown = ", ".join(f"{name if len(name) <= 40 else name[:40] + '...'!r} ({reason})" for name, reason in bad[:5])
-        raise InputError(f"{what} has columns a Hive table cannot take: {shown}; rename them in the source",
-                         table=spec.table, ds=ds)
+        raise InputError(
+            f"{what} has columns a Hive table cannot take: {shown}; rename them in the source", table=spec.table, ds=ds
+        )
 
 
 def refuse_padded_names(columns: list[str], spec: TableSpec, ds: str, what: str) -> None:
@@ -57,9 +63,12 @@ def refuse_padded_names(columns: list[str], spec: TableSpec, ds: str, what: str)
     `id, name`): such a column was added beside `name`, which went NULL in the day's versions."""
     padded = [name for name in columns if name != name.strip()]
     if padded:
-        raise InputError(f"{what} has columns with white space before or after their names: {padded[:5]}; rename"
-                         " them in the source (a CSV header is read as written: 'id, name' names ' name')",
-                         table=spec.table, ds=ds)
+        raise InputError(
+            f"{what} has columns with white space before or after their names: {padded[:5]}; rename"
+            " them in the source (a CSV header is read as written: 'id, name' names ' name')",
+            table=spec.table,
+            ds=ds,
+        )
 
 
 def refuse_bad_names(columns: list[str], spec: TableSpec, ds: str, what: str) -> None:
@@ -80,16 +89,24 @@ def refuse_unwritable_types(df, spec: TableSpec, ds: str, what: str) -> None:
         try:
             spark_types._parse_datatype_string(kind)
         except fs.jvm_failures():  # Spark's parser refuses it (a ParseException)
-            raise InputError(f"{what} column {field.name!r} has type {kind}, whose nested field names a Hive table"
-                             " cannot take (a space, a dot, ...); rename them in the source", table=spec.table,
-                             ds=ds) from None
+            raise InputError(
+                f"{what} column {field.name!r} has type {kind}, whose nested field names a Hive table"
+                " cannot take (a space, a dot, ...); rename them in the source",
+                table=spec.table,
+                ds=ds,
+            ) from None
 
 
 # Spark types a Hive table cannot store (the spec refuses them by name: zipper.tablespec.sparktypes),
 # by the class name of their Spark type.
-_NOT_IN_HIVE = {"TimestampNTZType": "timestamp_ntz", "DayTimeIntervalType": "interval",
-                "YearMonthIntervalType": "interval", "CalendarIntervalType": "interval", "VariantType": "variant",
-                "TimeType": "time"}
+_NOT_IN_HIVE = {
+    "TimestampNTZType": "timestamp_ntz",
+    "DayTimeIntervalType": "interval",
+    "YearMonthIntervalType": "interval",
+    "CalendarIntervalType": "interval",
+    "VariantType": "variant",
+    "TimeType": "time",
+}
 NTZ_HINT = " (a Parquet timestamp without a time zone, such as pandas' naive datetimes): write it adjusted to UTC"
 
 
@@ -105,8 +122,12 @@ def refuse_unstorable_types(df, spec: TableSpec, ds: str, what: str) -> None:
         bad = _unstorable(field.dataType)
         if bad:
             hint = NTZ_HINT if bad == "timestamp_ntz" else ""
-            raise InputError(f"{what} column {field.name!r} has type {field.dataType.simpleString()}, which a Hive"
-                             f" table cannot store{hint}", table=spec.table, ds=ds)
+            raise InputError(
+                f"{what} column {field.name!r} has type {field.dataType.simpleString()}, which a Hive"
+                f" table cannot store{hint}",
+                table=spec.table,
+                ds=ds,
+            )
 
 
 def refuse_map_keys(df, spec: TableSpec, ds: str, what: str) -> None:
@@ -114,8 +135,12 @@ def refuse_map_keys(df, spec: TableSpec, ds: str, what: str) -> None:
     types = {f.name: f.dataType for f in df.schema.fields}
     for key in spec.keys:
         if key in types and holds_map(types[key]):
-            raise InputError(f"{what} key column {key!r} has type {types[key].simpleString()}: a key cannot hold a"
-                             " map (Spark cannot compare maps)", table=spec.table, ds=ds)
+            raise InputError(
+                f"{what} key column {key!r} has type {types[key].simpleString()}: a key cannot hold a"
+                " map (Spark cannot compare maps)",
+                table=spec.table,
+                ds=ds,
+            )
 
 
 def lower_case_columns(df, spec: TableSpec, ds: str, what: str):
@@ -140,6 +165,9 @@ def check_shape(df, spec: TableSpec, ds: str, what: str) -> None:
     missing_keys = [k for k in spec.keys if k not in df.columns]
     if missing_keys:
         found = df.columns
-        shown = (f"its columns: {found[:10]}{' ...' if len(found) > 10 else ''}" if found
-                 else "it has no columns: an empty file?")
+        shown = (
+            f"its columns: {found[:10]}{' ...' if len(found) > 10 else ''}"
+            if found
+            else "it has no columns: an empty file?"
+        )
         raise InputError(f"{what} lacks key columns {missing_keys} ({shown})", table=spec.table, ds=ds)

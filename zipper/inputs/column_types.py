@@ -7,14 +7,18 @@ import re
 
 from pyspark.sql.types import ArrayType, MapType, StructType
 
-
 # (from, to) pairs that never lose information.
 SAFE_WIDENINGS = {
-    ("tinyint", "smallint"), ("tinyint", "int"), ("tinyint", "bigint"),
-    ("smallint", "int"), ("smallint", "bigint"),
+    ("tinyint", "smallint"),
+    ("tinyint", "int"),
+    ("tinyint", "bigint"),
+    ("smallint", "int"),
+    ("smallint", "bigint"),
     ("int", "bigint"),
     ("float", "double"),
-    ("tinyint", "double"), ("smallint", "double"), ("int", "double"),
+    ("tinyint", "double"),
+    ("smallint", "double"),
+    ("int", "double"),
 }
 _DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")
 
@@ -45,6 +49,7 @@ def mistyped_column(held, read, name: str = "") -> tuple[str, str, str] | None:
     of a file's schema `held` that Spark cannot read as `read` has it, or None: types match by
     field name (in any case), a field only one of them has is no matter (read as NULL), and a type
     the file holds narrower than it is read (`reads_as`: int as bigint) is read so."""
+
     def unreadable(in_file: str, read_as: str) -> bool:
         return not (in_file == read_as or in_file == "void" or reads_as(in_file, read_as))
 
@@ -61,6 +66,7 @@ def lossy_conversion(held, read, name: str = "") -> tuple[str, str, str] | None:
     """(column, as `outer.inner`; its type in the file; the type it is read as) of the first column
     a file holds as text where it is read as another type, or as a fraction where it is read as an
     integer: the conversions of ORC's schema evolution that can lose values. None if there is none."""
+
     def lossy(in_file: str, read_as: str) -> bool:
         text_to_other = in_file.startswith(_TEXT) and not read_as.startswith(_TEXT)
         return text_to_other or (in_file.startswith(_FRACTIONAL) and read_as in _INTEGRAL)
@@ -79,12 +85,14 @@ def _first_field(held, read, differs, name: str = "") -> tuple[str, str, str] | 
     if isinstance(held, StructType) and isinstance(read, StructType):
         in_file = {f.name.lower(): f.dataType for f in held.fields}
         wanted = [(f"{name}.{f.name}" if name else f.name, f) for f in read.fields if f.name.lower() in in_file]
-        return next(filter(None, (_first_field(in_file[f.name.lower()], f.dataType, differs, path)
-                                  for path, f in wanted)), None)
+        return next(
+            filter(None, (_first_field(in_file[f.name.lower()], f.dataType, differs, path) for path, f in wanted)), None
+        )
     if isinstance(held, ArrayType) and isinstance(read, ArrayType):
         return _first_field(held.elementType, read.elementType, differs, name)
     if isinstance(held, MapType) and isinstance(read, MapType):
-        return (_first_field(held.keyType, read.keyType, differs, name)
-                or _first_field(held.valueType, read.valueType, differs, name))
+        return _first_field(held.keyType, read.keyType, differs, name) or _first_field(
+            held.valueType, read.valueType, differs, name
+        )
     in_file, read_as = held.simpleString(), read.simpleString()
     return (name, in_file, read_as) if differs(in_file, read_as) else None

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, _parse_datatype_string
 
+from zipper.core.errors import InputError, SpecError
 from zipper.inputs import csv_values, reader
 from zipper.inputs.column_checks import check_shape, lower_case_columns
 from zipper.inputs.column_types import SAFE_WIDENINGS, float_and_double, reads_as
-from zipper.core.errors import InputError, SpecError
 from zipper.tablespec.model import TableSpec
 
 
@@ -26,8 +26,9 @@ def struct_type(columns: list[tuple[str, str]], begin_column: str | None = None)
     return StructType(fields)
 
 
-def read_input(spark, spec: TableSpec, located, source, table_columns: list[tuple[str, str]] | None, ds: str,
-               what: str):
+def read_input(
+    spark, spec: TableSpec, located, source, table_columns: list[tuple[str, str]] | None, ds: str, what: str
+):
     """An input (increment or base) read with lower-case column names and the checks every
     reader needs: no two names differing only in case, none of the table's own columns, every
     key present. `table_columns` is the schema an empty input gets; without it (None) an empty
@@ -82,8 +83,12 @@ def tracked_columns(spec: TableSpec, columns: list[str], ds: str | None = None) 
         return [c for c in columns if c not in spec.keys]
     unknown = [c for c in spec.track_columns if c not in columns]
     if unknown:
-        raise SpecError(f"{spec.origin or spec.name}: key 'track_columns': {unknown} not among the table's columns"
-                        f" {[c for c in columns if c not in spec.keys]}", table=spec.table, ds=ds)
+        raise SpecError(
+            f"{spec.origin or spec.name}: key 'track_columns': {unknown} not among the table's columns"
+            f" {[c for c in columns if c not in spec.keys]}",
+            table=spec.table,
+            ds=ds,
+        )
     return list(spec.track_columns)
 
 
@@ -116,8 +121,9 @@ class ColumnChanges:
         return {"added": [list(c) for c in self.added], "widened": [[name, new] for name, _, new in self.widened]}
 
 
-def evolve(input_columns: list[tuple[str, str]], table_columns: list[tuple[str, str]], spec: TableSpec, ds: str,
-           what: str) -> tuple[list[tuple[str, str]], ColumnChanges]:
+def evolve(
+    input_columns: list[tuple[str, str]], table_columns: list[tuple[str, str]], spec: TableSpec, ds: str, what: str
+) -> tuple[list[tuple[str, str]], ColumnChanges]:
     """The table's columns once this input is merged, and what changed; a type change that is
     not a safe widening (either way) fails naming the column and both types."""
     have = dict(input_columns)
@@ -159,8 +165,9 @@ def widened_from_float(changes: ColumnChanges) -> set[str]:
     return {name for name, old, new in changes.widened if (old, new) == ("float", "double")}
 
 
-def float_precision_columns(columns: list[tuple[str, str]], changes: ColumnChanges, earlier: frozenset[str]
-                            ) -> frozenset[str]:
+def float_precision_columns(
+    columns: list[tuple[str, str]], changes: ColumnChanges, earlier: frozenset[str]
+) -> frozenset[str]:
     """The double columns a day compares at float precision (`equality.equal_at_float_precision`):
     those its input has as float, those it widens from float, and `earlier`, those an earlier
     commit widened from float (their open rows hold floats). A column that was always double and

@@ -17,8 +17,16 @@ from zipper.core import fs
 from zipper.core.errors import InputError
 
 # Two-character spellings Spark's CSV options accept for one character (`sep: '\\t'`).
-_CSV_ESCAPES = {"\\t": "\t", "\\r": "\r", "\\b": "\b", "\\f": "\f", '\\"': '"', "\\'": "'", "\\\\": "\\",
-                "\\u0000": "\0"}
+_CSV_ESCAPES = {
+    "\\t": "\t",
+    "\\r": "\r",
+    "\\b": "\b",
+    "\\f": "\f",
+    '\\"': '"',
+    "\\'": "'",
+    "\\\\": "\\",
+    "\\u0000": "\0",
+}
 
 # Line ends inside one line (which `csv` would take for the line's end), as private-use characters.
 _LINE_ENDS_AWAY = str.maketrans({"\r": "\ue000", "\n": "\ue001"})
@@ -53,9 +61,16 @@ def header_names(line: str, options: dict[str, str], more: Iterator[str] | None 
         return [f[1:-1] if quote and len(f) > 1 and f[0] == f[-1] == quote else f for f in line.split(sep)]
     lines = [line] if more is None else (text + "\n" for text in itertools.chain([line], more))
     try:
-        return next(csv.reader(lines, delimiter=sep, quotechar=quote or '"',
-                               quoting=csv.QUOTE_NONE if quote is None else csv.QUOTE_MINIMAL,
-                               escapechar=escape if escape and escape != quote and len(escape) == 1 else None), [])
+        return next(
+            csv.reader(
+                lines,
+                delimiter=sep,
+                quotechar=quote or '"',
+                quoting=csv.QUOTE_NONE if quote is None else csv.QUOTE_MINIMAL,
+                escapechar=escape if escape and escape != quote and len(escape) == 1 else None,
+            ),
+            [],
+        )
     except (csv.Error, TypeError):
         return None
 
@@ -172,12 +187,17 @@ def _refuse_repeated(headers: list[tuple[str, list[str]]], null_value: str, what
     path, repeated = offending[0]
     shown = ", ".join(repr(spellings[0]) for spellings in repeated[:5]) + (" ..." if len(repeated) > 5 else "")
     cases = [list(dict.fromkeys(spellings)) for spellings in repeated if len(set(spellings)) > 1]
-    in_case = (f" ({'; '.join(', '.join(map(repr, c)) for c in cases[:3])}: column names are matched in any case)"
-               if cases else "")
+    in_case = (
+        f" ({'; '.join(', '.join(map(repr, c)) for c in cases[:3])}: column names are matched in any case)"
+        if cases
+        else ""
+    )
     others = len(offending) - 1
     more = f" (and {others} more file{'s' if others > 1 else ''})" if others else ""
-    raise InputError(f"{what}: file {fs.name_of(path)} has column{'s' if len(repeated) > 1 else ''} {shown} more than"
-                     f" once in its header{in_case}{more}")
+    raise InputError(
+        f"{what}: file {fs.name_of(path)} has column{'s' if len(repeated) > 1 else ''} {shown} more than"
+        f" once in its header{in_case}{more}"
+    )
 
 
 def _refuse_different(headers: list[tuple[str, list[str]]], what: str) -> None:
@@ -186,9 +206,11 @@ def _refuse_different(headers: list[tuple[str, list[str]]], what: str) -> None:
     first_path, first = headers[0]
     for path, names in headers[1:]:
         if [n.lower() for n in names] != [n.lower() for n in first]:
-            raise InputError(f"{what}: file {fs.name_of(path)} has the header {_shown(names)}, file"
-                             f" {fs.name_of(first_path)} {_shown(first)}: the CSV files of one input are read"
-                             " with one header, so each must list the same columns in the same order")
+            raise InputError(
+                f"{what}: file {fs.name_of(path)} has the header {_shown(names)}, file"
+                f" {fs.name_of(first_path)} {_shown(first)}: the CSV files of one input are read"
+                " with one header, so each must list the same columns in the same order"
+            )
 
 
 def _shown(names: list[str]) -> str:

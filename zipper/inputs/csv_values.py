@@ -18,15 +18,28 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DecimalType, DoubleType, FloatType, StringType, StructField, StructType, TimestampType
 
 from zipper.core import fs
-from zipper.inputs.csv_header import csv_option
 from zipper.core.errors import InputError, java_messages
+from zipper.inputs.csv_header import csv_option
 
 BAD_RECORD = "_zipper_bad_record"
 MAX_READS = 10_000  # remembered files per process; a rerun of years of daily files stays well under
 # Options of the file reader that `from_csv` (one record) has no use for.
-_FILE_ONLY = {"header", "enforceschema", "inferschema", "mode", "columnnameofcorruptrecord", "multiline",
-              "samplingratio", "pathglobfilter", "recursivefilelookup", "modifiedbefore", "modifiedafter",
-              "encoding", "charset", "linesep"}
+_FILE_ONLY = {
+    "header",
+    "enforceschema",
+    "inferschema",
+    "mode",
+    "columnnameofcorruptrecord",
+    "multiline",
+    "samplingratio",
+    "pathglobfilter",
+    "recursivefilelookup",
+    "modifiedbefore",
+    "modifiedafter",
+    "encoding",
+    "charset",
+    "linesep",
+}
 
 
 @dataclass(frozen=True)
@@ -90,8 +103,11 @@ def explain(spark, exc: BaseException, keys: list[str] | tuple[str, ...] = ()) -
     if found is None:
         return None
     typed, fields = found
-    bad = [(f.name, f.dataType.simpleString(), fields[f.name]) for f in read.schema.fields
-           if fields.get(f.name) is not None and typed[f.name] is None]
+    bad = [
+        (f.name, f.dataType.simpleString(), fields[f.name])
+        for f in read.schema.fields
+        if fields.get(f.name) is not None and typed[f.name] is None
+    ]
     if not bad:
         return None
     columns = "; ".join(f"column {name!r} ({kind}) cannot hold {value!r}" for name, kind, value in bad[:5])
@@ -112,16 +128,20 @@ def _bad_record(spark, path: str, read: CsvRead):
     options = dict(read.options)
     options.update(mode="PERMISSIVE", columnNameOfCorruptRecord=BAD_RECORD)
     schema = StructType([*read.schema.fields, StructField(BAD_RECORD, StringType(), True)])
-    rows = (spark.read.options(**options).schema(schema).csv(path)
-            .where(F.col(BAD_RECORD).isNotNull()).limit(1).collect())
+    rows = (
+        spark.read.options(**options).schema(schema).csv(path).where(F.col(BAD_RECORD).isNotNull()).limit(1).collect()
+    )
     if not rows:
         return None
     typed = rows[0]
     as_text = ", ".join("`" + f.name.replace("`", "``") + "` STRING" for f in read.schema.fields)
     record_options = {k: v for k, v in read.options if k.lower() not in _FILE_ONLY}
-    parsed = (spark.createDataFrame([(typed[BAD_RECORD],)], "record string")
-              .select(F.from_csv("record", as_text, record_options).alias("r"))
-              .select("r.*").collect())
+    parsed = (
+        spark.createDataFrame([(typed[BAD_RECORD],)], "record string")
+        .select(F.from_csv("record", as_text, record_options).alias("r"))
+        .select("r.*")
+        .collect()
+    )
     return typed, parsed[0].asDict() if parsed else {}
 
 
@@ -148,15 +168,24 @@ def refuse_rounding(spark, paths: list[str], keys, table: str, ds: str | None) -
             continue
         as_text = StructType([StructField(f.name, StringType(), True) for f in read.schema.fields])
         rows = spark.read.options(**dict(read.options)).schema(as_text).csv(files)
-        bad = (rows.where(reduce(lambda a, b: a | b, [lossy for _, lossy, _ in checked]))
-               .select("*", F.input_file_name().alias("zipper_file"),
-                       *[lossy.alias(f"zipper_lossy_{i}") for i, (_, lossy, _) in enumerate(checked)])
-               .limit(1).collect())
+        bad = (
+            rows.where(reduce(lambda a, b: a | b, [lossy for _, lossy, _ in checked]))
+            .select(
+                "*",
+                F.input_file_name().alias("zipper_file"),
+                *[lossy.alias(f"zipper_lossy_{i}") for i, (_, lossy, _) in enumerate(checked)],
+            )
+            .limit(1)
+            .collect()
+        )
         if not bad:
             continue
         row = bad[0]
-        columns = "; ".join(f"column {f.name!r} ({f.dataType.simpleString()}) cannot hold {row[f.name]!r} without"
-                            f" {loss}" for i, (f, _, loss) in enumerate(checked) if row[f"zipper_lossy_{i}"])
+        columns = "; ".join(
+            f"column {f.name!r} ({f.dataType.simpleString()}) cannot hold {row[f.name]!r} without {loss}"
+            for i, (f, _, loss) in enumerate(checked)
+            if row[f"zipper_lossy_{i}"]
+        )
         key_names = _key_names(read, keys)
         where = f" (row with {', '.join(f'{k}={row[k]}' for k in key_names)})" if key_names else ""
         name = fs.name_of(fs.spelled_alike(row["zipper_file"]))
@@ -191,8 +220,10 @@ def _losses(field, marks: tuple[str, str] = (".", ","), options: tuple[tuple[str
     if isinstance(field.dataType, (FloatType, DoubleType)):
         return _out_of_range(field, dict(options))
     if isinstance(field.dataType, DecimalType):
-        return [(decimal_places(text, marks) > F.lit(field.dataType.scale), "rounding it"),
-                (misplaced_grouping(text, marks), f"dropping its {marks[1]!r} (read as a thousands mark)")]
+        return [
+            (decimal_places(text, marks) > F.lit(field.dataType.scale), "rounding it"),
+            (misplaced_grouping(text, marks), f"dropping its {marks[1]!r} (read as a thousands mark)"),
+        ]
     if isinstance(field.dataType, TimestampType):  # the seconds' fraction, before any zone
         places = F.length(F.regexp_extract(text, r"[0-9]:[0-9]{2}\.([0-9]*?)0*(?:[^0-9].*)?$", 1))
         return [(places > F.lit(TIMESTAMP_PLACES), "truncating it to microseconds")]
@@ -209,12 +240,17 @@ def _out_of_range(field, options: dict[str, str]) -> list:
     text = F.trim(raw)
     parsed = text.try_cast(field.dataType)
     # the reader's own words for the special values, matched before any parse (Spark's defaults)
-    special = [csv_option(options, "nanvalue", default="NaN"), csv_option(options, "positiveinf", default="Inf"),
-               csv_option(options, "negativeinf", default="-Inf")]
+    special = [
+        csv_option(options, "nanvalue", default="NaN"),
+        csv_option(options, "positiveinf", default="Inf"),
+        csv_option(options, "negativeinf", default="-Inf"),
+    ]
     finite_text = ~F.lower(text).contains("inf") & ~raw.isin(special)
     nonzero_digits = F.regexp_extract(text, r"^[+-]?([0-9.]*)", 1).rlike("[1-9]")
-    return [((F.abs(parsed) == F.lit(float("inf"))) & finite_text, "overflowing it to infinity"),
-            ((parsed == F.lit(0)) & nonzero_digits, "underflowing it to 0")]
+    return [
+        ((F.abs(parsed) == F.lit(float("inf"))) & finite_text, "overflowing it to infinity"),
+        ((parsed == F.lit(0)) & nonzero_digits, "underflowing it to 0"),
+    ]
 
 
 def misplaced_grouping(text, marks: tuple[str, str] = (".", ",")):
@@ -232,10 +268,13 @@ def decimal_places(text, marks: tuple[str, str] = (".", ",")):
     decimal_mark, grouping_mark = marks
     plain = F.translate(text, decimal_mark + grouping_mark, ".")  # the grouping mark dropped
     integer, fraction = F.regexp_extract(plain, _NUMBER, 1), F.regexp_extract(plain, _NUMBER, 2)
-    exponent = F.concat(F.regexp_extract(plain, _NUMBER, 3), F.lit("0"),
-                        F.regexp_extract(plain, _NUMBER, 4)).cast("int")
+    exponent = F.concat(F.regexp_extract(plain, _NUMBER, 3), F.lit("0"), F.regexp_extract(plain, _NUMBER, 4)).cast(
+        "int"
+    )
     digits = F.concat(integer, fraction)
     trailing_zeros = F.length(F.regexp_extract(digits, "(0*)$", 1))
-    return (F.when(~plain.rlike(_NUMBER) | (F.length(digits) == 0), F.lit(None))
-            .when(~digits.rlike("[1-9]"), F.lit(0))  # zero, in any spelling (0.000e-5), loses nothing
-            .otherwise(F.length(fraction) - exponent - trailing_zeros))
+    return (
+        F.when(~plain.rlike(_NUMBER) | (F.length(digits) == 0), F.lit(None))
+        .when(~digits.rlike("[1-9]"), F.lit(0))  # zero, in any spelling (0.000e-5), loses nothing
+        .otherwise(F.length(fraction) - exponent - trailing_zeros)
+    )

@@ -5,22 +5,24 @@ from __future__ import annotations
 
 import datetime as dt
 
+from zipper.core.errors import InputError, MissingInputError
 from zipper.inputs import conform, sources
 from zipper.inputs.changeset import evolved_columns
 from zipper.inputs.dated_checks import check_dated_keys
-from zipper.transforms.timelines import dated
-from zipper.core.errors import InputError, MissingInputError
 from zipper.tablespec.model import TableSpec
+from zipper.transforms.timelines import dated
 
 
-def read_as_table(spark, spec: TableSpec, located: sources.Input, source, table_columns: list[tuple[str, str]],
-                  ds: dt.date, what: str):
+def read_as_table(
+    spark, spec: TableSpec, located: sources.Input, source, table_columns: list[tuple[str, str]], ds: dt.date, what: str
+):
     """The input as the table's columns, in order, with the checks and safe widenings of a merge."""
     return conform.to_columns(read_checked(spark, spec, located, source, table_columns, ds, what), table_columns)
 
 
-def read_checked(spark, spec: TableSpec, located: sources.Input, source, table_columns: list[tuple[str, str]],
-                 ds: dt.date, what: str):
+def read_checked(
+    spark, spec: TableSpec, located: sources.Input, source, table_columns: list[tuple[str, str]], ds: dt.date, what: str
+):
     """The input as read (its own columns), checked to fit the table's columns as they are: a
     merge of its date takes it so (`dayinput.prepare`)."""
     ds_text = ds.isoformat()
@@ -30,17 +32,24 @@ def read_checked(spark, spec: TableSpec, located: sources.Input, source, table_c
     have = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
     _, changes = conform.evolve(have, table_columns, spec, ds_text, what)
     if changes.added:
-        raise InputError(f"{what} has columns not in the table {[name for name, _ in changes.added]};"
-                         " merge its date first", table=spec.table, ds=ds_text)
+        raise InputError(
+            f"{what} has columns not in the table {[name for name, _ in changes.added]}; merge its date first",
+            table=spec.table,
+            ds=ds_text,
+        )
     if changes.widened:
         name, old, new = changes.widened[0]
-        raise InputError(f"{what} column {name!r} has type {new}, the table has {old}; merge its date first",
-                         table=spec.table, ds=ds_text)
+        raise InputError(
+            f"{what} column {name!r} has type {new}, the table has {old}; merge its date first",
+            table=spec.table,
+            ds=ds_text,
+        )
     return df
 
 
-def read_increments(spark, spec: TableSpec, table_columns: list[tuple[str, str]],
-                    located: dict[dt.date, sources.Input]) -> tuple[dict[dt.date, object], list[tuple[str, str]]]:
+def read_increments(
+    spark, spec: TableSpec, table_columns: list[tuple[str, str]], located: dict[dt.date, sources.Input]
+) -> tuple[dict[dt.date, object], list[tuple[str, str]]]:
     """Every located increment read once, by date, for a rerun that replays them through the
     daily merge, and the table's columns once they are all merged: each date's columns are
     checked against the table's as the dates before it leave them, as its merge will see them
@@ -66,13 +75,13 @@ def locate_base(spark, spec: TableSpec, init_ds: dt.date) -> sources.Input | Non
         return None
     located = sources.locate(spark, spec, spec.base, init_ds, "base")
     if located.empty and located.format != "table":
-        raise MissingInputError(f"base at {located.description} has no files", table=spec.table,
-                                ds=init_ds.isoformat())
+        raise MissingInputError(f"base at {located.description} has no files", table=spec.table, ds=init_ds.isoformat())
     return located
 
 
-def read_base(spark, spec: TableSpec, table_columns: list[tuple[str, str]], init_ds: dt.date,
-              located: sources.Input | None):
+def read_base(
+    spark, spec: TableSpec, table_columns: list[tuple[str, str]], init_ds: dt.date, located: sources.Input | None
+):
     """The base `locate_base` found, as the table's columns (None without one)."""
     if located is None:
         return None
@@ -93,15 +102,24 @@ def base_changed(located: sources.Input | None, recorded: str | None) -> bool:
     return bool(recorded) and base_fingerprint(located, recorded) != recorded
 
 
-def dated_rows(spark, spec: TableSpec, table_columns: list[tuple[str, str]], located: dict[dt.date, sources.Input],
-               base=None, base_ds: dt.date | None = None, read: dict[dt.date, object] | None = None):
+def dated_rows(
+    spark,
+    spec: TableSpec,
+    table_columns: list[tuple[str, str]],
+    located: dict[dt.date, sources.Input],
+    base=None,
+    base_ds: dt.date | None = None,
+    read: dict[dt.date, object] | None = None,
+):
     """The base (tagged with its date) and every located increment (tagged with its run date), as
     one DataFrame of `table_columns`; `read`: the increments as `read_increments` already read them
     for a rerun (with the columns it gives, those the replayed dates leave); else each must fit the
     table's columns as they are."""
     if read is None:
-        read = {day: read_checked(spark, spec, located[day], spec.source, table_columns, day, "increment")
-                for day in sorted(located)}
+        read = {
+            day: read_checked(spark, spec, located[day], spec.source, table_columns, day, "increment")
+            for day in sorted(located)
+        }
     names = [c for c, _ in table_columns]
     parts = [dated(base, names, base_ds.isoformat())] if base is not None else []
     for day in sorted(located):

@@ -9,13 +9,17 @@ from functools import reduce
 
 from pyspark.sql import functions as F
 
-from zipper.inputs.refusals import MAX_LISTED_KEYS, collect_problems, handle_problems, refuse_key_offenders
-from zipper.inputs.refusals import refuse_order_offenders
+from zipper.inputs.refusals import (
+    MAX_LISTED_KEYS,
+    collect_problems,
+    handle_problems,
+    refuse_key_offenders,
+    refuse_order_offenders,
+)
 from zipper.tablespec.model import TableSpec
 from zipper.transforms import changes, daily
 from zipper.transforms.collected import as_collected
 from zipper.transforms.timelines import DS
-
 
 # a hash of the columns other than keys and order, there only to have Spark read them (`dated_keys`)
 READ_ALL = "zipper__read_all__"
@@ -30,8 +34,11 @@ def check_dated_keys(rows, spec: TableSpec, descriptions: dict[str, str], read_a
     `daily.key_offenders`."""
     ordered = changes.ORDER in rows.columns
     read_all_columns = read_all_columns or READ_ALL in rows.columns
-    found = (changes.order_offenders(rows, [DS, *spec.keys], read_all_columns=read_all_columns) if ordered
-             else daily.key_offenders(rows, [DS, *spec.keys], read_all_columns=read_all_columns))
+    found = (
+        changes.order_offenders(rows, [DS, *spec.keys], read_all_columns=read_all_columns)
+        if ordered
+        else daily.key_offenders(rows, [DS, *spec.keys], read_all_columns=read_all_columns)
+    )
     offenders = as_collected(found.limit(MAX_LISTED_KEYS * 2 + 1)).collect()
     if not offenders:
         return
@@ -43,8 +50,9 @@ def check_dated_keys(rows, spec: TableSpec, descriptions: dict[str, str], read_a
     refuse_key_offenders(of_first, spec, ds, what)
 
 
-def check_within_days(spec: TableSpec, flagged: dict, descriptions: dict[str, str], against: str,
-                      refused: list[str], anomalies: bool) -> None:
+def check_within_days(
+    spec: TableSpec, flagged: dict, descriptions: dict[str, str], against: str, refused: list[str], anomalies: bool
+) -> None:
     """The problems between the changes of one key within a day, for several dates (date ->
     `changes.flag_events` of its changes): the earliest date that has one that fails its merge is
     found in one job, then refused as its merge refuses it (`refusals.handle_problems`). `refused`:
@@ -52,8 +60,10 @@ def check_within_days(spec: TableSpec, flagged: dict, descriptions: dict[str, st
     reports a landing zone's anomalies."""
     if not flagged or not refused:
         return
-    dated = [rows.where(F.col(changes.PROBLEM).isin(*refused)).select(F.lit(ds.isoformat()).alias(DS))
-             for ds, rows in sorted(flagged.items())]
+    dated = [
+        rows.where(F.col(changes.PROBLEM).isin(*refused)).select(F.lit(ds.isoformat()).alias(DS))
+        for ds, rows in sorted(flagged.items())
+    ]
     first = reduce(lambda a, b: a.unionByName(b), dated).agg(F.min(DS).alias(DS)).first()[DS]
     if first is None:
         return

@@ -21,8 +21,16 @@ from zipper.transforms import changes
 __all__ = ["CheckedInput", "Day", "check_open", "first_columns", "prepare"]  # the types the merge takes and gives
 
 
-def prepare(spark, spec: TableSpec, st, ds: dt.date, located: sources.Input, table_columns: list[tuple[str, str]],
-            run_root: str, checked: CheckedInput | None = None) -> Day:
+def prepare(
+    spark,
+    spec: TableSpec,
+    st,
+    ds: dt.date,
+    located: sources.Input,
+    table_columns: list[tuple[str, str]],
+    run_root: str,
+    checked: CheckedInput | None = None,
+) -> Day:
     """The change set of `ds` for a table in state `st` with `table_columns`; `checked`: the
     input as a rerun already read and checked it (`CheckedInput`), not read or checked again."""
     day = mode_of(spec).change_set(spark, spec, st, ds, located, table_columns, run_root, checked)
@@ -34,8 +42,9 @@ def check_open(spec: TableSpec, ds: dt.date, day: Day, touched_rows) -> dict:
     """The first action of each key against the open rows (`touched_rows`: the open rows of the
     day's keys): fails on a delete that does not match, or on an anomaly with on_anomaly:
     error; returns the day's counts with those that are reported added."""
-    problems = changes.open_problems(touched_rows, day.changes, keys=spec.keys, columns=day.names,
-                                     float_precision=day.float_precision)
+    problems = changes.open_problems(
+        touched_rows, day.changes, keys=spec.keys, columns=day.names, float_precision=day.float_precision
+    )
     found = collect_problems(problems, spec.keys)
     what = f"increment {day.located.description}"
     reported = handle_problems(spec, ds, what, found, "the open row", mode_of(spec).reports_anomalies)

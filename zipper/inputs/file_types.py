@@ -9,7 +9,7 @@ from pyspark.sql.types import StructType
 
 from zipper.core import fs
 from zipper.core.errors import ColumnTypeMismatch, InputError, column_type_mismatch
-from zipper.inputs.column_types import lossy_conversion, loss_of, mistyped_column
+from zipper.inputs.column_types import loss_of, lossy_conversion, mistyped_column
 from zipper.inputs.footers import FileSchemas, OrcFileSchemas
 from zipper.inputs.sources import Input, merges_schemas
 from zipper.tablespec.model import BaseSpec, SourceSpec, TableSpec
@@ -50,8 +50,11 @@ def mistyped_file(spec: TableSpec, ds: str, inp, path: str, reason: str, suffix:
         read_as = f"the type the table {inp.table} declares"
     else:
         read_as = "its type in another file of the input; every file must give a column one type"
-    return InputError(f"cannot read file {fs.name_of(path)} of {inp.description}: {reason}, {read_as}{suffix}",
-                      table=spec.table, ds=ds)
+    return InputError(
+        f"cannot read file {fs.name_of(path)} of {inp.description}: {reason}, {read_as}{suffix}",
+        table=spec.table,
+        ds=ds,
+    )
 
 
 def refuse_mistyped_files(spark, spec: TableSpec, read: dict, suffix: str = "") -> None:
@@ -112,8 +115,10 @@ def refuse_converted_orc_files(spark, located: Input, files: list[fs.FileInfo], 
     if mismatch is not None:
         path, (column, in_file, read_as) = mismatch
         reason = ColumnTypeMismatch(path, column, "", read_as).reason(in_file)
-        raise InputError(f"cannot read file {fs.name_of(path)} of {located.description}: {reason}, its type in"
-                         " another file of the input; every file must give a column one type")
+        raise InputError(
+            f"cannot read file {fs.name_of(path)} of {located.description}: {reason}, its type in"
+            " another file of the input; every file must give a column one type"
+        )
 
 
 def _first_orc_mismatch(spark, located: Input, files: list[fs.FileInfo], schema, compare):
@@ -139,10 +144,12 @@ def refuse_lossy_orc_files(spark, located: Input, schema) -> None:
     mismatch = _first_orc_mismatch(spark, located, located.files, schema, lossy_conversion)
     if mismatch is not None:
         path, (column, in_file, read_as) = mismatch
-        raise InputError(f"cannot read file {fs.name_of(path)} of {located.description}: column {column!r} is"
-                         f" {in_file} in the file, but the table reads it as {read_as}, which ORC converts"
-                         f" without a word, losing the values that {loss_of(in_file)}; rewrite the file with the"
-                         " table's types")
+        raise InputError(
+            f"cannot read file {fs.name_of(path)} of {located.description}: column {column!r} is"
+            f" {in_file} in the file, but the table reads it as {read_as}, which ORC converts"
+            f" without a word, losing the values that {loss_of(in_file)}; rewrite the file with the"
+            " table's types"
+        )
 
 
 def files_read_as_another(spark, located: Input, source: SourceSpec | BaseSpec) -> list[str]:
@@ -169,6 +176,5 @@ def stored_as(spark, table: str, file_format: str) -> bool:
     db, name = table.split(".")
     stored = spark._jsparkSession.sessionState().catalog().externalCatalog().getTable(db, name)
     serde = stored.storage().serde()
-    named = [stored.provider().get() if stored.provider().isDefined() else "",
-             serde.get() if serde.isDefined() else ""]
+    named = [stored.provider().get() if stored.provider().isDefined() else "", serde.get() if serde.isDefined() else ""]
     return any(file_format in text.lower() for text in named)

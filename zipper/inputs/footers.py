@@ -9,9 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql.types import StructType
 
-from zipper.core.paths import local_path
 from zipper.core import fs
 from zipper.core.errors import UnreadableInputError, read_failure
+from zipper.core.paths import local_path
 
 
 class OrcFileSchemas:
@@ -54,7 +54,8 @@ class FileSchemas:
         self._path_class = fs.java_class(spark, "org.apache.hadoop.fs.Path")
         self._reader = fs.java_class(spark, "org.apache.parquet.hadoop.ParquetFileReader")
         self._no_row_groups = fs.java_class(
-            spark, "org.apache.parquet.format.converter.ParquetMetadataConverter").SKIP_ROW_GROUPS
+            spark, "org.apache.parquet.format.converter.ParquetMetadataConverter"
+        ).SKIP_ROW_GROUPS
         self._conf = spark._jsc.hadoopConfiguration()
         self._converter = fs.java_class(
             spark, "org.apache.spark.sql.execution.datasources.parquet.ParquetToSparkSchemaConverter"

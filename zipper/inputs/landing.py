@@ -26,14 +26,14 @@ from dataclasses import dataclass, replace
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
-from zipper.core.paths import local_path
 from zipper.core import fs
+from zipper.core.errors import InputError, MissingInputError, UnreadableInputError, summarize_failure
+from zipper.core.paths import local_path
+from zipper.core.properties import P_KEYS
 from zipper.inputs import sources
 from zipper.inputs.column_checks import refuse_bad_names, refuse_unstorable_types
 from zipper.inputs.column_types import float_and_double, reads_as
 from zipper.inputs.reader import refuse_empty_parquet
-from zipper.core.properties import P_KEYS
-from zipper.core.errors import InputError, MissingInputError, UnreadableInputError, summarize_failure
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.paths import render, resolve_path
 
@@ -60,9 +60,16 @@ class Consumed:
     modified_ms: int = 0
 
     def record(self, fingerprint: str) -> dict:
-        return {"first": self.first, "last": self.last, "files": len(self.files),
-                "bytes": sum(size for _, size in self.files), "kept": self.kept, "folder": self.folder,
-                "fingerprint": fingerprint, "modified_ms": self.modified_ms}
+        return {
+            "first": self.first,
+            "last": self.last,
+            "files": len(self.files),
+            "bytes": sum(size for _, size in self.files),
+            "kept": self.kept,
+            "folder": self.folder,
+            "fingerprint": fingerprint,
+            "modified_ms": self.modified_ms,
+        }
 
     def describe(self) -> str:
         if not self.files:
@@ -117,8 +124,9 @@ def resolve_keys(spark, spec: TableSpec, recorded: str = "") -> TableSpec:
     folder = folder_of(spec, spec.start_date)
     keys = key_columns(spark, folder, spec)
     if keys is None:
-        raise MissingInputError(f"the spec has no keys and {folder}/{METADATA} is missing; give `keys:` or"
-                                " keyColumns", table=spec.table)
+        raise MissingInputError(
+            f"the spec has no keys and {folder}/{METADATA} is missing; give `keys:` or keyColumns", table=spec.table
+        )
     return spec.with_keys(keys)
 
 
@@ -130,8 +138,12 @@ def _check_keys(spark, spec: TableSpec, st, folder: str, ds: dt.date) -> None:
     table_keys = recorded.split(",") if recorded else list(spec.keys)
     if keys != table_keys:
         what = "the table's keys" if recorded else "the spec's keys"
-        raise InputError(f"{folder}/{METADATA} keyColumns {keys} differ from {what} {table_keys}; key columns"
-                         " cannot change (recreate the table to change them)", table=spec.table, ds=ds.isoformat())
+        raise InputError(
+            f"{folder}/{METADATA} keyColumns {keys} differ from {what} {table_keys}; key columns"
+            " cannot change (recreate the table to change them)",
+            table=spec.table,
+            ds=ds.isoformat(),
+        )
 
 
 def consumed_before(st, ds: dt.date) -> dict | None:
@@ -153,21 +165,31 @@ def _refuse_reset(spark, st, folder: str, previous: dict | None, numbered: dict,
         return
     last = previous["last"]
     if max(numbered) < last:
-        raise InputError(f"landing zone {folder} ends at {file_name(max(numbered))}, but the table has consumed"
-                         f" files up to {file_name(last)}: the zone was reset or its newest files removed;"
-                         " nothing was changed", **where)
+        raise InputError(
+            f"landing zone {folder} ends at {file_name(max(numbered))}, but the table has consumed"
+            f" files up to {file_name(last)}: the zone was reset or its newest files removed;"
+            " nothing was changed",
+            **where,
+        )
     seen = previous.get("modified_ms") or 0
     newer = sorted(n for n, f in numbered.items() if n <= last and seen and f.modified_ms > seen)
     for n in newer:
-        commit = next((c for c in st.commits.values()
-                       if c.landing and c.landing["first"] <= n <= c.landing["last"]), None)
+        commit = next(
+            (c for c in st.commits.values() if c.landing and c.landing["first"] <= n <= c.landing["last"]), None
+        )
         kept = dict(_kept_sizes(spark, commit.landing)) if commit is not None else {}
         if kept.get(file_name(n)) != numbered[n].size:
-            consumed = (f"the table consumed it on {commit.ds} with {kept[file_name(n)]} bytes"
-                        if file_name(n) in kept else "the table consumed it before, and its kept copy is gone")
-            raise InputError(f"landing zone {folder}: {file_name(n)} was written again after it was consumed"
-                             f" ({numbered[n].size} bytes now; {consumed}): the zone was reset or rewritten;"
-                             " nothing was changed", **where)
+            consumed = (
+                f"the table consumed it on {commit.ds} with {kept[file_name(n)]} bytes"
+                if file_name(n) in kept
+                else "the table consumed it before, and its kept copy is gone"
+            )
+            raise InputError(
+                f"landing zone {folder}: {file_name(n)} was written again after it was consumed"
+                f" ({numbered[n].size} bytes now; {consumed}): the zone was reset or rewritten;"
+                " nothing was changed",
+                **where,
+            )
 
 
 def _kept_sizes(spark, record: dict) -> list[tuple[str, int]]:
@@ -185,8 +207,9 @@ def require_folder(spark, spec: TableSpec, ds: dt.date) -> str:
     """The table's landing-zone folder for `ds`; fails before anything is changed if it is missing."""
     folder = folder_of(spec, ds)
     if not fs.exists(spark, folder):
-        raise MissingInputError(f"landing zone not found: {folder}; nothing was changed", table=spec.table,
-                                ds=ds.isoformat())
+        raise MissingInputError(
+            f"landing zone not found: {folder}; nothing was changed", table=spec.table, ds=ds.isoformat()
+        )
     return folder
 
 
@@ -212,29 +235,55 @@ def locate(spark, spec: TableSpec, st, ds: dt.date) -> sources.Input:
     if new:
         missing = sorted(set(range(last + 1, new[-1] + 1)) - set(new))
         if missing:
-            shown = ", ".join(file_name(n) for n in missing[:5]) + (f" ... ({len(missing)} files)" if len(missing) > 5 else "")
-            raise MissingInputError(f"landing zone {folder}: numbering has a gap after"
-                                    f" {file_name(last) if last else 'the start'}: missing {shown}", **where)
+            shown = ", ".join(file_name(n) for n in missing[:5]) + (
+                f" ... ({len(missing)} files)" if len(missing) > 5 else ""
+            )
+            raise MissingInputError(
+                f"landing zone {folder}: numbering has a gap after"
+                f" {file_name(last) if last else 'the start'}: missing {shown}",
+                **where,
+            )
     files = [numbered[n] for n in new]
     modified = max([f.modified_ms for f in files] + [(previous or {}).get("modified_ms") or 0])
-    consumed = Consumed(folder, last + 1, new[-1] if new else last,
-                        tuple((fs.name_of(f.path), f.size) for f in files), modified_ms=modified)
-    return sources.Input(consumed.describe(), "parquet", [f.path for f in files], files,
-                         fingerprint(consumed.first, consumed.last, consumed.files), landing=consumed)
+    consumed = Consumed(
+        folder,
+        last + 1,
+        new[-1] if new else last,
+        tuple((fs.name_of(f.path), f.size) for f in files),
+        modified_ms=modified,
+    )
+    return sources.Input(
+        consumed.describe(),
+        "parquet",
+        [f.path for f in files],
+        files,
+        fingerprint(consumed.first, consumed.last, consumed.files),
+        landing=consumed,
+    )
 
 
 def _kept(spark, spec: TableSpec, record: dict, recorded_fingerprint: str, ds: dt.date) -> sources.Input:
     kept = record.get("kept")
     files = numbered_files(spark, kept)
-    consumed = Consumed(record.get("folder", ""), record["first"], record["last"],
-                        tuple((fs.name_of(f.path), f.size) for f in files), kept, record.get("modified_ms") or 0)
+    consumed = Consumed(
+        record.get("folder", ""),
+        record["first"],
+        record["last"],
+        tuple((fs.name_of(f.path), f.size) for f in files),
+        kept,
+        record.get("modified_ms") or 0,
+    )
     found = fingerprint(consumed.first, consumed.last, consumed.files)
     if found != recorded_fingerprint:
-        raise InputError(f"the copy of the landing-zone files {record['first']:020d}..{record['last']:020d} kept at"
-                         f" {kept} is missing or changed; the date cannot be read again", table=spec.table,
-                         ds=ds.isoformat())
-    return sources.Input(f"{consumed.describe()} (kept copy)", "parquet", [f.path for f in files], files, found,
-                         landing=consumed)
+        raise InputError(
+            f"the copy of the landing-zone files {record['first']:020d}..{record['last']:020d} kept at"
+            f" {kept} is missing or changed; the date cannot be read again",
+            table=spec.table,
+            ds=ds.isoformat(),
+        )
+    return sources.Input(
+        f"{consumed.describe()} (kept copy)", "parquet", [f.path for f in files], files, found, landing=consumed
+    )
 
 
 def keep(spark, located: sources.Input, run_root: str) -> sources.Input:
@@ -249,8 +298,9 @@ def keep(spark, located: sources.Input, run_root: str) -> sources.Input:
         try:
             fs.copy(spark, f.path, f"{kept}/{fs.name_of(f.path)}")
         except Exception as exc:
-            raise UnreadableInputError(f"cannot copy {f.path} from the landing zone:"
-                                       f" {summarize_failure(exc, 200)}") from None
+            raise UnreadableInputError(
+                f"cannot copy {f.path} from the landing zone: {summarize_failure(exc, 200)}"
+            ) from None
     files = numbered_files(spark, kept)
     copied = tuple((fs.name_of(f.path), f.size) for f in files)
     if copied != consumed.files:
@@ -281,15 +331,22 @@ def read(spark, spec: TableSpec, located: sources.Input, ds: dt.date):
         have = {lower: original for original, lower, _ in fields}
         selected = [
             (F.col(f"`{have[name]}`").cast(kind) if name in have else F.lit(None).cast(kind)).alias(name)
-            for name, kind in union.items() if name != MARKER
+            for name, kind in union.items()
+            if name != MARKER
         ]
         written = F.col(f"`{have[MARKER]}`") if MARKER in have else F.lit(0)
         # Spark's file metadata by its logical name: a data column `_metadata` hides `F.col("_metadata")`
         metadata = df.metadataColumn("_metadata")
         # try_cast: a marker written as text ('X') is reported as a bad marker, not a failed cast
-        parts.append(df.select(*selected, written.try_cast("int").alias(MARKER),
-                               written.cast("string").alias(MARKER_TEXT), metadata["file_name"].alias(FILE),
-                               metadata["row_index"].alias(ROW)))
+        parts.append(
+            df.select(
+                *selected,
+                written.try_cast("int").alias(MARKER),
+                written.cast("string").alias(MARKER_TEXT),
+                metadata["file_name"].alias(FILE),
+                metadata["row_index"].alias(ROW),
+            )
+        )
     rows = parts[0]
     for part in parts[1:]:
         rows = rows.unionByName(part)
@@ -309,8 +366,11 @@ def _signatures(files: list[fs.FileInfo], where: dict, origin: str) -> dict:
         try:
             signatures[f] = pq.read_schema(path).remove_metadata().to_string(show_field_metadata=False)
         except Exception as exc:
-            raise UnreadableInputError(f"cannot read landing-zone file {fs.name_of(f.path)} of {origin}:"
-                                       f" {str(exc).strip().splitlines()[0][:300]}", **where) from None
+            raise UnreadableInputError(
+                f"cannot read landing-zone file {fs.name_of(f.path)} of {origin}:"
+                f" {str(exc).strip().splitlines()[0][:300]}",
+                **where,
+            ) from None
     return signatures
 
 
@@ -318,8 +378,9 @@ def _spark_schema(spark, path: str, where: dict, origin: str):
     try:
         return spark.read.parquet(path).schema
     except Exception as exc:
-        raise UnreadableInputError(f"cannot read landing-zone file {fs.name_of(path)} of {origin}:"
-                                   f" {summarize_failure(exc, 300)}", **where) from None
+        raise UnreadableInputError(
+            f"cannot read landing-zone file {fs.name_of(path)} of {origin}: {summarize_failure(exc, 300)}", **where
+        ) from None
 
 
 def _fields(schema, path: str, where: dict) -> list[tuple[str, str, str]]:
@@ -358,15 +419,21 @@ def _union_types(schemas: dict[str, list], where: dict, keys: list[str]) -> dict
     for path, fields in schemas.items():
         for _, name, kind in fields:
             if name in keys and float_and_double(union.get(name), kind):
-                raise InputError(f"landing-zone key column {name!r} has type {union[name]} in"
-                                 f" {fs.name_of(seen_in[name])} and {kind} in {fs.name_of(path)}; a float key and a"
-                                 " double key are different values", **where)
+                raise InputError(
+                    f"landing-zone key column {name!r} has type {union[name]} in"
+                    f" {fs.name_of(seen_in[name])} and {kind} in {fs.name_of(path)}; a float key and a"
+                    " double key are different values",
+                    **where,
+                )
             if name not in union or union[name] == kind or reads_as(kind, union[name]):
                 union.setdefault(name, kind)
                 seen_in.setdefault(name, path)
             elif reads_as(union[name], kind) or union[name] == "void":
                 union[name] = kind
             elif kind != "void":
-                raise InputError(f"landing-zone column {name!r} has type {union[name]} in {fs.name_of(seen_in[name])}"
-                                 f" and {kind} in {fs.name_of(path)}", **where)
+                raise InputError(
+                    f"landing-zone column {name!r} has type {union[name]} in {fs.name_of(seen_in[name])}"
+                    f" and {kind} in {fs.name_of(path)}",
+                    **where,
+                )
     return union

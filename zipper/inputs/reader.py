@@ -8,9 +8,9 @@ import re
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType, _parse_datatype_string
 
-from zipper.core.input_names import COPYING
 from zipper.core import fs
 from zipper.core.errors import InputError, MissingInputError, UnreadableInputError, java_messages, read_failure
+from zipper.core.input_names import COPYING
 from zipper.inputs import csv_header, csv_values, file_types
 from zipper.inputs.footers import nanosecond_columns
 from zipper.inputs.sources import Input, files_to_read, joined, merges_schemas
@@ -73,8 +73,10 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: 
 
 
 # The reader options zipper sets a default for or reads, as it spells them.
-_ZIPPER_SPELLING = {name.lower(): name for name in (
-    "columnNameOfCorruptRecord", "inferSchema", "mergeSchema", "header", "mode", "enforceSchema")}
+_ZIPPER_SPELLING = {
+    name.lower(): name
+    for name in ("columnNameOfCorruptRecord", "inferSchema", "mergeSchema", "header", "mode", "enforceSchema")
+}
 
 
 def _spelled_as_zipper_does(options: dict[str, str]) -> dict[str, str]:
@@ -83,8 +85,9 @@ def _spelled_as_zipper_does(options: dict[str, str]) -> dict[str, str]:
     return {_ZIPPER_SPELLING.get(name.lower(), name): value for name, value in options.items()}
 
 
-def refuse_empty_parquet(files: list[fs.FileInfo], what: str, table: str | None = None,
-                         ds: str | None = None, numbered: bool = False) -> None:
+def refuse_empty_parquet(
+    files: list[fs.FileInfo], what: str, table: str | None = None, ds: str | None = None, numbered: bool = False
+) -> None:
     """A Parquet file is never empty (it starts and ends with its magic bytes): one of 0 bytes is
     most likely being written, or its writer died. Spark refuses it as "not a Parquet file";
     another try, once the writer has finished, may pass (skipping it could lose its rows).
@@ -93,11 +96,18 @@ def refuse_empty_parquet(files: list[fs.FileInfo], what: str, table: str | None 
     empty = [f.path for f in files if f.size == 0]
     if empty:
         more = f" (and {len(empty) - 1} more)" if len(empty) > 1 else ""
-        fix = ("write it again; deleting it leaves a gap in the numbering, which the merge refuses" if numbered
-               else "delete it or write it again")
-        raise MissingInputError(f"{what}: file {fs.name_of(empty[0])} is empty (0 bytes){more}, which no Parquet file"
-                                " is: it is likely still being written, or its writer died; merge once it is"
-                                f" complete (if its writer died, {fix})", table=table, ds=ds)
+        fix = (
+            "write it again; deleting it leaves a gap in the numbering, which the merge refuses"
+            if numbered
+            else "delete it or write it again"
+        )
+        raise MissingInputError(
+            f"{what}: file {fs.name_of(empty[0])} is empty (0 bytes){more}, which no Parquet file"
+            " is: it is likely still being written, or its writer died; merge once it is"
+            f" complete (if its writer died, {fix})",
+            table=table,
+            ds=ds,
+        )
 
 
 def _files_spark_reads(spark, df) -> set[str]:
@@ -139,21 +149,32 @@ def _refuse_unread_files(spark, located: Input, files: list[fs.FileInfo], df) ->
         return
     copying = [p for p in left_out if p.endswith(COPYING)]
     if copying:
-        raise MissingInputError(f"{located.description} is still being written: {fs.name_of(copying[0])} is being"
-                                " copied in; merge it once the copy has finished")
+        raise MissingInputError(
+            f"{located.description} is still being written: {fs.name_of(copying[0])} is being"
+            " copied in; merge it once the copy has finished"
+        )
     roots = sorted((fs.spelled_alike(p).rstrip("/") for p in located.paths), key=len, reverse=True)
     first = fs.spelled_alike(left_out[0])
-    shown = next((first[len(root) + 1:] for root in roots if first.startswith(root + "/")), fs.name_of(first))
+    shown = next((first[len(root) + 1 :] for root in roots if first.startswith(root + "/")), fs.name_of(first))
     more = f" and {len(left_out) - 1} more" if len(left_out) > 1 else ""
-    partitions = sorted({folder.rsplit("/", 1)[-1] for folder in (p.rsplit("/", 1)[0] for p in read)
-                         if folder not in roots and "=" in folder.rsplit("/", 1)[-1]})
+    partitions = sorted(
+        {
+            folder.rsplit("/", 1)[-1]
+            for folder in (p.rsplit("/", 1)[0] for p in read)
+            if folder not in roots and "=" in folder.rsplit("/", 1)[-1]
+        }
+    )
     if partitions:
-        raise InputError(f"{located.description} holds partition folders ({', '.join(partitions[:3])}) beside other"
-                         f" files, which Spark would leave out without a word: {shown}{more}; move the stray files"
-                         " or folders away")
-    raise InputError(f"{located.description} has files in subfolders, which Spark would leave out without a word:"
-                     f" {shown}{more}; move them away, or set the source option recursiveFileLookup: 'true' to read"
-                     " them too")
+        raise InputError(
+            f"{located.description} holds partition folders ({', '.join(partitions[:3])}) beside other"
+            f" files, which Spark would leave out without a word: {shown}{more}; move the stray files"
+            " or folders away"
+        )
+    raise InputError(
+        f"{located.description} has files in subfolders, which Spark would leave out without a word:"
+        f" {shown}{more}; move them away, or set the source option recursiveFileLookup: 'true' to read"
+        " them too"
+    )
 
 
 def _first_unreadable(spark, located: Input, files: list[fs.FileInfo], options: dict[str, str]) -> str | None:
@@ -181,8 +202,11 @@ def _type_conflicts(spark, located: Input, files: list[fs.FileInfo], shown: int 
             continue
         for field in fields:
             seen.setdefault(field.name.lower(), {}).setdefault(field.dataType.simpleString(), f.path.rsplit("/", 1)[-1])
-    conflicts = [f"{name} is " + ", ".join(f"{kind} in {file}" for kind, file in types.items())
-                 for name, types in seen.items() if len(types) > 1]
+    conflicts = [
+        f"{name} is " + ", ".join(f"{kind} in {file}" for kind, file in types.items())
+        for name, types in seen.items()
+        if len(types) > 1
+    ]
     return "; ".join(conflicts[:shown])
 
 
@@ -200,7 +224,9 @@ def _csv_schema(spark, located: Input, options: dict[str, str], declared: dict[s
     if options["header"].lower() != "true":  # no names: the columns are the declared ones, in order
         return StructType([StructField(name, kind, True) for name, kind in known.items()])
     try:
-        header = spark.read.options(**{k: v for k, v in options.items() if k != "inferSchema"}).csv(located.paths).columns
+        header = (
+            spark.read.options(**{k: v for k, v in options.items() if k != "inferSchema"}).csv(located.paths).columns
+        )
     except fs.jvm_failures() as exc:  # an unreadable file (anything else is a bug)
         raise _unreadable(located, exc) from None
     options.setdefault("enforceSchema", "false")
@@ -220,9 +246,11 @@ def _unreadable(located: Input, exc: Exception, bad_file: str | None = None) -> 
     if named and "TIMESTAMP(NANOS" in reason:
         columns = nanosecond_columns(named)
         if columns:
-            return InputError(f"cannot read file {fs.name_of(named)} of {located.description}: column"
-                              f" {columns[0]!r} holds timestamps in nanoseconds, which Spark cannot read ({reason});"
-                              " write them in microseconds (pyarrow: coerce_timestamps='us')")
+            return InputError(
+                f"cannot read file {fs.name_of(named)} of {located.description}: column"
+                f" {columns[0]!r} holds timestamps in nanoseconds, which Spark cannot read ({reason});"
+                " write them in microseconds (pyarrow: coerce_timestamps='us')"
+            )
     if named:
         return UnreadableInputError(f"cannot read file {fs.name_of(named)} of {located.description}: {reason}")
     return UnreadableInputError(f"cannot read {located.description}: {reason}")

@@ -12,7 +12,6 @@ from zipper.tablespec.model import TableSpec
 from zipper.transforms import changes, daily
 from zipper.transforms.collected import as_collected, as_written
 
-
 MAX_LISTED_KEYS = 20
 # what a change of a key that is not its first of the day is checked against, in the refusals
 CDC_PREVIOUS = "the row they delete (the key's previous change)"
@@ -61,6 +60,7 @@ def key_text(rows, keys: list[str]) -> str:
 def null_keys_text(what: str, rows, keys: list[str]) -> str:
     """The refusal of keys with a NULL: with one key column, how many rows (listing its one NULL
     key said nothing); with several, which keys, each with its rows where they are counted."""
+
     def rows_of(row) -> str:
         copies = row["copies"] if "copies" in row.__fields__ else None
         return "" if copies is None else f"{copies} row{'s' if copies != 1 else ''}"
@@ -101,8 +101,7 @@ def refuse_nulls(offenders, spec: TableSpec, ds: dt.date, what: str) -> None:
         raise InputError(null_keys_text(what, nulls, spec.keys), **where_of(spec, ds))
 
 
-def validate_order(events, spec: TableSpec, ds: dt.date, what: str, order_name: str | None,
-                   columns: list[str]) -> Seen:
+def validate_order(events, spec: TableSpec, ds: dt.date, what: str, order_name: str | None, columns: list[str]) -> Seen:
     """Rows (and string bytes of the table's `columns`) of the events; fails naming keys that are
     NULL, and (with a sequence column, `order_name`) keys whose sequence value is NULL or repeated."""
     counted, observation = observe(events, "events", variable_columns(events.schema, columns))
@@ -118,12 +117,17 @@ def refuse_order_offenders(offenders, spec: TableSpec, ds: dt.date, what: str, o
     if offenders:
         nulls = [r for r in offenders if r[changes.ORDER] is None]
         if nulls:
-            raise InputError(f"{what} has NULL in sequence_by column {order_name!r} for keys {spec.keys}:"
-                             f" {key_text(nulls[:MAX_LISTED_KEYS], spec.keys)}", **where_of(spec, ds))
-        shown = ", ".join(f"{key_text([r], spec.keys)} ({order_name} {r[changes.ORDER]})"
-                          for r in offenders[:MAX_LISTED_KEYS])
-        raise InputError(f"{what} has the same sequence_by value twice for keys {spec.keys}: {shown}",
-                         **where_of(spec, ds))
+            raise InputError(
+                f"{what} has NULL in sequence_by column {order_name!r} for keys {spec.keys}:"
+                f" {key_text(nulls[:MAX_LISTED_KEYS], spec.keys)}",
+                **where_of(spec, ds),
+            )
+        shown = ", ".join(
+            f"{key_text([r], spec.keys)} ({order_name} {r[changes.ORDER]})" for r in offenders[:MAX_LISTED_KEYS]
+        )
+        raise InputError(
+            f"{what} has the same sequence_by value twice for keys {spec.keys}: {shown}", **where_of(spec, ds)
+        )
 
 
 def collect_problems(problems, keys: list[str]) -> dict:
@@ -147,8 +151,10 @@ def handle_problems(spec: TableSpec, ds: dt.date, what: str, found: dict, agains
     if anomalies:
         found_anomalies = {p: found[p] for p in ANOMALY_COUNTS if p in found}
         if found_anomalies and spec.source.anomalies_are_errors:
-            shown = "; ".join(f"{anomaly_text(p, count)}: {key_text(examples, spec.keys)}"
-                              for p, (count, examples) in found_anomalies.items())
+            shown = "; ".join(
+                f"{anomaly_text(p, count)}: {key_text(examples, spec.keys)}"
+                for p, (count, examples) in found_anomalies.items()
+            )
             raise InputError(f"{what} has changes that do not fit {against} (on_anomaly: error): {shown}", **where)
         counts = {ANOMALY_COUNTS[p]: count for p, (count, _) in found_anomalies.items()}
     elif changes.DELETE_ABSENT in found:

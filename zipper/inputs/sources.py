@@ -8,11 +8,10 @@ import hashlib
 from dataclasses import dataclass, replace
 from typing import Any
 
-from zipper.core.paths import local_path
 from zipper.core import fs
 from zipper.core.errors import InputError, MissingInputError
 from zipper.core.input_names import is_being_copied
-from zipper.core.paths import hadoop_path, user_path
+from zipper.core.paths import hadoop_path, local_path, user_path
 from zipper.tablespec.model import BaseSpec, SourceSpec, TableSpec
 from zipper.tablespec.paths import parse_partition, render, resolve_path, spec_key
 
@@ -67,8 +66,12 @@ def locate(spark, spec: TableSpec, source: SourceSpec | BaseSpec, ds: dt.date, w
     rendered = resolve_path(render(source.path, ds, f"{spec_key(source)}.path", spec), spec)
     local = local_path(rendered)
     if local is not None and ":" in local:
-        raise InputError(f"{what} path {rendered}: Hadoop's file system cannot name a local folder or file with a"
-                         " ':' in it; rename it", table=spec.table, ds=ds.isoformat())
+        raise InputError(
+            f"{what} path {rendered}: Hadoop's file system cannot name a local folder or file with a"
+            " ':' in it; rename it",
+            table=spec.table,
+            ds=ds.isoformat(),
+        )
     matches = fs.glob(spark, rendered)
     if not matches:
         raise MissingInputError(f"{what} not found: {rendered}", table=spec.table, ds=ds.isoformat())
@@ -76,17 +79,28 @@ def locate(spark, spec: TableSpec, source: SourceSpec | BaseSpec, ds: dt.date, w
     if unfinished:
         shown = user_path(unfinished[0])
         if is_being_copied(shown):
-            raise MissingInputError(f"{what} {rendered} is still being written: {fs.name_of(shown)} is being copied"
-                                    " in; merge it once the copy has finished", table=spec.table, ds=ds.isoformat())
-        raise MissingInputError(f"{what} {rendered} is still being written: it holds {fs.name_of(shown)}, the"
-                                " uncommitted output of a Spark or Hadoop job; merge it once that job has finished (if"
-                                f" the job died, delete {shown})", table=spec.table, ds=ds.isoformat())
+            raise MissingInputError(
+                f"{what} {rendered} is still being written: {fs.name_of(shown)} is being copied"
+                " in; merge it once the copy has finished",
+                table=spec.table,
+                ds=ds.isoformat(),
+            )
+        raise MissingInputError(
+            f"{what} {rendered} is still being written: it holds {fs.name_of(shown)}, the"
+            " uncommitted output of a Spark or Hadoop job; merge it once that job has finished (if"
+            f" the job died, delete {shown})",
+            table=spec.table,
+            ds=ds.isoformat(),
+        )
     files = fs.list_data_files(spark, matches)
     broken = fs.broken_links(matches)
     if broken:
-        raise MissingInputError(f"{what} {rendered}: file {broken[0]} cannot be read: a link to a missing file"
-                                + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""),
-                                table=spec.table, ds=ds.isoformat())
+        raise MissingInputError(
+            f"{what} {rendered}: file {broken[0]} cannot be read: a link to a missing file"
+            + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""),
+            table=spec.table,
+            ds=ds.isoformat(),
+        )
     located = Input(rendered, source.format, matches, files, fingerprint(files))
     return _fingerprinted_as_read(spark, located, source.options)
 
@@ -97,12 +111,17 @@ def _fingerprinted_as_read(spark, located: Input, options: dict[str, str]) -> In
     if located.empty or not filters_files(options):
         return located
     kept = kept_by_filters(spark, located, options)
-    return replace(located, kept=kept, fingerprint=fingerprint(kept, _KEPT_BY_FILTERS),
-                   every_file_fingerprint=located.fingerprint)
+    return replace(
+        located, kept=kept, fingerprint=fingerprint(kept, _KEPT_BY_FILTERS), every_file_fingerprint=located.fingerprint
+    )
 
 
 def _locate_table(spark, spec: TableSpec, source, ds: dt.date, what: str) -> Input:
-    partition = parse_partition(render(source.partition, ds, f"{spec_key(source)}.partition", spec)) if getattr(source, "partition", None) else {}
+    partition = (
+        parse_partition(render(source.partition, ds, f"{spec_key(source)}.partition", spec))
+        if getattr(source, "partition", None)
+        else {}
+    )
     db, name = source.table.split(".")
     jcat = spark._jsparkSession.sessionState().catalog().externalCatalog()
     if not (jcat.databaseExists(db) and jcat.tableExists(db, name)):
@@ -111,9 +130,12 @@ def _locate_table(spark, spec: TableSpec, source, ds: dt.date, what: str) -> Inp
     if partition:
         columns = [c.lower() for c in jcat.getTable(db, name).partitionSchema().fieldNames()]
         if sorted(partition) != sorted(columns):
-            raise InputError(f"{spec_key(source)}.partition names {sorted(partition)}, but {source.table} is"
-                             + (f" partitioned by {columns}: name each of them" if columns else " not partitioned"),
-                             table=spec.table, ds=ds.isoformat())
+            raise InputError(
+                f"{spec_key(source)}.partition names {sorted(partition)}, but {source.table} is"
+                + (f" partitioned by {columns}: name each of them" if columns else " not partitioned"),
+                table=spec.table,
+                ds=ds.isoformat(),
+            )
         spec_map = spark._jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(partition)
         found = jcat.getPartitionOption(db, name, spec_map)
         if not found.isDefined():

@@ -14,14 +14,14 @@ from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
 from zipper.core import faults, fs
+from zipper.core.errors import InputError, SpecError
 from zipper.inputs import conform, csv_values, dayinput, file_types, metrics, sources
 from zipper.inputs.modes import mode_of
 from zipper.jobs.broadcast import broadcasts
 from zipper.jobs.result import RunResult
 from zipper.table import audit, catalog, publish, state
-from zipper.transforms import daily
-from zipper.core.errors import InputError, SpecError
 from zipper.tablespec.model import TableSpec
+from zipper.transforms import daily
 
 
 @dataclass(frozen=True)
@@ -33,8 +33,16 @@ class Written:
     touched: int  # open rows the big pass set aside for the small job (footers)
 
 
-def _write_merge(spark, spec: TableSpec, st: state.TableState, day: dayinput.Day, tracked: list[str], ds: dt.date,
-                 run_root: str, broadcast: bool) -> tuple[Written, dict]:
+def _write_merge(
+    spark,
+    spec: TableSpec,
+    st: state.TableState,
+    day: dayinput.Day,
+    tracked: list[str],
+    ds: dt.date,
+    run_root: str,
+    broadcast: bool,
+) -> tuple[Written, dict]:
     """Write the new open and closed slots under `run_root` in two jobs; return what was written
     and the day's counts (with what the open rows showed about its changes).
 
@@ -47,8 +55,9 @@ def _write_merge(spark, spec: TableSpec, st: state.TableState, day: dayinput.Day
     open_schema = conform.struct_type(day.columns, spec.begin_column)
     open_rows = spark.read.schema(open_schema).parquet(st.open_partition.location)
     # append: the run directory may already hold the day's change set or landing-zone files
-    daily.route_open(open_rows, day.changes, keys=spec.keys, broadcast_increment=broadcast) \
-        .write.mode("append").partitionBy(daily.SLOT).parquet(run_root)
+    daily.route_open(open_rows, day.changes, keys=spec.keys, broadcast_increment=broadcast).write.mode(
+        "append"
+    ).partitionBy(daily.SLOT).parquet(run_root)
     open_dir, touched_dir = (f"{run_root}/{daily.SLOT}={slot}" for slot in (daily.OPEN, daily.TOUCHED))
     for directory in (open_dir, touched_dir):
         fs.mkdirs(spark, directory)
@@ -59,14 +68,17 @@ def _write_merge(spark, spec: TableSpec, st: state.TableState, day: dayinput.Day
     deletes = daily.OP in day.changes.columns
     kinds = ("changed", "updated", "unchanged") + (("deleted", "vanished") if deletes else ())
     observation = Observation(f"zipper_kinds_{secrets.token_hex(6)}")
-    rows = (
-        daily.day_rows(
-            touched_rows, day.changes, keys=spec.keys, columns=day.names, tracked=tracked,
-            begin_column=spec.begin_column, ds=ds.isoformat(), broadcast_increment=broadcast,
-            float_precision=day.float_precision,
-        )
-        .observe(observation, *daily.kind_counts(kinds))
-    )
+    rows = daily.day_rows(
+        touched_rows,
+        day.changes,
+        keys=spec.keys,
+        columns=day.names,
+        tracked=tracked,
+        begin_column=spec.begin_column,
+        ds=ds.isoformat(),
+        broadcast_increment=broadcast,
+        float_precision=day.float_precision,
+    ).observe(observation, *daily.kind_counts(kinds))
     if deletes:  # deletes of keys that were not open: counted above, not written
         rows = rows.where(F.col(daily.SLOT) != daily.NONE)
     rows.drop(daily.KIND).write.mode("append").partitionBy(daily.SLOT).parquet(run_root)
@@ -75,9 +87,16 @@ def _write_merge(spark, spec: TableSpec, st: state.TableState, day: dayinput.Day
     return Written({kind: int(observed.get(kind, 0)) for kind in kinds}, untouched, touched), counts
 
 
-def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, located: sources.Input,
-               started: float | None = None, carry_params: dict[str, str] | None = None,
-               checked: dayinput.CheckedInput | None = None) -> RunResult:
+def apply_date(
+    spark,
+    spec: TableSpec,
+    st: state.TableState,
+    ds: dt.date,
+    located: sources.Input,
+    started: float | None = None,
+    carry_params: dict[str, str] | None = None,
+    checked: dayinput.CheckedInput | None = None,
+) -> RunResult:
     """Merge the input of `ds` into a table that is at ds - 1, and publish.
 
     `carry_params`: extra open-partition parameters to publish with the commit (a replay keeps
@@ -96,8 +115,10 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
     open_before = st.open_rows
 
     try:
-        with (csv_values.explained(spark, spec.table, spec.keys, ds_text),  # a CSV value that does not parse
-              file_types.explained_column_types(spark, spec, ds_text, located)):  # a file typing a column otherwise
+        with (
+            csv_values.explained(spark, spec.table, spec.keys, ds_text),  # a CSV value that does not parse
+            file_types.explained_column_types(spark, spec, ds_text, located),
+        ):  # a file typing a column otherwise
             day = dayinput.prepare(spark, spec, st, ds, located, table_columns, run_root, checked)
             tracked = conform.tracked_columns(spec, day.names, ds_text)
             join = ""
@@ -136,16 +157,27 @@ def apply_date(spark, spec: TableSpec, st: state.TableState, ds: dt.date, locate
     )
     summary.update(counts)
     if mode_of(spec).complete_source:  # keys of the snapshot equal to their open version: not in the change set
-        summary["unchanged"] = (summary["source_rows"] - summary["new"] - summary["changed"]
-                                - summary["updated_in_place"])
+        summary["unchanged"] = (
+            summary["source_rows"] - summary["new"] - summary["changed"] - summary["updated_in_place"]
+        )
     summary.update(day.column_changes.report())
     faults.checkpoint("after_audit")
 
     consumed = day.located.landing
     publish.publish_day(
-        spark, spec, st,
-        publish.DayCommit(ds, run_id, run_root, open_dir, closed_dir, summary, day.located.fingerprint,
-                          consumed.record(day.located.fingerprint) if consumed is not None else None),
+        spark,
+        spec,
+        st,
+        publish.DayCommit(
+            ds,
+            run_id,
+            run_root,
+            open_dir,
+            closed_dir,
+            summary,
+            day.located.fingerprint,
+            consumed.record(day.located.fingerprint) if consumed is not None else None,
+        ),
         day.column_changes,
         table_columns=table_columns,
         day_columns=day.columns,

@@ -28,8 +28,9 @@ def broadcast_max_bytes(spark) -> int:
     return int(spark._jvm.java.lang.Runtime.getRuntime().maxMemory()) // BROADCAST_HEAP_SHARE
 
 
-def estimated_row_bytes(spark, columns: list[tuple[str, str]], begin_column: str,
-                        variable_bytes_per_row: float | None = None) -> int:
+def estimated_row_bytes(
+    spark, columns: list[tuple[str, str]], begin_column: str, variable_bytes_per_row: float | None = None
+) -> int:
     """Bytes a row of the open partition takes in Spark's row format, counted generously: an
     8-byte slot per column plus variable-length data. Strings and binaries count as observed
     (`variable_bytes_per_row`, plus up to 7 bytes of padding each) when the input pass measured
@@ -44,8 +45,9 @@ def estimated_row_bytes(spark, columns: list[tuple[str, str]], begin_column: str
     return 8 + 8 * len(schema.fields) + int(jvm_schema.defaultSize()) + variable
 
 
-def broadcasts(spark, rows: int, columns: list[tuple[str, str]], begin_column: str,
-               variable_bytes_per_row: float | None = None) -> bool:
+def broadcasts(
+    spark, rows: int, columns: list[tuple[str, str]], begin_column: str, variable_bytes_per_row: float | None = None
+) -> bool:
     """Whether the day's rows are broadcast (a lookup per open row) rather than joined by a
     shuffle of the open partition: up to ZIPPER_BROADCAST_MAX_ROWS rows, and only while they
     fit the driver's heap (ZIPPER_BROADCAST_MAX_BYTES, default an eighth of it)."""

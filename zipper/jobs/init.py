@@ -11,16 +11,16 @@ import time
 from pyspark.sql.types import _parse_datatype_string
 
 from zipper.core import fs
+from zipper.core.dates import DAY
+from zipper.core.errors import InputError, MissingInputError, SpecError, StateError
 from zipper.inputs import conform, dayinput, file_types, refusals, sources
 from zipper.inputs.modes import mode_of
 from zipper.jobs.keys import resolve_keys
 from zipper.jobs.plan import init_date
 from zipper.jobs.result import RunResult
 from zipper.table import catalog, publish, state
-from zipper.transforms import daily
-from zipper.core.dates import DAY
-from zipper.core.errors import InputError, MissingInputError, SpecError, StateError
 from zipper.tablespec.model import TableSpec
+from zipper.transforms import daily
 
 
 def _where(spec: TableSpec, ds: dt.date) -> dict:
@@ -58,11 +58,18 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
         columns = _columns_from_first_increment(spark, spec, st, ds + DAY)
     if base_df is not None:
         base_df = conform.to_table_columns(base_df, columns, spec, ds.isoformat(), base_what)
-        with file_types.explained_column_types(spark, spec, ds.isoformat(), located):  # a file typing a column otherwise
+        with file_types.explained_column_types(
+            spark, spec, ds.isoformat(), located
+        ):  # a file typing a column otherwise
             refusals.validate_keys(base_df, spec, ds, base_what)
 
-    if (st.exists and not st.initialized and not st.commits and not st.closed
-            and sorted(catalog.data_columns(spark, spec)) != sorted(columns)):
+    if (
+        st.exists
+        and not st.initialized
+        and not st.commits
+        and not st.closed
+        and sorted(catalog.data_columns(spark, spec)) != sorted(columns)
+    ):
         # an init killed between creating the table and publishing its first state left the columns
         # of a base since corrected; it committed nothing and holds no row, so it is made again
         drop_new_table(spark, spec, st.location)
@@ -99,13 +106,12 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
     rows = fs.written_rows(spark, open_dir)
 
     publish.publish_init(spark, spec, st, ds, run_id, open_dir, rows, fingerprint)
-    return RunResult(
-        spec.table, ds.isoformat(), "init", "", {"open_after": rows}, time.monotonic() - started, run_id
-    )
+    return RunResult(spec.table, ds.isoformat(), "init", "", {"open_after": rows}, time.monotonic() - started, run_id)
 
 
-def _columns_from_first_increment(spark, spec: TableSpec, st: state.TableState,
-                                  first: dt.date) -> list[tuple[str, str]]:
+def _columns_from_first_increment(
+    spark, spec: TableSpec, st: state.TableState, first: dt.date
+) -> list[tuple[str, str]]:
     where = _where(spec, first)
     try:
         located = mode_of(spec).locate(spark, spec, st, first)

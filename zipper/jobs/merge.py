@@ -9,6 +9,8 @@ from __future__ import annotations
 import datetime as dt
 import time
 
+from zipper.core.dates import DAY
+from zipper.core.errors import InputError
 from zipper.inputs import dayinput, sources
 from zipper.inputs.modes import mode_of
 from zipper.jobs import apply, replay
@@ -17,8 +19,6 @@ from zipper.jobs.keys import resolve_keys
 from zipper.jobs.plan import Plan, plan_merge
 from zipper.jobs.result import RunResult
 from zipper.table import catalog, recovery, state
-from zipper.core.dates import DAY
-from zipper.core.errors import InputError
 from zipper.tablespec.model import TableSpec
 
 
@@ -67,9 +67,13 @@ def _planned(spark, spec: TableSpec, st: state.TableState, ds: dt.date) -> Plan:
                 if day == ds:
                     raise
                 # a later date's input, gone (say, past the source's retention): say why this merge needs it
-                raise exc.reworded(f"{exc.detail}; the input of {day}, committed after {ds}, is needed to tell"
-                                   f" whether {ds}..{st.last_committed} are still as committed (and to replay them"
-                                   " if not); nothing was changed", table=spec.table, ds=ds.isoformat()) from None
+                raise exc.reworded(
+                    f"{exc.detail}; the input of {day}, committed after {ds}, is needed to tell"
+                    f" whether {ds}..{st.last_committed} are still as committed (and to replay them"
+                    " if not); nothing was changed",
+                    table=spec.table,
+                    ds=ds.isoformat(),
+                ) from None
             fingerprints[day] = located.fingerprint_against(committed.get(day.isoformat()))
         return fingerprints[day]
 
@@ -85,27 +89,38 @@ def _planned(spark, spec: TableSpec, st: state.TableState, ds: dt.date) -> Plan:
     )
 
 
-def _replay_then_merge(spark, spec: TableSpec, st: state.TableState, ds: dt.date, plan: Plan, progress,
-                       started: float) -> RunResult:
+def _replay_then_merge(
+    spark, spec: TableSpec, st: state.TableState, ds: dt.date, plan: Plan, progress, started: float
+) -> RunResult:
     """Replay the planned dates (or finish an interrupted replay, then merge `ds` if still due)."""
     if plan.action == "resume" and ds > plan.replay_to and not mode_of(spec).located_when_due:
         _require_input(spark, spec, st, ds, plan)  # before the replay, which may take long
     say = progress or (lambda line: None)
     say(f"{spec.table} {ds}: {plan.reason}")
-    done = replay.rerun(spark, spec, plan.replay_from, plan.replay_to, progress=say,
-                        resume_said=plan.action == "resume")
+    done = replay.rerun(
+        spark, spec, plan.replay_from, plan.replay_to, progress=say, resume_said=plan.action == "resume"
+    )
     if plan.action == "resume":  # the table is where the interrupted replay was going: plan again
         after = merge_date(spark, spec, ds, progress)
         if after.action != "noop":
             return after
     # the report carries the commit of the run's own date, as a merge's does
     counts = {**_commit_counts(spark, spec, ds), "dates_replayed": done.counts.get("dates", 0)}
-    return RunResult(spec.table, ds.isoformat(), "replay", f"{plan.reason}; replayed {done.ds}",
-                     counts, time.monotonic() - started, done.run_id, outcome=done.message)
+    return RunResult(
+        spec.table,
+        ds.isoformat(),
+        "replay",
+        f"{plan.reason}; replayed {done.ds}",
+        counts,
+        time.monotonic() - started,
+        done.run_id,
+        outcome=done.message,
+    )
 
 
-def _init_then_apply(spark, spec: TableSpec, st: state.TableState, ds: dt.date, located: sources.Input,
-                     started: float) -> RunResult:
+def _init_then_apply(
+    spark, spec: TableSpec, st: state.TableState, ds: dt.date, located: sources.Input, started: float
+) -> RunResult:
     """The first merge of a table without a base: create it, then apply the date."""
     created = not st.exists
     init_table(spark, spec, None)
@@ -123,8 +138,14 @@ def _typed_by_first_input(spec: TableSpec, st: state.TableState) -> bool:
     """A table whose columns were taken from its first increment (no base, no `columns:`) and
     that has committed nothing since: it holds no row, and its columns are only what that
     input had."""
-    return (st.initialized and not st.commits and st.open_rows == 0 and spec.base is None and not spec.columns
-            and st.open_partition.params.get(state.INIT_FINGERPRINT) == "empty")
+    return (
+        st.initialized
+        and not st.commits
+        and st.open_rows == 0
+        and spec.base is None
+        and not spec.columns
+        and st.open_partition.params.get(state.INIT_FINGERPRINT) == "empty"
+    )
 
 
 def _retype_from_input(spark, spec: TableSpec, st: state.TableState, ds: dt.date, progress) -> state.TableState:
@@ -142,7 +163,8 @@ def _retype_from_input(spark, spec: TableSpec, st: state.TableState, ds: dt.date
     drop_new_table(spark, spec, st.location)
     (progress or (lambda line: None))(
         f"{spec.table} {ds}: the table held no rows and had the columns of an earlier copy of this input"
-        f" ({', '.join(f'{n} {k}' for n, k in table_columns)}); made again with the input's columns")
+        f" ({', '.join(f'{n} {k}' for n, k in table_columns)}); made again with the input's columns"
+    )
     return state.read_state(spark, spec)
 
 
@@ -157,6 +179,9 @@ def _require_input(spark, spec: TableSpec, st: state.TableState, ds: dt.date, pl
     try:
         mode_of(spec).locate(spark, spec, st, ds)
     except InputError as exc:
-        raise exc.reworded(f"{exc.detail}; the interrupted replay of {plan.replay_from}..{plan.replay_to} was not"
-                           f" resumed (the next merge or `zipper rerun {spec.name} --from {plan.replay_from}` resumes"
-                           " it)", **_where(spec, ds)) from None
+        raise exc.reworded(
+            f"{exc.detail}; the interrupted replay of {plan.replay_from}..{plan.replay_to} was not"
+            f" resumed (the next merge or `zipper rerun {spec.name} --from {plan.replay_from}` resumes"
+            " it)",
+            **_where(spec, ds),
+        ) from None

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from zipper.core.dates import DAY, date_range, describe_dates
 from zipper.core.errors import RefusedBySpecError, StateError
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import SourceMode
-
 
 
 @dataclass(frozen=True)
@@ -44,8 +43,11 @@ def init_date(spec: TableSpec, requested: dt.date | None) -> dt.date:
         return earliest
     where = {"table": spec.table, "ds": requested.isoformat()}
     if requested < earliest:
-        raise StateError(f"--ds is before {earliest}, the day before start_date: its next date, the first merge,"
-                         f" would be before start_date and could never run; init with --ds {earliest} or later", **where)
+        raise StateError(
+            f"--ds is before {earliest}, the day before start_date: its next date, the first merge,"
+            f" would be before start_date and could never run; init with --ds {earliest} or later",
+            **where,
+        )
     if requested >= spec.open_end:
         raise StateError(f"--ds is not before open_end {spec.open_end}", **where)
     return requested
@@ -59,9 +61,12 @@ def check_in_schedule(spec: TableSpec, ds: dt.date) -> None:
         raise StateError(f"date is after the spec's end_date {spec.end_date}", **where)
     if spec.closed_end(ds) >= spec.open_end:
         # its closed versions would go to the open partition's own end value, replacing it
-        raise StateError(f"date would close versions on {spec.closed_end(ds)}, not before open_end {spec.open_end}:"
-                         f" the last run date is {spec.open_end - DAY if spec.end_style == 'exclusive' else spec.open_end}"
-                         " (set end_date, or a later open_end)", **where)
+        raise StateError(
+            f"date would close versions on {spec.closed_end(ds)}, not before open_end {spec.open_end}:"
+            f" the last run date is {spec.open_end - DAY if spec.end_style == 'exclusive' else spec.open_end}"
+            " (set end_date, or a later open_end)",
+            **where,
+        )
 
 
 def plan_merge(
@@ -99,12 +104,13 @@ def plan_merge(
         return Plan("apply", f"table is at {last_committed}")
     if ds > last_committed + DAY:
         missing = date_range(last_committed + DAY, ds - DAY)
-        raise StateError(f"table is at {last_committed}; merge the missing dates first: {describe_dates(missing)}", **where)
+        raise StateError(
+            f"table is at {last_committed}; merge the missing dates first: {describe_dates(missing)}", **where
+        )
     if init_ds is not None and ds <= init_ds:
         raise StateError(f"date is not after the table's base date {init_ds}; the base already holds it", **where)
     changed = [
-        d for d in date_range(ds, last_committed)
-        if committed_fingerprints.get(d.isoformat()) != current_fingerprint(d)
+        d for d in date_range(ds, last_committed) if committed_fingerprints.get(d.isoformat()) != current_fingerprint(d)
     ]
     if not changed:
         if ds == last_committed:
@@ -145,8 +151,9 @@ def plan_rerun(
     if last is not None and last < first:
         raise StateError(f"--to {last} is before --from {first}", **where)
     if not initialized:
-        raise StateError(f"table is not initialized; run `zipper init {spec.name}` or `zipper merge` its first date",
-                         **where)
+        raise StateError(
+            f"table is not initialized; run `zipper init {spec.name}` or `zipper merge` its first date", **where
+        )
     if init_ds is not None and first <= init_ds:
         raise StateError(f"date is not after the table's base date {init_ds}; the base already holds it", **where)
     notes: list[str] = []
@@ -155,13 +162,20 @@ def plan_rerun(
         pending_from, pending_to = pending_replay
         end = last or pending_to
         changed = [
-            d for d in date_range(pending_from, last_committed)
+            d
+            for d in date_range(pending_from, last_committed)
             if committed_fingerprints.get(d.isoformat()) != current_fingerprint(d)
         ]
         start = changed[0] if changed else last_committed + DAY
         resume_news = [f"the input of {describe_dates(changed)} changed since it was replayed"] if changed else []
-        notes.append("; ".join([f"resuming the interrupted replay of {pending_from}..{pending_to}"
-                                f" (table at {last_committed})", *resume_news]))
+        notes.append(
+            "; ".join(
+                [
+                    f"resuming the interrupted replay of {pending_from}..{pending_to} (table at {last_committed})",
+                    *resume_news,
+                ]
+            )
+        )
         marker_from = pending_from
     else:
         if pending_replay is not None:
@@ -171,27 +185,32 @@ def plan_rerun(
             end = last or last_committed
         if first > last_committed + DAY:
             missing = date_range(last_committed + DAY, first - DAY)
-            raise StateError(f"table is at {last_committed}; merge the missing dates first: {describe_dates(missing)}",
-                             **where)
+            raise StateError(
+                f"table is at {last_committed}; merge the missing dates first: {describe_dates(missing)}", **where
+            )
         start = first
         marker_from = first
     if end < start and last is None:
-        raise StateError(f"nothing to replay: the table is at {last_committed}, before {first}; merge {first}"
-                         f" (`zipper merge {spec.name} --ds {first}`), or give --to (to_date) to merge several dates",
-                         **where)
+        raise StateError(
+            f"nothing to replay: the table is at {last_committed}, before {first}; merge {first}"
+            f" (`zipper merge {spec.name} --ds {first}`), or give --to (to_date) to merge several dates",
+            **where,
+        )
     if end < start:
         raise StateError(f"--to {end} is before {start}, where the replay would start", **where)
     check_in_schedule(spec, end)
     later = describe_dates(date_range(end + DAY, last_committed)) if end < last_committed else ""
     if later and not uncommit_later:
-        raise StateError(f"--to {end} is before the last committed date {last_committed}: {later} would no longer be"
-                         f" committed (and their done runs would have to run again); pass --uncommit-later (the rerun"
-                         f" DAG's uncommit_later) to do that, or leave out --to (to_date) to replay up to"
-                         f" {last_committed}", **where)
+        raise StateError(
+            f"--to {end} is before the last committed date {last_committed}: {later} would no longer be"
+            f" committed (and their done runs would have to run again); pass --uncommit-later (the rerun"
+            f" DAG's uncommit_later) to do that, or leave out --to (to_date) to replay up to"
+            f" {last_committed}",
+            **where,
+        )
     if later:
         notes.append(
-            f"the table will be at {end}: {later}"
-            " will no longer be committed; merge them again to bring them back"
+            f"the table will be at {end}: {later} will no longer be committed; merge them again to bring them back"
         )
     return RerunPlan(
         restore_from=start if start <= last_committed else None,

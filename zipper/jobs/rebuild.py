@@ -17,24 +17,25 @@ import time
 from dataclasses import dataclass
 
 from zipper.core import faults, fs
+from zipper.core.dates import DAY, date_range, describe_dates
+from zipper.core.errors import StateError
 from zipper.inputs import conform, dated, file_types, modes
 from zipper.jobs.init import init_table
+from zipper.jobs.plan import check_in_schedule, rebuild_supported, source_kind
 from zipper.jobs.result import RunResult
 from zipper.table import audit, catalog, publish, recovery, state
-from zipper.transforms import timelines
-from zipper.core.dates import DAY, date_range, describe_dates
-from zipper.jobs.plan import check_in_schedule, rebuild_supported, source_kind
-from zipper.transforms.timelines import CLOSED_PREFIX, DS, KINDS, OPEN, SLOT
-from zipper.core.errors import StateError
 from zipper.tablespec.model import TableSpec
+from zipper.transforms import timelines
+from zipper.transforms.timelines import CLOSED_PREFIX, DS, KINDS, OPEN, SLOT
 
 
 def _quiet(line: str) -> None:
     pass
 
 
-def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet,
-            uncommit_later: bool = False) -> RunResult:
+def rebuild(
+    spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet, uncommit_later: bool = False
+) -> RunResult:
     """Rebuild up to `last` (default: the last committed date, or where an interrupted replay was going).
     A `last` before the last committed date drops the later dates' history and commits: only with
     `uncommit_later`, as for a rerun, since their scheduled runs, already done, would have to run again."""
@@ -46,12 +47,16 @@ def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet
             f"rebuild computes the table in one pass from full-state rows: source mode upsert without sequence_by;"
             f" this table has mode {source_kind(spec)}."
             f" Rerun from the first date after the base instead (`zipper rerun {spec.name} --from {first}`)",
-            table=spec.table, ds=last.isoformat() if last else None)
+            table=spec.table,
+            ds=last.isoformat() if last else None,
+        )
     state.check_owned(st, spec, last or spec.start_date)
     if not st.initialized:
         if last is None:
-            raise StateError(f"table does not exist yet; give the last date to build: `zipper rebuild {spec.name} --to E`",
-                             table=spec.table)
+            raise StateError(
+                f"table does not exist yet; give the last date to build: `zipper rebuild {spec.name} --to E`",
+                table=spec.table,
+            )
         progress(init_table(spark, spec).summary())
         st = state.read_state(spark, spec)
     init_ds = st.init_ds
@@ -63,13 +68,18 @@ def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet
         check_in_schedule(spec, end)
     later = describe_dates(date_range(end + DAY, st.last_committed)) if end < st.last_committed else ""
     if later and not uncommit_later:
-        raise StateError(f"--to {end} is before the last committed date {st.last_committed}: {later} would no longer"
-                         " be committed (their history dropped, and their done runs would have to run again); pass"
-                         f" --uncommit-later to do that, or leave out --to to rebuild up to {st.last_committed};"
-                         " nothing was changed", **where)
+        raise StateError(
+            f"--to {end} is before the last committed date {st.last_committed}: {later} would no longer"
+            " be committed (their history dropped, and their done runs would have to run again); pass"
+            f" --uncommit-later to do that, or leave out --to to rebuild up to {st.last_committed};"
+            " nothing was changed",
+            **where,
+        )
     if later:
-        progress(f"{spec.table}: the table will be at {end}: {later} will no longer be committed;"
-                 " merge them again to bring them back")
+        progress(
+            f"{spec.table}: the table will be at {end}: {later} will no longer be committed;"
+            " merge them again to bring them back"
+        )
     st = recovery.recover(spark, spec, st, end)
 
     dates = date_range(init_ds + DAY, end)
@@ -85,8 +95,7 @@ def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet
         marked = _marked_inputs(spark, spec, init_ds, found)
         marked.rows.persist()  # read twice: the counts, then the versions
         try:
-            per_date = {r[DS]: {k: int(r[k]) for k in KINDS}
-                        for r in timelines.daily_counts(marked.rows).collect()}
+            per_date = {r[DS]: {k: int(r[k]) for k in KINDS} for r in timelines.daily_counts(marked.rows).collect()}
             (
                 timelines.with_slot(_versions(spec, marked), spec.end_column, spec.open_end.isoformat())
                 .write.partitionBy(SLOT)
@@ -108,8 +117,9 @@ def rebuild(spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet
 
     fingerprints = {day: found.increments[day].fingerprint for day in closed_dirs}
     init_params = {state.INIT_DS: init_ds.isoformat(), state.INIT_FINGERPRINT: base_fingerprint}
-    publish.publish_rebuild(spark, spec, st, run_id, run_root, end, open_dir, open_rows, closed_dirs, counts,
-                            fingerprints, init_params)
+    publish.publish_rebuild(
+        spark, spec, st, run_id, run_root, end, open_dir, open_rows, closed_dirs, counts, fingerprints, init_params
+    )
     closed_rows = sum(c["closed"] for c in counts.values())
     return RunResult(
         spec.table,
@@ -169,8 +179,14 @@ def _marked_inputs(spark, spec: TableSpec, init_ds: dt.date, found: Located) -> 
 
 def _versions(spec: TableSpec, marked: Marked):
     return timelines.versions(
-        marked.rows, keys=spec.keys, columns=marked.names, tracked=marked.tracked, begin_column=spec.begin_column,
-        end_column=spec.end_column, end_style=spec.end_style, open_end=spec.open_end.isoformat(),
+        marked.rows,
+        keys=spec.keys,
+        columns=marked.names,
+        tracked=marked.tracked,
+        begin_column=spec.begin_column,
+        end_column=spec.end_column,
+        end_style=spec.end_style,
+        open_end=spec.open_end.isoformat(),
     )
 
 

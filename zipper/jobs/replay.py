@@ -18,28 +18,42 @@ import time
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
-from zipper.core import sqltemplates
-from zipper.core import faults, fs
+from zipper.core import faults, fs, sqltemplates
+from zipper.core.dates import DAY, date_range, describe_dates
+from zipper.core.errors import (
+    InputError,
+    SpecError,
+    StateError,
+    UnreadableInputError,
+    ZipperError,
+    failed_file,
+    summarize_failure,
+)
+from zipper.core.paths import user_path
 from zipper.inputs import conform, csv_values, dated, dayinput, file_types, landing, metrics, modes
 from zipper.inputs.modes import mode_of
 from zipper.jobs import apply
 from zipper.jobs.keys import resolve_keys
+from zipper.jobs.plan import plan_rerun, rebuild_supported, source_kind
 from zipper.jobs.result import RunResult
 from zipper.table import audit, catalog, publish, recovery, state
-from zipper.transforms import daily, timelines
-from zipper.core.dates import DAY, date_range, describe_dates
-from zipper.jobs.plan import plan_rerun, rebuild_supported, source_kind
-from zipper.core.errors import InputError, SpecError, StateError, UnreadableInputError, ZipperError, failed_file, summarize_failure
-from zipper.core.paths import user_path
 from zipper.tablespec.model import TableSpec
+from zipper.transforms import daily, timelines
 
 
 def _quiet(line: str) -> None:
     pass
 
 
-def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, progress=_quiet,
-          uncommit_later: bool = False, resume_said: bool = False) -> RunResult:
+def rerun(
+    spark,
+    spec: TableSpec,
+    first: dt.date,
+    last: dt.date | None = None,
+    progress=_quiet,
+    uncommit_later: bool = False,
+    resume_said: bool = False,
+) -> RunResult:
     """Restore to first - 1 (unless the table is there already) and replay first..last
     (default: the last committed date, or where an interrupted replay was going). A `last`
     before the last committed date needs `uncommit_later`. `resume_said`: the caller's progress
@@ -81,8 +95,9 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
     pending_landing = pending.landing if pending is not None else {}
     # A landing zone's date that the table never consumed is located when its turn comes, after
     # the date before it is committed: what it consumes depends on that.
-    up_front = [d for d in plan.dates
-                if not landing_zone or d.isoformat() in st.commits or d.isoformat() in pending_landing]
+    up_front = [
+        d for d in plan.dates if not landing_zone or d.isoformat() in st.commits or d.isoformat() in pending_landing
+    ]
     located.update(modes.locate_dates(spark, spec, [d for d in up_front if d not in located], st))
     ahead = {}
     if landing_zone and len(up_front) < len(plan.dates):
@@ -93,8 +108,11 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
     replayed = {d: located[d] for d in up_front}
     checked = _check_inputs(spark, spec, first, replayed | ahead)  # what they read is not read again
 
-    kept = {d.isoformat(): inp.landing.record(inp.fingerprint) for d, inp in replayed.items()
-            if inp.landing is not None and inp.landing.kept}
+    kept = {
+        d.isoformat(): inp.landing.record(inp.fingerprint)
+        for d, inp in replayed.items()
+        if inp.landing is not None and inp.landing.kept
+    }
     marker = state.ReplayMarker(plan.marker_from, plan.marker_to, state.new_run_id(), kept)
     if plan.restore_from is not None:
         progress(restore(spark, spec, st, plan.restore_from, marker).summary())
@@ -115,11 +133,14 @@ def rerun(spark, spec: TableSpec, first: dt.date, last: dt.date | None = None, p
                 raise  # nothing has changed
             unreadable = failed_file(exc)  # a file of the day's input, or one of the table's own
             input_problem = isinstance(exc, (InputError, SpecError)) or (
-                unreadable is not None and not fs.is_under(unreadable, st.location))
+                unreadable is not None and not fs.is_under(unreadable, st.location)
+            )
             fix = "fix the input" if input_problem else "fix the cause"
-            pending_note = (f"; the table is at {st.last_committed}, the replay of {marker.first}..{marker.last}"
-                            f" pending: {fix}, then `zipper rerun {spec.name} --from {marker.first}`"
-                            " (or the next merge) resumes it")
+            pending_note = (
+                f"; the table is at {st.last_committed}, the replay of {marker.first}..{marker.last}"
+                f" pending: {fix}, then `zipper rerun {spec.name} --from {marker.first}`"
+                " (or the next merge) resumes it"
+            )
             if isinstance(exc, ZipperError):
                 raise exc.reworded(exc.detail + pending_note, table=exc.table, ds=exc.ds) from None
             # a Spark failure (a file that cannot be read, ...) on this date: say so and where the table is
@@ -148,17 +169,21 @@ def _check_inputs(spark, spec: TableSpec, first: dt.date, replayed: dict) -> dic
     open rows, so that a bad one fails while nothing has changed. Returns each date's input as
     read here: its merge takes it rather than reading the files again."""
     try:
-        with (csv_values.explained(spark, spec.table, spec.keys, first.isoformat()),
-              file_types.explained_column_types_of(spark, spec, replayed, NOTHING_CHANGED)):
+        with (
+            csv_values.explained(spark, spec.table, spec.keys, first.isoformat()),
+            file_types.explained_column_types_of(spark, spec, replayed, NOTHING_CHANGED),
+        ):
             checked = _checked_inputs(spark, spec, replayed)
             # the check reads the keys (a cdc input's operations too): the other columns' files by their footers
-            file_types.refuse_mistyped_files(spark, spec, {day: (replayed[day], inp.df.schema)
-                                                         for day, inp in checked.items()}, NOTHING_CHANGED)
+            file_types.refuse_mistyped_files(
+                spark, spec, {day: (replayed[day], inp.df.schema) for day, inp in checked.items()}, NOTHING_CHANGED
+            )
             return checked
     except fs.jvm_failures() as exc:  # a file Spark cannot read: name its date, not the first one
         day = _date_of_file(failed_file(exc), replayed) or first
-        raise UnreadableInputError(f"{summarize_failure(exc)}{NOTHING_CHANGED}", table=spec.table,
-                                   ds=day.isoformat()) from exc
+        raise UnreadableInputError(
+            f"{summarize_failure(exc)}{NOTHING_CHANGED}", table=spec.table, ds=day.isoformat()
+        ) from exc
     except ZipperError as exc:  # every refusal of the check comes before the restore: say so
         if exc.detail.endswith(NOTHING_CHANGED):
             raise
@@ -194,8 +219,9 @@ def _date_of_file(path: str | None, located: dict) -> dt.date | None:
     return None
 
 
-def restored_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.date,
-                       table_columns: list[tuple[str, str]]):
+def restored_open_rows(
+    spark, spec: TableSpec, st: state.TableState, first: dt.date, table_columns: list[tuple[str, str]]
+):
     """The open partition as it was at the end of first - 1: columns + begin."""
     return _restored(spark, spec, st, first, table_columns)[0]
 
@@ -213,7 +239,9 @@ def _restored(spark, spec: TableSpec, st: state.TableState, first: dt.date, tabl
                 f" hold their latest values), and with source mode {source_kind(spec)} that state cannot be rebuilt"
                 " from the inputs;"
                 " rerun from the first date after the base instead",
-                table=spec.table, ds=first.isoformat())
+                table=spec.table,
+                ds=first.isoformat(),
+            )
         return _rebuilt_open_rows(spark, spec, st, first, table_columns, tracked)
     return spark.sql(
         sqltemplates.render(
@@ -229,8 +257,14 @@ def _restored(spark, spec: TableSpec, st: state.TableState, first: dt.date, tabl
     ), {}
 
 
-def _rebuilt_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.date,
-                       table_columns: list[tuple[str, str]], tracked: list[str]):
+def _rebuilt_open_rows(
+    spark,
+    spec: TableSpec,
+    st: state.TableState,
+    first: dt.date,
+    table_columns: list[tuple[str, str]],
+    tracked: list[str],
+):
     """With untracked columns the table cannot say which in-place updates happened before `first`
     (the open row holds the latest ones), so the state at first - 1 is rebuilt from the base and
     the increments up to first - 1, which must be the ones that were committed. Returns the rows
@@ -239,8 +273,11 @@ def _rebuilt_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.d
     init_ds = st.init_ds
     dates = date_range(init_ds + DAY, first - DAY)
     located = modes.locate_dates(spark, spec, dates)
-    changed = [d for d in dates if st.commits.get(d.isoformat()) is None
-               or not located[d].matches(st.commits[d.isoformat()].fingerprint)]
+    changed = [
+        d
+        for d in dates
+        if st.commits.get(d.isoformat()) is None or not located[d].matches(st.commits[d.isoformat()].fingerprint)
+    ]
     if changed:
         raise StateError(
             f"the table has untracked columns, so restoring it to {first - DAY} rebuilds that state from the base and"
@@ -262,8 +299,16 @@ def _rebuilt_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.d
     marked = timelines.marked(rows, keys=spec.keys, columns=names, tracked=tracked)
     open_end = spec.open_end.isoformat()
     return (
-        timelines.versions(marked, keys=spec.keys, columns=names, tracked=tracked, begin_column=spec.begin_column,
-                                    end_column=spec.end_column, end_style=spec.end_style, open_end=open_end)
+        timelines.versions(
+            marked,
+            keys=spec.keys,
+            columns=names,
+            tracked=tracked,
+            begin_column=spec.begin_column,
+            end_column=spec.end_column,
+            end_style=spec.end_style,
+            open_end=open_end,
+        )
         .where(f"`{spec.end_column}` = '{open_end}'")
         .select(*names, spec.begin_column)
     ), {init_ds: located_base, **located}
@@ -275,7 +320,9 @@ def restore(spark, spec: TableSpec, st: state.TableState, first: dt.date, marker
     first_text = first.isoformat()
     commit = st.commits.get(first_text)
     if commit is None or "open_before" not in commit.counts:
-        raise StateError(f"no commit record for {first}; see `zipper check {spec.name}`", table=spec.table, ds=first_text)
+        raise StateError(
+            f"no commit record for {first}; see `zipper check {spec.name}`", table=spec.table, ds=first_text
+        )
     table_columns = catalog.data_columns(spark, spec)
 
     run_id = state.new_run_id()
@@ -290,8 +337,13 @@ def restore(spark, spec: TableSpec, st: state.TableState, first: dt.date, marker
     rows_read = int(metrics.observed_metrics(observation).get("rows") or 0)
     rows_written = fs.written_rows(spark, open_dir)
     faults.checkpoint("after_restore_write")
-    audit.reconcile_restore(rows_read=rows_read, rows_written=rows_written, expected=int(commit.counts["open_before"]),
-                            first=first_text, table=spec.table)
+    audit.reconcile_restore(
+        rows_read=rows_read,
+        rows_written=rows_written,
+        expected=int(commit.counts["open_before"]),
+        first=first_text,
+        table=spec.table,
+    )
 
     dropped = publish.publish_restore(spark, spec, st, first, run_id, open_dir, rows_written, marker)
     restored_to = (first - DAY).isoformat()

@@ -31,7 +31,7 @@ class RunResult:
         if self.action == "replay":
             return f"{self.table} {self.ds}: {self.outcome or self.message}; {self.seconds:.1f} s"
         if self.action == "init":
-            open_rows = counted(self.counts.get('open_after', 0), 'open row')
+            open_rows = counted(self.counts.get("open_after", 0), "open row")
             return f"{self.table} {self.ds}: initialized, {open_rows}; {self.seconds:.1f} s"
         c = self.counts
         return (
@@ -46,9 +46,15 @@ class RunResult:
     def report(self) -> dict:
         """Machine-readable form of the run, for schedulers (the DAGs' audit task)."""
         return {
-            "table": self.table, "ds": self.ds, "action": self.action, "message": self.message,
-            "counts": dict(self.counts), "run_id": self.run_id, "seconds": round(self.seconds, 3),
-            "join": self.join, "summary": self.summary(),
+            "table": self.table,
+            "ds": self.ds,
+            "action": self.action,
+            "message": self.message,
+            "counts": dict(self.counts),
+            "run_id": self.run_id,
+            "seconds": round(self.seconds, 3),
+            "join": self.join,
+            "summary": self.summary(),
         }
 
 
@@ -61,16 +67,22 @@ def _notes(c: dict) -> list[str]:
     """What a run reports beyond the version counts: ignored deletes, anomalies, column changes."""
     notes = []
     if c.get("anomalies"):
-        kinds = [refusals.anomaly_text(problem, c[name]) for problem in refusals.ANOMALY_TEXT
-                 if c.get(name := refusals.ANOMALY_COUNTS[problem])]
+        kinds = [
+            refusals.anomaly_text(problem, c[name])
+            for problem in refusals.ANOMALY_TEXT
+            if c.get(name := refusals.ANOMALY_COUNTS[problem])
+        ]
         notes.append(f"{c['anomalies']} {'anomaly' if c['anomalies'] == 1 else 'anomalies'} ({', '.join(kinds)})")
     elif c.get("deletes_of_absent_keys"):
         n = c["deletes_of_absent_keys"]
         notes.append(f"{n} {'delete of a key that was' if n == 1 else 'deletes of keys that were'} not open (ignored)")
     if "files" in c:
         notes.append(f"{counted(c['files'], 'landing-zone file')}, {counted(c['source_rows'], 'change')}")
-    for key, text in (("columns_added", "columns added"), ("columns_missing", "columns missing (NULL in new versions)"),
-                      ("columns_widened", "columns widened")):
+    for key, text in (
+        ("columns_added", "columns added"),
+        ("columns_missing", "columns missing (NULL in new versions)"),
+        ("columns_widened", "columns widened"),
+    ):
         if c.get(key):
             notes.append(f"{text}: {', '.join(c[key])}")
     return notes

@@ -60,13 +60,18 @@ def embedded_conf(settings: SessionSettings) -> dict[str, str]:
     return {
         "spark.sql.warehouse.dir": str(warehouse),
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={warehouse}/metastore_db;create=true",
-        "spark.driver.extraJavaOptions": " ".join(filter(None, [
-            java_property("derby.system.home", warehouse),
-            java_property("derby.stream.error.file", warehouse / "derby.log"),
-            # a path, not a file: URI, which a space would make invalid
-            java_property("log4j2.configurationFile", LOG_CONFIG),
-            jvm.driver_options(),
-        ])),
+        "spark.driver.extraJavaOptions": " ".join(
+            filter(
+                None,
+                [
+                    java_property("derby.system.home", warehouse),
+                    java_property("derby.stream.error.file", warehouse / "derby.log"),
+                    # a path, not a file: URI, which a space would make invalid
+                    java_property("log4j2.configurationFile", LOG_CONFIG),
+                    jvm.driver_options(),
+                ],
+            )
+        ),
     }
 
 
@@ -108,8 +113,9 @@ def spark_submit_conf(settings: SessionSettings) -> dict[str, str]:
     return conf
 
 
-def spark_submit_env(settings: SessionSettings, deploy_mode: str | None = None,
-                     environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def spark_submit_env(
+    settings: SessionSettings, deploy_mode: str | None = None, environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """The environment variables a spark-submit of spark_jobs/zipper_job.py needs beside its --conf
     pairs, given the submitting process's environment (default: this one's).
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
-from zipper.core.paths import local_path
 from zipper.core import fs
 from zipper.core.errors import AuditError
+from zipper.core.paths import local_path
 
 
 def max_value(spark, directory: str, column: str) -> str | None:
@@ -40,9 +40,20 @@ def max_value(spark, directory: str, column: str) -> str | None:
     return spark.read.parquet(directory).agg(F.max(column)).first()[0]
 
 
-def reconcile(*, open_recorded: int, open_read: int, input_rows: int, kinds: dict[str, int], untouched: int,
-              touched: int, open_written: int, closed_written: int, max_closed_begin: str | None, ds: str,
-              table: str) -> dict:
+def reconcile(
+    *,
+    open_recorded: int,
+    open_read: int,
+    input_rows: int,
+    kinds: dict[str, int],
+    untouched: int,
+    touched: int,
+    open_written: int,
+    closed_written: int,
+    max_closed_begin: str | None,
+    ds: str,
+    table: str,
+) -> dict:
     """Check the identities that hold for every correct merge; return the summary counts.
 
     open_recorded: rows the last commit recorded; open_read: rows in the files it points to;
@@ -64,9 +75,13 @@ def reconcile(*, open_recorded: int, open_read: int, input_rows: int, kinds: dic
     if touched != matched:
         problems.append(f"open rows set aside {touched} != {matched} matched to the increment")
     if matched + vanished > input_rows:
-        problems.append(f"keys found open {matched} + deletes of keys not open {vanished} > {input_rows} increment rows")
+        problems.append(
+            f"keys found open {matched} + deletes of keys not open {vanished} > {input_rows} increment rows"
+        )
     if open_written != open_read + new - deleted:
-        problems.append(f"open rows written {open_written} != {open_read} open before + {new} new keys - {deleted} deleted")
+        problems.append(
+            f"open rows written {open_written} != {open_read} open before + {new} new keys - {deleted} deleted"
+        )
     if closed_written != changed + deleted:
         problems.append(f"closed rows written {closed_written} != {changed} changed + {deleted} deleted keys")
     if max_closed_begin is not None and max_closed_begin >= ds:
@@ -93,7 +108,9 @@ def reconcile_restore(*, rows_read: int, rows_written: int, expected: int, first
     `first` started from (its recorded `open_before`), and write every row it read."""
     problems = []
     if rows_read != expected:
-        problems.append(f"restored open rows {rows_read} != {expected} open before the run of {first} (its commit record)")
+        problems.append(
+            f"restored open rows {rows_read} != {expected} open before the run of {first} (its commit record)"
+        )
     if rows_written != rows_read:
         problems.append(f"open rows written {rows_written} != {rows_read} restored")
     if problems:

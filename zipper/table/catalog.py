@@ -8,10 +8,9 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import types as T
 
-from zipper.core import sqltemplates
-from zipper.core import fs
-from zipper.core.paths import hadoop_path
+from zipper.core import fs, sqltemplates
 from zipper.core.errors import StateError
+from zipper.core.paths import hadoop_path
 from zipper.tablespec.model import TableSpec
 
 PARTITION_CLASS = "org.apache.spark.sql.catalyst.catalog.CatalogTablePartition"
@@ -74,7 +73,9 @@ def table_properties(spark, spec: TableSpec) -> dict[str, str]:
     return _to_python_map(spark, table.properties())
 
 
-def create_table(spark, spec: TableSpec, columns: list[tuple[str, str]], location: str, properties: dict[str, str]) -> None:
+def create_table(
+    spark, spec: TableSpec, columns: list[tuple[str, str]], location: str, properties: dict[str, str]
+) -> None:
     ensure_database(spark, spec.database)
     spark.sql(
         sqltemplates.render(
@@ -147,8 +148,9 @@ class ConcurrentChange(StateError):
     """Another run published to the table after this run read its state."""
 
 
-def repoint(spark, spec: TableSpec, changes: list[Partition], *, expected_run: str | None,
-            ds: str | None = None) -> None:
+def repoint(
+    spark, spec: TableSpec, changes: list[Partition], *, expected_run: str | None, ds: str | None = None
+) -> None:
     """Re-point partitions at new directories and replace their zipper parameters, atomically.
 
     The partitions travel through JSON (Jackson, inside the JVM): one call out, edited here,
@@ -168,15 +170,19 @@ def repoint(spark, spec: TableSpec, changes: list[Partition], *, expected_run: s
         current = jvm.java.util.ArrayList()
         for change in changes:
             try:
-                current.add(catalog.getPartition(spec.database, spec.table_name,
-                                                 _scala_map(spark, {spec.end_column: change.end})))
+                current.add(
+                    catalog.getPartition(
+                        spec.database, spec.table_name, _scala_map(spark, {spec.end_column: change.end})
+                    )
+                )
             except Exception as exc:  # gone: the recovery of a run that overtook this one drops pending ones
                 if "PARTITIONS_NOT_FOUND" not in str(exc):
                     raise
         listed = json.loads(mapper.writeValueAsString(current))
     else:  # one metastore call instead of one per partition (each takes a good tenth of a second)
-        listed = json.loads(mapper.writeValueAsString(
-            catalog.listPartitions(spec.database, spec.table_name, jvm.scala.Option.empty())))
+        listed = json.loads(
+            mapper.writeValueAsString(catalog.listPartitions(spec.database, spec.table_name, jvm.scala.Option.empty()))
+        )
     by_end = {part["spec"][spec.end_column]: part for part in listed}
     if expected_run is not None:
         _require_unchanged(spark, spec, by_end, expected_run, ds)
@@ -213,8 +219,9 @@ def _require_unchanged(spark, spec: TableSpec, fetched: dict[str, dict], expecte
     if open_end in fetched:
         current = fetched[open_end].get("parameters") or {}
     else:
-        part = _external_catalog(spark).getPartition(spec.database, spec.table_name,
-                                                     _scala_map(spark, {spec.end_column: open_end}))
+        part = _external_catalog(spark).getPartition(
+            spec.database, spec.table_name, _scala_map(spark, {spec.end_column: open_end})
+        )
         current = _to_python_map(spark, part.parameters())
     found = current.get(RUN_PARAM, "")
     if found != expected_run:
@@ -222,7 +229,8 @@ def _require_unchanged(spark, spec: TableSpec, fetched: dict[str, dict], expecte
             f"another run ({found or 'unknown'}, table now at {current.get(AT_PARAM, 'no date')}) published to the"
             " table while this one was running; nothing of this run was published. Run it again: it plans from"
             " the table as it is now (a date already committed is a no-op)",
-            table=spec.table, ds=ds,
+            table=spec.table,
+            ds=ds,
         )
 
 
@@ -234,9 +242,7 @@ def data_columns(spark, spec: TableSpec) -> list[tuple[str, str]]:
     """(name, Spark SQL type) of the stored data columns, without begin and end."""
     schema = spark.table(spec.table).schema
     return [
-        (f.name, f.dataType.simpleString())
-        for f in schema.fields
-        if f.name not in (spec.begin_column, spec.end_column)
+        (f.name, f.dataType.simpleString()) for f in schema.fields if f.name not in (spec.begin_column, spec.end_column)
     ]
 
 
@@ -246,12 +252,15 @@ def alter_data_columns(spark, spec: TableSpec, columns: list[tuple[str, str]]) -
     new columns go last, after the begin column). One metastore call; Parquet files are read by
     column name, so older files read NULL for an added column and their values widened."""
     wanted = dict(columns)
-    current = [(f.name, f.dataType.simpleString()) for f in spark.table(spec.table).schema.fields
-               if f.name != spec.end_column]
+    current = [
+        (f.name, f.dataType.simpleString()) for f in spark.table(spec.table).schema.fields if f.name != spec.end_column
+    ]
     have = {name for name, _ in current}
     fields = [(name, wanted.get(name, kind)) for name, kind in current] + [c for c in columns if c[0] not in have]
-    struct = {"type": "struct", "fields": [{"name": name, "type": _type_json(kind), "nullable": True, "metadata": {}}
-                                           for name, kind in fields]}
+    struct = {
+        "type": "struct",
+        "fields": [{"name": name, "type": _type_json(kind), "nullable": True, "metadata": {}} for name, kind in fields],
+    }
     schema = spark._jvm.org.apache.spark.sql.types.DataType.fromJson(json.dumps(struct))
     _external_catalog(spark).alterTableDataSchema(spec.database, spec.table_name, schema)
     refresh(spark, spec)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from zipper.core import fs, sqltemplates
-from zipper.table import inspect, state
-from zipper.transforms.collected import as_collected, as_written
 from zipper.core.dates import DAY, date_range
+from zipper.table import inspect, state
 from zipper.tablespec.model import TableSpec
+from zipper.transforms.collected import as_collected, as_written
 
 EXAMPLES = 20
 
@@ -55,13 +55,22 @@ def run_checks(spark, spec: TableSpec) -> dict:
     results.append({"check": "row_counts_match_commits", "violations": len(recorded), "examples": recorded})
 
     first = (st.init_ds or spec.start_date - DAY) + DAY
-    missing = [d.isoformat() for d in date_range(first, last) if d.isoformat() not in st.commits] if last >= first else []
+    missing = (
+        [d.isoformat() for d in date_range(first, last) if d.isoformat() not in st.commits] if last >= first else []
+    )
     results.append({"check": "every_date_committed", "violations": len(missing), "examples": missing[:EXAMPLES]})
-    results.append({
-        "check": "no_pending_partitions",
-        "violations": len(st.pending),
-        "examples": [{"partition": p.end, "location": p.location} for p in st.pending],
-    })
+    results.append(
+        {
+            "check": "no_pending_partitions",
+            "violations": len(st.pending),
+            "examples": [{"partition": p.end, "location": p.location} for p in st.pending],
+        }
+    )
     failed = [r["check"] for r in results if r["violations"]]
-    return {"table": spec.table, "last_committed": last.isoformat(), "ok": not failed, "failed": failed,
-            "checks": results}
+    return {
+        "table": spec.table,
+        "last_committed": last.isoformat(),
+        "ok": not failed,
+        "failed": failed,
+        "checks": results,
+    }

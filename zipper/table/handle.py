@@ -36,7 +36,6 @@ class ZipperTable:
         """Every invariant, verified on the live table (`check.run_checks`)."""
         return check.run_checks(self.spark, self.spec)
 
-    def vacuum(self, retention_days: int | None = None, dry_run: bool = False,
-               now: dt.datetime | None = None) -> dict:
+    def vacuum(self, retention_days: int | None = None, dry_run: bool = False, now: dt.datetime | None = None) -> dict:
         """Remove version directories no partition or commit refers to (`vacuum.vacuum`)."""
         return vacuum.vacuum(self.spark, self.spec, retention_days, dry_run, now)

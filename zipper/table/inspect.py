@@ -10,16 +10,19 @@ from decimal import Decimal, InvalidOperation
 from pyspark.sql import functions as F
 
 from zipper.core import sqltemplates
-from zipper.table import catalog, state
 from zipper.core.errors import InputError, StateError
+from zipper.table import catalog, state
 from zipper.tablespec.model import TableSpec
 
 
 def require_initialized(spark, spec: TableSpec) -> state.TableState:
     st = state.read_state(spark, spec)
     if not st.exists:
-        raise StateError(f"table does not exist in the metastore of {_metastore(spark)};"
-                         f" check --warehouse (or ZIPPER_WAREHOUSE), or run `zipper init {spec.name}`", table=spec.table)
+        raise StateError(
+            f"table does not exist in the metastore of {_metastore(spark)};"
+            f" check --warehouse (or ZIPPER_WAREHOUSE), or run `zipper init {spec.name}`",
+            table=spec.table,
+        )
     state.check_owned(st, spec)  # a changed end_style would shift every date filter below
     if not st.initialized:
         raise StateError(f"table is not initialized; run `zipper init {spec.name}`", table=spec.table)
@@ -37,13 +40,20 @@ def _metastore(spark) -> str:
 def status(spark, spec: TableSpec, recent: int = 10) -> dict:
     st = require_initialized(spark, spec)
     commits = sorted(st.commits.values(), key=lambda c: c.ds)
-    partitions = [
-        {"end": st.open_partition.end, "rows": st.open_rows, "kind": "open", "location": st.open_partition.location}
-    ] + [
-        {"end": p.end, "rows": int(p.params.get(state.ROWS, 0)), "kind": "closed", "ds": p.params[state.DS],
-         "location": p.location}
-        for p in st.closed
-    ] + [{"end": p.end, "rows": 0, "kind": "pending", "location": p.location} for p in st.pending]
+    partitions = (
+        [{"end": st.open_partition.end, "rows": st.open_rows, "kind": "open", "location": st.open_partition.location}]
+        + [
+            {
+                "end": p.end,
+                "rows": int(p.params.get(state.ROWS, 0)),
+                "kind": "closed",
+                "ds": p.params[state.DS],
+                "location": p.location,
+            }
+            for p in st.closed
+        ]
+        + [{"end": p.end, "rows": 0, "kind": "pending", "location": p.location} for p in st.pending]
+    )
     return {
         "name": spec.name,
         "table": spec.table,
@@ -55,13 +65,19 @@ def status(spark, spec: TableSpec, recent: int = 10) -> dict:
         # a rerun a crash interrupted: the table is behind, and the same rerun (or any merge) finishes it
         "replay_interrupted": (
             {"from": st.replay.first.isoformat(), "to": st.replay.last.isoformat(), "run_id": st.replay.run_id}
-            if st.replay else None
+            if st.replay
+            else None
         ),
         "partitions": partitions,
         "recent_commits": [
-            {"ds": c.ds, "run_id": c.run_id, "committed_at": c.committed_at, "fingerprint": c.fingerprint,
-             "counts": c.counts}
-            for c in commits[::-1][:max(recent, 0)]  # not commits[-recent:]: -0 is 0, which lists them all
+            {
+                "ds": c.ds,
+                "run_id": c.run_id,
+                "committed_at": c.committed_at,
+                "fingerprint": c.fingerprint,
+                "counts": c.counts,
+            }
+            for c in commits[::-1][: max(recent, 0)]  # not commits[-recent:]: -0 is 0, which lists them all
         ],
     }
 
@@ -71,8 +87,11 @@ def slice_as_of(spark, spec: TableSpec, as_of: dt.date):
     if as_of > st.last_committed:
         raise StateError(f"table is only committed up to {st.last_committed}", table=spec.table, ds=as_of.isoformat())
     if st.init_ds and as_of < st.init_ds:
-        raise StateError(f"table starts at its base date {st.init_ds}; it holds nothing as of an earlier date",
-                         table=spec.table, ds=as_of.isoformat())
+        raise StateError(
+            f"table starts at its base date {st.init_ds}; it holds nothing as of an earlier date",
+            table=spec.table,
+            ds=as_of.isoformat(),
+        )
     return spark.sql(
         sqltemplates.render(
             "slice_as_of.sql",
@@ -96,8 +115,10 @@ def parse_key(spec: TableSpec, pairs: list[str]) -> dict[str, str]:
         if column not in spec.keys:
             raise InputError(f"--key {column!r} is not a key column; keys are {spec.keys}", table=spec.table)
         if column in values and values[column] != value:
-            raise InputError(f"--key {column!r} given twice ({values[column]!r} and {value!r}); one version"
-                             " history is of one key", table=spec.table)
+            raise InputError(
+                f"--key {column!r} given twice ({values[column]!r} and {value!r}); one version history is of one key",
+                table=spec.table,
+            )
         values[column] = value
     missing = [k for k in spec.keys if k not in values]
     if missing:
@@ -113,14 +134,21 @@ def typed_key(spark, spec: TableSpec, key: dict[str, str]) -> tuple[dict[str, st
     types = dict(catalog.data_columns(spark, spec))
     nested = [k for k in spec.keys if types[k].startswith(("array", "map", "struct"))]
     if nested:
-        raise InputError(f"--key {nested[0]}: history cannot take a value for a key column of type"
-                         f" {types[nested[0]]}; query the table (README, 'Querying the tables')", table=spec.table)
+        raise InputError(
+            f"--key {nested[0]}: history cannot take a value for a key column of type"
+            f" {types[nested[0]]}; query the table (README, 'Querying the tables')",
+            table=spec.table,
+        )
     scalar = [k for k in spec.keys if types[k] != "binary"]
     cast = _as_typed_text(spark, {k: key[k] for k in scalar}, types)
-    bad = [f"{k}={key[k]!r} ({types[k]})" for k in scalar
-           if cast[k] is None or (types[k].startswith("decimal") and _rounded(key[k], cast[k]))]
-    bad += [f"{k}={key[k]!r} (binary, given as base64)" for k in spec.keys if types[k] == "binary"
-            and not _base64(key[k])]
+    bad = [
+        f"{k}={key[k]!r} ({types[k]})"
+        for k in scalar
+        if cast[k] is None or (types[k].startswith("decimal") and _rounded(key[k], cast[k]))
+    ]
+    bad += [
+        f"{k}={key[k]!r} (binary, given as base64)" for k in spec.keys if types[k] == "binary" and not _base64(key[k])
+    ]
     if bad:
         raise InputError(f"--key values are not of the key columns' types: {', '.join(bad)}", table=spec.table)
     return {k: cast[k] if k in scalar else key[k] for k in spec.keys}, {k: types[k] for k in spec.keys}
@@ -131,8 +159,12 @@ def _as_typed_text(spark, values: dict[str, str], types: dict[str, str]) -> dict
     does not read), in one Spark query."""
     if not values:
         return {}
-    return spark.range(1).select(*[F.lit(v).try_cast(types[k]).cast("string").alias(k)
-                                   for k, v in values.items()]).first().asDict()
+    return (
+        spark.range(1)
+        .select(*[F.lit(v).try_cast(types[k]).cast("string").alias(k) for k, v in values.items()])
+        .first()
+        .asDict()
+    )
 
 
 def _rounded(text: str, typed: str) -> bool:
@@ -156,8 +188,12 @@ def _base64(text: str) -> bool:
 def history(spark, spec: TableSpec, key: dict[str, str]):
     require_initialized(spark, spec)
     key, types = typed_key(spark, spec, key)
-    query = sqltemplates.render("history.sql", table=spec.table, keys=spec.keys, types=types,
-                                begin_column=spec.begin_column, end_column=spec.end_column)
+    query = sqltemplates.render(
+        "history.sql",
+        table=spec.table,
+        keys=spec.keys,
+        types=types,
+        begin_column=spec.begin_column,
+        end_column=spec.end_column,
+    )
     return spark.sql(query, args={f"key{i}": key[k] for i, k in enumerate(spec.keys)})
-
-

@@ -18,10 +18,10 @@ import json
 from dataclasses import dataclass
 
 from zipper.core import faults, fs
-from zipper.table import catalog, state
-from zipper.table.catalog import Partition
 from zipper.core.dates import DAY
 from zipper.core.errors import StateError
+from zipper.table import catalog, state
+from zipper.table.catalog import Partition
 from zipper.tablespec.model import TableSpec
 
 
@@ -39,16 +39,19 @@ class DayCommit:
     landing: dict | None = None  # a landing zone's record of the files the day consumed
 
 
-def _open_params(kept: dict[str, str], last_committed: str, run_id: str, rows: int, committed_at: str,
-                 *more: dict[str, str]) -> dict[str, str]:
+def _open_params(
+    kept: dict[str, str], last_committed: str, run_id: str, rows: int, committed_at: str, *more: dict[str, str]
+) -> dict[str, str]:
     """The open partition's parameters: `kept` ones, the commit of `last_committed`, then `more`."""
     params = dict(kept)
-    params.update({
-        state.LAST_COMMITTED: last_committed,
-        state.RUN_ID: run_id,
-        state.ROWS: str(rows),
-        state.COMMITTED_AT: committed_at,
-    })
+    params.update(
+        {
+            state.LAST_COMMITTED: last_committed,
+            state.RUN_ID: run_id,
+            state.ROWS: str(rows),
+            state.COMMITTED_AT: committed_at,
+        }
+    )
     for extra in more:
         params.update(extra)
     return params
@@ -69,20 +72,36 @@ def _discarded_if_overtaken(spark, run_root: str):
         raise
 
 
-def publish_init(spark, spec: TableSpec, st: state.TableState, ds: dt.date, run_id: str, open_dir: str, rows: int,
-                 fingerprint: str) -> None:
+def publish_init(
+    spark, spec: TableSpec, st: state.TableState, ds: dt.date, run_id: str, open_dir: str, rows: int, fingerprint: str
+) -> None:
     """The table's first state: the base's rows (or none) open as of `ds`."""
     open_end = spec.open_end.isoformat()
     catalog.add_partitions(spark, spec, {open_end: state.empty_dir(st.location)})
     fs.mkdirs(spark, state.empty_dir(st.location))
-    params = _open_params({}, ds.isoformat(), run_id, rows, state.utc_now_iso(),
-                          {state.INIT_DS: ds.isoformat(), state.INIT_FINGERPRINT: fingerprint})
+    params = _open_params(
+        {},
+        ds.isoformat(),
+        run_id,
+        rows,
+        state.utc_now_iso(),
+        {state.INIT_DS: ds.isoformat(), state.INIT_FINGERPRINT: fingerprint},
+    )
     catalog.repoint(spark, spec, [Partition(open_end, open_dir, params)], expected_run=st.open_run, ds=ds.isoformat())
 
 
-def publish_day(spark, spec: TableSpec, st: state.TableState, day: DayCommit, column_changes, *,
-                table_columns: list[tuple[str, str]], day_columns: list[tuple[str, str]],
-                widened_from_float: set[str], carry_params: dict[str, str] | None = None) -> None:
+def publish_day(
+    spark,
+    spec: TableSpec,
+    st: state.TableState,
+    day: DayCommit,
+    column_changes,
+    *,
+    table_columns: list[tuple[str, str]],
+    day_columns: list[tuple[str, str]],
+    widened_from_float: set[str],
+    carry_params: dict[str, str] | None = None,
+) -> None:
     """One date's new open partition and its closed partition, with its commit record.
 
     `column_changes` (a `conform.ColumnChanges`): a widening is applied to the table just before
@@ -94,20 +113,29 @@ def publish_day(spark, spec: TableSpec, st: state.TableState, day: DayCommit, co
     ds_text = day.ds.isoformat()
     closed_end = spec.closed_end(day.ds).isoformat()
     if closed_end in {p.end for p in st.closed}:
-        raise StateError(f"partition {spec.end_column}={closed_end} already holds a commit",
-                         table=spec.table, ds=ds_text)
+        raise StateError(
+            f"partition {spec.end_column}={closed_end} already holds a commit", table=spec.table, ds=ds_text
+        )
     if closed_end not in {p.end for p in st.pending}:
         fs.mkdirs(spark, state.empty_dir(st.location))
         catalog.add_partitions(spark, spec, {closed_end: state.empty_dir(st.location)})
     faults.checkpoint("before_publish")
 
     now = state.utc_now_iso()
-    open_params = _open_params(_init_params(st), ds_text, day.run_id, day.counts["open_after"], now,
-                               st.float_columns_params(widened_from_float), carry_params or {})
+    open_params = _open_params(
+        _init_params(st),
+        ds_text,
+        day.run_id,
+        day.counts["open_after"],
+        now,
+        st.float_columns_params(widened_from_float),
+        carry_params or {},
+    )
     if column_changes.alters_table:
         open_params[state.COLUMNS] = json.dumps(column_changes.record(), sort_keys=True)
-    commit = state.Commit(ds_text, day.run_id, now, day.fingerprint, day.counts, day.counts["closed"], closed_end,
-                          day.landing)
+    commit = state.Commit(
+        ds_text, day.run_id, now, day.fingerprint, day.counts, day.counts["closed"], closed_end, day.landing
+    )
     with _discarded_if_overtaken(spark, day.run_root):
         if column_changes.widened:
             catalog.require_unchanged(spark, spec, st.open_run, ds_text)  # not widened for a run that cannot publish
@@ -131,14 +159,29 @@ def publish_day(spark, spec: TableSpec, st: state.TableState, day: DayCommit, co
 
 def publish_marker(spark, spec: TableSpec, st: state.TableState, marker: state.ReplayMarker) -> None:
     """Record a replay that starts right after the last committed date (nothing to restore)."""
-    params = {k: v for k, v in st.open_partition.params.items()
-              if k.startswith("zipper.") and not k.startswith((state.REPLAY, state.REPLAY_LANDING))}
-    catalog.repoint(spark, spec, [Partition(spec.open_end.isoformat(), st.open_partition.location,
-                                            params | marker.params())], expected_run=st.open_run)
+    params = {
+        k: v
+        for k, v in st.open_partition.params.items()
+        if k.startswith("zipper.") and not k.startswith((state.REPLAY, state.REPLAY_LANDING))
+    }
+    catalog.repoint(
+        spark,
+        spec,
+        [Partition(spec.open_end.isoformat(), st.open_partition.location, params | marker.params())],
+        expected_run=st.open_run,
+    )
 
 
-def publish_restore(spark, spec: TableSpec, st: state.TableState, first: dt.date, run_id: str, open_dir: str,
-                    rows: int, marker: state.ReplayMarker) -> list[str]:
+def publish_restore(
+    spark,
+    spec: TableSpec,
+    st: state.TableState,
+    first: dt.date,
+    run_id: str,
+    open_dir: str,
+    rows: int,
+    marker: state.ReplayMarker,
+) -> list[str]:
     """The table as it was at the end of first - 1, recording `marker`: the open partition at the
     restored rows, every history partition made by the runs of `first` and later at the empty
     directory, then dropped. Returns the dropped partitions' end values."""
@@ -146,10 +189,15 @@ def publish_restore(spark, spec: TableSpec, st: state.TableState, first: dt.date
     dropped = [p.end for p in st.closed if p.end >= closed_end]
     empty = state.empty_dir(st.location)
     fs.mkdirs(spark, empty)
-    open_params = _open_params(_init_params(st), (first - DAY).isoformat(), run_id, rows,
-                               state.utc_now_iso(),
-                               st.float_columns_params(),  # the commits that widened them may be dropped here
-                               marker.params())
+    open_params = _open_params(
+        _init_params(st),
+        (first - DAY).isoformat(),
+        run_id,
+        rows,
+        state.utc_now_iso(),
+        st.float_columns_params(),  # the commits that widened them may be dropped here
+        marker.params(),
+    )
     catalog.repoint(
         spark,
         spec,
@@ -163,9 +211,20 @@ def publish_restore(spark, spec: TableSpec, st: state.TableState, first: dt.date
     return dropped
 
 
-def publish_rebuild(spark, spec: TableSpec, st: state.TableState, run_id: str, run_root: str, end: dt.date,
-                    open_dir: str, open_rows: int, closed_dirs: dict[dt.date, str], counts: dict[dt.date, dict],
-                    fingerprints: dict[dt.date, str], init_params: dict[str, str]) -> None:
+def publish_rebuild(
+    spark,
+    spec: TableSpec,
+    st: state.TableState,
+    run_id: str,
+    run_root: str,
+    end: dt.date,
+    open_dir: str,
+    open_rows: int,
+    closed_dirs: dict[dt.date, str],
+    counts: dict[dt.date, dict],
+    fingerprints: dict[dt.date, str],
+    init_params: dict[str, str],
+) -> None:
     """A rebuilt table: the open partition and every history partition at the new directories,
     with a commit record per date; partitions that no longer belong at the empty directory, then
     dropped."""
@@ -176,8 +235,15 @@ def publish_rebuild(spark, spec: TableSpec, st: state.TableState, run_id: str, r
         spec.closed_end(day).isoformat(): Partition(
             spec.closed_end(day).isoformat(),
             directory,
-            state.Commit(day.isoformat(), run_id, now, fingerprints[day], counts[day], counts[day]["closed"],
-                         spec.closed_end(day).isoformat()).params(),
+            state.Commit(
+                day.isoformat(),
+                run_id,
+                now,
+                fingerprints[day],
+                counts[day],
+                counts[day]["closed"],
+                spec.closed_end(day).isoformat(),
+            ).params(),
         )
         for day, directory in closed_dirs.items()
     }

@@ -9,8 +9,8 @@ from __future__ import annotations
 import datetime as dt
 
 from zipper.core import fs
-from zipper.table import catalog, state
 from zipper.core.errors import StateError
+from zipper.table import catalog, state
 from zipper.tablespec.model import TableSpec
 
 
@@ -25,7 +25,8 @@ def recover(spark, spec: TableSpec, st: state.TableState, ds: dt.date) -> state.
         raise StateError(
             f"partitions {[p.end for p in stray]} hold data but no zipper commit record;"
             f" see `zipper check {spec.name}`",
-            table=spec.table, ds=ds.isoformat(),
+            table=spec.table,
+            ds=ds.isoformat(),
         )
     catalog.drop_partitions(spark, spec, [p.end for p in st.pending])
     return state.read_state(spark, spec)

@@ -11,10 +11,10 @@ import json
 import secrets
 from dataclasses import dataclass, field
 
-from zipper.table import catalog
-from zipper.core.properties import P_KEYS
-from zipper.table.catalog import Partition
 from zipper.core.errors import StateError
+from zipper.core.properties import P_KEYS
+from zipper.table import catalog
+from zipper.table.catalog import Partition
 from zipper.tablespec.model import TableSpec
 
 FORMAT_VERSION = "1"
@@ -50,19 +50,19 @@ RUN_ID_TIME = "%Y%m%dT%H%M%S.%fZ"
 def new_run_id(now: dt.datetime | None = None) -> str:
     """Sortable and unique: UTC time of the run to the microsecond plus random bits; names the
     run's directory. Runs of one table are serial, so sorting run ids sorts runs by start."""
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     return now.strftime(RUN_ID_TIME) + "-" + secrets.token_hex(3)
 
 
 def run_time(run_id: str) -> dt.datetime | None:
     try:
-        return dt.datetime.strptime(run_id.split("-")[0], RUN_ID_TIME).replace(tzinfo=dt.timezone.utc)
+        return dt.datetime.strptime(run_id.split("-")[0], RUN_ID_TIME).replace(tzinfo=dt.UTC)
     except ValueError:
         return None
 
 
 def utc_now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class Commit:
     landing: dict | None = None  # range of landing-zone files consumed, and the kept copy (see landing.py)
 
     @classmethod
-    def from_partition(cls, part: Partition) -> "Commit":
+    def from_partition(cls, part: Partition) -> Commit:
         p = part.params
         return cls(
             ds=p[DS],
@@ -121,20 +121,24 @@ class ReplayMarker:
     landing: dict = field(default_factory=dict)  # ds text -> landing record (see landing.Consumed.record)
 
     def params(self) -> dict[str, str]:
-        params = {REPLAY: json.dumps({"from": self.first.isoformat(), "to": self.last.isoformat(),
-                                      "run_id": self.run_id}, sort_keys=True)}
+        params = {
+            REPLAY: json.dumps(
+                {"from": self.first.isoformat(), "to": self.last.isoformat(), "run_id": self.run_id}, sort_keys=True
+            )
+        }
         # one parameter per date: a Hive parameter value holds at most 4000 characters
         params.update({REPLAY_LANDING + ds: json.dumps(record, sort_keys=True) for ds, record in self.landing.items()})
         return params
 
     @classmethod
-    def from_params(cls, params: dict[str, str]) -> "ReplayMarker | None":
+    def from_params(cls, params: dict[str, str]) -> ReplayMarker | None:
         if REPLAY not in params:
             return None
         value = json.loads(params[REPLAY])
-        landing = {k[len(REPLAY_LANDING):]: json.loads(v) for k, v in params.items() if k.startswith(REPLAY_LANDING)}
-        return cls(dt.date.fromisoformat(value["from"]), dt.date.fromisoformat(value["to"]), value.get("run_id", ""),
-                   landing)
+        landing = {k[len(REPLAY_LANDING) :]: json.loads(v) for k, v in params.items() if k.startswith(REPLAY_LANDING)}
+        return cls(
+            dt.date.fromisoformat(value["from"]), dt.date.fromisoformat(value["to"]), value.get("run_id", ""), landing
+        )
 
 
 @dataclass(frozen=True)
@@ -183,8 +187,9 @@ class TableState:
         names = set(json.loads(value)) if value else set()
         suffix = " float -> double"
         for commit in self.commits.values():
-            names.update(entry[:-len(suffix)] for entry in commit.counts.get("columns_widened", [])
-                         if entry.endswith(suffix))
+            names.update(
+                entry[: -len(suffix)] for entry in commit.counts.get("columns_widened", []) if entry.endswith(suffix)
+            )
         return frozenset(names)
 
     def float_columns_params(self, widened_today: set[str] = frozenset()) -> dict[str, str]:
@@ -204,7 +209,7 @@ class TableState:
         return dt.date.fromisoformat(value) if value else None
 
 
-def check_owned(st: "TableState", spec: TableSpec, ds: dt.date | None = None) -> None:
+def check_owned(st: TableState, spec: TableSpec, ds: dt.date | None = None) -> None:
     """Refuse a table zipper did not create, or whose spec changed what cannot change: its keys
     (every version is found by them) and its end style (every reader's date filters use it)."""
     if not st.exists:
@@ -224,7 +229,8 @@ def check_owned(st: "TableState", spec: TableSpec, ds: dt.date | None = None) ->
     if props.get(P_END_STYLE, spec.end_style) != spec.end_style:
         raise StateError(
             f"spec end_style {spec.end_style} differs from the table's {props[P_END_STYLE]};"
-            " a table's end style cannot change", **where
+            " a table's end style cannot change",
+            **where,
         )
 
 

@@ -17,11 +17,12 @@ from zipper.tablespec.model import TableSpec
 MIN_AGE = dt.timedelta(hours=1)
 
 
-def vacuum(spark, spec: TableSpec, retention_days: int | None = None, dry_run: bool = False,
-           now: dt.datetime | None = None) -> dict:
+def vacuum(
+    spark, spec: TableSpec, retention_days: int | None = None, dry_run: bool = False, now: dt.datetime | None = None
+) -> dict:
     st = inspect.require_initialized(spark, spec)
     retention = spec.retention_days if retention_days is None else retention_days
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     root = fs.qualify(spark, state.versions_root(st)).rstrip("/")
     live = {fs.qualify(spark, p.location).rstrip("/") for p in [st.open_partition, *st.closed, *st.pending]}
     # the landing-zone files a commit consumed, kept so that its date can be read again
@@ -32,7 +33,7 @@ def vacuum(spark, spec: TableSpec, retention_days: int | None = None, dry_run: b
     for run_dir, modified_ms in sorted(fs.list_dirs(spark, root)):
         run_dir = run_dir.rstrip("/")
         run = run_dir.rsplit("/", 1)[-1]
-        started = state.run_time(run) or dt.datetime.fromtimestamp(modified_ms / 1000, dt.timezone.utc)
+        started = state.run_time(run) or dt.datetime.fromtimestamp(modified_ms / 1000, dt.UTC)
         # A directory this young may belong to a merge that is still running.
         old_enough = now - started >= max(dt.timedelta(days=retention), MIN_AGE)
         if run == "empty" or not old_enough:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import yaml
 from pydantic import ValidationError
@@ -157,7 +157,7 @@ def find_spec(name: str, directory: str | os.PathLike | None = None) -> tuple[Pa
     for path, spec in kept:
         if spec.name == name:
             return path, spec
-    for path, error, own_name in refused:
+    for _, error, own_name in refused:
         if own_name == name:
             raise error
     unnamed = [path.name for path, _, own_name in refused if own_name is None]

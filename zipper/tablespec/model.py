@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from pathlib import Path
 from typing import Annotated, Literal
 
-from pathlib import Path
-
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from zipper.core.names import IDENTIFIER
 from zipper.tablespec.modes import SourceMode
@@ -129,7 +138,7 @@ class SourceSpec(_Strict):
         return value
 
     @model_validator(mode="after")
-    def _location(self) -> "SourceSpec":
+    def _location(self) -> SourceSpec:
         if self.mode is SourceMode.LANDING_ZONE:
             if self.format != "parquet":
                 raise ValueError("mode 'landing_zone' reads Parquet change files; format must be 'parquet'")
@@ -174,7 +183,7 @@ class BaseSpec(_Strict):
     options: ReaderOptions = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _location(self) -> "BaseSpec":
+    def _location(self) -> BaseSpec:
         if self.format == "table" and not self.table:
             raise ValueError("format 'table' needs 'table' (database.table)")
         if self.format != "table" and not self.path:
@@ -259,26 +268,33 @@ class TableSpec(_Strict):
     def _keys_given(cls, value: list[str], info: ValidationInfo) -> list[str]:
         source = info.data.get("source")
         if not value and (source is None or source.mode is not SourceMode.LANDING_ZONE):
-            raise ValueError("at least one key column is required (only mode landing_zone can take them from _metadata.json)")
+            raise ValueError(
+                "at least one key column is required (only mode landing_zone can take them from _metadata.json)"
+            )
         return value
 
     @model_validator(mode="after")
-    def _consistent(self) -> "TableSpec":
+    def _consistent(self) -> TableSpec:
         if len(set(self.keys)) != len(self.keys):
             raise KeyValueError("keys", f"a column is listed twice: {self.keys}")
         if self.begin_column == self.end_column:
             raise KeyValueError("end_column", f"begin_column and end_column must differ (both {self.end_column!r})")
-        named = {"keys": list(self.keys), "columns": list(self.columns or {}), "begin_column": [self.begin_column],
-                 "end_column": [self.end_column],
-                 "track_columns": self.track_columns if isinstance(self.track_columns, list) else [],
-                 "source.sequence_by": [self.source.sequence_by] if self.source.sequence_by else []}
+        named = {
+            "keys": list(self.keys),
+            "columns": list(self.columns or {}),
+            "begin_column": [self.begin_column],
+            "end_column": [self.end_column],
+            "track_columns": self.track_columns if isinstance(self.track_columns, list) else [],
+            "source.sequence_by": [self.source.sequence_by] if self.source.sequence_by else [],
+        }
         if self.source.mode == "cdc":
             named["source.op_column"] = [self.source.operation_column]
         for key, names in named.items():
             internal = [n for n in names if n.lower().startswith(INTERNAL_PREFIX)]
             if internal:
-                raise KeyValueError(key, f"{internal}: names starting with {INTERNAL_PREFIX!r} are reserved for"
-                                         " zipper's own columns")
+                raise KeyValueError(
+                    key, f"{internal}: names starting with {INTERNAL_PREFIX!r} are reserved for zipper's own columns"
+                )
         reserved = {self.begin_column, self.end_column}
         if reserved & set(self.keys):
             raise KeyValueError("keys", f"keys may not use the reserved columns {sorted(reserved)}")
@@ -287,17 +303,29 @@ class TableSpec(_Strict):
                 raise KeyValueError("track_columns", "give 'all' or a non-empty list")
             clash = (set(self.keys) | reserved) & set(self.track_columns)
             if clash:
-                raise KeyValueError("track_columns", f"track_columns may not list key or reserved columns: {sorted(clash)}")
+                raise KeyValueError(
+                    "track_columns", f"track_columns may not list key or reserved columns: {sorted(clash)}"
+                )
         if self.end_date and self.end_date < self.start_date:
             raise KeyValueError("end_date", f"end_date {self.end_date} is before start_date {self.start_date}")
         last = self.end_date or self.start_date
         if self.closed_end(last) >= self.open_end:  # as plan.check_in_schedule, for the last date
-            after = "after every run date" if self.end_style == "exclusive" else "on or after every run date (inclusive)"
+            after = (
+                "after every run date" if self.end_style == "exclusive" else "on or after every run date (inclusive)"
+            )
             raise KeyValueError("open_end", f"open_end {self.open_end} must be {after} (the last is {last})")
-        if self.source.mode == "cdc" and self.source.operation_column in set(self.keys) | reserved | {self.source.sequence_by}:
-            raise KeyValueError("source.op_column", f"source.op_column {self.source.operation_column!r} may not be a key, sequence or reserved column")
+        if self.source.mode == "cdc" and self.source.operation_column in set(self.keys) | reserved | {
+            self.source.sequence_by
+        }:
+            raise KeyValueError(
+                "source.op_column",
+                f"source.op_column {self.source.operation_column!r} may not be a key, sequence or reserved column",
+            )
         if self.source.sequence_by in set(self.keys) | reserved:
-            raise KeyValueError("source.sequence_by", f"source.sequence_by {self.source.sequence_by!r} may not be a key or reserved column")
+            raise KeyValueError(
+                "source.sequence_by",
+                f"source.sequence_by {self.source.sequence_by!r} may not be a key or reserved column",
+            )
         if self.columns is not None:
             missing = [k for k in self.keys if k not in self.columns]
             if missing:
@@ -330,7 +358,7 @@ class TableSpec(_Strict):
     def first_merge_date(self) -> dt.date:
         return self.start_date
 
-    def with_keys(self, keys: list[str]) -> "TableSpec":
+    def with_keys(self, keys: list[str]) -> TableSpec:
         """This spec with its key columns resolved (a landing zone's, from `_metadata.json`)."""
         resolved = self.model_copy(update={"keys": list(keys)})
         resolved._origin = self._origin

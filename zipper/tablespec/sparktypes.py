@@ -17,8 +17,28 @@ import re
 
 # name -> how many integer arguments it takes in parentheses, at most
 _PRIMITIVES: dict[str, int] = {
-    **dict.fromkeys(["boolean", "tinyint", "byte", "smallint", "short", "int", "integer", "bigint", "long",
-                     "float", "real", "double", "date", "timestamp", "timestamp_ltz", "string", "binary"], 0),
+    **dict.fromkeys(
+        [
+            "boolean",
+            "tinyint",
+            "byte",
+            "smallint",
+            "short",
+            "int",
+            "integer",
+            "bigint",
+            "long",
+            "float",
+            "real",
+            "double",
+            "date",
+            "timestamp",
+            "timestamp_ltz",
+            "string",
+            "binary",
+        ],
+        0,
+    ),
     **dict.fromkeys(["decimal", "dec", "numeric"], 2),
 }
 # Spark parses these, a Hive table cannot hold them.

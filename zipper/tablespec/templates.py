@@ -38,7 +38,7 @@ def _reason(exc: Exception) -> str:
 
 
 # `{{ ds }}` and the like, the usual whole template: it cannot fail to render.
-_PLAIN_VARIABLE = re.compile(r"\{\{ *(?:%s) *\}\}" % "|".join(template_context(SAMPLE_DATE)))
+_PLAIN_VARIABLE = re.compile(r"\{\{ *(?:" + "|".join(template_context(SAMPLE_DATE)) + r") *\}\}")
 
 
 def check_template(template: str | None) -> str | None:

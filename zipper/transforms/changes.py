@@ -36,7 +36,12 @@ PROBLEM = "zipper_problem"
 DIFF = "zipper_diff"
 LAST = "zipper_last"
 UPSERT, DELETE, INSERT, UPDATE = "upsert", "delete", "insert", "update"
-INSERT_OPEN, UPDATE_ABSENT, DELETE_ABSENT, DELETE_MISMATCH = "insert_open", "update_absent", "delete_absent", "delete_mismatch"
+INSERT_OPEN, UPDATE_ABSENT, DELETE_ABSENT, DELETE_MISMATCH = (
+    "insert_open",
+    "update_absent",
+    "delete_absent",
+    "delete_mismatch",
+)
 # landing-zone __rowMarker__ values
 MARKERS = {0: INSERT, 1: UPDATE, 2: DELETE, 4: UPSERT}
 _OPEN = "zipper__open__"
@@ -57,8 +62,12 @@ def _equal(left: Column, right: Column, data_type, float_precision: bool) -> Col
 def _differing(columns: list[str], left, right, types: dict, float_precision: frozenset[str] = frozenset()) -> Column:
     """The names of the columns whose values differ (NULL-safe; `float_precision` columns as
     floats), as an array."""
-    return F.array_compact(F.array(*[F.when(~_equal(left(c), right(c), types[c], c in float_precision), F.lit(c))
-                                     for c in columns], F.lit(None).cast("string")))
+    return F.array_compact(
+        F.array(
+            *[F.when(~_equal(left(c), right(c), types[c], c in float_precision), F.lit(c)) for c in columns],
+            F.lit(None).cast("string"),
+        )
+    )
 
 
 def _values_struct(values: list[str]) -> Column:
@@ -66,6 +75,7 @@ def _values_struct(values: list[str]) -> Column:
 
 
 # ---------------------------------------------------------------- reading events
+
 
 def bad_operations(rows: DataFrame, *, op_column: str) -> DataFrame:
     """cdc rows whose operation is not 0 or 1 (NULL included), with the file they came from."""
@@ -89,7 +99,8 @@ def bad_markers(rows: DataFrame, *, marker: str, written: str, file: str, row: s
     """Landing-zone rows whose marker (`marker`, as an int) is not 0, 1, 2 or 4, with the marker
     as written (`written`), their file and row position."""
     return rows.where(F.col(marker).isNull() | ~F.col(marker).isin(*MARKERS)).select(
-        F.col(written).alias("marker"), F.col(file).alias("file"), F.col(row).alias("row"))
+        F.col(written).alias("marker"), F.col(file).alias("file"), F.col(row).alias("row")
+    )
 
 
 def landing_events(rows: DataFrame, *, columns: list[str], marker: str, file: str, row: str) -> DataFrame:
@@ -117,6 +128,7 @@ def order_offenders(events: DataFrame, keys: list[str], read_all_columns: bool =
 
 # ---------------------------------------------------------------- events -> change set
 
+
 def flag_events(events: DataFrame, *, keys: list[str], columns: list[str], match: list[str] | None) -> DataFrame:
     """Each event with the problem it meets in the state its key's previous event of the day
     left (none for a key's first event: that one meets the open partition, see `open_problems`),
@@ -138,7 +150,9 @@ def flag_events(events: DataFrame, *, keys: list[str], columns: list[str], match
     diff = F.lit(None).cast("array<string>")
     first_values = []
     if match is not None:
-        diff = F.when(present & (action == DELETE), _differing(match, F.col, lambda c: F.lag(c).over(by_key), types_of(events)))
+        diff = F.when(
+            present & (action == DELETE), _differing(match, F.col, lambda c: F.lag(c).over(by_key), types_of(events))
+        )
         problem = F.when(F.size(diff) > 0, F.lit(DELETE_MISMATCH)).otherwise(problem)
         first_values = [F.first(_values_struct(match)).over(whole).alias(MATCH)]
     return events.select(
@@ -183,8 +197,15 @@ def _keeps_open_value(old: Column, new: Column, data_type, float_precision: bool
     return same(old, new, data_type) | F.coalesce(equal_at_float_precision(old, new) & ~float_exact(old), F.lit(False))
 
 
-def snapshot_changes(open_rows: DataFrame, snapshot: DataFrame, *, keys: list[str], columns: list[str],
-                     invalidate: bool, float_precision: frozenset[str] = frozenset()) -> DataFrame:
+def snapshot_changes(
+    open_rows: DataFrame,
+    snapshot: DataFrame,
+    *,
+    keys: list[str],
+    columns: list[str],
+    invalidate: bool,
+    float_precision: frozenset[str] = frozenset(),
+) -> DataFrame:
     """A full snapshot as a change set against the open rows: new keys and keys whose values
     differ (NULL-safe, every column) upsert; open keys missing from the snapshot are deleted
     (`invalidate`) or left alone; equal keys are not in the change set at all. A
@@ -205,8 +226,15 @@ def snapshot_changes(open_rows: DataFrame, snapshot: DataFrame, *, keys: list[st
 
 # ---------------------------------------------------------------- problems
 
-def open_problems(touched: DataFrame, changes: DataFrame, *, keys: list[str], columns: list[str],
-                  float_precision: frozenset[str] = frozenset()) -> DataFrame:
+
+def open_problems(
+    touched: DataFrame,
+    changes: DataFrame,
+    *,
+    keys: list[str],
+    columns: list[str],
+    float_precision: frozenset[str] = frozenset(),
+) -> DataFrame:
     """Change-set rows whose first action does not fit the open partition: keys, PROBLEM, DIFF.
 
     `touched`: the open rows of the change set's keys (all of them, or all open rows); a delete
@@ -223,17 +251,27 @@ def open_problems(touched: DataFrame, changes: DataFrame, *, keys: list[str], co
     diff = F.lit(None).cast("array<string>")
     if MATCH in changes.columns:
         compared = [f.name for f in changes.schema[MATCH].dataType.fields if f.name in values]
-        diff = F.when(is_open & F.col(MATCH).isNotNull(),
-                      _differing(compared, lambda c: F.col(MATCH)[c], lambda c: F.col(_OPEN + c),
-                                 {f.name: f.dataType for f in changes.schema[MATCH].dataType.fields},
-                                 float_precision))
+        diff = F.when(
+            is_open & F.col(MATCH).isNotNull(),
+            _differing(
+                compared,
+                lambda c: F.col(MATCH)[c],
+                lambda c: F.col(_OPEN + c),
+                {f.name: f.dataType for f in changes.schema[MATCH].dataType.fields},
+                float_precision,
+            ),
+        )
         problem = F.when(F.size(diff) > 0, F.lit(DELETE_MISMATCH)).otherwise(problem)
     return joined.select(*keys, problem.alias(PROBLEM), diff.alias(DIFF)).where(F.col(PROBLEM).isNotNull())
 
 
 def problem_summary(problems: DataFrame, *, keys: list[str], examples: int) -> DataFrame:
     """Per problem: how many, and the first `examples` keys (with DIFF) in key order."""
-    return problems.where(F.col(PROBLEM).isNotNull()).groupBy(PROBLEM).agg(
-        F.count(F.lit(1)).alias("count"),
-        F.slice(F.array_sort(F.collect_list(F.struct(*keys, F.col(DIFF)))), 1, examples).alias("examples"),
+    return (
+        problems.where(F.col(PROBLEM).isNotNull())
+        .groupBy(PROBLEM)
+        .agg(
+            F.count(F.lit(1)).alias("count"),
+            F.slice(F.array_sort(F.collect_list(F.struct(*keys, F.col(DIFF)))), 1, examples).alias("examples"),
+        )
     )

@@ -25,11 +25,15 @@ def _collected_type(data_type, via_text: bool = False):
     if isinstance(data_type, T.ArrayType):
         return T.ArrayType(_collected_type(data_type.elementType, via_text), data_type.containsNull)
     if isinstance(data_type, T.MapType):
-        return T.MapType(_collected_type(data_type.keyType, via_text), _collected_type(data_type.valueType, via_text),
-                         data_type.valueContainsNull)
+        return T.MapType(
+            _collected_type(data_type.keyType, via_text),
+            _collected_type(data_type.valueType, via_text),
+            data_type.valueContainsNull,
+        )
     if isinstance(data_type, T.StructType):
-        return T.StructType([T.StructField(f.name, _collected_type(f.dataType, via_text), f.nullable)
-                             for f in data_type.fields])
+        return T.StructType(
+            [T.StructField(f.name, _collected_type(f.dataType, via_text), f.nullable) for f in data_type.fields]
+        )
     return data_type
 
 

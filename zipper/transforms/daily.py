@@ -50,8 +50,11 @@ def key_offenders(increment: DataFrame, keys: list[str], read_all_columns: bool 
 
     `read_all_columns`: also hash every other column, so that Spark reads and types them all (a
     CSV value that does not parse fails here, not in a later job that reads that column)."""
-    readers = [F.max(F.xxhash64(*[c for c in increment.columns if c not in keys])).alias("_read")] \
-        if read_all_columns and len(increment.columns) > len(keys) else []
+    readers = (
+        [F.max(F.xxhash64(*[c for c in increment.columns if c not in keys])).alias("_read")]
+        if read_all_columns and len(increment.columns) > len(keys)
+        else []
+    )
     return (
         increment.groupBy(*keys)
         .agg(F.count(F.lit(1)).alias("copies"), *readers)
@@ -60,7 +63,9 @@ def key_offenders(increment: DataFrame, keys: list[str], read_all_columns: bool 
     )
 
 
-def route_open(open_rows: DataFrame, increment: DataFrame, *, keys: list[str], broadcast_increment: bool = True) -> DataFrame:
+def route_open(
+    open_rows: DataFrame, increment: DataFrame, *, keys: list[str], broadcast_increment: bool = True
+) -> DataFrame:
     """The open rows, each tagged for the big pass: `open` when the increment does not name its
     key (it stays as it is), `touched` when it does (the small job decides its fate).
 
@@ -213,8 +218,17 @@ def classify(
     untouched = routed.where(F.col(SLOT) == OPEN).withColumn(KIND, F.lit("carried"))
     touched = routed.where(F.col(SLOT) == TOUCHED).drop(SLOT)
     return untouched.unionByName(
-        day_rows(touched, increment, keys=keys, columns=columns, tracked=tracked, begin_column=begin_column,
-                 ds=ds, broadcast_increment=broadcast_increment, float_precision=float_precision)
+        day_rows(
+            touched,
+            increment,
+            keys=keys,
+            columns=columns,
+            tracked=tracked,
+            begin_column=begin_column,
+            ds=ds,
+            broadcast_increment=broadcast_increment,
+            float_precision=float_precision,
+        )
     )
 
 

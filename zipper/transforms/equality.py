@@ -6,7 +6,7 @@ sorted by key, which is what two equal maps share whatever order their entries w
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F

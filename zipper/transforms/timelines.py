@@ -67,8 +67,17 @@ def _closed_end(next_begin: Column, end_style: str) -> Column:
     return F.date_format(F.date_sub(F.to_date(next_begin), 1), "yyyy-MM-dd")
 
 
-def versions(marked_rows: DataFrame, *, keys: list[str], columns: list[str], tracked: list[str], begin_column: str,
-             end_column: str, end_style: str, open_end: str) -> DataFrame:
+def versions(
+    marked_rows: DataFrame,
+    *,
+    keys: list[str],
+    columns: list[str],
+    tracked: list[str],
+    begin_column: str,
+    end_column: str,
+    end_style: str,
+    open_end: str,
+) -> DataFrame:
     """Every version of every key: columns, begin_column, end_column. A version holds its first
     row's tracked columns (later rows of the version only equal them, as Spark compares: -0.0 and
     0.0, NaNs, map entries in another order) and its last row's untracked ones (updated in place),
@@ -93,7 +102,9 @@ def versions(marked_rows: DataFrame, *, keys: list[str], columns: list[str], tra
 def with_slot(versions_df: DataFrame, end_column: str, open_end: str) -> DataFrame:
     """Versions without the end column, tagged with the directory they are written to:
     `open`, or `closed-<end>` (one per history partition)."""
-    slot = F.when(F.col(end_column) == open_end, F.lit(OPEN)).otherwise(F.concat(F.lit(CLOSED_PREFIX), F.col(end_column)))
+    slot = F.when(F.col(end_column) == open_end, F.lit(OPEN)).otherwise(
+        F.concat(F.lit(CLOSED_PREFIX), F.col(end_column))
+    )
     return versions_df.select(*[c for c in versions_df.columns if c != end_column], slot.alias(SLOT))
 
 

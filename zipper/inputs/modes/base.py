@@ -49,8 +49,9 @@ class SourceStrategy:
         no open rows, so a rerun checks them before its restore."""
         return []
 
-    def first_columns(self, spark, spec: TableSpec, located: sources.Input,
-                      ds: dt.date) -> list[tuple[str, str]] | None:
+    def first_columns(
+        self, spark, spec: TableSpec, located: sources.Input, ds: dt.date
+    ) -> list[tuple[str, str]] | None:
         """The data columns of a day's input, for a table created from it (None when it has none)."""
         what = f"increment {located.description}"
         try:
@@ -63,8 +64,17 @@ class SourceStrategy:
         check_shape(df, spec, ds.isoformat(), what)
         return columns_of(df, self.leave_out(spec))
 
-    def change_set(self, spark, spec: TableSpec, st, ds: dt.date, located: sources.Input,
-                   table_columns: list[tuple[str, str]], run_root: str, checked: CheckedInput | None = None) -> Day:
+    def change_set(
+        self,
+        spark,
+        spec: TableSpec,
+        st,
+        ds: dt.date,
+        located: sources.Input,
+        table_columns: list[tuple[str, str]],
+        run_root: str,
+        checked: CheckedInput | None = None,
+    ) -> Day:
         """The change set of `ds`; `checked`: the input as a rerun already read and checked it, not
         read or checked again while it was read for the table's columns as they are now."""
         what = f"increment {located.description}"
@@ -80,8 +90,19 @@ class SourceStrategy:
     def refuse_empty(self, spec: TableSpec, ds: dt.date, located: sources.Input) -> None:
         """Refuses an input without files, where the mode cannot take one."""
 
-    def changes_of(self, spark, spec: TableSpec, st, ds: dt.date, located: sources.Input, df, table_columns,
-                   run_root: str, what: str, checked: bool) -> Day:
+    def changes_of(
+        self,
+        spark,
+        spec: TableSpec,
+        st,
+        ds: dt.date,
+        located: sources.Input,
+        df,
+        table_columns,
+        run_root: str,
+        what: str,
+        checked: bool,
+    ) -> Day:
         """The change set of the input read as `df`; `checked`: its keys were checked already."""
         raise NotImplementedError
 
@@ -90,8 +111,9 @@ class SourceStrategy:
         would: each date's column types against the table's as the dates before it leave them, and
         every date's keys in one job. Returns each date's input as read, for its merge to take."""
         read, replayed_columns = dated.read_increments(spark, spec, table_columns, located)
-        dated.check_keys(dated.dated_rows(spark, spec, replayed_columns, located, read=read), spec,
-                         dated.descriptions(located))
+        dated.check_keys(
+            dated.dated_rows(spark, spec, replayed_columns, located, read=read), spec, dated.descriptions(located)
+        )
         return {day: CheckedInput(df, list(table_columns)) for day, df in read.items()}
 
     def check_operations(self, spec: TableSpec, ds: dt.date, located: sources.Input, df, what: str) -> None:

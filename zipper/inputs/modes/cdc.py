@@ -39,35 +39,51 @@ class Cdc(SourceStrategy):
         op = spec.source.operation_column
         if op not in df.columns:
             files = ", ".join(fs.name_of(f.path) for f in located.files[:5]) or located.description
-            raise InputError(f"{what} has no operation column {op!r} (0 insert or update, 1 delete); files: {files}",
-                             **where)
+            raise InputError(
+                f"{what} has no operation column {op!r} (0 insert or update, 1 delete); files: {files}", **where
+            )
         bad = changes.bad_operations(df, op_column=op).distinct().limit(5).collect()
         if bad:
             kind = df.schema[op].dataType.simpleString()
             typed = "" if kind in ("tinyint", "smallint", "int", "bigint", "string") else f" ({kind})"  # 0.0 is not 0
-            shown = "; ".join(f"{r['op'] if r['op'] is not None else 'NULL'}{typed} in"
-                              f" {fs.name_of(r['file']) if r['file'] else located.description}"
-                              for r in sorted(bad, key=lambda r: (r["op"] is None, r["op"] or "", r["file"] or "")))
-            raise InputError(f"{what} has {op} values other than 0 (insert or update) and 1 (delete): {shown}",
-                             **where)
+            shown = "; ".join(
+                f"{r['op'] if r['op'] is not None else 'NULL'}{typed} in"
+                f" {fs.name_of(r['file']) if r['file'] else located.description}"
+                for r in sorted(bad, key=lambda r: (r["op"] is None, r["op"] or "", r["file"] or ""))
+            )
+            raise InputError(f"{what} has {op} values other than 0 (insert or update) and 1 (delete): {shown}", **where)
 
     def events(self, spec: TableSpec, df, columns: list[tuple[str, str]]):
         """A cdc input (operations checked) as events of the table's `columns`, and the columns a
         delete must carry: all but the keys and the sequence (which orders, and so differs), or None."""
         op, sequence, names = spec.source.operation_column, spec.source.sequence_by, [c for c, _ in columns]
-        match = ([c for c in names if c not in spec.keys and c != sequence] if spec.source.deletes_need_all_columns
-                 else None)
-        events = changes.cdc_events(conform.to_columns(df, columns, keep=(op,)), op_column=op, columns=names,
-                                    order=sequence)
+        match = (
+            [c for c in names if c not in spec.keys and c != sequence] if spec.source.deletes_need_all_columns else None
+        )
+        events = changes.cdc_events(
+            conform.to_columns(df, columns, keep=(op,)), op_column=op, columns=names, order=sequence
+        )
         return events, match
 
-    def changes_of(self, spark, spec: TableSpec, st, ds: dt.date, located: sources.Input, df, table_columns,
-                   run_root: str, what: str, checked: bool) -> Day:
+    def changes_of(
+        self,
+        spark,
+        spec: TableSpec,
+        st,
+        ds: dt.date,
+        located: sources.Input,
+        df,
+        table_columns,
+        run_root: str,
+        what: str,
+        checked: bool,
+    ) -> Day:
         """`checked`: the operations and keys were checked already (`check_before_rerun`)."""
         if not checked:
             self.check_operations(spec, ds, located, df, what)
-        columns, column_changes = conform.evolve(columns_of(df, self.leave_out(spec)), table_columns, spec,
-                                                 ds.isoformat(), what)
+        columns, column_changes = conform.evolve(
+            columns_of(df, self.leave_out(spec)), table_columns, spec, ds.isoformat(), what
+        )
         names = [c for c, _ in columns]
         sequence = spec.source.sequence_by
         events, match = self.events(spec, df, columns)
@@ -77,12 +93,22 @@ class Cdc(SourceStrategy):
             collapsed_events = changes.single_changes(events, columns=names, match=match)
         else:
             seen = measure(events, names) if checked else validate_order(events, spec, ds, what, sequence, names)
-            collapsed_events = collapsed(spec, ds, what, events, names, counts, match, CDC_PREVIOUS,
-                                         self.reports_anomalies)
+            collapsed_events = collapsed(
+                spec, ds, what, events, names, counts, match, CDC_PREVIOUS, self.reports_anomalies
+            )
         counts["source_rows"] = seen.rows
         result, count, scratch = materialize(spark, collapsed_events, run_root)
-        return Day(result, count, columns, column_changes, located, counts, check_open=True, scratch=[scratch],
-                   variable_bytes_per_row=seen.variable_bytes_per_row)
+        return Day(
+            result,
+            count,
+            columns,
+            column_changes,
+            located,
+            counts,
+            check_open=True,
+            scratch=[scratch],
+            variable_bytes_per_row=seen.variable_bytes_per_row,
+        )
 
     def check_before_rerun(self, spark, spec: TableSpec, located: dict, table_columns) -> dict[dt.date, CheckedInput]:
         return self.check_read_inputs(spark, spec, located, table_columns)

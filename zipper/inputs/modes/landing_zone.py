@@ -37,12 +37,22 @@ class LandingZone(SourceStrategy):
         """A key's changes that do not fit its state, with on_anomaly: error."""
         return list(ANOMALY_COUNTS) if spec.source.anomalies_are_errors else []
 
-    def first_columns(self, spark, spec: TableSpec, located: sources.Input,
-                      ds: dt.date) -> list[tuple[str, str]] | None:
+    def first_columns(
+        self, spark, spec: TableSpec, located: sources.Input, ds: dt.date
+    ) -> list[tuple[str, str]] | None:
         return landing.columns_of(spark, spec, located, ds) or None
 
-    def change_set(self, spark, spec: TableSpec, st, ds: dt.date, located: sources.Input,
-                   table_columns: list[tuple[str, str]], run_root: str, checked: CheckedInput | None = None) -> Day:
+    def change_set(
+        self,
+        spark,
+        spec: TableSpec,
+        st,
+        ds: dt.date,
+        located: sources.Input,
+        table_columns: list[tuple[str, str]],
+        run_root: str,
+        checked: CheckedInput | None = None,
+    ) -> Day:
         """The change set of the consumed files, read from their copy under the run's directory."""
         located = landing.keep(spark, located, run_root)
         what = f"landing zone {located.description}"
@@ -58,11 +68,21 @@ class LandingZone(SourceStrategy):
         events = landing_events(rows, columns)
         seen = validate_order(events, spec, ds, what, None, names)
         counts["source_rows"] = seen.rows
-        collapsed_events = collapsed(spec, ds, what, events, names, counts, None, LANDING_PREVIOUS,
-                                     self.reports_anomalies)
+        collapsed_events = collapsed(
+            spec, ds, what, events, names, counts, None, LANDING_PREVIOUS, self.reports_anomalies
+        )
         result, count, scratch = materialize(spark, collapsed_events, run_root)
-        return Day(result, count, columns, column_changes, located, counts, check_open=True, scratch=[scratch],
-                   variable_bytes_per_row=seen.variable_bytes_per_row)
+        return Day(
+            result,
+            count,
+            columns,
+            column_changes,
+            located,
+            counts,
+            check_open=True,
+            scratch=[scratch],
+            variable_bytes_per_row=seen.variable_bytes_per_row,
+        )
 
     def check_before_rerun(self, spark, spec: TableSpec, located: dict, table_columns) -> dict[dt.date, CheckedInput]:
         """The checks of `change_set` that need no open rows, for the landing-zone inputs of several
@@ -77,13 +97,13 @@ class LandingZone(SourceStrategy):
             return {}
         descriptions = {ds.isoformat(): f"landing zone {located[ds].description}" for ds in read}
         markers = [bad_markers(rows) for rows, _ in read.values()]
-        marked = reduce(lambda a, b: a.unionByName(b), [dated(bad, bad.columns, ds.isoformat())
-                                                        for ds, bad in zip(read, markers)])
+        marked = reduce(
+            lambda a, b: a.unionByName(b), [dated(bad, bad.columns, ds.isoformat()) for ds, bad in zip(read, markers)]
+        )
         bad = marked.orderBy(DS, "file", "row").limit(5).collect()
         if bad:
             first = bad[0][DS]
-            refuse_markers([r for r in bad if r[DS] == first], spec, dt.date.fromisoformat(first),
-                           descriptions[first])
+            refuse_markers([r for r in bad if r[DS] == first], spec, dt.date.fromisoformat(first), descriptions[first])
         columns, keyed, flagged = list(table_columns), [], {}
         refused = self.refused_within_day(spec)
         for ds, (rows, file_columns) in read.items():
@@ -94,8 +114,9 @@ class LandingZone(SourceStrategy):
             keyed.append(dated_keys(rows, spec, columns, ds, landing_order()))
             if refused:  # the anomalies need only the keys and the actions
                 keys = [(c, kind) for c, kind in columns if c in spec.keys]
-                flagged[ds] = changes.flag_events(landing_events(rows, keys), keys=spec.keys, columns=spec.keys,
-                                                  match=None)
+                flagged[ds] = changes.flag_events(
+                    landing_events(rows, keys), keys=spec.keys, columns=spec.keys, match=None
+                )
         check_dated_keys(reduce(lambda a, b: a.unionByName(b), keyed), spec, descriptions)
         # then every date's changes, in one job
         check_within_days(spec, flagged, descriptions, LANDING_PREVIOUS, refused, self.reports_anomalies)
@@ -104,23 +125,31 @@ class LandingZone(SourceStrategy):
 
 def landing_events(rows, columns: list[tuple[str, str]]):
     """A landing zone's rows (`landing.read`, markers checked) as events of the table's `columns`."""
-    return changes.landing_events(conform.to_columns(rows, columns, keep=(landing.MARKER, landing.FILE, landing.ROW)),
-                                  columns=[c for c, _ in columns], marker=landing.MARKER, file=landing.FILE,
-                                  row=landing.ROW)
+    return changes.landing_events(
+        conform.to_columns(rows, columns, keep=(landing.MARKER, landing.FILE, landing.ROW)),
+        columns=[c for c, _ in columns],
+        marker=landing.MARKER,
+        file=landing.FILE,
+        row=landing.ROW,
+    )
 
 
 def bad_markers(rows):
-    return changes.bad_markers(rows, marker=landing.MARKER, written=landing.MARKER_TEXT, file=landing.FILE,
-                               row=landing.ROW)
+    return changes.bad_markers(
+        rows, marker=landing.MARKER, written=landing.MARKER_TEXT, file=landing.FILE, row=landing.ROW
+    )
 
 
 def refuse_markers(bad, spec: TableSpec, ds: dt.date, what: str) -> None:
     """The refusal of the rows (collected `changes.bad_markers`) whose marker is no operation."""
     if bad:
-        shown = "; ".join(f"{r['marker'] if r['marker'] is not None else 'NULL'} in {r['file']} row {r['row'] + 1}"
-                          for r in bad)
-        raise InputError(f"{what} has __rowMarker__ values other than 0 insert, 1 update, 2 delete, 4 upsert: {shown}",
-                         **where_of(spec, ds))
+        shown = "; ".join(
+            f"{r['marker'] if r['marker'] is not None else 'NULL'} in {r['file']} row {r['row'] + 1}" for r in bad
+        )
+        raise InputError(
+            f"{what} has __rowMarker__ values other than 0 insert, 1 update, 2 delete, 4 upsert: {shown}",
+            **where_of(spec, ds),
+        )
 
 
 def landing_columns(spec: TableSpec, ds: dt.date, what: str, rows, file_columns: dict) -> list[tuple[str, str]]:
@@ -130,8 +159,11 @@ def landing_columns(spec: TableSpec, ds: dt.date, what: str, rows, file_columns:
         lacking = [k for k in spec.keys if k not in present]
         if lacking:
             raise InputError(f"{what}: file {name} lacks key columns {lacking}", **where_of(spec, ds))
-    input_columns = [(f.name, f.dataType.simpleString()) for f in rows.schema.fields
-                     if f.name not in (*landing.HELPERS, landing.FILE, landing.ROW)]
+    input_columns = [
+        (f.name, f.dataType.simpleString())
+        for f in rows.schema.fields
+        if f.name not in (*landing.HELPERS, landing.FILE, landing.ROW)
+    ]
     for reserved in (spec.begin_column, spec.end_column):
         if reserved in dict(input_columns):
             raise InputError(f"{what} must not contain the table's own column {reserved!r}", **where_of(spec, ds))
@@ -146,12 +178,19 @@ def refuse_partial_updates(rows, spec: TableSpec, ds: dt.date, what: str, file_c
         return
     offending = (
         rows.where(F.col(landing.FILE).isin(*lacking) & F.col(landing.MARKER).isin(1, 4))
-        .select(landing.FILE).distinct().orderBy(landing.FILE).limit(5).collect()
+        .select(landing.FILE)
+        .distinct()
+        .orderBy(landing.FILE)
+        .limit(5)
+        .collect()
     )
     if offending:
         name = offending[0][landing.FILE]
-        raise InputError(f"{what}: file {name} has update or upsert rows (which carry the full row) but lacks"
-                         f" columns {lacking[name]}", **where_of(spec, ds))
+        raise InputError(
+            f"{what}: file {name} has update or upsert rows (which carry the full row) but lacks"
+            f" columns {lacking[name]}",
+            **where_of(spec, ds),
+        )
 
 
 def landing_order():

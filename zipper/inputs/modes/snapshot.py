@@ -23,19 +23,46 @@ class Snapshot(SourceStrategy):
     def refuse_empty(self, spec: TableSpec, ds: dt.date, located: sources.Input) -> None:
         """No files would close every open key: an empty source must still say its columns."""
         if located.empty:
-            raise MissingInputError(f"snapshot {located.description} has no files; an empty source must still be a"
-                                    " file with its columns (every open key would be closed)", **where_of(spec, ds))
+            raise MissingInputError(
+                f"snapshot {located.description} has no files; an empty source must still be a"
+                " file with its columns (every open key would be closed)",
+                **where_of(spec, ds),
+            )
 
-    def changes_of(self, spark, spec: TableSpec, st, ds: dt.date, located: sources.Input, df, table_columns,
-                   run_root: str, what: str, checked: bool) -> Day:
+    def changes_of(
+        self,
+        spark,
+        spec: TableSpec,
+        st,
+        ds: dt.date,
+        located: sources.Input,
+        df,
+        table_columns,
+        run_root: str,
+        what: str,
+        checked: bool,
+    ) -> Day:
         columns, column_changes = conform.evolve(columns_of(df), table_columns, spec, ds.isoformat(), what)
         rows = conform.to_columns(df, columns)
         names = [c for c, _ in columns]
         seen = measure(rows, names) if checked else validate_keys(rows, spec, ds, what, names)
         open_rows = spark.read.schema(conform.struct_type(columns)).parquet(st.open_partition.location)
-        diff = changes.snapshot_changes(open_rows, rows, keys=spec.keys, columns=names,
-                                        invalidate=spec.source.invalidate_missing,
-                                        float_precision=float_precision(st, columns, column_changes))
+        diff = changes.snapshot_changes(
+            open_rows,
+            rows,
+            keys=spec.keys,
+            columns=names,
+            invalidate=spec.source.invalidate_missing,
+            float_precision=float_precision(st, columns, column_changes),
+        )
         result, count, scratch = materialize(spark, diff, run_root)
-        return Day(result, count, columns, column_changes, located, {"source_rows": seen.rows}, scratch=[scratch],
-                   variable_bytes_per_row=seen.variable_bytes_per_row)
+        return Day(
+            result,
+            count,
+            columns,
+            column_changes,
+            located,
+            {"source_rows": seen.rows},
+            scratch=[scratch],
+            variable_bytes_per_row=seen.variable_bytes_per_row,
+        )
