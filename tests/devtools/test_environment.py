@@ -39,6 +39,19 @@ def test_dag_parse_path_does_not_import_spark():
     )
 
 
+def test_the_command_starts_without_spark():
+    """`zipper --help` and a refused argument answer without loading pyspark: each verb loads the
+    data path when it runs (docs/architecture.md)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import zipper.cli.main, sys; print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+
+
 def test_the_two_groups_of_the_test_command_cover_every_test_file():
     """scripts/test.sh runs the suite as two pytest processes: a file in neither would never run."""
     script = (REPO / "scripts" / "test.sh").read_text()
