@@ -8,7 +8,6 @@ a command again. The lock is held here by a second connection, as a scheduler tr
 from __future__ import annotations
 
 import os
-import re
 import signal
 import sqlite3
 import subprocess
@@ -132,13 +131,16 @@ def test_a_command_failed_on_the_lock_is_run_again_and_succeeds(tmp_path, monkey
 
 
 LOG_SERVERS = """
-import sys
+import os, sys
 from airflow.cli.commands import scheduler_command, triggerer_command
 from airflow.configuration import conf
 # the log servers `airflow scheduler` (LocalExecutor) and `airflow triggerer` start, from their own code
 with scheduler_command._serve_logs(), triggerer_command._serve_logs():
-    print("PORTS", conf.getint("logging", "worker_log_server_port"), conf.getint("logging", "trigger_log_server_port"),
-          flush=True)
+    # the ports go to a file of their own: the log servers share stdout, and their lines ran into ours
+    ports = f"{conf.getint('logging', 'worker_log_server_port')} {conf.getint('logging', 'trigger_log_server_port')}"
+    with open(sys.argv[1] + ".partial", "w") as out:
+        out.write(ports)
+    os.replace(sys.argv[1] + ".partial", sys.argv[1])  # whole or not at all
     sys.stdin.read()  # until the test closes it
 """
 
@@ -167,27 +169,31 @@ def test_two_embedded_airflows_on_one_machine_each_serve_their_logs(tmp_path):
         homes[name] = {**env, "AIRFLOW_HOME": str(home)}
     for name in ("local_a", "local_b"):  # LocalAirflow: the demo and the end-to-end tests
         homes[name] = LocalAirflow(tmp_path / name, minimal_env(tmp_path / name, tmp_path, tmp_path)).env
-    probes = {
-        name: subprocess.Popen(
-            [sys.executable, "-c", LOG_SERVERS],
-            env=home_env,
-            cwd=REPO,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        for name, home_env in homes.items()
-    }
+    # Each probe writes its ports to a file; its output (and its log servers') goes to files too, so no
+    # pipe fills up while the test waits.
+    probes, logs = {}, {}
+    for name, home_env in homes.items():
+        logs[name] = tmp_path / f"{name}.log"
+        with open(logs[name], "w") as log:
+            probes[name] = subprocess.Popen(
+                [sys.executable, "-c", LOG_SERVERS, str(tmp_path / f"{name}.ports")],
+                env=home_env,
+                cwd=REPO,
+                stdin=subprocess.PIPE,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            )
     try:
         ports = {}
         for name, probe in probes.items():
-            # the log servers share the probe's stdout: their own lines may run into the ports' line
-            while (line := probe.stdout.readline()) and not (found := re.search(r"PORTS (\d+) (\d+)", line)):
-                pass
-            assert line, f"{name}: {probe.stderr.read()[-2000:]}"
-            ports[name] = [int(port) for port in found.groups()]
+            written = tmp_path / f"{name}.ports"
+            deadline = time.monotonic() + 300
+            while not written.exists() and probe.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.5)
+            assert written.exists(), f"{name}: {logs[name].read_text()[-2000:]}"
+            ports[name] = [int(port) for port in written.read_text().split()]
         every_port = [port for pair in ports.values() for port in pair]
         assert len(set(every_port)) == 8 and not {8793, 8794} & set(every_port), ports
         deadline = time.monotonic() + 120
@@ -195,7 +201,7 @@ def test_two_embedded_airflows_on_one_machine_each_serve_their_logs(tmp_path):
             time.sleep(1)
         assert {port: _answers(port) for port in every_port} == {port: True for port in every_port}
         for name, probe in probes.items():
-            assert probe.poll() is None, f"{name} exited: {probe.stderr.read()[-2000:]}"
+            assert probe.poll() is None, f"{name} exited: {logs[name].read_text()[-2000:]}"
     finally:
         outputs = {}
         for name, probe in probes.items():
@@ -205,6 +211,6 @@ def test_two_embedded_airflows_on_one_machine_each_serve_their_logs(tmp_path):
             except subprocess.TimeoutExpired:
                 os.killpg(probe.pid, signal.SIGKILL)
                 probe.wait()
-            outputs[name] = probe.stderr.read()
+            outputs[name] = logs[name].read_text()
     for name, err in outputs.items():
         assert "address already in use" not in err.lower(), f"{name}: {err[-2000:]}"
