@@ -31,7 +31,7 @@ class Day:
     check_open: bool = False  # first actions to check against the open rows (cdc, landing_zone)
     scratch: list[str] = field(default_factory=list)  # directories to delete once merged
     # Bytes of the string and binary columns per input row, observed while the keys were checked
-    # (None when not observed): sizes the broadcast of the day's rows (merge.broadcasts).
+    # (None when not observed): sizes the broadcast of the day's rows (jobs.broadcast.broadcasts).
     variable_bytes_per_row: float | None = None
     # the double columns compared at float precision (conform.float_precision_columns); set by `prepare`
     float_precision: frozenset[str] = frozenset()

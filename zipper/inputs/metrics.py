@@ -39,7 +39,7 @@ class Seen:
 
 def variable_columns(schema, columns) -> list[str]:
     """The top-level string and binary columns of a StructType, among `columns`: those whose
-    size Spark can only guess (merge.estimated_row_bytes counts them as measured)."""
+    size Spark can only guess (jobs.broadcast.estimated_row_bytes counts them as measured)."""
     return [f.name for f in schema.fields if isinstance(f.dataType, (StringType, BinaryType)) and f.name in columns]
 
 
