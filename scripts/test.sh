@@ -22,6 +22,9 @@ fi
 .venv/bin/ruff check --quiet .
 .venv/bin/ruff format --check --quiet .
 .venv/bin/lint-imports --no-cache >/dev/null || .venv/bin/lint-imports --no-cache
+# The documentation site, strictly: a broken link or anchor, a page outside the nav, or a generated
+# reference that fails to render stops the run here (mkdocs.yml; a second or two).
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir build/site
 
 # The whole suite as two pytest processes at once, of about equal length: the Airflow and CLI
 # tests spend much of their time waiting for subprocesses (JVM starts, scheduler loops, the
@@ -30,7 +33,7 @@ fi
 # (test_environment checks that). Side by side on 2 idle cores they took 12 to 19 minutes each
 # on clean clones (2026-11-24; README, "The two commands").
 alongside=(tests/airflow/test_dag_integrity.py tests/airflow/test_e2e_airflow2.py tests/airflow/test_e2e_airflow3.py tests/airflow/test_increments.py tests/airflow/test_operators.py tests/cli/test_cli.py tests/cli/test_sources_cli.py tests/cli/test_faults.py tests/cli/test_failure_reports.py tests/devtools/test_jvm_archive.py tests/cli/test_paths_with_spaces.py)
-in_line=(tests/core tests/tablespec tests/inputs tests/transforms tests/table tests/jobs tests/runtime tests/devtools/test_environment.py tests/cli/test_cli_output.py tests/cli/test_cli_values.py tests/cli/test_output.py tests/cli/test_rerun_cli.py tests/cli/test_external_metastore.py tests/airflow/test_embedded_config.py)
+in_line=(tests/core tests/tablespec tests/inputs tests/transforms tests/table tests/jobs tests/runtime tests/devtools/test_environment.py tests/devtools/test_reference.py tests/cli/test_spec_verbs.py tests/cli/test_cli_output.py tests/cli/test_cli_values.py tests/cli/test_output.py tests/cli/test_rerun_cli.py tests/cli/test_external_metastore.py tests/airflow/test_embedded_config.py)
 log=$(mktemp -t zipper-tests-XXXXXX.log)
 "${pytest[@]}" --durations=15 "${alongside[@]}" >"$log" 2>&1 &
 subprocess_group=$!

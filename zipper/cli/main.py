@@ -9,7 +9,7 @@ import os
 import sys
 import traceback
 
-from zipper.cli import output
+from zipper.cli import output, spec_verbs
 from zipper.core.dates import iso_date
 from zipper.core.errors import InputError, StateError, ZipperError, java_messages, summarize_failure
 from zipper.core.paths import user_path
@@ -154,6 +154,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", help=NAME_HELP)
     p.add_argument("--retention-days", type=_non_negative, help="override the spec's retention_days")
     p.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
+
+    verbs.add_parser(
+        "schema", parents=[common], help="print the spec's JSON Schema, for editors (yaml-language-server) and CI"
+    )
+    p = verbs.add_parser(
+        "validate", parents=[common], help="check specs without Spark or a metastore: one line per problem, exit 1"
+    )
+    p.add_argument("names", nargs="*", metavar="NAME", help="spec names to check (default: every spec in --specs)")
     return parser
 
 
@@ -375,6 +383,8 @@ def main(argv: list[str] | None = None) -> int:
     output.escape_what_stdout_cannot_hold()
     runner = None
     try:
+        if args.verb in spec_verbs.VERBS:  # about spec files only: no table, no Spark
+            return spec_verbs.run(args)
         runner = Runner(args)
         code = runner.run()
         sys.stdout.flush()  # a closed pipe fails here, in reach of the handlers below

@@ -35,9 +35,14 @@ class ZipperError(Exception):
 
 
 class SpecError(ZipperError):
-    """A spec file that does not validate."""
+    """A spec file that does not validate. `problems` holds one line per problem (file, key, what
+    was expected), for `zipper validate`; the message joins them on one line."""
 
     final = True
+
+    def __init__(self, message: str, *, table: str | None = None, ds: str | None = None, problems=None):
+        super().__init__(message, table=table, ds=ds)
+        self.problems: list[str] = list(problems) if problems else [self.render()]
 
 
 class InputError(ZipperError):

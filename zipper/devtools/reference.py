@@ -25,6 +25,8 @@ def _resolve(schema: dict, node: dict) -> dict:
 def _type_text(schema: dict, node: dict) -> str:
     """A short human spelling of a JSON Schema type: `'a' | 'b'`, `list of identifier`, `date`."""
     node = _resolve(schema, node)
+    if "x-zipper" in node:  # the model's own name for a checked string: identifier, Jinja template
+        return node["x-zipper"]
     if "anyOf" in node:
         parts = [_type_text(schema, option) for option in node["anyOf"] if option.get("type") != "null"]
         return " or ".join(dict.fromkeys(parts))
@@ -38,7 +40,7 @@ def _type_text(schema: dict, node: dict) -> str:
     if kind == "object":
         if "properties" in node:
             return "mapping (see its keys)"
-        values = node.get("additionalProperties")
+        values = node.get("additionalProperties") or next(iter(node.get("patternProperties", {}).values()), None)
         return f"mapping of name to {_type_text(schema, values)}" if isinstance(values, dict) else "mapping"
     if kind == "string" and node.get("format") == "date":
         return "date (YYYY-MM-DD)"
@@ -56,6 +58,8 @@ def _default_text(node: dict, required: bool) -> str:
     if "default" not in node or node["default"] is None:
         return "none"
     value = node["default"]
+    if value == "":
+        return '`""`'
     if value == {} or value == []:
         return f"`{json.dumps(value)}`"
     if isinstance(value, dict):

@@ -79,8 +79,8 @@ def _load(path: Path) -> TableSpec:
     try:
         spec = TableSpec.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(_describe(e) for e in exc.errors())
-        raise SpecError(f"{path}: {problems}") from None
+        problems = [_describe(e) for e in exc.errors()]
+        raise SpecError(f"{path}: {'; '.join(problems)}", problems=[f"{path}: {p}" for p in problems]) from None
     spec._origin = path.resolve()
     return spec
 
@@ -183,3 +183,19 @@ def _name_of(path: Path) -> str | None:
 
 def _also_used(key: str, value: str, refused: Path, kept: Path) -> SpecError:
     return SpecError(f"{refused}: key '{key}': {value!r} is also used by {kept}, which is kept")
+
+
+def validate_specs(directory: str | os.PathLike | None = None, names: list[str] | None = None) -> tuple[int, list[str]]:
+    """How many specs were checked and one line per problem, as loading them would report: every
+    spec of the folder, or the named ones. Reads YAML and validates the model only: no Spark, no
+    metastore, so an editor's save hook or a CI step can run it in a second."""
+    if not names:
+        checked = list(scan_specs(directory))
+        return len(checked), [line for _, spec in checked if isinstance(spec, SpecError) for line in spec.problems]
+    problems: list[str] = []
+    for name in dict.fromkeys(names):
+        try:
+            find_spec(name, directory)
+        except SpecError as exc:
+            problems.extend(exc.problems)
+    return len(set(names)), problems

@@ -41,10 +41,18 @@ def _qualified_table(value: str) -> str:
     return ".".join(_identifier(p) for p in parts)
 
 
-Identifier = Annotated[str, AfterValidator(_identifier)]
-QualifiedTable = Annotated[str, AfterValidator(_qualified_table)]
+# `json_schema_extra` only describes a value to editors and the reference (`zipper schema`); the
+# validators decide, with messages that name the key.
+Identifier = Annotated[
+    str, AfterValidator(_identifier), Field(json_schema_extra={"pattern": IDENTIFIER.pattern, "x-zipper": "identifier"})
+]
+QualifiedTable = Annotated[
+    str,
+    AfterValidator(_qualified_table),
+    Field(json_schema_extra={"pattern": r"^[A-Za-z_]\w*\.[A-Za-z_]\w*$", "x-zipper": "database.table"}),
+]
 # A Jinja template of `ds`, rendered once here with a sample date so a typo fails at load.
-Template = Annotated[str, AfterValidator(check_template)]
+Template = Annotated[str, AfterValidator(check_template), Field(json_schema_extra={"x-zipper": "Jinja template"})]
 
 
 def _option_text(value: object) -> object:
@@ -69,10 +77,14 @@ def _one_spelling_each(options: dict[str, str]) -> dict[str, str]:
 
 
 ReaderOptions = Annotated[dict[str, Annotated[str, BeforeValidator(_option_text)]], AfterValidator(_one_spelling_each)]
-PartitionTemplate = Annotated[str, AfterValidator(check_partition)]
+PartitionTemplate = Annotated[
+    str, AfterValidator(check_partition), Field(json_schema_extra={"x-zipper": "partition filter template"})
+]
 # A Spark SQL type a Hive table can store (`columns:`); a CSV input's types are atomic (`source.schema`).
-ColumnType = Annotated[str, AfterValidator(check_type)]
-CsvColumnType = Annotated[str, AfterValidator(check_atomic_type)]
+ColumnType = Annotated[str, AfterValidator(check_type), Field(json_schema_extra={"x-zipper": "Spark SQL type"})]
+CsvColumnType = Annotated[
+    str, AfterValidator(check_atomic_type), Field(json_schema_extra={"x-zipper": "atomic Spark SQL type"})
+]
 
 
 class KeyValueError(ValueError):
@@ -105,19 +117,67 @@ class SourceSpec(_Strict):
     (`op_column`: 0 insert or update, 1 delete). landing_zone: a folder of numbered change files
     with `__rowMarker__` and `_metadata.json`. snapshot: the complete current source."""
 
-    mode: SourceMode = SourceMode.UPSERT
-    format: Literal["parquet", "csv", "orc", "table"] = "parquet"
-    path: Template | None = None
-    table: QualifiedTable | None = None
-    partition: PartitionTemplate | None = None
-    options: ReaderOptions = Field(default_factory=dict)
+    mode: SourceMode = Field(
+        default=SourceMode.UPSERT,
+        description="What a row of the input means: `upsert` (the full new state of its key), `cdc` (a change"
+        " with an operation column), `landing_zone` (numbered change files) or `snapshot` (the whole source).",
+    )
+    format: Literal["parquet", "csv", "orc", "table"] = Field(
+        default="parquet",
+        description="`parquet`, `csv` (with a header), `orc`, or `table` (a Hive table); `landing_zone` reads"
+        " Parquet only.",
+    )
+    path: Template | None = Field(
+        default=None,
+        description="Required for files. A Jinja template with `ds`, `ds_nodash`, `prev_ds`, `next_ds`; globs"
+        " allowed; relative to the spec file's folder. For `landing_zone`, the table's folder. Rendered once at"
+        " load with a sample date, so a typo (`{{ dss }}`) fails there.",
+    )
+    table: QualifiedTable | None = Field(default=None, description="`format: table` only: the Hive table to read.")
+    partition: PartitionTemplate | None = Field(
+        default=None,
+        description="`format: table` only: a partition filter such as `\"ds = '{{ ds }}'\"` (only `col = 'value'`"
+        " terms joined by AND or commas, each column once; checked at load).",
+    )
+    options: ReaderOptions = Field(
+        default={},
+        description="Spark reader options (`{header: true, sep: ';'}`). YAML booleans and numbers pass as Spark's"
+        " text (`true`, `0.5`); names ignore case as in Spark (`mergeschema: false` overrides zipper's default"
+        " `mergeSchema: true`); one option in two spellings is refused.",
+    )
     # The column types of a CSV input (CSV has none); columns not listed take the table's types.
-    schema_: dict[Identifier, CsvColumnType] | None = Field(default=None, alias="schema")
-    op_column: Identifier | None = None
-    delete_match: Literal["all_columns", "key"] | None = None
-    sequence_by: Identifier | None = None
-    hard_deletes: Literal["invalidate", "ignore"] | None = None
-    on_anomaly: Literal["warn", "error"] | None = None
+    schema_: dict[Identifier, CsvColumnType] | None = Field(
+        default=None,
+        alias="schema",
+        description="`format: csv` only: `{column: spark_sql_type}` for the CSV's columns. Others take the"
+        " table's type; a column the table lacks is read as string, or, for the first merge of a new table,"
+        " typed by Spark's inference.",
+    )
+    op_column: Identifier | None = Field(
+        default=None,
+        description="`cdc` only (default `sys_op`): the operation column, `0` insert or update, `1` delete;"
+        " not stored.",
+    )
+    delete_match: Literal["all_columns", "key"] | None = Field(
+        default=None,
+        description="`cdc` only (default `all_columns`): a delete must carry every other column of the open"
+        " row; `key`: only the key.",
+    )
+    sequence_by: Identifier | None = Field(
+        default=None,
+        description="`upsert` and `cdc` only: a column ordering several rows of one key in a day; the last wins.",
+    )
+    hard_deletes: Literal["invalidate", "ignore"] | None = Field(
+        default=None,
+        description="`snapshot` only (default `invalidate`): keys missing from the snapshot are closed;"
+        " `ignore` leaves them open.",
+    )
+    on_anomaly: Literal["warn", "error"] | None = Field(
+        default=None,
+        description="`landing_zone` only (default `warn`): an insert of an open key, or an update or delete of a"
+        " key that is not open: `warn` applies it as an upsert (or ignores the delete) and counts it;"
+        " `error` fails the merge.",
+    )
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -177,10 +237,14 @@ class SourceSpec(_Strict):
 class BaseSpec(_Strict):
     """A full snapshot loaded once by `zipper init` as the table's first open state."""
 
-    format: Literal["parquet", "csv", "orc", "table"] = "parquet"
-    path: Template | None = None
-    table: QualifiedTable | None = None
-    options: ReaderOptions = Field(default_factory=dict)
+    format: Literal["parquet", "csv", "orc", "table"] = Field(
+        default="parquet", description="`parquet`, `csv` (with a header), `orc`, or `table` (a Hive table)."
+    )
+    path: Template | None = Field(
+        default=None, description="Required for files: the snapshot's files (a Jinja template, like `source.path`)."
+    )
+    table: QualifiedTable | None = Field(default=None, description="`format: table` only: the Hive table to load.")
+    options: ReaderOptions = Field(default={}, description="Spark reader options, as for `source.options`.")
 
     @model_validator(mode="after")
     def _location(self) -> BaseSpec:
@@ -211,44 +275,105 @@ def _daily_schedule(value: str) -> str:
 class SensorSpec(_Strict):
     """How the DAG waits for the day's increment before merging."""
 
-    enabled: bool = True
-    mode: Literal["reschedule", "poke", "deferrable"] = "reschedule"
-    poke_interval: int = Field(default=300, ge=1, description="seconds between checks")
-    timeout: int = Field(default=172800, ge=1, description="seconds before the sensor fails")
+    enabled: bool = Field(default=True, description="Wait for the day's increment before merging.")
+    mode: Literal["reschedule", "poke", "deferrable"] = Field(
+        default="reschedule",
+        description="`reschedule` frees the worker slot between checks; `poke` holds it; `deferrable` waits in"
+        " the triggerer (needs `airflow triggerer`).",
+    )
+    poke_interval: int = Field(default=300, ge=1, description="Seconds between checks.")
+    timeout: int = Field(default=172800, ge=1, description="Seconds before the sensor fails.")
 
 
 class AirflowSpec(_Strict):
     """Scheduling of the table's DAG. Only read by the Airflow integration; the engine ignores it."""
 
-    schedule: Annotated[str, AfterValidator(_daily_schedule)] = "@daily"
-    owner: str = Field(default="zipper", min_length=1)
-    tags: list[str] = Field(default_factory=list)
-    retries: int = Field(default=1, ge=0)
-    retry_delay_minutes: float = Field(default=5, ge=0)
-    spark_conn_id: str = Field(default="zipper_spark", min_length=1)
-    pool: str = Field(default="zipper_embedded_metastore", min_length=1)
-    sensor: SensorSpec = Field(default_factory=SensorSpec)
+    schedule: Annotated[str, AfterValidator(_daily_schedule)] = Field(
+        default="@daily",
+        description="`@daily` (or `@midnight`) or a cron `M H * * *`: one run per date; the run of date D starts"
+        " when D ends.",
+    )
+    owner: str = Field(default="zipper", min_length=1, description="The DAG's owner.")
+    tags: list[str] = Field(default=[], description="The DAG's tags (`zipper` is always one).")
+    retries: int = Field(
+        default=1,
+        ge=0,
+        description="Retries of the merge, for failures another try may fix: the increment not there (or not"
+        " whole) yet, a failed read, a busy metastore, a concurrent publish, Spark, JVM and I/O failures, a"
+        " failed audit. Bad input and a bad spec fail at once, without retry.",
+    )
+    retry_delay_minutes: float = Field(default=5, ge=0, description="Minutes between retries.")
+    spark_conn_id: str = Field(
+        default="zipper_spark",
+        min_length=1,
+        description="The Spark connection of the merge; if it does not exist, the embedded `local[*]`.",
+    )
+    pool: str = Field(
+        default="zipper_embedded_metastore", min_length=1, description="The Airflow pool of the merge and rerun tasks."
+    )
+    sensor: SensorSpec = Field(default=SensorSpec(), description="How the DAG waits for the day's increment.")
 
 
 class TableSpec(_Strict):
-    name: Identifier
-    table: QualifiedTable
-    source: SourceSpec
+    """One zipper table: where its daily input comes from, its keys, and how its versions are dated."""
+
+    name: Identifier = Field(
+        description="The table's name in zipper (the DAG is `zipper_<name>`); kept in lower case, unique across"
+        " the specs folder. Of two files using one name or table, the one named after its spec is kept."
+    )
+    table: QualifiedTable = Field(
+        description="The Hive table, `database.table` (the database is created if missing); quoted in all"
+        " generated SQL."
+    )
+    source: SourceSpec = Field(description="Where the day's input comes from and what its rows mean.")
     # Empty only for a landing zone, whose `_metadata.json` supplies them when the table is created.
-    keys: list[Identifier] = Field(default_factory=list, validate_default=True)
-    base: BaseSpec | None = None
-    start_date: dt.date
-    end_date: dt.date | None = None
-    begin_column: Identifier = "begin_dt"
-    end_column: Identifier = "end_dt"
-    open_end: dt.date = OPEN_END_DEFAULT
-    end_style: Literal["exclusive", "inclusive"] = "exclusive"
-    track_columns: Literal["all"] | list[Identifier] = "all"
-    retention_days: int = Field(default=7, ge=0)
-    on_past_date: Literal["replay", "error"] = "replay"
-    columns: dict[Identifier, ColumnType] | None = None
-    description: str = ""
-    airflow: AirflowSpec = Field(default_factory=AirflowSpec)
+    keys: list[Identifier] = Field(
+        default=[],
+        validate_default=True,
+        description="Required (except for `landing_zone`, which can take them from `_metadata.json`): the"
+        " business key columns. A NULL or repeated key in one day's input fails the merge.",
+    )
+    base: BaseSpec | None = Field(
+        default=None, description="A snapshot `zipper init` loads as the table's first open state."
+    )
+    start_date: dt.date = Field(description="The first merge date.")
+    end_date: dt.date | None = Field(default=None, description="The last merge date, if the table has one.")
+    begin_column: Identifier = Field(
+        default="begin_dt", description="The column holding a version's first date (text `YYYY-MM-DD`)."
+    )
+    end_column: Identifier = Field(
+        default="end_dt",
+        description="The column holding a version's end date (text `YYYY-MM-DD`); the partition column.",
+    )
+    open_end: dt.date = Field(
+        default=OPEN_END_DEFAULT,
+        description="The end value (and partition) of open versions; every run date must close versions before"
+        " it, checked against `end_date` at load and against every run date.",
+    )
+    end_style: Literal["exclusive", "inclusive"] = Field(
+        default="exclusive",
+        description="`exclusive`: a version closed by the run of D ends on D; `inclusive`: on D - 1. Fixed when the"
+        " table is created: a spec whose `end_style` (or `keys`) differs from the table's is refused.",
+    )
+    track_columns: Literal["all"] | list[Identifier] = Field(
+        default="all",
+        description="`all`, or the columns that open a new version; changes in the others update the open version"
+        " in place. With `columns` declared, each must be one of them and not a key (checked at load).",
+    )
+    retention_days: int = Field(
+        default=7, ge=0, description="How long `zipper vacuum` keeps superseded data directories."
+    )
+    on_past_date: Literal["replay", "error"] = Field(
+        default="replay",
+        description="A merge of a past date whose input (or a later date's) changed: `replay` restores and replays"
+        " from the first changed date; `error` refuses and names the `zipper rerun` command to run.",
+    )
+    columns: dict[Identifier, ColumnType] | None = Field(
+        default=None,
+        description="`{name: spark_sql_type}`: the table's columns when there is no base; types are checked at load.",
+    )
+    description: str = Field(default="", description="Free text, shown as the DAG's description.")
+    airflow: AirflowSpec = Field(default=AirflowSpec(), description="How the table's DAG is scheduled.")
     _origin: Path | None = PrivateAttr(default=None)
 
     @property
