@@ -1,5 +1,5 @@
 # The two commands: `make demo` and `make test`. Both create or reuse .venv.
-.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test bench bench-floor bench-parse bench-replay bench-startup clean
+.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test docs bench bench-floor bench-parse bench-replay bench-startup clean
 
 AIRFLOW_HOME ?= $(CURDIR)/airflow_home
 ZIPPER_SPECS ?= $(CURDIR)/dags/tables
@@ -31,6 +31,10 @@ demo-direct: setup
 
 test:
 	scripts/test.sh
+
+# The documentation site (mkdocs.yml, docs/) on http://127.0.0.1:8000, rebuilt as pages change.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 PYTHONPATH="$(CURDIR)" .venv/bin/mkdocs serve
 
 bench: setup
 	.venv/bin/python bench/bench_merge.py
