@@ -217,7 +217,7 @@ def test_a_reader_option_zipper_defaults_is_the_users_in_any_case(spark, tmp_pat
 
 
 def test_a_csv_empty_string_is_kept_apart_from_null_with_the_null_value_option(spark, tmp_path, unique_name):
-    """Spark reads an empty field and `""` alike, as NULL; the README's remedy, `nullValue` set to
+    """Spark reads an empty field and `""` alike, as NULL; the remedy docs/columns.md gives, `nullValue` set to
     a text the files never hold, reads `""` as an empty string through zipper's checks too."""
     t = TableFixture(
         tmp_path,

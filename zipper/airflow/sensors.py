@@ -260,7 +260,7 @@ def _previous_merge(context: Any, task_id: str) -> PreviousRun | None:
     backfill is queued while this one runs only if it was cleared while it ran, which freed its
     own place, and it gets that place back before any later date. (Not seen from here: a queued
     run of the other kind held up by a later run of its kind that itself waits for this backfill,
-    i.e. a past date cleared while a later scheduled run is in flight; README, "Backfill".)"""
+    i.e. a past date cleared while a later scheduled run is in flight; docs/airflow-operations.md.)"""
     if AIRFLOW_3:
         ti = context["ti"]
         previous = ti.get_previous_dagrun()

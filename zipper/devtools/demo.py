@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"zipper: error: {exc}", file=sys.stderr)
         return 1
     show(spark, spec)
-    print(f"\nDone in {time.monotonic() - started:.0f} s. Query it yourself: see README, 'Querying the tables'.")
+    print(f"\nDone in {time.monotonic() - started:.0f} s. Query it yourself: docs/querying.md.")
     return 0
 
 

@@ -7,7 +7,7 @@ small run (the demo's week, a rerun, the checks, the reads) in a JVM started wit
 `-XX:ArchiveClassesAtExit`. Every later driver on the embedded default maps them instead
 (`-XX:SharedArchiveFile` in `spark.driver.extraJavaOptions`). Same JVM, jars and configuration:
 Java only skips work. A `zipper merge` of a 1M-row table in a fresh JVM took 18.2 s with the
-archive against 23.4 s without (README, "Start-up").
+archive against 23.4 s without (docs/benchmarks.md, "Start-up").
 
 An archive that does not match the JVM (another Java, other jars) is ignored by Java and never
 offered by `driver_options`, whose key changes with them; nor is one whose size is not the size

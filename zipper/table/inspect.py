@@ -136,7 +136,7 @@ def typed_key(spark, spec: TableSpec, key: dict[str, str]) -> tuple[dict[str, st
     if nested:
         raise InputError(
             f"--key {nested[0]}: history cannot take a value for a key column of type"
-            f" {types[nested[0]]}; query the table (README, 'Querying the tables')",
+            f" {types[nested[0]]}; query the table (docs/querying.md)",
             table=spec.table,
         )
     scalar = [k for k in spec.keys if types[k] != "binary"]
