@@ -58,6 +58,15 @@ def test_schema_is_json_schema_that_accepts_the_shipped_spec_and_flags_a_bad_val
     assert [e.validator for e in validator.iter_errors(unknown)] == ["additionalProperties"]
 
 
+def test_the_schema_shipped_beside_the_specs_is_the_current_one(capsys):
+    """dags/tables/spec.schema.json, which the demo's spec names for editors, is `zipper schema`'s output."""
+    assert main(["schema"]) == 0
+    shipped = (DEFAULT_SPECS_DIR / "spec.schema.json").read_text(encoding="utf-8")
+    assert shipped == capsys.readouterr().out, "renew it: zipper schema > dags/tables/spec.schema.json"
+    first = (DEFAULT_SPECS_DIR / "dim_user.yaml").read_text(encoding="utf-8").splitlines()[0]
+    assert first == "# yaml-language-server: $schema=./spec.schema.json"
+
+
 def test_validate_reports_every_problem_on_its_own_line_and_exits_1(tmp_path, capsys):
     folder = _specs(tmp_path / "specs", orders=GOOD, payments=TWO_PROBLEMS, broken=NOT_YAML)
     assert main(["validate", "--specs", str(folder)]) == 1

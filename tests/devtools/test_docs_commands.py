@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from zipper.runtime.jvm import ARCHIVE_ENV, archive_path
+
 pytestmark = [pytest.mark.slow, pytest.mark.airflow, pytest.mark.subprocess]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,6 +75,12 @@ def walked(tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ZIPPER_", "AIRFLOW", "VIRTUAL_ENV", "SPARK_"))}
     # A new shell: the virtualenv is not on PATH until the page says to put it there.
     env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if not p.startswith(str(REPO)))
+    # `zipper` reads "this repository's dags/tables" by default: the copy's, here, not the one the
+    # shared .venv was installed from.
+    env["ZIPPER_SPECS"] = str(checkout / "dags" / "tables")
+    # The shared .venv's class data sharing archive, by its path: seen through the copy's .venv link,
+    # the jars' paths differ, so the archive's key would too, and the copy would replace it.
+    env[ARCHIVE_ENV] = str(archive_path() or "off")
     result = subprocess.run(
         ["bash", "-c", "\n".join(script)], cwd=checkout, env=env, capture_output=True, text=True, timeout=1500
     )

@@ -72,9 +72,7 @@ def main() -> int:
 
     spark = build_session(SessionSettings(warehouse=str(warehouse()), app_name="zipper demo"))
     show(spark, spec)
-    print(
-        f"\nDone in {time.monotonic() - started:.0f} s. The UI: `make airflow`. Queries: docs/querying.md."
-    )
+    print(f"\nDone in {time.monotonic() - started:.0f} s. The UI: `make airflow`. Queries: docs/querying.md.")
     return 0
 
 
