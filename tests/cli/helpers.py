@@ -91,6 +91,24 @@ def zipper(root: Path, *args: str, timeout: float = 300, **extra_env) -> subproc
     return result
 
 
+def zipper_in_one_jvm(root: Path, *commands: list[str], timeout: float = 300) -> list[int]:
+    """Exit codes of `zipper` commands run one after another in one driver (tests/airflow/probe.py),
+    for set-up steps whose only outcome a test checks is success: one JVM start instead of one each."""
+    plan = json.dumps({"run": [list(c) for c in commands]})
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.airflow.probe", str(root / "warehouse"), plan],
+        env=env_for(root),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,  # the probe is a module of the tests package
+    )
+    wait_for_jvms(root)
+    lines = [line for line in result.stdout.splitlines() if line.startswith("PROBE ")]
+    assert result.returncode == 0 and lines, result.stderr[-3000:]
+    return json.loads(lines[-1][len("PROBE ") :])["exits"]
+
+
 def probe(root: Path, table: str, *zipper_args: str, timeout: float = 300) -> dict:
     result = subprocess.run(
         [sys.executable, str(Path(__file__).with_name("table_probe.py")), str(root / "warehouse"), table, *zipper_args],
