@@ -78,8 +78,8 @@ def walked(tmp_path_factory):
     # `zipper` reads "this repository's dags/tables" by default: the copy's, here, not the one the
     # shared .venv was installed from.
     env["ZIPPER_SPECS"] = str(checkout / "dags" / "tables")
-    # The shared .venv's class data sharing archive, by its path: seen through the copy's .venv link,
-    # the jars' paths differ, so the archive's key would too, and the copy would replace it.
+    # The shared .venv's class data sharing archive, named by its path: the copy uses it and never
+    # makes (or tidies away) one of its own while the other test group's drivers map it.
     env[ARCHIVE_ENV] = str(archive_path() or "off")
     result = subprocess.run(
         ["bash", "-c", "\n".join(script)], cwd=checkout, env=env, capture_output=True, text=True, timeout=1500

@@ -44,6 +44,9 @@ def test_the_archive_key_follows_java_and_every_jar(tmp_path):
     assert jvm.archive_key(java, home) != second
     (home / "jars" / "c.jar").write_text("c")
     assert jvm.archive_key(java, home) not in (first, second)
+    # The same files reached through a linked folder (a .venv shared by a link) are the same key.
+    (tmp_path / "linked").symlink_to(home)
+    assert jvm.archive_key(java, tmp_path / "linked") == jvm.archive_key(java, home)
 
 
 def test_the_default_archive_lives_in_this_environment_keyed_to_its_java_and_pyspark(monkeypatch):

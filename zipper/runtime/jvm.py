@@ -51,11 +51,13 @@ def archive_folder() -> Path:
 
 
 def archive_key(java: Path, home: Path) -> str:
-    """Changes whenever an archive could not be used: another Java, other jars."""
+    """Changes whenever an archive could not be used: another Java, other jars. The files are
+    named by their real paths: a virtualenv reached through a link (a copy of the repository
+    sharing .venv) is the same Java and jars, and must not take the archive for stale."""
     digest = hashlib.sha256()
     for path in [java, *sorted((home / "jars").glob("*.jar"))]:
         stat = path.stat()
-        digest.update(f"{path}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+        digest.update(f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:16]
 
 
