@@ -32,8 +32,8 @@ NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir build/s
 # warehouse, metastore and ports. Together the two groups are every file under tests/
 # (test_environment checks that). Side by side on 2 idle cores they took 12 to 19 minutes each
 # on clean clones (CHANGELOG.md has the figures).
-alongside=(tests/airflow/test_dag_integrity.py tests/airflow/test_e2e_airflow2.py tests/airflow/test_e2e_airflow3.py tests/airflow/test_increments.py tests/airflow/test_operators.py tests/cli/test_cli.py tests/cli/test_sources_cli.py tests/cli/test_faults.py tests/cli/test_failure_reports.py tests/devtools/test_jvm_archive.py tests/cli/test_paths_with_spaces.py tests/devtools/test_docs_commands.py)
-in_line=(tests/core tests/tablespec tests/inputs tests/transforms tests/table tests/jobs tests/runtime tests/devtools/test_environment.py tests/devtools/test_reference.py tests/devtools/test_docs.py tests/cli/test_spec_verbs.py tests/cli/test_cli_output.py tests/cli/test_cli_values.py tests/cli/test_output.py tests/cli/test_rerun_cli.py tests/cli/test_external_metastore.py tests/airflow/test_embedded_config.py)
+alongside=(tests/airflow/test_dag_integrity.py tests/airflow/test_e2e_airflow2.py tests/airflow/test_e2e_airflow3.py tests/airflow/test_increments.py tests/airflow/test_operators.py tests/cli/test_cli.py tests/cli/test_sources_cli.py tests/cli/test_failure_reports.py tests/devtools/test_jvm_archive.py tests/cli/test_paths_with_spaces.py tests/devtools/test_docs_commands.py)
+in_line=(tests/core tests/tablespec tests/inputs tests/transforms tests/table tests/jobs tests/runtime tests/devtools/test_environment.py tests/devtools/test_reference.py tests/devtools/test_docs.py tests/cli/test_spec_verbs.py tests/cli/test_cli_output.py tests/cli/test_cli_values.py tests/cli/test_output.py tests/cli/test_rerun_cli.py tests/cli/test_faults.py tests/cli/test_external_metastore.py tests/airflow/test_embedded_config.py)
 log=$(mktemp -t zipper-tests-XXXXXX.log)
 "${pytest[@]}" --durations=15 "${alongside[@]}" >"$log" 2>&1 &
 subprocess_group=$!
