@@ -12,7 +12,7 @@ import json
 from zipper.cli.main import build_parser
 from zipper.tablespec.schema import spec_schema
 
-__all__ = ["cli_reference", "spec_reference", "spec_schema", "spec_keys", "cli_verbs"]
+__all__ = ["cli_reference", "spec_reference", "spec_schema", "spec_keys"]
 
 
 def _resolve(schema: dict, node: dict) -> dict:
@@ -114,14 +114,11 @@ def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
     return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
 
 
-def cli_verbs() -> list[str]:
-    return list(_subparsers(build_parser()).choices)
-
-
 def _option_rows(parser: argparse.ArgumentParser) -> list[str]:
+    """A table of the parser's arguments; the verbs of the top-level parser have their own table."""
     rows = ["| argument | meaning | default |", "|---|---|---|"]
     for action in parser._actions:
-        if isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:
+        if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)) or action.help == argparse.SUPPRESS:
             continue
         if action.option_strings:
             takes_value = action.nargs != 0
@@ -136,7 +133,7 @@ def _option_rows(parser: argparse.ArgumentParser) -> list[str]:
             elif action.nargs == "+":
                 spelled += " (one or more)"
         help_text = action.help or ""
-        if action.choices and not isinstance(action, argparse._SubParsersAction):
+        if action.choices:
             help_text += f" (one of: {', '.join(map(str, action.choices))})"
         if action.required:
             help_text += " (required)"
@@ -157,8 +154,7 @@ def cli_reference() -> str:
         "",
         "Options accepted before or after the verb:",
         "",
-        *_option_rows(parser)[:2],
-        *[row for row in _option_rows(parser)[2:] if "VERB" not in row],
+        *_option_rows(parser),
         "",
         "| verb | what it does |",
         "|---|---|",
