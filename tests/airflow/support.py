@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.cli.helpers import REPO, day, wait_for_jvms, write_parquet
+from tests.cli.helpers import REPO, day, probe_output, wait_for_jvms, write_parquet
 from tests.jvm import spark_env
 
 AIRFLOW2_VENV = REPO / ".venv-airflow2"
@@ -84,9 +84,7 @@ def probe(warehouse: Path, run=(), tables=(), status=(), timeout: float = 300) -
         env={**os.environ, **spark_env(), "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"},
     )
     wait_for_jvms(warehouse.parent)  # the warehouse folder is always <root>/warehouse here
-    lines = [line for line in result.stdout.splitlines() if line.startswith("PROBE ")]
-    assert result.returncode == 0 and lines, result.stderr[-3000:]
-    return json.loads(lines[-1][len("PROBE ") :])
+    return probe_output(result)
 
 
 def assert_serial(merges: list[dict]) -> None:

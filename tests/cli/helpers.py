@@ -91,6 +91,13 @@ def zipper(root: Path, *args: str, timeout: float = 300, **extra_env) -> subproc
     return result
 
 
+def probe_output(result: subprocess.CompletedProcess) -> dict:
+    """The JSON a probe (table_probe.py, tests/airflow/probe.py) printed on its last `PROBE ` line."""
+    lines = [line for line in result.stdout.splitlines() if line.startswith("PROBE ")]
+    assert result.returncode == 0 and lines, result.stderr[-3000:]
+    return json.loads(lines[-1][len("PROBE ") :])
+
+
 def zipper_in_one_jvm(root: Path, *commands: list[str], timeout: float = 300) -> list[int]:
     """Exit codes of `zipper` commands run one after another in one driver (tests/airflow/probe.py),
     for set-up steps whose only outcome a test checks is success: one JVM start instead of one each."""
@@ -104,9 +111,7 @@ def zipper_in_one_jvm(root: Path, *commands: list[str], timeout: float = 300) ->
         cwd=REPO,  # the probe is a module of the tests package
     )
     wait_for_jvms(root)
-    lines = [line for line in result.stdout.splitlines() if line.startswith("PROBE ")]
-    assert result.returncode == 0 and lines, result.stderr[-3000:]
-    return json.loads(lines[-1][len("PROBE ") :])["exits"]
+    return probe_output(result)["exits"]
 
 
 def probe(root: Path, table: str, *zipper_args: str, timeout: float = 300) -> dict:
@@ -119,6 +124,4 @@ def probe(root: Path, table: str, *zipper_args: str, timeout: float = 300) -> di
         cwd=root,
     )
     wait_for_jvms(root)
-    lines = [line for line in result.stdout.splitlines() if line.startswith("PROBE ")]
-    assert result.returncode == 0 and lines, result.stderr[-3000:]
-    return json.loads(lines[-1][len("PROBE ") :])
+    return probe_output(result)
