@@ -1,4 +1,5 @@
-"""One SparkSession (Hive support, Derby metastore in a temporary warehouse) for the whole run."""
+"""One SparkSession (Hive support, the metastore server of a temporary warehouse) for the whole
+run, and the clean-up of every other metastore server a test starts (tests/metastores.py)."""
 
 from __future__ import annotations
 
@@ -7,37 +8,59 @@ import os
 
 import pytest
 
+from tests import metastores
 from tests.jvm import spark_env
 
 _counter = itertools.count()
+_shared_warehouses: set = set()  # the session's warehouse: its server lives as long as the session
 
 
 @pytest.fixture(scope="session")
 def warehouse(tmp_path_factory):
-    return tmp_path_factory.mktemp("warehouse")
+    folder = tmp_path_factory.mktemp("warehouse")
+    _shared_warehouses.add(folder.resolve())
+    return folder
 
 
 @pytest.fixture(scope="session")
 def spark(warehouse):
+    from zipper.runtime.metastore import MetastoreService
     from zipper.runtime.session import SessionSettings, build_session
 
     os.environ.pop("ZIPPER_KILL_AT", None)
-    with pytest.MonkeyPatch.context() as mp:  # only this JVM: subprocesses get theirs from env_for
-        for key, value in spark_env().items():
-            mp.setenv(key, value)
-        session = build_session(
-            SessionSettings(warehouse=str(warehouse), app_name="zipper tests"),
-            extra={
-                "spark.sql.shuffle.partitions": "4",
-                "spark.default.parallelism": "4",
-                "spark.sql.adaptive.enabled": "true",
-            },
-        )
-    yield session
-    session.stop()
+    with MetastoreService(warehouse).for_this_run():  # stopped, by its pid, after the session
+        with pytest.MonkeyPatch.context() as mp:  # only this JVM: subprocesses get theirs from env_for
+            for key, value in spark_env().items():
+                mp.setenv(key, value)
+            session = build_session(
+                SessionSettings(warehouse=str(warehouse), app_name="zipper tests"),
+                extra={
+                    "spark.sql.shuffle.partitions": "4",
+                    "spark.default.parallelism": "4",
+                    "spark.sql.adaptive.enabled": "true",
+                },
+            )
+        yield session
+        session.stop()
 
 
 @pytest.fixture
 def unique_name():
     """A table name no other test uses, so tests share one metastore without interfering."""
     return f"t{os.getpid()}_{next(_counter)}"
+
+
+@pytest.fixture(autouse=True)
+def _stop_the_tests_metastores(request):
+    """After each test, the servers of the warehouses in its own tmp_path (by process id)."""
+    yield
+    own = request.node.funcargs.get("tmp_path")
+    if own is not None:
+        metastores.stop_servers(own)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_the_modules_metastores(tmp_path_factory):
+    """After each module, every server under the run's temporary folder but the session's."""
+    yield
+    metastores.stop_servers(tmp_path_factory.getbasetemp(), frozenset(_shared_warehouses))

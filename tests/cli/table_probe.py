@@ -14,19 +14,23 @@ import json
 import sys
 
 
-def plain_session(warehouse: str, metastore_uri: str | None = None):
-    """No zipper code: the embedded Derby under `warehouse`, or the metastore server at
-    `metastore_uri` (thrift://...), as an analyst's Spark configured for it would reach it."""
+def plain_session(warehouse: str, metastore_uri: str | None = None, embedded: bool = False):
+    """No zipper code in the session: the metastore server at `metastore_uri` (thrift://...; default
+    the warehouse's own server, as `zipper metastore status` names it), as an analyst's Spark
+    configured for it would reach it. `embedded`: Derby inside this JVM instead (ZIPPER_METASTORE=embedded)."""
     from pyspark.sql import SparkSession
 
-    metastore = (
-        ("spark.hadoop.hive.metastore.uris", metastore_uri)
-        if metastore_uri
-        else (
+    if embedded:
+        metastore = (
             "spark.hadoop.javax.jdo.option.ConnectionURL",
             f"jdbc:derby:;databaseName={warehouse}/metastore_db;create=true",
         )
-    )
+    else:
+        if metastore_uri is None:
+            from zipper.runtime.metastore import local_uri
+
+            metastore_uri = local_uri(warehouse)
+        metastore = ("spark.hadoop.hive.metastore.uris", metastore_uri)
     return (
         SparkSession.builder.master("local[2]")
         .appName("probe")

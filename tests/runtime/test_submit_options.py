@@ -27,7 +27,7 @@ def test_client_mode_with_an_external_metastore_gets_zippers_log_configuration_b
 
 def test_cluster_mode_and_the_embedded_default_get_no_submit_options():
     assert spark_submit_env(EXTERNAL, "cluster", environ={}) == {}  # the driver and its log are the cluster's
-    embedded = SessionSettings(warehouse="/data/warehouse")
+    embedded = SessionSettings(warehouse="/data/warehouse", metastore="embedded")
     assert spark_submit_env(embedded, environ={}) == {}
     driver_options = spark_submit_conf(embedded)["spark.driver.extraJavaOptions"]
     assert f"-Dlog4j2.configurationFile={LOG_CONFIG}" in shlex.split(driver_options)

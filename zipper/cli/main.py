@@ -9,12 +9,13 @@ import os
 import sys
 import traceback
 
-from zipper.cli import output, spec_verbs
+from zipper.cli import output, service_verbs, spec_verbs
 from zipper.core.dates import iso_date
 from zipper.core.errors import InputError, StateError, ZipperError, java_messages, summarize_failure
 from zipper.core.paths import user_path
 from zipper.core.reports import ERROR_PREFIX, INTERRUPTED, REPORT_PREFIX
 from zipper.jobs.plan import check_in_schedule
+from zipper.runtime import locks, metastore
 from zipper.runtime.session import SessionSettings, build_session
 from zipper.tablespec.loader import find_spec
 
@@ -30,6 +31,8 @@ EXIT_CODES = (
 # Verbs that only read an existing table: on the embedded default they must not create a new,
 # empty metastore where a mistyped --warehouse points (and then advise `zipper init` there).
 READ_ONLY_VERBS = ("status", "slice", "history", "check", "vacuum", "rerun")
+# Verbs that write the table: one at a time per table (runtime.locks), refused rather than queued.
+WRITING_VERBS = ("init", "merge", "rerun", "rebuild", "vacuum")
 
 
 def _common(top_level: bool) -> argparse.ArgumentParser:
@@ -43,7 +46,8 @@ def _common(top_level: bool) -> argparse.ArgumentParser:
         "--warehouse",
         metavar="DIR",
         default=default,
-        help="warehouse folder; the Derby metastore is DIR/metastore_db (env ZIPPER_WAREHOUSE; default ./warehouse)",
+        help="warehouse folder; its metastore database is DIR/metastore_db, served by `zipper metastore`"
+        " (env ZIPPER_WAREHOUSE; default ./warehouse)",
     )
     common.add_argument(
         "--verbose",
@@ -162,6 +166,12 @@ def build_parser() -> argparse.ArgumentParser:
         "validate", parents=[common], help="check specs without Spark or a metastore: one line per problem, exit 1"
     )
     p.add_argument("names", nargs="*", metavar="NAME", help="spec names to check (default: every spec in --specs)")
+    p = verbs.add_parser(
+        "metastore",
+        parents=[common],
+        help="start, stop or show the warehouse's metastore server (started on demand by any run)",
+    )
+    p.add_argument("action", choices=service_verbs.ACTIONS, help="start | stop | status (JSON)")
     return parser
 
 
@@ -202,18 +212,23 @@ class Runner:
         self._spark = None
         self.new_metastore: str | None = None  # the Derby database this command had to create, if any
 
+    def settings(self) -> SessionSettings:
+        """Where the table is; for a verb that only reads, refused when the warehouse never had a metastore."""
+        settings = SessionSettings.from_env(
+            self.args.warehouse, self.args.verbose, f"zipper {self.args.verb} {self.spec.name}"
+        )
+        if self.args.verb in READ_ONLY_VERBS and not settings.has_metastore():
+            raise StateError(
+                f"no metastore at {settings.warehouse_path}/metastore_db: nothing was ever created in"
+                " this warehouse; check --warehouse (or ZIPPER_WAREHOUSE)",
+                table=self.spec.table,
+            )
+        return settings
+
     @property
     def spark(self):
         if self._spark is None:
-            settings = SessionSettings.from_env(
-                self.args.warehouse, self.args.verbose, f"zipper {self.args.verb} {self.spec.name}"
-            )
-            if self.args.verb in READ_ONLY_VERBS and not settings.has_metastore():
-                raise StateError(
-                    f"no metastore at {settings.warehouse_path}/metastore_db: nothing was ever created in"
-                    " this warehouse; check --warehouse (or ZIPPER_WAREHOUSE)",
-                    table=self.spec.table,
-                )
+            settings = self.settings()
             if not settings.has_metastore():
                 self.new_metastore = f"{settings.warehouse_path}/metastore_db"
             self._spark = build_session(settings)
@@ -224,6 +239,21 @@ class Runner:
         return self._spark
 
     def run(self) -> int:
+        if self.args.verb not in WRITING_VERBS:
+            return self.run_verb()
+        ds = getattr(self.args, "ds", None) or getattr(self.args, "first", None)
+        with locks.table_lock(self.settings(), self.spec.table, self.describe(), ds):  # before any Spark starts
+            return self.run_verb()
+
+    def describe(self) -> str:
+        """This run as another run refused by its table lock reads it."""
+        shown = [self.args.verb, self.spec.name]
+        for flag, attr in (("--ds", "ds"), ("--from", "first"), ("--to", "last")):
+            if getattr(self.args, attr, None):
+                shown += [flag, getattr(self.args, attr)]
+        return "zipper " + " ".join(shown)
+
+    def run_verb(self) -> int:
         try:
             return getattr(self, "do_" + self.args.verb)()
         except StateError as exc:
@@ -299,7 +329,17 @@ class Runner:
         return ZipperTable(spark, self.spec)
 
     def do_status(self) -> int:
-        print(json.dumps(self.table().status(self.args.recent), indent=2))
+        settings = self.settings()
+        if settings.metastore == "local":  # the warehouse's server answers over thrift: no JVM, no Spark
+            from zipper.table import state, status, thrift_catalog  # on use: --help loads no table code
+
+            with thrift_catalog.ThriftCatalog(metastore.local_uri(settings.warehouse_path)) as reader:
+                st = state.state_from(reader, self.spec)
+            where = f"warehouse {settings.warehouse_path}"
+            report = status.report(status.initialized(st, self.spec, where), self.spec, self.args.recent)
+        else:
+            report = self.table().status(self.args.recent)
+        print(json.dumps(report, indent=2))
         return 0
 
     def do_slice(self) -> int:
@@ -385,6 +425,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.verb in spec_verbs.VERBS:  # about spec files only: no table, no Spark
             return spec_verbs.run(args)
+        if args.verb in service_verbs.VERBS:  # the metastore server: no table, no Spark
+            return service_verbs.run(args)
         runner = Runner(args)
         code = runner.run()
         sys.stdout.flush()  # a closed pipe fails here, in reach of the handlers below

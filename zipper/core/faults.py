@@ -3,13 +3,20 @@
 `ZIPPER_KILL_AT=<step>` makes the process SIGKILL itself when it reaches that step, the way
 an OOM killer or a lost node would: no cleanup, no exception handlers. In-process tests use
 `crash_at(step)` instead, which raises `SimulatedCrash` (a BaseException, so no handler in the
-engine swallows it) at the n-th time the step is reached."""
+engine swallows it) at the n-th time the step is reached.
+
+`ZIPPER_PAUSE_AT=<step>:<file>` holds the process at that step while `file` exists, after
+writing `<file>.reached`: a test can then do what it wants to happen during the run (read the
+table, start another run, kill the metastore server) without timing anything, and remove `file`
+to let the run go on."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import signal
+import time
+from pathlib import Path
 
 # The steps of one merge (apply_date), in order.
 STEPS = ("after_write", "after_audit", "before_publish", "after_publish")
@@ -30,6 +37,9 @@ class SimulatedCrash(BaseException):
 def checkpoint(step: str) -> None:
     if os.environ.get("ZIPPER_KILL_AT") == step:
         os.kill(os.getpid(), signal.SIGKILL)
+    paused_step, _, hold = os.environ.get("ZIPPER_PAUSE_AT", "").partition(":")
+    if paused_step == step and hold:
+        _pause_while(Path(hold))
     if step in _armed:
         _armed[step] -= 1
         if _armed[step] == 0:
@@ -45,3 +55,10 @@ def crash_at(step: str, occurrence: int = 1):
         yield
     finally:
         _armed.pop(step, None)
+
+
+def _pause_while(hold: Path) -> None:
+    """Say the step is reached, then wait until the test removes `hold`."""
+    Path(f"{hold}.reached").write_text(f"{os.getpid()}\n")
+    while hold.exists():
+        time.sleep(0.05)

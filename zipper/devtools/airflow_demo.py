@@ -4,7 +4,8 @@ Generates the sample week (zipper.devtools.demo), sets up `<repo>/airflow_home` 
 SQLite, the merge pool), starts the API server, scheduler, dag-processor and triggerer on a free port,
 backfills zipper_dim_user over the week with `airflow backfill create`, stops Airflow, and prints
 the table's partitions, one key's history and an as-of slice. Running it again backfills the week
-again: every merge is then a no-op (same input, already committed)."""
+again: every merge is then a no-op (same input, already committed). The warehouse's metastore
+server (zipper.runtime.metastore) serves the demo and is stopped at its end if the demo started it."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from zipper.airflow.environment import REPO, warehouse
 from zipper.devtools.airflow_home import airflow_home, setup
 from zipper.devtools.demo import generate, show
 from zipper.devtools.local_airflow import LocalAirflow
+from zipper.runtime.metastore import MetastoreService
 from zipper.runtime.session import SessionSettings, build_session
 from zipper.tablespec.loader import find_spec
 
@@ -30,6 +32,12 @@ def main() -> int:
     print(f"sample data {'generated' if fresh else 'already present'} in {data}")
     started = time.monotonic()
 
+    # the warehouse's metastore server for the whole demo: stopped at the end if the demo started it
+    with MetastoreService(warehouse()).for_this_run():
+        return _backfill_week(spec, specs, started)
+
+
+def _backfill_week(spec, specs, started: float) -> int:
     home = airflow_home()
     setup(home)
     env = {"ZIPPER_SPECS": str(specs), "ZIPPER_WAREHOUSE": str(warehouse())}

@@ -20,6 +20,7 @@ from zipper.core.dates import date_range
 from zipper.core.errors import ZipperError
 from zipper.jobs import merge
 from zipper.jobs.init import init_table
+from zipper.runtime.metastore import MetastoreService
 from zipper.runtime.session import SessionSettings, build_session
 from zipper.table import inspect
 from zipper.tablespec.loader import find_spec
@@ -127,8 +128,14 @@ def main(argv: list[str] | None = None) -> int:
     fresh = generate(Path(args.data), spec.start_date)
     print(f"sample data {'generated' if fresh else 'already present'} in {args.data}")
     started = time.monotonic()
+    # the warehouse's metastore server for this run: stopped at the end if the demo started it
+    with MetastoreService(args.warehouse).for_this_run() as server:
+        return _merge_week(args, spec, server, started)
+
+
+def _merge_week(args, spec, server, started: float) -> int:
     spark = build_session(SessionSettings(warehouse=args.warehouse, app_name="zipper demo"))
-    print(f"Spark {spark.version} (local), warehouse {args.warehouse}, metastore {args.warehouse}/metastore_db")
+    print(f"Spark {spark.version} (local), warehouse {args.warehouse}, metastore {server.uri} ({server.database})")
     try:
         print(init_table(spark, spec).summary())
         last = spec.end_date or spec.start_date

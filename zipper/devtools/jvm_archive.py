@@ -105,18 +105,15 @@ def _make(archive: Path) -> str:
 
 
 def _workload(scratch: Path) -> None:
-    """What zipper's drivers load: a Hive session on a new Derby metastore, the demo's base and
-    week of merges, a rerun, the checks, status, history and slices written in each format."""
+    """What zipper's drivers load: a Hive session on the warehouse's metastore server (stopped at
+    the end), the demo's base and week of merges, a rerun, the checks, status, history and slices
+    written in each format."""
     # Loaded here, not at the top: the workload runs in its own process (`--workload`), and the
     # set-up (or a test that imports it) must not load the data path and pyspark.
     import yaml
 
-    from zipper.core.dates import date_range
     from zipper.devtools import demo
-    from zipper.jobs import merge, replay
-    from zipper.jobs.init import init_table
-    from zipper.runtime.session import SessionSettings, build_session
-    from zipper.table import check, inspect
+    from zipper.runtime.metastore import MetastoreService
     from zipper.tablespec.loader import load_spec_file
 
     data = scratch / "data"
@@ -137,6 +134,17 @@ def _workload(scratch: Path) -> None:
     )
     spec = load_spec_file(spec_file)
     demo.generate(data, spec.start_date)
+    with MetastoreService(scratch / "warehouse").for_this_run():
+        _run_workload(scratch, spec)
+
+
+def _run_workload(scratch: Path, spec) -> None:
+    from zipper.core.dates import date_range
+    from zipper.jobs import merge, replay
+    from zipper.jobs.init import init_table
+    from zipper.runtime.session import SessionSettings, build_session
+    from zipper.table import check, inspect
+
     spark = build_session(SessionSettings(warehouse=str(scratch / "warehouse"), app_name="zipper jvm archive"))
     init_table(spark, spec)
     for ds in date_range(spec.start_date, spec.end_date):

@@ -1,4 +1,4 @@
-"""The one place a SparkSession is configured: embedded default or an external metastore."""
+"""The one place a SparkSession is configured: the warehouse's own metastore (served or embedded) or an external one."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from zipper.runtime import jvm
+from zipper.runtime import jvm, metastore
 
 RUNTIME_DIR = Path(__file__).resolve().parent
 DEFAULT_WAREHOUSE = "./warehouse"
@@ -20,10 +20,11 @@ LOG_CONFIG = RUNTIME_DIR / "log4j2.properties"
 
 @dataclass(frozen=True)
 class SessionSettings:
-    """`metastore='embedded'`: Derby under the warehouse. `external`: whatever Spark is configured with."""
+    """`metastore='local'` (the default): the warehouse's metastore server (runtime.metastore), started
+    on demand. `embedded`: Derby inside the driver. `external`: whatever Spark is configured with."""
 
     warehouse: str = DEFAULT_WAREHOUSE
-    metastore: str = "embedded"
+    metastore: str = "local"
     verbose: bool = False
     app_name: str = "zipper"
 
@@ -31,7 +32,7 @@ class SessionSettings:
     def from_env(cls, warehouse: str | None = None, verbose: bool = False, app_name: str = "zipper"):
         return cls(
             warehouse=warehouse or os.environ.get("ZIPPER_WAREHOUSE") or DEFAULT_WAREHOUSE,
-            metastore=os.environ.get("ZIPPER_METASTORE", "embedded"),
+            metastore=metastore.mode(),
             verbose=verbose,
             app_name=app_name,
         )
@@ -40,9 +41,18 @@ class SessionSettings:
     def warehouse_path(self) -> Path:
         return Path(self.warehouse).expanduser().resolve()
 
+    @property
+    def on_this_machine(self) -> bool:
+        """The metastore is the warehouse's own (served locally or embedded), not an external one."""
+        return self.metastore in ("local", "embedded")
+
     def has_metastore(self) -> bool:
-        """False only for the embedded default with no Derby database in the warehouse yet."""
-        return self.metastore != "embedded" or (self.warehouse_path / "metastore_db").is_dir()
+        """False only when the warehouse's own metastore has no database yet (nothing was ever created)."""
+        if self.metastore == "external":
+            return True
+        if self.metastore == "local" and os.environ.get(metastore.DATABASE_ENV):
+            return True  # PostgreSQL: the server says whether the table is there
+        return (self.warehouse_path / "metastore_db").is_dir()
 
 
 def java_property(name: str, value: str | Path) -> str:
@@ -53,26 +63,29 @@ def java_property(name: str, value: str | Path) -> str:
     return shlex.quote(f"-D{name}={value}")
 
 
-def embedded_conf(settings: SessionSettings) -> dict[str, str]:
-    """Settings that make a local Spark use a Derby metastore inside the warehouse folder; the
+def warehouse_conf(settings: SessionSettings) -> dict[str, str]:
+    """Settings that make a local Spark use the warehouse folder's own metastore: its server
+    (`local`, started here if it is not running) or Derby inside the driver (`embedded`). The
     driver runs here, so it also maps the class data sharing archive set-up made (runtime.jvm)."""
     warehouse = settings.warehouse_path
-    return {
-        "spark.sql.warehouse.dir": str(warehouse),
-        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={warehouse}/metastore_db;create=true",
-        "spark.driver.extraJavaOptions": " ".join(
-            filter(
-                None,
-                [
-                    java_property("derby.system.home", warehouse),
-                    java_property("derby.stream.error.file", warehouse / "derby.log"),
-                    # a path, not a file: URI, which a space would make invalid
-                    java_property("log4j2.configurationFile", LOG_CONFIG),
-                    jvm.driver_options(),
-                ],
-            )
-        ),
-    }
+    options = [
+        # a path, not a file: URI, which a space would make invalid
+        java_property("log4j2.configurationFile", LOG_CONFIG),
+        jvm.driver_options(),
+    ]
+    conf = {"spark.sql.warehouse.dir": str(warehouse)}
+    if settings.metastore == "embedded":
+        conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
+            f"jdbc:derby:;databaseName={warehouse}/metastore_db;create=true"
+        )
+        options[:0] = [
+            java_property("derby.system.home", warehouse),
+            java_property("derby.stream.error.file", warehouse / "derby.log"),
+        ]
+    else:
+        conf["spark.hadoop.hive.metastore.uris"] = metastore.local_uri(warehouse)
+    conf["spark.driver.extraJavaOptions"] = " ".join(filter(None, options))
+    return conf
 
 
 def common_conf() -> dict[str, str]:
@@ -107,8 +120,8 @@ def spark_submit_conf(settings: SessionSettings) -> dict[str, str]:
     JVM options are Spark's own configuration (hive-site.xml, spark-defaults.conf), and the log
     configuration of a client-mode driver comes through spark_submit_env."""
     conf = dict(common_conf())
-    if settings.metastore == "embedded":
-        conf.update(embedded_conf(settings))
+    if settings.on_this_machine:
+        conf.update(warehouse_conf(settings))
         conf["spark.ui.enabled"] = "false"
     return conf
 
@@ -131,8 +144,8 @@ def spark_submit_env(
     driver and its log are the cluster's, and SPARK_SUBMIT_OPTS would only quieten the submitting
     JVM, whose INFO lines carry the application or driver id the Spark provider tracks."""
     environ = os.environ if environ is None else environ
-    if settings.metastore == "embedded" or deploy_mode == "cluster":
-        return {}  # the embedded default's driver options are in its conf
+    if settings.on_this_machine or deploy_mode == "cluster":
+        return {}  # the warehouse's own metastore: the driver options are in its conf
     option = java_property("log4j.configurationFile", LOG_CONFIG)
     current = environ.get("SPARK_SUBMIT_OPTS", "").strip()
     if option in current:
@@ -141,7 +154,7 @@ def spark_submit_env(
 
 
 def log_dir(settings: SessionSettings) -> Path:
-    default = settings.warehouse_path / "logs" if settings.metastore == "embedded" else Path("/tmp/zipper-logs")
+    default = settings.warehouse_path / "logs" if settings.on_this_machine else Path("/tmp/zipper-logs")
     return Path(os.environ.get("ZIPPER_LOG_DIR") or default)
 
 
@@ -180,9 +193,9 @@ def build_session(settings: SessionSettings, extra: dict[str, str] | None = None
     conf = dict(common_conf())
     conf["spark.app.name"] = settings.app_name
     conf["spark.sql.catalogImplementation"] = "hive"
-    if settings.metastore == "embedded":
+    if settings.on_this_machine:
         settings.warehouse_path.mkdir(parents=True, exist_ok=True)
-        conf.update(embedded_conf(settings))
+        conf.update(warehouse_conf(settings))
         conf.setdefault("spark.ui.enabled", "false")
     conf.update(extra or {})
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from pyspark.sql import types as T
-
 from zipper.core import fs, sqltemplates
 from zipper.core.errors import StateError
 from zipper.core.paths import hadoop_path
@@ -267,4 +265,25 @@ def alter_data_columns(spark, spec: TableSpec, columns: list[tuple[str, str]]) -
 
 
 def _type_json(kind: str):
+    from pyspark.sql import types as T  # on use: the thrift reader of the committed state loads no pyspark
+
     return T._parse_datatype_string(kind).jsonValue()
+
+
+class SparkCatalog:
+    """The four questions `state.state_from` asks, answered through a SparkSession's catalog."""
+
+    def __init__(self, spark):
+        self.spark = spark
+
+    def table_exists(self, spec: TableSpec) -> bool:
+        return table_exists(self.spark, spec)
+
+    def table_properties(self, spec: TableSpec) -> dict[str, str]:
+        return table_properties(self.spark, spec)
+
+    def table_location(self, spec: TableSpec) -> str:
+        return table_location(self.spark, spec)
+
+    def list_partitions(self, spec: TableSpec) -> list[Partition]:
+        return list_partitions(self.spark, spec)

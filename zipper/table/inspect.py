@@ -12,74 +12,26 @@ from pyspark.sql import functions as F
 from zipper.core import sqltemplates
 from zipper.core.errors import InputError, StateError
 from zipper.table import catalog, state
+from zipper.table import status as table_status
 from zipper.tablespec.model import TableSpec
 
 
 def require_initialized(spark, spec: TableSpec) -> state.TableState:
-    st = state.read_state(spark, spec)
-    if not st.exists:
-        raise StateError(
-            f"table does not exist in the metastore of {_metastore(spark)};"
-            f" check --warehouse (or ZIPPER_WAREHOUSE), or run `zipper init {spec.name}`",
-            table=spec.table,
-        )
-    state.check_owned(st, spec)  # a changed end_style would shift every date filter below
-    if not st.initialized:
-        raise StateError(f"table is not initialized; run `zipper init {spec.name}`", table=spec.table)
-    return st
+    return table_status.initialized(state.read_state(spark, spec), spec, _metastore(spark))
 
 
 def _metastore(spark) -> str:
     """Where the session looked for tables, in the words a user can check."""
-    url = spark.sparkContext.getConf().get("spark.hadoop.javax.jdo.option.ConnectionURL", "")
-    if url.startswith("jdbc:derby:"):
+    conf = spark.sparkContext.getConf()
+    url = conf.get("spark.hadoop.javax.jdo.option.ConnectionURL", "")
+    uri = conf.get("spark.hadoop.hive.metastore.uris", "")
+    if url.startswith("jdbc:derby:") or uri.startswith("thrift://127.0.0.1:"):
         return f"warehouse {spark.conf.get('spark.sql.warehouse.dir')}"
     return "the configured (external) metastore"
 
 
 def status(spark, spec: TableSpec, recent: int = 10) -> dict:
-    st = require_initialized(spark, spec)
-    commits = sorted(st.commits.values(), key=lambda c: c.ds)
-    partitions = (
-        [{"end": st.open_partition.end, "rows": st.open_rows, "kind": "open", "location": st.open_partition.location}]
-        + [
-            {
-                "end": p.end,
-                "rows": int(p.params.get(state.ROWS, 0)),
-                "kind": "closed",
-                "ds": p.params[state.DS],
-                "location": p.location,
-            }
-            for p in st.closed
-        ]
-        + [{"end": p.end, "rows": 0, "kind": "pending", "location": p.location} for p in st.pending]
-    )
-    return {
-        "name": spec.name,
-        "table": spec.table,
-        "last_committed": st.last_committed.isoformat(),
-        "base_date": st.init_ds.isoformat() if st.init_ds else None,
-        "open_rows": st.open_rows,
-        "closed_rows": sum(c.rows for c in commits),
-        "end_style": spec.end_style,
-        # a rerun a crash interrupted: the table is behind, and the same rerun (or any merge) finishes it
-        "replay_interrupted": (
-            {"from": st.replay.first.isoformat(), "to": st.replay.last.isoformat(), "run_id": st.replay.run_id}
-            if st.replay
-            else None
-        ),
-        "partitions": partitions,
-        "recent_commits": [
-            {
-                "ds": c.ds,
-                "run_id": c.run_id,
-                "committed_at": c.committed_at,
-                "fingerprint": c.fingerprint,
-                "counts": c.counts,
-            }
-            for c in commits[::-1][: max(recent, 0)]  # not commits[-recent:]: -0 is 0, which lists them all
-        ],
-    }
+    return table_status.report(require_initialized(spark, spec), spec, recent)
 
 
 def slice_as_of(spark, spec: TableSpec, as_of: dt.date):

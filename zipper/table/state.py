@@ -10,6 +10,7 @@ import datetime as dt
 import json
 import secrets
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from zipper.core.errors import StateError
 from zipper.core.properties import P_KEYS
@@ -234,11 +235,26 @@ def check_owned(st: TableState, spec: TableSpec, ds: dt.date | None = None) -> N
         )
 
 
+class CatalogReader(Protocol):
+    """What the committed state is read from: a Spark session's catalog (catalog.SparkCatalog) or
+    the metastore's thrift API without a JVM (thrift_catalog.ThriftCatalog)."""
+
+    def table_exists(self, spec: TableSpec) -> bool: ...
+    def table_properties(self, spec: TableSpec) -> dict[str, str]: ...
+    def table_location(self, spec: TableSpec) -> str: ...
+    def list_partitions(self, spec: TableSpec) -> list[Partition]: ...
+
+
 def read_state(spark, spec: TableSpec) -> TableState:
-    if not catalog.table_exists(spark, spec):
+    return state_from(catalog.SparkCatalog(spark), spec)
+
+
+def state_from(reader: CatalogReader, spec: TableSpec) -> TableState:
+    """The table's committed state as `reader` sees the metastore."""
+    if not reader.table_exists(spec):
         return TableState(exists=False)
-    properties = catalog.table_properties(spark, spec)
-    location = catalog.table_location(spark, spec)
+    properties = reader.table_properties(spec)
+    location = reader.table_location(spec)
     if P_SPEC_NAME not in properties:  # not a zipper table: do not interpret it
         return TableState(exists=True, location=location, properties=properties)
     open_end = spec.open_end.isoformat()
@@ -246,7 +262,7 @@ def read_state(spark, spec: TableSpec) -> TableState:
     commits: dict[str, Commit] = {}
     closed: list[Partition] = []
     pending: list[Partition] = []
-    for part in catalog.list_partitions(spark, spec):
+    for part in reader.list_partitions(spec):
         if part.end == open_end:
             open_partition = part
         elif DS in part.params:

@@ -1,0 +1,74 @@
+"""One run at a time writes a table: a lock per table, held by the run for its whole length.
+
+The daily merge, a rerun, a rebuild, init and vacuum of one table read its state, write new
+directories and publish them. With the warehouse's metastore served to many processes, two such
+runs of one table could otherwise both start; the publish's own check (catalog.repoint's
+expected run) refuses the second to publish, but only after it did all its work, and two
+publishes within the same milliseconds are not told apart. The lock refuses the second at once,
+before any Spark starts, and names the run that holds it. Runs of different tables never wait.
+
+The lock is a file under the warehouse's metastore folder (`metastore/locks/<table>.lock`),
+locked with flock: the kernel releases it when its process ends, however it ends. It covers the
+processes of one machine, which is what the warehouse's own metastore serves; with an external
+metastore shared by several machines the publish's check is what remains."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+
+from zipper.core.errors import StateError
+from zipper.runtime.session import SessionSettings
+
+
+class TableBusy(StateError):
+    """Another run holds the table's lock. Not final: a later try finds it free."""
+
+
+@contextlib.contextmanager
+def table_lock(settings: SessionSettings, table: str, what: str, ds: str | None = None) -> Iterator[None]:
+    """Hold `table`'s lock for the block, or raise TableBusy naming the holder. `what`: this run,
+    as the holder's description another run will read (`zipper merge dim_user --ds 2024-01-03`)."""
+    if not settings.on_this_machine:
+        yield
+        return
+    folder = settings.warehouse_path / "metastore" / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"{table}.lock", "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            raise TableBusy(
+                f"another run is writing this table now ({_holder(handle.read())}); nothing of this run was"
+                " published. Run it again once that one has ended: it plans from the table as it is then"
+                " (a date already committed is a no-op)",
+                table=table,
+                ds=ds,
+            ) from None
+        try:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(json.dumps({"pid": os.getpid(), "run": what, "since": _now()}) + "\n")
+            handle.flush()
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _holder(text: str) -> str:
+    try:
+        holder = json.loads(text)
+        return f"`{holder['run']}`, pid {holder['pid']}, since {holder['since']}"
+    except (ValueError, KeyError, TypeError):
+        return "a run that has not said which yet"
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()

@@ -1,0 +1,401 @@
+"""The warehouse's metastore service: Hive's own metastore server, shared by every process on this machine.
+
+An embedded Derby metastore admits one JVM at a time, so a merge of one table locked out every
+other merge and every reader. On the default (`ZIPPER_METASTORE=local`) the warehouse's metastore
+database is served instead by Hive's `HiveMetaStore` (from the pyspark jars) on a loopback port,
+as a shared production metastore serves a cluster: every Spark driver, the CLI, the Airflow tasks
+and an analyst's `spark-sql` are its clients, and many of them can be at once.
+
+The server is started on demand by whatever needs it first and left running. Its process id
+and port are recorded in `<warehouse>/metastore/server.json`; a record whose process is gone (or
+is not this warehouse's server) is replaced. Starting happens under a file lock, so two callers
+starting it at once get one server. Its database is the warehouse's Derby database
+(`<warehouse>/metastore_db`, the one the embedded metastore uses, served as it is), or
+PostgreSQL when `ZIPPER_METASTORE_DB` names one (`postgresql://user:password@host:port/database`,
+with Debian's `libpostgresql-jdbc-java` or `ZIPPER_POSTGRESQL_JDBC=/path/postgresql.jar`).
+
+`zipper metastore start|stop|status` manage it by hand; `for_this_run()` starts it for a run
+that stops what it started (the demo, `make airflow`, the tests)."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from zipper.core.errors import StateError
+from zipper.runtime import jvm
+
+MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
+METASTORE_ENV = "ZIPPER_METASTORE"  # local (default) | embedded | external
+DATABASE_ENV = "ZIPPER_METASTORE_DB"  # postgresql://user:password@host:port/database; default Derby
+JDBC_JAR_ENV = "ZIPPER_POSTGRESQL_JDBC"
+HEAP_ENV = "ZIPPER_METASTORE_HEAP"
+# Debian's libpostgresql-jdbc-java installs the PostgreSQL JDBC driver here.
+DEBIAN_POSTGRESQL_JAR = Path("/usr/share/java/postgresql.jar")
+START_TIMEOUT_S = float(os.environ.get("ZIPPER_METASTORE_START_TIMEOUT", "300"))
+LOG_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
+LOCAL_HOST = "127.0.0.1"
+
+
+class MetastoreUnavailable(StateError):
+    """The metastore service could not be started or reached: nothing was read or committed."""
+
+
+@dataclass(frozen=True)
+class Server:
+    """A running metastore server, as recorded in `<warehouse>/metastore/server.json`."""
+
+    pid: int
+    port: int
+    warehouse: str
+    database: str  # where its metadata lives: the Derby folder, or the PostgreSQL URL without password
+    started_at: str
+
+    @property
+    def uri(self) -> str:
+        return f"thrift://{LOCAL_HOST}:{self.port}"
+
+
+def mode() -> str:
+    """Which metastore Spark drivers use: `local` (this service), `embedded` or `external`."""
+    chosen = os.environ.get(METASTORE_ENV, "local").strip().lower() or "local"
+    if chosen not in ("local", "embedded", "external"):
+        raise StateError(f"{METASTORE_ENV}={chosen!r}: expected local (the default), embedded or external")
+    return chosen
+
+
+@dataclass(frozen=True)
+class Database:
+    """The server's metadata database: its JDBC settings and the jars it needs beyond Spark's."""
+
+    url: str
+    described: str
+    driver: str = ""
+    user: str = ""
+    password: str = ""
+    jars: tuple[str, ...] = ()
+
+    @classmethod
+    def for_warehouse(cls, warehouse: Path, configured: str | None = None) -> Database:
+        configured = os.environ.get(DATABASE_ENV, "") if configured is None else configured
+        if not configured:
+            folder = warehouse / "metastore_db"
+            return cls(f"jdbc:derby:;databaseName={folder};create=true", str(folder))
+        parts = urlsplit(configured)
+        if parts.scheme not in ("postgresql", "postgres"):
+            raise MetastoreUnavailable(
+                f"{DATABASE_ENV}={configured!r}: expected postgresql://user:password@host:port/database"
+                " (or unset, for Derby under the warehouse)"
+            )
+        jar = Path(os.environ.get(JDBC_JAR_ENV) or DEBIAN_POSTGRESQL_JAR)
+        if not jar.is_file():
+            raise MetastoreUnavailable(
+                f"the PostgreSQL JDBC driver is not at {jar}: install it (Debian: apt-get install"
+                f" libpostgresql-jdbc-java) or set {JDBC_JAR_ENV} to its jar"
+            )
+        host = parts.hostname or "localhost"
+        port = parts.port or 5432
+        database = parts.path.lstrip("/") or "metastore"
+        return cls(
+            url=f"jdbc:postgresql://{host}:{port}/{database}",
+            described=f"postgresql://{host}:{port}/{database}",
+            driver="org.postgresql.Driver",
+            user=unquote(parts.username or ""),
+            password=unquote(parts.password or ""),
+            jars=(str(jar),),
+        )
+
+    def hiveconf(self) -> list[str]:
+        pairs = [f"javax.jdo.option.ConnectionURL={self.url}"]
+        if self.driver:
+            pairs.append(f"javax.jdo.option.ConnectionDriverName={self.driver}")
+        if self.user:
+            pairs.append(f"javax.jdo.option.ConnectionUserName={self.user}")
+        if self.password:
+            pairs.append(f"javax.jdo.option.ConnectionPassword={self.password}")
+        return pairs
+
+
+class MetastoreService:
+    """The metastore server of one warehouse folder: find it, start it, stop it."""
+
+    def __init__(self, warehouse: str | Path):
+        self.warehouse = Path(warehouse).expanduser().resolve()
+        self.folder = self.warehouse / "metastore"
+        self.record_path = self.folder / "server.json"
+        self.log_path = self.folder / "server.log"
+        self.lock_path = self.folder / "server.lock"
+
+    # -- finding it -------------------------------------------------------------------------------
+
+    def recorded(self) -> Server | None:
+        try:
+            return Server(**json.loads(self.record_path.read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def running(self) -> Server | None:
+        """The recorded server if it is alive, this warehouse's, and answering on its port."""
+        server = self.recorded()
+        if server is None or not self._is_our_process(server.pid):
+            return None
+        return server if _accepts(server.port) else None
+
+    def _is_our_process(self, pid: int) -> bool:
+        """Whether `pid` is this warehouse's metastore server (a recycled pid is some other process)."""
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return _pid_alive(pid) and _ps_cmdline_has(pid, MAIN_CLASS, self._marker())
+        return MAIN_CLASS.encode() in cmdline and self._marker().encode() in cmdline
+
+    def _marker(self) -> str:
+        return f"-Dzipper.warehouse={self.warehouse}"
+
+    # -- starting and stopping ---------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """One starter or stopper at a time; the kernel drops the lock of a process that dies."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with open(self.lock_path, "a+") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def ensure(self) -> Server:
+        """The running server, started first if there is none."""
+        return self.start()[0]
+
+    def start(self) -> tuple[Server, bool]:
+        """(the server, whether this call started it)."""
+        server = self.running()
+        if server is not None:
+            return server, False
+        with self._locked():
+            server = self.running()  # another caller may have started it while this one waited
+            if server is not None:
+                return server, False
+            stale = self.recorded()
+            if stale is not None and self._is_our_process(stale.pid):
+                _terminate(stale.pid)  # alive but not answering: a hung server holds the Derby database
+            self.record_path.unlink(missing_ok=True)
+            server = self._launch()
+            tmp = self.record_path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(asdict(server), indent=2) + "\n")
+            tmp.replace(self.record_path)
+            return server, True
+
+    def stop(self) -> Server | None:
+        """Stop the recorded server, by its process id; the server that was stopped, or None."""
+        with self._locked():
+            server = self.recorded()
+            if server is None:
+                return None
+            if self._is_our_process(server.pid):
+                _terminate(server.pid)
+            else:
+                server = None  # only a stale record
+            self.record_path.unlink(missing_ok=True)
+            return server
+
+    def _launch(self) -> Server:
+        database = Database.for_warehouse(self.warehouse)
+        self.warehouse.mkdir(parents=True, exist_ok=True)
+        java = jvm.java_binary()
+        if java is None:
+            raise MetastoreUnavailable(
+                "Java was not found (JAVA_HOME or java on PATH): the metastore server is a Java process;"
+                " install Java 17 (e.g. apt-get install openjdk-17-jre-headless)"
+            )
+        last_log = ""
+        for _ in range(3):  # a port taken between choosing it and binding it: choose another
+            port = _free_port()
+            command = self.command(java, port, database)
+            with open(self.log_path, "ab") as log:
+                log.write(f"\n--- {_now()} starting on port {port}\n".encode())
+                log.flush()
+                process = subprocess.Popen(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    cwd=self.folder,
+                    start_new_session=True,  # outlives the command that started it, and its Ctrl-C
+                )
+            if self._wait_until_serving(process, port):
+                return Server(process.pid, port, str(self.warehouse), database.described, _now())
+            last_log = self._log_tail()
+            if "Address already in use" not in last_log:
+                break
+        raise MetastoreUnavailable(self._start_failure(last_log))
+
+    def command(self, java: Path, port: int, database: Database) -> list[str]:
+        """The server's argv: Hive's metastore on Spark's jars, its database, this warehouse."""
+        classpath = ":".join([str(jvm.spark_home() / "jars" / "*"), *database.jars])
+        heap = os.environ.get(HEAP_ENV, "1g")
+        command = [
+            str(java),
+            f"-Xmx{heap}",
+            "-XX:TieredStopAtLevel=1",  # a metadata server of small requests: the quick JIT starts it sooner
+            "-cp",
+            classpath,
+            # hive-exec's log4j2 defaults ask for async loggers, whose library Spark does not ship
+            "-Dlog4j2.contextSelector=org.apache.logging.log4j.core.selector.ClassLoaderContextSelector",
+            f"-Dlog4j2.configurationFile={LOG_CONFIG}",
+            f"-Dderby.system.home={self.warehouse}",
+            f"-Dderby.stream.error.file={self.warehouse / 'derby.log'}",
+            self._marker(),
+            MAIN_CLASS,
+            "-p",
+            str(port),
+        ]
+        settings = [
+            *database.hiveconf(),
+            "datanucleus.schema.autoCreateAll=true",
+            "hive.metastore.schema.verification=false",
+            f"hive.metastore.warehouse.dir={self.warehouse}",
+            # a partition move is one alter_partitions call; its statistics are Spark's business
+            "hive.stats.autogather=false",
+        ]
+        for setting in settings:
+            command += ["--hiveconf", setting]
+        return command
+
+    def _wait_until_serving(self, process: subprocess.Popen, port: int) -> bool:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                return False
+            if _accepts(port):
+                return True
+            time.sleep(0.2)
+        _terminate(process.pid)
+        return False
+
+    def _log_tail(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-6000:]
+        except OSError:
+            return ""
+
+    def _start_failure(self, log: str) -> str:
+        where = f"the metastore server of {self.warehouse}"
+        if "Another instance of Derby" in log or "XSDB6" in log:
+            return (
+                f"{where} could not open {self.warehouse}/metastore_db: another process has it open (a driver"
+                f" run with {METASTORE_ENV}=embedded); wait for it to finish, then run `zipper metastore start`"
+            )
+        reason = next(
+            (line.strip() for line in reversed(log.splitlines()) if "Exception" in line or "Error" in line),
+            "it exited or did not answer in time",
+        )
+        return f"{where} did not start: {reason[:300]} (its log: {self.log_path})"
+
+    # -- for a run that cleans up after itself ------------------------------------------------------
+
+    @contextlib.contextmanager
+    def for_this_run(self) -> Iterator[Server]:
+        """The server for the length of a `with` block; stopped at its end if this block started it."""
+        server, started = self.start()
+        try:
+            yield server
+        finally:
+            if started:
+                self.stop()
+
+    def status(self) -> dict:
+        server = self.running()
+        recorded = self.recorded()
+        return {
+            "warehouse": str(self.warehouse),
+            "running": server is not None,
+            "uri": server.uri if server else None,
+            "pid": server.pid if server else None,
+            "database": server.database if server else Database.for_warehouse(self.warehouse).described,
+            "started_at": server.started_at if server else None,
+            "stale_record": recorded is not None and server is None,
+            "log": str(self.log_path),
+        }
+
+
+def local_uri(warehouse: str | Path) -> str:
+    """The thrift URI of the warehouse's server, started first if it is not running."""
+    return MetastoreService(warehouse).ensure().uri
+
+
+def _accepts(port: int) -> bool:
+    try:
+        socket.create_connection((LOCAL_HOST, port), timeout=2).close()
+        return True
+    except OSError:
+        return False
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((LOCAL_HOST, 0))
+        return sock.getsockname()[1]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def _ps_cmdline_has(pid: int, *parts: str) -> bool:
+    """Where there is no /proc (macOS): the process's command line through ps."""
+    found = subprocess.run(["ps", "-ww", "-o", "command=", "-p", str(pid)], capture_output=True, text=True)
+    return found.returncode == 0 and all(part in found.stdout for part in parts)
+
+
+def _terminate(pid: int, grace_s: float = 20) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within `grace_s` (Derby shuts down on SIGTERM)."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if not _pid_alive(pid) or _is_zombie(pid):
+            _reap(pid)
+            return
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    _reap(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit of a server this process started itself, so it leaves no zombie."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
