@@ -1,0 +1,77 @@
+"""A Hive metastore's thrift API from Python: one connection, the few read calls zipper needs.
+
+The bindings are pymetastore's, generated from the metastore's interface definition; only calls
+that Hive 2.3's server has are used (`get_table`, `get_partitions`, `get_partition_by_name`).
+No JVM and no pyspark: the CLI's `status`, the Airflow sensors and the merge task's no-op check
+ask the metastore here in milliseconds, while a merge of the same table runs."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from zipper.core.errors import StateError
+
+CONNECT_TIMEOUT_MS = 10_000
+
+
+class MetastoreClient:
+    """A thrift connection to one metastore; a context manager (opened on entry, closed on exit)."""
+
+    def __init__(self, uri: str):
+        parts = urlsplit(uri)
+        if parts.scheme != "thrift" or not parts.hostname or not parts.port:
+            raise StateError(f"metastore URI {uri!r}: expected thrift://host:port")
+        self.uri = uri
+        self.host, self.port = parts.hostname, parts.port
+        self._transport = None
+        self.client = None  # the generated ThriftHiveMetastore.Client, once open
+
+    def __enter__(self) -> MetastoreClient:
+        # on use: the bindings are large, and only these readers need them
+        from pymetastore.hive_metastore import ThriftHiveMetastore
+        from thrift.protocol import TBinaryProtocol
+        from thrift.transport import TSocket, TTransport
+
+        socket = TSocket.TSocket(self.host, self.port)
+        socket.setTimeout(CONNECT_TIMEOUT_MS)
+        self._transport = TTransport.TBufferedTransport(socket)
+        try:
+            self._transport.open()
+        except TTransport.TTransportException as exc:
+            raise StateError(
+                f"the metastore at {self.uri} did not answer ({exc}); `zipper metastore status` shows the"
+                " warehouse's server, `zipper metastore start` starts it"
+            ) from None
+        socket.setTimeout(None)  # a listing of many partitions may take a while: no read timeout
+        self.client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(self._transport))
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._transport is not None:
+            self._transport.close()
+        self._transport = self.client = None
+
+    def table(self, database: str, name: str):
+        """The thrift `Table`, or None when the database or table does not exist."""
+        from pymetastore.hive_metastore.ttypes import NoSuchObjectException
+
+        try:
+            return self.client.get_table(database, name)
+        except NoSuchObjectException:
+            return None
+
+    def partitions(self, database: str, name: str) -> list:
+        """Every thrift `Partition` of the table (values, sd.location, parameters)."""
+        return self.client.get_partitions(database, name, -1)
+
+    def partition(self, database: str, name: str, values: dict[str, str]):
+        """One partition by its column values (in the table's partition column order), or None."""
+        from pymetastore.hive_metastore.ttypes import NoSuchObjectException
+
+        table = self.table(database, name)
+        if table is None:
+            return None
+        try:
+            return self.client.get_partition(database, name, [values[c.name] for c in table.partitionKeys])
+        except (NoSuchObjectException, KeyError):
+            return None
