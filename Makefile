@@ -17,9 +17,10 @@ setup-airflow2:
 airflow-setup: setup
 	$(AIRFLOW_ENV) .venv/bin/python -m zipper.devtools.airflow_home
 
-# The Airflow UI with this package's DAGs (api-server, scheduler, dag-processor, triggerer).
+# The Airflow UI with this package's DAGs (api-server, scheduler, dag-processor, triggerer), and the
+# warehouse's metastore server while it runs (stopped at the end if this started it).
 airflow: airflow-setup
-	$(AIRFLOW_ENV) PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/airflow standalone
+	$(AIRFLOW_ENV) PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/python -m zipper.devtools.standalone
 
 # The sample week through Airflow: a backfill, then the table.
 demo: setup
@@ -51,5 +52,7 @@ bench-replay: setup
 bench-startup: setup
 	.venv/bin/python bench/bench_startup.py
 
+# The warehouse's metastore server is stopped (by its pid) before its folder goes.
 clean:
+	@if [ -x .venv/bin/zipper ] && [ -d "$(ZIPPER_WAREHOUSE)" ]; then .venv/bin/zipper metastore stop --warehouse "$(ZIPPER_WAREHOUSE)"; fi
 	rm -rf warehouse demo_data airflow_home airflow_home2

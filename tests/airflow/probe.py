@@ -1,5 +1,6 @@
-"""Test helper run as a subprocess: in one JVM with a plain Hive session (Derby allows one), run
-zipper commands (the reference "daily runs"), then snapshot tables and their commit status.
+"""Test helper run as a subprocess: in one JVM with a plain Hive session (a client of the warehouse's
+metastore server), run zipper commands (the reference "daily runs"), then snapshot tables and
+their commit status.
 
     python probe.py WAREHOUSE PLAN_JSON
 

@@ -343,13 +343,15 @@ def test_a_corrupt_file_under_spark_submit_leaves_one_error_line_in_the_task_log
 
 
 def test_metastore_in_use_is_a_clear_one_line_error(workspace):
+    """The warehouse's Derby database held by a driver with Derby inside (ZIPPER_METASTORE=embedded)."""
+    zipper(workspace, "metastore", "stop")  # the server holds the database while it runs
     holder = subprocess.Popen(
         [
             sys.executable,
             "-c",
             "import sys, time; sys.path.insert(0, sys.argv[1]); from table_probe import plain_session;"
-            " s = plain_session(sys.argv[2]); s.sql('SHOW DATABASES').collect(); print('READY', flush=True);"
-            " time.sleep(600)",
+            " s = plain_session(sys.argv[2], embedded=True); s.sql('SHOW DATABASES').collect();"
+            " print('READY', flush=True); time.sleep(600)",
             str(REPO / "tests" / "cli"),
             str(workspace / "warehouse"),
         ],
@@ -361,15 +363,16 @@ def test_metastore_in_use_is_a_clear_one_line_error(workspace):
     )
     try:
         assert holder.stdout.readline().strip() == "READY"
-        result = subprocess.run(
-            [str(BIN / "zipper"), "status", "dim"],
-            env=env_for(workspace),
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=workspace,
+        # The default: the server cannot open the database, and says who has it
+        served = zipper(workspace, "status", "dim", wait=False)
+        assert_one_line_error(
+            served,
+            "dw.dim: the metastore server of",
+            "metastore_db: another process has it open (a driver run with ZIPPER_METASTORE=embedded)",
         )
-        assert_one_line_error(result, "dw.dim", "metastore_db is in use by another process")
+        # Derby inside the driver: the database is in use
+        embedded = zipper(workspace, "status", "dim", wait=False, ZIPPER_METASTORE="embedded")
+        assert_one_line_error(embedded, "dw.dim", "metastore_db is in use by another process")
     finally:
         holder.kill()
         holder.wait()

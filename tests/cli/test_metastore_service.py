@@ -244,3 +244,35 @@ def test_a_record_naming_another_process_is_not_trusted(tmp_path):
         bystander.kill()
         bystander.wait()
     wait_for_jvms(tmp_path)
+
+
+@pytest.mark.parametrize("step", ["before_publish", "after_publish"])
+def test_the_server_killed_during_a_publish_leaves_old_or_new_state_and_the_next_run_converges(tmp_path, step):
+    root = workspace(tmp_path, "dim")
+    assert zipper(root, "init", "dim").returncode == 0
+    hold = root / "hold"
+    merge = held(root, hold, step, "merge", "dim", "--ds", day(1))
+    try:
+        wait_reached(hold, merge)
+        server = MetastoreService(root / "warehouse").recorded()
+        os.kill(server.pid, signal.SIGKILL)  # as an OOM killer would: no shutdown, mid-run
+        while server.pid in server_pids(root / "warehouse"):
+            time.sleep(0.1)
+    finally:
+        code, out, err = release(hold, merge)
+        wait_for_jvms(root)
+    if step == "before_publish":
+        # the publish could not reach the metastore: one line naming it, nothing published
+        assert code == 1, err
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"zipper: error: dw.dim {day(1)}: the metastore server"), err
+        assert "zipper metastore status" in lines[0] and "\tat " not in err
+    # the next command starts a new server and sees the old state (before) or the new one (after)
+    seen = status(root, "dim")
+    assert seen["last_committed"] == ("2023-12-31" if step == "before_publish" else day(1))
+    again = zipper(root, "merge", "dim", "--ds", day(1))
+    assert again.returncode == 0, again.stderr
+    assert ("no-op" in again.stdout) == (step == "after_publish")
+    converged = status(root, "dim")
+    assert converged["last_committed"] == day(1)
+    assert [p["kind"] for p in converged["partitions"]] == ["open", "closed"]  # no pending partition left

@@ -32,6 +32,15 @@ LEFT_OUT = {".git", ".venv", ".venv-airflow2", "warehouse", "airflow_home", "air
 LEFT_OUT |= {"zipper.egg-info", "metastore_db", "spark-warehouse", "derby.log", ".pytest_cache", ".hypothesis"}
 LEFT_OUT |= {"tests", "bench"}
 MARK = "zipper-docs-block"
+# After `make demo`: how many metastore servers of the copy's warehouse are left running (the
+# class name is put together at run time, so this command's own line does not match it).
+SERVERS_LEFT = (
+    "python3 -c 'import pathlib, sys\n"
+    'def line(p):\n    try:\n        return (p / "cmdline").read_bytes()\n    except OSError:\n        return b""\n'
+    'name = ("Hive" + "MetaStore").encode()\n'
+    'print("SERVERS-LEFT", sum(1 for p in pathlib.Path("/proc").iterdir() if p.name.isdigit()'
+    ' and name in line(p) and sys.argv[1].encode() in line(p)))\' "-Dzipper.warehouse=$PWD/warehouse"'
+)
 
 
 def sh_blocks(path: Path) -> list[str]:
@@ -72,6 +81,8 @@ def walked(tmp_path_factory):
         for number, block in enumerate(sh_blocks(page), 1):
             order.append((page.stem, number))
             script += [f"echo '{MARK} {page.stem} {number}'", block]
+            if "make demo" in commands(block):
+                script.append(SERVERS_LEFT)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ZIPPER_", "AIRFLOW", "VIRTUAL_ENV", "SPARK_"))}
     # A new shell: the virtualenv is not on PATH until the page says to put it there.
     env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if not p.startswith(str(REPO)))
@@ -113,6 +124,7 @@ def _without_timing(line: str) -> str:
 def test_getting_started_builds_the_demo_table_and_shows_it(walked):
     demo = _output_of(walked, "getting-started", "make demo")
     assert "7 runs" in demo
+    assert "SERVERS-LEFT 0" in demo  # the demo stopped the metastore server it started
     assert len(re.findall(r"^  2024-01-0[1-7]  success ", demo, re.MULTILINE)) == 7, demo[-3000:]
     shown = _output_of(walked, "getting-started", "zipper status")
     status = _json_object(shown)

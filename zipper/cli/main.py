@@ -13,7 +13,7 @@ from zipper.cli import output, service_verbs, spec_verbs
 from zipper.core.dates import iso_date
 from zipper.core.errors import InputError, StateError, ZipperError, java_messages, summarize_failure
 from zipper.core.paths import user_path
-from zipper.core.reports import ERROR_PREFIX, INTERRUPTED, REPORT_PREFIX
+from zipper.core.reports import ERROR_PREFIX, EXIT_NOT_NOOP, INTERRUPTED, REPORT_PREFIX
 from zipper.jobs.plan import check_in_schedule
 from zipper.runtime import locks, metastore
 from zipper.runtime.session import SessionSettings, build_session
@@ -26,7 +26,8 @@ EXIT_BROKEN_PIPE = 141  # as a process killed by SIGPIPE, what a shell pipeline 
 NAME_HELP = "the table's spec name (`name:` of a spec in --specs)"
 EXIT_CODES = (
     "exit codes: 0 done; 1 an error (one line on stderr); 2 a usage error; 3 `check` found a violation;"
-    " 4 `history` found no version of the key; 130 interrupted; 141 the reader closed the pipe"
+    " 4 `history` found no version of the key; 10 `merge --no-spark`: not a no-op it could tell without Spark;"
+    " 130 interrupted; 141 the reader closed the pipe"
 )
 # Verbs that only read an existing table: on the embedded default they must not create a new,
 # empty metastore where a mistyped --warehouse points (and then advise `zipper init` there).
@@ -80,6 +81,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         dest="json_report",
         help=f"also print one line '{REPORT_PREFIX}{{...}}' (JSON) for schedulers",
+    )
+    p.add_argument(
+        "--no-spark",
+        action="store_true",
+        dest="no_spark",
+        help="only a no-op told without Spark (the date committed with the same input): otherwise do nothing"
+        f" and exit {EXIT_NOT_NOOP}",
     )
 
     p = verbs.add_parser(
@@ -239,11 +247,16 @@ class Runner:
         return self._spark
 
     def run(self) -> int:
-        if self.args.verb not in WRITING_VERBS:
-            return self.run_verb()
         ds = getattr(self.args, "ds", None) or getattr(self.args, "first", None)
-        with locks.table_lock(self.settings(), self.spec.table, self.describe(), ds):  # before any Spark starts
-            return self.run_verb()
+        try:
+            if self.args.verb not in WRITING_VERBS:
+                return self.run_verb()
+            with locks.table_lock(self.settings(), self.spec.table, self.describe(), ds):  # before any Spark starts
+                return self.run_verb()
+        except metastore.MetastoreUnavailable as exc:  # said of the server: name the table it was for
+            if exc.table:
+                raise
+            raise exc.reworded(exc.detail, table=self.spec.table, ds=ds) from None
 
     def describe(self) -> str:
         """This run as another run refused by its table lock reads it."""
@@ -285,14 +298,35 @@ class Runner:
         return 0
 
     def do_merge(self) -> int:
-        from zipper.jobs import merge  # on use: the data path loads pyspark; --help does not
-
         ds = parse_date(self.args.ds, "--ds", self.spec.table)
         check_in_schedule(self.spec, ds)  # a date outside the spec's dates fails before Spark starts
-        result = merge.merge_date(self.spark, self.spec, ds, progress=_progress)
+        result = self.noop_without_spark(ds)
+        if result is None and self.args.no_spark:
+            print(
+                f"zipper: {self.spec.table} {ds}: not a no-op told without Spark; nothing was done"
+                f" (exit {EXIT_NOT_NOOP}): merge it without --no-spark",
+                file=sys.stderr,
+            )
+            return EXIT_NOT_NOOP
+        if result is None:
+            from zipper.jobs import merge  # on use: the data path loads pyspark; --help does not
+
+            result = merge.merge_date(self.spark, self.spec, ds, progress=_progress)
         print(result.summary())
         self.report(result)
         return 0
+
+    def noop_without_spark(self, ds: dt.date):
+        """The merge's no-op result when the warehouse's metastore server and a plain listing of the
+        input tell that `ds` is committed with the same input (jobs.noop); None otherwise."""
+        settings = self.settings()
+        if settings.metastore != "local" or not settings.has_metastore():
+            return None
+        from zipper.jobs import noop  # on use: --help loads no table code
+        from zipper.table.thrift_catalog import ThriftCatalog
+
+        with ThriftCatalog(metastore.local_uri(settings.warehouse_path)) as reader:
+            return noop.committed_noop(self.spec, ds, reader)
 
     def do_rerun(self) -> int:
         from zipper.jobs import replay  # on use: the data path loads pyspark; --help does not
@@ -405,10 +439,22 @@ def _fail(args: argparse.Namespace, exc: BaseException, line: str) -> int:
     return EXIT_ERROR
 
 
+# What the Hive client's failures say when the metastore server does not answer.
+UNREACHABLE = ("TTransportException", "Could not connect to meta store", "java.net.ConnectException")
+
+
 def _one_line(exc: BaseException, warehouse: str | None = None) -> str:
     """The useful part of a Spark/Java failure, without the JVM stack."""
     chain = java_messages(exc) or [str(exc).strip() or type(exc).__name__]
     text = " ".join(chain)
+    if warehouse and any(marker in text for marker in UNREACHABLE) and metastore.mode() == "local":
+        server = metastore.MetastoreService(warehouse).recorded()
+        where = f" at {server.uri}" if server else ""
+        return (
+            f"the metastore server{where} stopped answering during this run; the run stopped, and the table is as"
+            " its last commit says (`zipper status`, which starts the server again). `zipper metastore status`"
+            f" shows the server, its log is {warehouse}/metastore/server.log"
+        )
     if "XSDB6" in text or "Another instance of Derby" in text:
         where = f" at {warehouse}/metastore_db" if warehouse else ""
         return (
