@@ -7,6 +7,7 @@ a command again. The lock is held here by a second connection, as a scheduler tr
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -20,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from tests.airflow.support import AIRFLOW2_VENV, minimal_env
-from zipper.airflow.environment import REPO
+from zipper.airflow.environment import DEFAULT_POOL, REPO
+from zipper.devtools import airflow_home as home_setup
 from zipper.devtools import local_airflow
 from zipper.devtools.airflow_home import render_config
 from zipper.devtools.local_airflow import LocalAirflow
@@ -214,3 +216,30 @@ def test_two_embedded_airflows_on_one_machine_each_serve_their_logs(tmp_path):
             outputs[name] = logs[name].read_text()
     for name, err in outputs.items():
         assert "address already in use" not in err.lower(), f"{name}: {err[-2000:]}"
+
+
+def pool_slots_in(home: Path, env: dict[str, str]) -> tuple[int, str]:
+    """The merge pool's (slots, description), as `airflow pools get` shows them."""
+    shown = home_setup.airflow(home, "pools", "get", DEFAULT_POOL, "-o", "json", env=env)
+    (pool,) = json.loads(shown.stdout)
+    return int(pool["slots"]), pool["description"]
+
+
+def test_the_set_up_creates_the_merge_pool_with_slots_for_the_metastore_mode(tmp_path):
+    side_by_side = max(2, os.cpu_count() or 1)
+    assert home_setup.pool_slots({"ZIPPER_METASTORE": "external"}) == side_by_side
+    assert home_setup.pool_slots({}) == side_by_side  # the default, the warehouse's metastore server
+    # Given a home set up as `make airflow-setup` does, on the default metastore (the local server)
+    env = minimal_env(tmp_path, tmp_path / "specs", tmp_path / "warehouse")
+    home = Path(env["AIRFLOW_HOME"])
+    home_setup.setup(home, env=env)
+    # Then the pool is zipper_merges, with a slot per core and at least two: tables merge side by side
+    slots, description = pool_slots_in(home, env)
+    assert DEFAULT_POOL == "zipper_merges" and slots == side_by_side and "embedded" in description
+    # Created under ZIPPER_METASTORE=embedded: one slot, Derby admits one driver at a time
+    home_setup.airflow(home, "pools", "delete", DEFAULT_POOL, env=env)
+    home_setup.ensure_pool(home, env={**env, "ZIPPER_METASTORE": "embedded"})
+    assert pool_slots_in(home, env)[0] == 1
+    # A pool that exists is kept as it is (an operator's `airflow pools set` wins over the set-up)
+    home_setup.ensure_pool(home, env=env)
+    assert pool_slots_in(home, env)[0] == 1

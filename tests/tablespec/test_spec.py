@@ -255,7 +255,7 @@ def test_mode_options_and_keys_from_a_landing_zone(tmp_path):
 def test_airflow_keys_have_defaults_and_are_validated(tmp_path):
     spec = load_spec_file(write(tmp_path, EXAMPLE))
     assert spec.airflow.schedule == "@daily" and spec.airflow.spark_conn_id == "zipper_spark"
-    assert spec.airflow.pool == "zipper_embedded_metastore" and spec.airflow.sensor.mode == "reschedule"
+    assert spec.airflow.pool == "zipper_merges" and spec.airflow.sensor.mode == "reschedule"
     custom = (
         EXAMPLE
         + "airflow:\n  schedule: '15 4 * * *'\n  tags: [sales]\n  sensor: {mode: deferrable, poke_interval: 60}\n"

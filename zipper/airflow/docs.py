@@ -139,8 +139,9 @@ date), serially, as `zipper rerun {spec.name} --from D [--to E]`. A `to_date` be
 committed date is refused unless `uncommit_later` is set: the dates after it are then no longer
 committed, and their runs of the daily DAG must be cleared to merge them again.
 
-Trigger it from the UI's form with the dates. It uses the same pool as {_code(merge_dag_id)}: with
-the default single slot it never runs next to a merge.
+Trigger it from the UI's form with the dates. It runs in the same pool as {_code(merge_dag_id)}
+({_code(spec.airflow.pool)}). It never writes the table at the same time as a merge: the second of
+the two to start is refused by the table's lock and replans on its retry.
 """
 
 

@@ -10,11 +10,21 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SPARK_JOB = REPO / "spark_jobs" / "zipper_job.py"
-DEFAULT_POOL = "zipper_embedded_metastore"
+DEFAULT_POOL = "zipper_merges"  # the merge and rerun tasks' pool (docs/airflow.md, "The merge pool")
 DEFAULT_CONN_ID = "zipper_spark"
 EMBEDDED_MASTER = "local[*]"
 # Passed from the worker to the Spark job when set (the job reads the same variables as the CLI).
 PASSED_THROUGH = ("ZIPPER_METASTORE", "ZIPPER_LOG_DIR", "ZIPPER_BROADCAST_MAX_ROWS", "ZIPPER_BROADCAST_MAX_BYTES")
+
+
+def merge_pool_slots(metastore_mode: str) -> int:
+    """The merge pool's slots the set-up creates: tables merge side by side on the warehouse's
+    metastore server or an external metastore (each merge a `local[*]` driver, but much of a short
+    one is JVM start-up and metastore waits, which overlap); one on embedded Derby, which admits
+    one driver at a time."""
+    if metastore_mode == "embedded":
+        return 1
+    return max(2, os.cpu_count() or 1)
 
 
 def warehouse() -> Path:

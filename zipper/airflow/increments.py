@@ -2,7 +2,8 @@
 
 The signal is what the merge accepts: for file sources, the rendered path (a glob) matching at
 least one file or folder (an empty folder is an empty increment, a day with no change); for a
-Hive table source, the partition existing. Producers should therefore create an increment folder
+Hive table source, the partition existing in the metastore (asked over thrift of the warehouse's
+metastore server, without a JVM). Producers should therefore create an increment folder
 only when it is complete (write elsewhere, then rename); a folder a Spark or Hadoop job is still
 writing into (it holds `_temporary`) is not ready, and the merge refuses it. New source kinds register a check in
 `CHECKS` (see `kind_of`)."""
@@ -18,7 +19,9 @@ from functools import partial
 from pathlib import Path
 
 from zipper.core import input_names
+from zipper.core.hms import MetastoreClient
 from zipper.core.paths import user_path
+from zipper.runtime import metastore
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import SourceMode
 from zipper.tablespec.paths import parse_partition, render, resolve_path
@@ -153,14 +156,45 @@ def partition_dir(warehouse: Path, table: str, partition: dict[str, str]) -> Pat
 
 
 def check_table(spec: TableSpec, ds: dt.date, warehouse: Path) -> Readiness:
-    """With the embedded Derby metastore only one JVM may open it, so the partition's directory
-    under the warehouse is checked instead (tables created by Spark in that warehouse)."""
+    """The partition (or, unpartitioned, the table) in the metastore, as the merge reads it:
+    - `local` (the default): asked of the warehouse's metastore server over thrift, no JVM here;
+    - `embedded`: Derby admits one JVM at a time, so no Spark in a sensor: the partition's
+      directory under the warehouse in Hive's default layout is checked instead (tables Spark
+      created in that warehouse; a partition added at another location is not seen);
+    - `external`: the caller asks the metastore (ExternalMetastore)."""
     source = spec.source
     partition = parse_partition(render(source.partition, ds, "source.partition", spec)) if source.partition else {}
-    if os.environ.get("ZIPPER_METASTORE", "embedded") == "external":
+    chosen = metastore.mode()
+    if chosen == "external":
         raise ExternalMetastore(source.table, partition)
+    if chosen == "local":
+        return check_table_over_thrift(source.table, partition, metastore.MetastoreService(warehouse).ensure().uri)
     directory = partition_dir(warehouse, source.table, partition)
     return Readiness(directory.is_dir(), str(directory))
+
+
+def check_table_over_thrift(table: str, partition: dict[str, str], uri: str) -> Readiness:
+    """Whether the metastore at `uri` has the table's partition (or, for `{}`, the table)."""
+    database, name = table.split(".")
+    described = table + (f" partition {partition}" if partition else "")
+    with MetastoreClient(uri) as client:
+        found = client.table(database, name)
+        if found is None:
+            return Readiness(False, f"{described} (no such table yet in the metastore at {uri})")
+        if not partition:
+            return Readiness(True, f"{table} in the metastore at {uri}")
+        columns = [column.name.lower() for column in found.partitionKeys or []]
+        values = {key.lower(): value for key, value in partition.items()}
+        if sorted(values) != sorted(columns):
+            # as the merge refuses it: waiting could never end
+            raise ValueError(
+                f"source.partition names {sorted(values)}, but {table} is"
+                + (f" partitioned by {columns}: name each of them" if columns else " not partitioned")
+            )
+        part = client.partition(database, name, values)
+    if part is None:
+        return Readiness(False, f"{described} (not yet in the metastore at {uri})")
+    return Readiness(True, f"{described} at {part.sd.location} (metastore at {uri})")
 
 
 CHECKS: dict[str, Callable[[TableSpec, dt.date, Path], Readiness]] = {

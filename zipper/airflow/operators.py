@@ -5,7 +5,10 @@ in `execute`, never when the DAG file is parsed."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
@@ -15,9 +18,13 @@ from zipper.airflow.compat import AirflowException, AirflowFailException, BaseOp
 from zipper.airflow.docs import is_backfill_run, resume_command
 from zipper.airflow.hooks import ZipperSparkSubmitHook
 from zipper.core.dates import iso_date
+from zipper.core.errors import StateError
+from zipper.core.reports import EXIT_NOT_NOOP, REPORT_PREFIX
+from zipper.runtime import metastore
 from zipper.runtime.session import SessionSettings, log_dir, spark_submit_conf
 
 NOT_RETRIED = "Not retried: another try would fail the same way."
+NOOP_CHECK_TIMEOUT_S = 900  # it may start the warehouse's metastore server (metastore.START_TIMEOUT_S)
 
 
 class ZipperSparkJobOperator(SparkSubmitOperator):
@@ -115,13 +122,72 @@ class ZipperSparkJobOperator(SparkSubmitOperator):
 
 
 class ZipperMergeOperator(ZipperSparkJobOperator):
-    """`zipper merge NAME --ds {{ ds }}`: one date; a cleared past date replays as `merge` specifies."""
+    """`zipper merge NAME --ds {{ ds }}`: one date; a cleared past date replays as `merge` specifies.
+
+    On the warehouse's metastore server (ZIPPER_METASTORE=local) it first asks, in a plain Python
+    subprocess (`zipper merge ... --no-spark`: no JVM, no Spark), whether the date is already
+    committed with the same input; then the task ends with that no-op's report, and spark-submit
+    runs only when there is something to merge (or the check cannot tell)."""
 
     verb = "merge"
     name_suffix = "-{{ ds }}"
 
     def job_args(self, table_name: str) -> list[str]:
         return ["merge", table_name, "--ds", "{{ ds }}", "--json-report"]
+
+    def execute(self, context: Any) -> list[dict]:
+        reports = self.committed_noop()
+        if reports is not None:
+            return reports
+        return super().execute(context)
+
+    def noop_check_command(self) -> list[str]:
+        """The pre-check's argv: the job's own arguments (rendered), through the CLI, with --no-spark."""
+        return [sys.executable, "-m", "zipper.cli.main", *self.application_args, "--no-spark"]
+
+    def committed_noop(self) -> list[dict] | None:
+        """The no-op's report lines when the pre-check says the date is committed with the same
+        input; None when spark-submit must run: not a no-op (exit EXIT_NOT_NOOP), the check failed
+        (spark-submit then meets the same cause and reports it), or not on the local server."""
+        try:
+            local = metastore.mode() == "local"
+        except StateError:
+            return None  # a bad ZIPPER_METASTORE: the job says so
+        settings = SessionSettings.from_env(str(environment.warehouse()))
+        if not local or not settings.has_metastore():
+            return None  # elsewhere, or nothing ever committed in this warehouse
+        env = {**os.environ, **self.job_environment(), **(self.env_vars or {})}
+        command = self.noop_check_command()
+        self.log.info("Is the date already committed with the same input? %s", " ".join(command))
+        try:
+            done = subprocess.run(
+                command,
+                env=env,
+                cwd=environment.REPO,
+                capture_output=True,
+                text=True,
+                timeout=NOOP_CHECK_TIMEOUT_S,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            self.log.warning("The no-op check did not finish (%s): running the merge through spark-submit", exc)
+            return None
+        for line in (done.stdout + done.stderr).splitlines():
+            self.log.info("%s", line)
+        if done.returncode == EXIT_NOT_NOOP:
+            self.log.info("Not a no-op told without Spark: running the merge through spark-submit")
+            return None
+        if done.returncode != 0:
+            self.log.warning(
+                "The no-op check failed (exit %s): running the merge through spark-submit", done.returncode
+            )
+            return None
+        reports = [
+            json.loads(line.strip()[len(REPORT_PREFIX) :])
+            for line in done.stdout.splitlines()
+            if line.strip().startswith(REPORT_PREFIX)
+        ]
+        self.log.info("A no-op, told without Spark: spark-submit was not run")
+        return reports
 
     def after_fixing(self, context: Any) -> str:
         """The later runs fail at their gate while this date has not merged: they are cleared with it."""

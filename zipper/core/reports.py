@@ -6,3 +6,6 @@ REPORT_PREFIX = "zipper-report: "
 # The first words of the line the CLI ends a failed run with (stderr); schedulers look for them.
 ERROR_PREFIX = "zipper: error: "
 INTERRUPTED = "zipper: interrupted; nothing was published by this run unless it said so"
+# The exit code of `zipper merge --no-spark` when the merge is not a no-op it could tell without
+# Spark (the Airflow merge task then runs it through spark-submit).
+EXIT_NOT_NOOP = 10

@@ -19,15 +19,16 @@ from pathlib import Path
 
 import jinja2
 
-from zipper.airflow.environment import DEFAULT_POOL, REPO, python_bin
+from zipper.airflow.environment import DEFAULT_POOL, REPO, merge_pool_slots, python_bin
 from zipper.devtools.local_airflow import free_ports
+from zipper.runtime import metastore
 
 TEMPLATE = REPO / "airflow.cfg.template"
 DEFAULT_HOME = REPO / "airflow_home"
 DEFAULT_PORT = 8080
 POOL_DESCRIPTION = (
-    "zipper merges; 1 slot: the embedded Derby metastore allows one Spark driver at a time."
-    " Raise it only with an external metastore."
+    "zipper merges and reruns, each a local[*] Spark driver: as many at once as the slots (default max(2, cores);"
+    " 1 with ZIPPER_METASTORE=embedded, whose Derby admits one driver). Memory is the other bound."
 )
 
 
@@ -77,10 +78,18 @@ def airflow(home: Path, *args: str, check: bool = True, env: dict | None = None,
     )
 
 
-def ensure_pool(home: Path, env: dict | None = None, slots: int = 1) -> None:
-    """Create the merge pool unless it exists (a raised slot count is kept)."""
+def pool_slots(env: dict | None = None) -> int:
+    """The merge pool's slots for the ZIPPER_METASTORE of `env` (default: this process's environment)."""
+    chosen = (env if env is not None else os.environ).get(metastore.METASTORE_ENV, "")
+    return merge_pool_slots(chosen.strip().lower() or "local")
+
+
+def ensure_pool(home: Path, env: dict | None = None, slots: int | None = None) -> None:
+    """Create the merge pool unless it exists (a changed slot count is kept); `slots` default:
+    `pool_slots(env)`, max(2, cores), or 1 under ZIPPER_METASTORE=embedded."""
     if airflow(home, "pools", "get", DEFAULT_POOL, check=False, env=env).returncode != 0:
-        airflow(home, "pools", "set", DEFAULT_POOL, str(slots), POOL_DESCRIPTION, env=env)
+        count = pool_slots(env) if slots is None else slots
+        airflow(home, "pools", "set", DEFAULT_POOL, str(count), POOL_DESCRIPTION, env=env)
 
 
 def setup(home: Path, force: bool = False, api_port: int = DEFAULT_PORT, env: dict | None = None) -> Path:
@@ -113,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{key} {rendered.get('logging', key, fallback='default')}"
         for key in ("worker_log_server_port", "trigger_log_server_port")
     )
-    print(f"AIRFLOW_HOME={home} (config {config}; pool {DEFAULT_POOL}; {ports})")
+    print(f"AIRFLOW_HOME={home} (config {config}; pool {DEFAULT_POOL}, {pool_slots()} slots if new; {ports})")
     return 0
 
 

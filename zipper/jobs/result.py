@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from zipper.inputs import refusals
-
 
 @dataclass
 class RunResult:
@@ -65,6 +63,9 @@ def counted(n: int, noun: str) -> str:
 
 def _notes(c: dict) -> list[str]:
     """What a run reports beyond the version counts: ignored deletes, anomalies, column changes."""
+    # on use: refusals loads pyspark, and a no-op told without Spark (jobs.noop) reports with none
+    from zipper.inputs import refusals
+
     notes = []
     if c.get("anomalies"):
         kinds = [

@@ -14,7 +14,8 @@ from zipper.tablespec.model import TableSpec
 
 
 class ThriftCatalog:
-    """A catalog reader (the four questions `state.state_from` asks) over one thrift connection.
+    """A catalog reader (the four questions `state.state_from` asks, and the table's column types)
+    over one thrift connection.
 
     Use as a context manager: the connection is opened on entry and closed on exit."""
 
@@ -42,6 +43,10 @@ class ThriftCatalog:
 
     def table_location(self, spec: TableSpec) -> str:
         return hadoop_path(self._table(spec).sd.location).rstrip("/")
+
+    def column_types(self, spec: TableSpec) -> dict[str, str]:
+        """The table's data columns' types by lower-case name, as the metastore holds them (`bigint`)."""
+        return {column.name.lower(): column.type for column in self._table(spec).sd.cols or []}
 
     def list_partitions(self, spec: TableSpec) -> list[Partition]:
         """Every partition with its location and parameters, sorted by end value (as catalog.list_partitions)."""

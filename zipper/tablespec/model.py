@@ -309,7 +309,7 @@ class AirflowSpec(_Strict):
         description="The Spark connection of the merge; if it does not exist, the embedded `local[*]`.",
     )
     pool: str = Field(
-        default="zipper_embedded_metastore", min_length=1, description="The Airflow pool of the merge and rerun tasks."
+        default="zipper_merges", min_length=1, description="The Airflow pool of the merge and rerun tasks."
     )
     sensor: SensorSpec = Field(default=SensorSpec(), description="How the DAG waits for the day's increment.")
 

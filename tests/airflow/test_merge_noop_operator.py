@@ -1,0 +1,92 @@
+"""The merge task's decision: a date already committed with the same input ends with the no-op's
+report from a plain Python pre-check (`zipper merge ... --no-spark`, a real subprocess), and
+spark-submit is never reached; otherwise spark-submit runs as before. The table is committed in
+the suite's Spark session, on its warehouse's metastore server. Given / When / Then."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+from tests.support import TableFixture, day
+from zipper.airflow.operators import ZipperMergeOperator
+from zipper.jobs import merge
+from zipper.jobs.init import init_table
+
+
+@pytest.fixture(autouse=True)
+def no_spark_connection(monkeypatch, warehouse):
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "yarn"}))
+    monkeypatch.delenv("AIRFLOW_CONN_ZIPPER_SPARK", raising=False)
+    monkeypatch.setenv("ZIPPER_WAREHOUSE", str(warehouse))
+    monkeypatch.setenv("ZIPPER_METASTORE", "local")
+
+
+@pytest.fixture
+def committed(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name)
+    t.write_base(spark, [(1, "ann", "Oslo")])
+    t.write_increment(spark, day(1), [(1, "ann", "Bergen"), (2, "bob", None)])
+    init_table(spark, t.spec, None)
+    assert merge.merge_date(spark, t.spec, day(1)).action == "merge"
+    return t
+
+
+def merge_task(t: TableFixture, ds) -> tuple[ZipperMergeOperator, dict]:
+    """The DAG's merge task for `ds`, its templates rendered as Airflow renders them before `execute`."""
+    operator = ZipperMergeOperator(task_id="merge", table_name=t.name, specs_dir=str(t.specs))
+    operator.application_args = [arg.replace("{{ ds }}", ds.isoformat()) for arg in operator.application_args]
+    context = {"dag": SimpleNamespace(dag_id=f"zipper_{t.name}"), "ds": ds.isoformat(), "params": {}}
+    return operator, context
+
+
+@pytest.fixture
+def spark_submits(monkeypatch) -> list[list[str]]:
+    """The spark-submit runs the task reached (none are started: the hook is where one would be)."""
+    reached = []
+
+    def spark_submit(self, context):  # the provider's execute: builds the hook, which runs spark-submit
+        reached.append(list(self.application_args))
+        self._hook = self._get_hook()
+
+    def no_hook(self):
+        raise AssertionError("the spark-submit hook was built")
+
+    monkeypatch.setattr(SparkSubmitOperator, "execute", spark_submit)
+    monkeypatch.setattr(ZipperMergeOperator, "_get_hook", no_hook)
+    return reached
+
+
+def test_a_committed_date_ends_with_the_no_op_report_and_no_spark_submit(spark, committed, spark_submits):
+    # Given day 1 committed with the input it has now
+    expected = merge.merge_date(spark, committed.spec, day(1))
+    assert expected.action == "noop"
+    # When the merge task of day 1 runs
+    operator, context = merge_task(committed, day(1))
+    assert operator.noop_check_command()[-7:] == [
+        "zipper.cli.main", "merge", committed.name, "--ds", day(1).isoformat(), "--json-report", "--no-spark"
+    ]  # fmt: skip
+    reports = operator.execute(context)
+    # Then its XCom is the no-op's report, for the audit task, and spark-submit was never reached
+    assert spark_submits == [] and operator._hook is None
+    assert [r["action"] for r in reports] == ["noop"]
+    assert reports[0]["summary"] == expected.summary() and reports[0]["table"] == committed.table
+
+
+def test_a_date_to_merge_goes_to_spark_submit(committed, spark_submits, monkeypatch):
+    # Given day 2 not committed yet (its input is not even there: spark-submit's merge says so)
+    operator, context = merge_task(committed, day(2))
+    job = SimpleNamespace(reports=[{"action": "merge"}])  # the hook, with what the job would report
+    monkeypatch.setattr(ZipperMergeOperator, "_get_hook", lambda self: job)
+    # When the task runs, the pre-check answers "not a no-op" and spark-submit runs the job
+    assert operator.execute(context) == [{"action": "merge"}]
+    assert spark_submits == [["merge", committed.name, "--ds", day(2).isoformat(), "--json-report"]]
+
+
+def test_on_the_embedded_metastore_there_is_no_pre_check(committed, spark_submits, monkeypatch):
+    monkeypatch.setenv("ZIPPER_METASTORE", "embedded")
+    operator, context = merge_task(committed, day(1))
+    assert operator.committed_noop() is None

@@ -1,0 +1,65 @@
+"""Is the merge of date D a no-op? Told without Spark, from the committed state (read over the
+metastore's thrift API) and the input as plain Python lists it (inputs.local_input).
+
+The daily merge plans from the same two things (`merge._planned` → `plan.plan_merge`): when
+every date from D to the last committed one is committed with the input it has now, it does
+nothing. Told here, that answer costs no JVM, no SparkSession and no Spark driver's start-up;
+anything this check cannot tell exactly (an input it cannot list as Hadoop would, a table a
+killed run left to recover, a replay to resume, a date not committed yet) is None, and the
+merge runs as always and decides."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+from zipper.core.errors import ZipperError
+from zipper.inputs import local_input
+from zipper.jobs.plan import plan_merge
+from zipper.jobs.result import RunResult
+from zipper.table import state
+from zipper.tablespec.model import TableSpec
+
+
+def committed_noop(spec: TableSpec, ds: dt.date, reader) -> RunResult | None:
+    """The merge's no-op result for `ds` when it is one, else None (not one, or not known here).
+    `reader`: a catalog reader with `column_types` (table.thrift_catalog.ThriftCatalog)."""
+    started = time.monotonic()
+    if not local_input.supported(spec):
+        return None
+    st = state.state_from(reader, spec)
+    if not st.initialized or st.pending or st.replay is not None:
+        return None  # a table to create, a killed run's partitions to drop, a replay to finish: the merge's
+    if ds > st.last_committed:
+        return None  # a date to merge
+    if not _columns_complete(st, reader.column_types(spec)):
+        return None  # a run killed between its publish and its ALTER: the merge finishes it
+    committed = {d: c.fingerprint for d, c in st.commits.items()}
+    try:
+        state.check_owned(st, spec, ds)
+        plan = plan_merge(
+            spec,
+            ds,
+            initialized=st.initialized,
+            last_committed=st.last_committed,
+            init_ds=st.init_ds,
+            committed_fingerprints=committed,
+            current_fingerprint=lambda day: local_input.increment_fingerprint(spec, day),
+            pending_replay=None,
+        )
+    except (local_input.Unknown, ZipperError):
+        return None  # the merge says what is wrong, or lists the input through Hadoop
+    if plan.action != "noop":
+        return None
+    return RunResult(spec.table, ds.isoformat(), "noop", plan.reason, seconds=time.monotonic() - started)
+
+
+def _columns_complete(st: state.TableState, types: dict[str, str]) -> bool:
+    """Whether the table has the columns the last commit recorded as added or widened."""
+    recorded = st.recorded_column_change
+    wanted = recorded["added"] + recorded["widened"]
+    return all(_type_name(types.get(name.lower(), "")) == _type_name(kind) for name, kind in wanted)
+
+
+def _type_name(kind: str) -> str:
+    return kind.lower().replace(" ", "")
