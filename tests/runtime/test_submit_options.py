@@ -36,10 +36,27 @@ def test_cluster_mode_and_the_embedded_default_get_no_submit_options():
 def test_paths_with_spaces_stay_one_java_option():
     """Spark's launcher splits Java options at white space outside quotes, as a POSIX shell does."""
     options = shlex.split(
-        spark_submit_conf(SessionSettings(warehouse="/data/my warehouse"))["spark.driver.extraJavaOptions"]
+        spark_submit_conf(SessionSettings(warehouse="/data/my warehouse", metastore="embedded"))[
+            "spark.driver.extraJavaOptions"
+        ]
     )
     assert "-Dderby.system.home=/data/my warehouse" in options
     assert "-Dderby.stream.error.file=/data/my warehouse/derby.log" in options
     assert shlex.split(java_property("log4j.configurationFile", "/opt/my zipper/log4j2.properties")) == [
         "-Dlog4j.configurationFile=/opt/my zipper/log4j2.properties"
     ]
+
+
+def test_the_default_points_the_driver_at_the_warehouses_server(tmp_path):
+    """`local`: the server is started for the warehouse (here a path with a space) and named by its
+    URI; the driver gets no Derby options, so it never opens the database the server holds."""
+    from zipper.runtime.metastore import MetastoreService
+
+    warehouse = tmp_path / "my warehouse"
+    conf = spark_submit_conf(SessionSettings(warehouse=str(warehouse)))
+    server = MetastoreService(warehouse).running()
+    assert server is not None and conf["spark.hadoop.hive.metastore.uris"] == server.uri
+    assert conf["spark.sql.warehouse.dir"] == str(warehouse)
+    options = shlex.split(conf["spark.driver.extraJavaOptions"])
+    assert f"-Dlog4j2.configurationFile={LOG_CONFIG}" in options
+    assert not [o for o in options if "derby" in o] and "spark.hadoop.javax.jdo.option.ConnectionURL" not in conf

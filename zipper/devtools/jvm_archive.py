@@ -1,7 +1,8 @@
 """Make the class data sharing archive zipper's Spark drivers map (see `zipper.runtime.jvm`).
 
 Set-up runs this once per virtualenv, Java and set of jars: one small zipper run (the demo's
-week, a rerun, the checks, the reads) in a JVM started with `-XX:ArchiveClassesAtExit`.
+week, a rerun, the checks, the reads) in a JVM started with `-XX:ArchiveClassesAtExit`. The
+run's metastore server is started the same way and writes the server's archive as it stops.
 
     python -m zipper.devtools.jvm_archive           # make the archive if missing (set-up runs this)
     python -m zipper.devtools.jvm_archive --force   # try again after a recorded failure
@@ -20,7 +21,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from zipper.runtime.jvm import ARCHIVE_ENV, QUIET, archive_path, driver_options, size_record, usable
+from zipper.runtime.jvm import (
+    ARCHIVE_ENV,
+    QUIET,
+    archive_path,
+    driver_options,
+    server_archive_path,
+    size_record,
+    usable,
+)
 
 MAKE_TIMEOUT_S = 900
 
@@ -51,7 +60,7 @@ def ensure_archive(force: bool = False) -> Path | None:
                     )
                     return None
                 if ARCHIVE_ENV not in os.environ:  # our own folder: one archive per Java and jars
-                    for stale in archive.parent.glob("spark-*"):
+                    for stale in [*archive.parent.glob("spark-*"), *archive.parent.glob("metastore-*")]:
                         stale.unlink()
                 sys.stderr.write(
                     "zipper setup: making the Spark drivers' class data sharing archive"
@@ -73,8 +82,11 @@ def ensure_archive(force: bool = False) -> Path | None:
 
 
 def _make(archive: Path) -> str:
-    """Run the workload in a JVM that writes the archive as it exits; '' on success, else why not."""
+    """Run the workload in a JVM that writes the archive as it exits; '' on success, else why not.
+    The workload's metastore server writes the server's archive (jvm.server_archive_path) likewise."""
     partial = archive.with_name(f"{archive.name}.{os.getpid()}.partial")
+    server_archive = server_archive_path()
+    server_partial = server_archive.with_name(f"{server_archive.name}.{os.getpid()}.partial")
     with tempfile.TemporaryDirectory(prefix="zipper-jvm-") as scratch:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ZIPPER_", "PYSPARK_GATEWAY"))}
         # the quick JIT: this run only loads classes, and compiles less for it
@@ -84,7 +96,15 @@ def _make(archive: Path) -> str:
         env[ARCHIVE_ENV] = "off"  # the workload's driver must not map an archive while dumping one
         try:
             result = subprocess.run(
-                [sys.executable, "-m", "zipper.devtools.jvm_archive", "--workload", scratch],
+                [
+                    sys.executable,
+                    "-m",
+                    "zipper.devtools.jvm_archive",
+                    "--workload",
+                    scratch,
+                    "--server-archive",
+                    str(server_partial),
+                ],
                 env=env,
                 capture_output=True,
                 text=True,
@@ -94,17 +114,25 @@ def _make(archive: Path) -> str:
         except subprocess.TimeoutExpired:
             failure = f"the archiving run took over {MAKE_TIMEOUT_S} s"
     if not failure and partial.exists() and partial.stat().st_size > 0:
-        record = size_record(archive)
-        pending = record.with_name(f"{record.name}.{os.getpid()}.partial")
-        pending.write_text(str(partial.stat().st_size))
-        pending.replace(record)  # the size first: an archive without it is never offered
-        partial.replace(archive)
+        _put_in_place(partial, archive)
+        if server_partial.exists() and server_partial.stat().st_size > 0:
+            _put_in_place(server_partial, server_archive)  # else the server only starts slower
+        server_partial.unlink(missing_ok=True)
         return ""
     partial.unlink(missing_ok=True)
+    server_partial.unlink(missing_ok=True)
     return failure or "the archiving run ended without writing the archive"
 
 
-def _workload(scratch: Path) -> None:
+def _put_in_place(partial: Path, archive: Path) -> None:
+    record = size_record(archive)
+    pending = record.with_name(f"{record.name}.{os.getpid()}.partial")
+    pending.write_text(str(partial.stat().st_size))
+    pending.replace(record)  # the size first: an archive without it is never offered
+    partial.replace(archive)
+
+
+def _workload(scratch: Path, server_archive: str | None = None) -> None:
     """What zipper's drivers load: a Hive session on the warehouse's metastore server (stopped at
     the end), the demo's base and week of merges, a rerun, the checks, status, history and slices
     written in each format."""
@@ -134,8 +162,17 @@ def _workload(scratch: Path) -> None:
     )
     spec = load_spec_file(spec_file)
     demo.generate(data, spec.start_date)
-    with MetastoreService(scratch / "warehouse").for_this_run():
+    dump = (f"-XX:ArchiveClassesAtExit={server_archive}", *QUIET.split()) if server_archive else ()
+    service = MetastoreService(scratch / "warehouse", java_options=dump)
+    service.start()
+    try:
         _run_workload(scratch, spec)
+    finally:
+        # Java writes the server's archive as it exits on SIGTERM: give it the time that takes,
+        # and keep no archive of a server that had to be killed (a truncated archive crashes Java)
+        service.stop(grace_s=600)
+        if server_archive and not service.stopped_cleanly:
+            Path(server_archive).unlink(missing_ok=True)
 
 
 def _run_workload(scratch: Path, spec) -> None:
@@ -173,9 +210,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--print", action="store_true", help="print the driver options instead of making the archive")
     parser.add_argument("--force", action="store_true", help="try again after a recorded failure")
     parser.add_argument("--workload", help=argparse.SUPPRESS)
+    parser.add_argument("--server-archive", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.workload:
-        _workload(Path(args.workload))
+        _workload(Path(args.workload), args.server_archive)
         return 0
     if not args.print:
         ensure_archive(force=args.force)

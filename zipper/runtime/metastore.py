@@ -40,6 +40,8 @@ MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 METASTORE_ENV = "ZIPPER_METASTORE"  # local (default) | embedded | external
 DATABASE_ENV = "ZIPPER_METASTORE_DB"  # postgresql://user:password@host:port/database; default Derby
 JDBC_JAR_ENV = "ZIPPER_POSTGRESQL_JDBC"
+# The server reads the database password from its own environment, not from its command line (ps).
+PASSWORD_ENV = "ZIPPER_METASTORE_DB_PASSWORD"
 HEAP_ENV = "ZIPPER_METASTORE_HEAP"
 # Debian's libpostgresql-jdbc-java installs the PostgreSQL JDBC driver here.
 DEBIAN_POSTGRESQL_JAR = Path("/usr/share/java/postgresql.jar")
@@ -95,8 +97,8 @@ class Database:
         parts = urlsplit(configured)
         if parts.scheme not in ("postgresql", "postgres"):
             raise MetastoreUnavailable(
-                f"{DATABASE_ENV}={configured!r}: expected postgresql://user:password@host:port/database"
-                " (or unset, for Derby under the warehouse)"
+                f"{DATABASE_ENV}={_without_password(configured)!r}: expected"
+                " postgresql://user:password@host:port/database (or unset, for Derby under the warehouse)"
             )
         jar = Path(os.environ.get(JDBC_JAR_ENV) or DEBIAN_POSTGRESQL_JAR)
         if not jar.is_file():
@@ -122,16 +124,34 @@ class Database:
             pairs.append(f"javax.jdo.option.ConnectionDriverName={self.driver}")
         if self.user:
             pairs.append(f"javax.jdo.option.ConnectionUserName={self.user}")
-        if self.password:
-            pairs.append(f"javax.jdo.option.ConnectionPassword={self.password}")
+        if self.password:  # Hadoop's Configuration expands ${env.NAME} when the metastore asks for it
+            pairs.append(f"javax.jdo.option.ConnectionPassword=${{env.{PASSWORD_ENV}}}")
+        if self.driver:
+            pairs += self.WHOLE_SCHEMA_AT_START
         return pairs
+
+    # DataNucleus creates a table the first time a request needs it, in a connection of its own. On
+    # PostgreSQL that waited forever: its ALTER TABLE ... ADD FOREIGN KEY waited for the lock of the
+    # request's open transaction (`create_table` on TBLS), which waited for the new table. Every
+    # class of Hive's package.jdo loaded at start creates the whole schema first, before any request.
+    WHOLE_SCHEMA_AT_START = (
+        "datanucleus.autoStartMechanism=MetaData",
+        "datanucleus.autoStartMetaDataFiles=package.jdo",
+    )
+
+    def environment(self) -> dict[str, str]:
+        """What the server's environment adds: the password, readable by its user alone."""
+        return {PASSWORD_ENV: self.password} if self.password else {}
 
 
 class MetastoreService:
     """The metastore server of one warehouse folder: find it, start it, stop it."""
 
-    def __init__(self, warehouse: str | Path):
+    def __init__(self, warehouse: str | Path, java_options: tuple[str, ...] = ()):
+        """`java_options`: more options for the server's JVM (the class data sharing archive's maker)."""
         self.warehouse = Path(warehouse).expanduser().resolve()
+        self.java_options = tuple(java_options)
+        self.stopped_cleanly: bool | None = None  # after stop(): whether the server exited on SIGTERM
         self.folder = self.warehouse / "metastore"
         self.record_path = self.folder / "server.json"
         self.log_path = self.folder / "server.log"
@@ -199,14 +219,15 @@ class MetastoreService:
             tmp.replace(self.record_path)
             return server, True
 
-    def stop(self) -> Server | None:
-        """Stop the recorded server, by its process id; the server that was stopped, or None."""
+    def stop(self, grace_s: float = 20) -> Server | None:
+        """Stop the recorded server, by its process id (SIGTERM, then SIGKILL after `grace_s`);
+        the server that was stopped, or None."""
         with self._locked():
             server = self.recorded()
             if server is None:
                 return None
             if self._is_our_process(server.pid):
-                _terminate(server.pid)
+                self.stopped_cleanly = _terminate(server.pid, grace_s)
             else:
                 server = None  # only a stale record
             self.record_path.unlink(missing_ok=True)
@@ -230,6 +251,7 @@ class MetastoreService:
                 log.flush()
                 process = subprocess.Popen(
                     command,
+                    env={**os.environ, **database.environment()},
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -251,6 +273,8 @@ class MetastoreService:
             str(java),
             f"-Xmx{heap}",
             "-XX:TieredStopAtLevel=1",  # a metadata server of small requests: the quick JIT starts it sooner
+            *jvm.server_options(),
+            *self.java_options,
             "-cp",
             classpath,
             # hive-exec's log4j2 defaults ask for async loggers, whose library Spark does not ship
@@ -337,6 +361,16 @@ def local_uri(warehouse: str | Path) -> str:
     return MetastoreService(warehouse).ensure().uri
 
 
+def _without_password(url: str) -> str:
+    """`url` as an error line may show it: whatever precedes its host (user, password) as ***."""
+    scheme, separator, rest = url.partition("://")
+    if not separator:
+        scheme, rest = "", url
+    if "@" not in rest:
+        return url
+    return f"{scheme}{separator}***@{rest.rpartition('@')[2]}"
+
+
 def _accepts(port: int) -> bool:
     try:
         socket.create_connection((LOCAL_HOST, port), timeout=2).close()
@@ -367,21 +401,23 @@ def _ps_cmdline_has(pid: int, *parts: str) -> bool:
     return found.returncode == 0 and all(part in found.stdout for part in parts)
 
 
-def _terminate(pid: int, grace_s: float = 20) -> None:
-    """SIGTERM, then SIGKILL if it has not exited within `grace_s` (Derby shuts down on SIGTERM)."""
+def _terminate(pid: int, grace_s: float = 20) -> bool:
+    """SIGTERM, then SIGKILL if it has not exited within `grace_s` (Derby shuts down on SIGTERM).
+    Whether it exited by itself."""
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
-        return
+        return True
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         if not _pid_alive(pid) or _is_zombie(pid):
             _reap(pid)
-            return
+            return True
         time.sleep(0.1)
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
     _reap(pid)
+    return False
 
 
 def _is_zombie(pid: int) -> bool:

@@ -1,0 +1,103 @@
+"""PostgreSQL as the database of the warehouse's metastore server (`ZIPPER_METASTORE_DB`), through
+the real CLI against a private PostgreSQL server (tests/postgres.py, Debian's packages): a table
+made and merged, its metadata in PostgreSQL and not in Derby, read back by a restarted server,
+the database named without its password, and a wrong setting refused with one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from tests import postgres
+from tests.cli.helpers import day, make_spec, write_parquet, zipper
+from tests.cli.test_cli import assert_one_line_error
+from zipper.runtime.metastore import DATABASE_ENV, JDBC_JAR_ENV, METASTORE_ENV, MetastoreService
+
+pytestmark = [pytest.mark.subprocess, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def pg():
+    with postgres.running() as server:  # stopped by its process id at the end of the module
+        yield server
+
+
+def settings(pg: postgres.Postgres, **more: str) -> dict:
+    """The environment of a command whose warehouse's server keeps its metadata in `pg`."""
+    return {METASTORE_ENV: "local", DATABASE_ENV: pg.url(), **more}
+
+
+@pytest.fixture(scope="module")
+def merged(pg, tmp_path_factory):
+    """A warehouse whose metastore is `pg`: `dim` made and merged for 2024-01-01 by the CLI."""
+    root = tmp_path_factory.mktemp("pg")
+    make_spec(root)
+    write_parquet(root / "data" / "base", [(1, "ann", "Oslo"), (2, "bob", "Rome")])
+    write_parquet(root / "data" / "incr" / f"ds={day(1)}", [(2, "bob", "Paris"), (3, "cid", None)])
+    runs = [zipper(root, "init", "dim", **settings(pg)), zipper(root, "merge", "dim", "--ds", day(1), **settings(pg))]
+    yield root, runs
+    MetastoreService(root / "warehouse").stop()  # before the PostgreSQL server it is a client of
+
+
+def status(root: Path, pg: postgres.Postgres) -> dict:
+    result = zipper(root, "status", "dim", wait=False, **settings(pg))
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_init_and_merge_commit_to_a_postgresql_metastore(pg, merged):
+    root, runs = merged
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-3000:]
+    # zipper status reads the commit record over thrift, from the server on PostgreSQL
+    assert status(root, pg)["last_committed"] == day(1)
+
+
+def test_the_metadata_is_in_postgresql_not_in_derby(pg, merged):
+    root, _ = merged
+    tables = pg.psql('SELECT d."NAME", t."TBL_NAME" FROM "TBLS" t JOIN "DBS" d ON t."DB_ID" = d."DB_ID"')
+    assert ["dw", "dim"] in tables
+    partitions = pg.psql('SELECT count(*) FROM "PARTITIONS" p JOIN "TBLS" t ON p."TBL_ID" = t."TBL_ID"')
+    assert int(partitions[0][0]) > 0
+    assert not (root / "warehouse" / "metastore_db").exists()
+    # A new server (the schema already there) serves the same commit from PostgreSQL
+    assert MetastoreService(root / "warehouse").stop() is not None
+    assert status(root, pg)["last_committed"] == day(1)
+    assert not (root / "warehouse" / "metastore_db").exists()
+
+
+def test_status_names_the_postgresql_database_and_never_its_password(pg, merged):
+    root, _ = merged
+    result = zipper(root, "metastore", "status", wait=False, **settings(pg))
+    assert result.returncode == 0, result.stderr
+    shown = json.loads(result.stdout)
+    assert shown["running"] is True
+    assert shown["database"] == f"postgresql://127.0.0.1:{pg.port}/{pg.database}"
+    service = MetastoreService(root / "warehouse")
+    server = service.running()
+    assert server is not None
+    secrets = (pg.password, quote(pg.password, safe=""))  # as given, and as the URL encodes it
+    cmdline = Path(f"/proc/{server.pid}/cmdline").read_bytes().decode(errors="replace")
+    for text in (result.stdout, result.stderr, service.record_path.read_text(), service.log_path.read_text(), cmdline):
+        assert not any(secret in text for secret in secrets)
+
+
+@pytest.mark.parametrize(
+    ("setting", "fragment"),
+    [
+        ({DATABASE_ENV: "mysql://hive:t0ps3cret@127.0.0.1:3306/metastore"}, "expected postgresql://"),
+        ({JDBC_JAR_ENV: "/nonexistent.jar"}, "/nonexistent.jar"),
+    ],
+    ids=["wrong-scheme", "no-jdbc-driver"],
+)
+@pytest.mark.parametrize("command", [["status", "dim"], ["metastore", "start"]], ids=["status", "metastore-start"])
+def test_a_wrong_database_setting_is_one_line(pg, tmp_path, setting, fragment, command):
+    make_spec(tmp_path)
+    result = zipper(tmp_path, *command, wait=False, **settings(pg, **setting))
+    assert result.returncode == 1
+    assert_one_line_error(result, fragment)
+    assert "t0ps3cret" not in result.stderr and pg.password not in result.stderr
+    assert MetastoreService(tmp_path / "warehouse").running() is None
