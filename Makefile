@@ -1,5 +1,5 @@
 # The two commands: `make demo` and `make test`. Both create or reuse .venv.
-.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test docs bench bench-floor bench-parse bench-replay bench-startup clean
+.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test docs bench bench-floor bench-parse bench-replay bench-startup bench-metastore clean
 
 AIRFLOW_HOME ?= $(CURDIR)/airflow_home
 ZIPPER_SPECS ?= $(CURDIR)/dags/tables
@@ -51,6 +51,10 @@ bench-replay: setup
 
 bench-startup: setup
 	.venv/bin/python bench/bench_startup.py
+
+# Also makes bench/.venv-dbt (dbt-duckdb, bench/requirements-dbt.txt) for the dbt snapshot beside zipper.
+bench-metastore: setup
+	.venv/bin/python bench/bench_metastore.py
 
 # The warehouse's metastore server is stopped (by its pid) before its folder goes.
 clean:

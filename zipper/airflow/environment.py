@@ -14,7 +14,17 @@ DEFAULT_POOL = "zipper_merges"  # the merge and rerun tasks' pool (docs/airflow.
 DEFAULT_CONN_ID = "zipper_spark"
 EMBEDDED_MASTER = "local[*]"
 # Passed from the worker to the Spark job when set (the job reads the same variables as the CLI).
-PASSED_THROUGH = ("ZIPPER_METASTORE", "ZIPPER_LOG_DIR", "ZIPPER_BROADCAST_MAX_ROWS", "ZIPPER_BROADCAST_MAX_BYTES")
+# The worker's zipper settings the job needs too: a driver that finds the warehouse's server down
+# starts it, on the database (ZIPPER_METASTORE_DB) the worker's own commands would use.
+PASSED_THROUGH = (
+    "ZIPPER_METASTORE",
+    "ZIPPER_METASTORE_DB",
+    "ZIPPER_POSTGRESQL_JDBC",
+    "ZIPPER_METASTORE_HEAP",
+    "ZIPPER_LOG_DIR",
+    "ZIPPER_BROADCAST_MAX_ROWS",
+    "ZIPPER_BROADCAST_MAX_BYTES",
+)
 
 
 def merge_pool_slots(metastore_mode: str) -> int:
