@@ -1,0 +1,516 @@
+"""Benchmark: whole-process `zipper merge` and `status`, embedded Derby against the metastore service, beside dbt.
+
+Why: a scheduled merge is one whole `zipper` process. With the embedded metastore
+(`ZIPPER_METASTORE=embedded`) each driver boots Derby and DataNucleus itself; with the metastore
+service (`ZIPPER_METASTORE=local`, the default) the warehouse's Hive metastore server is already
+running and the driver only connects to it over thrift, and `zipper status` needs no JVM at all.
+The issue asks for the service merge within 2x of a dbt snapshot of the same day, so a dbt
+snapshot (dbt-duckdb, `strategy: check`, `check_cols: all`) runs beside them as a whole process too.
+
+In ONE run, alternating the variants (their order rotates each round), `--warmup` rounds left
+out, then the median of `--rounds`:
+
+  merge, embedded     `ZIPPER_METASTORE=embedded zipper merge NAME --ds D` on its own warehouse
+                      (no server ever runs there: Derby admits one process at a time);
+  merge, service      `zipper merge NAME --ds D` on a second warehouse whose metastore server was
+                      started by `zipper init` and stays running, as after the first command;
+  dbt snapshot        `dbt snapshot` of the same day's Parquet file (read by DuckDB), after a
+                      snapshot of the base; dbt-duckdb from bench/requirements-dbt.txt in
+                      bench/.venv-dbt, made by this script;
+  status, Spark       `ZIPPER_METASTORE=embedded zipper status NAME` (a Spark driver);
+  status, thrift      `zipper status NAME` against the running server (no JVM).
+
+Each is the wall time of the whole process. State before a merge: a fresh date each round. Round
+r merges day D_r on both warehouses and snapshots D_r in dbt, so in every round the three start
+from the same history (the base and days D_1 .. D_r-1), and a round's state differs from the
+previous one's by one day (0.2% more keys). The data are bench_replay's: a dimension of `--rows`
+(default 1,000,000) and per day 1% changed keys and 0.2% new keys.
+
+Then (unless --no-split) the start-up split of a driver, from a small probe process that builds
+zipper's session step by step: Python and imports, JVM start (py4j gateway), SparkContext,
+session, the Hive client's first metastore call, a first trivial job, a read of the table.
+
+Everything lives in a fresh temp directory, deleted at the end (unless --keep); every metastore
+server the run started is stopped by its process id.
+
+    .venv/bin/python bench/bench_metastore.py                                     # 1M rows, ~20 min
+    .venv/bin/python bench/bench_metastore.py --rows 20000 --rounds 1 --warmup 0  # smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+import bench_replay as replay  # noqa: E402  (bench/ is not a package on the path when run as a script)
+
+NAME = replay.NAME
+TABLE = f"bench.{NAME}"
+ZIPPER = Path(sys.executable).parent / "zipper"
+DBT_VENV = BENCH / ".venv-dbt"
+DBT_REQUIREMENTS = BENCH / "requirements-dbt.txt"
+DBT_ENV = {"DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DBT_VERSION_CHECK": "false", "DBT_USE_COLORS": "false"}
+DBT_FINISHED = re.compile(r"Finished running .*\(([\d.]+)s\)")
+
+MERGE_EMBEDDED, MERGE_SERVICE, DBT = "merge, embedded Derby", "merge, metastore service", "dbt snapshot (DuckDB)"
+STATUS_SPARK, STATUS_THRIFT = "status, Spark (embedded)", "status, thrift (service)"
+MERGES = (MERGE_EMBEDDED, MERGE_SERVICE, DBT)
+STATUSES = (STATUS_SPARK, STATUS_THRIFT)
+PROBE_STEPS = (
+    "Python start, imports, session conf",
+    "JVM start (py4j gateway)",
+    "SparkContext",
+    "SparkSession (Hive support)",
+    "Hive client + first metastore call",
+    "first job (trivial)",
+    "read the table (count)",
+    "spark.stop()",
+    "Python exit",
+)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows in the base dimension")
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds; each runs every variant once")
+    parser.add_argument("--warmup", type=int, default=1, help="rounds run first and left out of the medians")
+    parser.add_argument("--no-split", action="store_true", help="skip the driver start-up split")
+    parser.add_argument("--keep", action="store_true", help="keep the temp directory (data, logs) for inspection")
+    parser.add_argument("--probe", metavar="TABLE", help=argparse.SUPPRESS)  # the start-up split's child process
+    args = parser.parse_args(argv)
+    if args.rows < 1000 or args.rounds < 1 or args.warmup < 0:
+        parser.error("--rows must be >= 1000, --rounds >= 1 and --warmup >= 0")
+    return args
+
+
+# ---------------------------------------------------------------- where everything goes
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One temp directory: data and specs (bench_replay's layout), two warehouses, the dbt project."""
+
+    root: Path
+
+    def warehouse(self, mode: str) -> Path:
+        return self.root / f"warehouse-{mode}"
+
+    @property
+    def dbt(self) -> Path:
+        return self.root / "dbt"
+
+    @property
+    def day_file(self) -> Path:
+        """What the dbt snapshot reads: a link to the day's Parquet file, swapped before each run."""
+        return self.dbt / "day.parquet"
+
+    def increment_file(self, day: dt.date) -> Path:
+        return self.root / "data" / "incr" / f"ds={day.isoformat()}" / "part-00000.parquet"
+
+    @property
+    def base_file(self) -> Path:
+        return self.root / "data" / "base" / "part-00000.parquet"
+
+
+@dataclass
+class Samples:
+    seconds: dict[str, list[float]] = field(default_factory=dict)
+    inner: dict[str, list[float]] = field(default_factory=dict)  # what the tool itself reports
+
+    def add(self, method: str, seconds: float, inner: float | None = None) -> None:
+        self.seconds.setdefault(method, []).append(seconds)
+        if inner is not None:
+            self.inner.setdefault(method, []).append(inner)
+
+    def median(self, method: str) -> float:
+        return statistics.median(self.seconds[method])
+
+    def inner_median(self, method: str) -> float | None:
+        return statistics.median(self.inner[method]) if self.inner.get(method) else None
+
+
+def rotated(methods: tuple[str, ...], round_no: int) -> tuple[str, ...]:
+    """Each round starts with the next variant, so drift on a shared machine hits all alike."""
+    shift = round_no % len(methods)
+    return methods[shift:] + methods[:shift]
+
+
+# ---------------------------------------------------------------- processes
+
+
+def run(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, list[str]]:
+    """One whole process: (wall seconds, stdout lines). Fails loudly."""
+    started = time.perf_counter()
+    result = subprocess.run(command, env=env, capture_output=True, text=True, cwd=cwd)
+    seconds = time.perf_counter() - started
+    if result.returncode != 0:
+        tail = (result.stderr.strip() or result.stdout.strip())[-2000:]
+        raise SystemExit(f"{' '.join(command[:3])} ... failed ({result.returncode}): {tail}")
+    return seconds, result.stdout.splitlines()
+
+
+def zipper_env(layout: Layout, mode: str) -> dict[str, str]:
+    env = dict(
+        os.environ,
+        ZIPPER_SPECS=str(layout.root / "specs"),
+        ZIPPER_WAREHOUSE=str(layout.warehouse(mode)),
+        ZIPPER_METASTORE=mode,
+        PATH=f"{ZIPPER.parent}:{os.environ.get('PATH', '')}",
+    )
+    env.pop("SPARK_SUBMIT_OPTS", None)  # only what the product itself configures
+    return env
+
+
+def zipper(layout: Layout, mode: str, *args: str) -> tuple[float, list[str]]:
+    return run([str(ZIPPER), *args], zipper_env(layout, mode), layout.root)
+
+
+# ---------------------------------------------------------------- step 1: dbt's virtualenv
+
+
+def ensure_dbt_venv() -> str:
+    """bench/.venv-dbt with the pinned versions; made again when the pins change. Its dbt version."""
+    wanted = hashlib.sha256(DBT_REQUIREMENTS.read_bytes()).hexdigest()
+    stamp = DBT_VENV / "requirements.sha256"
+    if not stamp.is_file() or stamp.read_text().strip() != wanted:
+        print(f"making {DBT_VENV} from {DBT_REQUIREMENTS.name} (a minute or two) ...", flush=True)
+        shutil.rmtree(DBT_VENV, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", str(DBT_VENV)], check=True)
+        pip = [str(DBT_VENV / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        installed = subprocess.run([*pip, "-r", str(DBT_REQUIREMENTS)], capture_output=True, text=True)
+        if installed.returncode != 0:
+            raise SystemExit(f"pip install -r {DBT_REQUIREMENTS} failed: {installed.stderr.strip()[-2000:]}")
+        stamp.write_text(wanted + "\n")
+    found = subprocess.run(
+        [str(DBT_VENV / "bin" / "python"), "-c", "from dbt.version import __version__; print(__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return found.stdout.strip()
+
+
+# ---------------------------------------------------------------- step 2: data and tables
+
+
+def prepare_tables(layout: Layout, rows: int, days: int) -> None:
+    """bench_replay's data, one spec, and the same table initialized in both warehouses. Not timed."""
+    started = time.perf_counter()
+    replay.generate(layout.root, rows, days)
+    replay.write_spec(layout.root, days)
+    print(
+        f"generated {rows:,} rows and {days} days of {rows // 100:,} changed + {rows // 500:,} new keys"
+        f" in {time.perf_counter() - started:.1f} s",
+        flush=True,
+    )
+    for mode in ("embedded", "local"):
+        seconds, _ = zipper(layout, mode, "init", NAME)
+        print(f"init on warehouse-{mode}: {seconds:.1f} s (not counted)", flush=True)
+
+
+# ---------------------------------------------------------------- step 3: the dbt project
+
+
+DBT_PROJECT = """\
+name: bench_snapshot
+version: "1.0"
+profile: bench
+snapshot-paths: ["snapshots"]
+flags:
+  send_anonymous_usage_stats: false
+  use_colors: false
+"""
+
+DBT_PROFILE = """\
+bench:
+  target: dev
+  outputs:
+    dev:
+      type: duckdb
+      path: "{database}"
+      threads: 1
+"""
+
+# One snapshot over the day's Parquet file: a new version for every re-sent key whose columns
+# changed, the key's open version closed; keys absent from the day are left open (hard_deletes
+# ignore, the default), as zipper's upsert mode does.
+DBT_SNAPSHOT = """\
+{{% snapshot {name} %}}
+{{{{ config(target_schema='main', unique_key='user_id', strategy='check', check_cols='all') }}}}
+select * from read_parquet('{day_file}')
+{{% endsnapshot %}}
+"""
+
+
+def write_dbt_project(layout: Layout) -> None:
+    (layout.dbt / "snapshots").mkdir(parents=True)
+    (layout.dbt / "dbt_project.yml").write_text(DBT_PROJECT)
+    (layout.dbt / "profiles.yml").write_text(DBT_PROFILE.format(database=layout.dbt / "bench.duckdb"))
+    (layout.dbt / "snapshots" / f"{NAME}.sql").write_text(DBT_SNAPSHOT.format(name=NAME, day_file=layout.day_file))
+
+
+def point_dbt_at(layout: Layout, parquet: Path) -> None:
+    """Swap the link the snapshot reads, so the project (and dbt's partial parse) never changes."""
+    layout.day_file.unlink(missing_ok=True)
+    layout.day_file.symlink_to(parquet)
+
+
+def dbt_snapshot(layout: Layout) -> tuple[float, float | None]:
+    """`dbt snapshot` as a whole process: (wall seconds, the seconds dbt reports for its run)."""
+    command = [str(DBT_VENV / "bin" / "dbt"), "snapshot", "--project-dir", str(layout.dbt)]
+    command += ["--profiles-dir", str(layout.dbt)]
+    seconds, lines = run(command, dict(os.environ, **DBT_ENV), layout.dbt)
+    reported = next((float(m.group(1)) for line in lines if (m := DBT_FINISHED.search(line))), None)
+    return seconds, reported
+
+
+def snapshot_base(layout: Layout) -> None:
+    write_dbt_project(layout)
+    point_dbt_at(layout, layout.base_file)
+    seconds, _ = dbt_snapshot(layout)
+    print(f"dbt snapshot of the base: {seconds:.1f} s (not counted)", flush=True)
+
+
+def dbt_counts(layout: Layout) -> tuple[int, int]:
+    """(all versions, closed versions) in the dbt snapshot table."""
+    query = (
+        "import duckdb, sys; c = duckdb.connect(sys.argv[1], read_only=True);"
+        f" print(*c.sql('select count(*), count(dbt_valid_to) from main.{NAME}').fetchall()[0])"
+    )
+    found = subprocess.run(
+        [str(DBT_VENV / "bin" / "python"), "-c", query, str(layout.dbt / "bench.duckdb")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    total, closed = found.stdout.split()
+    return int(total), int(closed)
+
+
+# ---------------------------------------------------------------- step 4: the rounds
+
+
+def merge_counts(text: str) -> dict[str, int]:
+    """'12,000 changed, 2,000 new, ...' -> {'changed': 12000, 'new': 2000, ...}."""
+    return {word: int(number.replace(",", "")) for number, word in re.findall(r"([\d,]+) ([a-z]+)", text)}
+
+
+def run_rounds(layout: Layout, rounds: int, warmup: int) -> tuple[Samples, list[str], dict[str, int]]:
+    """Every round: the three merges of its day, then the two statuses, each in rotated order.
+    Also (problems found, the service merges' counts added up over the days)."""
+    samples, discarded, problems, totals = Samples(), Samples(), [], {"new": 0, "changed": 0, "closed": 0}
+    for n in range(warmup + rounds):
+        day = replay.START + dt.timedelta(days=n)
+        ds = day.isoformat()
+        warming = n < warmup
+        into = discarded if warming else samples
+        print(f"  {'warm-up round (not counted)' if warming else f'round {n - warmup + 1}/{rounds}'}: {ds}", flush=True)
+        counts = {}
+        for method in rotated(MERGES, n):
+            if method == DBT:
+                point_dbt_at(layout, layout.increment_file(day))
+                seconds, inner = dbt_snapshot(layout)
+                shown = f"dbt reports {inner:.2f} s" if inner is not None else ""
+            else:
+                mode = "embedded" if method == MERGE_EMBEDDED else "local"
+                seconds, lines = zipper(layout, mode, "merge", NAME, "--ds", ds)
+                counts[method], inner = replay.per_date(lines)[ds]
+                shown = f"engine {inner:.2f} s; {counts[method]}"
+            into.add(method, seconds, inner)
+            print(f"    {method:<26} {seconds:7.2f} s  {shown}", flush=True)
+        if counts[MERGE_EMBEDDED] != counts[MERGE_SERVICE]:
+            problems.append(f"{ds}: embedded {counts[MERGE_EMBEDDED]!r} but service {counts[MERGE_SERVICE]!r}")
+        for word, number in merge_counts(counts[MERGE_SERVICE]).items():
+            if word in totals:
+                totals[word] += number
+        for method in rotated(STATUSES, n):
+            mode = "embedded" if method == STATUS_SPARK else "local"
+            seconds, lines = zipper(layout, mode, "status", NAME)
+            json.loads("\n".join(lines))  # it answered with its report
+            into.add(method, seconds)
+            print(f"    {method:<26} {seconds:7.2f} s", flush=True)
+    return samples, problems, totals
+
+
+def check_dbt_against_zipper(layout: Layout, rows: int, totals: dict[str, int]) -> str:
+    """dbt's snapshot must hold what the merges did: the base, a version per new or changed key, the changed closed."""
+    expected = (rows + totals["new"] + totals["changed"], totals["closed"])
+    found = dbt_counts(layout)
+    verdict = "same" if found == expected else "DIFFERENT"
+    return (
+        f"dbt snapshot table: {found[0]:,} versions, {found[1]:,} closed;"
+        f" expected from zipper's counts {expected[0]:,}, {expected[1]:,}: {verdict}"
+    )
+
+
+# ---------------------------------------------------------------- step 5: where a driver's start-up goes
+
+
+def probe(table: str) -> None:
+    """The child process of the split: zipper's session (runtime.session's settings) built step by
+    step, each step's end stamped in epoch seconds and printed as one JSON line."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    from zipper.runtime import session
+
+    settings = session.SessionSettings.from_env(app_name="zipper bench probe")
+    conf = {**session.common_conf(), "spark.app.name": settings.app_name, "spark.sql.catalogImplementation": "hive"}
+    conf.update(session.warehouse_conf(settings))  # under local: the running server's thrift URI
+    conf.update({"spark.ui.enabled": "false", "spark.master": "local[*]"})
+    spark_conf = SparkConf(loadDefaults=False).setAll(list(conf.items()))
+    marks = [time.time()]
+    with open(session.new_log_file(settings), "ab") as log:
+        gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": log, "stderr": log})
+    marks.append(time.time())
+    SparkContext(conf=spark_conf, gateway=gateway)
+    marks.append(time.time())
+    builder = SparkSession.builder.enableHiveSupport()
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    marks.append(time.time())
+    if not spark.catalog.tableExists(table):
+        raise SystemExit(f"probe: {table} not found")
+    marks.append(time.time())
+    spark.range(1000).selectExpr("sum(id)").collect()
+    marks.append(time.time())
+    spark.table(table).count()
+    marks.append(time.time())
+    spark.stop()
+    marks.append(time.time())
+    print("PROBE " + json.dumps(marks), flush=True)
+
+
+def startup_split(layout: Layout, rounds: int) -> dict[str, dict[str, list[float]]]:
+    """The probe, alternating embedded and service, `rounds` each: seconds per step."""
+    steps: dict[str, dict[str, list[float]]] = {mode: {s: [] for s in PROBE_STEPS} for mode in ("embedded", "local")}
+    for n in range(rounds):
+        for mode in rotated(("embedded", "local"), n):
+            command = [sys.executable, str(Path(__file__).resolve()), "--probe", TABLE]
+            launched = time.time()
+            seconds, lines = run(command, zipper_env(layout, mode), layout.root)
+            marks = json.loads(next(line for line in lines if line.startswith("PROBE "))[len("PROBE ") :])
+            ends = [m - launched for m in marks] + [seconds]
+            durations = [ends[0]] + [b - a for a, b in zip(ends, ends[1:])]
+            for step, value in zip(PROBE_STEPS, durations):
+                steps[mode][step].append(value)
+            print(f"    probe {mode:<9} {seconds:6.2f} s: " + " ".join(f"{d:.2f}" for d in durations), flush=True)
+    return steps
+
+
+# ---------------------------------------------------------------- step 6: the report
+
+
+def machine_line(load_at_start: tuple[float, float, float]) -> str:
+    return (
+        f"{dt.date.today().isoformat()}; {os.cpu_count()} cores, {platform.machine()};"
+        f" load average at start {load_at_start[0]:.2f} {load_at_start[1]:.2f} {load_at_start[2]:.2f},"
+        f" at end {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+
+
+def report(args, samples: Samples, split, notes: list[str], load_at_start, dbt_version: str) -> None:
+    print()
+    print(f"machine: {machine_line(load_at_start)}")
+    print(f"zipper: {args.rows:,}-row table, day of {args.rows // 100:,} changed + {args.rows // 500:,} new keys;")
+    print("  state before each merge: a fresh date each round (same history for all three in a round);")
+    print(f"  {args.warmup} warm-up round(s) left out, then the median of {args.rounds}; dbt-core {dbt_version}")
+    print()
+    print(f"{'whole process':<28}{'median s':>10}{'inner s':>10}  samples s")
+    for method in MERGES + STATUSES:
+        inner = samples.inner_median(method)
+        shown = " ".join(f"{s:.2f}" for s in samples.seconds[method])
+        print(f"{method:<28}{samples.median(method):>10.2f}{(f'{inner:.2f}' if inner else '-'):>10}  {shown}")
+    print("  inner s: what zipper's merge line reports as the engine's time, or dbt's own run time")
+    emb, svc, dbt = (samples.median(m) for m in MERGES)
+    spark, thrift = (samples.median(m) for m in STATUSES)
+    print()
+    print(f"merge embedded/service {emb / svc:.2f}   service merge/dbt snapshot {svc / dbt:.2f} (goal <= 2)")
+    print(f"status Spark/thrift {spark / thrift:.2f}")
+    for note in notes:
+        print(note)
+    result = (
+        f"RESULT rows={args.rows} rounds={args.rounds} merge_embedded={emb:.2f}s merge_service={svc:.2f}s"
+        f" dbt_snapshot={dbt:.2f}s status_spark={spark:.2f}s status_thrift={thrift:.2f}s"
+        f" embedded/service={emb / svc:.2f} service/dbt={svc / dbt:.2f} status_spark/thrift={spark / thrift:.2f}"
+    )
+    if split:
+        print()
+        print("driver start-up split (probe: zipper's session built step by step), median s")
+        print(f"{'step':<38}{'embedded':>10}{'service':>10}")
+        for step in PROBE_STEPS:
+            print(f"{step:<38}" + "".join(f"{statistics.median(split[m][step]):>10.2f}" for m in ("embedded", "local")))
+        totals = {m: statistics.median([sum(x) for x in zip(*split[m].values())]) for m in split}
+        print(f"{'whole probe process':<38}{totals['embedded']:>10.2f}{totals['local']:>10.2f}")
+        result += f" probe_embedded={totals['embedded']:.2f}s probe_service={totals['local']:.2f}s"
+    print(result)
+
+
+# ---------------------------------------------------------------- main
+
+
+def stop_on_sigterm() -> None:
+    """A SIGTERM (a killed job) unwinds through main's finally, which stops the servers."""
+
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.probe:
+        probe(args.probe)
+        return 0
+    from zipper.runtime.metastore import MetastoreService
+
+    stop_on_sigterm()
+    load_at_start = os.getloadavg()
+    dbt_version = ensure_dbt_venv()
+    layout = Layout(Path(tempfile.mkdtemp(prefix="zipper-bench-metastore-")))
+    days = args.warmup + args.rounds
+    print(f"{machine_line(load_at_start)}; {layout.root}", flush=True)
+    try:
+        prepare_tables(layout, args.rows, days)
+        snapshot_base(layout)
+        samples, notes, totals = run_rounds(layout, args.rounds, args.warmup)
+        notes.append(check_dbt_against_zipper(layout, args.rows, totals))
+        split = None
+        if not args.no_split:
+            print("  driver start-up split:", flush=True)
+            split = startup_split(layout, args.rounds)
+        report(args, samples, split, notes, load_at_start, dbt_version)
+        return 1 if any("DIFFERENT" in n or "but service" in n for n in notes) else 0
+    finally:
+        for mode in ("embedded", "local"):
+            stopped = MetastoreService(layout.warehouse(mode)).stop()
+            if stopped is not None:
+                print(f"stopped the metastore server of warehouse-{mode} (pid {stopped.pid})", flush=True)
+        if args.keep:
+            print(f"kept {layout.root}")
+        else:
+            shutil.rmtree(layout.root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
