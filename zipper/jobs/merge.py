@@ -16,7 +16,7 @@ from zipper.inputs.modes import mode_of
 from zipper.jobs import apply, replay
 from zipper.jobs.init import drop_new_table, init_table
 from zipper.jobs.keys import resolve_keys
-from zipper.jobs.plan import Plan, plan_merge
+from zipper.jobs.plan import Plan, plan_from_state
 from zipper.jobs.result import RunResult
 from zipper.table import catalog, recovery, state
 from zipper.tablespec.model import TableSpec
@@ -77,16 +77,7 @@ def _planned(spark, spec: TableSpec, st: state.TableState, ds: dt.date) -> Plan:
             fingerprints[day] = located.fingerprint_against(committed.get(day.isoformat()))
         return fingerprints[day]
 
-    return plan_merge(
-        spec,
-        ds,
-        initialized=st.initialized,
-        last_committed=st.last_committed,
-        init_ds=st.init_ds,
-        committed_fingerprints=committed,
-        current_fingerprint=current_fingerprint,
-        pending_replay=(st.replay.first, st.replay.last) if st.replay else None,
-    )
+    return plan_from_state(spec, ds, st, current_fingerprint)
 
 
 def _replay_then_merge(

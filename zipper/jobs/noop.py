@@ -15,7 +15,7 @@ import time
 
 from zipper.core.errors import ZipperError
 from zipper.inputs import local_input
-from zipper.jobs.plan import plan_merge
+from zipper.jobs.plan import plan_from_state
 from zipper.jobs.result import RunResult
 from zipper.table import state
 from zipper.tablespec.model import TableSpec
@@ -34,19 +34,9 @@ def committed_noop(spec: TableSpec, ds: dt.date, reader) -> RunResult | None:
         return None  # a date to merge
     if not _columns_complete(st, reader.column_types(spec)):
         return None  # a run killed between its publish and its ALTER: the merge finishes it
-    committed = {d: c.fingerprint for d, c in st.commits.items()}
     try:
         state.check_owned(st, spec, ds)
-        plan = plan_merge(
-            spec,
-            ds,
-            initialized=st.initialized,
-            last_committed=st.last_committed,
-            init_ds=st.init_ds,
-            committed_fingerprints=committed,
-            current_fingerprint=lambda day: local_input.increment_fingerprint(spec, day),
-            pending_replay=None,
-        )
+        plan = plan_from_state(spec, ds, st, lambda day: local_input.increment_fingerprint(spec, day))
     except (local_input.Unknown, ZipperError):
         return None  # the merge says what is wrong, or lists the input through Hadoop
     if plan.action != "noop":

@@ -232,3 +232,18 @@ def rebuild_supported(spec: TableSpec) -> bool:
 def source_kind(spec: TableSpec) -> str:
     """The source mode as messages name it, e.g. `cdc with sequence_by`."""
     return str(spec.source.mode) + (" with sequence_by" if spec.source.sequence_by else "")
+
+
+def plan_from_state(spec: TableSpec, ds: dt.date, st, current_fingerprint: Callable[[dt.date], str]) -> Plan:
+    """`plan_merge` with what a table's committed state (table.state.TableState) says: the merge
+    plans so through Spark, and jobs.noop without it; one call, so the two cannot differ."""
+    return plan_merge(
+        spec,
+        ds,
+        initialized=st.initialized,
+        last_committed=st.last_committed,
+        init_ds=st.init_ds,
+        committed_fingerprints={d: c.fingerprint for d, c in st.commits.items()},
+        current_fingerprint=current_fingerprint,
+        pending_replay=(st.replay.first, st.replay.last) if st.replay else None,
+    )
