@@ -1,5 +1,5 @@
 # The two commands: `make demo` and `make test`. Both create or reuse .venv.
-.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test docs bench bench-floor bench-parse bench-replay bench-startup bench-metastore clean
+.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test docs bench bench-floor bench-parse bench-replay bench-startup bench-metastore bench-backfill clean
 
 AIRFLOW_HOME ?= $(CURDIR)/airflow_home
 ZIPPER_SPECS ?= $(CURDIR)/dags/tables
@@ -55,6 +55,10 @@ bench-startup: setup
 # Also makes bench/.venv-dbt (dbt-duckdb, bench/requirements-dbt.txt) for the dbt snapshot beside zipper.
 bench-metastore: setup
 	.venv/bin/python bench/bench_metastore.py
+
+# An Airflow backfill of 10 dates, 5 already committed: every merge through spark-submit against the no-Spark pre-check.
+bench-backfill: setup
+	.venv/bin/python bench/bench_backfill.py
 
 # The warehouse's metastore server is stopped (by its pid) before its folder goes.
 clean:

@@ -6,6 +6,7 @@ the suite's Spark session, on its warehouse's metastore server. Given / When / T
 from __future__ import annotations
 
 import json
+import subprocess
 from types import SimpleNamespace
 
 import pytest
@@ -90,3 +91,25 @@ def test_on_the_embedded_metastore_there_is_no_pre_check(committed, spark_submit
     monkeypatch.setenv("ZIPPER_METASTORE", "embedded")
     operator, context = merge_task(committed, day(1))
     assert operator.committed_noop() is None
+
+
+def test_with_the_check_turned_off_a_committed_date_goes_to_spark_submit(committed, spark_submits, monkeypatch):
+    # Given day 1 committed with the input it has now (the pre-check would end its task), and the check turned off
+    monkeypatch.setenv("ZIPPER_NOOP_CHECK", "off")
+    pre_checks, real_run = [], subprocess.run
+
+    def run(command, *args, **kwargs):
+        if "--no-spark" in command:
+            pre_checks.append(command)
+        return real_run(command, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", run)
+    operator, context = merge_task(committed, day(1))
+    job = SimpleNamespace(reports=[{"action": "noop"}])  # the hook, with what the job would report
+    monkeypatch.setattr(ZipperMergeOperator, "_get_hook", lambda self: job)
+    # When the merge task of day 1 runs
+    reports = operator.execute(context)
+    # Then no pre-check subprocess ran, and spark-submit ran the job, as before the check
+    assert pre_checks == []
+    assert spark_submits == [["merge", committed.name, "--ds", day(1).isoformat(), "--json-report"]]
+    assert reports == [{"action": "noop"}]

@@ -25,6 +25,8 @@ from zipper.runtime.session import SessionSettings, log_dir, spark_submit_conf
 
 NOT_RETRIED = "Not retried: another try would fail the same way."
 NOOP_CHECK_TIMEOUT_S = 900  # it may start the warehouse's metastore server (metastore.START_TIMEOUT_S)
+# `off` in the worker's environment: no pre-check, every merge task runs spark-submit (as before the check)
+NOOP_CHECK_ENV = "ZIPPER_NOOP_CHECK"
 
 
 class ZipperSparkJobOperator(SparkSubmitOperator):
@@ -127,7 +129,8 @@ class ZipperMergeOperator(ZipperSparkJobOperator):
     On the warehouse's metastore server (ZIPPER_METASTORE=local) it first asks, in a plain Python
     subprocess (`zipper merge ... --no-spark`: no JVM, no Spark), whether the date is already
     committed with the same input; then the task ends with that no-op's report, and spark-submit
-    runs only when there is something to merge (or the check cannot tell)."""
+    runs only when there is something to merge (or the check cannot tell). ZIPPER_NOOP_CHECK=off
+    turns the check off."""
 
     verb = "merge"
     name_suffix = "-{{ ds }}"
@@ -148,7 +151,11 @@ class ZipperMergeOperator(ZipperSparkJobOperator):
     def committed_noop(self) -> list[dict] | None:
         """The no-op's report lines when the pre-check says the date is committed with the same
         input; None when spark-submit must run: not a no-op (exit EXIT_NOT_NOOP), the check failed
-        (spark-submit then meets the same cause and reports it), or not on the local server."""
+        (spark-submit then meets the same cause and reports it), not on the local server, or the
+        check turned off (ZIPPER_NOOP_CHECK=off)."""
+        if os.environ.get(NOOP_CHECK_ENV, "").strip().lower() == "off":
+            self.log.info("%s=off: no pre-check, the merge runs through spark-submit", NOOP_CHECK_ENV)
+            return None
         try:
             local = metastore.mode() == "local"
         except StateError:
