@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from zipper.airflow.environment import warehouse
@@ -34,14 +35,25 @@ def main() -> int:
 
 
 def _stop_group(process: subprocess.Popen) -> None:
+    """SIGTERM to the whole group; what is still there after STOP_TIMEOUT_S gets SIGKILL. Waiting
+    for `standalone` alone is not enough: its scheduler's workers outlive it, ignoring SIGTERM."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while _group_alive(process) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def _group_alive(process: subprocess.Popen) -> bool:
+    process.poll()  # reap standalone itself, or it would count as alive
     try:
-        process.wait(STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+        os.killpg(process.pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 if __name__ == "__main__":
