@@ -85,7 +85,7 @@ def _make(archive: Path) -> str:
     """Run the workload in a JVM that writes the archive as it exits; '' on success, else why not.
     The workload's metastore server writes the server's archive (jvm.server_archive_path) likewise."""
     partial = archive.with_name(f"{archive.name}.{os.getpid()}.partial")
-    server_archive = server_archive_path()
+    server_archive = server_archive_path() or archive.with_name(f"metastore-{archive.name}")
     server_partial = server_archive.with_name(f"{server_archive.name}.{os.getpid()}.partial")
     with tempfile.TemporaryDirectory(prefix="zipper-jvm-") as scratch:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ZIPPER_", "PYSPARK_GATEWAY"))}

@@ -106,7 +106,9 @@ def server_archive_path() -> Path | None:
     drivers' one and with the same key: Hive's metastore, DataNucleus and Derby, whose classes
     made most of the server's start (measured: 17-19 s without, 8-12 s with, on a loaded machine)."""
     archive = archive_path()
-    return archive.with_name(archive.name.replace("spark-", "metastore-", 1)) if archive else None
+    if archive is None or not archive.name.startswith("spark-"):
+        return None  # off, or a file ZIPPER_JVM_ARCHIVE names for the drivers alone
+    return archive.with_name("metastore-" + archive.name[len("spark-") :])
 
 
 def server_options() -> list[str]:
