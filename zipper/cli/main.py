@@ -251,12 +251,25 @@ class Runner:
         try:
             if self.args.verb not in WRITING_VERBS:
                 return self.run_verb()
+            self.check_dates()  # a bad date is said before the lock (and its folder) or Spark
             with locks.table_lock(self.settings(), self.spec.table, self.describe(), ds):  # before any Spark starts
                 return self.run_verb()
         except metastore.MetastoreUnavailable as exc:  # said of the server: name the table it was for
             if exc.table:
                 raise
             raise exc.reworded(exc.detail, table=self.spec.table, ds=ds) from None
+
+    def check_dates(self) -> None:
+        """The dates of a merge or rerun: each a date, the first inside the spec's schedule."""
+        if self.args.verb == "merge":
+            check_in_schedule(self.spec, parse_date(self.args.ds, "--ds", self.spec.table))
+        elif self.args.verb == "rerun":
+            parse_date(self.args.last, "--to", self.spec.table)
+            check_in_schedule(self.spec, parse_date(self.args.first, "--from", self.spec.table))
+        elif self.args.verb == "init":
+            parse_date(self.args.ds, "--ds", self.spec.table)
+        elif self.args.verb == "rebuild":
+            parse_date(self.args.last, "--to", self.spec.table)
 
     def describe(self) -> str:
         """This run as another run refused by its table lock reads it."""
