@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from tests import metastores
 from tests.cli.helpers import BIN, day, env_for, make_spec, probe, wait_for_jvms, write_parquet, zipper
 from tests.cli.test_cli import assert_one_line_error
-from zipper.runtime.metastore import MAIN_CLASS, MetastoreService
+from zipper.runtime.metastore import MetastoreService
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.slow]
 
@@ -169,17 +170,8 @@ def test_status_over_thrift_loads_no_jvm(tmp_path):
 
 
 def server_pids(warehouse: Path) -> list[int]:
-    marker = f"-Dzipper.warehouse={warehouse.resolve()}".encode()
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                cmdline = (proc / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if MAIN_CLASS.encode() in cmdline and marker in cmdline:
-                pids.append(int(proc.name))
-    return pids
+    """The running metastore servers of `warehouse` (tests/metastores.py finds them all)."""
+    return [pid for pid, served in metastores.running_servers().items() if served == warehouse.resolve()]
 
 
 def test_the_server_by_hand_concurrent_starts_and_a_dead_record(tmp_path):
