@@ -76,6 +76,8 @@ def test_make_airflow_stops_airflow_and_the_metastore_server_it_started(tmp_path
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            # as a command started in the background of a script (CI, nohup) is: SIGINT ignored
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
         )
     try:
         said = re.compile(r"^metastore server for .*: thrift://127\.0\.0\.1:\d+ \(pid (\d+)\)$", re.MULTILINE)
@@ -99,7 +101,11 @@ def test_make_airflow_stops_airflow_and_the_metastore_server_it_started(tmp_path
     finally:
         # Ctrl-C in the terminal: the wrapper stops Airflow's process group and the server
         wrapper.send_signal(signal.SIGINT)
-        wrapper.wait(300)
+        try:
+            wrapper.wait(300)
+        except subprocess.TimeoutExpired:
+            os.killpg(wrapper.pid, signal.SIGKILL)  # no orphans from a failed test
+            raise
     assert wrapper.returncode == 130
     assert not alive(server_pid) and MetastoreService(warehouse).running() is None
     assert group_members(standalone) == []

@@ -22,6 +22,7 @@ STOP_TIMEOUT_S = 30
 
 
 def main() -> int:
+    _stop_on_signals()
     airflow = Path(sys.executable).parent / "airflow"
     with MetastoreService(warehouse()).for_this_run() as server:
         print(f"metastore server for {warehouse()}: {server.uri} (pid {server.pid})", flush=True)
@@ -32,6 +33,17 @@ def main() -> int:
             return 130
         finally:
             _stop_group(process)
+
+
+def _stop_on_signals() -> None:
+    """Ctrl-C and `kill` both end the run through the `finally` below. Set explicitly: a command
+    started in the background of a script inherits SIGINT ignored, and Python then keeps it so."""
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def _stop_group(process: subprocess.Popen) -> None:
