@@ -64,11 +64,12 @@ class MetastoreClient:
         """Every thrift `Partition` of the table (values, sd.location, parameters)."""
         return self.client.get_partitions(database, name, -1)
 
-    def partition(self, database: str, name: str, values: dict[str, str]):
-        """One partition by its column values (in the table's partition column order), or None."""
+    def partition(self, database: str, name: str, values: dict[str, str], table=None):
+        """One partition by its column values (in the table's partition column order), or None.
+        `table`: the thrift `Table` if the caller has it (one call less)."""
         from pymetastore.hive_metastore.ttypes import NoSuchObjectException
 
-        table = self.table(database, name)
+        table = table or self.table(database, name)
         if table is None:
             return None
         try:

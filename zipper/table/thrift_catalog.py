@@ -48,6 +48,22 @@ class ThriftCatalog:
         """The table's data columns' types by lower-case name, as the metastore holds them (`bigint`)."""
         return {column.name.lower(): column.type for column in self._table(spec).sd.cols or []}
 
+    def signature(self, spec: TableSpec) -> tuple | None:
+        """What every publish changes: the table's parameters and its open partition's location and
+        parameters (None: no such table). Equal signatures, equal committed state: a reader may keep
+        the state it listed and skip listing every partition again."""
+        table = self._table(spec)
+        if table is None:
+            return None
+        names = [column.name for column in table.partitionKeys]
+        values = {name: spec.open_end.isoformat() if name == spec.end_column else "" for name in names}
+        opened = self.metastore.partition(spec.database, spec.table_name, values, table) if len(names) == 1 else None
+        return (
+            tuple(sorted((table.parameters or {}).items())),
+            opened.sd.location if opened else None,
+            tuple(sorted((opened.parameters or {}).items())) if opened else None,
+        )
+
     def list_partitions(self, spec: TableSpec) -> list[Partition]:
         """Every partition with its location and parameters, sorted by end value (as catalog.list_partitions)."""
         names = [column.name for column in self._table(spec).partitionKeys]

@@ -1,0 +1,293 @@
+"""The "Zipper" view in Airflow 3's UI, end to end: a real warehouse made by zipper's CLI, a real
+Airflow API server that loads the plugin through the package's entry point, its own
+authentication, and the pages in Debian's Chromium driven by Playwright.
+
+One set-up for the module (a table merged over four dates, a spec never merged, one queued DAG
+run): every test reads it, and the one that removes the pool puts it back."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.cli.helpers import day, make_spec, write_parquet, zipper_in_one_jvm
+from tests.web.browser import ARGS, require_chromium
+from zipper.devtools.airflow_home import airflow, airflow_env, setup
+from zipper.devtools.local_airflow import free_port
+
+pytestmark = [pytest.mark.slow, pytest.mark.airflow, pytest.mark.subprocess]
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "build" / "test-artifacts" / "web"  # screenshots, kept after the run (docs/ui.md shows them)
+READY_S = 600  # bounds the API server's start (a minute on a loaded machine)
+
+BASE = [(1, "ann", "paris"), (2, "bob", "rome"), (3, "cy", "oslo")]
+DAYS = {
+    1: [(1, "ann", "lyon"), (4, "dee", "kyiv")],  # 1 changed, 4 new
+    2: [(2, "bob", "rome"), (5, "eve", "bern")],  # 2 re-sent unchanged, 5 new
+    3: [(1, "ann", "nice")],  # 1 changed again
+    4: [(3, "cy", "oslo"), (6, "fay", "riga")],  # 3 re-sent unchanged, 6 new
+}
+
+
+@dataclass(frozen=True)
+class View:
+    url: str
+    token: str
+    home: Path
+    env: dict
+
+    def get(self, path: str, token: str | None = "default") -> tuple[int, dict | str]:
+        request = urllib.request.Request(self.url + path)
+        if token:
+            request.add_header("Authorization", f"Bearer {self.token if token == 'default' else token}")
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                status, body = response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            status, body = error.code, error.read().decode()
+        with contextlib.suppress(json.JSONDecodeError):
+            return status, json.loads(body)
+        return status, body
+
+
+def _wait_until_serving(url: str, server: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + READY_S
+    while True:
+        assert server.poll() is None, log.read_text(errors="replace")[-3000:]
+        try:
+            with urllib.request.urlopen(url + "/api/v2/monitor/health", timeout=5):
+                return
+        except OSError:
+            assert time.monotonic() < deadline, "the Airflow API server never answered"
+            time.sleep(1)
+
+
+def _token(url: str, home: Path) -> str:
+    passwords = json.loads((home / "simple_auth_manager_passwords.json.generated").read_text())
+    request = urllib.request.Request(
+        url + "/auth/token",
+        data=json.dumps({"username": "admin", "password": passwords["admin"]}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())["access_token"]
+
+
+@pytest.fixture(scope="module")
+def view(tmp_path_factory):
+    root = tmp_path_factory.mktemp("view")
+    make_spec(root, "dim", end_date=day(len(DAYS)))  # committed through its end date: up to date
+    make_spec(root, "orders", table="dw.orders")  # never merged: the tables page flags it
+    write_parquet(root / "data" / "base", BASE)
+    for k, rows in DAYS.items():
+        write_parquet(root / "data" / "incr" / f"ds={day(k)}", rows)
+    assert zipper_in_one_jvm(root, *(["merge", "dim", "--ds", day(k)] for k in DAYS)) == [0] * len(DAYS)
+
+    home, port = root / "airflow", free_port()
+    env = airflow_env(home, ZIPPER_WAREHOUSE=root / "warehouse", ZIPPER_SPECS=root / "specs")
+    env = {k: v for k, v in env.items() if not k.startswith("AIRFLOW__")}
+    setup(home, api_port=port, env=env)
+    airflow(home, "dags", "reserialize", env=env)
+    airflow(home, "dags", "trigger", "zipper_dim", "--run-id", "manual__view", env=env)  # queued: no scheduler here
+    log = root / "api-server.log"
+    with open(log, "wb") as out:
+        server = subprocess.Popen(
+            [str(Path(env["PATH"].split(os.pathsep)[0]) / "airflow"), "api-server", "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        _wait_until_serving(url, server, log)
+        yield View(url, _token(url, home), home, env)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
+# ---------- the JSON API ----------
+
+
+def test_the_plugin_is_installed_through_the_package_entry_point(view):
+    status, plugins = view.get("/api/v2/plugins")
+    assert status == 200
+    [zipper] = [p for p in plugins["plugins"] if p["name"] == "zipper"]
+    assert zipper["source"].startswith("zipper==") or "zipper" in zipper["source"]  # an entry point, not plugins/
+    views = {v["url_route"]: v for v in zipper["external_views"]}
+    assert views["zipper-tables"]["destination"] == "nav" and views["zipper-tables"]["href"] == "/zipper/tables"
+    assert views["zipper-dag"]["destination"] == "dag" and views["zipper-dag"]["href"] == "/zipper/dags/{DAG_ID}"
+
+
+@pytest.mark.parametrize(
+    "path", ["/zipper/api/tables", "/zipper/api/tables/dim/history?key=id=1", "/zipper/tables", "/zipper/tables/dim"]
+)
+def test_a_request_without_airflow_authentication_is_refused(view, path):
+    assert view.get(path, token=None)[0] == 401
+    assert view.get(path, token="not-a-token")[0] in (401, 403)
+    assert view.get(path)[0] == 200
+
+
+def test_the_tables_api_lists_every_spec_with_its_state_and_latest_run(view):
+    status, body = view.get("/zipper/api/tables")
+    assert status == 200
+    tables = {t["name"]: t for t in body["tables"]}
+    assert list(tables) == ["dim", "orders"]
+    dim = tables["dim"]
+    assert dim["table"] == "dw.dim" and dim["last_committed"] == day(4)
+    assert dim["open_rows"] == 6  # ids 1..6, one open version each
+    assert dim["closed_rows"] == 2  # id 1 closed on day 1 and on day 3
+    assert dim["last_commit"]["ds"] == day(4)
+    assert dim["last_commit"]["counts"]["new"] == 1 and dim["last_commit"]["counts"]["unchanged"] == 1
+    assert dim["latest_run"]["run_id"] == "manual__view" and dim["latest_run"]["state"] == "queued"
+    assert dim["replay_interrupted"] is None and dim["lag_days"] == 0 and dim["problem"] is None
+    assert tables["orders"]["exists"] is False and tables["orders"]["problem"] == "no table yet"
+    assert body["pool"] == {"name": "zipper_merges", "slots": body["pool"]["slots"], "missing": False}
+
+
+def test_a_tables_page_has_one_chart_point_and_one_commit_per_committed_date(view):
+    status, detail = view.get("/zipper/api/tables/dim")
+    assert status == 200
+    assert [p["ds"] for p in detail["series"]] == [day(k) for k in DAYS]
+    assert [(p["new"], p["changed"], p["unchanged"], p["closed"]) for p in detail["series"]] == [
+        (1, 1, 0, 1),
+        (1, 0, 1, 0),
+        (0, 1, 0, 1),
+        (1, 0, 1, 0),
+    ]
+    assert [p["open_after"] for p in detail["series"]] == [4, 5, 5, 6]
+    assert detail["dag_id"] == "zipper_dim" and detail["rerun_dag_id"] == "zipper_dim_rerun"
+    status, log = view.get("/zipper/api/tables/dim/commits?limit=3")
+    assert status == 200
+    assert [c["ds"] for c in log["commits"]] == [day(4), day(3), day(2)]
+    newest = log["commits"][0]
+    assert newest["action"] == "merge" and newest["run_id"] and newest["committed_at"] and newest["fingerprint"]
+    assert view.get("/zipper/api/tables/nosuch")[0] == 404
+
+
+def test_the_history_api_returns_every_version_of_a_key_from_the_files(view):
+    status, found = view.get("/zipper/api/tables/dim/history?key=id=1")
+    assert status == 200
+    versions = [(v["name"], v["city"], v["begin_dt"], v["end_dt"]) for v in found["versions"]]
+    assert versions == [
+        ("ann", "paris", found["versions"][0]["begin_dt"], day(1)),
+        ("ann", "lyon", day(1), day(3)),
+        ("ann", "nice", day(3), "9999-12-31"),
+    ]
+    assert view.get("/zipper/api/tables/dim/history?key=id=99")[1]["versions"] == []
+    status, refused = view.get("/zipper/api/tables/dim/history?key=id=abc")
+    assert status == 400 and "id='abc'" in refused["detail"]
+    status, refused = view.get("/zipper/api/tables/dim/history?key=city=oslo")
+    assert status == 400 and "every key column" in refused["detail"]
+
+
+def test_a_missing_pool_is_flagged(view):
+    airflow(view.home, "pools", "delete", "zipper_merges", env=view.env)
+    try:
+        status, body = view.get("/zipper/api/tables")
+        assert status == 200 and body["pool"]["missing"] is True and body["pool"]["slots"] is None
+    finally:
+        airflow(view.home, "pools", "set", "zipper_merges", "2", "zipper merges", env=view.env)
+    assert view.get("/zipper/api/tables")[1]["pool"]["missing"] is False
+
+
+# ---------- the pages, in a real browser ----------
+
+
+@pytest.fixture(scope="module")
+def page(view):
+    executable = require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(executable), args=ARGS, headless=True)
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        # signed in as Airflow's UI signs in: its JWT in the `_token` cookie
+        context.add_cookies([{"name": "_token", "value": view.token, "url": view.url}])
+        tab = context.new_page()
+        tab.set_default_timeout(120_000)
+        yield tab
+        browser.close()
+
+
+def test_the_tables_page_lists_the_tables_and_a_problem_stands_out(view, page):
+    page.goto(view.url + "/zipper/tables")
+    page.wait_for_selector("#tables tbody tr[data-table='dim']")
+    rows = page.locator("#tables tbody tr")
+    assert [rows.nth(i).get_attribute("data-table") for i in range(rows.count())] == ["dim", "orders"]
+    dim = page.locator("tr[data-table='dim'] td")
+    assert dim.nth(1).inner_text() == day(4) and dim.nth(3).inner_text() == "6"
+    assert dim.nth(6).inner_text() == "queued"
+    assert page.locator("tr[data-table='orders']").get_attribute("class") == "problem"
+    assert page.locator("tr[data-table='dim']").get_attribute("class") is None
+    page.screenshot(path=str(ARTIFACTS / "tables.png"), full_page=True)
+    # sortable: open rows, descending on the second click
+    header = page.locator("th[data-key='open_rows']")
+    header.click()
+    header.click()
+    assert header.get_attribute("aria-sort") == "descending"
+    assert rows.nth(0).get_attribute("data-table") == "dim"
+
+
+def test_the_table_page_charts_one_point_per_committed_date(view, page):
+    page.goto(view.url + "/zipper/tables/dim")
+    page.wait_for_selector("#commits tbody tr")
+    labels = page.evaluate("() => window.zipperCharts.counts.data.labels")
+    assert labels == [day(k) for k in DAYS]
+    assert page.evaluate("() => window.zipperCharts.open.data.datasets[0].data") == [4, 5, 5, 6]
+    assert page.locator("#commits tbody tr").count() == len(DAYS)
+    page.screenshot(path=str(ARTIFACTS / "table.png"), full_page=True)
+
+
+def test_the_key_lookup_draws_every_version_of_the_key(view, page):
+    page.goto(view.url + "/zipper/tables/dim")
+    page.fill("#lookup input[name='id']", "1")
+    page.click("#lookup button[type='submit']")
+    page.wait_for_selector("#versions tbody tr")
+    cities = page.locator("#versions tbody tr td:nth-child(4)").all_inner_texts()
+    assert cities == ["paris", "lyon", "nice"]
+    bars = page.evaluate("() => window.zipperCharts.timeline.data.datasets[0].data.length")
+    assert bars == 3
+    assert "3 versions of id=1" in page.inner_text("#lookup-message")
+    page.locator("section", has=page.locator("#lookup")).screenshot(path=str(ARTIFACTS / "key-lookup.png"))
+
+
+def test_the_view_is_in_airflow_navigation_and_on_the_dag_tab(view, page):
+    page.goto(view.url + "/plugin/zipper-tables")
+    frame = page.frame_locator("iframe")
+    frame.locator("#tables tbody tr[data-table='dim']").wait_for()
+    page.screenshot(path=str(ARTIFACTS / "in-airflow.png"))
+    page.goto(view.url + "/dags/zipper_dim/plugin/zipper-dag")
+    page.frame_locator("iframe").locator("#commits tbody tr").first.wait_for()
+    assert page.frame_locator("iframe").locator("#title").inner_text() == "dim (dw.dim)"
+
+
+def test_rerun_from_a_commit_triggers_the_rerun_dag_with_that_date(view, page):
+    page.goto(view.url + "/zipper/tables/dim")
+    page.locator(f"#commits tr[data-ds='{day(3)}'] button").click()
+    assert page.input_value("#rerun input[name='from_date']") == day(3)  # prefilled, ISO
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#rerun button[type='submit']")
+    page.wait_for_selector("#rerun-message a")
+    run_id = page.inner_text("#rerun-message a")
+    status, run = view.get(f"/api/v2/dags/zipper_dim_rerun/dagRuns/{run_id}")
+    assert status == 200 and run["conf"] == {"from_date": day(3), "to_date": None, "uncommit_later": False}

@@ -1,0 +1,70 @@
+"""What Airflow knows about the zipper DAGs, for the pages: each DAG's latest run and the pool.
+
+Read from Airflow's own database through its models, inside the API server that serves the
+pages (no extra connection, no REST round trip). Airflow 3 only, as the view is."""
+
+from __future__ import annotations
+
+from airflow.models.dagrun import DagRun
+from airflow.models.pool import Pool
+from airflow.models.taskinstance import TaskInstance
+from airflow.utils.session import create_session
+from sqlalchemy import func, select
+
+MERGE_TASK = "merge"
+
+
+def latest_runs(dag_ids: list[str]) -> dict[str, dict]:
+    """Each DAG's newest run (by run_after): state, ids, dates, and its first failed task if any."""
+    if not dag_ids:
+        return {}
+    with create_session() as session:
+        newest = (
+            select(DagRun.dag_id, func.max(DagRun.run_after).label("run_after"))
+            .where(DagRun.dag_id.in_(dag_ids))
+            .group_by(DagRun.dag_id)
+            .subquery()
+        )
+        runs = session.scalars(
+            select(DagRun).join(newest, (DagRun.dag_id == newest.c.dag_id) & (DagRun.run_after == newest.c.run_after))
+        ).all()
+        found = {}
+        for run in runs:
+            failed = session.scalars(
+                select(TaskInstance.task_id)
+                .where(
+                    TaskInstance.dag_id == run.dag_id,
+                    TaskInstance.run_id == run.run_id,
+                    TaskInstance.state.in_(("failed", "upstream_failed")),
+                )
+                .order_by(TaskInstance.end_date)
+            ).first()
+            found[run.dag_id] = {
+                "dag_id": run.dag_id,
+                "run_id": run.run_id,
+                "state": str(run.state.value if hasattr(run.state, "value") else run.state),
+                "logical_date": run.logical_date.isoformat() if run.logical_date else None,
+                "run_after": run.run_after.isoformat() if run.run_after else None,
+                "start_date": run.start_date.isoformat() if run.start_date else None,
+                "end_date": run.end_date.isoformat() if run.end_date else None,
+                "note": run.note,
+                "failed_task": failed,
+            }
+        return found
+
+
+def pool_slots(name: str) -> int | None:
+    """The pool's slots, or None when Airflow has no such pool (its tasks would never be scheduled)."""
+    with create_session() as session:
+        pool = session.scalars(select(Pool).where(Pool.pool == name)).first()
+        return pool.slots if pool is not None else None
+
+
+def known_dag_ids(dag_ids: list[str]) -> set[str]:
+    """Which of these DAGs Airflow has parsed (a tab link to a DAG it does not know would be dead)."""
+    from airflow.models.dag import DagModel
+
+    if not dag_ids:
+        return set()
+    with create_session() as session:
+        return set(session.scalars(select(DagModel.dag_id).where(DagModel.dag_id.in_(dag_ids))).all())
