@@ -84,3 +84,15 @@ def test_the_series_has_one_point_per_committed_date_and_the_log_is_newest_first
     entry = model.commit_log(st, 1)[0]
     assert entry["run_id"] == "run-2024-01-03" and entry["action"] == "merge" and entry["fingerprint"] == "fp"
     assert {COMMITTED_AT, COUNTS, DS, FINGERPRINT} <= set(st.closed[0].params)
+
+
+def test_the_commit_log_says_which_action_committed_each_date():
+    st = state("2024-01-01", "2024-01-02")
+    replayed = Commit(
+        "2024-01-03", "run-r", "2024-01-04T01:00:00+00:00", "fp", {"open_after": 5}, 0, "2024-01-03", None, "replay"
+    )
+    assert Commit.from_partition(Partition("2024-01-03", "file:/t/r", replayed.params())).action == "replay"
+    older = {k: v for k, v in replayed.params().items() if k != "zipper.action"}  # a record made before actions
+    assert Commit.from_partition(Partition("2024-01-03", "file:/t/r", older)).action == "merge"
+    st.commits["2024-01-03"] = replayed
+    assert [c["action"] for c in model.commit_log(st, 3)] == ["replay", "merge", "merge"]

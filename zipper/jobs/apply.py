@@ -96,12 +96,13 @@ def apply_date(
     started: float | None = None,
     carry_params: dict[str, str] | None = None,
     checked: dayinput.CheckedInput | None = None,
+    action: str = "merge",
 ) -> RunResult:
     """Merge the input of `ds` into a table that is at ds - 1, and publish.
 
     `carry_params`: extra open-partition parameters to publish with the commit (a replay keeps
     its marker this way until its last date). `checked`: the input as the replay's own checks
-    already read it.
+    already read it. `action`: what the commit record says did it (`replay` for a rerun's dates).
 
     Column changes are applied to the table around the publish, and recorded by it, so that a
     run killed in between is completed by the next one (`publish.publish_day`)."""
@@ -177,6 +178,7 @@ def apply_date(
             summary,
             day.located.fingerprint,
             consumed.record(day.located.fingerprint) if consumed is not None else None,
+            action,
         ),
         day.column_changes,
         table_columns=table_columns,

@@ -127,7 +127,9 @@ def rerun(
         carry = marker.params() if n < len(plan.dates) else {}
         try:
             day_input = replayed[day] if day in replayed else mode_of(spec).locate(spark, spec, st, day)
-            result = apply.apply_date(spark, spec, st, day, day_input, carry_params=carry, checked=checked.get(day))
+            result = apply.apply_date(
+                spark, spec, st, day, day_input, carry_params=carry, checked=checked.get(day), action="replay"
+            )
         except Exception as exc:
             if plan.restore_from is None and n == 1:
                 raise  # nothing has changed

@@ -37,6 +37,7 @@ class DayCommit:
     counts: dict  # the audited counts: open_after and closed among them
     fingerprint: str  # of the day's input
     landing: dict | None = None  # a landing zone's record of the files the day consumed
+    action: str = "merge"  # or "replay": a rerun's date (the commit log shows which)
 
 
 def _open_params(
@@ -134,7 +135,7 @@ def publish_day(
     if column_changes.alters_table:
         open_params[state.COLUMNS] = json.dumps(column_changes.record(), sort_keys=True)
     commit = state.Commit(
-        ds_text, day.run_id, now, day.fingerprint, day.counts, day.counts["closed"], closed_end, day.landing
+        ds_text, day.run_id, now, day.fingerprint, day.counts, day.counts["closed"], closed_end, day.landing, day.action
     )
     with _discarded_if_overtaken(spark, day.run_root):
         if column_changes.widened:
@@ -243,6 +244,7 @@ def publish_rebuild(
                 counts[day],
                 counts[day]["closed"],
                 spec.closed_end(day).isoformat(),
+                action="rebuild",
             ).params(),
         )
         for day, directory in closed_dirs.items()

@@ -34,6 +34,7 @@ ROWS = "zipper.rows"
 COMMITTED_AT = "zipper.committed_at"
 FINGERPRINT = "zipper.fingerprint"
 COUNTS = "zipper.counts"
+ACTION = "zipper.action"  # what committed the date: merge | replay | rebuild (records before it: merge)
 INIT_DS = "zipper.init_ds"
 INIT_FINGERPRINT = "zipper.init_fingerprint"
 LANDING = "zipper.landing"  # a landing-zone date: the files it consumed and where their copy is kept
@@ -78,6 +79,7 @@ class Commit:
     rows: int
     end: str
     landing: dict | None = None  # range of landing-zone files consumed, and the kept copy (see landing.py)
+    action: str = "merge"
 
     @classmethod
     def from_partition(cls, part: Partition) -> Commit:
@@ -91,6 +93,7 @@ class Commit:
             rows=int(p.get(ROWS, "0")),
             end=part.end,
             landing=json.loads(p[LANDING]) if LANDING in p else None,
+            action=p.get(ACTION, "merge"),
         )
 
     def params(self) -> dict[str, str]:
@@ -101,6 +104,7 @@ class Commit:
             FINGERPRINT: self.fingerprint,
             COUNTS: json.dumps(self.counts, sort_keys=True),
             ROWS: str(self.rows),
+            ACTION: self.action,
         }
         if self.landing is not None:
             params[LANDING] = json.dumps(self.landing, sort_keys=True)

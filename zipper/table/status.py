@@ -59,6 +59,7 @@ def report(st: state.TableState, spec: TableSpec, recent: int = 10) -> dict:
         "recent_commits": [
             {
                 "ds": c.ds,
+                "action": c.action,
                 "run_id": c.run_id,
                 "committed_at": c.committed_at,
                 "fingerprint": c.fingerprint,
