@@ -26,26 +26,35 @@ fi
 # reference that fails to render stops the run here (mkdocs.yml; a second or two).
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir build/site
 
-# The whole suite as two pytest processes at once, of about equal length: the Airflow and CLI
-# tests spend much of their time waiting for subprocesses (JVM starts, scheduler loops, the
-# metastore's retries), time the in-process Spark tests of the engine use. Each test has its own
-# warehouse, metastore and ports. Together the two groups are every file under tests/
-# (test_environment checks that). Side by side on 2 idle cores they took 12 to 19 minutes each
-# on clean clones (CHANGELOG.md has the figures).
-alongside=(tests/airflow/test_dag_integrity.py tests/airflow/test_e2e_airflow2.py tests/airflow/test_e2e_airflow3.py tests/airflow/test_increments.py tests/airflow/test_operators.py tests/cli/test_cli.py tests/cli/test_sources_cli.py tests/cli/test_failure_reports.py tests/devtools/test_jvm_archive.py tests/cli/test_paths_with_spaces.py tests/devtools/test_docs_commands.py tests/cli/test_metastore_service.py tests/devtools/test_standalone.py tests/web/test_view.py tests/web/test_plugin_airflow2.py)
+# The whole suite as three pytest processes at once. The engine's tests run Spark in-process and
+# use a core; the Airflow and CLI tests spend much of their time waiting on subprocesses (JVM
+# starts, scheduler loops, the metastore's retries, a browser), so two groups of those overlap
+# their waits with the engine's work. Each test has its own warehouse, metastore and ports.
+# Together the groups are every file under tests/ (test_environment checks that). CHANGELOG.md
+# has the figures of clean-clone runs.
+with_airflow=(tests/airflow/test_dag_integrity.py tests/airflow/test_e2e_airflow2.py tests/airflow/test_e2e_airflow3.py tests/airflow/test_increments.py tests/airflow/test_operators.py tests/devtools/test_docs_commands.py tests/devtools/test_standalone.py tests/web/test_plugin_airflow2.py)
+with_subprocesses=(tests/cli/test_cli.py tests/cli/test_sources_cli.py tests/cli/test_failure_reports.py tests/devtools/test_jvm_archive.py tests/cli/test_paths_with_spaces.py tests/cli/test_metastore_service.py tests/web/test_view.py)
 in_line=(tests/core tests/tablespec tests/inputs tests/transforms tests/table tests/jobs tests/runtime tests/devtools/test_environment.py tests/devtools/test_reference.py tests/devtools/test_docs.py tests/cli/test_spec_verbs.py tests/cli/test_cli_output.py tests/cli/test_cli_values.py tests/cli/test_output.py tests/cli/test_rerun_cli.py tests/cli/test_faults.py tests/cli/test_external_metastore.py tests/airflow/test_embedded_config.py tests/airflow/test_table_increments.py tests/airflow/test_merge_noop_operator.py tests/cli/test_merge_without_spark.py tests/web/test_model.py)
-log=$(mktemp -t zipper-tests-XXXXXX.log)
-"${pytest[@]}" --durations=15 "${alongside[@]}" >"$log" 2>&1 &
+airflow_log=$(mktemp -t zipper-tests-airflow-XXXXXX.log)
+subprocess_log=$(mktemp -t zipper-tests-subprocesses-XXXXXX.log)
+"${pytest[@]}" --durations=15 "${with_airflow[@]}" >"$airflow_log" 2>&1 &
+airflow_group=$!
+"${pytest[@]}" --durations=15 "${with_subprocesses[@]}" >"$subprocess_log" 2>&1 &
 subprocess_group=$!
-trap 'kill "$subprocess_group" 2>/dev/null || true' INT TERM
+trap 'kill "$airflow_group" "$subprocess_group" 2>/dev/null || true' INT TERM
 in_process=0
 "${pytest[@]}" --durations=15 "${in_line[@]}" || in_process=$?
-with_subprocesses=0
-wait "$subprocess_group" || with_subprocesses=$?
+airflow_exit=0
+wait "$airflow_group" || airflow_exit=$?
+subprocess_exit=0
+wait "$subprocess_group" || subprocess_exit=$?
 echo
-echo "=================== ${alongside[*]} (run alongside) ==================="
-cat "$log"
-rm -f "$log"
+echo "=================== ${with_airflow[*]} (run alongside) ==================="
+cat "$airflow_log"
 echo
-echo "${in_line[*]}: exit $in_process; ${alongside[*]}: exit $with_subprocesses"
-[ "$in_process" -eq 0 ] && [ "$with_subprocesses" -eq 0 ]
+echo "=================== ${with_subprocesses[*]} (run alongside) ==================="
+cat "$subprocess_log"
+rm -f "$airflow_log" "$subprocess_log"
+echo
+echo "in_line: exit $in_process; with_airflow: exit $airflow_exit; with_subprocesses: exit $subprocess_exit"
+[ "$in_process" -eq 0 ] && [ "$airflow_exit" -eq 0 ] && [ "$subprocess_exit" -eq 0 ]

@@ -52,13 +52,12 @@ def test_the_command_starts_without_spark():
     assert result.stdout.strip() == "[]"
 
 
-def test_the_two_groups_of_the_test_command_cover_every_test_file():
-    """scripts/test.sh runs the suite as two pytest processes: a file in neither would never run."""
+def test_the_groups_of_the_test_command_cover_every_test_file():
+    """scripts/test.sh runs the suite as three pytest processes: a file in none would never run."""
     script = (REPO / "scripts" / "test.sh").read_text()
-    groups = {
-        name: re.search(rf"^{name}=\((.*)\)$", script, flags=re.M).group(1).split() for name in ("alongside", "in_line")
-    }
-    paths = [REPO / p for p in groups["alongside"] + groups["in_line"]]
+    names = ("with_airflow", "with_subprocesses", "in_line")
+    groups = {name: re.search(rf"^{name}=\((.*)\)$", script, flags=re.M).group(1).split() for name in names}
+    paths = [REPO / p for name in names for p in groups[name]]
     assert all(p.exists() for p in paths), paths
     files = sorted(REPO.glob("tests/**/test_*.py"))
     covered = [f for f in files if any(f == p or p in f.parents for p in paths)]
