@@ -134,6 +134,4 @@ def _json_value(value):
         return str(value)
     if isinstance(value, bytes):
         return base64.b64encode(value).decode()
-    if isinstance(value, dict | list):
-        return value
     return value
