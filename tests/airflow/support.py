@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -106,3 +108,41 @@ def expected_after_first_date() -> list[list[str]]:
             ["3", "cid", "", DATES[0], open_end],
         ]
     )
+
+
+@contextlib.contextmanager
+def task_log():
+    """The (level, message) pairs logged meanwhile by the hooks and operators, through Airflow's own logging:
+    structlog on Airflow 3, the `airflow.task` logger on 2.11."""
+    from zipper.airflow.compat import AIRFLOW_3  # on use: tests/cli imports this module without an Airflow home
+
+    logged: list[tuple[str, str]] = []
+    if AIRFLOW_3:
+        import structlog
+
+        with structlog.testing.capture_logs() as entries:
+            yield logged
+        logged.extend((entry["log_level"], entry["event"]) for entry in entries)
+        return
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            logged.append((record.levelname.lower(), record.getMessage()))
+
+    handler, logger = Collect(level=logging.DEBUG), logging.getLogger("airflow.task")
+    logger.addHandler(handler)
+    try:
+        yield logged
+    finally:
+        logger.removeHandler(handler)
+
+
+def outlet_events():
+    """The task context's `outlet_events`, as Airflow gives it to a running task."""
+    from zipper.airflow.compat import AIRFLOW_3  # on use: tests/cli imports this module without an Airflow home
+
+    if AIRFLOW_3:
+        from airflow.sdk.execution_time.context import OutletEventAccessors
+    else:
+        from airflow.utils.context import OutletEventAccessors
+    return OutletEventAccessors()

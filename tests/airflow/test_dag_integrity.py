@@ -17,8 +17,9 @@ import sqlalchemy
 
 from tests.airflow.support import AIRFLOW2_VENV, DATES, write_spec
 from tests.cli.helpers import REPO
-from zipper.airflow.compat import AIRFLOW_3
+from zipper.airflow.compat import AIRFLOW_3, AirflowException
 from zipper.airflow.environment import DEFAULT_CONN_ID, DEFAULT_POOL
+from zipper.airflow.operators import DATE_LABEL, LABEL, RERUN_LABEL, rerun_args
 
 DAGS_FOLDER = REPO / "dags"
 
@@ -178,6 +179,10 @@ def test_parsing_imports_no_pyspark(specs):
 def test_every_dag_has_docs_owner_tags_and_explicit_catchup(parsed):
     for dag in parsed["bag"].dags.values():
         assert dag.doc_md and len(dag.doc_md) > 200, dag.dag_id
+        # the DAG list's one line says which table and what the DAG is for, whatever the spec's description
+        table = "dw." + dag.dag_id.removeprefix("zipper_").removesuffix("_rerun")
+        assert dag.description.startswith(f"{table}: ") and len(dag.description) <= 100, dag.description
+        assert ("replay" in dag.description) is dag.dag_id.endswith("_rerun"), dag.description
         assert dag.owner == "data-eng", dag.dag_id
         assert "zipper" in dag.tags and "test" in dag.tags, dag.dag_id
         assert dag.max_active_runs == 1, dag.dag_id
@@ -204,10 +209,36 @@ def test_merge_dag_tasks_order_and_settings(parsed):
     assert merge.application_args == ["merge", "dim_a", "--ds", "{{ ds }}", "--json-report"]
     assert "application_args" in merge.template_fields
     assert [o.uri for o in merge.outlets] == ["hive://dw/dim_a"]
+    if AIRFLOW_3:  # the asset is named after the Hive table (2.11's datasets have a URI only)
+        assert [o.name for o in merge.outlets] == ["dw.dim_a"]
+    # every task instance shows the date its run merges (the UI's Map Index column), the merge its outcome too
+    assert {t.map_index_template for t in (previous, wait, merge, audit)} == {DATE_LABEL}
     assert wait.mode == "reschedule" and wait.poke_interval == 5 and wait.timeout == 600
     assert dag.start_date.date().isoformat() == DATES[0] and dag.end_date.date().isoformat() == DATES[-1]
     assert "CronDataIntervalTimetable" in type(dag.timetable).__name__
     assert "zipper rerun dim_a" in dag.doc_md and "`id`" in dag.doc_md
+    doc = " ".join(dag.doc_md.split())
+    assert "pick **Missing and Errored Runs**" in doc
+    assert f"Unpausing this DAG runs every date without a run, one at a time, from {DATES[0]} through its" in doc
+    assert "its **Logical Date**" in doc and "not its Run ID or Run After" in doc
+    assert ("**Map Index** column" in doc) is AIRFLOW_3  # where on Airflow 3 a task shows its run's date
+    assert "The merge updates the asset `dw.dim_a` (`hive://dw/dim_a`)" in doc and "A no-op emits no event" in doc
+
+
+def test_the_date_label_renders_the_merged_date_then_what_the_task_set():
+    """Airflow renders map_index_template with the task's context before and after execute (a task sets
+    its own context variables meanwhile): the same Jinja, with Airflow's StrictUndefined."""
+    import jinja2
+
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    context = {"ds": DATES[0], "params": {"from_date": DATES[1]}}
+    assert env.from_string(DATE_LABEL).render(context) == DATES[0]
+    assert env.from_string(RERUN_LABEL).render(context) == f"from {DATES[1]}"
+    context[LABEL] = f"{DATES[0]}: merged"
+    assert env.from_string(DATE_LABEL).render(context) == f"{DATES[0]}: merged"
+    # a run without a logical date (Airflow 3's `airflow dags trigger`): no label, rather than a task failed
+    # by its label after it succeeded
+    assert env.from_string(DATE_LABEL).render({}) == ""
 
 
 def test_spec_scheduling_keys_reach_the_dag(parsed):
@@ -230,9 +261,67 @@ def test_rerun_dag_takes_dates_from_its_trigger_form(parsed):
     rerun = dag.get_task("rerun")
     assert rerun.pool == DEFAULT_POOL and [o.uri for o in rerun.outlets] == ["hive://dw/dim_a"]
     assert rerun.table == "dw.dim_a"  # named by the trigger form's refusals
+    assert rerun.map_index_template == RERUN_LABEL
     schema = {k: dag.params.get_param(k).schema for k in dag.params}
-    assert schema["from_date"]["format"] == "date" and schema["to_date"]["type"] == ["null", "string"]
-    assert schema["uncommit_later"]["type"] == "boolean" and dag.params["uncommit_later"] is False
+    # ISO text typed as for the CLI: no `format: date` (a date picker in the browser's locale, 01/05/2024)
+    assert all("format" not in field for field in schema.values()), schema
+    # the UI marks a field required when its type does not include null: from_date only, not the toggle
+    assert [k for k, field in schema.items() if "null" not in field["type"]] == ["from_date"]
+    assert schema["uncommit_later"]["type"] == ["null", "boolean"] and dag.params["uncommit_later"] is False
+    assert "Logical Date is only this run's own time stamp" in dag.params.get_param("from_date").description
+
+
+def trigger_params(dag, conf: dict) -> dict:
+    """The params a trigger with `conf` gives the run, validated as Airflow validates them when it creates
+    the run (`airflow dags trigger`, the UI, the API), where a refusal is a traceback on the command line."""
+    if AIRFLOW_3:
+        from airflow.serialization.serialized_objects import DagSerialization
+
+        serialized = DagSerialization.from_dict(DagSerialization.to_dict(dag))
+        return serialized.params.deep_merge(conf).validate()
+    import copy
+
+    params = copy.deepcopy(dag.params)
+    params.update(conf)
+    return params.validate()
+
+
+@pytest.mark.parametrize(
+    "conf, message",
+    [
+        ({"from_date": "2024-13-01"}, "rerun param 'from_date': '2024-13-01' is not a date (YYYY-MM-DD)"),
+        ({"from_date": DATES[0], "to_date": "01/05/2024"}, "rerun param 'to_date': '01/05/2024' is not a date"),
+        ({}, "rerun param 'from_date' is required (YYYY-MM-DD)"),
+        (
+            {"from": "2024-13-01"},
+            "rerun param 'from' is not a param of this DAG: from_date (YYYY-MM-DD, required), to_date (YYYY-MM-DD),"
+            " uncommit_later (true or false)",
+        ),
+    ],
+)
+def test_a_bad_trigger_conf_is_accepted_by_airflow_and_refused_by_the_task_in_one_line(parsed, conf, message):
+    """`airflow dags trigger zipper_x_rerun --conf '{"from": "2024-13-01"}'` printed Airflow's 57-line traceback
+    (the params' schema refused it at the trigger); the run now starts and its task fails in one line."""
+    dag = parsed["bag"].dags["zipper_dim_a_rerun"]
+    params = trigger_params(dag, conf)
+    with pytest.raises(AirflowException) as refused:
+        rerun_args("dim_a", params, table="dw.dim_a")
+    assert str(refused.value).startswith(f"dw.dim_a: {message}") and str(refused.value).endswith(
+        "; nothing was changed"
+    )
+    assert "\n" not in str(refused.value)
+
+
+def test_a_good_trigger_conf_reaches_the_job_as_iso_dates(parsed):
+    dag = parsed["bag"].dags["zipper_dim_a_rerun"]
+    params = trigger_params(dag, {"from_date": DATES[0], "to_date": DATES[1], "uncommit_later": True})
+    assert rerun_args("dim_a", params, table="dw.dim_a") == [
+        "rerun", "dim_a", "--from", DATES[0], "--to", DATES[1], "--uncommit-later", "--json-report"
+    ]  # fmt: skip
+    assert rerun_args("dim_a", trigger_params(dag, {"from_date": DATES[0]}), table="dw.dim_a")[2:4] == [
+        "--from",
+        DATES[0],
+    ]
 
 
 @pytest.mark.skipif(not AIRFLOW_3, reason="started from the Airflow 3 suite only")

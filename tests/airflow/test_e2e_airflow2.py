@@ -3,6 +3,7 @@ package), configured only by environment variables, SQLite and its SequentialExe
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 
@@ -55,6 +56,8 @@ def af2(tmp_path_factory):
     env["PATH"] = f"{AIRFLOW2_VENV / 'bin'}:{env['PATH']}"
     airflow2(env, "db", "migrate")
     airflow2(env, "pools", "set", DEFAULT_POOL, "1", "zipper merges")
+    # what a scheduler's DAG processor does: record the DAGs and their datasets (events of an unknown one are dropped)
+    airflow2(env, "dags", "reserialize")
     return {"root": root, "env": env, "stuck": stuck}
 
 
@@ -98,6 +101,28 @@ def test_dags_backfill_produces_the_table_of_daily_runs(tables):
     table, reference = tables["tables"][f"dw.{NAME}"], tables["tables"]["dw.dim_ref"]
     assert table["exists"] and table["rows"] == reference["rows"]
     assert table["partitions"] == reference["partitions"] == sorted([*DATES, "9999-12-31"])
+
+
+def test_each_merge_emits_its_commit_as_a_dataset_event_and_its_task_names_its_date(af2, backfilled):
+    """The same DAG files on 2.11: the dataset event's extra is the commit, and the merge task's label (its
+    rendered map index, which 2.11's UI shows for mapped tasks only) the date it merged."""
+    with sqlite3.connect(af2["root"] / "airflow" / "airflow.db") as db:
+        extras = db.execute(
+            "SELECT de.extra FROM dataset_event de JOIN dataset d ON d.id = de.dataset_id"
+            " WHERE d.uri = ? AND de.source_task_id = 'merge' ORDER BY de.id",
+            (f"hive://dw/{NAME}",),
+        ).fetchall()
+        labels = db.execute(
+            "SELECT ti.rendered_map_index FROM task_instance ti JOIN dag_run dr ON dr.dag_id = ti.dag_id"
+            " AND dr.run_id = ti.run_id WHERE ti.dag_id = ? AND ti.task_id = 'merge' ORDER BY dr.execution_date",
+            (f"zipper_{NAME}",),
+        ).fetchall()
+    events = [json.loads(extra) for (extra,) in extras]
+    assert [(e["table"], e["date"], e["action"], e["dates"]) for e in events] == [
+        (f"dw.{NAME}", ds, "merge", [ds]) for ds in DATES
+    ]
+    assert all(e["run_id"] and e["counts"]["open_after"] > 0 for e in events)
+    assert [label for (label,) in labels] == [f"{ds}: merged" for ds in DATES]
 
 
 @pytest.fixture(scope="module")

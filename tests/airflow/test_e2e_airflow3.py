@@ -6,8 +6,10 @@ One instance serves every scenario (each spark-submit costs about 25 s of JVM st
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -33,7 +35,7 @@ DEFERRED = "dim_deferred"
 STUCK = "dim_stuck"  # its second date's increment repeats a key: that run fails, on its first try
 LATE = "dim_late"  # never unpaused: its sensor is run alone, and times out
 LATE_RUNS = "dim_late_runs"  # scheduled, its increments never land: every sensor times out
-HELD = "dim_held"  # its second date's increment lands only when the test says so
+HELD = "dim_held"  # its third date's increment lands only when the test says so
 CANCELLED = "dim_cancelled"  # its first date's run belongs to a cancelled backfill
 DAG = "zipper_" + BACKFILLED
 
@@ -90,9 +92,10 @@ def workspace(tmp_path_factory):
         end_date=DATES[1],
         airflow={"owner": "data-eng", "retries": 0, "sensor": {"mode": "poke", "poke_interval": 1, "timeout": 3}},
     )
-    held = root / "held"  # the first date's increment only
+    held = root / "held"  # the first two dates' increments only
     write_parquet(held / "base", BASE)
-    write_parquet(held / "incr" / f"ds={DATES[0]}", INCREMENTS[DATES[0]])
+    for ds in DATES[:2]:
+        write_parquet(held / "incr" / f"ds={ds}", INCREMENTS[ds])
     # in poke mode (the check is the same `poke` as in reschedule mode): on a loaded machine Airflow's
     # scheduler failed a rescheduled sensor itself ("task state changed externally") before zipper's
     # check ran, with checks 2 s and then 5 s apart, so the test missed its message
@@ -100,7 +103,7 @@ def workspace(tmp_path_factory):
         specs,
         HELD,
         held,
-        end_date=DATES[1],
+        end_date=DATES[2],
         airflow={"owner": "data-eng", "retries": 0, "sensor": {"mode": "poke", "poke_interval": 5, "timeout": 900}},
     )
     write_spec(
@@ -184,6 +187,56 @@ def test_backfill_runs_every_date_serially_in_order(backfilled):
     assert_serial(backfilled["merges"])
 
 
+def _log_events(path) -> list[dict]:
+    """A task log's entries (Airflow 3 writes one JSON object a line)."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.startswith("{")]
+
+
+def _asset_events(af3, table: str, run_id: str) -> list[dict]:
+    rows = af3.query(
+        "SELECT ae.extra FROM asset_event ae JOIN asset a ON a.id = ae.asset_id"
+        " WHERE a.name = ? AND ae.source_run_id = ? ORDER BY ae.id",
+        table,
+        run_id,
+    )
+    return [json.loads(extra) for (extra,) in rows]
+
+
+def _labels(af3, dag: str, task: str) -> list[str | None]:
+    """Each run's task instance's rendered map index (the UI's Map Index column), in date order."""
+    rows = af3.query(
+        "SELECT ti.rendered_map_index FROM task_instance ti JOIN dag_run dr ON dr.dag_id = ti.dag_id"
+        " AND dr.run_id = ti.run_id WHERE ti.dag_id = ? AND ti.task_id = ? ORDER BY dr.logical_date",
+        dag,
+        task,
+    )
+    return [label for (label,) in rows]
+
+
+def test_each_run_shows_its_date_and_emits_its_commit_as_an_asset_event_of_the_table(af3, backfilled):
+    """The run that merges D is named after D + 1 (its Run ID and Run After); its tasks say D. The asset is the
+    Hive table, and each event carries the commit (a downstream DAG reads what changed)."""
+    assert _labels(af3, DAG, "merge") == [f"{ds}: merged" for ds in DATES]
+    assert _labels(af3, DAG, "wait_for_previous_date") == _labels(af3, DAG, "audit") == DATES
+    assert af3.query("SELECT name FROM asset WHERE uri = ?", f"hive://dw/{BACKFILLED}") == [(f"dw.{BACKFILLED}",)]
+    for run, ds in zip(backfilled["runs"], DATES):
+        events = _asset_events(af3, f"dw.{BACKFILLED}", run["run_id"])
+        assert len(events) == 1, events
+        extra = events[0]
+        assert (extra["table"], extra["date"], extra["action"], extra["dates"]) == (
+            f"dw.{BACKFILLED}",
+            ds,
+            "merge",
+            [ds],
+        )
+        assert extra["run_id"] and extra["counts"]["open_after"] > 0
+        merge_log = af3.home / "logs" / f"dag_id={DAG}" / f"run_id={run['run_id']}" / "task_id=merge" / "attempt=1.log"
+        said = [e["event"] for e in _log_events(merge_log)]
+        # the job's summary once; its report line (the same, as JSON) is read, not logged
+        assert sum(e.startswith(f"dw.{BACKFILLED} {ds}: ") for e in said) == 1, said
+        assert not [e for e in said if "zipper-report" in e]
+
+
 def test_backfill_produces_the_table_of_daily_runs(tables):
     assert tables["exits"] == [0, 0, 0]
     backfilled, reference = tables["tables"][f"dw.{BACKFILLED}"], tables["tables"]["dw.dim_ref"]
@@ -255,17 +308,51 @@ def test_clearing_a_past_merge_replays_it(af3, workspace, backfilled, with_futur
     )
     table, reference = _reference_and_table(workspace, ref)
     assert table["rows"] == reference["rows"] and table["partitions"] == reference["partitions"]
+    # the cleared date replayed itself and the next: its audit logs both dates' counts and where the table ended
+    replayed_run = cleared[0]["run_id"]
+    audits = sorted((af3.home / "logs" / f"dag_id={DAG}" / f"run_id={replayed_run}" / "task_id=audit").glob("*.log"))
+    said = [e["event"] for e in _log_events(audits[-1]) if e.get("logger", "").endswith("ZipperAuditOperator")]
+    assert [e.split(":")[0] for e in said[:2]] == [f"dw.{BACKFILLED} {DATES[1]}", f"dw.{BACKFILLED} {DATES[2]}"]
+    assert "open_after=" in said[0] and "open_after=" in said[1]
+    assert said[-1].startswith(
+        f"dw.{BACKFILLED}: replayed {DATES[1]}..{DATES[2]} (2 dates); the table is at {DATES[2]}, "
+    )
+    assert _asset_events(af3, f"dw.{BACKFILLED}", replayed_run)[-1]["dates"] == DATES[1:]
+    assert _labels(af3, DAG, "merge")[1] == f"{DATES[1]}: replayed {DATES[1]}..{DATES[2]}"
+    if with_future:  # the last date's cleared merge found its input unchanged: a no-op, which emits no event
+        assert _labels(af3, DAG, "merge")[2] == f"{DATES[2]}: no-op (already committed with the same input)"
+        assert len(_asset_events(af3, f"dw.{BACKFILLED}", cleared[1]["run_id"])) == 1  # its first merge's
 
 
 def test_rerun_dag_from_the_trigger_form(af3, workspace, backfilled):
+    rerun_dag = f"{DAG}_rerun"
+    # a wrong name and a bad date typed on the command line: Airflow takes them (it printed a 57-line traceback
+    # when the params' schema refused them), and the task refuses them in one line, before any Spark starts
+    bad = "manual__bad_conf"
+    typed = af3.cli("dags", "trigger", rerun_dag, "--run-id", bad, "--conf", json.dumps({"from": "2024-13-01"}))
+    assert "Traceback" not in typed.stdout + typed.stderr
+    af3.wait_until(lambda: [r["state"] for r in af3.dag_runs(rerun_dag)] == ["failed"], 300, "the bad trigger to fail")
+    bad_log = "".join(
+        p.read_text() for p in (af3.home / "logs" / f"dag_id={rerun_dag}" / f"run_id={bad}").glob("*/*.log")
+    )
+    assert (
+        f"dw.{BACKFILLED}: rerun param 'from' is not a param of this DAG: from_date (YYYY-MM-DD, required)"
+    ) in bad_log
+    assert "spark-submit" not in bad_log.lower() and _labels(af3, rerun_dag, "rerun") == ["failed"]
+
     write_parquet(workspace["data"] / "incr" / f"ds={DATES[2]}", [(4, "dan", "Lviv")])
     ref = _freeze_data(workspace, "rerun")
     run_id = f"manual__rerun_from_{DATES[2]}"  # named, so a retry after a lock error cannot start a second run
-    af3.cli("dags", "trigger", f"{DAG}_rerun", "--run-id", run_id, "--conf", json.dumps({"from_date": DATES[2]}))
-    runs = af3.wait_for_runs(f"{DAG}_rerun", 1, timeout=600)
-    assert [(r["run_id"], r["state"]) for r in runs] == [(run_id, "success")]
+    af3.cli("dags", "trigger", rerun_dag, "--run-id", run_id, "--conf", json.dumps({"from_date": DATES[2]}))
+
+    def state() -> str | None:
+        return {r["run_id"]: r["state"] for r in af3.dag_runs(rerun_dag)}.get(run_id)
+
+    af3.wait_until(lambda: state() in ("success", "failed"), 600, "the rerun")
+    assert state() == "success"
     table, reference = _reference_and_table(workspace, ref)
     assert table["rows"] == reference["rows"]
+    assert _asset_events(af3, f"dw.{BACKFILLED}", run_id)[-1]["action"] == "rerun"
 
 
 def test_a_deferrable_sensor_waits_in_the_triggerer_until_the_increment_lands(af3, workspace, backfilled):
@@ -332,8 +419,14 @@ def test_a_failed_date_fails_the_later_runs_at_once_and_clearing_it_with_them_co
     merge_log = "".join(p.read_text() for p in logs.glob("run_id=*/task_id=merge/attempt=*.log"))
     # the task fails with the job's own line (what the UI and alerts show), not spark-submit's command
     assert f"dw.{STUCK} {DATES[1]}: " in merge_log
-    assert "(the zipper job failed; its log is above, Spark's in " in merge_log
     assert "Cannot execute" not in merge_log
+    # the job's error line is an error of the task log, and the failure names this try's Spark log, which exists
+    bad_date_log = logs / f"run_id={merges[1]['run_id']}" / "task_id=merge" / "attempt=1.log"
+    errors = [e["event"] for e in _log_events(bad_date_log) if e["level"] == "error"]
+    assert any(e.startswith(f"zipper: error: dw.{STUCK} {DATES[1]}: ") for e in errors), errors
+    spark_log = re.search(r"Spark's is (\S+\.log)\)", bad_date_log.read_text())
+    assert spark_log and Path(spark_log.group(1)).is_file(), bad_date_log.read_text()[-3000:]
+    assert Path(spark_log.group(1)).name.endswith(f"-zipper_{STUCK}-{DATES[1]}-try1.log")
     # each task parses the DAG file as it starts: the folder's bad spec (broken.yaml), another
     # table's, is the import errors' news, not in every task log of this table
     assert "broken.yaml" not in gate_log + merge_log and "zipper: skipping" not in gate_log + merge_log
@@ -341,7 +434,11 @@ def test_a_failed_date_fails_the_later_runs_at_once_and_clearing_it_with_them_co
     bad_date = logs / f"run_id={merges[1]['run_id']}" / "task_id=merge"
     assert merges[1]["try_number"] == 1 and sorted(p.name for p in bad_date.glob("attempt=*.log")) == ["attempt=1.log"]
     assert "Not retried: another try would fail the same way." in merge_log
-    assert f"then clear this run and every later one: airflow tasks clear {dag} -s {DATES[1]} -y" in merge_log
+    # a new date: its later runs stopped at their gate, so they are cleared with it
+    assert (
+        "then clear this run and every later one (they stop at their first task until this date has merged):"
+        f" airflow tasks clear {dag} -s {DATES[1]} -y"
+    ) in merge_log
 
     write_parquet(workspace["stuck"] / "incr" / f"ds={DATES[1]}", INCREMENTS[DATES[1]])  # the fixed file
     af3.cli("tasks", "clear", dag, "-s", DATES[1], "-y")  # as the failed task's message says
@@ -369,6 +466,11 @@ def test_a_past_date_queued_behind_a_later_run_fails_that_run_instead_of_waiting
     write_parquet(increment, [(1, "ann", "Bergen"), (1, "ann", "Lima")])  # a repeated key: the test run fails
     tested = af3.cli("dags", "test", dag, DATES[1], check=False, timeout=400, retries_when_locked=0)
     assert tested.returncode != 0
+    # a past date (its next date merged): the refused replay changed nothing, and only this merge is to run again
+    said = " ".join((tested.stdout + tested.stderr).split())
+    assert "The table is unchanged: its later dates stay committed, and their runs need nothing." in said, said[-3000:]
+    assert f"clear only this merge: airflow tasks clear {dag} -t merge -d -s {DATES[1]} -e {DATES[1]} -y" in said
+    assert "every later one" not in said
     runs = af3.dag_runs(dag)
     assert runs[1]["run_type"] == "manual" and runs[1]["state"] == "failed"
     write_parquet(increment, INCREMENTS[DATES[1]])  # the fixed file (new modification time: replayed)
@@ -435,12 +537,15 @@ def test_a_run_after_a_sensor_timeout_says_the_previous_increment_never_landed(a
     assert f"airflow tasks clear {dag} -s {DATES[0]} -y" in gate_log
 
 
-def test_a_past_merge_cleared_while_the_next_run_waits_for_its_increment_stops_that_run(af3, workspace):
-    """Clearing only D's merge queues D's run while D+1's run holds the DAG's one active-run place,
-    waiting for its increment; D+1's merge depends on D's, so without a check both would wait for
-    ever (Airflow's deadlock detection skips runs with depends_on_past tasks). D+1's increment
-    sensor stops that run at its next check instead, naming the command that resumes it; D then
-    merges again, and the clear the message names merges D+1."""
+def test_a_past_merge_cleared_while_a_later_run_waits_for_its_increment(af3, workspace):
+    """Clearing only a past date's merge queues its run while the latest run holds the DAG's one active-run
+    place, waiting for its increment.
+
+    An earlier date (D, two dates back) then waits for that run to end, however long its increment takes:
+    the waiting sensor says so at each check and names the rerun DAG, which replays D at once. The previous
+    date (D+1) would wait for ever, its merge for D+1's (depends_on_past): Airflow's deadlock detection skips
+    runs with depends_on_past tasks. So the sensor stops its run at its next check instead, naming the command
+    that resumes it; the queued dates then merge again, and the clear the message names merges the last."""
     dag = f"zipper_{HELD}"
     af3.wait_for_dags([dag])
     af3.cli("dags", "unpause", dag)
@@ -449,32 +554,45 @@ def test_a_past_merge_cleared_while_the_next_run_waits_for_its_increment_stops_t
         return [t["state"] for t in af3.task_instances(dag, task)]
 
     def held_in_its_sensor() -> bool:
-        return states("merge")[:1] == ["success"] and states("wait_for_increment")[1:] in (
+        return states("merge")[:2] == ["success", "success"] and states("wait_for_increment")[2:] in (
             ["up_for_reschedule"],
             ["running"],
         )
 
-    af3.wait_until(held_in_its_sensor, 600, "the second run to wait for its increment")
+    af3.wait_until(held_in_its_sensor, 900, "the third run to wait for its increment")
+    last_run = af3.dag_runs(dag)[2]["run_id"]
+    logs = af3.home / "logs" / f"dag_id={dag}" / f"run_id={last_run}"
+
+    def sensor_log() -> str:
+        return "".join(p.read_text() for p in logs.glob("task_id=wait_for_increment/attempt=*.log"))
+
     af3.cli("tasks", "clear", dag, "-t", "merge", "-s", DATES[0], "-e", DATES[0], "-y")
     assert af3.dag_runs(dag)[0]["state"] == "queued"
-    write_parquet(workspace["held"] / "incr" / f"ds={DATES[1]}", INCREMENTS[DATES[1]])
+    first_run = af3.dag_runs(dag)[0]["run_id"]
+    af3.wait_until(lambda: "was cleared and is queued behind this one" in sensor_log(), 300, "the sensor to say so")
+    said = " ".join(sensor_log().split())
+    assert f"the run of {DATES[0]} (run {first_run}) was cleared and is queued behind this one" in said
+    assert f"To replay {DATES[0]} now, trigger {dag}_rerun with from_date {DATES[0]}" in said
+    assert states("wait_for_increment")[2] != "failed"  # nothing deadlocks: the run goes on waiting
+
+    af3.cli("tasks", "clear", dag, "-t", "merge", "-s", DATES[1], "-e", DATES[1], "-y")
 
     def runs() -> list[str]:
         return [r["state"] for r in af3.dag_runs(dag)]
 
     af3.wait_until(
-        lambda: runs() == ["success", "failed"], 600, "the cleared date to merge again and the later run to stop"
+        lambda: runs() == ["success", "success", "failed"],
+        600,
+        "the cleared dates to merge again and the later run to stop",
     )
-    assert states("wait_for_increment") == ["success", "failed"]
-    assert states("merge") == ["success", "upstream_failed"]
-    later_run = af3.dag_runs(dag)[1]["run_id"]
-    logs = af3.home / "logs" / f"dag_id={dag}" / f"run_id={later_run}"
-    sensor_log = "".join(p.read_text() for p in logs.glob("task_id=wait_for_increment/attempt=*.log"))
-    assert f"the run of the previous date {DATES[0]} (run {af3.dag_runs(dag)[0]['run_id']}) is queued" in sensor_log
-    assert f"airflow tasks clear {dag} -s {DATES[1]} -y" in sensor_log
+    assert states("wait_for_increment") == ["success", "success", "failed"]
+    assert states("merge") == ["success", "success", "upstream_failed"]
+    assert f"the run of the previous date {DATES[1]} (run {af3.dag_runs(dag)[1]['run_id']}) is queued" in sensor_log()
+    assert f"airflow tasks clear {dag} -s {DATES[2]} -y" in sensor_log()
 
-    af3.cli("tasks", "clear", dag, "-s", DATES[1], "-y")  # as the message says
-    af3.wait_until(lambda: runs() == ["success", "success"], 600, "the later date to merge")
+    write_parquet(workspace["held"] / "incr" / f"ds={DATES[2]}", INCREMENTS[DATES[2]])
+    af3.cli("tasks", "clear", dag, "-s", DATES[2], "-y")  # as the message says
+    af3.wait_until(lambda: runs() == ["success"] * 3, 600, "the last date to merge")
     assert_serial(af3.task_instances(dag, "merge"))
 
 

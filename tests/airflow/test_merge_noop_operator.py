@@ -12,8 +12,11 @@ from types import SimpleNamespace
 import pytest
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+from tests.airflow.support import outlet_events, task_log
 from tests.support import TableFixture, day
-from zipper.airflow.operators import ZipperMergeOperator
+from zipper.airflow.compat import make_asset
+from zipper.airflow.operators import LABEL, ZipperMergeOperator
+from zipper.core.reports import REPORT_PREFIX
 from zipper.jobs import merge
 from zipper.jobs.init import init_table
 
@@ -38,9 +41,17 @@ def committed(spark, tmp_path, unique_name):
 
 def merge_task(t: TableFixture, ds) -> tuple[ZipperMergeOperator, dict]:
     """The DAG's merge task for `ds`, its templates rendered as Airflow renders them before `execute`."""
-    operator = ZipperMergeOperator(task_id="merge", table_name=t.name, specs_dir=str(t.specs))
+    asset = make_asset(f"hive://dw/{t.name}", name=t.table)
+    operator = ZipperMergeOperator(
+        task_id="merge", table_name=t.name, table=t.table, specs_dir=str(t.specs), outlets=[asset]
+    )
     operator.application_args = [arg.replace("{{ ds }}", ds.isoformat()) for arg in operator.application_args]
-    context = {"dag": SimpleNamespace(dag_id=f"zipper_{t.name}"), "ds": ds.isoformat(), "params": {}}
+    context = {
+        "dag": SimpleNamespace(dag_id=f"zipper_{t.name}"),
+        "ds": ds.isoformat(),
+        "params": {},
+        "outlet_events": outlet_events(),
+    }
     return operator, context
 
 
@@ -70,11 +81,19 @@ def test_a_committed_date_ends_with_the_no_op_report_and_no_spark_submit(spark, 
     assert operator.noop_check_command()[-7:] == [
         "zipper.cli.main", "merge", committed.name, "--ds", day(1).isoformat(), "--json-report", "--no-spark"
     ]  # fmt: skip
-    reports = operator.execute(context)
+    with task_log() as logged:
+        reports = operator.execute(context)
     # Then its XCom is the no-op's report, for the audit task, and spark-submit was never reached
     assert spark_submits == [] and operator._hook is None
     assert [r["action"] for r in reports] == ["noop"]
     assert reports[0]["summary"] == expected.summary() and reports[0]["table"] == committed.table
+    # the table did not change: no asset event (Airflow emits one per outlet of the task: there is none left)
+    assert operator.outlets == [] and list(context["outlet_events"]) == []
+    assert context[LABEL] == f"{day(1)}: no-op (already committed with the same input)"
+    # the pre-check's summary line is in the task log once, its report line not at all
+    messages = [message for _, message in logged]
+    assert sum(expected.summary().split(";")[0] in m for m in messages) == 1, messages
+    assert not [m for m in messages if REPORT_PREFIX in m]
 
 
 def test_a_date_to_merge_goes_to_spark_submit(committed, spark_submits, monkeypatch):

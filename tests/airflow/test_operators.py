@@ -4,6 +4,7 @@ Connections come from AIRFLOW_CONN_* environment variables (no database). Given 
 
 from __future__ import annotations
 
+import datetime
 import json
 import sys
 from pathlib import Path
@@ -13,12 +14,22 @@ import pyspark
 import pytest
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+from tests.airflow.support import outlet_events, task_log
 from tests.jvm import QUICK_JIT
-from zipper.airflow.compat import AirflowException, AirflowFailException
+from zipper.airflow.compat import AirflowException, AirflowFailException, make_asset
 from zipper.airflow.hooks import ZipperSparkSubmitHook
-from zipper.airflow.operators import ZipperMergeOperator, ZipperRerunOperator, describe, rerun_args
+from zipper.airflow.operators import (
+    LABEL,
+    ZipperAuditOperator,
+    ZipperMergeOperator,
+    ZipperRerunOperator,
+    describe,
+    rerun_args,
+)
+from zipper.airflow.sensors import next_logical_dates
 from zipper.core.reports import REPORT_PREFIX
-from zipper.runtime.session import LOG_CONFIG
+from zipper.jobs.result import RunResult
+from zipper.runtime.session import LOG_CONFIG, LOG_FILE_ENV, SessionSettings, new_log_file
 
 APP = "/repo/spark_jobs/zipper_job.py"
 PYSPARK_HOME = str(Path(pyspark.__file__).parent)
@@ -151,13 +162,55 @@ def test_a_log_configuration_in_the_spark_conf_wins_over_zippers(monkeypatch, tm
         assert loaded({"spark.driver.extraJavaOptions": f"-D{name}=file:{own}"}) == str(own)
 
 
-def test_report_lines_are_collected_and_still_logged():
+def test_report_lines_are_collected_and_not_logged_again():
+    """The task log showed each result twice: the job's summary line, then the report line carrying it."""
     hook, _ = command()
     report = {"table": "dw.dim", "ds": "2024-01-02", "action": "merge", "counts": {"new": 1}, "summary": "s"}
-    lines = ["some spark output\n", REPORT_PREFIX + json.dumps(report) + "\n", f"{REPORT_PREFIX}{{not json\n"]
-    hook._process_spark_submit_log(iter(lines))
+    lines = ["some spark output\n", "s\n", REPORT_PREFIX + json.dumps(report) + "\n", f"{REPORT_PREFIX}{{not json\n"]
+    with task_log() as logged:
+        hook._process_spark_submit_log(iter(lines))
     assert hook.reports == [report]
+    assert [message for level, message in logged if level == "info"] == ["some spark output", "s"]
+    assert [level for level, message in logged if REPORT_PREFIX in message] == ["warning"]  # the unreadable one
     assert describe(report) == "s | run - | counts: new=1"
+
+
+def test_the_error_line_is_logged_as_an_error():
+    hook, _ = command()
+    with task_log() as logged:
+        hook._process_spark_submit_log(iter(["25/01/01 INFO Spark\n", f"zipper: error: {REASON}\n"]))
+    assert ("error", f"zipper: error: {REASON}") in logged
+    assert ("info", f"zipper: error: {REASON}") not in logged and hook.failure == REASON
+
+
+def counts(open_after: int) -> dict:
+    """A date's counts, as the daily merge reports them."""
+    return {"new": 1, "changed": 1, "unchanged": 0, "closed": 1, "open_after": open_after}
+
+
+def replay_report(first_open: int = 4) -> dict:
+    """What `zipper merge` of a past date whose input changed reports (jobs.result), with its replayed dates."""
+    dates = [
+        RunResult("dw.dim", day, "merge", counts=counts(n))
+        for day, n in (("2024-01-02", first_open), ("2024-01-03", first_open + 1))
+    ]
+    own = {**counts(first_open), "dates_replayed": 2}
+    result = RunResult(
+        "dw.dim", "2024-01-02", "replay", "replayed 2024-01-02..2024-01-03", own, run_id="r1", replayed=dates
+    )
+    return result.report()
+
+
+def test_a_replay_gives_one_report_per_replayed_date_then_its_own():
+    hook, _ = command()
+    report = replay_report()
+    hook._process_spark_submit_log(iter([REPORT_PREFIX + json.dumps(report) + "\n"]))
+    assert [(r["ds"], r["action"]) for r in hook.reports] == [
+        ("2024-01-02", "merge"),
+        ("2024-01-03", "merge"),
+        ("2024-01-02", "replay"),
+    ]
+    assert "replayed" not in hook.reports[-1] and hook.reports[1]["counts"]["open_after"] == 5
 
 
 def test_the_line_a_failed_job_ends_with_is_kept_for_the_task_failure():
@@ -202,18 +255,37 @@ def test_a_failure_the_job_calls_retryable_is_not_marked_final():
     assert not hook.final_failure and hook.failure == REASON and hook.reports == []
 
 
-def failed_task(monkeypatch, operator, lines: list[str]) -> AirflowException:
-    """The exception `operator.execute` ends with when spark-submit prints `lines` and fails."""
+def spark_submit_printing(monkeypatch, lines: list[str], fails: bool, driver_log: bool = True) -> None:
+    """spark-submit (the provider's execute) stands in for a job that prints `lines` through the real hook:
+    with `driver_log`, its driver writes the log file the task named (runtime.session.new_log_file does)."""
 
     def spark_submit(self, context):
         self._hook = self._get_hook()
+        if driver_log:
+            Path(self.env_vars[LOG_FILE_ENV]).parent.mkdir(parents=True, exist_ok=True)
+            Path(self.env_vars[LOG_FILE_ENV]).write_text("25/01/01 WARN Spark's own line\n")
         self._hook._process_spark_submit_log(iter(lines))
-        raise AirflowException("Cannot execute: spark-submit ...")
+        if fails:
+            raise AirflowException("Cannot execute: spark-submit ...")
 
     monkeypatch.setattr(SparkSubmitOperator, "execute", spark_submit)
-    context = {"dag": SimpleNamespace(dag_id="zipper_dim"), "ds": "2024-01-02", "params": {"from_date": "2024-01-02"}}
+
+
+def task_context(**more) -> dict:
+    return {
+        "dag": SimpleNamespace(dag_id="zipper_dim"),
+        "ds": "2024-01-02",
+        "params": {"from_date": "2024-01-02"},
+    } | more
+
+
+def failed_task(monkeypatch, operator, lines: list[str], driver_log: bool = False) -> AirflowException:
+    """The exception `operator.execute` ends with when spark-submit prints `lines` and fails."""
+    spark_submit_printing(monkeypatch, lines, fails=True, driver_log=driver_log)
+    context = task_context()
     with pytest.raises(AirflowException) as raised:
         operator.execute(context)
+    assert context[LABEL].endswith("failed")  # what the task instance shows (its rendered map index)
     return raised.value
 
 
@@ -223,19 +295,128 @@ def test_a_final_failure_fails_the_merge_without_retry_and_says_what_clears_it(m
     error = failed_task(monkeypatch, merge, failed_job_lines(final=True))
     assert isinstance(error, AirflowFailException)  # Airflow fails it at once, whatever its retries
     assert str(error) == (
-        f"{REASON} (the zipper job failed; its log is above, Spark's in {tmp_path}/logs/spark-*.log). Not retried:"
+        f"{REASON} (the zipper job failed; its log is above). Not retried:"
         " another try would fail the same way. Fix the cause (the input, the spec, or what the message asks for), then"
-        " clear this run and every later one: airflow tasks clear zipper_dim -s 2024-01-02 -y"
-        " (UI: clear this merge task with Upstream and Future)"
+        " clear this run and every later one (they stop at their first task until this date has merged):"
+        " airflow tasks clear zipper_dim -s 2024-01-02 -y (UI: clear this merge task with Upstream and Future)"
     )
 
 
-def test_a_retryable_failure_keeps_the_tasks_retries(monkeypatch, tmp_path):
+def test_a_retryable_failure_keeps_the_tasks_retries_and_names_this_runs_spark_log(monkeypatch, tmp_path):
     monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
     merge = ZipperMergeOperator(task_id="merge", table_name="dim", specs_dir=str(tmp_path))
-    error = failed_task(monkeypatch, merge, failed_job_lines(final=False))
+    error = failed_task(monkeypatch, merge, failed_job_lines(final=False), driver_log=True)
     assert type(error) is AirflowException
-    assert str(error) == f"{REASON} (the zipper job failed; its log is above, Spark's in {tmp_path}/logs/spark-*.log)"
+    # the file of this very try, which its driver wrote, not a glob over every run's
+    spark_log = merge.spark_log
+    assert spark_log.parent == tmp_path / "logs" and spark_log.name.startswith("spark-")
+    assert spark_log.name.endswith("-zipper_dim-2024-01-02-try1.log") and spark_log.is_file()
+    assert str(error) == f"{REASON} (the zipper job failed; its log is above, Spark's is {spark_log})"
+
+
+def test_the_driver_writes_its_console_to_the_file_the_task_names(monkeypatch, tmp_path):
+    """runtime.session: the file every driver of a zipper job opens for Spark's console output."""
+    named = tmp_path / "logs" / "spark-x-zipper_dim-2024-01-02-try1.log"
+    monkeypatch.setenv(LOG_FILE_ENV, str(named))
+    assert new_log_file(SessionSettings.from_env(str(tmp_path / "warehouse"))) == named and named.parent.is_dir()
+    monkeypatch.delenv(LOG_FILE_ENV)
+    assert new_log_file(SessionSettings.from_env(str(tmp_path / "warehouse"))).name.startswith("spark-2")
+
+
+def refused_replay(reason: str) -> ZipperMergeOperator:
+    """A merge whose job failed with `reason` (its hook read the job's output)."""
+    merge = ZipperMergeOperator(task_id="merge", table_name="dim", specs_dir="/specs")
+    merge._hook, _ = command()
+    merge._hook._process_spark_submit_log(iter([f"zipper: error: {reason}\n"]))
+    return merge
+
+
+def test_a_refused_past_date_says_the_table_is_unchanged_and_to_clear_only_that_merge():
+    """A cleared past date whose replay is refused (its later dates' runs succeeded): clearing every later run,
+    as the message said, re-ran dates that needed nothing."""
+    bad_input = refused_replay(f"{REASON}; nothing was changed")
+    assert bad_input._past_date_refused("zipper_dim", "2024-01-02", backfill=False) == (
+        "The table is unchanged: its later dates stay committed, and their runs need nothing. Fix the input, then"
+        " clear only this merge: airflow tasks clear zipper_dim -t merge -d -s 2024-01-02 -e 2024-01-02 -y"
+        " (UI: clear this merge task, without Future); or trigger zipper_dim_rerun with from_date 2024-01-02"
+    )
+    by_spec = refused_replay(
+        "dw.dim 2024-01-02: table is at 2024-01-05 and the input of 2024-01-03 differs from what was committed; the"
+        " spec says on_past_date: error, so replay it explicitly: `zipper rerun dim --from 2024-01-03`"
+    )
+    assert by_spec._past_date_refused("zipper_dim", "2024-01-02", backfill=False) == (
+        "The table is unchanged: its later dates stay committed, and their runs need nothing. Replay through the"
+        " rerun DAG: trigger zipper_dim_rerun with the from_date the message names"
+    )
+    part_way = refused_replay(
+        "dw.dim 2024-01-03: bad keys; the table is at 2024-01-02, the replay of 2024-01-02..2024-01-05 pending: fix"
+        " the input, then `zipper rerun dim --from 2024-01-02` (or the next merge) resumes it"
+    )
+    assert part_way._past_date_refused("zipper_dim", "2024-01-02", backfill=False).startswith(
+        "The replay stopped part way (the message says where the table is); the later dates' runs need nothing."
+        " Fix the input, then clear only this merge"
+    )
+
+
+def test_the_next_date_is_read_from_a_scheduled_and_from_a_manual_runs_interval():
+    """A scheduled (or backfill) run of D covers D..D+1; a manual one (`airflow dags test D`) D-1..D."""
+    day = datetime.timedelta(days=1)
+    d = datetime.datetime(2024, 1, 2, tzinfo=datetime.UTC)
+    scheduled = {"logical_date": d, "data_interval_start": d, "data_interval_end": d + day}
+    manual = {"logical_date": d, "data_interval_start": d - day, "data_interval_end": d}
+    assert next_logical_dates(scheduled) == next_logical_dates(manual) == [d + day]
+    assert next_logical_dates({}) == []  # a run without a logical date (Airflow 3's `airflow dags trigger`)
+
+
+ASSET = make_asset("hive://dw/dim", name="dw.dim")
+
+
+def test_a_merge_labels_its_task_and_puts_its_report_in_the_asset_event(monkeypatch, tmp_path):
+    monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
+    report = RunResult("dw.dim", "2024-01-02", "merge", counts=counts(3), run_id="r2").report()
+    spark_submit_printing(monkeypatch, ["dw.dim 2024-01-02: 1 new\n", REPORT_PREFIX + json.dumps(report)], False)
+    merge = ZipperMergeOperator(task_id="merge", table_name="dim", table="dw.dim", specs_dir="/s", outlets=[ASSET])
+    context = task_context(outlet_events=outlet_events())
+    with task_log() as logged:
+        assert merge.execute(context) == [report]
+    assert context[LABEL] == "2024-01-02: merged"
+    assert context["outlet_events"][ASSET].extra == {
+        "table": "dw.dim",
+        "date": "2024-01-02",
+        "action": "merge",
+        "counts": counts(3),
+        "run_id": "r2",
+        "dates": ["2024-01-02"],
+    }
+    assert merge.outlets == [ASSET]
+    assert ("info", f"Spark's log of this run: {merge.spark_log}") in logged
+
+
+def test_a_replay_labels_its_task_with_the_replayed_dates_and_lists_them_in_the_asset_event(monkeypatch, tmp_path):
+    monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
+    spark_submit_printing(monkeypatch, [REPORT_PREFIX + json.dumps(replay_report())], fails=False)
+    merge = ZipperMergeOperator(task_id="merge", table_name="dim", table="dw.dim", specs_dir="/s", outlets=[ASSET])
+    context = task_context(outlet_events=outlet_events())
+    reports = merge.execute(context)
+    assert context[LABEL] == "2024-01-02: replayed 2024-01-02..2024-01-03"
+    extra = context["outlet_events"][ASSET].extra
+    assert (extra["action"], extra["dates"], extra["run_id"]) == ("replay", ["2024-01-02", "2024-01-03"], "r1")
+    assert len(reports) == 3  # the audit task's XCom: each replayed date, then the run's own report
+
+
+def test_a_rerun_labels_its_task_with_the_dates_it_replayed(monkeypatch, tmp_path):
+    monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
+    dates = [RunResult("dw.dim", d, "merge", counts=counts(4)) for d in ("2024-01-02", "2024-01-03")]
+    report = RunResult("dw.dim", "2024-01-02..2024-01-03", "rerun", replayed=dates).report()
+    spark_submit_printing(monkeypatch, [REPORT_PREFIX + json.dumps(report)], fails=False)
+    rerun = ZipperRerunOperator(task_id="rerun", table="dw.dim", table_name="dim", specs_dir="/s", outlets=[ASSET])
+    context = task_context(outlet_events=outlet_events())
+    del context["ds"]  # Airflow 3's `airflow dags trigger` makes a run without a logical date
+    rerun.execute(context)
+    assert context[LABEL] == "replayed 2024-01-02..2024-01-03"
+    extra = context["outlet_events"][ASSET].extra
+    assert (extra["date"], extra["dates"]) == ("2024-01-02..2024-01-03", ["2024-01-02", "2024-01-03"])
+    assert rerun.spark_log.name.endswith("-zipper_dim-from-2024-01-02-try1.log") and rerun.spark_log.is_file()
 
 
 def test_a_final_failure_of_a_rerun_is_not_retried_either(monkeypatch, tmp_path):
@@ -315,10 +496,21 @@ def test_the_spark_submit_beside_a_python_whose_path_has_a_space_starts(monkeypa
     assert f"version {pyspark.__version__}" in started.stderr + started.stdout
 
 
+def test_after_a_replay_the_audit_logs_every_replayed_date_and_where_the_table_ended():
+    audit = ZipperAuditOperator(task_id="audit", merge_task_id="merge", table="dw.dim", table_name="dim")
+    hook, _ = command()  # the merge task's XCom: what its hook collected from the job's report line
+    hook._process_spark_submit_log(iter([REPORT_PREFIX + json.dumps(replay_report())]))
+    context = {"ds": "2024-01-02", "ti": SimpleNamespace(xcom_pull=lambda task_ids: hook.reports)}
+    with task_log() as logged:
+        assert audit.execute(context)["action"] == "replay"
+    lines = [message for level, message in logged if level == "info"]
+    assert [line.split(":")[0] for line in lines[:2]] == ["dw.dim 2024-01-02", "dw.dim 2024-01-03"]
+    assert "open_after=4" in lines[0] and "open_after=5" in lines[1]
+    assert lines[-1] == "dw.dim: replayed 2024-01-02..2024-01-03 (2 dates); the table is at 2024-01-03, 5 open rows"
+
+
 def test_an_audit_without_a_report_names_the_table_the_date_and_the_status_command(monkeypatch):
     """The warning said `zipper status <name>` and `the date`: on call had to work out both."""
-    from zipper.airflow.operators import ZipperAuditOperator
-
     audit = ZipperAuditOperator(task_id="audit", merge_task_id="merge", table="dw.dim_user", table_name="dim_user")
     context = {"ds": "2024-01-02", "ti": SimpleNamespace(xcom_pull=lambda task_ids: None)}
     warnings = []

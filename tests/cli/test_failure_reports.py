@@ -37,7 +37,7 @@ def test_a_repeated_key_is_a_final_failure(root):
     write_parquet(root / "data" / "incr" / f"ds={day(1)}", [(1, "ann", "Rome"), (1, "ann", "Lima")])
     report, error = failure_of(zipper(root, "merge", "dim", "--ds", day(1), "--json-report"))
     assert error == f"{ERROR_PREFIX}{report['error']}"
-    assert f"dw.dim {day(1)}: " in error and "keys ['id'] more than once: 1" in error
+    assert f"dw.dim {day(1)}: " in error and "1 key ['id'] more than once (2 rows) in part-" in error
     assert report == {"failed": True, "final": True, "error": report["error"]}
 
 

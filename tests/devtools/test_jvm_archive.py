@@ -37,7 +37,7 @@ def test_the_cli_driver_maps_the_archive(workspace, archive):
     assert str(archive) in jvm.driver_options()
     result = zipper(workspace, "init", "dim", **STRICT)
     assert result.returncode == 0, result.stderr
-    assert "initialized, 2 open rows" in result.stdout
+    assert "table created, base loaded: 2 open rows" in result.stdout
 
 
 def test_spark_submit_drivers_map_the_archive(workspace):

@@ -71,7 +71,7 @@ def test_snapshot_without_files_or_with_repeated_keys_fails(spark, tmp_path, uni
     with pytest.raises(InputError, match="has no files; an empty source must still be a file"):
         merge.merge_date(spark, t.spec, day(1))
     t.write_increment(spark, day(1), [(1, "ann", "Oslo"), (1, "ann", "Rome")])
-    with pytest.raises(InputError, match=r"has keys \['id'\] more than once: 1"):
+    with pytest.raises(InputError, match=r"has 1 key \['id'\] more than once \(2 rows\) in part-[^ ]*: 1$"):
         merge.merge_date(spark, t.spec, day(1))
     assert (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec)) == before
     # a snapshot file with no rows: every key closes

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import shutil
 from decimal import Decimal
 
@@ -18,6 +19,7 @@ from zipper.inputs.refusals import validate_keys
 from zipper.jobs import merge
 from zipper.jobs.broadcast import broadcast_max_bytes, broadcasts, estimated_row_bytes
 from zipper.jobs.init import init_table
+from zipper.jobs.result import Opening
 from zipper.table import catalog, check, inspect, state, vacuum
 from zipper.table.catalog import Partition
 
@@ -66,9 +68,48 @@ def test_changed_unchanged_new_and_absent_keys(spark, users):
         (3, "cid", None, "2023-12-31", OPEN),
         (4, "dan", "Oslo", "2024-01-01", OPEN),
     ]
+    # the table's first merge: it was created and its base loaded first, and says so
     assert result.summary().startswith(
-        f"{users.table} 2024-01-01: 1 new, 1 changed, 1 re-sent unchanged, 1 closed; 4 open rows after;"
+        f"{users.table} 2024-01-01: table created, base loaded as of 2023-12-31: 3 open rows;"
+        " then 1 new, 1 changed, 1 re-sent unchanged, 1 closed; 4 open rows after;"
     )
+
+
+def test_init_says_the_table_was_created_and_the_base_loaded_and_again_that_it_did_nothing(spark, users):
+    first = init_table(spark, users.spec)
+    assert re.fullmatch(
+        re.escape(f"{users.table} 2023-12-31: table created, base loaded: 3 open rows; ") + r"\d+\.\d s",
+        first.summary(),
+    ), first.summary()
+    again = init_table(spark, users.spec)
+    assert again.summary() == f"{users.table} 2023-12-31: no-op, already initialized as of 2023-12-31"
+    users.write_increment(spark, day(1), [(1, "ann", "Oslo")])
+    merged = merge.merge_date(spark, users.spec, day(1))  # the first merge after an init: an ordinary one
+    assert merged.summary().startswith(f"{users.table} 2024-01-01: 0 new, 0 changed, 1 re-sent unchanged")
+
+
+def test_the_first_merge_of_a_table_without_a_base_says_it_created_it_then_its_counts(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name, base=False)
+    t.write_increment(spark, day(1), [(1, "ann", "Oslo"), (2, "bob", "Rome")])
+    first = merge.merge_date(spark, t.spec, day(1))
+    assert first.action == "merge" and re.fullmatch(
+        re.escape(
+            f"{t.table} 2024-01-01: table created without a base; then 2 new, 0 changed, 0 re-sent unchanged,"
+            " 0 closed; 2 open rows after; "
+        )
+        + r"\d+\.\d s",
+        first.summary(),
+    ), first.summary()
+    assert first.report()["summary"] == first.summary()  # what the Airflow task logs
+    t.write_increment(spark, day(2), [(3, "cid", "Nice")])
+    assert merge.merge_date(spark, t.spec, day(2)).summary().startswith(f"{t.table} 2024-01-02: 1 new, 0 changed")
+
+
+def test_a_table_an_interrupted_init_left_is_said_initialized_not_created():
+    """Its first state is published by a later run, which did not create it."""
+    assert Opening(False, True, 5, "2023-12-31").text() == "table initialized, base loaded: 5 open rows"
+    assert Opening(False, False, 0, "2023-12-31").text(dated=True) == "table initialized without a base"
+    assert Opening(True, False, 0, "2023-12-31").text() == "table created without a base: 0 open rows"
 
 
 def test_a_day_too_large_to_broadcast_is_joined_by_a_shuffle_with_the_same_result(
@@ -577,25 +618,58 @@ def test_a_past_merge_whose_later_input_is_gone_says_why_it_needs_it_and_changes
     assert (snapshot(spark, users), version_dirs(spark, users)) == (before, dirs)
 
 
-def test_null_and_duplicate_keys_fail_and_write_nothing(spark, users):
+def only_file(folder) -> str:
+    """The name of the one Parquet file in `folder` (`write_parquet` names it anew each time)."""
+    (name,) = [f.name for f in folder.iterdir() if f.suffix == ".parquet"]
+    return name
+
+
+def test_null_and_duplicate_keys_fail_in_one_refusal_and_write_nothing(spark, users):
+    """NULL keys were refused first, and only once fixed were the repeated keys named: two runs,
+    two fixes. One refusal names both, each with its count, keys and file."""
     users.write_increment(spark, day(1), [(2, "bob", "Paris")])
     merge.merge_date(spark, users.spec, day(1))
     before, dirs = snapshot(spark, users), version_dirs(spark, users)
 
-    users.write_increment(spark, day(2), [(None, "x", "y"), (5, "e", "f"), (None, "z", "w")])
+    rows = [(None, "x", "y"), (5, "e", "f"), (None, "z", "w"), (5, "e", "g"), (7, "g", "h"), (6, "f", "g")]
+    users.write_increment(spark, day(2), rows + [(6, "f", "i"), (6, "f", "j")])
     with pytest.raises(InputError) as err:
         merge.merge_date(spark, users.spec, day(2))
+    folder, part = users.increment_dir(day(2)), only_file(users.increment_dir(day(2)))
     assert str(err.value) == (
-        f"{users.table} {day(2)}: increment {users.increment_dir(day(2))} has 2 rows with NULL in key column 'id'"
+        f"{users.table} {day(2)}: increment {folder} has 2 rows with NULL in key column 'id' in {part};"
+        f" 2 keys ['id'] more than once (5 rows) in {part}: 5, 6"
     )
+    assert err.value.final  # the same files fail the same way
 
     users.write_increment(spark, day(2), [(k, "n", "c") for k in range(30) for _ in range(2)])
     with pytest.raises(InputError) as err:
         merge.merge_date(spark, users.spec, day(2))
-    message = str(err.value)
-    assert "more than once (first 20): 0, 1, 2" in message and ", 19" in message and ", 20" not in message
-    assert users.table in message and "2024-01-02" in message and str(users.increment_dir(day(2))) in message
+    assert str(err.value) == (
+        f"{users.table} {day(2)}: increment {folder} has 30 keys ['id'] more than once (60 rows)"
+        f" in {only_file(folder)}, the first 20: " + ", ".join(str(k) for k in range(20))
+    )
     assert snapshot(spark, users) == before and version_dirs(spark, users) == dirs
+
+
+def test_key_problems_name_each_file_that_holds_them(spark, users, tmp_path):
+    """A file delivered twice, under another name, beside one with a NULL key: each problem names
+    the files that hold its keys. On the table's first date: the table it created goes too."""
+    folder = users.increment_dir(day(1))
+    write_parquet(folder, [(1, "ann", "Bergen"), (4, "dan", "Oslo")], users.schema)
+    sent = only_file(folder)
+    shutil.copy(folder / sent, folder / "part-again.parquet")
+    write_parquet(tmp_path / "late", [(None, "eve", "Rome"), (8, "fay", "Nice")], users.schema)
+    late = only_file(tmp_path / "late")
+    shutil.move(tmp_path / "late" / late, folder / late)
+    with pytest.raises(InputError) as err:
+        merge.merge_date(spark, users.spec, day(1))
+    twice = sorted([sent, "part-again.parquet"])
+    assert str(err.value) == (
+        f"{users.table} {day(1)}: increment {folder} has 1 row with NULL in key column 'id' in {late};"
+        f" 2 keys ['id'] more than once (4 rows) in {twice[0]} and {twice[1]}: 1, 4"
+    )
+    assert not catalog.table_exists(spark, users.spec)
 
 
 def test_composite_keys(spark, tmp_path, unique_name):
@@ -957,7 +1031,7 @@ def test_a_repeated_key_is_named_as_history_takes_it_whatever_the_local_time_zon
         "SELECT TIMESTAMP'2024-03-10 02:30:00' AS at, CAST('0.0000000123' AS decimal(20,10)) AS amount,"
         " X'FF' AS raw, 'a' AS v"
     )
-    rows.union(rows).write.parquet(str(t.increment_dir(day(1))))
+    rows.union(rows).coalesce(1).write.parquet(str(t.increment_dir(day(1))))
     monkeypatch.setenv("TZ", "America/New_York")
     time.tzset()
     try:
@@ -966,7 +1040,10 @@ def test_a_repeated_key_is_named_as_history_takes_it_whatever_the_local_time_zon
     finally:
         monkeypatch.undo()
         time.tzset()
-    assert str(raised.value).endswith("more than once: (2024-03-10 02:30:00, 0.0000000123, /w==)")
+    assert str(raised.value).endswith(
+        f"1 key ['at', 'amount', 'raw'] more than once (2 rows) in {only_file(t.increment_dir(day(1)))}:"
+        " (2024-03-10 02:30:00, 0.0000000123, /w==)"
+    )
 
 
 def test_check_names_a_duplicated_nan_key_in_strict_json(spark, tmp_path, unique_name):

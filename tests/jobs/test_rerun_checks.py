@@ -5,12 +5,15 @@ input or file and the column, and ending `; nothing was changed`."""
 
 from __future__ import annotations
 
+import shutil
+
 import pyarrow as pa
 import pytest
 
 from tests.inputs.test_columns import replace_files, rewritten_alike, table_and_partitions
 from tests.inputs.test_landing import LandingZone
-from tests.support import TableFixture, day, table_rows
+from tests.jobs.test_merge import only_file
+from tests.support import TableFixture, day, table_rows, write_parquet
 from zipper.core.errors import InputError
 from zipper.jobs import merge, replay
 from zipper.jobs.keys import resolve_keys
@@ -299,15 +302,20 @@ def ordered_cdc_table(spark, root, name, **source) -> TableFixture:
 
 
 # a later date's input (day 3) that its merge refuses, by the keys or the sequence, and the merge's refusal
+# (`{part}`: the input's one file)
+NULL_SEQUENCE = "1 key ['id'] with NULL in sequence_by column 'seq' (1 row) in {part}: 2"
+REPEATED_SEQUENCE = "1 key ['id'] with a repeated value in sequence_by column 'seq' (2 rows) in {part}"
 ORDER_REFUSALS = {
-    "null_sequence": (
-        [(2, "bob", "Bern", None), (3, "cid", "Pisa", 2)],
-        "has NULL in sequence_by column 'seq' for keys ['id']: 2",
-    ),
-    "null_key": ([(None, "bob", "Bern", 5), (3, "cid", "Pisa", 2)], "has 1 row with NULL in key column 'id'"),
+    "null_sequence": ([(2, "bob", "Bern", None), (3, "cid", "Pisa", 2)], f"has {NULL_SEQUENCE}"),
+    "null_key": ([(None, "bob", "Bern", 5), (3, "cid", "Pisa", 2)], "has 1 row with NULL in key column 'id' in {part}"),
     "repeated_sequence": (
         [(2, "bob", "Bern", 5), (2, "bob", "Genf", 5), (3, "cid", "Pisa", 2)],
-        "has the same sequence_by value twice for keys ['id']: 2 (seq 5)",
+        f"has {REPEATED_SEQUENCE}: 2 (seq 5)",
+    ),
+    # every problem at once, NULL keys first
+    "all": (
+        [(None, "eve", "Bern", 5), (2, "bob", "Bern", None), (3, "cid", "Pisa", 2), (3, "cid", "Genf", 2)],
+        f"has 1 row with NULL in key column 'id' in {{part}}; {NULL_SEQUENCE}; {REPEATED_SEQUENCE}: 3 (seq 2)",
     ),
 }
 
@@ -324,6 +332,7 @@ def test_an_ordered_upsert_rerun_refuses_a_later_dates_null_key_or_sequence_befo
     t = ordered_table(spark, tmp_path, unique_name)
     rows, refusal = ORDER_REFUSALS[bad]
     t.write_increment(spark, day(3), rows)
+    refusal = refusal.format(part=only_file(t.increment_dir(day(3))))
     t.write_increment(spark, day(2), [(3, "cid", "Nice", 1), (4, "dan", "Oslo", 1)])  # changed: replayed
     status = inspect.status(spark, t.spec)
     if how == "rerun":
@@ -344,6 +353,51 @@ def test_an_ordered_upsert_rerun_refuses_a_later_dates_null_key_or_sequence_befo
         assert str(raised.value) + NOTHING_CHANGED == message
 
 
+def write_files(folder, files: dict[str, list[tuple]], schema: str) -> None:
+    """`folder` holding one Parquet file per name in `files`, with its rows."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for name, rows in files.items():
+        scratch = folder.parent / f".scratch-{name}"
+        write_parquet(scratch, rows, schema)
+        shutil.move(scratch / only_file(scratch), folder / name)
+        scratch.rmdir()
+
+
+def test_a_rerun_refuses_the_earliest_bad_date_naming_all_its_key_problems_and_their_files(
+    spark, tmp_path, unique_name
+):
+    """The check of every replayed date in one job named the earliest bad date's NULL keys, and
+    only once they were fixed its repeated keys. Now every problem of that date at once, each with
+    the files that hold it; a later bad date is named at its own turn."""
+    t = TableFixture(tmp_path, unique_name)
+    t.write_base(spark, [(1, "ann", "Oslo")])
+    for n in (1, 2, 3):
+        t.write_increment(spark, day(n), [(n + 1, "bob", "Rome")])
+        merge.merge_date(spark, t.spec, day(n))
+    write_files(
+        t.increment_dir(day(2)),
+        {
+            "a.parquet": [(1, "ann", "Bergen"), (3, "cid", "Nice")],
+            "b.parquet": [(1, "ann", "Lyon"), (None, "x", "y"), (3, "cid", "Pisa")],
+        },
+        t.schema,
+    )
+    t.write_increment(spark, day(3), [(5, "eve", "Bern"), (5, "eve", "Genf")])
+    message = refused_with_nothing_changed(spark, t, t.spec, day(2))
+    assert message == (
+        f"{t.table} {day(2)}: increment {t.increment_dir(day(2))} has 1 row with NULL in key column 'id' in"
+        f" b.parquet; 2 keys ['id'] more than once (4 rows) in a.parquet and b.parquet: 1, 3{NOTHING_CHANGED}"
+    )
+
+    t.write_increment(spark, day(2), [(3, "cid", "Nice")])  # the earliest mended: the next one is named
+    message = refused_with_nothing_changed(spark, t, t.spec, day(2))
+    assert message == (
+        f"{t.table} {day(3)}: increment {t.increment_dir(day(3))} has 1 key ['id'] more than once (2 rows)"
+        f" in {only_file(t.increment_dir(day(3)))}: 5{NOTHING_CHANGED}"
+    )
+
+
 @pytest.mark.parametrize("sequence_by", ["seq", None])
 def test_a_cdc_rerun_refuses_a_later_dates_null_key_or_sequence_before_anything_changes(
     spark, tmp_path, unique_name, sequence_by
@@ -353,10 +407,11 @@ def test_a_cdc_rerun_refuses_a_later_dates_null_key_or_sequence_before_anything_
     t = ordered_cdc_table(spark, tmp_path, unique_name, sequence_by=sequence_by)
     if sequence_by:
         t.write_increment(spark, day(3), [(2, "bob", "Bern", None, 0)], ORDERED_CDC)
-        refusal = "has NULL in sequence_by column 'seq' for keys ['id']: 2"
+        refusal = f"has {NULL_SEQUENCE}"
     else:
         t.write_increment(spark, day(3), [(2, "bob", "Bern", 5, 0), (2, "bob", "Genf", 6, 0)], ORDERED_CDC)
-        refusal = "has keys ['id'] more than once: 2"
+        refusal = "has 1 key ['id'] more than once (2 rows) in {part}: 2"
+    refusal = refusal.format(part=only_file(t.increment_dir(day(3))))
     message = refused_with_nothing_changed(spark, t, t.spec, day(2))
     assert message == f"{t.table} {day(3)}: increment {t.increment_dir(day(3))} {refusal}{NOTHING_CHANGED}"
 
@@ -365,7 +420,10 @@ MARKERS = "has __rowMarker__ values other than 0 insert, 1 update, 2 delete, 4 u
 # a landing zone's rows its merge refuses (the file's rows, the refusal after the input's description)
 LANDING_REFUSALS = {
     "marker": ([(9, "E2", "Everett")], f"{MARKERS}: 9 in 00000000000000000005.parquet row 1"),
-    "null_key": ([(1, "E2", "Everett"), (0, None, "Everett")], "has 1 row with NULL in key column 'employeeid'"),
+    "null_key": (
+        [(1, "E2", "Everett"), (0, None, "Everett")],
+        "has 1 row with NULL in key column 'employeeid' in 00000000000000000005.parquet",
+    ),
     "partial_update": (
         [(1, "E2")],
         ": file 00000000000000000005.parquet has update or upsert rows (which carry the"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pyarrow.parquet as pq
 from pyspark.testing import assertDataFrameEqual
 
 from zipper.transforms import daily
@@ -69,6 +70,78 @@ def test_empty_open_partition_makes_every_row_new(spark):
 def test_key_problems_are_found(spark):
     df = spark.createDataFrame([(1, "a", "x"), (1, "b", "y"), (None, "c", "z"), (2, "d", "w")], SCHEMA_INC)
     assert [tuple(r) for r in daily.key_offenders(df, ["id"]).collect()] == [(None, 1), (1, 2)]
+
+
+def written(spark, folder, files: dict[str, list[tuple]], schema: str):
+    """`files` (name -> rows) written as Parquet files of those names in `folder`, read back as one
+    input, and the URI Spark names each file by."""
+    folder.mkdir(parents=True)
+    for name, rows in files.items():
+        pq.write_table(spark.createDataFrame(rows, schema).toArrow(), folder / name)
+    return spark.read.parquet(str(folder)), {name: (folder / name).as_uri() for name in files}
+
+
+PROBLEMS = (
+    "zipper_key_problem string, zipper_keys bigint, zipper_rows bigint,"
+    " zipper_examples array<struct<id:bigint, zipper_value:{value}, zipper_rows:bigint>>, zipper_files array<string>"
+)
+
+
+def test_key_problems_counts_every_problem_with_its_first_keys_and_the_files_that_hold_them(spark, tmp_path):
+    """NULL and repeated keys in one query: a NULL key spread over two files, key 1 in both files
+    (three rows), key 2 twice in one; key 3 once is no problem."""
+    rows, uri = written(
+        spark,
+        tmp_path / "in",
+        {
+            "part-0.parquet": [(1, "a", "x"), (1, "b", "y"), (None, "c", "z"), (3, "d", "w")],
+            "part-1.parquet": [(1, "e", "v"), (2, "f", "u"), (2, "g", "t"), (None, "h", "s"), (None, "i", "r")],
+        },
+        SCHEMA_INC,
+    )
+    both = sorted(uri.values())
+    expected = spark.createDataFrame(
+        [
+            ("null_key", 1, 3, [(None, None, 3)], both),
+            ("repeated_key", 2, 5, [(1, None, 3), (2, None, 2)], both),
+        ],
+        PROBLEMS.format(value="string"),
+    )
+    assertDataFrameEqual(daily.key_problems(rows, ["id"]), expected, checkRowOrder=False)
+    # two examples asked for: the first keys in key order, the counts still of all of them
+    first = daily.key_problems(rows.where("id IS NOT NULL"), ["id"], examples=1)
+    assert [(r.zipper_keys, [e.id for e in r.zipper_examples]) for r in first.collect()] == [(2, [1])]
+
+
+def test_key_problems_of_ordered_changes_by_date(spark, tmp_path):
+    """With an order column, a key may come several times, not with the same order twice nor a NULL
+    one; `by` (a rerun's dates) keeps each date's problems apart. Rows not read from files have none."""
+    events = spark.createDataFrame(
+        [
+            ("d1", 1, 5),
+            ("d1", 1, 5),
+            ("d1", 1, 6),
+            ("d1", 1, 6),
+            ("d1", 2, 1),
+            ("d1", 2, 2),  # key 2: two orders, no problem
+            ("d1", 3, None),
+            ("d2", None, 1),
+            ("d2", 4, 1),
+            ("d2", 4, 1),
+        ],
+        "ds string, id bigint, seq int",
+    )
+    found = daily.key_problems(events, ["id"], order="seq", by=("ds",))
+    expected = spark.createDataFrame(
+        [
+            ("d1", "repeated_order", 1, 4, [(1, 5, 4)], []),
+            ("d1", "null_order", 1, 1, [(3, None, 1)], []),
+            ("d2", "null_key", 1, 1, [(None, None, 1)], []),
+            ("d2", "repeated_order", 1, 2, [(4, 1, 2)], []),
+        ],
+        "ds string, " + PROBLEMS.format(value="int"),
+    )
+    assertDataFrameEqual(found, expected, checkRowOrder=False)
 
 
 def test_big_pass_only_routes_rows_and_keeps_their_values(spark):

@@ -14,7 +14,13 @@ from typing import Any
 
 from zipper.airflow.compat import DAG, CronDataIntervalTimetable, Param, make_asset
 from zipper.airflow.docs import asset_uri, merge_dag_doc, rerun_dag_doc
-from zipper.airflow.operators import ZipperAuditOperator, ZipperMergeOperator, ZipperRerunOperator
+from zipper.airflow.operators import (
+    DATE_LABEL,
+    RERUN_LABEL,
+    ZipperAuditOperator,
+    ZipperMergeOperator,
+    ZipperRerunOperator,
+)
 from zipper.airflow.parse_errors import report_spec_errors
 from zipper.airflow.sensors import INCREMENT_TASK, PREVIOUS_DATE_TASK, PreviousDateSensor, ZipperIncrementSensor
 from zipper.core.errors import SpecError
@@ -52,18 +58,28 @@ def _tags(spec: TableSpec) -> list[str]:
 def _job_args(spec: TableSpec, specs: Path) -> dict[str, Any]:
     return {
         "table_name": spec.name,
+        "table": spec.table,
         "specs_dir": str(specs),
         "conn_id": spec.airflow.spark_conn_id,
         "pool": spec.airflow.pool,
-        "outlets": [make_asset(asset_uri(spec), name=f"zipper_{spec.name}")],
+        "outlets": [make_asset(asset_uri(spec), name=spec.table)],  # the asset is the Hive table
     }
+
+
+def merge_dag_description(spec: TableSpec) -> str:
+    """The DAG list's one line: which table, and what the DAG does."""
+    return f"{spec.table}: daily SCD type 2 merge, one run per date (rerun: {rerun_dag_id(spec)})"
+
+
+def rerun_dag_description(spec: TableSpec) -> str:
+    return f"{spec.table}: on call's replay of dates whose input changed (trigger it with from_date)"
 
 
 def build_merge_dag(spec: TableSpec, spec_path: Path, specs: Path):
     dag_id = merge_dag_id(spec)
     with DAG(
         dag_id=dag_id,
-        description=spec.description or f"Daily SCD type 2 table {spec.table}",
+        description=merge_dag_description(spec),
         schedule=timetable(spec),
         start_date=_midnight_utc(spec.start_date),
         end_date=_midnight_utc(spec.end_date) if spec.end_date else None,
@@ -74,10 +90,20 @@ def build_merge_dag(spec: TableSpec, spec_path: Path, specs: Path):
         doc_md=merge_dag_doc(spec, spec_path, rerun_dag_id(spec)),
     ) as dag:
         # first: a run whose previous date failed fails at once instead of holding the run place
-        previous = PreviousDateSensor(task_id=PREVIOUS_DATE_TASK, mode="reschedule", poke_interval=15, retries=0)
-        merge = ZipperMergeOperator(task_id="merge", depends_on_past=True, **_job_args(spec, specs))
+        # every task instance shows the date its run merges (DATE_LABEL; the UI's Map Index column)
+        previous = PreviousDateSensor(
+            task_id=PREVIOUS_DATE_TASK, mode="reschedule", poke_interval=15, retries=0, map_index_template=DATE_LABEL
+        )
+        merge = ZipperMergeOperator(
+            task_id="merge", depends_on_past=True, map_index_template=DATE_LABEL, **_job_args(spec, specs)
+        )
         audit = ZipperAuditOperator(
-            task_id="audit", merge_task_id="merge", table=spec.table, table_name=spec.name, retries=0
+            task_id="audit",
+            merge_task_id="merge",
+            table=spec.table,
+            table_name=spec.name,
+            retries=0,
+            map_index_template=DATE_LABEL,
         )
         before_merge = previous
         if spec.airflow.sensor.enabled:
@@ -91,6 +117,7 @@ def build_merge_dag(spec: TableSpec, spec_path: Path, specs: Path):
                 poke_interval=sensor.poke_interval,
                 timeout=sensor.timeout,
                 retries=0,
+                map_index_template=DATE_LABEL,
             )
             previous >> wait
             before_merge = wait
@@ -102,7 +129,7 @@ def build_rerun_dag(spec: TableSpec, specs: Path):
     dag_id = rerun_dag_id(spec)
     with DAG(
         dag_id=dag_id,
-        description=f"Replay dates of {spec.table} (zipper rerun)",
+        description=rerun_dag_description(spec),
         schedule=None,
         start_date=_midnight_utc(spec.start_date),
         catchup=False,
@@ -111,28 +138,44 @@ def build_rerun_dag(spec: TableSpec, specs: Path):
         default_args={**_default_args(spec), "retries": 0},
         tags=_tags(spec),
         doc_md=rerun_dag_doc(spec, merge_dag_id(spec)),
-        params={
-            "from_date": Param(
-                type="string", format="date", title="From date", description="first date to replay (YYYY-MM-DD)"
-            ),
-            "to_date": Param(
-                None,
-                type=["null", "string"],
-                format="date",
-                title="To date",
-                description="last date to replay; empty: the last committed date",
-            ),
-            "uncommit_later": Param(
-                False,
-                type="boolean",
-                title="Uncommit later dates",
-                description="allow a To date before the last committed date: the dates"
-                " after it are no longer committed and their runs must run again",
-            ),
-        },
+        params=rerun_params(),
     ) as dag:
-        ZipperRerunOperator(task_id="rerun", table=spec.table, **_job_args(spec, specs))
+        ZipperRerunOperator(task_id="rerun", map_index_template=RERUN_LABEL, **_job_args(spec, specs))
     return dag
+
+
+def rerun_params() -> dict[str, Any]:
+    """The trigger form. Dates are plain text in ISO form (YYYY-MM-DD), typed as the CLI takes them: a
+    `format: date` field is a browser date picker showing the browser's locale (01/05/2024), and Airflow
+    refuses a value that is not a date at the trigger, with a traceback on the command line. Any string
+    passes here; the rerun task refuses a bad one before Spark starts, in one line naming the table.
+    Only from_date is required; the toggle may be left empty (null)."""
+    return {
+        "from_date": Param(
+            "",
+            type="string",
+            title="From date",
+            description=(
+                "First date to replay, YYYY-MM-DD (e.g. 2024-01-05). The form's Logical Date is only this"
+                " run's own time stamp: leave it; the dates replayed are these."
+            ),
+        ),
+        "to_date": Param(
+            None,
+            type=["null", "string"],
+            title="To date",
+            description="Last date to replay, YYYY-MM-DD; empty: the table's last committed date.",
+        ),
+        "uncommit_later": Param(
+            False,
+            type=["null", "boolean"],
+            title="Uncommit later dates",
+            description=(
+                "Needed only with a To date before the last committed date: the dates after it are then no"
+                " longer committed, and their runs of the daily DAG must run again."
+            ),
+        ),
+    }
 
 
 def load_table_specs(folder: Path) -> tuple[list[tuple[Path, TableSpec]], list[tuple[Path, str]]]:

@@ -109,13 +109,22 @@ def merge_dag_doc(spec: TableSpec, spec_path: Path, rerun_dag_id: str) -> str:
 
 **Tasks**: `wait_for_previous_date` (fails at once if the previous date's merge failed) →
 {sensor}`merge` (spark-submit `zipper merge {spec.name} --ds <ds>`, one date at a time:
-depends on the previous date's merge) → `audit` (the commit's counts in the task log).
-The merge updates the asset {_code(asset_uri(spec))}.
+depends on the previous date's merge) → `audit` (the commit's counts in the task log; after a
+replay, every replayed date's and where the table ended).
+The merge updates the asset {_code(spec.table)} ({_code(asset_uri(spec))}); the event's extra has
+`table`, `date`, `action`, `counts`, `run_id` and `dates`. A no-op emits no event.
+
+**Which date a run merges**: its **Logical Date** (the grid's tooltip, the run's header), not its
+Run ID or Run After, which are the next day (the end of its interval). {_date_field()}
 
 **A failed date**: fix its input, then clear its run and every later one (they failed at
 `wait_for_previous_date`): `airflow tasks clear zipper_{spec.name} -s <date> -y`, or in the UI its
 `merge` with Upstream and Future. Airflow 2.11 runs a cleared backfill run only in a backfill: then
-also `airflow dags backfill -s <date> -e <last date> zipper_{spec.name}`.
+also `airflow dags backfill -s <date> -e <last date> zipper_{spec.name}`. A cleared **past** date whose
+replay is refused (bad input{", or `on_past_date: error`" if spec.on_past_date == "error" else ""}) is
+different: the table is unchanged and the later runs keep their success; fix the input, then clear only
+that merge (`airflow tasks clear zipper_{spec.name} -t merge -d -s <date> -e <date> -y`) or trigger the
+rerun DAG. The failed task's error says which of the two cases it is.
 
 **Rerun** (on call): trigger {_code(rerun_dag_id)} with `from_date` (and optionally `to_date`),
 which runs `zipper rerun {spec.name} --from D [--to E]` at once; or clear the `merge` task of a past
@@ -126,8 +135,28 @@ its `wait_for_increment` stops it so that the cleared date runs, and names the c
 Do not `airflow dags test` a date this DAG has scheduled: it replaces that date's run.
 
 **Backfill**: Airflow 3: `airflow backfill create --dag-id zipper_{spec.name} --from-date A --to-date B
---reprocess-behavior failed`; Airflow 2.11: `airflow dags backfill -s A -e B zipper_{spec.name}`.
+--reprocess-behavior failed`, or in the UI's backfill dialog pick **Missing and Errored Runs** ("Missing
+Runs" is refused: the merge depends on past runs); Airflow 2.11: `airflow dags backfill -s A -e B
+zipper_{spec.name}`. Unpausing this DAG runs every date without a run, one at a time, from
+{spec.start_date} {_catch_up_end(spec)} (catch-up): a backfill is needed only for dates that have a run.
 """
+
+
+def _catch_up_end(spec: TableSpec) -> str:
+    if spec.end_date:
+        return f"through its `end_date`, {spec.end_date}"
+    return "up to the last date that has ended"
+
+
+def _date_field() -> str:
+    """Where the UI shows the merged date beside a task (a task cannot set its run's note)."""
+    if AIRFLOW_3:
+        return (
+            "Each task instance shows it in the **Map Index** column of the Task Instances lists (the DAG's,"
+            " a run's, Browse): `2024-01-05`, and once the merge task has ended its outcome, e.g."
+            " `2024-01-05: merged`, `2024-01-05: no-op ...`, `2024-01-05: replayed 2024-01-05..2024-01-07`."
+        )
+    return "On Airflow 2.11 a scheduled run's id names it too (`scheduled__<the merged date>`)."
 
 
 def rerun_dag_doc(spec: TableSpec, merge_dag_id: str) -> str:
@@ -139,9 +168,16 @@ date), serially, as `zipper rerun {spec.name} --from D [--to E]`. A `to_date` be
 committed date is refused unless `uncommit_later` is set: the dates after it are then no longer
 committed, and their runs of the daily DAG must be cleared to merge them again.
 
-Trigger it from the UI's form with the dates. It runs in the same pool as {_code(merge_dag_id)}
-({_code(spec.airflow.pool)}). It never writes the table at the same time as a merge: the second of
-the two to start is refused by the table's lock and replans on its retry.
+Trigger it from the UI's form: dates as YYYY-MM-DD (e.g. `2024-01-05`), typed as for the CLI. The
+form's **Logical Date** is only this run's own time stamp; leave it as it is: the dates replayed are
+`from_date` and `to_date`. From the command line:
+`airflow dags trigger {merge_dag_id}_rerun --conf '{{"from_date": "2024-01-05"}}'`.
+A missing or malformed date, or a param name it does not know, fails the task before Spark starts,
+in one line naming the table.
+
+It runs in the same pool as {_code(merge_dag_id)} ({_code(spec.airflow.pool)}). It never writes the
+table at the same time as a merge: the second of the two to start is refused by the table's lock and
+replans on its retry. Its asset event (the asset {_code(spec.table)}) lists the replayed dates.
 """
 
 

@@ -24,7 +24,10 @@ from zipper.runtime.session import SessionSettings, spark_submit_env
 
 class ZipperSparkSubmitHook(SparkSubmitHook):
     """Runs an argv list through spark-submit and collects the job's `zipper-report:` lines, the
-    line a failed job ends with (`failure`) and whether the job called its failure final."""
+    line a failed job ends with (`failure`) and whether the job called its failure final.
+
+    A report line is read, not logged: the job's summary line just above it says the same for
+    people. The error line is logged at ERROR level (the other output of the job at INFO)."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         self.embedded = False
@@ -105,22 +108,30 @@ class ZipperSparkSubmitHook(SparkSubmitHook):
         super()._process_spark_submit_log(self._collect_reports(itr))
 
     def _collect_reports(self, lines: Iterator[Any]) -> Iterator[Any]:
+        """The job's output for the provider to log, but its report lines (collected) and its error line
+        (logged here, as an error)."""
         for line in lines:
             text = line.strip()
             if text.startswith(REPORT_PREFIX):
                 self._collect_report(text)
             elif text.startswith(ERROR_PREFIX) or text == INTERRUPTED:
                 self.failure = text.removeprefix(ERROR_PREFIX)
-            yield line
+                self.log.error("%s", text)
+            else:
+                yield line
 
     def _collect_report(self, text: str) -> None:
-        """A run's report goes to `reports` (the audit task's XCom); a failure's says whether it is final."""
+        """A run's report goes to `reports` (the audit task's XCom), after one report per date it replayed;
+        a failure's says whether it is final."""
         try:
             report = json.loads(text[len(REPORT_PREFIX) :])
         except ValueError:
             self.log.warning("Unreadable zipper report line: %s", text)
             return
-        if isinstance(report, dict) and report.get("failed"):
+        if not isinstance(report, dict):
+            self.log.warning("Unreadable zipper report line: %s", text)
+        elif report.get("failed"):
             self.final_failure = report.get("final") is True
         else:
+            self.reports.extend(report.pop("replayed", None) or [])
             self.reports.append(report)

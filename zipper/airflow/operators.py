@@ -9,21 +9,31 @@ import json
 import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 from zipper.airflow import environment
-from zipper.airflow.compat import AirflowException, AirflowFailException, BaseOperator
+from zipper.airflow.compat import AIRFLOW_3, AirflowException, AirflowFailException, BaseOperator
 from zipper.airflow.docs import is_backfill_run, resume_command
 from zipper.airflow.hooks import ZipperSparkSubmitHook
+from zipper.airflow.sensors import next_date_merged
 from zipper.core.dates import iso_date
 from zipper.core.errors import StateError
 from zipper.core.reports import EXIT_NOT_NOOP, REPORT_PREFIX
 from zipper.runtime import metastore
-from zipper.runtime.session import SessionSettings, log_dir, spark_submit_conf
+from zipper.runtime.session import LOG_FILE_ENV, SessionSettings, log_dir, spark_submit_conf
 
 NOT_RETRIED = "Not retried: another try would fail the same way."
+# What a task instance shows in the UI's "Map Index" column (its rendered map_index_template): the date
+# its run merges, which neither the run's id nor its "Run After" is (both are the end of its interval).
+# A zipper task sets LABEL in its context once it knows more ("2024-01-05: merged"); Airflow renders
+# the template again when the task ends.
+LABEL = "zipper_label"
+DATE_LABEL = "{{ zipper_label | default(ds | default('')) }}"
+RERUN_LABEL = "{{ zipper_label | default('from ' ~ params.from_date) }}"
 NOOP_CHECK_TIMEOUT_S = 900  # it may start the warehouse's metastore server (metastore.START_TIMEOUT_S)
 # `off` in the worker's environment: no pre-check, every merge task runs spark-submit (as before the check)
 NOOP_CHECK_ENV = "ZIPPER_NOOP_CHECK"
@@ -42,13 +52,23 @@ class ZipperSparkJobOperator(SparkSubmitOperator):
     verb = ""
     name_suffix = ""  # templated end of the Spark application name
 
-    def __init__(self, *, table_name: str, specs_dir: str, conn_id: str = environment.DEFAULT_CONN_ID, **kwargs: Any):
+    def __init__(
+        self,
+        *,
+        table_name: str,
+        specs_dir: str,
+        table: str = "",
+        conn_id: str = environment.DEFAULT_CONN_ID,
+        **kwargs: Any,
+    ):
         kwargs.setdefault("application", str(environment.SPARK_JOB))
         kwargs.setdefault("name", f"zipper-{self.verb}-{table_name}{self.name_suffix}")
         super().__init__(conn_id=conn_id, **kwargs)
         self.table_name = table_name
+        self.table = table or table_name  # the Hive table, as zipper's messages name it
         self.specs_dir = specs_dir
         self.application_args = self.job_args(table_name)
+        self.spark_log: Path | None = None  # the file this run's Spark driver writes its console to
 
     def job_args(self, table_name: str) -> list[str]:
         """The job's arguments after spark_jobs/zipper_job.py (templated)."""
@@ -60,9 +80,21 @@ class ZipperSparkJobOperator(SparkSubmitOperator):
         return env
 
     def execute(self, context: Any) -> list[dict]:
+        try:
+            reports = self.run_job(context)
+        except Exception:
+            context[LABEL] = self.label(context, None)
+            raise
+        context[LABEL] = self.label(context, reports)
+        self.record_asset_event(context, reports)
+        return reports
+
+    def run_job(self, context: Any) -> list[dict]:
+        """spark-submit of the job; its report lines, one per replayed date first (the hook collects them)."""
         settings = SessionSettings.from_env(str(environment.warehouse()))
         self.conf = {**spark_submit_conf(settings), **(self.conf or {})}
-        self.env_vars = {**self.job_environment(), **(self.env_vars or {})}
+        self.spark_log = spark_log_file(settings, context["dag"].dag_id, self.log_tag(context), context.get("ti"))
+        self.env_vars = {**self.job_environment(), LOG_FILE_ENV: str(self.spark_log), **(self.env_vars or {})}
         self._hook = None  # built by the provider's execute, after it has added its own conf
         try:
             super().execute(context)
@@ -71,11 +103,44 @@ class ZipperSparkJobOperator(SparkSubmitOperator):
             if not failure:
                 raise
             # the job's own reason, not "Cannot execute: <command>": what the UI and alerts show
-            reason = f"{failure} (the zipper job failed; its log is above, Spark's in {log_dir(settings)}/spark-*.log)"
+            reason = f"{failure} (the zipper job failed; its log is above{self._spark_log_said()})"
             if self._hook.final_failure:  # bad input or spec: a retry would only page later
                 raise AirflowFailException(f"{reason}. {NOT_RETRIED} {self.after_fixing(context)}") from None
             raise AirflowException(reason) from None
+        if self._spark_log_said():
+            self.log.info("Spark's log of this run: %s", self.spark_log)
         return self._hook.reports
+
+    def _spark_log_said(self) -> str:
+        """`, Spark's is <file>` when this run's driver wrote it here (not when the job failed before Spark
+        started, or the driver ran elsewhere: cluster deploy mode, a Kubernetes driver)."""
+        return f", Spark's is {self.spark_log}" if self.spark_log is not None and self.spark_log.is_file() else ""
+
+    def log_tag(self, context: Any) -> str:
+        """What names this run in its Spark log file's name: its date."""
+        return context.get("ds") or "run"
+
+    def label(self, context: Any, reports: list[dict] | None) -> str:
+        """What the task instance shows in the UI's Map Index column once it has ended."""
+        ds = context.get("ds")
+        return f"{ds}: {outcome(reports)}" if ds else outcome(reports)
+
+    def record_asset_event(self, context: Any, reports: list[dict]) -> None:
+        """The outlet's event carries what the run did (`asset_extra`). A no-op changed nothing: it emits
+        none (Airflow emits one per outlet of the task that ran, so the run drops its outlets)."""
+        if not self.outlets:
+            return
+        if reports and reports[-1].get("action") == "noop":
+            self.outlets = []
+            self.log.info("No asset event: %s did not change (a no-op)", self.table)
+            return
+        extra = asset_extra(reports, self.table, context.get("ds") or "")
+        outlet_events = context.get("outlet_events")
+        if outlet_events is None:  # an execute outside a task runner
+            return
+        for outlet in self.outlets:
+            outlet_events[outlet].extra = extra
+        self.log.info("Asset event of %s: %s", self.table, json.dumps(extra, sort_keys=True))
 
     def after_fixing(self, context: Any) -> str:
         """What to do about a failure that is not retried."""
@@ -138,11 +203,11 @@ class ZipperMergeOperator(ZipperSparkJobOperator):
     def job_args(self, table_name: str) -> list[str]:
         return ["merge", table_name, "--ds", "{{ ds }}", "--json-report"]
 
-    def execute(self, context: Any) -> list[dict]:
+    def run_job(self, context: Any) -> list[dict]:
         reports = self.committed_noop()
         if reports is not None:
             return reports
-        return super().execute(context)
+        return super().run_job(context)
 
     def noop_check_command(self) -> list[str]:
         """The pre-check's argv: the job's own arguments (rendered), through the CLI, with --no-spark."""
@@ -179,7 +244,8 @@ class ZipperMergeOperator(ZipperSparkJobOperator):
             self.log.warning("The no-op check did not finish (%s): running the merge through spark-submit", exc)
             return None
         for line in (done.stdout + done.stderr).splitlines():
-            self.log.info("%s", line)
+            if not line.strip().startswith(REPORT_PREFIX):  # read below; the summary line above says it
+                self.log.info("%s", line)
         if done.returncode == EXIT_NOT_NOOP:
             self.log.info("Not a no-op told without Spark: running the merge through spark-submit")
             return None
@@ -197,17 +263,48 @@ class ZipperMergeOperator(ZipperSparkJobOperator):
         return reports
 
     def after_fixing(self, context: Any) -> str:
-        """The later runs fail at their gate while this date has not merged: they are cleared with it."""
+        """What resumes after a failure that is not retried.
+
+        A past date whose later dates have merged (a cleared date whose replay was refused: the job says
+        that nothing was changed): the table is as it was, its later dates committed; only this merge runs
+        again, or the rerun DAG replays. Otherwise the later runs fail at their gate while this date has
+        not merged: they are cleared with it."""
+        dag_id, ds = context["dag"].dag_id, context["ds"]
+        if next_date_merged(context, self.task_id):
+            return self._past_date_refused(dag_id, ds, is_backfill_run(context))
         resume = resume_command(
-            context["dag"].dag_id,
-            context["ds"],
-            is_backfill_run(context),
-            ui="UI: clear this merge task with Upstream and Future",
+            dag_id, ds, is_backfill_run(context), ui="UI: clear this merge task with Upstream and Future"
         )
         return (
             f"Fix the cause (the input, the spec, or what the message asks for), then clear this run and every"
-            f" later one: {resume}"
+            f" later one (they stop at their first task until this date has merged): {resume}"
         )
+
+    def _past_date_refused(self, dag_id: str, ds: str, backfill: bool) -> str:
+        failure = (self._hook.failure if self._hook is not None else None) or ""
+        rerun = f"{dag_id}_rerun"
+        if REFUSED_BY_SPEC in failure:  # a replay must be explicit: clearing again is refused the same way
+            return (
+                f"The table is unchanged: its later dates stay committed, and their runs need nothing. Replay"
+                f" through the rerun DAG: trigger {rerun} with the from_date the message names"
+            )
+        again = f"airflow tasks clear {dag_id} -t {self.task_id} -d -s {ds} -e {ds} -y"
+        if backfill and not AIRFLOW_3:
+            again += f", then airflow dags backfill -s {ds} -e {ds} {dag_id}"
+        where = (
+            "The replay stopped part way (the message says where the table is); the later dates' runs need nothing."
+            if REPLAY_PENDING in failure
+            else "The table is unchanged: its later dates stay committed, and their runs need nothing."
+        )
+        return (
+            f"{where} Fix the input, then clear only this merge: {again} (UI: clear this merge task, without"
+            f" Future); or trigger {rerun} with from_date {ds}"
+        )
+
+
+# Words of the job's messages (zipper.jobs.plan and replay) that the advice after a refused past date follows.
+REFUSED_BY_SPEC = "on_past_date: error"
+REPLAY_PENDING = " pending: "
 
 
 def _date_param(params: dict, key: str, required: bool, table: str) -> str | None:
@@ -231,18 +328,30 @@ class ZipperRerunOperator(ZipperSparkJobOperator):
 
     verb = "rerun"
 
-    def __init__(self, *, table: str, **kwargs: Any):
-        super().__init__(**kwargs)
-        self.table = table
-
-    def execute(self, context: Any) -> list[dict]:
+    def run_job(self, context: Any) -> list[dict]:
         self.application_args = rerun_args(self.table_name, context["params"], table=self.table)
-        return super().execute(context)
+        return super().run_job(context)
+
+    def log_tag(self, context: Any) -> str:
+        return f"from-{self.application_args[3]}"  # a triggered run has no date of its own (Airflow 3's CLI)
+
+    def label(self, context: Any, reports: list[dict] | None) -> str:
+        return outcome(reports)
+
+
+RERUN_PARAMS = ("from_date", "to_date", "uncommit_later")
 
 
 def rerun_args(table_name: str, params: dict, *, table: str) -> list[str]:
     """`rerun NAME --from D [--to E] [--uncommit-later] --json-report` from the trigger form's params, dates
-    checked; the report line says whether a failure is final."""
+    checked; the report line says whether a failure is final. The params' schema takes any string, so that a
+    bad date or name typed in `--conf` is refused here, in one line, rather than by Airflow's trigger."""
+    unknown = sorted(set(params) - set(RERUN_PARAMS))
+    if unknown:
+        raise AirflowException(
+            f"{table}: rerun param {unknown[0]!r} is not a param of this DAG: from_date (YYYY-MM-DD, required),"
+            " to_date (YYYY-MM-DD), uncommit_later (true or false); nothing was changed"
+        )
     first = _date_param(params, "from_date", required=True, table=table)
     last = _date_param(params, "to_date", required=False, table=table)
     uncommit = params.get("uncommit_later") in (True, "true", "True")
@@ -254,9 +363,55 @@ def rerun_args(table_name: str, params: dict, *, table: str) -> list[str]:
     )
 
 
+def spark_log_file(settings: SessionSettings, dag_id: str, tag: str, ti: Any = None) -> Path:
+    """The file this try's Spark driver writes its console to (zipper.runtime.session.LOG_FILE_ENV): one per
+    task try, named after the DAG and the date, so that the task's log and failure can name it."""
+    try_number = getattr(ti, "try_number", None) or 1
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    return log_dir(settings) / f"spark-{stamp}-{dag_id}-{tag}-try{try_number}.log"
+
+
+def _span(dates: list[str]) -> str:
+    return f"{dates[0]}..{dates[-1]}" if len(dates) > 1 else dates[0]
+
+
+def outcome(reports: list[dict] | None) -> str:
+    """A run's outcome in a few words, from its reports (None: it failed)."""
+    if reports is None:
+        return "failed"
+    if not reports:
+        return "done, no report (`zipper status` has the table's state)"
+    final = reports[-1]
+    action = final.get("action")
+    replayed = [r.get("ds", "?") for r in reports[:-1]]
+    if action == "noop":
+        return "no-op (already committed with the same input)"
+    if action == "replay":
+        return f"replayed {_span(replayed)}" if replayed else "replayed"
+    if action == "rerun":
+        return f"replayed {final.get('ds', '?')}"
+    return "merged"
+
+
+def asset_extra(reports: list[dict], table: str, ds: str) -> dict:
+    """The `extra` of the asset event of a run that changed the table: the table, the run's date, what it did
+    (merge, replay, rerun), the counts of its report, its run id and the dates whose partitions it wrote."""
+    final = reports[-1] if reports else {}
+    replayed = [r.get("ds") for r in reports[:-1]]
+    return {
+        "table": final.get("table", table),
+        "date": final.get("ds", ds),
+        "action": final.get("action", "unknown"),
+        "counts": final.get("counts", {}),
+        "run_id": final.get("run_id", ""),
+        "dates": replayed or ([final.get("ds", ds)] if final.get("action") == "merge" else []),
+    }
+
+
 class ZipperAuditOperator(BaseOperator):
     """Logs the counts of the day's commit, as reported by the merge job (no second Spark JVM:
-    the embedded Derby metastore allows one). The committed state itself is in the metastore."""
+    the embedded Derby metastore allows one): after a replay, every replayed date's, then the table's
+    state at the end. The committed state itself is in the metastore."""
 
     ui_color = "#b6e3b6"
 
@@ -281,6 +436,8 @@ class ZipperAuditOperator(BaseOperator):
             return None
         for report in reports:
             self.log.info("%s", describe(report))
+        if len(reports) > 1:
+            self.log.info("%s", final_state(reports))
         return reports[-1]
 
 
@@ -289,3 +446,15 @@ def describe(report: dict) -> str:
     counts = report.get("counts") or {}
     shown = ", ".join(f"{k}={counts[k]}" for k in sorted(counts))
     return f"{report.get('summary', '')} | run {report.get('run_id') or '-'} | counts: {shown or 'none'}"
+
+
+def final_state(reports: list[dict]) -> str:
+    """Where a replay left the table: its last replayed date and open rows."""
+    dates = [r.get("ds", "?") for r in reports[:-1]]
+    last = reports[-2]
+    open_rows = (last.get("counts") or {}).get("open_after", "?")
+    n = len(dates)
+    return (
+        f"{reports[-1].get('table', '?')}: replayed {_span(dates)} ({n} date{'s' if n != 1 else ''}); the table"
+        f" is at {dates[-1]}, {open_rows} open rows"
+    )

@@ -49,8 +49,31 @@ class ZipperIncrementSensor(BaseSensorOperator):
         if self.merge_task_id:
             stop_if_previous_date_queued_behind(context, self.merge_task_id)
         readiness = increment_ready(self.spec_path, self.ds)
+        if self.merge_task_id and not readiness.ready:
+            self.say_if_earlier_date_queued_behind(context)
         self.log.info("%s: %s", "found" if readiness.ready else "not yet", readiness.checked)
         return readiness.ready
+
+    def say_if_earlier_date_queued_behind(self, context: Any) -> None:
+        """A cleared earlier date (not the previous one, which stop_if_previous_date_queued_behind handles) waits
+        for this run's place; nothing deadlocks, but it starts only once this run ends, however long the
+        increment takes: say so at each check, and what replays that date now."""
+        queued = _previous_merge(context, self.merge_task_id, state="queued")
+        if queued is None or not queued.queued_behind or queued.merge_state in PASSED_STATES:
+            return
+        rerun = context["dag"].dag_id + "_rerun"
+        self.log.warning(
+            "the run of %s (run %s) was cleared and is queued behind this one: the DAG runs one date at a time,"
+            " so it starts only once this run has ended (its increment of %s has landed, or the sensor has timed"
+            " out). To replay %s now, trigger %s with from_date %s (it runs at once); that queued run is then a"
+            " no-op",
+            queued.logical,
+            queued.run_id,
+            self.ds,
+            queued.logical,
+            rerun,
+            queued.logical,
+        )
 
     def execute(self, context: Any) -> Any:
         if not self.deferrable or self.poke(context):
@@ -244,8 +267,8 @@ def _text(value: Any) -> str | None:
     return str(value.value if hasattr(value, "value") else value) if value else None
 
 
-def _previous_merge(context: Any, task_id: str) -> PreviousRun | None:
-    """The run before this one (by date), or None.
+def _previous_merge(context: Any, task_id: str, state: str | None = None) -> PreviousRun | None:
+    """The run before this one (by date), or None; with `state`, the latest earlier run in that state.
 
     Queued behind: the previous run is queued while this one runs and can only start once this
     one ends (a past date cleared after `airflow dags test` replaced its scheduled run is queued
@@ -263,14 +286,14 @@ def _previous_merge(context: Any, task_id: str) -> PreviousRun | None:
     i.e. a past date cleared while a later scheduled run is in flight; docs/airflow-operations.md.)"""
     if AIRFLOW_3:
         ti = context["ti"]
-        previous = ti.get_previous_dagrun()
+        previous = ti.get_previous_dagrun(state=state)
         if previous is None:
             return None
         found = ti.get_task_states(dag_id=ti.dag_id, run_ids=[previous.run_id])
         states = {task: _text(state) for task, state in (found.get(previous.run_id) or {}).items()}
     else:
         run = context["dag_run"]
-        previous = type(run).get_previous_dagrun(run)  # a static method on 2.11
+        previous = type(run).get_previous_dagrun(run, state=state)  # a static method on 2.11
         if previous is None:
             return None
         states = {found.task_id: _text(found.state) for found in previous.get_task_instances()}
@@ -280,3 +303,34 @@ def _previous_merge(context: Any, task_id: str) -> PreviousRun | None:
     failed = sorted(task for task, state in states.items() if state == "failed" and task != task_id)
     queued_backfill = _text(previous.state) == "queued" and _text(previous.run_type) == "backfill"
     return PreviousRun(logical, previous.run_id, states.get(task_id), queued_behind, failed, backfill, queued_backfill)
+
+
+def next_date_merged(context: Any, task_id: str) -> bool:
+    """Whether the merge of the next date has succeeded: this run's date is then a past date, committed
+    before, whose later dates stay committed.
+
+    The next date is this run's data interval end when that is after its logical date (a scheduled or
+    backfill run); a manual run's interval ends at its logical date (`airflow dags test`, a trigger
+    with a logical date), so then its logical date plus the interval's length."""
+    following = next_logical_dates(context)
+    if not following:
+        return False
+    if AIRFLOW_3:
+        ti = context["ti"]
+        merged = ti.get_ti_count(dag_id=ti.dag_id, task_ids=[task_id], logical_dates=following, states=["success"])
+        return merged > 0
+    from airflow.models.dagrun import DagRun  # on use: Airflow 2.11 only, where tasks read the database
+
+    for run in DagRun.find(dag_id=context["dag"].dag_id, execution_date=following):
+        merge = run.get_task_instance(task_id)
+        if merge is not None and _text(merge.state) == "success":
+            return True
+    return False
+
+
+def next_logical_dates(context: Any) -> list:
+    """The logical date of the run after this one, as next_date_merged reads it (none without a date)."""
+    logical, start, end = (context.get(key) for key in ("logical_date", "data_interval_start", "data_interval_end"))
+    if logical is None or start is None or end is None:
+        return []
+    return sorted({day for day in (end, logical + (end - start)) if day > logical})

@@ -132,13 +132,19 @@ def dated_rows(
     return rows
 
 
-def check_keys(rows, spec: TableSpec, descriptions: dict[str, str]) -> None:
-    """Fail as the merge of the earliest offending date would: NULL keys first, then repeated keys.
-    CSV inputs are read whole (every value typed), so that a bad value fails here too.
+def check_keys(rows, spec: TableSpec, descriptions: dict[str, str], roots: dict[str, list[str]] | None = None) -> None:
+    """Fail as the merge of the earliest offending date would, naming all its NULL and repeated
+    keys at once. CSV inputs are read whole (every value typed), so that a bad value fails here too.
 
-    `rows`: dated rows (columns + DS); `descriptions`: date -> what the input is, for the message."""
-    check_dated_keys(rows, spec, descriptions, read_all_columns=spec.source.format == "csv")
+    `rows`: dated rows (columns + DS); `descriptions`: date -> what the input is, for the message;
+    `roots`: date -> the input's paths, that name its files (`input_roots`)."""
+    check_dated_keys(rows, spec, descriptions, read_all_columns=spec.source.format == "csv", roots=roots)
 
 
 def descriptions(located: dict[dt.date, sources.Input]) -> dict[str, str]:
     return {day.isoformat(): f"increment {inp.description}" for day, inp in located.items()}
+
+
+def input_roots(located: dict[dt.date, sources.Input | None]) -> dict[str, list[str]]:
+    """Date -> the paths of its input, from which a refusal names the input's files."""
+    return {day.isoformat(): list(inp.paths) for day, inp in located.items() if inp is not None}

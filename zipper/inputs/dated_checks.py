@@ -9,29 +9,30 @@ from functools import reduce
 
 from pyspark.sql import functions as F
 
-from zipper.inputs.refusals import (
-    MAX_LISTED_KEYS,
-    collect_problems,
-    handle_problems,
-    refuse_key_offenders,
-    refuse_order_offenders,
-)
+from zipper.inputs.refusals import collect_key_problems, collect_problems, handle_problems, refuse_key_problems
 from zipper.tablespec.model import TableSpec
 from zipper.transforms import changes, daily
-from zipper.transforms.collected import as_collected
 from zipper.transforms.timelines import DS
 
 # a hash of the columns other than keys and order, there only to have Spark read them (`dated_keys`)
 READ_ALL = "zipper__read_all__"
 
 
-def check_dated_keys(rows, spec: TableSpec, descriptions: dict[str, str], read_all_columns: bool = False) -> None:
+def check_dated_keys(
+    rows,
+    spec: TableSpec,
+    descriptions: dict[str, str],
+    read_all_columns: bool = False,
+    roots: dict[str, list[str]] | None = None,
+) -> None:
     """The key checks of several dates' merges in one job, failing as the earliest offending date's
-    merge would. `rows`: each date's rows tagged with it (`rebuild_transforms.DS`), with the keys,
-    and for ordered changes their order as `changes.ORDER`: then as `validate_order` (NULL keys, a
-    NULL or repeated sequence value of a key), else as `validate_keys` (NULL, then repeated keys).
-    `descriptions`: date -> what the input is, for the message; `read_all_columns`: see
-    `daily.key_offenders`."""
+    merge would, naming all its problems at once. `rows`: each date's rows tagged with it
+    (`rebuild_transforms.DS`), with the keys, and for ordered changes their order as
+    `changes.ORDER`: then as `validate_order` (NULL keys, a NULL or repeated sequence value of a
+    key), else as `validate_keys` (NULL and repeated keys). `descriptions`: date -> what the input
+    is, for the message; `roots`: date -> the input's paths, that name its files;
+    `read_all_columns`: see `daily.key_offenders`. Once a problem is found, one more query gathers
+    every date's problems with their counts, keys and files (`refusals.collect_key_problems`)."""
     ordered = changes.ORDER in rows.columns
     read_all_columns = read_all_columns or READ_ALL in rows.columns
     found = (
@@ -39,15 +40,14 @@ def check_dated_keys(rows, spec: TableSpec, descriptions: dict[str, str], read_a
         if ordered
         else daily.key_offenders(rows, [DS, *spec.keys], read_all_columns=read_all_columns)
     )
-    offenders = as_collected(found.limit(MAX_LISTED_KEYS * 2 + 1)).collect()
-    if not offenders:
+    offender = found.limit(1).collect()  # in date order: the earliest offending date
+    if not offender:
         return
-    first = offenders[0][DS]
-    of_first = [r for r in offenders if r[DS] == first]
+    problems = collect_key_problems(rows, spec.keys, order=changes.ORDER if ordered else None, by=(DS,))
+    first = min((p[DS] for p in problems), default=offender[0][DS])
     ds, what = dt.date.fromisoformat(first), descriptions.get(first, "input")
-    if ordered:
-        refuse_order_offenders(of_first, spec, ds, what, spec.source.sequence_by)
-    refuse_key_offenders(of_first, spec, ds, what)
+    of_first = [p for p in problems if p[DS] == first]
+    refuse_key_problems(of_first, spec, ds, what, (roots or {}).get(first, []), spec.source.sequence_by)
 
 
 def check_within_days(

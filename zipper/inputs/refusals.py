@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from zipper.core.errors import InputError
+from zipper.core import fs
+from zipper.core.errors import InputError, MissingInputError
 from zipper.inputs.metrics import Seen, observe, seen_by, variable_columns
 from zipper.tablespec.model import TableSpec
 from zipper.transforms import changes, daily
@@ -57,77 +58,121 @@ def key_text(rows, keys: list[str]) -> str:
     return ", ".join(one(r) for r in rows)
 
 
-def null_keys_text(what: str, rows, keys: list[str]) -> str:
-    """The refusal of keys with a NULL: with one key column, how many rows (listing its one NULL
-    key said nothing); with several, which keys, each with its rows where they are counted."""
-
-    def rows_of(row) -> str:
-        copies = row["copies"] if "copies" in row.__fields__ else None
-        return "" if copies is None else f"{copies} row{'s' if copies != 1 else ''}"
-
-    if len(keys) == 1:
-        counted = rows_of(rows[0])
-        return f"{what} has {counted + ' with ' if counted else ''}NULL in key column {keys[0]!r}"
-    shown = ", ".join(key_text([r], keys) + (f" ({rows_of(r)})" if rows_of(r) else "") for r in rows)
-    return f"{what} has NULL in key columns {keys}: {shown}"
-
-
-def validate_keys(df, spec: TableSpec, ds: dt.date, what: str, columns: tuple[str, ...] | list[str] = ()) -> Seen:
-    """Rows (and the string bytes of `columns`) of the input; fails naming keys if any is NULL
-    or repeated. One pass over the input."""
+def validate_keys(
+    df, spec: TableSpec, ds: dt.date, what: str, columns: tuple[str, ...] | list[str] = (), roots: list[str] = ()
+) -> Seen:
+    """Rows (and the string bytes of `columns`) of the input; fails naming every NULL and
+    repeated key (`refuse_key_problems`; `roots`: the input's paths, that name its files). One
+    pass over a good input."""
     counted, observation = observe(df, "rows", variable_columns(df.schema, columns))
-    refuse_key_offenders(changes_offenders(counted, spec.keys), spec, ds, what)
+    if daily.key_offenders(counted, spec.keys).limit(1).collect():
+        refuse_key_problems(collect_key_problems(df, spec.keys), spec, ds, what, roots)
     return seen_by(observation, df)
 
 
-def refuse_key_offenders(offenders, spec: TableSpec, ds: dt.date, what: str) -> None:
-    """The refusal of a day's NULL keys, else its repeated keys (collected `daily.key_offenders`)."""
-    refuse_nulls(offenders, spec, ds, what)
-    if offenders:
-        more = " (first 20)" if len(offenders) > MAX_LISTED_KEYS else ""
-        raise InputError(
-            f"{what} has keys {spec.keys} more than once{more}: {key_text(offenders[:MAX_LISTED_KEYS], spec.keys)}",
-            **where_of(spec, ds),
-        )
-
-
-def changes_offenders(df, keys: list[str]):
-    return as_collected(daily.key_offenders(df, keys).limit(MAX_LISTED_KEYS * 2 + 1)).collect()
-
-
-def refuse_nulls(offenders, spec: TableSpec, ds: dt.date, what: str) -> None:
-    nulls = [r for r in offenders if any(r[k] is None for k in spec.keys)][:MAX_LISTED_KEYS]
-    if nulls:
-        raise InputError(null_keys_text(what, nulls, spec.keys), **where_of(spec, ds))
-
-
-def validate_order(events, spec: TableSpec, ds: dt.date, what: str, order_name: str | None, columns: list[str]) -> Seen:
-    """Rows (and string bytes of the table's `columns`) of the events; fails naming keys that are
-    NULL, and (with a sequence column, `order_name`) keys whose sequence value is NULL or repeated."""
+def validate_order(
+    events, spec: TableSpec, ds: dt.date, what: str, order_name: str | None, columns: list[str], roots: list[str] = ()
+) -> Seen:
+    """Rows (and string bytes of the table's `columns`) of the events; fails naming every NULL
+    key and (with a sequence column, `order_name`) every key whose sequence value is NULL or
+    repeated, all in one refusal (`refuse_key_problems`)."""
     counted, observation = observe(events, "events", variable_columns(events.schema, columns))
-    offenders = changes.order_offenders(counted, spec.keys).limit(MAX_LISTED_KEYS * 2 + 1)
-    refuse_order_offenders(as_collected(offenders).collect(), spec, ds, what, order_name)
+    if changes.order_offenders(counted, spec.keys).limit(1).collect():
+        found = collect_key_problems(events, spec.keys, order=changes.ORDER)
+        refuse_key_problems(found, spec, ds, what, roots, order_name)
     return seen_by(observation, events)
 
 
-def refuse_order_offenders(offenders, spec: TableSpec, ds: dt.date, what: str, order_name: str | None) -> None:
-    """The refusal of a day's NULL keys, else its keys with a NULL or repeated sequence value
-    (collected `changes.order_offenders`)."""
-    refuse_nulls(offenders, spec, ds, what)
-    if offenders:
-        nulls = [r for r in offenders if r[changes.ORDER] is None]
-        if nulls:
-            raise InputError(
-                f"{what} has NULL in sequence_by column {order_name!r} for keys {spec.keys}:"
-                f" {key_text(nulls[:MAX_LISTED_KEYS], spec.keys)}",
-                **where_of(spec, ds),
-            )
-        shown = ", ".join(
-            f"{key_text([r], spec.keys)} ({order_name} {r[changes.ORDER]})" for r in offenders[:MAX_LISTED_KEYS]
+def collect_key_problems(rows, keys: list[str], order: str | None = None, by: tuple[str, ...] = ()) -> list:
+    """`daily.key_problems` collected: a day's only once its check found one (the check of a good
+    day stays one plain aggregation; this query gathers every problem with its files at once)."""
+    found = daily.key_problems(rows, keys, order=order, by=by, examples=MAX_LISTED_KEYS)
+    return as_collected(found).collect()
+
+
+def refuse_key_problems(
+    problems, spec: TableSpec, ds: dt.date, what: str, roots: list[str] = (), order_name: str | None = None
+) -> None:
+    """One refusal naming every problem of a day's keys (collected `daily.key_problems`), so that
+    the input is fixed in one go rather than problem by problem."""
+    if problems:
+        raise InputError(key_problems_text(what, problems, spec.keys, roots, order_name), **where_of(spec, ds))
+    # the check found a problem the report does not: the files changed between the two reads
+    raise MissingInputError(
+        f"{what} has NULL or repeated keys {spec.keys}, and changed while it was read; merge it again",
+        **where_of(spec, ds),
+    )
+
+
+def key_problems_text(
+    what: str, problems, keys: list[str], roots: list[str] = (), order_name: str | None = None
+) -> str:
+    """`what has P1; P2; ...`: each problem with its count, its files and its first keys, e.g.
+    `increment /in has 2 rows with NULL in key column 'id' in part-1.parquet; 3 keys ['id'] more
+    than once (7 rows) in part-0.parquet and part-1.parquet: 1, 4, 9`. Keys are listed as `zipper
+    history --key` takes them back."""
+    by_kind = {p[daily.KEY_PROBLEM]: p for p in problems}
+    shown = [_problem_text(by_kind[kind], keys, roots, order_name) for kind in daily.KEY_PROBLEMS if kind in by_kind]
+    return f"{what} has " + "; ".join(shown)
+
+
+def _problem_text(problem, keys: list[str], roots: list[str], order_name: str | None) -> str:
+    kind, count, rows = problem[daily.KEY_PROBLEM], problem[daily.KEY_COUNT], problem[daily.ROWS]
+    examples = problem[daily.EXAMPLES]
+    files = files_text(problem[daily.FILES], roots)
+    where = f" in {files}" if files else ""
+    first = f", the first {len(examples)}" if count > len(examples) else ""
+    if kind == daily.NULL_KEY:
+        if len(keys) == 1:  # its one key is NULL: listing it says nothing
+            return f"{_counted(rows, 'row')} with NULL in key column {keys[0]!r}{where}"
+        listed = ", ".join(f"{key_text([e], keys)} ({_counted(e[daily.ROWS], 'row')})" for e in examples)
+        return f"{_counted(rows, 'row')} with NULL in key columns {keys}{where}{first}: {listed}"
+    head = f"{_counted(count, 'key')} {keys}"
+    if kind == daily.REPEATED_KEY:
+        return f"{head} more than once ({_counted(rows, 'row')}){where}{first}: {key_text(examples, keys)}"
+    name = order_name or "order"  # a landing zone's order (file, row) is never NULL nor repeated
+    if kind == daily.NULL_ORDER:
+        return (
+            f"{head} with NULL in sequence_by column {name!r} ({_counted(rows, 'row')}){where}{first}:"
+            f" {key_text(examples, keys)}"
         )
-        raise InputError(
-            f"{what} has the same sequence_by value twice for keys {spec.keys}: {shown}", **where_of(spec, ds)
-        )
+    listed = ", ".join(f"{key_text([e], keys)} ({name} {value_text(e[daily.VALUE])})" for e in examples)
+    return (
+        f"{head} with a repeated value in sequence_by column {name!r} ({_counted(rows, 'row')}){where}{first}: {listed}"
+    )
+
+
+MAX_LISTED_FILES = 5
+
+
+def files_text(files, roots: list[str] = ()) -> str:
+    """`a.parquet`, `a.parquet and b.parquet`, `a, b, c, d, e and 3 more files`: files as Spark
+    names them (URIs), each as `file_name` shows it."""
+    names = [file_name(f, roots) for f in files if f]
+    if len(names) <= 1:
+        return "".join(names)
+    if len(names) > MAX_LISTED_FILES:
+        return ", ".join(names[:MAX_LISTED_FILES]) + f" and {len(names) - MAX_LISTED_FILES} more files"
+    return ", ".join(names[:-1]) + f" and {names[-1]}"
+
+
+def file_name(path: str, roots: list[str] = ()) -> str:
+    """A file Spark read, as the user knows it: relative to the input's folder (`roots`, the input's
+    paths: `part-0.parquet`, `sub/part-1.parquet`), its name when a root is the file itself, else
+    its whole path (plain for a local one)."""
+    spelled = fs.spelled_alike(path)
+    for root in roots:
+        folder = fs.spelled_alike(root).rstrip("/")
+        if spelled == folder:
+            return fs.name_of(spelled)
+        if spelled.startswith(folder + "/"):
+            return spelled[len(folder) + 1 :]
+    return spelled
+
+
+def _counted(n: int, noun: str) -> str:
+    """`1 row`, `2 rows`."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def collect_problems(problems, keys: list[str]) -> dict:

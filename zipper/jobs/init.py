@@ -17,7 +17,7 @@ from zipper.inputs import conform, dayinput, file_types, refusals, sources
 from zipper.inputs.modes import mode_of
 from zipper.jobs.keys import resolve_keys
 from zipper.jobs.plan import init_date
-from zipper.jobs.result import RunResult
+from zipper.jobs.result import Opening, RunResult
 from zipper.table import catalog, publish, state
 from zipper.tablespec.model import TableSpec
 from zipper.transforms import daily
@@ -61,7 +61,7 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
         with file_types.explained_column_types(
             spark, spec, ds.isoformat(), located
         ):  # a file typing a column otherwise
-            refusals.validate_keys(base_df, spec, ds, base_what)
+            refusals.validate_keys(base_df, spec, ds, base_what, roots=located.paths)
 
     if (
         st.exists
@@ -74,7 +74,8 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
         # of a base since corrected; it committed nothing and holds no row, so it is made again
         drop_new_table(spark, spec, st.location)
         st = state.read_state(spark, spec)
-    if not st.exists:
+    created = not st.exists
+    if created:
         catalog.ensure_database(spark, spec.database)
         catalog.create_table(
             spark,
@@ -106,7 +107,9 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
     rows = fs.written_rows(spark, open_dir)
 
     publish.publish_init(spark, spec, st, ds, run_id, open_dir, rows, fingerprint)
-    return RunResult(spec.table, ds.isoformat(), "init", "", {"open_after": rows}, time.monotonic() - started, run_id)
+    opened = Opening(created, base_df is not None, rows, ds.isoformat())
+    seconds = time.monotonic() - started
+    return RunResult(spec.table, ds.isoformat(), "init", "", {"open_after": rows}, seconds, run_id, opened=opened)
 
 
 def _columns_from_first_increment(

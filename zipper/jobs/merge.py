@@ -106,18 +106,22 @@ def _replay_then_merge(
         time.monotonic() - started,
         done.run_id,
         outcome=done.message,
+        replayed=done.replayed,
     )
 
 
 def _init_then_apply(
     spark, spec: TableSpec, st: state.TableState, ds: dt.date, located: sources.Input, started: float
 ) -> RunResult:
-    """The first merge of a table without a base: create it, then apply the date."""
+    """The first merge of a table not initialized yet: create it (and load its base), then apply the
+    date. Its summary says so first: it is no ordinary merge."""
     created = not st.exists
-    init_table(spark, spec, None)
+    opened = init_table(spark, spec, None).opened
     st = state.read_state(spark, spec)
     try:
-        return apply.apply_date(spark, spec, st, ds, located, started)
+        result = apply.apply_date(spark, spec, st, ds, located, started)
+        result.opened = opened
+        return result
     except Exception:
         # the first date failed before its publish: no table, as before, so the fixed input starts afresh
         if created and not state.read_state(spark, spec).commits:

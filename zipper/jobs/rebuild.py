@@ -171,7 +171,8 @@ def _marked_inputs(spark, spec: TableSpec, init_ds: dt.date, found: Located) -> 
     names = [c for c, _ in table_columns]
     base = dated.read_base(spark, spec, table_columns, init_ds, found.base)
     rows = dated.dated_rows(spark, spec, table_columns, found.increments, base, init_ds)
-    dated.check_keys(rows, spec, dated.descriptions(found.increments) | {init_ds.isoformat(): "base"})
+    described = dated.descriptions(found.increments) | {init_ds.isoformat(): "base"}
+    dated.check_keys(rows, spec, described, dated.input_roots({**found.increments, init_ds: found.base}))
     tracked = conform.tracked_columns(spec, names, dates[-1].isoformat() if dates else None)
     marked = timelines.marked(rows, keys=spec.keys, columns=names, tracked=tracked)
     return Marked(marked, names, tracked)

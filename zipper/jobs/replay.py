@@ -160,6 +160,7 @@ def rerun(
         {"dates": len(plan.dates), "restored": plan.restore_from is not None},
         time.monotonic() - started,
         results[-1].run_id,
+        replayed=results,
     )
 
 
@@ -195,9 +196,10 @@ def _check_inputs(spark, spec: TableSpec, first: dt.date, replayed: dict) -> dic
 def _checked_inputs(spark, spec: TableSpec, replayed: dict) -> dict[dt.date, dayinput.CheckedInput]:
     """Every mode: each date's column types against the table's as the dates before it leave them,
     and their keys, every date in one job: NULL and repeated keys, or with sequence_by NULL and
-    repeated sequence values of a key. cdc inputs: their operations. Landing zones: their files'
-    types from the footers, their row markers and NULL keys (their merges read them again). Then the
-    changes of one key within a day that fail its merge (`dated_checks.check_within_days`), every date in one job."""
+    repeated sequence values of a key (all of the earliest bad date's in one refusal). cdc inputs:
+    their operations. Landing zones: their files' types from the footers, their row markers and NULL
+    keys (their merges read them again). Then the changes of one key within a day that fail its
+    merge (`dated_checks.check_within_days`), every date in one job."""
     table_columns = catalog.data_columns(spark, spec)
     return mode_of(spec).check_before_rerun(spark, spec, replayed, table_columns)
 

@@ -20,6 +20,10 @@ class RunResult:
     # a replay's summary: what came of it, without the reason its first progress line gave
     # (`message` holds both, for the report)
     outcome: str = ""
+    # a replay's or rerun's dates, one result each, in date order (their reports go in this one's)
+    replayed: list[RunResult] = field(default_factory=list)
+    # how this run gave the table its first state (`zipper init`, or the first merge of a table that did not exist)
+    opened: Opening | None = None
 
     def summary(self) -> str:
         if self.action == "noop":
@@ -29,11 +33,13 @@ class RunResult:
         if self.action == "replay":
             return f"{self.table} {self.ds}: {self.outcome or self.message}; {self.seconds:.1f} s"
         if self.action == "init":
-            open_rows = counted(self.counts.get("open_after", 0), "open row")
-            return f"{self.table} {self.ds}: initialized, {open_rows}; {self.seconds:.1f} s"
+            opened = self.opened or Opening(True, True, self.counts.get("open_after", 0), self.ds)
+            return f"{self.table} {self.ds}: {opened.text()}; {self.seconds:.1f} s"
         c = self.counts
         return (
-            f"{self.table} {self.ds}: {c['new']} new, {c['changed']} changed, {c['unchanged']} re-sent unchanged"
+            f"{self.table} {self.ds}: "
+            + (f"{self.opened.text(dated=True)}; then " if self.opened else "")
+            + f"{c['new']} new, {c['changed']} changed, {c['unchanged']} re-sent unchanged"
             + (f", {c['updated_in_place']} updated in place" if c.get("updated_in_place") else "")
             + (f", {c['deleted']} deleted" if "deleted" in c else "")
             + f", {c['closed']} closed; {counted(c['open_after'], 'open row')} after"
@@ -42,8 +48,9 @@ class RunResult:
         )
 
     def report(self) -> dict:
-        """Machine-readable form of the run, for schedulers (the DAGs' audit task)."""
-        return {
+        """Machine-readable form of the run, for schedulers (the DAGs' audit task); a replay's also
+        holds each replayed date's report (`replayed`)."""
+        report = {
             "table": self.table,
             "ds": self.ds,
             "action": self.action,
@@ -54,6 +61,28 @@ class RunResult:
             "join": self.join,
             "summary": self.summary(),
         }
+        if self.replayed:
+            report["replayed"] = [result.report() for result in self.replayed]
+        return report
+
+
+@dataclass(frozen=True)
+class Opening:
+    """How a run gave a table its first state, said first in its summary: the first date of a table
+    must not read like an ordinary merge (nor like a no-op)."""
+
+    created: bool  # the run created the table (else it found the empty table an interrupted init left)
+    base: bool  # it loaded the spec's base (else the table starts empty)
+    rows: int  # the open rows of the first state
+    ds: str  # the date of the first state: the base date
+
+    def text(self, dated: bool = False) -> str:
+        """`table created, base loaded: 1000 open rows`; `dated`: for the first merge, which
+        also names the base date (`base loaded as of 2023-12-31: ...`)."""
+        made = "table created" if self.created else "table initialized"
+        if not self.base:
+            return f"{made} without a base" + ("" if dated else f": {counted(self.rows, 'open row')}")
+        return f"{made}, base loaded{f' as of {self.ds}' if dated else ''}: {counted(self.rows, 'open row')}"
 
 
 def counted(n: int, noun: str) -> str:

@@ -158,8 +158,17 @@ def log_dir(settings: SessionSettings) -> Path:
     return Path(os.environ.get("ZIPPER_LOG_DIR") or default)
 
 
+# The file a driver's console output goes to when whoever started the job named it (the Airflow
+# task does, so that its failure and its log can name the file of this very run).
+LOG_FILE_ENV = "ZIPPER_SPARK_LOG"
+
+
 def new_log_file(settings: SessionSettings) -> Path:
-    """A fresh file in the log folder for one driver's console output."""
+    """A fresh file in the log folder for one driver's console output, or the one LOG_FILE_ENV names."""
+    named = os.environ.get(LOG_FILE_ENV)
+    if named:
+        Path(named).parent.mkdir(parents=True, exist_ok=True)
+        return Path(named)
     folder = log_dir(settings)
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"spark-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log"

@@ -112,7 +112,10 @@ class SourceStrategy:
         every date's keys in one job. Returns each date's input as read, for its merge to take."""
         read, replayed_columns = dated.read_increments(spark, spec, table_columns, located)
         dated.check_keys(
-            dated.dated_rows(spark, spec, replayed_columns, located, read=read), spec, dated.descriptions(located)
+            dated.dated_rows(spark, spec, replayed_columns, located, read=read),
+            spec,
+            dated.descriptions(located),
+            dated.input_roots(located),
         )
         return {day: CheckedInput(df, list(table_columns)) for day, df in read.items()}
 
@@ -152,7 +155,8 @@ class SourceStrategy:
                 flagged[ds] = changes.flag_events(events, keys=spec.keys, columns=[c for c, _ in columns], match=match)
         descriptions = {ds.isoformat(): f"increment {located[ds].description}" for ds in checked}
         if keyed:  # every date's keys (and sequence values) in one job
-            check_dated_keys(reduce(lambda a, b: a.unionByName(b), keyed), spec, descriptions)
+            rows = reduce(lambda a, b: a.unionByName(b), keyed)
+            check_dated_keys(rows, spec, descriptions, roots=dated.input_roots({ds: located[ds] for ds in checked}))
         # then every date's changes, in one job
         check_within_days(spec, flagged, descriptions, self.previous_change, refused, self.reports_anomalies)
         return checked

@@ -89,10 +89,14 @@ class Cdc(SourceStrategy):
         events, match = self.events(spec, df, columns)
         counts = self.problem_counts(spec)
         if not sequence:
-            seen = measure(events, names) if checked else validate_keys(events, spec, ds, what, names)
+            seen = measure(events, names) if checked else validate_keys(events, spec, ds, what, names, located.paths)
             collapsed_events = changes.single_changes(events, columns=names, match=match)
         else:
-            seen = measure(events, names) if checked else validate_order(events, spec, ds, what, sequence, names)
+            seen = (
+                measure(events, names)
+                if checked
+                else validate_order(events, spec, ds, what, sequence, names, located.paths)
+            )
             collapsed_events = collapsed(
                 spec, ds, what, events, names, counts, match, CDC_PREVIOUS, self.reports_anomalies
             )

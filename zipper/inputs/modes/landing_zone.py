@@ -66,7 +66,7 @@ class LandingZone(SourceStrategy):
         columns, column_changes = conform.evolve(input_columns, table_columns, spec, ds.isoformat(), what)
         names = [c for c, _ in columns]
         events = landing_events(rows, columns)
-        seen = validate_order(events, spec, ds, what, None, names)
+        seen = validate_order(events, spec, ds, what, None, names, located.paths)
         counts["source_rows"] = seen.rows
         collapsed_events = collapsed(
             spec, ds, what, events, names, counts, None, LANDING_PREVIOUS, self.reports_anomalies
@@ -117,7 +117,8 @@ class LandingZone(SourceStrategy):
                 flagged[ds] = changes.flag_events(
                     landing_events(rows, keys), keys=spec.keys, columns=spec.keys, match=None
                 )
-        check_dated_keys(reduce(lambda a, b: a.unionByName(b), keyed), spec, descriptions)
+        roots = {ds.isoformat(): list(located[ds].paths) for ds in read}
+        check_dated_keys(reduce(lambda a, b: a.unionByName(b), keyed), spec, descriptions, roots=roots)
         # then every date's changes, in one job
         check_within_days(spec, flagged, descriptions, LANDING_PREVIOUS, refused, self.reports_anomalies)
         return {}

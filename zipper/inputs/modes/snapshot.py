@@ -45,7 +45,7 @@ class Snapshot(SourceStrategy):
         columns, column_changes = conform.evolve(columns_of(df), table_columns, spec, ds.isoformat(), what)
         rows = conform.to_columns(df, columns)
         names = [c for c, _ in columns]
-        seen = measure(rows, names) if checked else validate_keys(rows, spec, ds, what, names)
+        seen = measure(rows, names) if checked else validate_keys(rows, spec, ds, what, names, located.paths)
         open_rows = spark.read.schema(conform.struct_type(columns)).parquet(st.open_partition.location)
         diff = changes.snapshot_changes(
             open_rows,

@@ -41,12 +41,16 @@ class Upsert(SourceStrategy):
         sequence = spec.source.sequence_by
         names = [c for c, _ in columns]
         if not sequence:
-            seen = measure(rows, names) if checked else validate_keys(rows, spec, ds, what, names)
+            seen = measure(rows, names) if checked else validate_keys(rows, spec, ds, what, names, located.paths)
             return Day(
                 rows, seen.rows, columns, column_changes, located, variable_bytes_per_row=seen.variable_bytes_per_row
             )
         events = changes.upsert_events(rows, columns=names, order=sequence)
-        seen = measure(events, names) if checked else validate_order(events, spec, ds, what, sequence, names)
+        seen = (
+            measure(events, names)
+            if checked
+            else validate_order(events, spec, ds, what, sequence, names, located.paths)
+        )
         flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=None)
         collapsed = changes.collapse(flagged, columns=names, deletes=False)
         result, count, scratch = materialize(spark, collapsed, run_root)
