@@ -55,9 +55,9 @@ class ThriftCatalog:
         table = self._table(spec)
         if table is None:
             return None
-        names = [column.name for column in table.partitionKeys]
-        values = {name: spec.open_end.isoformat() if name == spec.end_column else "" for name in names}
-        opened = self.metastore.partition(spec.database, spec.table_name, values, table) if len(names) == 1 else None
+        opened = self.metastore.partition(
+            spec.database, spec.table_name, {spec.end_column: spec.open_end.isoformat()}, table
+        )  # None too when the table has other partition columns: then no partition is open
         return (
             tuple(sorted((table.parameters or {}).items())),
             opened.sd.location if opened else None,

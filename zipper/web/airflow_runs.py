@@ -28,17 +28,20 @@ def latest_runs(dag_ids: list[str]) -> dict[str, dict]:
         runs = session.scalars(
             select(DagRun).join(newest, (DagRun.dag_id == newest.c.dag_id) & (DagRun.run_after == newest.c.run_after))
         ).all()
-        found = {}
-        for run in runs:
-            failed = session.scalars(
-                select(TaskInstance.task_id)
+        failed: dict[tuple[str, str], str] = {}  # (dag_id, run_id): its first failed task, one query for all
+        if runs:
+            for dag_id, run_id, task_id in session.execute(
+                select(TaskInstance.dag_id, TaskInstance.run_id, TaskInstance.task_id)
                 .where(
-                    TaskInstance.dag_id == run.dag_id,
-                    TaskInstance.run_id == run.run_id,
+                    TaskInstance.dag_id.in_(sorted({run.dag_id for run in runs})),
+                    TaskInstance.run_id.in_(sorted({run.run_id for run in runs})),
                     TaskInstance.state.in_(("failed", "upstream_failed")),
                 )
                 .order_by(TaskInstance.end_date)
-            ).first()
+            ):
+                failed.setdefault((dag_id, run_id), task_id)
+        found = {}
+        for run in runs:
             found[run.dag_id] = {
                 "dag_id": run.dag_id,
                 "run_id": run.run_id,
@@ -48,7 +51,7 @@ def latest_runs(dag_ids: list[str]) -> dict[str, dict]:
                 "start_date": run.start_date.isoformat() if run.start_date else None,
                 "end_date": run.end_date.isoformat() if run.end_date else None,
                 "note": run.note,
-                "failed_task": failed,
+                "failed_task": failed.get((run.dag_id, run.run_id)),
             }
         return found
 

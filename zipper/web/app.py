@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -29,6 +30,7 @@ HERE = Path(__file__).parent
 PAGES = Environment(loader=PackageLoader("zipper.web", "templates"), autoescape=select_autoescape())
 KEY_PARAM = re.compile(r"^([^=]+)=(.*)$", re.DOTALL)
 states = reading.StateReader()  # kept between requests: unchanged tables are not listed again
+recent = reading.RecentStates(states)  # the tables page: answered from the last read, refreshed behind
 
 
 def today() -> dt.date:
@@ -68,10 +70,15 @@ api = APIRouter(prefix="/api", dependencies=[Depends(get_user)])
 
 @api.get("/tables")
 def tables() -> dict:
-    """Every spec's table: last committed date, lag, rows, interrupted replay, last commit, latest run."""
+    """Every spec's table: last committed date, lag, rows, interrupted replay, last commit, latest run.
+
+    The states are the last read of every table (`read_at`, `read_age_s`); when that is older than
+    a few seconds a new read runs behind this answer (`refreshing`), and asking again shortly
+    gets it."""
     specs, spec_errors = _specs()
     uri = _uri()
-    read = states.states(uri, list(specs.values()))
+    reading_ = recent.states(uri, list(specs.values()))
+    read = reading_.states
     runs = airflow_runs.latest_runs([merge_dag_id(s) for s in specs.values()])
     rows = []
     for name, spec in specs.items():
@@ -89,6 +96,9 @@ def tables() -> dict:
         "spec_errors": spec_errors,
         "metastore": uri,
         "today": today().isoformat(),
+        "read_at": dt.datetime.fromtimestamp(reading_.read_at, dt.UTC).isoformat(timespec="seconds"),
+        "read_age_s": round(max(0.0, time.time() - reading_.read_at), 1),
+        "refreshing": reading_.refreshing,
     }
 
 

@@ -15,13 +15,11 @@ AIRFLOW_3 = int(airflow_version.split(".")[0]) >= 3
 URL_PREFIX = "/zipper"
 
 
-def _views() -> tuple[list[dict], list[dict]]:
+def _views() -> list[dict]:
+    """The navigation entry and the DAG tab (Airflow 3); plain data, cheap to build."""
     if not AIRFLOW_3:
-        return [], []
-    from zipper.web.app import app  # on use: FastAPI and the table readers load only in Airflow 3
-
-    apps = [{"app": app, "url_prefix": URL_PREFIX, "name": "Zipper tables"}]
-    views = [
+        return []
+    return [
         {
             "name": "Zipper tables",
             "href": f"{URL_PREFIX}/tables",
@@ -37,9 +35,20 @@ def _views() -> tuple[list[dict], list[dict]]:
             "icon": f"{URL_PREFIX}/static/zipper.svg",
         },
     ]
-    return apps, views
 
 
 class ZipperPlugin(AirflowPlugin):
     name = "zipper"
-    fastapi_apps, external_views = _views()
+    external_views = _views()
+
+    @property
+    def fastapi_apps(self) -> list[dict]:
+        """The app, imported when first asked for. Every Airflow process loads the plugins (the
+        scheduler, the DAG processor, each task run), but only the API server (and `airflow
+        plugins`) asks for the apps: importing FastAPI and the table readers up front cost every
+        task run 3-6 seconds."""
+        if not AIRFLOW_3:
+            return []
+        from zipper.web.app import app
+
+        return [{"app": app, "url_prefix": URL_PREFIX, "name": "Zipper tables"}]

@@ -47,6 +47,14 @@ const zipper = (() => {
   /* ---------- the tables page ---------- */
 
   async function tablesPage() {
+    const view = { rows: [], key: null, ascending: true };
+    sortable(document.getElementById("tables"), view, renderTables);
+    await loadTables(view, 0);
+  }
+
+  /* The API answers from its last read of the tables; when that read is older than a few seconds
+     it says `refreshing` and reads again behind the answer: ask again until the read is fresh. */
+  async function loadTables(view, attempt) {
     let data;
     try {
       data = await api("/tables");
@@ -55,26 +63,34 @@ const zipper = (() => {
       banner(error.message);
       return;
     }
+    const box = document.getElementById("banner");
+    box.replaceChildren();
+    box.hidden = true;
     if (data.pool.missing) {
       banner(
         `Airflow has no pool ${data.pool.name}: the merge and rerun tasks are never scheduled. ` +
           `Create it: airflow pools set ${data.pool.name} 4 "zipper merges"`,
       );
     }
-    const rows = data.tables.map((t) => ({
+    view.rows = data.tables.map((t) => ({
       ...t,
       last_run: t.last_commit ? countsText(t.last_commit) : "",
       run_state: t.latest_run ? t.latest_run.state : "",
     }));
-    const behind = rows.filter((t) => t.problem).length;
-    document.getElementById("summary").textContent =
-      `${rows.length} table${rows.length === 1 ? "" : "s"}, ${behind} needing attention; metastore ${data.metastore}; today ${data.today}`;
-    renderTables(rows);
-    sortable(document.getElementById("tables"), rows, renderTables);
+    sortRows(view);
+    renderTables(view.rows);
+    const behind = view.rows.filter((t) => t.problem).length;
+    const read = data.refreshing ? `state read ${Math.round(data.read_age_s)} s ago, refreshing…` : `state read at ${data.read_at}`;
+    const summary = document.getElementById("summary");
+    summary.textContent =
+      `${view.rows.length} table${view.rows.length === 1 ? "" : "s"}, ${behind} needing attention; metastore ${data.metastore}; today ${data.today}; ${read}`;
+    summary.dataset.refreshing = data.refreshing ? "yes" : "no";
     const errors = document.getElementById("spec-errors");
+    errors.replaceChildren();
     for (const problem of data.spec_errors) {
       errors.append(el("p", { class: "error", text: `spec ${problem.file}: ${problem.error}` }));
     }
+    if (data.refreshing && attempt < 40) setTimeout(() => loadTables(view, attempt + 1), 1500);
   }
 
   function renderTables(rows) {
@@ -98,27 +114,29 @@ const zipper = (() => {
     }
   }
 
-  function sortable(table, rows, render) {
-    let current = null;
-    let ascending = true;
+  function sortable(table, view, render) {
     for (const th of table.querySelectorAll("th[data-key]")) {
       th.tabIndex = 0;
       th.addEventListener("click", () => {
-        const key = th.dataset.key;
-        ascending = current === key ? !ascending : true;
-        current = key;
-        const numeric = th.dataset.type === "number";
-        rows.sort((a, b) => {
-          const x = a[key] ?? (numeric ? -Infinity : "");
-          const y = b[key] ?? (numeric ? -Infinity : "");
-          const order = numeric ? x - y : String(x).localeCompare(String(y));
-          return ascending ? order : -order;
-        });
+        view.ascending = view.key === th.dataset.key ? !view.ascending : true;
+        view.key = th.dataset.key;
+        sortRows(view);
         for (const other of table.querySelectorAll("th")) other.removeAttribute("aria-sort");
-        th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
-        render(rows);
+        th.setAttribute("aria-sort", view.ascending ? "ascending" : "descending");
+        render(view.rows);
       });
     }
+  }
+
+  function sortRows(view) {
+    if (view.key === null) return;
+    const numeric = document.querySelector(`th[data-key="${view.key}"]`).dataset.type === "number";
+    view.rows.sort((a, b) => {
+      const x = a[view.key] ?? (numeric ? -Infinity : "");
+      const y = b[view.key] ?? (numeric ? -Infinity : "");
+      const order = numeric ? x - y : String(x).localeCompare(String(y));
+      return view.ascending ? order : -order;
+    });
   }
 
   /* ---------- a table's page ---------- */
