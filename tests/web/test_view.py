@@ -8,6 +8,7 @@ run): every test reads it, and the one that removes the pool puts it back."""
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import os
 import signal
@@ -169,6 +170,9 @@ def test_the_tables_api_lists_every_spec_with_its_state_and_latest_run(view):
     assert dim["replay_interrupted"] is None and dim["lag_days"] == 0 and dim["problem"] is None
     assert tables["orders"]["exists"] is False and tables["orders"]["problem"] == "no table yet"
     assert body["pool"] == {"name": "zipper_merges", "slots": body["pool"]["slots"], "missing": False}
+    # the read it answers from: when, and whether a newer one runs behind this answer
+    assert dt.datetime.fromisoformat(body["read_at"]).utcoffset() == dt.timedelta(0)
+    assert body["read_age_s"] >= 0 and body["refreshing"] in (True, False)
 
 
 def test_a_tables_page_has_one_chart_point_and_one_commit_per_committed_date(view):
@@ -249,6 +253,7 @@ def test_the_tables_page_lists_the_tables_and_a_problem_stands_out(view, page):
     assert dim.nth(6).inner_text() == "queued"
     assert page.locator("tr[data-table='orders']").get_attribute("class") == "problem"
     assert page.locator("tr[data-table='dim']").get_attribute("class") is None
+    assert "state read" in page.locator("#summary").inner_text()
     page.screenshot(path=str(ARTIFACTS / "tables.png"), full_page=True)
     # sortable: open rows, descending on the second click
     header = page.locator("th[data-key='open_rows']")
