@@ -1,5 +1,5 @@
 # The two commands: `make demo` and `make test`. Both create or reuse .venv.
-.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test docs bench bench-floor bench-parse bench-replay bench-startup bench-metastore bench-backfill clean
+.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test docs bench bench-floor bench-parse bench-replay bench-startup bench-metastore bench-backfill bench-view clean
 
 AIRFLOW_HOME ?= $(CURDIR)/airflow_home
 ZIPPER_SPECS ?= $(CURDIR)/dags/tables
@@ -59,6 +59,10 @@ bench-metastore: setup
 # An Airflow backfill of 10 dates, 5 already committed: every merge through spark-submit against the no-Spark pre-check.
 bench-backfill: setup
 	.venv/bin/python bench/bench_backfill.py
+
+# The Zipper view over 50 tables: its JSON API through Airflow's API server, the tables page in Chromium.
+bench-view: setup
+	.venv/bin/python bench/bench_view.py
 
 # The warehouse's metastore server is stopped (by its pid) before its folder goes.
 clean:

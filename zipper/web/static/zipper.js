@@ -90,7 +90,7 @@ const zipper = (() => {
     for (const problem of data.spec_errors) {
       errors.append(el("p", { class: "error", text: `spec ${problem.file}: ${problem.error}` }));
     }
-    if (data.refreshing && attempt < 40) setTimeout(() => loadTables(view, attempt + 1), 1500);
+    if (data.refreshing && attempt < 40) setTimeout(() => loadTables(view, attempt + 1), 1000);
   }
 
   function renderTables(rows) {
