@@ -41,7 +41,9 @@ def test_landing_zone_merge_and_a_refused_change_file(tmp_path):
     write(folder, 1, [(0, "E0001", "Redmond"), (0, "E0002", "Redmond"), (1, "E0001", "Bellevue")])
     first = probe(tmp_path, "dw.emp", "merge", "emp", "--ds", day(1))
     assert first["exit"] == 0, first["stderr"]
-    assert first["stdout"].startswith("dw.emp 2024-01-01: 2 new, 0 changed, 0 re-sent unchanged, 0 deleted, 0 closed;")
+    assert first["stdout"].startswith(
+        "dw.emp 2024-01-01: table created without a base; then 2 new, 0 changed, 0 re-sent unchanged, 0 deleted, 0 closed;"
+    )
     assert "1 landing-zone file, 3 changes" in first["stdout"]
     assert first["after"]["rows"] == [["E0001", "Bellevue", day(1), OPEN], ["E0002", "Redmond", day(1), OPEN]]
     history = zipper(tmp_path, "history", "emp", "--key", "EmployeeID=E0001", "--format", "csv")
