@@ -95,3 +95,18 @@ def test_spec_files_are_parsed_again_only_when_one_changed(tmp_path):
     entries = reading.load_specs(folder)
     assert [e.spec.name if e.spec else e.path.name for e in entries] == ["dim_a", "dim_c.yaml"]
     assert entries[1].error
+
+
+def test_a_request_during_the_starts_read_waits_for_it_instead_of_reading_again(tmp_path):
+    specs = specs_in(tmp_path, "dim_a", "dim_b")
+    reader, clock = CountingReader(), Clock()
+    recent = reading.RecentStates(reader, clock=clock)
+    reader.release.clear()
+    recent.prime("thrift://h:1", specs)  # as the API server starts: a read behind it
+    answers = []
+    request = threading.Thread(target=lambda: answers.append(recent.states("thrift://h:1", specs)))
+    request.start()
+    reader.release.set()
+    request.join(timeout=60)
+    assert reader.asked == [["dim_a", "dim_b"]]  # one read: the request used the start's
+    assert answers[0].read_at == clock.now and not answers[0].refreshing

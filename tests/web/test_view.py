@@ -26,6 +26,7 @@ from tests.cli.helpers import day, make_spec, write_parquet, zipper_in_one_jvm
 from tests.web.browser import ARGS, require_chromium
 from zipper.devtools.airflow_home import airflow, airflow_env, setup
 from zipper.devtools.local_airflow import free_port
+from zipper.runtime.metastore import MetastoreService
 
 pytestmark = [pytest.mark.slow, pytest.mark.airflow, pytest.mark.subprocess]
 
@@ -48,6 +49,7 @@ class View:
     token: str
     home: Path
     env: dict
+    log: Path  # the API server's output
 
     def get(self, path: str, token: str | None = "default", method: str = "GET", body=None) -> tuple[int, dict | str]:
         data = json.dumps(body).encode() if body is not None else None
@@ -108,6 +110,12 @@ def view(tmp_path_factory):
     setup(home, api_port=port, env=env)
     airflow(home, "dags", "reserialize", env=env)
     airflow(home, "dags", "trigger", "zipper_dim", "--run-id", "manual__view", env=env)  # queued: no scheduler here
+    # The API server reads every table as it starts when the warehouse's metastore is up (the
+    # merges' driver starts it first thing): so that its start has something to read
+    service = MetastoreService(root / "warehouse")
+    while service.running() is None:
+        assert not merged.done() or merged.exception() is None, merged.exception()
+        time.sleep(0.5)
     log = root / "api-server.log"
     with open(log, "wb") as out:
         server = subprocess.Popen(
@@ -121,7 +129,14 @@ def view(tmp_path_factory):
         url = f"http://127.0.0.1:{port}"
         _wait_until_serving(url, server, log)
         assert merged.result() == [0] * len(DAYS)
-        yield View(url, _token(url, home), home, env)
+        merges_done = time.time()
+        served = View(url, _token(url, home), home, env, log)
+        # The tables page answers from its last read: until that read is one made after the merges
+        deadline = time.monotonic() + READY_S
+        while dt.datetime.fromisoformat(served.get("/zipper/api/tables")[1]["read_at"]).timestamp() < merges_done:
+            assert time.monotonic() < deadline, "the tables page never read the tables after the merges"
+            time.sleep(1)
+        yield served
     finally:
         merging.shutdown(wait=True)
         with contextlib.suppress(ProcessLookupError):
@@ -173,6 +188,12 @@ def test_the_tables_api_lists_every_spec_with_its_state_and_latest_run(view):
     # the read it answers from: when, and whether a newer one runs behind this answer
     assert dt.datetime.fromisoformat(body["read_at"]).utcoffset() == dt.timedelta(0)
     assert body["read_age_s"] >= 0 and body["refreshing"] in (True, False)
+
+
+def test_the_api_server_read_the_tables_as_it_started(view):
+    """The start's read (app.warm_up): the first view answers from memory, not after a read."""
+    said = [line for line in view.log.read_text(errors="replace").splitlines() if "zipper view: read" in line]
+    assert said and "read 2 tables from thrift://" in said[0], said
 
 
 def test_a_tables_page_has_one_chart_point_and_one_commit_per_committed_date(view):

@@ -13,6 +13,7 @@ from airflow.plugins_manager import AirflowPlugin
 
 AIRFLOW_3 = int(airflow_version.split(".")[0]) >= 3
 URL_PREFIX = "/zipper"
+_warmed_up = False
 
 
 def _views() -> list[dict]:
@@ -49,6 +50,10 @@ class ZipperPlugin(AirflowPlugin):
         task run 3-6 seconds."""
         if not AIRFLOW_3:
             return []
-        from zipper.web.app import app
+        global _warmed_up
+        from zipper.web import app
 
-        return [{"app": app, "url_prefix": URL_PREFIX, "name": "Zipper tables"}]
+        if not _warmed_up:  # the API server asks once, as it starts: the tables are read behind it
+            _warmed_up = True
+            app.warm_up()
+        return [{"app": app.app, "url_prefix": URL_PREFIX, "name": "Zipper tables"}]

@@ -9,6 +9,7 @@ table on those two calls, so the tables page answers from the last read of every
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -23,6 +24,7 @@ from zipper.table.thrift_catalog import ThriftCatalog
 from zipper.tablespec.loader import scan_specs, spec_files, specs_dir
 from zipper.tablespec.model import TableSpec
 
+log = logging.getLogger(__name__)
 CONNECTIONS = 4  # thrift connections side by side: the server answers each in milliseconds
 EXTERNAL_URI_ENV = "ZIPPER_METASTORE_URI"  # with ZIPPER_METASTORE=external: where the view reads
 
@@ -70,12 +72,17 @@ def _file_stats(paths) -> tuple:
     return tuple(found)
 
 
-def metastore_uri(warehouse: Path) -> str:
+def metastore_uri(warehouse: Path, start: bool = True) -> str | None:
     """The thrift URI the view reads: the warehouse's server (started if down, as any zipper
-    command would), or ZIPPER_METASTORE_URI for an external metastore."""
+    command would; with `start=False`, None when it is down), or ZIPPER_METASTORE_URI for an
+    external metastore."""
     mode = metastore.mode()
     if mode == "local":
-        return metastore.MetastoreService(warehouse).ensure().uri
+        service = metastore.MetastoreService(warehouse)
+        if not start:
+            running = service.running()
+            return running.uri if running else None
+        return service.ensure().uri
     if mode == "external":
         uri = os.environ.get(EXTERNAL_URI_ENV)
         if not uri:
@@ -151,19 +158,25 @@ class RecentStates:
 
     A read younger than `fresh_s` is answered as it is. An older one is answered at once too, and
     a refresh starts in the background (one at a time): the page says how old its read is and
-    asks again until it is fresh. A read older than `max_age_s`, or none (the first view after a
-    start, a spec added), is made while the request waits."""
+    asks again until it is fresh. A read older than `max_age_s`, or none (a spec added, or no
+    read since the start), is made while the request waits; a read already under way (the one
+    `prime` starts with the API server) is waited for rather than made twice."""
 
-    def __init__(self, reader: StateReader, fresh_s: float = 10, max_age_s: float = 900, clock=time.time) -> None:
+    def __init__(self, reader: StateReader, fresh_s: float = 10, max_age_s: float = 3600, clock=time.time) -> None:
         self.reader, self.fresh_s, self.max_age_s, self.clock = reader, fresh_s, max_age_s, clock
         self._reads: dict[str, tuple[float, dict]] = {}  # by URI: (read at, {spec.table: state})
-        self._refreshing: dict[str, threading.Thread] = {}  # by URI: the refresh under way
+        self._refreshing: dict[str, threading.Thread] = {}  # by URI: the read under way behind the answers
         self._lock = threading.Lock()
 
     def states(self, uri: str, specs: list[TableSpec]) -> Reading:
-        now = self.clock()
         with self._lock:
             read_at, found = self._reads.get(uri, (None, {}))
+            running = self._refreshing.get(uri)
+        if running is not None and (read_at is None or self.clock() - read_at > self.max_age_s):
+            running.join()
+            with self._lock:
+                read_at, found = self._reads.get(uri, (None, {}))
+        now = self.clock()
         if read_at is None or now - read_at > self.max_age_s:
             read_at, found = now, self._read(uri, specs)
             with self._lock:
@@ -176,11 +189,17 @@ class RecentStates:
                 self._reads[uri] = (read_at, found)
         refreshing = now - read_at > self.fresh_s
         if refreshing:
-            with self._lock:
-                if uri not in self._refreshing:
-                    self._refreshing[uri] = threading.Thread(target=self._refresh, args=(uri, specs), daemon=True)
-                    self._refreshing[uri].start()
+            self.prime(uri, specs)
         return Reading({spec.name: found[spec.table] for spec in specs}, read_at, refreshing)
+
+    def prime(self, uri: str, specs: list[TableSpec]) -> None:
+        """Read every table behind the caller, unless a read is under way already."""
+        with self._lock:
+            if uri not in self._refreshing:
+                self._refreshing[uri] = threading.Thread(
+                    target=self._refresh, args=(uri, specs), name="zipper-view-read", daemon=True
+                )
+                self._refreshing[uri].start()
 
     def _read(self, uri: str, specs: list[TableSpec]) -> dict:
         by_name = self.reader.states(uri, specs)
@@ -192,7 +211,9 @@ class RecentStates:
             found = self._read(uri, specs)
             with self._lock:
                 self._reads[uri] = (read_at, found)
-        except Exception:  # the next request reads again while it waits, and shows what failed
+            log.info("zipper view: read %d tables from %s in %.1f s", len(found), uri, self.clock() - read_at)
+        except Exception as exc:  # the next request reads while it waits, and shows what failed
+            log.warning("zipper view: reading the tables from %s failed: %s", uri, exc)
             with self._lock:
                 self._reads.pop(uri, None)
         finally:
@@ -200,7 +221,7 @@ class RecentStates:
                 self._refreshing.pop(uri, None)
 
     def settle(self, timeout: float | None = None) -> None:
-        """Until the refreshes under way have ended (tests and benchmarks: a read they can rely on)."""
+        """Until the read under way behind the answers has ended (tests and benchmarks)."""
         with self._lock:
             running = list(self._refreshing.values())
         for thread in running:
