@@ -20,7 +20,8 @@ def test_a_warehouse_path_with_a_space_merges(tmp_path):
     result = zipper(root, "merge", "dim", "--ds", day(1))
 
     assert result.returncode == 0, result.stderr
-    assert f"dw.dim {day(1)}: 1 new, 1 changed," in result.stdout
+    assert result.stdout.startswith(f"dw.dim {day(1)}: table created, base loaded as of 2023-12-31: 1 open row; then")
+    assert "1 new, 1 changed," in result.stdout
     warehouse = root / "warehouse"
     assert (warehouse / "metastore_db").is_dir() and (warehouse / "derby.log").is_file()
     assert list((warehouse / "dw.db" / "dim").rglob("*.parquet"))
