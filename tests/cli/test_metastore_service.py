@@ -19,7 +19,17 @@ from pathlib import Path
 import pytest
 
 from tests import metastores
-from tests.cli.helpers import BIN, day, env_for, make_spec, probe, wait_for_jvms, write_parquet, zipper
+from tests.cli.helpers import (
+    BIN,
+    day,
+    env_for,
+    make_spec,
+    probe,
+    wait_for_jvms,
+    write_parquet,
+    zipper,
+    zipper_in_one_jvm,
+)
 from tests.cli.test_cli import assert_one_line_error
 from zipper.runtime.metastore import MetastoreService
 
@@ -71,8 +81,7 @@ def status(root: Path, name: str) -> dict:
 
 def test_merges_of_two_tables_run_side_by_side_and_both_commit(tmp_path):
     root = workspace(tmp_path, "dim_a", "dim_b")
-    for name in ("dim_a", "dim_b"):
-        assert zipper(root, "init", name).returncode == 0
+    assert zipper_in_one_jvm(root, ["init", "dim_a"], ["init", "dim_b"]) == [0, 0]
     # Given a merge of dim_a held just before its publish
     hold = root / "hold_a"
     merge_a = held(root, hold, "before_publish", "merge", "dim_a", "--ds", day(1))
@@ -93,8 +102,7 @@ def test_merges_of_two_tables_run_side_by_side_and_both_commit(tmp_path):
 
 def test_one_writer_per_table_and_reads_answer_during_a_merge(tmp_path):
     root = workspace(tmp_path, "dim")
-    assert zipper(root, "init", "dim").returncode == 0
-    assert zipper(root, "merge", "dim", "--ds", day(1)).returncode == 0
+    assert zipper_in_one_jvm(root, ["init", "dim"], ["merge", "dim", "--ds", day(1)]) == [0, 0]
     before = status(root, "dim")
     hold = root / "hold"
     merge = held(root, hold, "before_publish", "merge", "dim", "--ds", day(2))
