@@ -659,17 +659,18 @@ def test_a_run_waiting_for_a_stranded_run_of_a_cancelled_backfill_says_how_to_re
         300,
         "the scheduler to close the cancelled backfill",
     )
-    af3.cli(
-        "backfill",
-        "create",
-        "--dag-id",
-        dag,
-        "--from-date",
-        DATES[0],
-        "--to-date",
-        DATES[0],
-        "--reprocess-behavior",
-        "failed",
-    )
+    # Once seen closed, a create was still refused on a loaded machine ("Another backfill is
+    # running"), as the hint warns: ask again until Airflow takes it, as the user would
+    created = []
+
+    def create() -> bool:
+        done = af3.cli(*recreate, check=False)
+        created.append(done)
+        return done.returncode == 0 or "Another backfill is running" not in done.stderr
+
+    recreate = ("backfill", "create", "--dag-id", dag, "--from-date", DATES[0], "--to-date", DATES[0])
+    recreate += ("--reprocess-behavior", "failed")
+    af3.wait_until(create, 300, "Airflow to take the new backfill")
+    assert created[-1].returncode == 0, created[-1].stderr[-2000:]
     af3.wait_until(lambda: [state for _, state in runs()] == ["success", "success"], 600, "both dates to merge")
     assert_serial(af3.task_instances(dag, "merge"))
