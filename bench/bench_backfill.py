@@ -43,7 +43,6 @@ import json
 import os
 import platform
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -55,6 +54,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 import bench_replay as replay  # noqa: E402  (bench/ is not a package on the path when run as a script)
+from benchkit import stop_on_sigterm  # noqa: E402  (bench/, the scripts' folder)
 
 from zipper.airflow.operators import NOOP_CHECK_ENV  # noqa: E402
 from zipper.core.reports import EXIT_NOT_NOOP  # noqa: E402
@@ -323,15 +323,6 @@ def report(args, dates: list[str], committed: int, samples: dict[str, list[Backf
 
 
 # ---------------------------------------------------------------- main
-
-
-def stop_on_sigterm() -> None:
-    """A SIGTERM (a killed job) unwinds through main's finally, which stops Airflow and the server."""
-
-    def handler(signum, frame):
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, handler)
 
 
 def main(argv=None) -> int:

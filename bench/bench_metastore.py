@@ -47,7 +47,6 @@ import os
 import platform
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -59,6 +58,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 import bench_replay as replay  # noqa: E402  (bench/ is not a package on the path when run as a script)
+from benchkit import stop_on_sigterm  # noqa: E402  (bench/, the scripts' folder)
 
 NAME = replay.NAME
 TABLE = f"bench.{NAME}"
@@ -466,15 +466,6 @@ def report(args, samples: Samples, split, notes: list[str], load_at_start, dbt_v
 
 
 # ---------------------------------------------------------------- main
-
-
-def stop_on_sigterm() -> None:
-    """A SIGTERM (a killed job) unwinds through main's finally, which stops the servers."""
-
-    def handler(signum, frame):
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, handler)
 
 
 def main(argv=None) -> int:

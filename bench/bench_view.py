@@ -80,6 +80,7 @@ import psutil
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(REPO))  # tests.cli.helpers (the one-driver set-up) and tests.web.browser (Chromium's flags)
+from benchkit import stop_on_sigterm  # noqa: E402  (bench/, the scripts' folder)
 
 from tests.cli.helpers import day, make_spec, write_parquet, zipper_in_one_jvm  # noqa: E402
 from zipper.airflow.environment import python_bin  # noqa: E402
@@ -601,13 +602,6 @@ def report(args, samples, sizes, starts: list[float], load_at_start, cpu: CpuMet
 
 
 # ---------------------------------------------------------------- main
-
-
-def stop_on_sigterm() -> None:
-    def handler(signum, frame):
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, handler)
 
 
 def main(argv=None) -> int:
