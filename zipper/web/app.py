@@ -89,7 +89,10 @@ def tables() -> dict:
     gets it."""
     specs, spec_errors = _specs()
     uri = _uri()
-    reading_ = recent.states(uri, list(specs.values()))
+    try:
+        reading_ = recent.states(uri, list(specs.values()))
+    except StateError as exc:  # the metastore did not answer: the page says so, as for one table
+        raise HTTPException(503, str(exc)) from None
     read = reading_.states
     runs = airflow_runs.latest_runs([merge_dag_id(s) for s in specs.values()])
     rows = []
