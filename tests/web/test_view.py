@@ -102,7 +102,7 @@ def view(tmp_path_factory):
         write_parquet(root / "data" / "incr" / f"ds={day(k)}", rows)
     # the table's merges (a JVM) and Airflow's set-up and start are independent: side by side
     merging = ThreadPoolExecutor(1)
-    merged = merging.submit(zipper_in_one_jvm, root, *(["merge", "dim", "--ds", day(k)] for k in DAYS))
+    merged = merging.submit(zipper_in_one_jvm, root, *(["merge", "dim", "--ds", day(k)] for k in DAYS), timeout=900)
 
     home, port = root / "airflow", free_port()
     env = airflow_env(home, ZIPPER_WAREHOUSE=root / "warehouse", ZIPPER_SPECS=root / "specs")
