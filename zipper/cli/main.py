@@ -33,7 +33,7 @@ EXIT_CODES = (
 # empty metastore where a mistyped --warehouse points (and then advise `zipper init` there).
 READ_ONLY_VERBS = ("status", "slice", "history", "check", "vacuum", "rerun")
 # Verbs that write the table: one at a time per table (runtime.locks), refused rather than queued.
-WRITING_VERBS = ("init", "merge", "rerun", "rebuild", "vacuum")
+WRITING_VERBS = ("init", "merge", "rerun", "rebuild", "vacuum", "correct")
 
 
 def _common(top_level: bool) -> argparse.ArgumentParser:
@@ -105,6 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="allow a --to before the last committed date: the dates after it are no longer committed",
     )
     p.add_argument(
+        "--undo-corrections",
+        action="store_true",
+        dest="undo_corrections",
+        help="replay the inputs as they are over versions a `zipper correct` fix or delete changed (it is marked undone)",
+    )
+    p.add_argument(
         "--json-report",
         action="store_true",
         dest="json_report",
@@ -126,6 +132,57 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         dest="uncommit_later",
         help="allow a --to before the last committed date: the dates after it are no longer committed",
+    )
+    p.add_argument(
+        "--undo-corrections",
+        action="store_true",
+        dest="undo_corrections",
+        help="replay the inputs as they are over versions a `zipper correct` fix or delete changed (it is marked undone)",
+    )
+
+    p = verbs.add_parser(
+        "correct",
+        parents=[common],
+        help="erase keys from every version, fix values in past versions, or delete versions: one commit",
+        description="Row-level corrections, published in one metastore transaction (docs/corrections.md)."
+        " One of: --erase-key (or --keys-file); --set with --where; --delete with --where.",
+    )
+    p.add_argument("name", help=NAME_HELP)
+    p.add_argument(
+        "--erase-key",
+        action="append",
+        default=[],
+        dest="erase_keys",
+        metavar="COL=VALUE",
+        help="a key to remove from every version; one per key column",
+    )
+    p.add_argument(
+        "--keys-file", dest="keys_file", metavar="FILE", help="a CSV file of keys to erase (header: key columns)"
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        dest="assignments",
+        metavar="COL=VALUE",
+        help="a new value for the matching versions (NULL for none); repeatable",
+    )
+    p.add_argument("--delete", action="store_true", help="remove the matching versions")
+    p.add_argument("--where", metavar="PREDICATE", help="which versions: col = 'x' AND (n > 3 OR c IS NULL) ...")
+    p.add_argument("--from", dest="first", metavar="D", help="only versions valid on D or later")
+    p.add_argument("--to", dest="last", metavar="E", help="only versions valid on E or earlier")
+    p.add_argument("--reason", required=True, help="why: kept in the commit log")
+    p.add_argument("--dry-run", action="store_true", help="show the matched versions per partition; write nothing")
+    p.add_argument(
+        "--purge",
+        action="store_true",
+        help="after an erasure, remove at once the superseded directories that still hold the erased rows",
+    )
+    p.add_argument(
+        "--json-report",
+        action="store_true",
+        dest="json_report",
+        help=f"also print one line '{REPORT_PREFIX}{{...}}' (JSON) for schedulers",
     )
 
     p = verbs.add_parser("status", parents=[common], help="committed state as JSON")
@@ -270,6 +327,8 @@ class Runner:
             parse_date(self.args.ds, "--ds", self.spec.table)
         elif self.args.verb == "rebuild":
             parse_date(self.args.last, "--to", self.spec.table)
+        elif self.args.verb == "correct":
+            self.correction_request()
 
     def describe(self) -> str:
         """This run as another run refused by its table lock reads it."""
@@ -348,7 +407,13 @@ class Runner:
         last = parse_date(self.args.last, "--to", self.spec.table)
         check_in_schedule(self.spec, first)  # before Spark starts
         result = replay.rerun(
-            self.spark, self.spec, first, last, progress=_progress, uncommit_later=self.args.uncommit_later
+            self.spark,
+            self.spec,
+            first,
+            last,
+            progress=_progress,
+            uncommit_later=self.args.uncommit_later,
+            undo_corrections=self.args.undo_corrections,
         )
         print(result.summary())
         self.report(result)
@@ -360,9 +425,75 @@ class Runner:
         last = parse_date(self.args.last, "--to", self.spec.table)
         print(
             rebuild.rebuild(
-                self.spark, self.spec, last, progress=_progress, uncommit_later=self.args.uncommit_later
+                self.spark,
+                self.spec,
+                last,
+                progress=_progress,
+                uncommit_later=self.args.uncommit_later,
+                undo_corrections=self.args.undo_corrections,
             ).summary()
         )
+        return 0
+
+    def correction_request(self):
+        """The correction asked for, its flags checked before the lock or Spark."""
+        from zipper.jobs.correct import Request  # on use: the data path loads pyspark; --help does not
+
+        a, table = self.args, self.spec.table
+        erase = bool(a.erase_keys or a.keys_file)
+        kinds = [kind for kind, given in (("erase", erase), ("set", a.assignments), ("delete", a.delete)) if given]
+        if len(kinds) != 1:
+            raise InputError(
+                "give one of --erase-key (or --keys-file), --set with --where, or --delete with --where"
+                + (f"; got {' and '.join(kinds)}" if kinds else ""),
+                table=table,
+            )
+        kind = kinds[0]
+        if kind == "erase" and (a.where or a.first or a.last):
+            raise InputError(
+                "an erasure removes every version of its keys: --where, --from and --to do not apply", table=table
+            )
+        if a.erase_keys and a.keys_file:
+            raise InputError("give --erase-key or --keys-file, not both", table=table)
+        if kind != "erase" and not (a.where or "").strip():
+            raise InputError(f"--{'set' if kind == 'set' else 'delete'} needs --where PREDICATE", table=table)
+        if a.purge and kind != "erase":
+            raise InputError("--purge follows an erasure (--erase-key or --keys-file)", table=table)
+        if not a.reason.strip():
+            raise InputError("--reason is empty; say why, for the commit log", table=table)
+        return Request(
+            kind=kind,
+            reason=a.reason.strip(),
+            by=os.environ.get("ZIPPER_RUN_BY") or _user(),
+            where=a.where or "",
+            assignments=tuple(a.assignments),
+            erase_keys=tuple(a.erase_keys),
+            keys_file=a.keys_file or "",
+            first=parse_date(a.first, "--from", table),
+            last=parse_date(a.last, "--to", table),
+            dry_run=a.dry_run,
+        )
+
+    def do_correct(self) -> int:
+        from zipper.jobs import correct  # on use: the data path loads pyspark; --help does not
+
+        request = self.correction_request()
+        result = correct.correct(self.spark, self.spec, request, progress=_progress)
+        print(result.summary())
+        self.report(result)
+        if request.kind == "erase" and not request.dry_run:
+            if self.args.purge:
+                report = self.table().vacuum()
+                n = report["purged_for_erasure"]
+                print(
+                    f"{self.spec.table}: purged {n} superseded director{'y' if n == 1 else 'ies'} that held the erased"
+                    f" rows; removed {len(report['removed'])} in all"
+                )
+            else:
+                print(
+                    f"{self.spec.table}: the directories this erasure superseded still hold the erased rows;"
+                    f" run `zipper vacuum {self.spec.name}` to remove them now"
+                )
         return 0
 
     def report(self, result) -> None:
@@ -425,12 +556,23 @@ class Runner:
         for item in report["removed"]:  # what went (or would go): a dry run is a preview of exactly this
             print(f"{report['table']}: {verb} {user_path(item['directory'])} ({item['bytes']} bytes)")
         young = f", {report['kept_young']} of them younger than an hour" if report.get("kept_young") else ""
+        if report.get("purged_for_erasure"):
+            young += f"; {report['purged_for_erasure']} removed before their retention: they held erased rows"
         n = len(report["removed"])
         print(
             f"{report['table']}: {verb} {n} director{'y' if n == 1 else 'ies'} ({report['removed_bytes']} bytes),"
             f" kept {report['kept']}{young}; retention {report['retention_days']} days"
         )
         return 0
+
+
+def _user() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # a container's user without a passwd entry
+        return f"uid {os.getuid()}"
 
 
 def report_line(args: argparse.Namespace, report: dict) -> None:

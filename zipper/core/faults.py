@@ -24,6 +24,8 @@ STEPS = ("after_write", "after_audit", "before_publish", "after_publish")
 RERUN_STEPS = ("after_restore_write", "after_restore_publish", "after_replayed_date")
 # A rebuild: written and audited; partitions added; published (before dropping the stale ones).
 REBUILD_STEPS = ("after_rebuild_write", "before_rebuild_publish", "after_rebuild_publish")
+# A row-level correction: written and audited; published.
+CORRECT_STEPS = ("after_correct_write", "before_correct_publish", "after_correct_publish")
 # A merge that adds columns: published, the columns not yet added to the table.
 COLUMN_STEPS = ("before_add_columns",)
 

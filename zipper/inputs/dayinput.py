@@ -30,10 +30,11 @@ def prepare(
     table_columns: list[tuple[str, str]],
     run_root: str,
     checked: CheckedInput | None = None,
+    keep=None,
 ) -> Day:
     """The change set of `ds` for a table in state `st` with `table_columns`; `checked`: the
-    input as a rerun already read and checked it (`CheckedInput`), not read or checked again."""
-    day = mode_of(spec).change_set(spark, spec, st, ds, located, table_columns, run_root, checked)
+    input as a rerun already read and checked it (`CheckedInput`), not read or checked again; `keep`: a filter of the rows read (`Mode.change_set`)."""
+    day = mode_of(spec).change_set(spark, spec, st, ds, located, table_columns, run_root, checked, keep)
     day.float_precision = float_precision(st, day.columns, day.column_changes)
     return day
 

@@ -17,6 +17,7 @@ from zipper.core import faults, fs
 from zipper.core.errors import InputError, SpecError
 from zipper.inputs import conform, csv_values, dayinput, file_types, metrics, sources
 from zipper.inputs.modes import mode_of
+from zipper.jobs import corrected
 from zipper.jobs.broadcast import broadcasts
 from zipper.jobs.result import RunResult
 from zipper.table import audit, catalog, publish, state
@@ -120,7 +121,8 @@ def apply_date(
             csv_values.explained(spark, spec.table, spec.keys, ds_text),  # a CSV value that does not parse
             file_types.explained_column_types(spark, spec, ds_text, located),
         ):  # a file typing a column otherwise
-            day = dayinput.prepare(spark, spec, st, ds, located, table_columns, run_root, checked)
+            keep = corrected.input_filter(spark, spec, st, ds)  # keys erased since, if `ds` is a past date
+            day = dayinput.prepare(spark, spec, st, ds, located, table_columns, run_root, checked, keep)
             tracked = conform.tracked_columns(spec, day.names, ds_text)
             join = ""
             if day.rows == 0:

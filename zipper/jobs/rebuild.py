@@ -20,6 +20,7 @@ from zipper.core import faults, fs
 from zipper.core.dates import DAY, date_range, describe_dates
 from zipper.core.errors import StateError
 from zipper.inputs import conform, dated, file_types, modes
+from zipper.jobs import corrected
 from zipper.jobs.init import init_table
 from zipper.jobs.plan import check_in_schedule, rebuild_supported, source_kind
 from zipper.jobs.result import RunResult
@@ -34,7 +35,12 @@ def _quiet(line: str) -> None:
 
 
 def rebuild(
-    spark, spec: TableSpec, last: dt.date | None = None, progress=_quiet, uncommit_later: bool = False
+    spark,
+    spec: TableSpec,
+    last: dt.date | None = None,
+    progress=_quiet,
+    uncommit_later: bool = False,
+    undo_corrections: bool = False,
 ) -> RunResult:
     """Rebuild up to `last` (default: the last committed date, or where an interrupted replay was going).
     A `last` before the last committed date drops the later dates' history and commits: only with
@@ -81,6 +87,9 @@ def rebuild(
             " merge them again to bring them back"
         )
     st = recovery.recover(spark, spec, st, end)
+    run_id = state.new_run_id()
+    # erased keys stay out of every input; a value fix or delete is refused unless undone here
+    undone = corrected.undone(spec, st, None, undo_corrections, run_id, "rebuild")
 
     dates = date_range(init_ds + DAY, end)
     found = _locate_inputs(spark, spec, init_ds, dates)
@@ -89,10 +98,9 @@ def rebuild(
     if dated.base_changed(found.base, recorded):
         progress(f"{spec.table}: the base differs from the one loaded on {init_ds}; the rebuild uses it as it is now")
 
-    run_id = state.new_run_id()
     run_root = state.run_dir(st, run_id)
     with found.explained(spark, spec):  # a file typing a column otherwise than its input is read with
-        marked = _marked_inputs(spark, spec, init_ds, found)
+        marked = _marked_inputs(spark, spec, init_ds, found, corrected.dated_filter(spark, spec, st, DS))
         marked.rows.persist()  # read twice: the counts, then the versions
         try:
             per_date = {r[DS]: {k: int(r[k]) for k in KINDS} for r in timelines.daily_counts(marked.rows).collect()}
@@ -117,6 +125,7 @@ def rebuild(
 
     fingerprints = {day: found.increments[day].fingerprint for day in closed_dirs}
     init_params = {state.INIT_DS: init_ds.isoformat(), state.INIT_FINGERPRINT: base_fingerprint}
+    init_params |= state.correction_params(st.open_partition.params) | undone  # corrections last: their records stay
     publish.publish_rebuild(
         spark, spec, st, run_id, run_root, end, open_dir, open_rows, closed_dirs, counts, fingerprints, init_params
     )
@@ -164,8 +173,9 @@ def _locate_inputs(spark, spec: TableSpec, init_ds: dt.date, dates: list[dt.date
     return Located(dated.locate_base(spark, spec, init_ds), init_ds, increments)
 
 
-def _marked_inputs(spark, spec: TableSpec, init_ds: dt.date, found: Located) -> Marked:
-    """Every bad key named before anything is written."""
+def _marked_inputs(spark, spec: TableSpec, init_ds: dt.date, found: Located, keep=None) -> Marked:
+    """Every bad key named before anything is written. `keep`: a filter of the dated rows (the
+    erased keys left out)."""
     dates = sorted(found.increments)
     table_columns = catalog.data_columns(spark, spec)
     names = [c for c, _ in table_columns]
@@ -173,6 +183,8 @@ def _marked_inputs(spark, spec: TableSpec, init_ds: dt.date, found: Located) -> 
     rows = dated.dated_rows(spark, spec, table_columns, found.increments, base, init_ds)
     described = dated.descriptions(found.increments) | {init_ds.isoformat(): "base"}
     dated.check_keys(rows, spec, described, dated.input_roots({**found.increments, init_ds: found.base}))
+    if keep is not None:
+        rows = keep(rows)
     tracked = conform.tracked_columns(spec, names, dates[-1].isoformat() if dates else None)
     marked = timelines.marked(rows, keys=spec.keys, columns=names, tracked=tracked)
     return Marked(marked, names, tracked)
@@ -198,7 +210,7 @@ def rebuilt_rows(spark, spec: TableSpec, last: dt.date | None = None):
     init_ds = st.init_ds
     found = _locate_inputs(spark, spec, init_ds, date_range(init_ds + DAY, last or st.last_committed))
     with found.explained(spark, spec):
-        return _versions(spec, _marked_inputs(spark, spec, init_ds, found))
+        return _versions(spec, _marked_inputs(spark, spec, init_ds, found, corrected.dated_filter(spark, spec, st, DS)))
 
 
 def _commit_counts(per_date: dict[str, dict[str, int]], init_ds: dt.date, dates: list[dt.date]) -> dict:

@@ -32,7 +32,7 @@ from zipper.core.errors import (
 from zipper.core.paths import user_path
 from zipper.inputs import conform, csv_values, dated, dayinput, file_types, landing, metrics, modes
 from zipper.inputs.modes import mode_of
-from zipper.jobs import apply
+from zipper.jobs import apply, corrected
 from zipper.jobs.keys import resolve_keys
 from zipper.jobs.plan import plan_rerun, rebuild_supported, source_kind
 from zipper.jobs.result import RunResult
@@ -53,12 +53,14 @@ def rerun(
     progress=_quiet,
     uncommit_later: bool = False,
     resume_said: bool = False,
+    undo_corrections: bool = False,
 ) -> RunResult:
     """Restore to first - 1 (unless the table is there already) and replay first..last
     (default: the last committed date, or where an interrupted replay was going). A `last`
     before the last committed date needs `uncommit_later`. `resume_said`: the caller's progress
     has said that an interrupted replay is being finished (a merge's first line), so the
-    rerun's own notes do not say it again."""
+    rerun's own notes do not say it again. A value fix or row delete the replay would undo is
+    refused unless `undo_corrections` (`corrected.undone`)."""
     started = time.monotonic()
     spec = resolve_keys(spark, spec)
     st = state.read_state(spark, spec)
@@ -85,6 +87,13 @@ def rerun(
         committed_fingerprints=committed,
         current_fingerprint=current_fingerprint,
         uncommit_later=uncommit_later,
+    )
+    marker_run = state.new_run_id()
+    # before any input is read: a correction in the way is said first
+    undone = (
+        corrected.undone(spec, st, plan.restore_from, undo_corrections, marker_run, "rerun")
+        if plan.restore_from is not None
+        else {}
     )
     for note in _notes(plan, resume_said):
         progress(f"{spec.table}: {note}")
@@ -113,9 +122,9 @@ def rerun(
         for d, inp in replayed.items()
         if inp.landing is not None and inp.landing.kept
     }
-    marker = state.ReplayMarker(plan.marker_from, plan.marker_to, state.new_run_id(), kept)
+    marker = state.ReplayMarker(plan.marker_from, plan.marker_to, marker_run, kept)
     if plan.restore_from is not None:
-        progress(restore(spark, spec, st, plan.restore_from, marker).summary())
+        progress(restore(spark, spec, st, plan.restore_from, marker, undone).summary())
     elif pending is not None and (pending.first, pending.last) == (marker.first, marker.last):
         marker = state.ReplayMarker(pending.first, pending.last, pending.run_id, pending.landing | kept)
     elif len(plan.dates) > 1:
@@ -318,8 +327,16 @@ def _rebuilt_open_rows(
     ), {init_ds: located_base, **located}
 
 
-def restore(spark, spec: TableSpec, st: state.TableState, first: dt.date, marker: state.ReplayMarker) -> RunResult:
-    """Publish the table as it was at the end of first - 1, recording `marker`; audited first."""
+def restore(
+    spark,
+    spec: TableSpec,
+    st: state.TableState,
+    first: dt.date,
+    marker: state.ReplayMarker,
+    undone: dict[str, str] | None = None,
+) -> RunResult:
+    """Publish the table as it was at the end of first - 1, recording `marker`; audited first.
+    `undone`: the records of the corrections the replay undoes, marked so (`corrected.undone`)."""
     started = time.monotonic()
     first_text = first.isoformat()
     commit = st.commits.get(first_text)
@@ -344,12 +361,14 @@ def restore(spark, spec: TableSpec, st: state.TableState, first: dt.date, marker
     audit.reconcile_restore(
         rows_read=rows_read,
         rows_written=rows_written,
-        expected=int(commit.counts["open_before"]),
+        # the rows that date's merge started from, less those a correction has removed since
+        expected=int(commit.counts["open_before"])
+        - corrected.removed_open_at(spark, spec, st, first - DAY, commit.run_id),
         first=first_text,
         table=spec.table,
     )
 
-    dropped = publish.publish_restore(spark, spec, st, first, run_id, open_dir, rows_written, marker)
+    dropped = publish.publish_restore(spark, spec, st, first, run_id, open_dir, rows_written, marker, undone or {})
     restored_to = (first - DAY).isoformat()
     return RunResult(
         spec.table,

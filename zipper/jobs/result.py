@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 class RunResult:
     table: str
     ds: str
-    action: str  # init | merge | noop | restore | rerun | replay | rebuild
+    action: str  # init | merge | noop | restore | rerun | replay | rebuild | correct
     message: str = ""
     counts: dict = field(default_factory=dict)
     seconds: float = 0.0
@@ -28,7 +28,7 @@ class RunResult:
     def summary(self) -> str:
         if self.action == "noop":
             return f"{self.table} {self.ds}: no-op, {self.message}"
-        if self.action in ("restore", "rerun", "rebuild"):
+        if self.action in ("restore", "rerun", "rebuild", "correct"):
             return f"{self.table}: {self.message}; {self.seconds:.1f} s"
         if self.action == "replay":
             return f"{self.table} {self.ds}: {self.outcome or self.message}; {self.seconds:.1f} s"

@@ -127,3 +127,40 @@ def reconcile_rebuild(*, expected: dict[str, int], written: dict[str, int], last
     if problems:
         shown = "; ".join(problems[:10]) + (f" ... ({len(problems)} directories)" if len(problems) > 10 else "")
         raise AuditError("rebuild audit failed, nothing published: " + shown, table=table, ds=last)
+
+
+def reconcile_correction(
+    *,
+    end_column: str,
+    counts: dict[str, dict[str, int]],
+    recorded: dict[str, str | None],
+    untouched_before: dict[str, tuple[int, int]],
+    untouched_after: dict[str, tuple[int, int]],
+    open_keys_twice: int,
+    table: str,
+    ds: str,
+) -> None:
+    """A correction's identities, per rewritten partition: rows before minus removed minus
+    coalesced equals rows written; the rows read equal the rows its commit recorded; the rows
+    of keys outside the correction went out as they came in (their count and the sum of their
+    hashes); and the open partition holds no key twice."""
+    problems = []
+    for end, c in sorted(counts.items()):
+        where = f"{end_column}={end}"
+        if c["after"] != c["before"] - c["removed"] - c["coalesced"]:
+            problems.append(
+                f"{where}: {c['after']} rows written != {c['before']} before - {c['removed']} removed"
+                f" - {c['coalesced']} coalesced"
+            )
+        if recorded.get(end) not in (None, str(c["before"])):
+            problems.append(f"{where}: {c['before']} rows read != {recorded[end]} its commit recorded")
+        if untouched_before.get(end) != untouched_after.get(end):
+            before, after = untouched_before.get(end, (0, 0)), untouched_after.get(end, (0, 0))
+            problems.append(
+                f"{where}: the rows of keys outside the correction changed ({before[0]} rows before, {after[0]} after)"
+            )
+    if open_keys_twice:
+        problems.append(f"the open partition would hold {open_keys_twice} keys twice")
+    if problems:
+        shown = "; ".join(problems[:10]) + (f" ... ({len(problems)} problems)" if len(problems) > 10 else "")
+        raise AuditError("correction audit failed, nothing published: " + shown, table=table, ds=ds)

@@ -59,8 +59,9 @@ def _open_params(
 
 
 def _init_params(st: state.TableState) -> dict[str, str]:
-    """The base's record (date and fingerprint): every commit carries it on."""
-    return {k: v for k, v in st.open_partition.params.items() if k.startswith("zipper.init_")}
+    """The base's record (date and fingerprint) and the corrections' records: every commit carries them on."""
+    params = st.open_partition.params
+    return {k: v for k, v in params.items() if k.startswith("zipper.init_")} | state.correction_params(params)
 
 
 @contextlib.contextmanager
@@ -182,10 +183,12 @@ def publish_restore(
     open_dir: str,
     rows: int,
     marker: state.ReplayMarker,
+    undone: dict[str, str] | None = None,
 ) -> list[str]:
     """The table as it was at the end of first - 1, recording `marker`: the open partition at the
     restored rows, every history partition made by the runs of `first` and later at the empty
-    directory, then dropped. Returns the dropped partitions' end values."""
+    directory, then dropped. Returns the dropped partitions' end values. `undone`: correction
+    records to replace, marked as undone by this replay."""
     closed_end = spec.closed_end(first).isoformat()
     dropped = [p.end for p in st.closed if p.end >= closed_end]
     empty = state.empty_dir(st.location)
@@ -198,6 +201,7 @@ def publish_restore(
         state.utc_now_iso(),
         st.float_columns_params(),  # the commits that widened them may be dropped here
         marker.params(),
+        undone or {},
     )
     catalog.repoint(
         spark,
@@ -266,3 +270,48 @@ def publish_rebuild(
         )
     faults.checkpoint("after_rebuild_publish")
     catalog.drop_partitions(spark, spec, stale)
+
+
+@dataclass(frozen=True)
+class Rewritten:
+    """One partition a correction wrote again: its new directory and what it counted there."""
+
+    end: str
+    directory: str
+    rows: int  # rows written (the audit checked them)
+    counts: dict  # rows before, removed, coalesced, fixed, after
+
+
+def publish_correction(
+    spark,
+    spec: TableSpec,
+    st: state.TableState,
+    correction: state.Correction,
+    run_root: str,
+    rewritten: list[Rewritten],
+) -> None:
+    """Every partition a correction rewrote at its new directory, with the correction's record,
+    in one metastore transaction: readers see the table before or after, never between.
+
+    The open partition is always part of it, rewritten or not: its run id becomes the
+    correction's, so a merge that read the table before fails its publish (`ConcurrentChange`)
+    instead of publishing a day computed from rows the correction replaced. The table's date
+    does not move; each rewritten partition keeps its commit record, with its new row count and
+    the correction's counts there."""
+    open_end = spec.open_end.isoformat()
+    by_end = {p.end: p for p in [st.open_partition, *st.closed]}
+    changes = []
+    for part in rewritten:
+        params = {k: v for k, v in by_end[part.end].params.items() if k.startswith("zipper.")}
+        params[state.ROWS] = str(part.rows)
+        params[state.CORRECTED + correction.run_id] = json.dumps(part.counts, sort_keys=True)
+        changes.append(Partition(part.end, part.directory, params))
+    if open_end not in {part.end for part in rewritten}:
+        params = {k: v for k, v in st.open_partition.params.items() if k.startswith("zipper.")}
+        changes.append(Partition(open_end, st.open_partition.location, params))
+    opened = next(change for change in changes if change.end == open_end)
+    opened.params.update({state.RUN_ID: correction.run_id} | correction.params())
+    faults.checkpoint("before_correct_publish")
+    with _discarded_if_overtaken(spark, run_root):
+        catalog.repoint(spark, spec, changes, expected_run=st.open_run, ds=correction.as_of)
+    faults.checkpoint("after_correct_publish")

@@ -44,6 +44,10 @@ COLUMNS = "zipper.columns"  # on the open partition: columns the last commit add
 FLOAT_COLUMNS = "zipper.float_columns"
 REPLAY = "zipper.replay"  # on the open partition while a rerun's replay is under way
 REPLAY_LANDING = "zipper.replay_landing."  # + ds: the landing-zone files a replayed date reads
+# on the open partition: one record per row-level correction (+ its run id), carried by every later commit
+CORRECTION = "zipper.correction."
+# on each partition a correction rewrote (+ its run id): the rows it held before and after, and what went
+CORRECTED = "zipper.corrected."
 
 
 RUN_ID_TIME = "%Y%m%dT%H%M%S.%fZ"
@@ -147,6 +151,95 @@ class ReplayMarker:
 
 
 @dataclass(frozen=True)
+class Correction:
+    """One row-level correction (`zipper correct`): what it did, why, who ran it, and what it counted.
+
+    Kept on the open partition by every later commit, restore and rebuild, so reruns can honour
+    it. An erasure records its keys only as salted hashes (`hashes`: a directory of them), never
+    the keys themselves: the commit log must not keep what was erased."""
+
+    run_id: str
+    kind: str  # erase | set | delete
+    reason: str
+    by: str
+    committed_at: str
+    as_of: str  # the table's last committed date when the correction was published
+    where: str = ""  # the predicate, as parsed (set, delete)
+    assignments: dict = field(default_factory=dict)  # set: column -> value text
+    first: str = ""  # --from (set, delete)
+    last: str = ""  # --to
+    keys: int = 0  # erase: keys asked for
+    salt: str = ""  # erase: the salt of the hashes
+    hashes: str = ""  # erase: the directory of the salted key hashes
+    counts: dict = field(default_factory=dict)  # matched, removed, coalesced, partitions, rows_before, rows_after
+    touched_last: str = ""  # the last day any version it changed was valid on (the table's date if one was open)
+    removed: str = ""  # erase, delete: the directory of the removed versions' begin and end (no keys)
+    undone_by: str = ""  # the rerun or rebuild that made its versions again from the inputs (--undo-corrections)
+
+    def params(self) -> dict[str, str]:
+        value = {
+            "kind": self.kind,
+            "reason": self.reason,
+            "by": self.by,
+            "committed_at": self.committed_at,
+            "as_of": self.as_of,
+            "counts": self.counts,
+        }
+        optional = {
+            "where": self.where,
+            "set": self.assignments,
+            "from": self.first,
+            "to": self.last,
+            "keys": self.keys,
+            "salt": self.salt,
+            "hashes": self.hashes,
+            "touched_last": self.touched_last,
+            "undone_by": self.undone_by,
+            "removed": self.removed,
+        }
+        value.update({k: v for k, v in optional.items() if v})
+        return {CORRECTION + self.run_id: json.dumps(value, sort_keys=True)}
+
+    @classmethod
+    def from_param(cls, name: str, text: str) -> Correction:
+        value = json.loads(text)
+        return cls(
+            run_id=name[len(CORRECTION) :],
+            kind=value["kind"],
+            reason=value.get("reason", ""),
+            by=value.get("by", ""),
+            committed_at=value.get("committed_at", ""),
+            as_of=value.get("as_of", ""),
+            where=value.get("where", ""),
+            assignments=value.get("set", {}),
+            first=value.get("from", ""),
+            last=value.get("to", ""),
+            keys=int(value.get("keys", 0)),
+            salt=value.get("salt", ""),
+            hashes=value.get("hashes", ""),
+            counts=value.get("counts", {}),
+            touched_last=value.get("touched_last", ""),
+            undone_by=value.get("undone_by", ""),
+            removed=value.get("removed", ""),
+        )
+
+    def describe(self) -> str:
+        """The correction in one phrase, as the refusals and the status name it."""
+        if self.kind == "erase":
+            what = f"erasure of {self.keys} key{'s' if self.keys != 1 else ''}"
+        elif self.kind == "set":
+            what = "set " + ", ".join(f"{k}={v}" for k, v in self.assignments.items()) + f" where {self.where}"
+        else:
+            what = f"delete where {self.where}"
+        return f"correction {self.run_id} ({what}; reason: {self.reason!r})"
+
+
+def correction_params(params: dict[str, str]) -> dict[str, str]:
+    """The correction records among an open partition's parameters: every commit carries them on."""
+    return {k: v for k, v in params.items() if k.startswith(CORRECTION)}
+
+
+@dataclass(frozen=True)
 class TableState:
     exists: bool
     location: str = ""
@@ -207,6 +300,12 @@ class TableState:
         """The replay a crash interrupted, if any (a marker at or behind the table is spent)."""
         marker = ReplayMarker.from_params(self.open_partition.params) if self.initialized else None
         return marker if marker is not None and marker.last > self.last_committed else None
+
+    @property
+    def corrections(self) -> list[Correction]:
+        """The row-level corrections published to the table, oldest first (run ids sort by time)."""
+        params = self.open_partition.params if self.open_partition else {}
+        return [Correction.from_param(k, v) for k, v in sorted(correction_params(params).items())]
 
     @property
     def init_ds(self) -> dt.date | None:

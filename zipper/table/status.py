@@ -67,4 +67,20 @@ def report(st: state.TableState, spec: TableSpec, recent: int = 10) -> dict:
             }
             for c in commits[::-1][: max(recent, 0)]  # not commits[-recent:]: -0 is 0, which lists them all
         ],
+        # row-level corrections (`zipper correct`), newest first; an erasure's keys only as a count
+        "corrections": [
+            {
+                "run_id": c.run_id,
+                "action": "correct",
+                "kind": c.kind,
+                "reason": c.reason,
+                "by": c.by,
+                "committed_at": c.committed_at,
+                "as_of": c.as_of,
+                "what": c.describe(),
+                "undone_by": c.undone_by or None,
+                "counts": c.counts,
+            }
+            for c in st.corrections[::-1]
+        ],
     }

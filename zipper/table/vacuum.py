@@ -4,7 +4,11 @@ Each run writes `versions/<run_id>/zipper_slot=open` and `.../zipper_slot=closed
 directory stays referenced for as long as its history partition exists; the open one is
 superseded by the next day's run. A landing-zone date also keeps the files it consumed in
 `.../zipper_landing`, referenced by its commit record. So the unit of removal is the slot
-directory, and a run directory goes when nothing in it is referenced any more."""
+directory, and a run directory goes when nothing in it is referenced any more.
+
+An erasure (`zipper correct --erase-key`) leaves the directories it superseded holding the
+erased rows: every unreferenced directory of a run that started before the latest erasure goes
+at once, whatever the retention (an erasure must not wait weeks for its copies to go)."""
 
 from __future__ import annotations
 
@@ -29,14 +33,21 @@ def vacuum(
     records = [c.landing for c in st.commits.values() if c.landing]
     records += list(st.replay.landing.values()) if st.replay else []  # restored away, not yet replayed
     live |= {fs.qualify(spark, r["kept"]).rstrip("/") for r in records if r.get("kept")}
-    removed, kept, kept_young = [], 0, 0
+    # the salted hashes of erased keys, read by every later rerun and rebuild
+    live |= {fs.qualify(spark, c.hashes).rstrip("/") for c in st.corrections if c.hashes}
+    # the dates of the versions a correction removed, read by a later rerun's restore audit
+    live |= {fs.qualify(spark, c.removed).rstrip("/") for c in st.corrections if c.removed}
+    erasures = sorted(c.run_id for c in st.corrections if c.kind == "erase")
+    removed, kept, kept_young, purged = [], 0, 0, 0
     for run_dir, modified_ms in sorted(fs.list_dirs(spark, root)):
         run_dir = run_dir.rstrip("/")
         run = run_dir.rsplit("/", 1)[-1]
         started = state.run_time(run) or dt.datetime.fromtimestamp(modified_ms / 1000, dt.UTC)
         # A directory this young may belong to a merge that is still running.
         old_enough = now - started >= max(dt.timedelta(days=retention), MIN_AGE)
-        if run == "empty" or not old_enough:
+        # written before the latest erasure: it may hold erased rows, and cannot publish any more
+        erased = bool(erasures) and run < erasures[-1]
+        if run == "empty" or not (old_enough or erased):
             kept += 1
             kept_young += run != "empty" and now - started < MIN_AGE
             continue
@@ -45,6 +56,7 @@ def vacuum(
         targets = [run_dir] if not referenced else [c for c in children if c not in live]
         for target in targets:
             removed.append({"directory": target, "bytes": fs.du(spark, target)})
+            purged += erased and not old_enough
             if not dry_run:
                 fs.delete(spark, target)
         kept += bool(referenced)
@@ -56,4 +68,5 @@ def vacuum(
         "removed_bytes": sum(r["bytes"] for r in removed),
         "kept": kept,
         "kept_young": kept_young,  # kept whatever the retention: a merge may still be writing them
+        "purged_for_erasure": purged,  # removed before their retention: written before an erasure
     }

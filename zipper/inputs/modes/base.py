@@ -4,6 +4,7 @@ read one input a day (all but the landing zone) share."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from functools import reduce
 
 from zipper.core.errors import InputError
@@ -74,9 +75,11 @@ class SourceStrategy:
         table_columns: list[tuple[str, str]],
         run_root: str,
         checked: CheckedInput | None = None,
+        keep: Callable | None = None,
     ) -> Day:
         """The change set of `ds`; `checked`: the input as a rerun already read and checked it, not
-        read or checked again while it was read for the table's columns as they are now."""
+        read or checked again while it was read for the table's columns as they are now. `keep`:
+        a filter of the rows read (a replayed date's input without the keys erased since)."""
         what = f"increment {located.description}"
         self.refuse_empty(spec, ds, located)
         if located.empty and located.format != "table":
@@ -85,6 +88,8 @@ class SourceStrategy:
             df = checked.df
         else:  # not read yet, or read for columns an earlier replayed date has changed since
             df, checked = read_day_input(spark, spec, located, table_columns, ds, what), None
+        if keep is not None:
+            df = keep(df)
         return self.changes_of(spark, spec, st, ds, located, df, table_columns, run_root, what, checked is not None)
 
     def refuse_empty(self, spec: TableSpec, ds: dt.date, located: sources.Input) -> None:

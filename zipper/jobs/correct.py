@@ -1,0 +1,558 @@
+"""`zipper correct`: erase keys from every version, fix values in past versions, or delete
+versions, published at once. A recipe of named steps:
+
+select the versions (a predicate over the table's columns, or the keys to erase), count them
+per partition (a dry run stops here and shows them), write each partition that holds a change
+again into a fresh directory, audit what was written against what was read, then publish every
+rewritten partition with the correction's record in one metastore transaction
+(`publish.publish_correction`). Readers see the old table until then; a failure before it
+leaves the table as it was, and the directories it wrote are only ever read through a publish.
+Partitions without a matched version are neither rewritten nor read again."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from zipper.core import faults, fs, predicate
+from zipper.core.errors import InputError, StateError
+from zipper.inputs import conform
+from zipper.jobs.result import RunResult, counted
+from zipper.table import audit, publish, recovery, state
+from zipper.tablespec.model import TableSpec
+from zipper.transforms import corrections, predicates
+from zipper.transforms.collected import as_collected, as_written
+from zipper.transforms.equality import comparable
+
+SAMPLES = 20  # rows a dry run shows
+SLOT = "zipper_slot"
+SLOT_PREFIX = "corrected_"
+REMOVED = "removed_versions"  # under the run's directory: the begin and end of each version an erase or delete removed  # + the partition's end value: the directory a rewritten partition goes to
+KINDS = ("erase", "set", "delete")
+MAX_TEXT = 1000  # a reason or predicate longer than this would not fit the metastore's parameter value
+
+
+@dataclass(frozen=True)
+class Request:
+    """What `zipper correct` was asked to do."""
+
+    kind: str  # erase | set | delete
+    reason: str
+    by: str
+    where: str = ""  # set, delete
+    assignments: tuple[str, ...] = ()  # set: "col=value"
+    erase_keys: tuple[str, ...] = ()  # erase: "col=value", one per key column
+    keys_file: str = ""  # erase: a CSV file whose header names the key columns
+    first: dt.date | None = None  # set, delete: versions valid on or after
+    last: dt.date | None = None  # set, delete: versions valid on or before
+    dry_run: bool = False
+
+
+@dataclass
+class Selection:
+    """The versions a correction matches, as functions of a DataFrame of the table's rows."""
+
+    describe: str  # for messages
+    matched: Column | None = None  # a predicate (set, delete)
+    keys: DataFrame | None = None  # the typed keys to erase
+    key_count: int = 0
+    assignments: dict[str, Column] = field(default_factory=dict)
+    assignment_texts: dict[str, str] = field(default_factory=dict)
+    where: str = ""
+
+    def matching(self, rows: DataFrame, key_columns: list[str]) -> DataFrame:
+        if self.keys is not None:
+            return rows.join(F.broadcast(self.keys), key_columns, "left_semi")
+        return rows.where(self.matched)
+
+    def rest(self, rows: DataFrame, key_columns: list[str]) -> DataFrame:
+        if self.keys is not None:
+            return rows.join(F.broadcast(self.keys), key_columns, "left_anti")
+        return rows.where(~self.matched)
+
+
+def _quiet(line: str) -> None:
+    pass
+
+
+def _col(name: str) -> Column:
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def correct(spark, spec: TableSpec, request: Request, progress=_quiet) -> RunResult:
+    """Apply one correction (or, with `dry_run`, show what it would change)."""
+    started = time.monotonic()
+    st = _ready_state(spark, spec, request)
+    as_of = st.last_committed.isoformat()
+    where = {"table": spec.table, "ds": as_of}
+    table = spark.table(spec.table)
+    selection = _selection(spark, spec, request, table, where)
+    end = spec.end_column
+    matched = {
+        r[end]: int(r["count"]) for r in selection.matching(table, spec.keys).groupBy(_col(end)).count().collect()
+    }
+    if not matched:
+        raise InputError(f"{selection.describe} matches no version of the table; nothing was changed", **where)
+    if request.dry_run:
+        return _dry_run(spec, as_of, table, selection, matched, started, progress)
+
+    run_id = state.new_run_id()
+    run_root = state.run_dir(st, run_id)
+    if request.kind == "set":
+        rewrite = _fixed(spark, spec, table, selection, matched, where)
+    else:
+        rewrite = _removed(spec, table, selection, matched)
+    try:
+        hashes = _write(spark, spec, st, run_root, request, selection, rewrite, table)
+        faults.checkpoint("after_correct_write")
+        rewritten = _audited(spark, spec, st, run_root, selection, rewrite, table, where)
+    except BaseException:
+        fs.delete(spark, run_root)
+        raise
+    finally:
+        for cached in rewrite.persisted + ([selection.keys] if selection.keys is not None else []):
+            cached.unpersist()
+    counts = {
+        "matched": sum(matched.values()),
+        "partitions": len(rewritten),
+        "removed": sum(p.counts["removed"] for p in rewritten),
+        "coalesced": sum(p.counts["coalesced"] for p in rewritten),
+        "changed": sum(p.counts["changed"] for p in rewritten),
+        "rows_before": sum(p.counts["before"] for p in rewritten),
+        "rows_after": sum(p.rows for p in rewritten),
+    }
+    correction = state.Correction(
+        run_id=run_id,
+        kind=request.kind,
+        reason=request.reason,
+        by=request.by,
+        committed_at=state.utc_now_iso(),
+        as_of=as_of,
+        where=selection.where,
+        assignments=selection.assignment_texts,
+        first=request.first.isoformat() if request.first else "",
+        last=request.last.isoformat() if request.last else "",
+        keys=selection.key_count,
+        salt=hashes[0] if hashes else "",
+        hashes=hashes[1] if hashes else "",
+        counts=counts,
+        removed=f"{run_root}/{REMOVED}" if request.kind != "set" else "",
+        touched_last=_touched_last(spec, st, [p.end for p in rewritten]),
+    )
+    publish.publish_correction(spark, spec, st, correction, run_root, rewritten)
+    return RunResult(
+        spec.table,
+        as_of,
+        "correct",
+        _summary(correction, rewritten),
+        counts,
+        time.monotonic() - started,
+        run_id,
+    )
+
+
+def _ready_state(spark, spec: TableSpec, request: Request) -> state.TableState:
+    """The committed state, once a killed run's debris is cleared; refused mid-replay."""
+    st = state.read_state(spark, spec)
+    if not st.initialized:
+        raise StateError(f"table is not initialized; run `zipper init {spec.name}`", table=spec.table)
+    state.check_owned(st, spec, st.last_committed)
+    st = recovery.recover(spark, spec, st, st.last_committed)
+    if st.replay:
+        raise StateError(
+            f"a rerun's replay of {st.replay.first}..{st.replay.last} was interrupted; finish it first"
+            f" (`zipper rerun {spec.name} --from {st.replay.first} --to {st.replay.last}`); nothing was changed",
+            table=spec.table,
+            ds=st.last_committed.isoformat(),
+        )
+    for flag, value in (("--reason", request.reason), ("--where", request.where)):
+        if len(value) > MAX_TEXT:
+            raise InputError(f"{flag} is {len(value)} characters; at most {MAX_TEXT} are kept", table=spec.table)
+    return st
+
+
+def _selection(spark, spec: TableSpec, request: Request, table: DataFrame, where: dict) -> Selection:
+    types = {f.name: f.dataType.simpleString() for f in table.schema.fields}
+    if request.kind == "erase":
+        keys = _erase_keys(spark, spec, request, types, where)
+        count = keys.count()
+        return Selection(describe=f"erasure of {count} key{'s' if count != 1 else ''}", keys=keys, key_count=count)
+    try:
+        node = predicate.parse(request.where, types)
+    except predicate.PredicateError as exc:
+        raise InputError(str(exc), **where) from None
+    bad = predicates.bad_literals(spark, node, types)
+    assignment_texts, assignments = (
+        _assignments(spark, spec, request, types, where) if request.kind == "set" else ({}, {})
+    )
+    if bad:
+        raise InputError(f"--where values are not of their columns' types: {', '.join(bad)}", **where)
+    matched = F.coalesce(predicates.to_column(node, types), F.lit(False)) & _in_dates(spec, request)
+    text = predicate.render_text(node)
+    return Selection(
+        describe=f"--where {text}" + _dates_text(request),
+        matched=matched,
+        assignments=assignments,
+        assignment_texts=assignment_texts,
+        where=text,
+    )
+
+
+def _dates_text(request: Request) -> str:
+    if not (request.first or request.last):
+        return ""
+    return f" (versions valid within {request.first or '...'}..{request.last or '...'})"
+
+
+def _in_dates(spec: TableSpec, request: Request) -> Column:
+    """Versions valid on some day of --from..--to (a version is never split: it is fixed whole)."""
+    condition = F.lit(True)
+    if request.last:
+        condition = condition & (_col(spec.begin_column) <= F.lit(request.last.isoformat()))
+    if request.first:
+        first = F.lit(request.first.isoformat())
+        end = _col(spec.end_column)
+        condition = condition & (end > first if spec.end_style == "exclusive" else end >= first)
+    return condition
+
+
+def _assignments(
+    spark, spec: TableSpec, request: Request, types: dict[str, str], where: dict
+) -> tuple[dict[str, str], dict[str, Column]]:
+    """--set col=value: a data column that is not a key, its value typed by the column (NULL: none)."""
+    by_lower = {name.lower(): name for name in types}
+    texts: dict[str, str] = {}
+    for pair in request.assignments:
+        column, sep, value = pair.partition("=")
+        name = by_lower.get(column.strip().lower())
+        if not sep or not column.strip():
+            raise InputError(f"--set {pair!r}: expected column=value", **where)
+        if name is None:
+            raise InputError(
+                f"--set {column.strip()!r} is not a column of the table; columns are {list(types)}", **where
+            )
+        if name in spec.keys or name in (spec.begin_column, spec.end_column):
+            raise InputError(
+                f"--set {name!r}: a key column or the begin/end dates cannot be set; erase or delete the versions instead",
+                **where,
+            )
+        if types[name].startswith(("array", "map", "struct")):
+            raise InputError(f"--set {name!r}: a column of type {types[name]} cannot be set here", **where)
+        if name in texts:
+            raise InputError(f"--set {name!r} given twice", **where)
+        texts[name] = value
+    values = {
+        name: (F.lit(None) if text.upper() == "NULL" else F.lit(text)).try_cast(types[name])
+        for name, text in texts.items()
+    }
+    read = spark.range(1).select(*[v.cast("string").alias(f"v{i}") for i, v in enumerate(values.values())]).first()
+    bad = [
+        f"{name}={text!r} ({types[name]})"
+        for i, (name, text) in enumerate(texts.items())
+        if text.upper() != "NULL" and read[f"v{i}"] is None
+    ]
+    if bad:
+        raise InputError(f"--set values are not of their columns' types: {', '.join(bad)}", **where)
+    return texts, values
+
+
+def _erase_keys(spark, spec: TableSpec, request: Request, types: dict[str, str], where: dict) -> DataFrame:
+    """The keys to erase, typed as the table's key columns, from --erase-key or --keys-file."""
+    if request.keys_file:
+        rows, source = _keys_file(spec, Path(request.keys_file), where), f"--keys-file {request.keys_file}"
+    else:
+        rows, source = [_erase_key_flags(spec, request.erase_keys, where)], "--erase-key"
+    nested = [k for k in spec.keys if types[k].startswith(("array", "map", "struct", "binary"))]
+    if nested:
+        raise InputError(f"{source}: a key column of type {types[nested[0]]} cannot be given as text", **where)
+    raw = spark.createDataFrame(rows, schema=", ".join(f"`{k}` string" for k in spec.keys))
+    typed = raw.select(
+        *[_col(k).alias(f"raw_{i}") for i, k in enumerate(spec.keys)],
+        *[_col(k).try_cast(types[k]).alias(k) for k in spec.keys],
+    )
+    unread = F.lit(False)
+    for k in spec.keys:
+        unread = unread | F.col(k).isNull()
+    bad = typed.where(unread).limit(5).collect()
+    if bad:
+        shown = "; ".join(
+            ", ".join(f"{k}={row[f'raw_{i}']!r} ({types[k]})" for i, k in enumerate(spec.keys)) for row in bad
+        )
+        raise InputError(f"{source}: keys that are not of the key columns' types: {shown}", **where)
+    return typed.select(*[_col(k) for k in spec.keys]).distinct().persist()
+
+
+def _erase_key_flags(spec: TableSpec, pairs: tuple[str, ...], where: dict) -> tuple[str, ...]:
+    values: dict[str, str] = {}
+    for pair in pairs:
+        column, sep, value = pair.partition("=")
+        column = column.strip().lower()
+        if not sep or not column:
+            raise InputError(f"--erase-key {pair!r}: expected column=value", **where)
+        if column not in spec.keys:
+            raise InputError(f"--erase-key {column!r} is not a key column; keys are {spec.keys}", **where)
+        if column in values:
+            raise InputError(f"--erase-key {column!r} given twice; give --keys-file for several keys", **where)
+        values[column] = value
+    missing = [k for k in spec.keys if k not in values]
+    if missing:
+        raise InputError(f"--erase-key missing for key columns {missing} (one --erase-key per key column)", **where)
+    return tuple(values[k] for k in spec.keys)
+
+
+def _keys_file(spec: TableSpec, path: Path, where: dict) -> list[tuple[str, ...]]:
+    """A CSV file whose header names the key columns (other columns are ignored)."""
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.reader(handle)
+            header = [h.strip().lower() for h in next(reader, [])]
+            missing = [k for k in spec.keys if k not in header]
+            if missing:
+                raise InputError(f"--keys-file {path}: header {header} lacks the key columns {missing}", **where)
+            positions = [header.index(k) for k in spec.keys]
+            rows = []
+            for number, row in enumerate(reader, start=2):
+                if not any(cell.strip() for cell in row):
+                    continue
+                if len(row) != len(header):
+                    raise InputError(
+                        f"--keys-file {path}: line {number} has {len(row)} fields, the header {len(header)}", **where
+                    )
+                rows.append(tuple(row[p] for p in positions))
+    except OSError as exc:
+        raise InputError(f"--keys-file {path}: {exc.strerror or exc}", **where) from None
+    if not rows:
+        raise InputError(f"--keys-file {path} lists no key", **where)
+    return rows
+
+
+@dataclass
+class Rewrite:
+    """What a correction writes: the rows of each rewritten partition, and the counts to audit them by."""
+
+    rows: DataFrame  # with SLOT, without the end column
+    before: dict[str, int]  # end -> rows read
+    removed: dict[str, int]  # end -> versions removed (erased, deleted)
+    coalesced: dict[str, int]  # end -> versions merged into their next
+    changed: dict[str, int]  # end -> versions whose values or begin changed
+    keys: DataFrame  # the keys whose versions may change: the others must come out as they went in
+    persisted: list[DataFrame] = field(default_factory=list)  # unpersisted once published or failed
+
+
+def _slot(end: Column) -> Column:
+    return F.concat(F.lit(SLOT_PREFIX), end)
+
+
+def _data_columns(spec: TableSpec, table: DataFrame) -> list[str]:
+    return [c for c in table.columns if c != spec.end_column]
+
+
+def _removed(spec: TableSpec, table: DataFrame, selection: Selection, matched: dict[str, int]) -> Rewrite:
+    """An erasure or a delete: each partition with a matched version, without them."""
+    ends = sorted(matched)
+    end = _col(spec.end_column)
+    touched = table.where(end.isin(ends))
+    rows = selection.rest(touched, spec.keys).select(
+        *[_col(c) for c in _data_columns(spec, table)], _slot(end).alias(SLOT)
+    )
+    if selection.keys is not None:
+        return Rewrite(rows, {}, dict(matched), {e: 0 for e in ends}, {e: 0 for e in ends}, selection.keys)
+    keys = selection.matching(touched, spec.keys).select(*[_col(k) for k in spec.keys]).distinct().persist()
+    return Rewrite(rows, {}, dict(matched), {e: 0 for e in ends}, {e: 0 for e in ends}, keys, persisted=[keys])
+
+
+def _fixed(
+    spark, spec: TableSpec, table: DataFrame, selection: Selection, matched: dict[str, int], where: dict
+) -> Rewrite:
+    """A value fix: the versions of the keys it matches, fixed and coalesced; each partition
+    where one changed, with the other keys' rows as they were."""
+    keys = selection.matching(table, spec.keys).select(*[_col(k) for k in spec.keys]).distinct().persist()
+    versions = table.join(keys, spec.keys, "left_semi")
+    types = {f.name: f.dataType for f in table.schema.fields}
+    data = [c for c in _data_columns(spec, table) if c != spec.begin_column]
+    fixed = corrections.fixed_versions(
+        versions,
+        selection.matched,
+        selection.assignments,
+        keys=spec.keys,
+        begin_column=spec.begin_column,
+        end_column=spec.end_column,
+        tracked=conform.tracked_columns(spec, data, where["ds"]),
+        types=types,
+        inclusive=spec.end_style == "inclusive",
+    ).persist(StorageLevel.MEMORY_AND_DISK)
+    by_status: dict[str, dict[str, int]] = {}
+    for r in fixed.groupBy(_col(spec.end_column), corrections.STATUS).count().collect():
+        by_status.setdefault(r[corrections.STATUS], {})[r[spec.end_column]] = int(r["count"])
+    changed, absorbed = by_status.get(corrections.CHANGED, {}), by_status.get(corrections.ABSORBED, {})
+    ends = sorted(set(changed) | set(absorbed))
+    if not ends:
+        fixed.unpersist()
+        keys.unpersist()
+        raise InputError(
+            f"{selection.describe}: the {sum(matched.values())} matched versions already hold those values;"
+            " nothing was changed",
+            **where,
+        )
+    end = _col(spec.end_column)
+    columns = _data_columns(spec, table)
+    kept = table.where(end.isin(ends)).join(keys, spec.keys, "left_anti")
+    new = fixed.where(end.isin(ends) & (F.col(corrections.STATUS) != corrections.ABSORBED))
+    rows = kept.select(*[_col(c) for c in columns], _slot(end).alias(SLOT)).unionByName(
+        new.select(*[_col(c) for c in columns], _slot(end).alias(SLOT))
+    )
+    return Rewrite(
+        rows,
+        {},
+        {e: 0 for e in ends},
+        {e: absorbed.get(e, 0) for e in ends},
+        {e: changed.get(e, 0) for e in ends},
+        keys,
+        persisted=[fixed, keys],
+    )
+
+
+def _write(
+    spark, spec, st, run_root: str, request: Request, selection: Selection, rewrite: Rewrite, table: DataFrame
+) -> tuple[str, str] | None:
+    """Write the rewritten partitions (and an erasure's salted key hashes) under `run_root`."""
+    rewrite.rows.write.partitionBy(SLOT).parquet(run_root)
+    for end in rewrite.removed:
+        fs.mkdirs(spark, f"{run_root}/{SLOT}={SLOT_PREFIX}{end}")  # a partition left with no row
+    if request.kind == "set":
+        return None
+    # the removed versions' dates, without their keys: a later rerun's restore counts the open rows it expects by them
+    removed = f"{run_root}/{REMOVED}"
+    dates = [_col(spec.begin_column).alias("begin"), _col(spec.end_column).alias("end")]
+    selection.matching(table.where(_col(spec.end_column).isin(sorted(rewrite.removed))), spec.keys).select(
+        *dates
+    ).coalesce(1).write.parquet(removed)
+    if request.kind != "erase":
+        return None
+    salt = secrets.token_hex(16)
+    directory = f"{run_root}/erased_keys"
+    selection.keys.select(corrections.key_hash(spec.keys, salt).alias("key_hash")).coalesce(1).write.parquet(directory)
+    return salt, directory
+
+
+def _fingerprints(rows: DataFrame, columns: list[str], group: Column) -> dict[str, tuple[int, int]]:
+    """Per group: rows and the sum of their hashes, to compare two sets of rows (maps hash as their
+    sorted entries: Spark refuses to hash a map)."""
+    types = {f.name: f.dataType for f in rows.schema.fields}
+    hashed = F.xxhash64(*[comparable(_col(c), types[c]) for c in columns]).cast("decimal(38,0)")
+    return {
+        r["g"]: (int(r["n"]), int(r["h"] or 0))
+        for r in rows.groupBy(group.alias("g")).agg(F.count(F.lit(1)).alias("n"), F.sum(hashed).alias("h")).collect()
+    }
+
+
+def _audited(
+    spark, spec, st, run_root: str, selection: Selection, rewrite: Rewrite, table: DataFrame, where: dict
+) -> list[publish.Rewritten]:
+    """Check what was written against what was read, per partition, before publishing:
+    rows before minus removed minus coalesced equals rows written; the rows of every key outside
+    the correction are the same rows (counts and a hash over them); the open partition holds at
+    most one version per key."""
+    by_end = {p.end: p for p in [st.open_partition, *st.closed]}
+    ends = sorted(rewrite.removed)
+    columns = _data_columns(spec, table)
+    end = _col(spec.end_column)
+    before_rows = {e: fs.written_rows(spark, by_end[e].location) for e in ends}
+    directories = {e: f"{run_root}/{SLOT}={SLOT_PREFIX}{e}" for e in ends}
+    written = {e: fs.written_rows(spark, d) for e, d in directories.items()}
+    untouched_before = _fingerprints(
+        table.where(end.isin(ends)).join(rewrite.keys, spec.keys, "left_anti"),
+        columns,
+        end,
+    )
+    schema = table.drop(spec.end_column).schema
+    read_back = spark.read.schema(schema).parquet(*directories.values()).withColumn("zipper_dir", F.input_file_name())
+    untouched_after = _fingerprints(
+        read_back.join(rewrite.keys, spec.keys, "left_anti"),
+        columns,
+        F.regexp_extract(F.col("zipper_dir"), f"{SLOT}={SLOT_PREFIX}([^/]+)/", 1),
+    )
+    rewritten = []
+    for e in ends:
+        counts = {
+            "before": before_rows[e],
+            "removed": rewrite.removed[e],
+            "coalesced": rewrite.coalesced[e],
+            "changed": rewrite.changed[e],
+            "after": written[e],
+        }
+        rewritten.append(publish.Rewritten(e, directories[e], written[e], counts))
+    open_end = spec.open_end.isoformat()
+    keys_twice = 0
+    if open_end in directories:
+        opened = spark.read.schema(schema).parquet(directories[open_end])
+        keys_twice = written[open_end] - opened.select(*[_col(k) for k in spec.keys]).distinct().count()
+    audit.reconcile_correction(
+        end_column=spec.end_column,
+        counts={p.end: p.counts for p in rewritten},
+        recorded={e: by_end[e].params.get(state.ROWS) for e in ends},
+        untouched_before={e: untouched_before.get(e, (0, 0)) for e in ends},
+        untouched_after={e: untouched_after.get(e, (0, 0)) for e in ends},
+        open_keys_twice=keys_twice,
+        **where,
+    )
+    return rewritten
+
+
+def _touched_last(spec: TableSpec, st: state.TableState, ends: list[str]) -> str:
+    """The last day a changed version was valid on: the table's date if an open one changed."""
+    if spec.open_end.isoformat() in ends:
+        return st.last_committed.isoformat()
+    last = max(dt.date.fromisoformat(e) for e in ends)
+    return (last - dt.timedelta(days=1) if spec.end_style == "exclusive" else last).isoformat()
+
+
+def _summary(correction: state.Correction, rewritten: list[publish.Rewritten]) -> str:
+    c = correction.counts
+    done = {
+        "erase": f"erased {counted(c['removed'], 'version')} of {counted(correction.keys, 'key')}",
+        "delete": f"deleted {counted(c['removed'], 'version')}",
+        "set": f"fixed {counted(c['changed'], 'version')}"
+        + (f", {c['coalesced']} merged into the next" if c["coalesced"] else ""),
+    }[correction.kind]
+    return (
+        f"correction {correction.run_id} published: {done} in {counted(len(rewritten), 'partition')}"
+        f" ({c['rows_before']} rows before, {c['rows_after']} after)"
+    )
+
+
+def _dry_run(
+    spec: TableSpec, as_of: str, table: DataFrame, selection: Selection, matched: dict[str, int], started, progress
+) -> RunResult:
+    """Per partition, the versions matched, and up to SAMPLES of them (with their new values for a fix)."""
+    total = sum(matched.values())
+    found = f"{counted(total, 'version')} matched in {counted(len(matched), 'partition')}; nothing was written"
+    progress(f"{spec.table}: dry run of the {selection.describe}: {found}")
+    for end, count in sorted(matched.items()):
+        progress(f"  {spec.end_column}={end}: {counted(count, 'version')}")
+    sample = selection.matching(table, spec.keys).limit(SAMPLES)
+    if selection.assignments:
+        sample = sample.select("*", *[value.alias(f"new {name}") for name, value in selection.assignments.items()])
+    for row in as_collected(sample).collect():
+        progress("  " + ", ".join(f"{k}={_shown(v)}" for k, v in row.asDict().items()))
+    return RunResult(
+        spec.table,
+        as_of,
+        "correct",
+        f"dry run: {found}",
+        {"matched": total, "partitions": len(matched), "dry_run": True},
+        time.monotonic() - started,
+    )
+
+
+def _shown(value) -> str:
+    value = as_written(value)
+    return "NULL" if value is None else str(value)
