@@ -19,7 +19,7 @@ from tests.airflow.support import AIRFLOW2_VENV, DATES, write_spec
 from tests.cli.helpers import REPO
 from zipper.airflow.compat import AIRFLOW_3, AirflowException
 from zipper.airflow.environment import DEFAULT_CONN_ID, DEFAULT_POOL
-from zipper.airflow.operators import DATE_LABEL, LABEL, RERUN_LABEL, rerun_args
+from zipper.airflow.operators import CORRECT_LABEL, DATE_LABEL, LABEL, RERUN_LABEL, correct_args, rerun_args
 
 DAGS_FOLDER = REPO / "dags"
 
@@ -93,12 +93,14 @@ def test_the_shipped_dags_folder_loads_without_import_errors(monkeypatch):
     monkeypatch.delenv("ZIPPER_SPECS", raising=False)  # the default: dags/tables
     bag = make_dagbag()
     assert bag.import_errors == {}
-    assert sorted(bag.dag_ids) == ["zipper_dim_user", "zipper_dim_user_rerun"]
+    assert sorted(bag.dag_ids) == ["zipper_dim_user", "zipper_dim_user_correct", "zipper_dim_user_rerun"]
 
 
 def test_good_specs_load_and_bad_ones_are_import_errors_of_their_own_files(parsed, specs):
     bag = parsed["bag"]
-    assert sorted(bag.dag_ids) == ["zipper_dim_a", "zipper_dim_a_rerun", "zipper_dim_b", "zipper_dim_b_rerun"]
+    assert sorted(bag.dag_ids) == [
+        f"zipper_{name}{kind}" for name in ("dim_a", "dim_b") for kind in ("", "_correct", "_rerun")
+    ]
     errors = {k: v for k, v in bag.import_errors.items()}
     assert sorted(errors) == [str(specs / n) for n in ("bad_date.yaml", "bad_key.yaml", "same_name.yaml")], errors
     assert errors[str(specs / "bad_date.yaml")].startswith(f"{specs / 'bad_date.yaml'}: key 'start_date': ")
@@ -173,20 +175,21 @@ def test_parsing_imports_no_pyspark(specs):
     line = [x for x in result.stdout.splitlines() if x.startswith("RESULT ")]
     assert line, result.stderr[-2000:]
     outcome = json.loads(line[0][len("RESULT ") :])
-    assert outcome == {"dags": 4, "spark": []}
+    assert outcome == {"dags": 6, "spark": []}
 
 
 def test_every_dag_has_docs_owner_tags_and_explicit_catchup(parsed):
     for dag in parsed["bag"].dags.values():
         assert dag.doc_md and len(dag.doc_md) > 200, dag.dag_id
         # the DAG list's one line says which table and what the DAG is for, whatever the spec's description
-        table = "dw." + dag.dag_id.removeprefix("zipper_").removesuffix("_rerun")
+        table = "dw." + dag.dag_id.removeprefix("zipper_").removesuffix("_rerun").removesuffix("_correct")
         assert dag.description.startswith(f"{table}: ") and len(dag.description) <= 100, dag.description
         assert ("replay" in dag.description) is dag.dag_id.endswith("_rerun"), dag.description
+        assert ("corrections" in dag.description) is dag.dag_id.endswith("_correct"), dag.description
         assert dag.owner == "data-eng", dag.dag_id
         assert "zipper" in dag.tags and "test" in dag.tags, dag.dag_id
         assert dag.max_active_runs == 1, dag.dag_id
-        assert dag.catchup is (not dag.dag_id.endswith("_rerun")), dag.dag_id
+        assert dag.catchup is (not dag.dag_id.endswith(("_rerun", "_correct"))), dag.dag_id
 
 
 def test_merge_dag_tasks_order_and_settings(parsed):
@@ -268,6 +271,8 @@ def test_rerun_dag_takes_dates_from_its_trigger_form(parsed):
     # the UI marks a field required when its type does not include null: from_date only, not the toggle
     assert [k for k, field in schema.items() if "null" not in field["type"]] == ["from_date"]
     assert schema["uncommit_later"]["type"] == ["null", "boolean"] and dag.params["uncommit_later"] is False
+    assert schema["undo_corrections"]["type"] == ["null", "boolean"] and dag.params["undo_corrections"] is False
+    assert dag.params.get_param("undo_corrections").schema["title"] == "Undo corrections"
     assert "Logical Date is only this run's own time stamp" in dag.params.get_param("from_date").description
 
 
@@ -295,7 +300,7 @@ def trigger_params(dag, conf: dict) -> dict:
         (
             {"from": "2024-13-01"},
             "rerun param 'from' is not a param of this DAG: from_date (YYYY-MM-DD, required), to_date (YYYY-MM-DD),"
-            " uncommit_later (true or false)",
+            " uncommit_later (true or false), undo_corrections (true or false)",
         ),
     ],
 )
@@ -322,6 +327,174 @@ def test_a_good_trigger_conf_reaches_the_job_as_iso_dates(parsed):
         "--from",
         DATES[0],
     ]
+
+
+def test_undo_corrections_on_the_rerun_form_reaches_the_job(parsed):
+    """A rerun over versions a `zipper correct` fix or delete changed is refused without --undo-corrections."""
+    dag = parsed["bag"].dags["zipper_dim_a_rerun"]
+    params = trigger_params(dag, {"from_date": DATES[0], "undo_corrections": True})
+    assert rerun_args("dim_a", params, table="dw.dim_a") == [
+        "rerun", "dim_a", "--from", DATES[0], "--undo-corrections", "--json-report"
+    ]  # fmt: skip
+    for left in (False, None):  # off, or the toggle left empty
+        params = trigger_params(dag, {"from_date": DATES[0], "undo_corrections": left})
+        assert "--undo-corrections" not in rerun_args("dim_a", params, table="dw.dim_a")
+
+
+def test_correct_dag_takes_its_correction_from_its_trigger_form(parsed):
+    dag = parsed["bag"].dags["zipper_dim_a_correct"]
+    assert type(dag.timetable).__name__ == "NullTimetable"  # triggered only
+    assert dag.is_paused_upon_creation is False and dag.catchup is False
+    assert [t.task_id for t in dag.tasks] == ["correct"]
+    correct, merge = dag.get_task("correct"), parsed["bag"].dags["zipper_dim_a"].get_task("merge")
+    assert correct.retries == 0  # a correction refused by the lock is triggered again by whoever asked for it
+    assert correct.pool == merge.pool == DEFAULT_POOL and correct._conn_id == merge._conn_id
+    assert correct.application == merge.application and [o.uri for o in correct.outlets] == ["hive://dw/dim_a"]
+    assert correct.table == "dw.dim_a" and correct.map_index_template == CORRECT_LABEL
+    assert parsed["bag"].dags["zipper_dim_b_correct"].get_task("correct")._conn_id == "my_yarn"
+    assert dag.description == (
+        "dw.dim_a: row-level corrections: erase keys, fix values, delete versions (dry run by default)"
+    )
+    schema = {k: dag.params.get_param(k).schema for k in dag.params}
+    assert list(schema) == [
+        "kind", "erase_keys", "keys_file", "set_values", "where", "from_date", "to_date", "reason", "dry_run", "purge"
+    ]  # fmt: skip
+    assert all(field.get("title") and dag.params.get_param(k).description for k, field in schema.items())
+    assert all("format" not in field for field in schema.values()), schema  # ISO text, as the rerun form's
+    # no kind is chosen for on call: the task refuses a run without one; only the reason is marked required
+    assert schema["kind"]["enum"] == [None, "erase", "set", "delete"] and dag.params["kind"] is None
+    assert [k for k, field in schema.items() if "null" not in field["type"]] == ["reason"]
+    assert dag.params["dry_run"] is True and dag.params["purge"] is False
+    doc = " ".join(dag.doc_md.split())
+    assert "**Dry run by default**" in doc and "the task log shows the versions matched" in doc
+    assert "It runs in the pool of `zipper_dim_a` (`zipper_merges`)" in doc and "docs/corrections.md" in doc
+    assert '"erase_keys": "id=...", "reason"' in doc  # the spec's own key columns
+
+
+def test_the_correct_label_says_what_the_run_is_until_it_ends():
+    import jinja2
+
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    label = env.from_string(CORRECT_LABEL)
+    assert label.render({"params": {"kind": "erase", "dry_run": True}}) == "dry run: erase"
+    assert label.render({"params": {"kind": "delete", "dry_run": None}}) == "dry run: delete"  # only false writes
+    assert label.render({"params": {"kind": "set", "dry_run": False}}) == "set"
+    assert label.render({"params": {"kind": None, "dry_run": True}}) == "dry run: ?"
+    assert label.render({"params": {"kind": "set", "dry_run": False}, LABEL: "set: done"}) == "set: done"
+
+
+REASON = {"reason": "ticket 118: 'wrong' city"}
+
+
+@pytest.mark.parametrize(
+    "conf, argv",
+    [
+        (
+            {"kind": "erase", "erase_keys": "id=7"},
+            ["--erase-key", "id=7", "--reason", REASON["reason"], "--dry-run"],
+        ),
+        (  # a composite key: one --erase-key per column; spaces around ';' and '=' and empty parts dropped
+            {"kind": "erase", "erase_keys": " region = eu ;; id=7; ", "purge": True, "dry_run": False},
+            ["--erase-key", "region=eu", "--erase-key", "id=7", "--reason", REASON["reason"], "--purge"],
+        ),
+        (
+            {"kind": "erase", "keys_file": "/data/erase requests.csv", "dry_run": False},
+            ["--keys-file", "/data/erase requests.csv", "--reason", REASON["reason"]],
+        ),
+        (
+            {
+                "kind": "set",
+                "set_values": 'city=New York; note=it\'s "fine"',
+                "where": "user_id = 7 AND city = 'Olso'",
+                "from_date": "2024-01-02",
+                "to_date": "2024-01-03",
+            },
+            [
+                "--set",
+                "city=New York",
+                "--set",
+                'note=it\'s "fine"',
+                "--where",
+                "user_id = 7 AND city = 'Olso'",
+                "--from",
+                "2024-01-02",
+                "--to",
+                "2024-01-03",
+                "--reason",
+                REASON["reason"],
+                "--dry-run",
+            ],
+        ),
+        (
+            {"kind": "delete", "where": "note = 'a;b' OR note IS NULL", "dry_run": False, "purge": None},
+            ["--delete", "--where", "note = 'a;b' OR note IS NULL", "--reason", REASON["reason"]],
+        ),
+    ],
+)
+def test_the_correct_form_becomes_the_cli_arguments_one_value_each(parsed, conf, argv):
+    """Every value is one argv element: no shell reads it, so spaces and quotes reach the CLI as typed."""
+    params = trigger_params(parsed["bag"].dags["zipper_dim_a_correct"], {**REASON, **conf})
+    assert correct_args("dim_a", params, table="dw.dim_a") == ["correct", "dim_a", *argv, "--json-report"]
+
+
+@pytest.mark.parametrize(
+    "conf, message",
+    [
+        ({"reason": "x"}, "correct param 'kind' is required: erase, set or delete"),
+        ({"kind": "erase", "erase_keys": "id=7"}, "correct param 'reason' is required: say why, for the commit log"),
+        ({"kind": "erase", "erase_keys": "id=7", "reason": "  "}, "correct param 'reason' is required"),
+        ({"kind": "erase", "reason": "x"}, "correct param 'erase_keys' (column=value; ...) or 'keys_file' is required"),
+        (
+            {"kind": "erase", "erase_keys": "id=7", "keys_file": "/k.csv", "reason": "x"},
+            "correct param 'erase_keys' and 'keys_file' are both given: give one",
+        ),
+        ({"kind": "erase", "erase_keys": "7", "reason": "x"}, "correct param 'erase_keys': '7' is not column=value"),
+        (
+            {"kind": "erase", "keys_file": "keys.csv", "reason": "x"},
+            "correct param 'keys_file': 'keys.csv' is not an absolute path on the worker",
+        ),
+        (
+            {"kind": "erase", "erase_keys": "id=7", "where": "id = 7", "reason": "x"},
+            "correct param 'where' does not apply to kind erase",
+        ),
+        ({"kind": "set", "set_values": "city=Oslo", "reason": "x"}, "correct param 'where' is required for kind set"),
+        ({"kind": "set", "where": "id = 7", "reason": "x"}, "correct param 'set_values' (column=value; ...) is"),
+        ({"kind": "delete", "reason": "x"}, "correct param 'where' is required for kind delete"),
+        (
+            {"kind": "delete", "where": "id = 7", "set_values": "a=1", "reason": "x"},
+            "correct param 'set_values' is for kind set, not delete",
+        ),
+        (
+            {"kind": "delete", "where": "id = 7", "purge": True, "reason": "x"},
+            "correct param 'purge' follows an erasure, not kind delete",
+        ),
+        (
+            {"kind": "delete", "where": "id = 7", "from_date": "01/05/2024", "reason": "x"},
+            "correct param 'from_date': '01/05/2024' is not a date (YYYY-MM-DD)",
+        ),
+        (
+            {"kind": "delete", "where": "id = 7", "from_date": "2024-01-03", "to_date": "2024-01-02", "reason": "x"},
+            "correct param 'to_date': 2024-01-02 is before from_date 2024-01-03",
+        ),
+        ({"kind": "delete", "wher": "id = 7", "reason": "x"}, "correct param 'wher' is not a param of this DAG: kind,"),
+    ],
+)
+def test_a_bad_correct_conf_is_accepted_by_airflow_and_refused_by_the_task_in_one_line(parsed, conf, message):
+    params = trigger_params(parsed["bag"].dags["zipper_dim_a_correct"], conf)
+    with pytest.raises(AirflowException) as refused:
+        correct_args("dim_a", params, table="dw.dim_a")
+    said = str(refused.value)
+    assert said.startswith(f"dw.dim_a: {message}") and said.endswith("; nothing was changed"), said
+    assert "\n" not in said
+
+
+def test_an_unknown_kind_is_refused_by_the_form_and_by_the_task(parsed):
+    """`kind` is a choice in the form: Airflow refuses another value at the trigger (as it refuses a toggle
+    that is not true or false); the task refuses it too, were it to get one."""
+    with pytest.raises(Exception, match="wipe"):
+        trigger_params(parsed["bag"].dags["zipper_dim_a_correct"], {"kind": "wipe", "reason": "x"})
+    with pytest.raises(AirflowException, match=r"^dw.dim_a: correct param 'kind': 'wipe' is not erase, set or"):
+        correct_args("dim_a", {"kind": "wipe", "reason": "x"}, table="dw.dim_a")
 
 
 @pytest.mark.skipif(not AIRFLOW_3, reason="started from the Airflow 3 suite only")
@@ -360,12 +533,30 @@ def test_a_spec_named_like_another_tables_rerun_dag_is_refused_and_that_rerun_da
     clash = write_spec(folder, "dim_a_rerun", tmp_path / "data")
     monkeypatch.setenv("ZIPPER_SPECS", str(folder))
     bag = make_dagbag()
-    assert sorted(bag.dag_ids) == ["zipper_dim_a", "zipper_dim_a_rerun"]
+    assert sorted(bag.dag_ids) == ["zipper_dim_a", "zipper_dim_a_correct", "zipper_dim_a_rerun"]
     assert [t.task_id for t in bag.dags["zipper_dim_a_rerun"].tasks] == ["rerun"]
     assert bag.import_errors == {
         str(clash): (
             f"{clash}: key 'name': 'dim_a_rerun' would make the DAG zipper_dim_a_rerun, which is the rerun DAG of"
             f" 'dim_a' ({folder / 'dim_a.yaml'}); choose a name not ending in '_rerun'"
+        )
+    }
+
+
+def test_a_spec_named_like_another_tables_correct_dag_is_refused_and_that_correct_dag_kept(tmp_path, monkeypatch):
+    """`name: dim_a_correct` would build `zipper_dim_a_correct`, the correction DAG of `dim_a`: the correct
+    form on call opened would be the daily merge of another table."""
+    folder = tmp_path / "specs"
+    write_spec(folder, "dim_a", tmp_path / "data")
+    clash = write_spec(folder, "dim_a_correct", tmp_path / "data")
+    monkeypatch.setenv("ZIPPER_SPECS", str(folder))
+    bag = make_dagbag()
+    assert sorted(bag.dag_ids) == ["zipper_dim_a", "zipper_dim_a_correct", "zipper_dim_a_rerun"]
+    assert [t.task_id for t in bag.dags["zipper_dim_a_correct"].tasks] == ["correct"]
+    assert bag.import_errors == {
+        str(clash): (
+            f"{clash}: key 'name': 'dim_a_correct' would make the DAG zipper_dim_a_correct, which is the correct DAG"
+            f" of 'dim_a' ({folder / 'dim_a.yaml'}); choose a name not ending in '_correct'"
         )
     }
 

@@ -21,6 +21,7 @@ from zipper.airflow.hooks import ZipperSparkSubmitHook
 from zipper.airflow.operators import (
     LABEL,
     ZipperAuditOperator,
+    ZipperCorrectOperator,
     ZipperMergeOperator,
     ZipperRerunOperator,
     describe,
@@ -473,6 +474,55 @@ def test_a_bad_trigger_param_is_refused_naming_the_table_before_any_spark_starts
         rerun.execute({"dag": SimpleNamespace(dag_id="zipper_dim_rerun"), "params": params})
     assert str(raised.value) == f"dw.dim: {message}; nothing was changed"
     assert submitted == []
+
+
+def correct_operator() -> ZipperCorrectOperator:
+    return ZipperCorrectOperator(task_id="correct", table="dw.dim", table_name="dim", specs_dir="/s", outlets=[ASSET])
+
+
+ERASE = {"kind": "erase", "erase_keys": "id=7", "reason": "erasure request 118"}
+
+
+def test_a_dry_run_correction_labels_its_task_and_emits_no_asset_event(monkeypatch, tmp_path):
+    """A dry run writes nothing: its report is the job's output in the task log, and the table did not change."""
+    monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
+    counts = {"matched": 3, "partitions": 2, "dry_run": True}
+    report = RunResult("dw.dim", "2024-01-03", "correct", "dry run: 3 versions matched", counts).report()
+    spark_submit_printing(monkeypatch, [REPORT_PREFIX + json.dumps(report)], fails=False)
+    correct = correct_operator()
+    context = task_context(params={**ERASE, "dry_run": True}, outlet_events=outlet_events())
+    del context["ds"]  # a triggered run: no date of its own
+    correct.execute(context)
+    assert correct.application_args == [
+        "correct", "dim", "--erase-key", "id=7", "--reason", "erasure request 118", "--dry-run", "--json-report"
+    ]  # fmt: skip
+    assert context[LABEL] == "dry run: erase: 3 versions matched"
+    assert correct.outlets == [] and correct.spark_log.name.endswith("-zipper_dim-dry-run-erase-try1.log")
+
+
+def test_a_correction_puts_its_report_in_the_asset_event(monkeypatch, tmp_path):
+    monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
+    counts = {"matched": 1, "partitions": 1, "removed": 1, "rows_before": 4, "rows_after": 3}
+    report = RunResult("dw.dim", "2024-01-03", "correct", "erased", counts, run_id="c1").report()
+    spark_submit_printing(monkeypatch, [REPORT_PREFIX + json.dumps(report)], fails=False)
+    correct = correct_operator()
+    context = task_context(params={**ERASE, "dry_run": False}, outlet_events=outlet_events())
+    correct.execute(context)
+    assert "--dry-run" not in correct.application_args
+    assert context[LABEL] == "erase: 1 version matched"
+    extra = context["outlet_events"][ASSET].extra
+    assert (extra["action"], extra["run_id"], extra["counts"], extra["dates"]) == ("correct", "c1", counts, [])
+
+
+def test_a_bad_correct_param_is_refused_naming_the_table_before_any_spark_starts(monkeypatch, tmp_path):
+    monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
+    submitted = []
+    monkeypatch.setattr(SparkSubmitOperator, "execute", lambda self, context: submitted.append(self))
+    context = {"dag": SimpleNamespace(dag_id="zipper_dim_correct"), "params": {**ERASE, "kind": "set"}}
+    with pytest.raises(AirflowException) as raised:
+        correct_operator().execute(context)
+    assert str(raised.value) == "dw.dim: correct param 'erase_keys' is for kind erase, not set; nothing was changed"
+    assert submitted == [] and context[LABEL] == "dry run: set: failed"
 
 
 def test_the_spark_submit_beside_a_python_whose_path_has_a_space_starts(monkeypatch, tmp_path):

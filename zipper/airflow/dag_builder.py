@@ -1,4 +1,5 @@
-"""One DAG per table spec (`zipper_<name>`) and one rerun DAG (`zipper_<name>_rerun`).
+"""One DAG per table spec (`zipper_<name>`), one rerun DAG (`zipper_<name>_rerun`) and one correction DAG
+(`zipper_<name>_correct`).
 
 The DAG file in `dags/` calls `build_dags(globals())`. Parsing reads the spec files and builds
 operators; it imports no pyspark and touches no database or connection. A spec that does not load
@@ -13,11 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from zipper.airflow.compat import DAG, CronDataIntervalTimetable, Param, make_asset
-from zipper.airflow.docs import asset_uri, merge_dag_doc, rerun_dag_doc
+from zipper.airflow.docs import asset_uri, correct_dag_doc, merge_dag_doc, rerun_dag_doc
 from zipper.airflow.operators import (
+    CORRECT_KINDS,
+    CORRECT_LABEL,
     DATE_LABEL,
     RERUN_LABEL,
     ZipperAuditOperator,
+    ZipperCorrectOperator,
     ZipperMergeOperator,
     ZipperRerunOperator,
 )
@@ -73,6 +77,10 @@ def merge_dag_description(spec: TableSpec) -> str:
 
 def rerun_dag_description(spec: TableSpec) -> str:
     return f"{spec.table}: on call's replay of dates whose input changed (trigger it with from_date)"
+
+
+def correct_dag_description(spec: TableSpec) -> str:
+    return f"{spec.table}: row-level corrections: erase keys, fix values, delete versions (dry run by default)"
 
 
 def build_merge_dag(spec: TableSpec, spec_path: Path, specs: Path):
@@ -175,6 +183,117 @@ def rerun_params() -> dict[str, Any]:
                 " longer committed, and their runs of the daily DAG must run again."
             ),
         ),
+        "undo_corrections": Param(
+            False,
+            type=["null", "boolean"],
+            title="Undo corrections",
+            description=(
+                "Replay the inputs as they are over versions a `zipper correct` fix or delete changed; the"
+                " correction is marked undone (a rerun over them is refused without this)."
+            ),
+        ),
+    }
+
+
+def build_correct_dag(spec: TableSpec, specs: Path):
+    """Triggered only, never retried: a correction refused by the table's lock is triggered again by whoever
+    asked for it, after reading why. Its task takes a slot of the merges' pool."""
+    with DAG(
+        dag_id=correct_dag_id(spec),
+        description=correct_dag_description(spec),
+        schedule=None,
+        start_date=_midnight_utc(spec.start_date),
+        catchup=False,
+        is_paused_upon_creation=False,  # nothing scheduled; a trigger from the form must just run
+        max_active_runs=1,
+        default_args={**_default_args(spec), "retries": 0},
+        tags=_tags(spec),
+        doc_md=correct_dag_doc(spec, merge_dag_id(spec)),
+        params=correct_params(),
+    ) as dag:
+        ZipperCorrectOperator(task_id="correct", map_index_template=CORRECT_LABEL, **_job_args(spec, specs))
+    return dag
+
+
+def correct_params() -> dict[str, Any]:
+    """The correction's trigger form. `kind` is a choice with no default: nothing is corrected until someone
+    picks what; the task refuses a run without one. (Being a choice, another value in `--conf` is refused by
+    Airflow at the trigger, as a toggle's is; correct_args refuses it too.) Text fields take the CLI's forms, several `column=value`
+    separated by `;`, and may stay empty (null); the task checks them against the kind, in one line naming the
+    table, before Spark starts. `dry_run` is on when the form opens: applying a correction is a second,
+    deliberate trigger."""
+    return {
+        "kind": Param(
+            None,
+            type=["null", "string"],
+            enum=[None, *CORRECT_KINDS],
+            # the option's label in both UIs (Airflow 3 names null's by "None" too)
+            values_display={
+                "None": "(choose)",
+                "erase": "erase keys",
+                "set": "set values",
+                "delete": "delete versions",
+            },
+            title="Kind",
+            description=(
+                "erase: remove keys from every version; set: fix values in the versions Where matches; delete:"
+                " remove the versions Where matches."
+            ),
+        ),
+        "erase_keys": Param(
+            None,
+            type=["null", "string"],
+            title="Keys to erase",
+            description="For erase: column=value per key column, separated by ';' (e.g. id=7, or region=eu; id=7).",
+        ),
+        "keys_file": Param(
+            None,
+            type=["null", "string"],
+            title="Keys file",
+            description="For erase, instead of the keys: the absolute path on the worker of a CSV file of keys.",
+        ),
+        "set_values": Param(
+            None,
+            type=["null", "string"],
+            title="New values",
+            description="For set: column=value separated by ';' (e.g. city=Oslo; tier=gold); NULL for none.",
+        ),
+        "where": Param(
+            None,
+            type=["null", "string"],
+            title="Where",
+            description="For set and delete: which versions, e.g. user_id = 7 AND city = 'Olso' (docs/corrections.md).",
+        ),
+        "from_date": Param(
+            None,
+            type=["null", "string"],
+            title="From date",
+            description="For set and delete: only versions valid on this date or later, YYYY-MM-DD.",
+        ),
+        "to_date": Param(
+            None,
+            type=["null", "string"],
+            title="To date",
+            description="For set and delete: only versions valid on this date or earlier, YYYY-MM-DD.",
+        ),
+        "reason": Param(
+            "",
+            type="string",
+            title="Reason",
+            description="Why, in a few words: kept in the table's commit log (required).",
+        ),
+        "dry_run": Param(
+            True,
+            type=["null", "boolean"],
+            title="Dry run",
+            description="On: show in the task log what would change, and write nothing. Turn off to apply.",
+        ),
+        "purge": Param(
+            False,
+            type=["null", "boolean"],
+            title="Purge",
+            description="For erase: remove at once the superseded directories that still hold the erased rows.",
+        ),
     }
 
 
@@ -183,24 +302,29 @@ def load_table_specs(folder: Path) -> tuple[list[tuple[Path, TableSpec]], list[t
 
     A spec named `<other>_rerun` would build the DAG `zipper_<other>_rerun`, which is the rerun DAG of
     the spec `<other>`: one would silently replace the other, and on call would trigger a merge of the
-    wrong table from the rerun form. It is refused instead; `<other>` keeps its rerun DAG."""
+    wrong table from the rerun form. It is refused instead; `<other>` keeps its rerun DAG. So is a spec
+    named `<other>_correct`, whose merge DAG would replace the correction DAG of `<other>`."""
     loaded, failed = [], []
     for path, spec in scan_specs(folder):
         if isinstance(spec, SpecError):
             failed.append((path, str(spec)))
         else:
             loaded.append((path, spec))
-    rerun_dags = {rerun_dag_id(spec): (path, spec) for path, spec in loaded}
+    taken = {
+        dag_id(spec): (path, spec, what)
+        for what, dag_id in (("rerun", rerun_dag_id), ("correct", correct_dag_id))
+        for path, spec in loaded
+    }
     kept = []
     for path, spec in loaded:
-        if merge_dag_id(spec) in rerun_dags:
-            other_path, other = rerun_dags[merge_dag_id(spec)]
+        if merge_dag_id(spec) in taken:
+            other_path, other, what = taken[merge_dag_id(spec)]
             failed.append(
                 (
                     path,
                     f"{path}: key 'name': {spec.name!r} would make the DAG {merge_dag_id(spec)}, which"
-                    f" is the rerun DAG of {other.name!r} ({other_path}); choose a name not ending in"
-                    " '_rerun'",
+                    f" is the {what} DAG of {other.name!r} ({other_path}); choose a name not ending in"
+                    f" '_{what}'",
                 )
             )
         else:
@@ -216,6 +340,10 @@ def rerun_dag_id(spec: TableSpec) -> str:
     return DAG_PREFIX + spec.name + "_rerun"
 
 
+def correct_dag_id(spec: TableSpec) -> str:
+    return DAG_PREFIX + spec.name + "_correct"
+
+
 def build_dags(namespace: dict[str, Any] | None = None, folder: str | Path | None = None) -> dict[str, Any]:
     """Build the DAGs of every spec in `folder` (default ZIPPER_SPECS, else dags/tables) into
     `namespace` (the DAG file's globals()), in name order."""
@@ -223,7 +351,7 @@ def build_dags(namespace: dict[str, Any] | None = None, folder: str | Path | Non
     loaded, failed = load_table_specs(specs)
     dags: dict[str, Any] = {}
     for path, spec in sorted(loaded, key=lambda item: item[1].name):
-        for dag in (build_merge_dag(spec, path, specs), build_rerun_dag(spec, specs)):
+        for dag in (build_merge_dag(spec, path, specs), build_rerun_dag(spec, specs), build_correct_dag(spec, specs)):
             dags[dag.dag_id] = dag
     report_spec_errors(failed, dags)
     if namespace is not None:

@@ -178,6 +178,47 @@ in one line naming the table.
 It runs in the same pool as {_code(merge_dag_id)} ({_code(spec.airflow.pool)}). It never writes the
 table at the same time as a merge: the second of the two to start is refused by the table's lock and
 replans on its retry. Its asset event (the asset {_code(spec.table)}) lists the replayed dates.
+
+A rerun over versions that `zipper correct` fixed or deleted (the {_code(merge_dag_id + "_correct")} DAG) is
+refused, naming the correction: set `undo_corrections` to replay the inputs as they are over them; the
+correction is then marked undone. An erasure is never undone.
+"""
+
+
+def correct_dag_doc(spec: TableSpec, merge_dag_id: str) -> str:
+    """What each form of the correction does, and that a trigger left as the form opens writes nothing."""
+    name = spec.name
+    keys = "; ".join(f"{key}=..." for key in spec.keys)
+    return f"""### Correct {spec.table}
+
+Row-level corrections of {_code(spec.table)}, published in one metastore transaction with a record
+(the `reason`, who, the counts) in the table's commit log: `zipper correct {name} ...`. Pick the
+`kind`, fill in its fields, and a `reason` (required):
+
+- **erase**: removes every version of the keys, from every partition; later reruns and rebuilds leave
+  them out too. `erase_keys`: one `column=value` per key column, separated by `;` (`id=7`, or
+  `region=eu; id=7`); or `keys_file`: the absolute path, on the worker, of a CSV file whose header
+  names the key columns. `purge` then removes at once the superseded directories that still hold
+  the erased rows (else the next `zipper vacuum {name}` does).
+- **set**: `set_values` (`city=Oslo; tier=gold`; `NULL` for none) in the versions `where` matches
+  (`user_id = 7 AND city = 'Olso'`); `from_date` and `to_date` (YYYY-MM-DD, optional) keep only the
+  versions valid on some day of that range.
+- **delete**: removes the versions `where` matches (and `from_date`, `to_date` as for set).
+
+**Dry run by default**: `dry_run` is on when the form opens. A dry run writes nothing: the task log
+shows the versions matched per partition and up to 20 of them (with their new values for a fix).
+Read it, then trigger again with `dry_run` off to apply the correction.
+
+A bad or missing field (no `kind` or `reason`, `set` without `where`, `erase` without keys, a date
+that is not YYYY-MM-DD) fails the task before Spark starts, in one line naming the table. From the
+command line: `airflow dags trigger {merge_dag_id}_correct --conf '{{"kind": "erase", "erase_keys":
+"{keys}", "reason": "erasure request 118"}}'` (a dry run; add `"dry_run": false` to apply it).
+
+It runs in the pool of {_code(merge_dag_id)} ({_code(spec.airflow.pool)}): it takes a slot as a merge
+does. It never writes the table at the same time as a merge or a rerun: the table's lock refuses the
+second of them to start, and this DAG does not retry (trigger it again). A rerun over the versions
+that a fix or delete changed is then refused unless its `undo_corrections` is set.
+Read docs/corrections.md (`zipper correct`) before a first correction.
 """
 
 

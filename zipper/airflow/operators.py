@@ -34,6 +34,8 @@ NOT_RETRIED = "Not retried: another try would fail the same way."
 LABEL = "zipper_label"
 DATE_LABEL = "{{ zipper_label | default(ds | default('')) }}"
 RERUN_LABEL = "{{ zipper_label | default('from ' ~ params.from_date) }}"
+# "dry run: erase" until the task has ended; only an explicit false dry_run writes (see correct_args)
+CORRECT_LABEL = "{{ zipper_label | default(('' if params.dry_run == false else 'dry run: ') ~ (params.kind or '?')) }}"
 NOOP_CHECK_TIMEOUT_S = 900  # it may start the warehouse's metastore server (metastore.START_TIMEOUT_S)
 # `off` in the worker's environment: no pre-check, every merge task runs spark-submit (as before the check)
 NOOP_CHECK_ENV = "ZIPPER_NOOP_CHECK"
@@ -307,24 +309,24 @@ REFUSED_BY_SPEC = "on_past_date: error"
 REPLAY_PENDING = " pending: "
 
 
-def _date_param(params: dict, key: str, required: bool, table: str) -> str | None:
+def _date_param(params: dict, key: str, required: bool, table: str, form: str = "rerun") -> str | None:
     """A date of the trigger form, checked before any Spark starts; the message names the table, as the job's would."""
     value = params.get(key)
     if value in (None, ""):
         if required:
-            raise AirflowException(f"{table}: rerun param {key!r} is required (YYYY-MM-DD); nothing was changed")
+            raise AirflowException(f"{table}: {form} param {key!r} is required (YYYY-MM-DD); nothing was changed")
         return None
     try:
         return iso_date(str(value)).isoformat()
     except ValueError:
         raise AirflowException(
-            f"{table}: rerun param {key!r}: {value!r} is not a date (YYYY-MM-DD); nothing was changed"
+            f"{table}: {form} param {key!r}: {value!r} is not a date (YYYY-MM-DD); nothing was changed"
         ) from None
 
 
 class ZipperRerunOperator(ZipperSparkJobOperator):
-    """`zipper rerun NAME --from D [--to E] [--uncommit-later] --json-report` with the run's params (the
-    trigger form). `table` (the Hive table) names it in the form's refusals."""
+    """`zipper rerun NAME --from D [--to E] [--uncommit-later] [--undo-corrections] --json-report` with the
+    run's params (the trigger form). `table` (the Hive table) names it in the form's refusals."""
 
     verb = "rerun"
 
@@ -339,26 +341,183 @@ class ZipperRerunOperator(ZipperSparkJobOperator):
         return outcome(reports)
 
 
-RERUN_PARAMS = ("from_date", "to_date", "uncommit_later")
+RERUN_PARAMS = ("from_date", "to_date", "uncommit_later", "undo_corrections")
+
+
+def _is_true(value: Any) -> bool:
+    """A toggle of the form: true, or its text from `--conf` (a toggle left empty is null: false)."""
+    return value in (True, "true", "True")
 
 
 def rerun_args(table_name: str, params: dict, *, table: str) -> list[str]:
-    """`rerun NAME --from D [--to E] [--uncommit-later] --json-report` from the trigger form's params, dates
-    checked; the report line says whether a failure is final. The params' schema takes any string, so that a
-    bad date or name typed in `--conf` is refused here, in one line, rather than by Airflow's trigger."""
+    """`rerun NAME --from D [--to E] [--uncommit-later] [--undo-corrections] --json-report` from the trigger
+    form's params, dates checked; the report line says whether a failure is final. The params' schema takes any
+    string, so that a bad date or name typed in `--conf` is refused here, in one line, rather than by Airflow's
+    trigger."""
     unknown = sorted(set(params) - set(RERUN_PARAMS))
     if unknown:
         raise AirflowException(
             f"{table}: rerun param {unknown[0]!r} is not a param of this DAG: from_date (YYYY-MM-DD, required),"
-            " to_date (YYYY-MM-DD), uncommit_later (true or false); nothing was changed"
+            " to_date (YYYY-MM-DD), uncommit_later (true or false), undo_corrections (true or false); nothing"
+            " was changed"
         )
     first = _date_param(params, "from_date", required=True, table=table)
     last = _date_param(params, "to_date", required=False, table=table)
-    uncommit = params.get("uncommit_later") in (True, "true", "True")
     return (
         ["rerun", table_name, "--from", first]
         + (["--to", last] if last else [])
-        + (["--uncommit-later"] if uncommit else [])
+        + (["--uncommit-later"] if _is_true(params.get("uncommit_later")) else [])
+        + (["--undo-corrections"] if _is_true(params.get("undo_corrections")) else [])
+        + ["--json-report"]
+    )
+
+
+class ZipperCorrectOperator(ZipperSparkJobOperator):
+    """`zipper correct NAME ... --reason TEXT [--dry-run] --json-report` with the run's params (the trigger
+    form; correct_args). A dry run writes nothing: its report is the job's output in the task log, and it
+    emits no asset event. `table` (the Hive table) names it in the form's refusals."""
+
+    verb = "correct"
+
+    def run_job(self, context: Any) -> list[dict]:
+        self.application_args = correct_args(self.table_name, context["params"], table=self.table)
+        return super().run_job(context)
+
+    def log_tag(self, context: Any) -> str:
+        """`dry-run-erase`, `delete`: a triggered run has no date of its own."""
+        return correct_label(context["params"]).replace(": ", "-").replace(" ", "-")
+
+    def label(self, context: Any, reports: list[dict] | None) -> str:
+        what = correct_label(context["params"])
+        if reports is None:
+            return f"{what}: failed"
+        counts = (reports[-1].get("counts") or {}) if reports else {}
+        if "matched" not in counts:
+            return f"{what}: done"
+        matched = counts["matched"]
+        return f"{what}: {matched} version{'s' if matched != 1 else ''} matched"
+
+    def record_asset_event(self, context: Any, reports: list[dict]) -> None:
+        """A dry run changed nothing: no asset event (the task drops its outlets, as a no-op's does)."""
+        if reports and (reports[-1].get("counts") or {}).get("dry_run"):
+            self.outlets = []
+            self.log.info("No asset event: a dry run writes nothing to %s", self.table)
+            return
+        super().record_asset_event(context, reports)
+
+
+CORRECT_KINDS = ("erase", "set", "delete")
+CORRECT_PARAMS = (
+    "kind",
+    "erase_keys",
+    "keys_file",
+    "set_values",
+    "where",
+    "from_date",
+    "to_date",
+    "reason",
+    "dry_run",
+    "purge",
+)
+
+
+def is_dry_run(params: dict) -> bool:
+    """Only an explicit false writes: a form left as it opened, or a `--conf` without dry_run, changes nothing."""
+    return params.get("dry_run") not in (False, "false", "False")
+
+
+def correct_label(params: dict) -> str:
+    """What a correction run is, in a few words: `dry run: erase`, `delete`."""
+    return f"{'dry run: ' if is_dry_run(params) else ''}{params.get('kind') or '?'}"
+
+
+def _text(params: dict, key: str) -> str:
+    value = params.get(key)
+    return "" if value is None else str(value).strip()
+
+
+def _pairs(params: dict, key: str, table: str) -> list[str]:
+    """`col=value; col2=value2` as the CLI's COL=VALUE arguments, one each: spaces around `;` and `=` are
+    dropped, empty parts too. (A value with a `;`, or with spaces at its ends, needs the CLI.)"""
+    pairs = []
+    for part in _text(params, key).split(";"):
+        if not part.strip():
+            continue
+        column, sep, value = part.partition("=")
+        if not sep or not column.strip():
+            raise AirflowException(
+                f"{table}: correct param {key!r}: {part.strip()!r} is not column=value; nothing was changed"
+            )
+        pairs.append(f"{column.strip()}={value.strip()}")
+    return pairs
+
+
+def _refuse(table: str, message: str) -> AirflowException:
+    return AirflowException(f"{table}: correct param {message}; nothing was changed")
+
+
+def correct_args(table_name: str, params: dict, *, table: str) -> list[str]:
+    """`correct NAME (--erase-key C=V ... | --keys-file F | --set C=V ... --where P | --delete --where P) [--from
+    D] [--to E] --reason TEXT [--dry-run] [--purge] --json-report` from the trigger form's params. Each value is
+    one argv element: no shell reads it, so spaces and quotes reach the CLI as typed.
+
+    A run is a dry run unless `dry_run` is false: a form left as it opened writes nothing. A conf the CLI
+    would refuse is refused here, in one line naming the table, before spark-submit starts a driver."""
+    unknown = sorted(set(params) - set(CORRECT_PARAMS))
+    if unknown:
+        raise _refuse(table, f"{unknown[0]!r} is not a param of this DAG: {', '.join(CORRECT_PARAMS)}")
+    kind = params.get("kind")
+    if kind in (None, ""):
+        raise _refuse(table, "'kind' is required: erase, set or delete")
+    if kind not in CORRECT_KINDS:
+        raise _refuse(table, f"'kind': {kind!r} is not erase, set or delete")
+    reason = _text(params, "reason")
+    if not reason:
+        raise _refuse(table, "'reason' is required: say why, for the commit log")
+    erase_keys, keys_file = _pairs(params, "erase_keys", table), _text(params, "keys_file")
+    set_values, where = _pairs(params, "set_values", table), _text(params, "where")
+    first = _date_param(params, "from_date", required=False, table=table, form="correct")
+    last = _date_param(params, "to_date", required=False, table=table, form="correct")
+    purge = _is_true(params.get("purge"))
+    given = [key for key, value in (("erase_keys", erase_keys), ("keys_file", keys_file)) if value]
+    if kind != "erase" and given:
+        raise _refuse(table, f"{given[0]!r} is for kind erase, not {kind}")
+    if kind != "set" and set_values:
+        raise _refuse(table, f"'set_values' is for kind set, not {kind}")
+    if kind != "erase" and purge:
+        raise _refuse(table, f"'purge' follows an erasure, not kind {kind}")
+    if kind == "erase":
+        if len(given) != 1:
+            raise _refuse(
+                table,
+                "'erase_keys' and 'keys_file' are both given: give one"
+                if given
+                else "'erase_keys' (column=value; ...) or 'keys_file' is required for kind erase",
+            )
+        if keys_file and not keys_file.startswith("/"):
+            raise _refuse(table, f"'keys_file': {keys_file!r} is not an absolute path on the worker")
+        extra = [key for key, value in (("where", where), ("from_date", first), ("to_date", last)) if value]
+        if extra:
+            raise _refuse(table, f"{extra[0]!r} does not apply to kind erase: it removes every version of its keys")
+        selection = (
+            [arg for pair in erase_keys for arg in ("--erase-key", pair)] if erase_keys else ["--keys-file", keys_file]
+        )
+    else:
+        if kind == "set" and not set_values:
+            raise _refuse(table, "'set_values' (column=value; ...) is required for kind set")
+        if not where:
+            raise _refuse(table, f"'where' is required for kind {kind}: which versions")
+        if first and last and last < first:
+            raise _refuse(table, f"'to_date': {last} is before from_date {first}")
+        changes = [arg for pair in set_values for arg in ("--set", pair)] if kind == "set" else ["--delete"]
+        selection = [*changes, "--where", where]
+    return (
+        ["correct", table_name, *selection]
+        + (["--from", first] if first else [])
+        + (["--to", last] if last else [])
+        + ["--reason", reason]
+        + (["--dry-run"] if is_dry_run(params) else [])
+        + (["--purge"] if purge else [])
         + ["--json-report"]
     )
 
