@@ -15,6 +15,7 @@ from zipper.table.state import (
     ROWS,
     RUN_ID,
     Commit,
+    Correction,
     TableState,
 )
 from zipper.tablespec.model import TableSpec
@@ -96,3 +97,26 @@ def test_the_commit_log_says_which_action_committed_each_date():
     assert Commit.from_partition(Partition("2024-01-03", "file:/t/r", older)).action == "merge"
     st.commits["2024-01-03"] = replayed
     assert [c["action"] for c in model.commit_log(st, 3)] == ["replay", "merge", "merge"]
+
+
+def test_a_correction_is_in_the_commit_log_after_its_dates_commit():
+    st = state("2024-01-01", "2024-01-02")
+    record = Correction(
+        "run-c",
+        "delete",
+        "test rows",
+        "ann",
+        "2024-01-03T09:00:00+00:00",
+        "2024-01-01",
+        where="`src` = 'test'",
+        counts={"removed": 3},
+    )
+    st.open_partition.params.update(record.params())
+    log = model.commit_log(st, 3)
+    assert [(c["ds"], c["action"]) for c in log] == [
+        ("2024-01-02", "merge"),
+        ("2024-01-01", "correct"),
+        ("2024-01-01", "merge"),
+    ]
+    assert log[1]["what"] == "correction run-c (delete where `src` = 'test'; reason: 'test rows')"
+    assert log[1]["by"] == "ann" and log[1]["counts"] == {"removed": 3}

@@ -122,7 +122,25 @@ def series(st: table_state.TableState) -> list[dict]:
     return points
 
 
+def correction_entry(correction: table_state.Correction) -> dict:
+    """A row-level correction in the commit log: at the table's date then, after that date's commit."""
+    return {
+        "ds": correction.as_of,
+        "action": "correct",
+        "run_id": correction.run_id,
+        "committed_at": correction.committed_at,
+        "fingerprint": "",
+        "counts": correction.counts,
+        "rows": None,
+        "what": correction.describe(),
+        "by": correction.by,
+        "undone_by": correction.undone_by or None,
+    }
+
+
 def commit_log(st: table_state.TableState, limit: int) -> list[dict]:
-    """The newest `limit` commits, newest first."""
-    commits = sorted(st.commits.values(), key=lambda c: c.ds, reverse=True)
-    return [commit_entry(c) for c in commits[: max(limit, 0)]]
+    """The newest `limit` commits and corrections, newest first (a correction after its date's commit)."""
+    entries = [((c.ds, 0, c.committed_at), commit_entry(c)) for c in st.commits.values()]
+    entries += [((c.as_of, 1, c.committed_at), correction_entry(c)) for c in st.corrections]
+    entries.sort(key=lambda item: item[0], reverse=True)
+    return [entry for _, entry in entries[: max(limit, 0)]]

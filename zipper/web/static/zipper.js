@@ -372,6 +372,20 @@ const zipper = (() => {
     body.replaceChildren(
       ...commits.map((c) => {
         const counts = c.counts || {};
+        if (c.action === "correct") {  // a row-level correction: what it did, in place of the date's counts
+          const undone = c.undone_by ? ` (undone by ${c.undone_by})` : "";
+          return el(
+            "tr",
+            { "data-ds": c.ds, class: "correction" },
+            el("td", { text: c.ds }),
+            el("td", { text: c.action }),
+            el("td", { colspan: 5, text: `${c.what}, by ${c.by}${undone}` }),
+            el("td", { text: c.committed_at }),
+            el("td", { class: "mono", text: c.run_id }),
+            el("td", {}),
+            el("td", {}),
+          );
+        }
         const button = el("button", { type: "button", class: "link", text: "rerun from here" });
         button.addEventListener("click", () => prefillRerun(c.ds));
         return el(
