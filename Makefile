@@ -1,5 +1,5 @@
 # The two commands: `make demo` and `make test`. Both create or reuse .venv.
-.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test docs bench bench-floor bench-parse bench-replay bench-startup bench-metastore bench-backfill bench-view clean
+.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test docs bench bench-floor bench-parse bench-replay bench-startup bench-metastore bench-backfill bench-view bench-correct clean
 
 AIRFLOW_HOME ?= $(CURDIR)/airflow_home
 ZIPPER_SPECS ?= $(CURDIR)/dags/tables
@@ -63,6 +63,9 @@ bench-backfill: setup
 # The Zipper view over 50 tables: its JSON API through Airflow's API server, the tables page in Chromium.
 bench-view: setup
 	.venv/bin/python bench/bench_view.py
+
+bench-correct: setup
+	.venv/bin/python bench/bench_correct.py
 
 # The warehouse's metastore server is stopped (by its pid) before its folder goes.
 clean:

@@ -102,7 +102,9 @@ def view(tmp_path_factory):
         write_parquet(root / "data" / "incr" / f"ds={day(k)}", rows)
     # the table's merges (a JVM) and Airflow's set-up and start are independent: side by side
     merging = ThreadPoolExecutor(1)
-    merged = merging.submit(zipper_in_one_jvm, root, *(["merge", "dim", "--ds", day(k)] for k in DAYS), timeout=900)
+    commands = [["merge", "dim", "--ds", day(k)] for k in DAYS]
+    commands.append(["correct", "dim", "--set", "city=RIGA", "--where", "id = 6", "--reason", "upper case"])
+    merged = merging.submit(zipper_in_one_jvm, root, *commands, timeout=900)
 
     home, port = root / "airflow", free_port()
     env = airflow_env(home, ZIPPER_WAREHOUSE=root / "warehouse", ZIPPER_SPECS=root / "specs")
@@ -128,7 +130,7 @@ def view(tmp_path_factory):
     try:
         url = f"http://127.0.0.1:{port}"
         _wait_until_serving(url, server, log)
-        assert merged.result() == [0] * len(DAYS)
+        assert merged.result() == [0] * len(commands)
         merges_done = time.time()
         served = View(url, _token(url, home), home, env, log)
         # The tables page answers from its last read: until that read is one made after the merges
@@ -210,8 +212,14 @@ def test_a_tables_page_has_one_chart_point_and_one_commit_per_committed_date(vie
     assert detail["dag_id"] == "zipper_dim" and detail["rerun_dag_id"] == "zipper_dim_rerun"
     status, log = view.get("/zipper/api/tables/dim/commits?limit=3")
     assert status == 200
-    assert [c["ds"] for c in log["commits"]] == [day(4), day(3), day(2)]
-    newest = log["commits"][0]
+    # the correction after the merge of the date the table was at
+    assert [(c["ds"], c["action"]) for c in log["commits"]] == [
+        (day(4), "correct"),
+        (day(4), "merge"),
+        (day(3), "merge"),
+    ]
+    correction, newest = log["commits"][:2]
+    assert "set city=RIGA where" in correction["what"] and correction["counts"]["changed"] == 1
     assert newest["action"] == "merge" and newest["run_id"] and newest["committed_at"] and newest["fingerprint"]
     assert view.get("/zipper/api/tables/nosuch")[0] == 404
 
@@ -290,7 +298,8 @@ def test_the_table_page_charts_one_point_per_committed_date(view, page):
     labels = page.evaluate("() => window.zipperCharts.counts.data.labels")
     assert labels == [day(k) for k in DAYS]
     assert page.evaluate("() => window.zipperCharts.open.data.datasets[0].data") == [4, 5, 5, 6]
-    assert page.locator("#commits tbody tr").count() == len(DAYS)
+    assert page.locator("#commits tbody tr").count() == len(DAYS) + 1  # and the correction
+    assert "set city=RIGA where" in page.locator("#commits tbody tr.correction").inner_text()
     page.screenshot(path=str(ARTIFACTS / "table.png"), full_page=True)
 
 

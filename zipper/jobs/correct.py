@@ -15,16 +15,17 @@ import csv
 import datetime as dt
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from zipper.core import faults, fs, predicate
 from zipper.core.errors import InputError, StateError
-from zipper.inputs import conform
+from zipper.inputs import conform, metrics
 from zipper.jobs.result import RunResult, counted
 from zipper.table import audit, publish, recovery, state
 from zipper.tablespec.model import TableSpec
@@ -34,9 +35,9 @@ from zipper.transforms.equality import comparable
 
 SAMPLES = 20  # rows a dry run shows
 SLOT = "zipper_slot"
-SLOT_PREFIX = "corrected_"
-REMOVED = "removed_versions"  # under the run's directory: the begin and end of each version an erase or delete removed  # + the partition's end value: the directory a rewritten partition goes to
-KINDS = ("erase", "set", "delete")
+SLOT_PREFIX = "corrected_"  # + the partition's end value: the directory a rewritten partition goes to
+# under the run's directory: the begin and end dates of the versions an erase or delete removed, and how many
+REMOVED = "removed_versions"
 MAX_TEXT = 1000  # a reason or predicate longer than this would not fit the metastore's parameter value
 
 
@@ -95,10 +96,15 @@ def correct(spark, spec: TableSpec, request: Request, progress=_quiet) -> RunRes
     where = {"table": spec.table, "ds": as_of}
     table = spark.table(spec.table)
     selection = _selection(spark, spec, request, table, where)
-    end = spec.end_column
-    matched = {
-        r[end]: int(r["count"]) for r in selection.matching(table, spec.keys).groupBy(_col(end)).count().collect()
-    }
+    end, begin = spec.end_column, spec.begin_column
+    # one pass: the versions matched per (end, begin): per partition, and the removed versions' dates
+    intervals = [
+        (r[begin], r[end], int(r["count"]))
+        for r in selection.matching(table, spec.keys).groupBy(_col(end), _col(begin)).count().collect()
+    ]
+    matched: dict[str, int] = {}
+    for _, version_end, count in intervals:
+        matched[version_end] = matched.get(version_end, 0) + count
     if not matched:
         raise InputError(f"{selection.describe} matches no version of the table; nothing was changed", **where)
     if request.dry_run:
@@ -111,9 +117,9 @@ def correct(spark, spec: TableSpec, request: Request, progress=_quiet) -> RunRes
     else:
         rewrite = _removed(spec, table, selection, matched)
     try:
-        hashes = _write(spark, spec, st, run_root, request, selection, rewrite, table)
+        hashes = _write(spark, spec, run_root, request, selection, rewrite, intervals)
         faults.checkpoint("after_correct_write")
-        rewritten = _audited(spark, spec, st, run_root, selection, rewrite, table, where)
+        rewritten = _audited(spark, spec, st, run_root, rewrite, table, where)
     except BaseException:
         fs.delete(spark, run_root)
         raise
@@ -336,15 +342,21 @@ def _keys_file(spec: TableSpec, path: Path, where: dict) -> list[tuple[str, ...]
 
 @dataclass
 class Rewrite:
-    """What a correction writes: the rows of each rewritten partition, and the counts to audit them by."""
+    """What a correction writes: the rows of each rewritten partition, and what to audit them by.
 
-    rows: DataFrame  # with SLOT, without the end column
-    before: dict[str, int]  # end -> rows read
+    `passed` are the rows the correction passes through unchanged (an erasure's or a delete's:
+    every row it does not remove; a fix's: the rows of the keys it does not touch); `rows` are
+    them plus the rows it changes. The write counts and hashes `passed` as it reads them, and the
+    audit compares that with the same rows read back from the files written."""
+
+    passed: DataFrame  # with SLOT, without the end column
+    changes: DataFrame | None  # a fix's new versions of the keys it touches (with SLOT); None: only removals
     removed: dict[str, int]  # end -> versions removed (erased, deleted)
     coalesced: dict[str, int]  # end -> versions merged into their next
     changed: dict[str, int]  # end -> versions whose values or begin changed
-    keys: DataFrame  # the keys whose versions may change: the others must come out as they went in
+    outside: Callable[[DataFrame], DataFrame]  # the written rows that must be `passed`, as they were
     persisted: list[DataFrame] = field(default_factory=list)  # unpersisted once published or failed
+    observation: Observation = field(default_factory=lambda: Observation(f"zipper_correct_{secrets.token_hex(6)}"))
 
 
 def _slot(end: Column) -> Column:
@@ -360,13 +372,12 @@ def _removed(spec: TableSpec, table: DataFrame, selection: Selection, matched: d
     ends = sorted(matched)
     end = _col(spec.end_column)
     touched = table.where(end.isin(ends))
-    rows = selection.rest(touched, spec.keys).select(
+    passed = selection.rest(touched, spec.keys).select(
         *[_col(c) for c in _data_columns(spec, table)], _slot(end).alias(SLOT)
     )
-    if selection.keys is not None:
-        return Rewrite(rows, {}, dict(matched), {e: 0 for e in ends}, {e: 0 for e in ends}, selection.keys)
-    keys = selection.matching(touched, spec.keys).select(*[_col(k) for k in spec.keys]).distinct().persist()
-    return Rewrite(rows, {}, dict(matched), {e: 0 for e in ends}, {e: 0 for e in ends}, keys, persisted=[keys])
+    zero = {e: 0 for e in ends}
+    # every row written must be one the correction passed through: none of the removed ones
+    return Rewrite(passed, None, dict(matched), zero, dict(zero), lambda rows: selection.rest(rows, spec.keys))
 
 
 def _fixed(
@@ -404,37 +415,52 @@ def _fixed(
         )
     end = _col(spec.end_column)
     columns = _data_columns(spec, table)
-    kept = table.where(end.isin(ends)).join(keys, spec.keys, "left_anti")
+    passed = table.where(end.isin(ends)).join(keys, spec.keys, "left_anti")
     new = fixed.where(end.isin(ends) & (F.col(corrections.STATUS) != corrections.ABSORBED))
-    rows = kept.select(*[_col(c) for c in columns], _slot(end).alias(SLOT)).unionByName(
-        new.select(*[_col(c) for c in columns], _slot(end).alias(SLOT))
-    )
     return Rewrite(
-        rows,
-        {},
+        passed.select(*[_col(c) for c in columns], _slot(end).alias(SLOT)),
+        new.select(*[_col(c) for c in columns], _slot(end).alias(SLOT)),
         {e: 0 for e in ends},
         {e: absorbed.get(e, 0) for e in ends},
         {e: changed.get(e, 0) for e in ends},
-        keys,
+        lambda rows: rows.join(keys, spec.keys, "left_anti"),
         persisted=[fixed, keys],
     )
 
 
+def _row_hash(rows: DataFrame, columns: list[str]) -> Column:
+    """A row's hash over `columns` (maps as their sorted entries: Spark refuses to hash a map)."""
+    types = {f.name: f.dataType for f in rows.schema.fields}
+    return F.xxhash64(*[comparable(_col(c), types[c]) for c in columns]).cast("decimal(38,0)")
+
+
+def _fingerprint(rows: DataFrame, columns: list[str]) -> list[Column]:
+    """Rows and the sum of their hashes: equal for two sets of rows that are the same rows."""
+    return [F.count(F.lit(1)).alias("rows"), F.coalesce(F.sum(_row_hash(rows, columns)), F.lit(0)).alias("hash")]
+
+
 def _write(
-    spark, spec, st, run_root: str, request: Request, selection: Selection, rewrite: Rewrite, table: DataFrame
+    spark,
+    spec: TableSpec,
+    run_root: str,
+    request: Request,
+    selection: Selection,
+    rewrite: Rewrite,
+    intervals: list[tuple[str, str, int]],
 ) -> tuple[str, str] | None:
-    """Write the rewritten partitions (and an erasure's salted key hashes) under `run_root`."""
-    rewrite.rows.write.partitionBy(SLOT).parquet(run_root)
+    """Write the rewritten partitions under `run_root`, counting and hashing the rows passed
+    through as they are read; an erasure's or delete's removed versions' dates (no keys); an
+    erasure's salted key hashes."""
+    passed = rewrite.passed.observe(rewrite.observation, *_fingerprint(rewrite.passed, rewrite.passed.columns))
+    rows = passed if rewrite.changes is None else passed.unionByName(rewrite.changes)
+    rows.write.partitionBy(SLOT).parquet(run_root)
     for end in rewrite.removed:
         fs.mkdirs(spark, f"{run_root}/{SLOT}={SLOT_PREFIX}{end}")  # a partition left with no row
     if request.kind == "set":
         return None
-    # the removed versions' dates, without their keys: a later rerun's restore counts the open rows it expects by them
-    removed = f"{run_root}/{REMOVED}"
-    dates = [_col(spec.begin_column).alias("begin"), _col(spec.end_column).alias("end")]
-    selection.matching(table.where(_col(spec.end_column).isin(sorted(rewrite.removed))), spec.keys).select(
-        *dates
-    ).coalesce(1).write.parquet(removed)
+    # a later rerun's restore counts the open rows it expects by these (`corrected.removed_open_at`)
+    dates = spark.createDataFrame(intervals, "begin string, end string, versions bigint")
+    dates.coalesce(1).write.parquet(f"{run_root}/{REMOVED}")
     if request.kind != "erase":
         return None
     salt = secrets.token_hex(16)
@@ -443,43 +469,25 @@ def _write(
     return salt, directory
 
 
-def _fingerprints(rows: DataFrame, columns: list[str], group: Column) -> dict[str, tuple[int, int]]:
-    """Per group: rows and the sum of their hashes, to compare two sets of rows (maps hash as their
-    sorted entries: Spark refuses to hash a map)."""
-    types = {f.name: f.dataType for f in rows.schema.fields}
-    hashed = F.xxhash64(*[comparable(_col(c), types[c]) for c in columns]).cast("decimal(38,0)")
-    return {
-        r["g"]: (int(r["n"]), int(r["h"] or 0))
-        for r in rows.groupBy(group.alias("g")).agg(F.count(F.lit(1)).alias("n"), F.sum(hashed).alias("h")).collect()
-    }
-
-
 def _audited(
-    spark, spec, st, run_root: str, selection: Selection, rewrite: Rewrite, table: DataFrame, where: dict
+    spark, spec, st, run_root: str, rewrite: Rewrite, table: DataFrame, where: dict
 ) -> list[publish.Rewritten]:
-    """Check what was written against what was read, per partition, before publishing:
-    rows before minus removed minus coalesced equals rows written; the rows of every key outside
-    the correction are the same rows (counts and a hash over them); the open partition holds at
-    most one version per key."""
+    """Check what was written against what was read before publishing (`audit.reconcile_correction`):
+    rows per partition (footers), the rows passed through (read back, counted and hashed), and
+    the open partition's keys."""
     by_end = {p.end: p for p in [st.open_partition, *st.closed]}
     ends = sorted(rewrite.removed)
-    columns = _data_columns(spec, table)
-    end = _col(spec.end_column)
     before_rows = {e: fs.written_rows(spark, by_end[e].location) for e in ends}
     directories = {e: f"{run_root}/{SLOT}={SLOT_PREFIX}{e}" for e in ends}
     written = {e: fs.written_rows(spark, d) for e, d in directories.items()}
-    untouched_before = _fingerprints(
-        table.where(end.isin(ends)).join(rewrite.keys, spec.keys, "left_anti"),
-        columns,
-        end,
-    )
     schema = table.drop(spec.end_column).schema
-    read_back = spark.read.schema(schema).parquet(*directories.values()).withColumn("zipper_dir", F.input_file_name())
-    untouched_after = _fingerprints(
-        read_back.join(rewrite.keys, spec.keys, "left_anti"),
-        columns,
-        F.regexp_extract(F.col("zipper_dir"), f"{SLOT}={SLOT_PREFIX}([^/]+)/", 1),
-    )
+    read_back = spark.read.schema(schema).parquet(*directories.values())
+    # each row's partition, from its file's directory: the predicate may name the end column
+    end = F.regexp_extract(F.input_file_name(), f"{SLOT}={SLOT_PREFIX}([^/]+)/", 1)
+    read_back = read_back.withColumn(spec.end_column, end).withColumn(SLOT, _slot(_col(spec.end_column)))
+    outside = rewrite.outside(read_back).select(*[_col(c) for c in rewrite.passed.columns])
+    after = outside.agg(*_fingerprint(outside, outside.columns)).first()
+    before = metrics.observed_metrics(rewrite.observation)
     rewritten = []
     for e in ends:
         counts = {
@@ -499,8 +507,8 @@ def _audited(
         end_column=spec.end_column,
         counts={p.end: p.counts for p in rewritten},
         recorded={e: by_end[e].params.get(state.ROWS) for e in ends},
-        untouched_before={e: untouched_before.get(e, (0, 0)) for e in ends},
-        untouched_after={e: untouched_after.get(e, (0, 0)) for e in ends},
+        passed_read=(int(before.get("rows") or 0), int(before.get("hash") or 0)),
+        passed_written=(int(after["rows"]), int(after["hash"])),
         open_keys_twice=keys_twice,
         **where,
     )

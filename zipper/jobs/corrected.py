@@ -105,7 +105,7 @@ def removed_open_at(spark, spec: TableSpec, st: state.TableState, day: dt.date, 
     dirs = [c.removed for c in st.corrections if c.removed and c.run_id > commit_run]
     if not dirs:
         return 0
-    versions = spark.read.parquet(*dirs)
+    versions = spark.read.parquet(*dirs)  # begin, end, versions: how many removed versions had those dates
     text = F.lit(day.isoformat())
     valid = (F.col("begin") <= text) & (F.col("end") > text if spec.end_style == "exclusive" else F.col("end") >= text)
-    return versions.where(valid).count()
+    return int(versions.where(valid).agg(F.sum("versions")).first()[0] or 0)

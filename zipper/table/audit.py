@@ -134,16 +134,17 @@ def reconcile_correction(
     end_column: str,
     counts: dict[str, dict[str, int]],
     recorded: dict[str, str | None],
-    untouched_before: dict[str, tuple[int, int]],
-    untouched_after: dict[str, tuple[int, int]],
+    passed_read: tuple[int, int],
+    passed_written: tuple[int, int],
     open_keys_twice: int,
     table: str,
     ds: str,
 ) -> None:
     """A correction's identities, per rewritten partition: rows before minus removed minus
     coalesced equals rows written; the rows read equal the rows its commit recorded; the rows
-    of keys outside the correction went out as they came in (their count and the sum of their
-    hashes); and the open partition holds no key twice."""
+    the correction passes through (those of the keys outside it, or every row it does not
+    remove) are written as they were read: their count and the sum of their hashes, each row
+    hashed with its partition; and the open partition holds no key twice."""
     problems = []
     for end, c in sorted(counts.items()):
         where = f"{end_column}={end}"
@@ -154,11 +155,11 @@ def reconcile_correction(
             )
         if recorded.get(end) not in (None, str(c["before"])):
             problems.append(f"{where}: {c['before']} rows read != {recorded[end]} its commit recorded")
-        if untouched_before.get(end) != untouched_after.get(end):
-            before, after = untouched_before.get(end, (0, 0)), untouched_after.get(end, (0, 0))
-            problems.append(
-                f"{where}: the rows of keys outside the correction changed ({before[0]} rows before, {after[0]} after)"
-            )
+    if passed_read != passed_written:
+        problems.append(
+            f"the rows outside the correction changed ({passed_read[0]} read, {passed_written[0]} written,"
+            f" or their values)"
+        )
     if open_keys_twice:
         problems.append(f"the open partition would hold {open_keys_twice} keys twice")
     if problems:
