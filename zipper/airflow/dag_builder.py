@@ -133,21 +133,27 @@ def build_merge_dag(spec: TableSpec, spec_path: Path, specs: Path):
     return dag
 
 
-def build_rerun_dag(spec: TableSpec, specs: Path):
-    dag_id = rerun_dag_id(spec)
-    with DAG(
+def _triggered_dag(spec: TableSpec, dag_id: str, description: str, doc_md: str, params: dict[str, Any]):
+    """A DAG run only from its trigger form: nothing scheduled, so not paused on creation (a trigger must
+    just run), one run at a time, never retried (whoever triggered it reads why and triggers it again)."""
+    return DAG(
         dag_id=dag_id,
-        description=rerun_dag_description(spec),
+        description=description,
         schedule=None,
         start_date=_midnight_utc(spec.start_date),
         catchup=False,
-        is_paused_upon_creation=False,  # nothing scheduled; a trigger from the form must just run
+        is_paused_upon_creation=False,
         max_active_runs=1,
         default_args={**_default_args(spec), "retries": 0},
         tags=_tags(spec),
-        doc_md=rerun_dag_doc(spec, merge_dag_id(spec)),
-        params=rerun_params(),
-    ) as dag:
+        doc_md=doc_md,
+        params=params,
+    )
+
+
+def build_rerun_dag(spec: TableSpec, specs: Path):
+    doc = rerun_dag_doc(spec, merge_dag_id(spec))
+    with _triggered_dag(spec, rerun_dag_id(spec), rerun_dag_description(spec), doc, rerun_params()) as dag:
         ZipperRerunOperator(task_id="rerun", map_index_template=RERUN_LABEL, **_job_args(spec, specs))
     return dag
 
@@ -198,19 +204,8 @@ def rerun_params() -> dict[str, Any]:
 def build_correct_dag(spec: TableSpec, specs: Path):
     """Triggered only, never retried: a correction refused by the table's lock is triggered again by whoever
     asked for it, after reading why. Its task takes a slot of the merges' pool."""
-    with DAG(
-        dag_id=correct_dag_id(spec),
-        description=correct_dag_description(spec),
-        schedule=None,
-        start_date=_midnight_utc(spec.start_date),
-        catchup=False,
-        is_paused_upon_creation=False,  # nothing scheduled; a trigger from the form must just run
-        max_active_runs=1,
-        default_args={**_default_args(spec), "retries": 0},
-        tags=_tags(spec),
-        doc_md=correct_dag_doc(spec, merge_dag_id(spec)),
-        params=correct_params(),
-    ) as dag:
+    doc = correct_dag_doc(spec, merge_dag_id(spec))
+    with _triggered_dag(spec, correct_dag_id(spec), correct_dag_description(spec), doc, correct_params()) as dag:
         ZipperCorrectOperator(task_id="correct", map_index_template=CORRECT_LABEL, **_job_args(spec, specs))
     return dag
 
