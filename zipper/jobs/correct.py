@@ -96,6 +96,26 @@ def correct(spark, spec: TableSpec, request: Request, progress=_quiet) -> RunRes
     where = {"table": spec.table, "ds": as_of}
     table = spark.table(spec.table)
     selection = _selection(spark, spec, request, table, where)
+    try:
+        return _apply(spark, spec, st, request, table, selection, started, progress)
+    finally:
+        if selection.keys is not None:
+            selection.keys.unpersist()
+
+
+def _apply(
+    spark,
+    spec: TableSpec,
+    st: state.TableState,
+    request: Request,
+    table: DataFrame,
+    selection: Selection,
+    started,
+    progress,
+) -> RunResult:
+    """The correction's steps once its versions are selected: count, (dry run: show), write, audit, publish."""
+    as_of = st.last_committed.isoformat()
+    where = {"table": spec.table, "ds": as_of}
     end, begin = spec.end_column, spec.begin_column
     # one pass: the versions matched per (end, begin): per partition, and the removed versions' dates
     intervals = [
@@ -124,7 +144,7 @@ def correct(spark, spec: TableSpec, request: Request, progress=_quiet) -> RunRes
         fs.delete(spark, run_root)
         raise
     finally:
-        for cached in rewrite.persisted + ([selection.keys] if selection.keys is not None else []):
+        for cached in rewrite.persisted:
             cached.unpersist()
     counts = {
         "matched": sum(matched.values()),
