@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pyarrow.parquet as pq
 import pytest
 
 from tests.cli.helpers import day, make_spec, write_parquet, zipper, zipper_in_one_jvm
@@ -62,6 +63,10 @@ def test_a_dry_run_a_refusal_and_an_erasure_with_its_purge(workspace):
     out = result.stdout
     assert "correction " in out and "erased 2 versions of 1 key in 2 partitions" in out
     assert "dw.dim: purged " in out and "held the erased rows" in out
+    # no file of the table holds bob any more: the superseded directories went at once
+    tables = [pq.read_table(f) for f in (workspace / "warehouse" / "dw.db" / "dim").rglob("*.parquet")]
+    names = [name for t in tables if "name" in t.column_names for name in t.column("name").to_pylist()]
+    assert "ann" in names and "bob" not in names
     report = json.loads(next(line for line in out.splitlines() if line.startswith("zipper-report: "))[15:])
     assert report["action"] == "correct" and report["counts"]["removed"] == 2
 
