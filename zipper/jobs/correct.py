@@ -375,6 +375,7 @@ class Rewrite:
     coalesced: dict[str, int]  # end -> versions merged into their next
     changed: dict[str, int]  # end -> versions whose values or begin changed
     outside: Callable[[DataFrame], DataFrame]  # the written rows that must be `passed`, as they were
+    fixed_keys: DataFrame | None = None  # a fix's keys: the only ones whose open versions it writes anew
     persisted: list[DataFrame] = field(default_factory=list)  # unpersisted once published or failed
     observation: Observation = field(default_factory=lambda: Observation(f"zipper_correct_{secrets.token_hex(6)}"))
 
@@ -444,6 +445,7 @@ def _fixed(
         {e: absorbed.get(e, 0) for e in ends},
         {e: changed.get(e, 0) for e in ends},
         lambda rows: rows.join(keys, spec.keys, "left_anti"),
+        fixed_keys=keys,
         persisted=[fixed, keys],
     )
 
@@ -520,9 +522,12 @@ def _audited(
         rewritten.append(publish.Rewritten(e, directories[e], written[e], counts))
     open_end = spec.open_end.isoformat()
     keys_twice = 0
-    if open_end in directories:
-        opened = spark.read.schema(schema).parquet(directories[open_end])
-        keys_twice = written[open_end] - opened.select(*[_col(k) for k in spec.keys]).distinct().count()
+    if open_end in directories and rewrite.fixed_keys is not None:
+        # an erase or delete only passes open rows through (hashed above); a fix writes its keys' anew
+        opened = (
+            spark.read.schema(schema).parquet(directories[open_end]).join(rewrite.fixed_keys, spec.keys, "left_semi")
+        )
+        keys_twice = opened.groupBy(*[_col(k) for k in spec.keys]).count().where(F.col("count") > 1).count()
     audit.reconcile_correction(
         end_column=spec.end_column,
         counts={p.end: p.counts for p in rewritten},
