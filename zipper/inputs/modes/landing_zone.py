@@ -4,6 +4,7 @@ delete or upsert (see `inputs.landing`); a date consumes the files the table has
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from functools import reduce
 
 from pyspark.sql import functions as F
@@ -52,14 +53,18 @@ class LandingZone(SourceStrategy):
         table_columns: list[tuple[str, str]],
         run_root: str,
         checked: CheckedInput | None = None,
+        keep: Callable | None = None,
     ) -> Day:
-        """The change set of the consumed files, read from their copy under the run's directory."""
+        """The change set of the consumed files, read from their copy under the run's directory;
+        `keep`: a filter of the rows read (a replayed date's files without the keys erased since)."""
         located = landing.keep(spark, located, run_root)
         what = f"landing zone {located.description}"
         counts = {**self.problem_counts(spec), "source_rows": 0, "files": len(located.files)}
         if not located.files:
             return Day(None, 0, list(table_columns), conform.ColumnChanges(), located, counts)
         rows, file_columns = landing.read(spark, spec, located, ds)
+        if keep is not None:
+            rows = keep(rows)
         refuse_markers(bad_markers(rows).limit(5).collect(), spec, ds, what)
         input_columns = landing_columns(spec, ds, what, rows, file_columns)
         refuse_partial_updates(rows, spec, ds, what, file_columns, [c for c, _ in table_columns])
