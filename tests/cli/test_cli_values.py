@@ -43,19 +43,23 @@ def test_rebuild_takes_uncommit_later_as_rerun_does(monkeypatch):
 
     calls = []
     fake = types.ModuleType("zipper.jobs.rebuild")
-    fake.rebuild = lambda spark, spec, last, progress, uncommit_later: (
-        calls.append((last, uncommit_later)) or types.SimpleNamespace(summary=lambda: "rebuilt")
+    fake.rebuild = lambda spark, spec, last, progress, uncommit_later, undo_corrections: (
+        calls.append((last, uncommit_later, undo_corrections)) or types.SimpleNamespace(summary=lambda: "rebuilt")
     )
     monkeypatch.setitem(sys.modules, "zipper.jobs.rebuild", fake)
     import zipper.jobs
 
     monkeypatch.setattr(zipper.jobs, "rebuild", fake, raising=False)
-    for extra, expected in (([], False), (["--uncommit-later"], True)):
+    for extra, expected in (
+        ([], (False, False)),
+        (["--uncommit-later"], (True, False)),
+        (["--undo-corrections"], (False, True)),
+    ):
         args = main.build_parser().parse_args(["rebuild", "dim", "--to", "2024-01-02", *extra])
         runner = main.Runner.__new__(main.Runner)
         runner.args, runner.spec, runner._spark = args, types.SimpleNamespace(table="dw.dim"), object()
         assert runner.do_rebuild() == 0
-        assert calls[-1] == (dt.date(2024, 1, 2), expected)
+        assert calls[-1] == (dt.date(2024, 1, 2), *expected)
 
 
 def test_help_says_the_exit_codes_and_what_each_option_does():
