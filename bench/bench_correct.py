@@ -131,8 +131,11 @@ def main(argv=None) -> None:
     stop_on_sigterm()
     args = parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="zipper-bench-correct-"))
+    from zipper.runtime.metastore import MetastoreService
+
     try:
-        run(args, root)
+        with MetastoreService(root / "warehouse").for_this_run():  # stopped, by its pid, at the end
+            run(args, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
