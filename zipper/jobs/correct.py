@@ -32,6 +32,7 @@ from zipper.tablespec.model import TableSpec
 from zipper.transforms import corrections, predicates
 from zipper.transforms.collected import as_collected, as_written
 from zipper.transforms.equality import comparable
+from zipper.transforms.predicates import column_ref
 
 SAMPLES = 20  # rows a dry run shows
 SLOT = "zipper_slot"
@@ -84,10 +85,6 @@ def _quiet(line: str) -> None:
     pass
 
 
-def _col(name: str) -> Column:
-    return F.col("`" + name.replace("`", "``") + "`")
-
-
 def correct(spark, spec: TableSpec, request: Request, progress=_quiet) -> RunResult:
     """Apply one correction (or, with `dry_run`, show what it would change)."""
     started = time.monotonic()
@@ -120,7 +117,7 @@ def _apply(
     # one pass: the versions matched per (end, begin): per partition, and the removed versions' dates
     intervals = [
         (r[begin], r[end], int(r["count"]))
-        for r in selection.matching(table, spec.keys).groupBy(_col(end), _col(begin)).count().collect()
+        for r in selection.matching(table, spec.keys).groupBy(column_ref(end), column_ref(begin)).count().collect()
     ]
     matched: dict[str, int] = {}
     for _, version_end, count in intervals:
@@ -242,10 +239,10 @@ def _in_dates(spec: TableSpec, request: Request) -> Column:
     """Versions valid on some day of --from..--to (a version is never split: it is fixed whole)."""
     condition = F.lit(True)
     if request.last:
-        condition = condition & (_col(spec.begin_column) <= F.lit(request.last.isoformat()))
+        condition = condition & (column_ref(spec.begin_column) <= F.lit(request.last.isoformat()))
     if request.first:
         first = F.lit(request.first.isoformat())
-        end = _col(spec.end_column)
+        end = column_ref(spec.end_column)
         condition = condition & (end > first if spec.end_style == "exclusive" else end >= first)
     return condition
 
@@ -301,8 +298,8 @@ def _erase_keys(spark, spec: TableSpec, request: Request, types: dict[str, str],
         raise InputError(f"{source}: a key column of type {types[nested[0]]} cannot be given as text", **where)
     raw = spark.createDataFrame(rows, schema=", ".join(f"`{k}` string" for k in spec.keys))
     typed = raw.select(
-        *[_col(k).alias(f"raw_{i}") for i, k in enumerate(spec.keys)],
-        *[_col(k).try_cast(types[k]).alias(k) for k in spec.keys],
+        *[column_ref(k).alias(f"raw_{i}") for i, k in enumerate(spec.keys)],
+        *[column_ref(k).try_cast(types[k]).alias(k) for k in spec.keys],
     )
     unread = F.lit(False)
     for k in spec.keys:
@@ -313,7 +310,7 @@ def _erase_keys(spark, spec: TableSpec, request: Request, types: dict[str, str],
             ", ".join(f"{k}={row[f'raw_{i}']!r} ({types[k]})" for i, k in enumerate(spec.keys)) for row in bad
         )
         raise InputError(f"{source}: keys that are not of the key columns' types: {shown}", **where)
-    return typed.select(*[_col(k) for k in spec.keys]).distinct().persist()
+    return typed.select(*[column_ref(k) for k in spec.keys]).distinct().persist()
 
 
 def _erase_key_flags(spec: TableSpec, pairs: tuple[str, ...], where: dict) -> tuple[str, ...]:
@@ -391,10 +388,10 @@ def _data_columns(spec: TableSpec, table: DataFrame) -> list[str]:
 def _removed(spec: TableSpec, table: DataFrame, selection: Selection, matched: dict[str, int]) -> Rewrite:
     """An erasure or a delete: each partition with a matched version, without them."""
     ends = sorted(matched)
-    end = _col(spec.end_column)
+    end = column_ref(spec.end_column)
     touched = table.where(end.isin(ends))
     passed = selection.rest(touched, spec.keys).select(
-        *[_col(c) for c in _data_columns(spec, table)], _slot(end).alias(SLOT)
+        *[column_ref(c) for c in _data_columns(spec, table)], _slot(end).alias(SLOT)
     )
     zero = {e: 0 for e in ends}
     # every row written must be one the correction passed through: none of the removed ones
@@ -406,7 +403,7 @@ def _fixed(
 ) -> Rewrite:
     """A value fix: the versions of the keys it matches, fixed and coalesced; each partition
     where one changed, with the other keys' rows as they were."""
-    keys = selection.matching(table, spec.keys).select(*[_col(k) for k in spec.keys]).distinct().persist()
+    keys = selection.matching(table, spec.keys).select(*[column_ref(k) for k in spec.keys]).distinct().persist()
     versions = table.join(keys, spec.keys, "left_semi")
     types = {f.name: f.dataType for f in table.schema.fields}
     data = [c for c in _data_columns(spec, table) if c != spec.begin_column]
@@ -422,7 +419,7 @@ def _fixed(
         inclusive=spec.end_style == "inclusive",
     ).persist(StorageLevel.MEMORY_AND_DISK)
     by_status: dict[str, dict[str, int]] = {}
-    for r in fixed.groupBy(_col(spec.end_column), corrections.STATUS).count().collect():
+    for r in fixed.groupBy(column_ref(spec.end_column), corrections.STATUS).count().collect():
         by_status.setdefault(r[corrections.STATUS], {})[r[spec.end_column]] = int(r["count"])
     changed, absorbed = by_status.get(corrections.CHANGED, {}), by_status.get(corrections.ABSORBED, {})
     ends = sorted(set(changed) | set(absorbed))
@@ -434,13 +431,13 @@ def _fixed(
             " nothing was changed",
             **where,
         )
-    end = _col(spec.end_column)
+    end = column_ref(spec.end_column)
     columns = _data_columns(spec, table)
     passed = table.where(end.isin(ends)).join(keys, spec.keys, "left_anti")
     new = fixed.where(end.isin(ends) & (F.col(corrections.STATUS) != corrections.ABSORBED))
     return Rewrite(
-        passed.select(*[_col(c) for c in columns], _slot(end).alias(SLOT)),
-        new.select(*[_col(c) for c in columns], _slot(end).alias(SLOT)),
+        passed.select(*[column_ref(c) for c in columns], _slot(end).alias(SLOT)),
+        new.select(*[column_ref(c) for c in columns], _slot(end).alias(SLOT)),
         {e: 0 for e in ends},
         {e: absorbed.get(e, 0) for e in ends},
         {e: changed.get(e, 0) for e in ends},
@@ -453,7 +450,7 @@ def _fixed(
 def _row_hash(rows: DataFrame, columns: list[str]) -> Column:
     """A row's hash over `columns` (maps as their sorted entries: Spark refuses to hash a map)."""
     types = {f.name: f.dataType for f in rows.schema.fields}
-    return F.xxhash64(*[comparable(_col(c), types[c]) for c in columns]).cast("decimal(38,0)")
+    return F.xxhash64(*[comparable(column_ref(c), types[c]) for c in columns]).cast("decimal(38,0)")
 
 
 def _fingerprint(rows: DataFrame, columns: list[str]) -> list[Column]:
@@ -506,8 +503,8 @@ def _audited(
     read_back = spark.read.schema(schema).parquet(*directories.values())
     # each row's partition, from its file's directory: the predicate may name the end column
     end = F.regexp_extract(F.input_file_name(), f"{SLOT}={SLOT_PREFIX}([^/]+)/", 1)
-    read_back = read_back.withColumn(spec.end_column, end).withColumn(SLOT, _slot(_col(spec.end_column)))
-    outside = rewrite.outside(read_back).select(*[_col(c) for c in rewrite.passed.columns])
+    read_back = read_back.withColumn(spec.end_column, end).withColumn(SLOT, _slot(column_ref(spec.end_column)))
+    outside = rewrite.outside(read_back).select(*[column_ref(c) for c in rewrite.passed.columns])
     after = outside.agg(*_fingerprint(outside, outside.columns)).first()
     before = metrics.observed_metrics(rewrite.observation)
     rewritten = []
@@ -527,7 +524,7 @@ def _audited(
         opened = (
             spark.read.schema(schema).parquet(directories[open_end]).join(rewrite.fixed_keys, spec.keys, "left_semi")
         )
-        keys_twice = opened.groupBy(*[_col(k) for k in spec.keys]).count().where(F.col("count") > 1).count()
+        keys_twice = opened.groupBy(*[column_ref(k) for k in spec.keys]).count().where(F.col("count") > 1).count()
     audit.reconcile_correction(
         end_column=spec.end_column,
         counts={p.end: p.counts for p in rewritten},

@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
 
 from zipper.transforms.equality import same
+from zipper.transforms.predicates import column_ref
 
 FIXED = "zipper_fixed"  # the version matched the correction's predicate
 STATUS = "zipper_status"  # what the correction does to a version
@@ -23,15 +24,11 @@ _DIFFERS = "zipper_differs"
 _KEY_HASH, _ERASED = "zipper_key_hash", "zipper_erased"  # a fixed version's new values differ from its old ones
 
 
-def _column(name: str) -> Column:
-    return F.col("`" + name.replace("`", "``") + "`")
-
-
 def key_hash(keys: list[str], salt: str) -> Column:
     """A key's salted hash: SHA-256 of the salt and the key's columns as JSON. Computed the same
     way over the table, over a keys file and over a rerun's inputs, so an erased key is found
     again by its hash alone (the key itself is never recorded)."""
-    return F.sha2(F.concat(F.lit(salt), F.to_json(F.struct(*[_column(k).alias(k) for k in keys]))), 256)
+    return F.sha2(F.concat(F.lit(salt), F.to_json(F.struct(*[column_ref(k).alias(k) for k in keys]))), 256)
 
 
 def previous_end(begin: Column, inclusive: bool) -> Column:
@@ -66,37 +63,39 @@ def fixed_versions(
     names = versions.columns
     differs = F.lit(False)
     for name, value in assignments.items():
-        differs = differs | ~same(_column(name), value, types[name])
+        differs = differs | ~same(column_ref(name), value, types[name])
     with_fix = versions.withColumn(FIXED, F.coalesce(matched, F.lit(False))).withColumn(_DIFFERS, differs)
     with_fix = with_fix.select(
         *[
-            F.when(F.col(FIXED), assignments[n]).otherwise(_column(n)).alias(n) if n in assignments else _column(n)
+            F.when(F.col(FIXED), assignments[n]).otherwise(column_ref(n)).alias(n)
+            if n in assignments
+            else column_ref(n)
             for n in names
         ],
         FIXED,
         _DIFFERS,
     )
-    order = Window.partitionBy(*[_column(k) for k in keys]).orderBy(_column(begin_column))
-    follows = F.lag(_column(end_column)).over(order) == previous_end(_column(begin_column), inclusive)
+    order = Window.partitionBy(*[column_ref(k) for k in keys]).orderBy(column_ref(begin_column))
+    follows = F.lag(column_ref(end_column)).over(order) == previous_end(column_ref(begin_column), inclusive)
     for name in tracked:
-        follows = follows & same(F.lag(_column(name)).over(order), _column(name), types[name])
+        follows = follows & same(F.lag(column_ref(name)).over(order), column_ref(name), types[name])
     starts = (~F.coalesce(follows, F.lit(False))).cast("int")
     numbered = with_fix.withColumn(_STARTS, starts).withColumn(
         _RUN, F.sum(_STARTS).over(order.rowsBetween(Window.unboundedPreceding, Window.currentRow))
     )
-    run = Window.partitionBy(*[_column(k) for k in keys], F.col(_RUN))
+    run = Window.partitionBy(*[column_ref(k) for k in keys], F.col(_RUN))
     merged_run = F.max(F.col(FIXED).cast("int")).over(run) == 1
     merged_run = merged_run & (F.count(F.lit(1)).over(run) > 1)
-    last_in_run = _column(begin_column) == F.max(_column(begin_column)).over(run)
-    run_begin = F.min(_column(begin_column)).over(run)
+    last_in_run = column_ref(begin_column) == F.max(column_ref(begin_column)).over(run)
+    run_begin = F.min(column_ref(begin_column)).over(run)
     status = (
         F.when(merged_run & ~last_in_run, F.lit(ABSORBED))
-        .when((F.col(FIXED) & F.col(_DIFFERS)) | (merged_run & (run_begin != _column(begin_column))), F.lit(CHANGED))
+        .when((F.col(FIXED) & F.col(_DIFFERS)) | (merged_run & (run_begin != column_ref(begin_column))), F.lit(CHANGED))
         .otherwise(F.lit(SAME))
     )
     return numbered.select(
         *[
-            F.when(merged_run, run_begin).otherwise(_column(n)).alias(n) if n == begin_column else _column(n)
+            F.when(merged_run, run_begin).otherwise(column_ref(n)).alias(n) if n == begin_column else column_ref(n)
             for n in names
         ],
         status.alias(STATUS),
