@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import getpass
 import json
 import os
 import sys
@@ -567,8 +568,6 @@ class Runner:
 
 
 def _user() -> str:
-    import getpass
-
     try:
         return getpass.getuser()
     except (KeyError, OSError):  # a container's user without a passwd entry
