@@ -4,7 +4,7 @@ Three ways to move a dimension's open partition from D-1 to D, timed in one loca
 
   copy     read the open partition and write it back as Parquet: the I/O any merge must pay,
            so merge/copy says how much the merge logic itself costs on top;
-  article  the classic "left join + union all" INSERT OVERWRITE (zipper/sql/article_left_join_union_all.sql)
+  article  the classic "left join + union all" INSERT OVERWRITE (sql/article_left_join_union_all.sql)
            on a plain Hive table holding the same rows: what zipper replaces;
   merge    zipper's merge_date through audit and publish.
 

@@ -1,4 +1,4 @@
-"""Render the SQL templates in `sql/`: identifiers are validated and quoted, literals escaped."""
+"""Render the SQL templates in `sql/` (`sql_dir`): identifiers are validated and quoted, literals escaped."""
 
 from __future__ import annotations
 
@@ -12,8 +12,14 @@ from zipper.core.names import IDENTIFIER
 
 
 def sql_dir() -> Path:
-    """The package's `sql/` folder: shipped as package data, so one place in a checkout and an install."""
-    return Path(__file__).resolve().parents[1] / "sql"
+    """The SQL templates: the checkout's top-level `sql/` folder, which a wheel installs as `zipper/sql/`
+    (setup.cfg maps the package data `zipper.sql` to `sql/`). One copy, looked for in two places: next
+    to the package first (an installed wheel), then beside the package's folder (a checkout, or an
+    editable install, which imports `zipper/` from the checkout, where it holds no `sql/`). The folder is
+    data, not a module, so an editable install made before the move finds it too."""
+    package = Path(__file__).resolve().parents[1]
+    installed = package / "sql"
+    return installed if installed.is_dir() else package.parent / "sql"
 
 
 def quote_identifier(name: str) -> str:
