@@ -27,9 +27,11 @@ from zipper.airflow.operators import (
 )
 from zipper.airflow.parse_errors import report_spec_errors
 from zipper.airflow.sensors import INCREMENT_TASK, PREVIOUS_DATE_TASK, PreviousDateSensor, ZipperIncrementSensor
+from zipper.core.corrections import CorrectionKind
 from zipper.core.errors import SpecError
 from zipper.tablespec.loader import scan_specs, specs_dir
 from zipper.tablespec.model import TableSpec
+from zipper.tablespec.modes import SensorMode
 
 DAG_PREFIX = "zipper_"
 CRON_PRESETS = {"@daily": "0 0 * * *", "@midnight": "0 0 * * *"}
@@ -120,8 +122,9 @@ def build_merge_dag(spec: TableSpec, spec_path: Path, specs: Path):
                 task_id=INCREMENT_TASK,
                 spec_path=str(spec_path),
                 merge_task_id="merge",  # the previous date's, cleared while this waits: stop, see the sensor
-                mode="poke" if sensor.mode == "deferrable" else sensor.mode,
-                deferrable=sensor.mode == "deferrable",
+                # plain text for Airflow: a deferrable sensor pokes when it is not deferred
+                mode=str(SensorMode.POKE if sensor.mode == SensorMode.DEFERRABLE else sensor.mode),
+                deferrable=sensor.mode == SensorMode.DEFERRABLE,
                 poke_interval=sensor.poke_interval,
                 timeout=sensor.timeout,
                 retries=0,
@@ -225,9 +228,9 @@ def correct_params() -> dict[str, Any]:
             # the option's label in both UIs (Airflow 3 names null's by "None" too)
             values_display={
                 "None": "(choose)",
-                "erase": "erase keys",
-                "set": "set values",
-                "delete": "delete versions",
+                CorrectionKind.ERASE.value: "erase keys",
+                CorrectionKind.SET.value: "set values",
+                CorrectionKind.DELETE.value: "delete versions",
             },
             title="Kind",
             description=(

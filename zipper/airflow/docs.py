@@ -6,6 +6,7 @@ from pathlib import Path
 
 from zipper.airflow.compat import AIRFLOW_3
 from zipper.tablespec.model import TableSpec
+from zipper.tablespec.modes import OnPastDate, SourceFormat
 from zipper.tablespec.paths import resolve_path
 
 
@@ -35,7 +36,7 @@ def _path(spec: TableSpec, path: str) -> str:
 
 def _source(spec: TableSpec) -> str:
     source = spec.source
-    if source.format == "table":
+    if source.format == SourceFormat.TABLE:
         where = f"Hive table {_code(source.table)}" + (
             f" partition {_code(source.partition)}" if source.partition else ""
         )
@@ -48,14 +49,14 @@ def _base(spec: TableSpec) -> str:
     if spec.base is None:
         return "none (the table starts empty)"
     base = spec.base
-    if base.format == "table":
+    if base.format == SourceFormat.TABLE:
         return f"Hive table {_code(base.table)}"
     return f"{base.format} files at {_path(spec, base.path)}"
 
 
 def _past_date(spec: TableSpec) -> str:
     """What clearing the merge of a past date does, per `on_past_date`."""
-    if spec.on_past_date == "error":
+    if spec.on_past_date == OnPastDate.ERROR:
         return (
             "when the date's input (or a later date's) changed since it was committed, its merge fails and names"
             " the `zipper rerun` (this table has `on_past_date: error`): trigger the rerun DAG instead"
@@ -121,7 +122,7 @@ Run ID or Run After, which are the next day (the end of its interval). {_date_fi
 `wait_for_previous_date`): `airflow tasks clear zipper_{spec.name} -s <date> -y`, or in the UI its
 `merge` with Upstream and Future. Airflow 2.11 runs a cleared backfill run only in a backfill: then
 also `airflow dags backfill -s <date> -e <last date> zipper_{spec.name}`. A cleared **past** date whose
-replay is refused (bad input{", or `on_past_date: error`" if spec.on_past_date == "error" else ""}) is
+replay is refused (bad input{", or `on_past_date: error`" if spec.on_past_date == OnPastDate.ERROR else ""}) is
 different: the table is unchanged and the later runs keep their success; fix the input, then clear only
 that merge (`airflow tasks clear zipper_{spec.name} -t merge -d -s <date> -e <date> -y`) or trigger the
 rerun DAG. The failed task's error says which of the two cases it is.

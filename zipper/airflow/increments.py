@@ -23,7 +23,7 @@ from zipper.core.hms import MetastoreClient
 from zipper.core.paths import user_path
 from zipper.runtime import metastore
 from zipper.tablespec.model import TableSpec
-from zipper.tablespec.modes import SourceMode
+from zipper.tablespec.modes import SourceFormat, SourceMode
 from zipper.tablespec.paths import parse_partition, render, resolve_path
 
 LOCAL_SCHEMES = ("", "file")
@@ -51,7 +51,7 @@ def kind_of(spec: TableSpec) -> str:
     """The check a source needs. Landing-zone sources are folders of change files."""
     if spec.source.mode is SourceMode.LANDING_ZONE:
         return "landing_zone"
-    return "table" if spec.source.format == "table" else "files"
+    return "table" if spec.source.format == SourceFormat.TABLE else "files"
 
 
 def _scheme(path: str) -> str:
@@ -165,9 +165,9 @@ def check_table(spec: TableSpec, ds: dt.date, warehouse: Path) -> Readiness:
     source = spec.source
     partition = parse_partition(render(source.partition, ds, "source.partition", spec)) if source.partition else {}
     chosen = metastore.mode()
-    if chosen == "external":
+    if chosen == metastore.MetastoreMode.EXTERNAL:
         raise ExternalMetastore(source.table, partition)
-    if chosen == "local":
+    if chosen == metastore.MetastoreMode.LOCAL:
         return check_table_over_thrift(source.table, partition, metastore.MetastoreService(warehouse).ensure().uri)
     directory = partition_dir(warehouse, source.table, partition)
     return Readiness(directory.is_dir(), str(directory))

@@ -20,9 +20,10 @@ from zipper.airflow.compat import AIRFLOW_3, AirflowException, AirflowFailExcept
 from zipper.airflow.docs import is_backfill_run, resume_command
 from zipper.airflow.hooks import ZipperSparkSubmitHook
 from zipper.airflow.sensors import next_date_merged
+from zipper.core.corrections import CorrectionKind
 from zipper.core.dates import iso_date
 from zipper.core.errors import StateError
-from zipper.core.reports import EXIT_NOT_NOOP, REPORT_PREFIX
+from zipper.core.reports import EXIT_NOT_NOOP, REPORT_PREFIX, RunAction
 from zipper.runtime import metastore
 from zipper.runtime.session import LOG_FILE_ENV, SessionSettings, log_dir, spark_submit_conf
 
@@ -132,7 +133,7 @@ class ZipperSparkJobOperator(SparkSubmitOperator):
         none (Airflow emits one per outlet of the task that ran, so the run drops its outlets)."""
         if not self.outlets:
             return
-        if reports and reports[-1].get("action") == "noop":
+        if reports and reports[-1].get("action") == RunAction.NOOP:
             self.outlets = []
             self.log.info("No asset event: %s did not change (a no-op)", self.table)
             return
@@ -224,7 +225,7 @@ class ZipperMergeOperator(ZipperSparkJobOperator):
             self.log.info("%s=off: no pre-check, the merge runs through spark-submit", NOOP_CHECK_ENV)
             return None
         try:
-            local = metastore.mode() == "local"
+            local = metastore.mode() == metastore.MetastoreMode.LOCAL
         except StateError:
             return None  # a bad ZIPPER_METASTORE: the job says so
         settings = SessionSettings.from_env(str(environment.warehouse()))
@@ -406,7 +407,7 @@ class ZipperCorrectOperator(ZipperSparkJobOperator):
         super().record_asset_event(context, reports)
 
 
-CORRECT_KINDS = ("erase", "set", "delete")
+CORRECT_KINDS = tuple(kind.value for kind in CorrectionKind)  # plain texts: the form's choices
 CORRECT_PARAMS = (
     "kind",
     "erase_keys",
@@ -471,6 +472,7 @@ def correct_args(table_name: str, params: dict, *, table: str) -> list[str]:
         raise _refuse(table, "'kind' is required: erase, set or delete")
     if kind not in CORRECT_KINDS:
         raise _refuse(table, f"'kind': {kind!r} is not erase, set or delete")
+    kind = CorrectionKind(kind)
     reason = _text(params, "reason")
     if not reason:
         raise _refuse(table, "'reason' is required: say why, for the commit log")
@@ -480,13 +482,13 @@ def correct_args(table_name: str, params: dict, *, table: str) -> list[str]:
     last = _date_param(params, "to_date", required=False, table=table, form="correct")
     purge = _is_true(params.get("purge"))
     given = [key for key, value in (("erase_keys", erase_keys), ("keys_file", keys_file)) if value]
-    if kind != "erase" and given:
+    if kind != CorrectionKind.ERASE and given:
         raise _refuse(table, f"{given[0]!r} is for kind erase, not {kind}")
-    if kind != "set" and set_values:
+    if kind != CorrectionKind.SET and set_values:
         raise _refuse(table, f"'set_values' is for kind set, not {kind}")
-    if kind != "erase" and purge:
+    if kind != CorrectionKind.ERASE and purge:
         raise _refuse(table, f"'purge' follows an erasure, not kind {kind}")
-    if kind == "erase":
+    if kind == CorrectionKind.ERASE:
         if len(given) != 1:
             raise _refuse(
                 table,
@@ -503,13 +505,15 @@ def correct_args(table_name: str, params: dict, *, table: str) -> list[str]:
             [arg for pair in erase_keys for arg in ("--erase-key", pair)] if erase_keys else ["--keys-file", keys_file]
         )
     else:
-        if kind == "set" and not set_values:
+        if kind == CorrectionKind.SET and not set_values:
             raise _refuse(table, "'set_values' (column=value; ...) is required for kind set")
         if not where:
             raise _refuse(table, f"'where' is required for kind {kind}: which versions")
         if first and last and last < first:
             raise _refuse(table, f"'to_date': {last} is before from_date {first}")
-        changes = [arg for pair in set_values for arg in ("--set", pair)] if kind == "set" else ["--delete"]
+        changes = (
+            [arg for pair in set_values for arg in ("--set", pair)] if kind == CorrectionKind.SET else ["--delete"]
+        )
         selection = [*changes, "--where", where]
     return (
         ["correct", table_name, *selection]
@@ -543,12 +547,13 @@ def outcome(reports: list[dict] | None) -> str:
     final = reports[-1]
     action = final.get("action")
     replayed = [r.get("ds", "?") for r in reports[:-1]]
-    if action == "noop":
-        return "no-op (already committed with the same input)"
-    if action == "replay":
-        return f"replayed {_span(replayed)}" if replayed else "replayed"
-    if action == "rerun":
-        return f"replayed {final.get('ds', '?')}"
+    match action:  # as read back from the report: a plain text (or None)
+        case RunAction.NOOP:
+            return "no-op (already committed with the same input)"
+        case RunAction.REPLAY:
+            return f"replayed {_span(replayed)}" if replayed else "replayed"
+        case RunAction.RERUN:
+            return f"replayed {final.get('ds', '?')}"
     return "merged"
 
 
@@ -563,7 +568,7 @@ def asset_extra(reports: list[dict], table: str, ds: str) -> dict:
         "action": final.get("action", "unknown"),
         "counts": final.get("counts", {}),
         "run_id": final.get("run_id", ""),
-        "dates": replayed or ([final.get("ds", ds)] if final.get("action") == "merge" else []),
+        "dates": replayed or ([final.get("ds", ds)] if final.get("action") == RunAction.MERGE else []),
     }
 
 

@@ -23,11 +23,19 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Literal as Kind
+from enum import StrEnum
 
 
 class PredicateError(ValueError):
     """A --where text zipper cannot read; the message is one line that says why and where."""
+
+
+class ValueKind(StrEnum):
+    """How a literal was written: 'quoted text', a number, or TRUE / FALSE."""
+
+    STRING = "string"
+    NUMBER = "number"
+    BOOLEAN = "boolean"
 
 
 @dataclass(frozen=True)
@@ -36,7 +44,7 @@ class Literal:
     so `'007'` on a bigint column is 7. Booleans hold `true` or `false`."""
 
     text: str
-    kind: Kind["string", "number", "boolean"]
+    kind: ValueKind
 
 
 @dataclass(frozen=True)
@@ -347,13 +355,13 @@ class _Reader:
         token = self.token
         if token.kind == "string":
             self.take()
-            return Literal(token.value, "string")
+            return Literal(token.value, ValueKind.STRING)
         if token.kind == "number":
             self.take()
-            return Literal(token.value, "number")
+            return Literal(token.value, ValueKind.NUMBER)
         if token.kind == "keyword" and token.value in ("TRUE", "FALSE"):
             self.take()
-            return Literal(token.value.lower(), "boolean")
+            return Literal(token.value.lower(), ValueKind.BOOLEAN)
         if token.kind == "keyword" and token.value == "NULL":
             raise self.error(
                 f"NULL is not a value to compare with ({self.place(token)}): a comparison with NULL matches"
@@ -412,10 +420,11 @@ def render_name(name: str) -> str:
 
 
 def render_literal(value: Literal) -> str:
-    if value.kind == "string":
-        return "'" + value.text.replace("'", "''") + "'"
-    if value.kind == "boolean":
-        return value.text.upper()
+    match value.kind:
+        case ValueKind.STRING:
+            return "'" + value.text.replace("'", "''") + "'"
+        case ValueKind.BOOLEAN:
+            return value.text.upper()
     return value.text
 
 

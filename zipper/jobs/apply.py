@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from zipper.core import faults, fs
 from zipper.core.errors import InputError, SpecError
+from zipper.core.reports import RunAction
 from zipper.inputs import conform, csv_values, dayinput, file_types, metrics, sources
 from zipper.inputs.modes import mode_of
 from zipper.jobs import corrected
@@ -97,7 +98,7 @@ def apply_date(
     started: float | None = None,
     carry_params: dict[str, str] | None = None,
     checked: dayinput.CheckedInput | None = None,
-    action: str = "merge",
+    action: state.CommitAction = state.CommitAction.MERGE,
 ) -> RunResult:
     """Merge the input of `ds` into a table that is at ds - 1, and publish.
 
@@ -180,7 +181,7 @@ def apply_date(
             summary,
             day.located.fingerprint,
             consumed.record(day.located.fingerprint) if consumed is not None else None,
-            action,
+            state.CommitAction(action),  # a caller's text (replay's "replay") as its member
         ),
         day.column_changes,
         table_columns=table_columns,
@@ -188,4 +189,4 @@ def apply_date(
         widened_from_float=conform.widened_from_float(day.column_changes),
         carry_params=carry_params,
     )
-    return RunResult(spec.table, ds_text, "merge", "", summary, time.monotonic() - started, run_id, join)
+    return RunResult(spec.table, ds_text, RunAction.MERGE, "", summary, time.monotonic() - started, run_id, join)

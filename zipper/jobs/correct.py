@@ -24,11 +24,14 @@ from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from zipper.core import faults, fs, predicate
+from zipper.core.corrections import CorrectionKind
 from zipper.core.errors import InputError, StateError
+from zipper.core.reports import RunAction
 from zipper.inputs import conform, metrics
 from zipper.jobs.result import RunResult, counted
 from zipper.table import audit, publish, recovery, state
 from zipper.tablespec.model import TableSpec
+from zipper.tablespec.modes import EndStyle
 from zipper.transforms import corrections, predicates
 from zipper.transforms.collected import as_collected, as_written
 from zipper.transforms.equality import comparable
@@ -46,7 +49,7 @@ MAX_TEXT = 1000  # a reason or predicate longer than this would not fit the meta
 class Request:
     """What `zipper correct` was asked to do."""
 
-    kind: str  # erase | set | delete
+    kind: CorrectionKind  # a plain text is taken as its member
     reason: str
     by: str
     where: str = ""  # set, delete
@@ -56,6 +59,9 @@ class Request:
     first: dt.date | None = None  # set, delete: versions valid on or after
     last: dt.date | None = None  # set, delete: versions valid on or before
     dry_run: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "kind", CorrectionKind(self.kind))
 
 
 @dataclass
@@ -129,7 +135,7 @@ def _apply(
 
     run_id = state.new_run_id()
     run_root = state.run_dir(st, run_id)
-    if request.kind == "set":
+    if request.kind == CorrectionKind.SET:
         rewrite = _fixed(spark, spec, table, selection, matched, where)
     else:
         rewrite = _removed(spec, table, selection, matched)
@@ -167,14 +173,14 @@ def _apply(
         salt=hashes[0] if hashes else "",
         hashes=hashes[1] if hashes else "",
         counts=counts,
-        removed=f"{run_root}/{REMOVED}" if request.kind != "set" else "",
+        removed=f"{run_root}/{REMOVED}" if request.kind != CorrectionKind.SET else "",
         touched_last=_touched_last(spec, st, [p.end for p in rewritten]),
     )
     publish.publish_correction(spark, spec, st, correction, run_root, rewritten)
     return RunResult(
         spec.table,
         as_of,
-        "correct",
+        RunAction.CORRECT,
         _summary(correction, rewritten),
         counts,
         time.monotonic() - started,
@@ -204,7 +210,7 @@ def _ready_state(spark, spec: TableSpec, request: Request) -> state.TableState:
 
 def _selection(spark, spec: TableSpec, request: Request, table: DataFrame, where: dict) -> Selection:
     types = {f.name: f.dataType.simpleString() for f in table.schema.fields}
-    if request.kind == "erase":
+    if request.kind == CorrectionKind.ERASE:
         keys = _erase_keys(spark, spec, request, types, where)
         count = keys.count()
         return Selection(describe=f"erasure of {count} key{'s' if count != 1 else ''}", keys=keys, key_count=count)
@@ -214,7 +220,7 @@ def _selection(spark, spec: TableSpec, request: Request, table: DataFrame, where
         raise InputError(str(exc), **where) from None
     bad = predicates.bad_literals(spark, node, types)
     assignment_texts, assignments = (
-        _assignments(spark, spec, request, types, where) if request.kind == "set" else ({}, {})
+        _assignments(spark, spec, request, types, where) if request.kind == CorrectionKind.SET else ({}, {})
     )
     if bad:
         raise InputError(f"--where values are not of their columns' types: {', '.join(bad)}", **where)
@@ -243,7 +249,7 @@ def _in_dates(spec: TableSpec, request: Request) -> Column:
     if request.first:
         first = F.lit(request.first.isoformat())
         end = column_ref(spec.end_column)
-        condition = condition & (end > first if spec.end_style == "exclusive" else end >= first)
+        condition = condition & (end > first if spec.end_style == EndStyle.EXCLUSIVE else end >= first)
     return condition
 
 
@@ -416,7 +422,7 @@ def _fixed(
         end_column=spec.end_column,
         tracked=conform.tracked_columns(spec, data, where["ds"]),
         types=types,
-        inclusive=spec.end_style == "inclusive",
+        inclusive=spec.end_style == EndStyle.INCLUSIVE,
     ).persist(StorageLevel.MEMORY_AND_DISK)
     by_status: dict[str, dict[str, int]] = {}
     for r in fixed.groupBy(column_ref(spec.end_column), corrections.STATUS).count().collect():
@@ -475,12 +481,12 @@ def _write(
     rows.write.partitionBy(SLOT).parquet(run_root)
     for end in rewrite.removed:
         fs.mkdirs(spark, f"{run_root}/{SLOT}={SLOT_PREFIX}{end}")  # a partition left with no row
-    if request.kind == "set":
+    if request.kind == CorrectionKind.SET:
         return None
     # a later rerun's restore counts the open rows it expects by these (`corrected.removed_open_at`)
     dates = spark.createDataFrame(intervals, "begin string, end string, versions bigint")
     dates.coalesce(1).write.parquet(f"{run_root}/{REMOVED}")
-    if request.kind != "erase":
+    if request.kind != CorrectionKind.ERASE:
         return None
     salt = secrets.token_hex(16)
     directory = f"{run_root}/erased_keys"
@@ -542,15 +548,15 @@ def _touched_last(spec: TableSpec, st: state.TableState, ends: list[str]) -> str
     if spec.open_end.isoformat() in ends:
         return st.last_committed.isoformat()
     last = max(dt.date.fromisoformat(e) for e in ends)
-    return (last - dt.timedelta(days=1) if spec.end_style == "exclusive" else last).isoformat()
+    return (last - dt.timedelta(days=1) if spec.end_style == EndStyle.EXCLUSIVE else last).isoformat()
 
 
 def _summary(correction: state.Correction, rewritten: list[publish.Rewritten]) -> str:
     c = correction.counts
     done = {
-        "erase": f"erased {counted(c['removed'], 'version')} of {counted(correction.keys, 'key')}",
-        "delete": f"deleted {counted(c['removed'], 'version')}",
-        "set": f"fixed {counted(c['changed'], 'version')}"
+        CorrectionKind.ERASE: f"erased {counted(c['removed'], 'version')} of {counted(correction.keys, 'key')}",
+        CorrectionKind.DELETE: f"deleted {counted(c['removed'], 'version')}",
+        CorrectionKind.SET: f"fixed {counted(c['changed'], 'version')}"
         + (f", {c['coalesced']} merged into the next" if c["coalesced"] else ""),
     }[correction.kind]
     return (
@@ -576,7 +582,7 @@ def _dry_run(
     return RunResult(
         spec.table,
         as_of,
-        "correct",
+        RunAction.CORRECT,
         f"dry run: {found}",
         {"matched": total, "partitions": len(matched), "dry_run": True},
         time.monotonic() - started,

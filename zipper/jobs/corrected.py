@@ -17,17 +17,19 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from zipper.core.corrections import CorrectionKind
 from zipper.core.dates import DAY
 from zipper.core.errors import StateError
 from zipper.table import state
 from zipper.tablespec.model import TableSpec
+from zipper.tablespec.modes import EndStyle
 from zipper.transforms import corrections
 
 
 def input_filter(spark, spec: TableSpec, st: state.TableState, ds: dt.date) -> Callable[[DataFrame], DataFrame] | None:
     """The input of `ds` without the keys of every erasure published when the table was at `ds`
     or later (None when there is none)."""
-    records = [c for c in st.corrections if c.kind == "erase" and c.as_of >= ds.isoformat()]
+    records = [c for c in st.corrections if c.kind == CorrectionKind.ERASE and c.as_of >= ds.isoformat()]
     if not records:
         return None
     hashes = [(spark.read.parquet(c.hashes), c.salt) for c in records]
@@ -43,7 +45,9 @@ def input_filter(spark, spec: TableSpec, st: state.TableState, ds: dt.date) -> C
 def dated_filter(spark, spec: TableSpec, st: state.TableState, ds_column: str) -> Callable[[DataFrame], DataFrame]:
     """A rebuild's rows (the base and every increment, each tagged with its date in `ds_column`)
     without the erased keys' rows of the dates up to each erasure."""
-    records = [(spark.read.parquet(c.hashes), c.salt, c.as_of) for c in st.corrections if c.kind == "erase"]
+    records = [
+        (spark.read.parquet(c.hashes), c.salt, c.as_of) for c in st.corrections if c.kind == CorrectionKind.ERASE
+    ]
 
     def without_erased(rows: DataFrame) -> DataFrame:
         for erased, salt, as_of in records:
@@ -62,7 +66,7 @@ def undone(
     hit = [
         c
         for c in st.corrections
-        if c.kind != "erase" and not c.undone_by and (first is None or c.touched_last >= first.isoformat())
+        if c.kind != CorrectionKind.ERASE and not c.undone_by and (first is None or c.touched_last >= first.isoformat())
     ]
     if not hit:
         return {}
@@ -86,7 +90,7 @@ def undone(
 def reapply_command(spec: TableSpec, c: state.Correction) -> str:
     """The `zipper correct` command that applies a recorded value fix or delete again."""
     argv = ["zipper", "correct", spec.name]
-    if c.kind == "set":
+    if c.kind == CorrectionKind.SET:
         for column, value in c.assignments.items():
             argv += ["--set", f"{column}={value}"]
     else:
@@ -107,5 +111,7 @@ def removed_open_at(spark, spec: TableSpec, st: state.TableState, day: dt.date, 
         return 0
     versions = spark.read.parquet(*dirs)  # begin, end, versions: how many removed versions had those dates
     text = F.lit(day.isoformat())
-    valid = (F.col("begin") <= text) & (F.col("end") > text if spec.end_style == "exclusive" else F.col("end") >= text)
+    valid = (F.col("begin") <= text) & (
+        F.col("end") > text if spec.end_style == EndStyle.EXCLUSIVE else F.col("end") >= text
+    )
     return int(versions.where(valid).agg(F.sum("versions")).first()[0] or 0)

@@ -13,6 +13,7 @@ from pyspark.sql.types import _parse_datatype_string
 from zipper.core import fs
 from zipper.core.dates import DAY
 from zipper.core.errors import InputError, MissingInputError, SpecError, StateError
+from zipper.core.reports import RunAction
 from zipper.inputs import conform, dayinput, file_types, refusals, sources
 from zipper.inputs.modes import mode_of
 from zipper.jobs.keys import resolve_keys
@@ -36,7 +37,7 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
     state.check_owned(st, spec, ds)
     if st.initialized:
         if st.init_ds == ds:
-            return RunResult(spec.table, ds.isoformat(), "noop", f"already initialized as of {ds}")
+            return RunResult(spec.table, ds.isoformat(), RunAction.NOOP, f"already initialized as of {ds}")
         raise StateError(
             f"already initialized (base date {st.init_ds}, at {st.last_committed}); a new base needs a rebuild", **where
         )
@@ -85,7 +86,7 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
             {
                 state.P_SPEC_NAME: spec.name,
                 state.P_KEYS: ",".join(spec.keys),
-                state.P_END_STYLE: spec.end_style,
+                state.P_END_STYLE: str(spec.end_style),
                 state.P_OPEN_END: spec.open_end.isoformat(),
                 state.P_FORMAT: state.FORMAT_VERSION,
             },
@@ -109,7 +110,9 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
     publish.publish_init(spark, spec, st, ds, run_id, open_dir, rows, fingerprint)
     opened = Opening(created, base_df is not None, rows, ds.isoformat())
     seconds = time.monotonic() - started
-    return RunResult(spec.table, ds.isoformat(), "init", "", {"open_after": rows}, seconds, run_id, opened=opened)
+    return RunResult(
+        spec.table, ds.isoformat(), RunAction.INIT, "", {"open_after": rows}, seconds, run_id, opened=opened
+    )
 
 
 def _columns_from_first_increment(

@@ -11,12 +11,13 @@ import time
 
 from zipper.core.dates import DAY
 from zipper.core.errors import InputError
+from zipper.core.reports import RunAction
 from zipper.inputs import dayinput, sources
 from zipper.inputs.modes import mode_of
 from zipper.jobs import apply, replay
 from zipper.jobs.init import drop_new_table, init_table
 from zipper.jobs.keys import resolve_keys
-from zipper.jobs.plan import Plan, plan_from_state
+from zipper.jobs.plan import Plan, PlanAction, plan_from_state
 from zipper.jobs.result import RunResult
 from zipper.table import catalog, recovery, state
 from zipper.tablespec.model import TableSpec
@@ -29,12 +30,15 @@ def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
     spec = resolve_keys(spark, spec)
     st = _recovered_state(spark, spec, ds, progress)
     plan = _planned(spark, spec, st, ds)
-    if plan.action == "noop":
-        return RunResult(spec.table, ds.isoformat(), "noop", plan.reason, seconds=time.monotonic() - started)
-    if plan.action in ("replay", "resume"):
-        return _replay_then_merge(spark, spec, st, ds, plan, progress, started)
+    match plan.action:
+        case PlanAction.NOOP:
+            return RunResult(
+                spec.table, ds.isoformat(), RunAction.NOOP, plan.reason, seconds=time.monotonic() - started
+            )
+        case PlanAction.REPLAY | PlanAction.RESUME:
+            return _replay_then_merge(spark, spec, st, ds, plan, progress, started)
     located = mode_of(spec).locate(spark, spec, st, ds)  # fails before anything is created
-    if plan.action != "init_and_apply":
+    if plan.action != PlanAction.INIT_AND_APPLY:
         return apply.apply_date(spark, spec, st, ds, located, started)
     return _init_then_apply(spark, spec, st, ds, located, started)
 
@@ -84,23 +88,23 @@ def _replay_then_merge(
     spark, spec: TableSpec, st: state.TableState, ds: dt.date, plan: Plan, progress, started: float
 ) -> RunResult:
     """Replay the planned dates (or finish an interrupted replay, then merge `ds` if still due)."""
-    if plan.action == "resume" and ds > plan.replay_to and not mode_of(spec).located_when_due:
+    if plan.action == PlanAction.RESUME and ds > plan.replay_to and not mode_of(spec).located_when_due:
         _require_input(spark, spec, st, ds, plan)  # before the replay, which may take long
     say = progress or (lambda line: None)
     say(f"{spec.table} {ds}: {plan.reason}")
     done = replay.rerun(
-        spark, spec, plan.replay_from, plan.replay_to, progress=say, resume_said=plan.action == "resume"
+        spark, spec, plan.replay_from, plan.replay_to, progress=say, resume_said=plan.action == PlanAction.RESUME
     )
-    if plan.action == "resume":  # the table is where the interrupted replay was going: plan again
+    if plan.action == PlanAction.RESUME:  # the table is where the interrupted replay was going: plan again
         after = merge_date(spark, spec, ds, progress)
-        if after.action != "noop":
+        if after.action != RunAction.NOOP:
             return after
     # the report carries the commit of the run's own date, as a merge's does
     counts = {**_commit_counts(spark, spec, ds), "dates_replayed": done.counts.get("dates", 0)}
     return RunResult(
         spec.table,
         ds.isoformat(),
-        "replay",
+        RunAction.REPLAY,
         f"{plan.reason}; replayed {done.ds}",
         counts,
         time.monotonic() - started,

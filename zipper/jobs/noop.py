@@ -14,8 +14,9 @@ import datetime as dt
 import time
 
 from zipper.core.errors import ZipperError
+from zipper.core.reports import RunAction
 from zipper.inputs import local_input
-from zipper.jobs.plan import plan_from_state
+from zipper.jobs.plan import PlanAction, plan_from_state
 from zipper.jobs.result import RunResult
 from zipper.table import state
 from zipper.tablespec.model import TableSpec
@@ -39,9 +40,9 @@ def committed_noop(spec: TableSpec, ds: dt.date, reader) -> RunResult | None:
         plan = plan_from_state(spec, ds, st, lambda day: local_input.increment_fingerprint(spec, day))
     except (local_input.Unknown, ZipperError):
         return None  # the merge says what is wrong, or lists the input through Hadoop
-    if plan.action != "noop":
+    if plan.action != PlanAction.NOOP:
         return None
-    return RunResult(spec.table, ds.isoformat(), "noop", plan.reason, seconds=time.monotonic() - started)
+    return RunResult(spec.table, ds.isoformat(), RunAction.NOOP, plan.reason, seconds=time.monotonic() - started)
 
 
 def _columns_complete(st: state.TableState, types: dict[str, str]) -> bool:

@@ -5,16 +5,29 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from zipper.core.dates import DAY, date_range, describe_dates
 from zipper.core.errors import RefusedBySpecError, StateError
 from zipper.tablespec.model import TableSpec
-from zipper.tablespec.modes import SourceMode
+from zipper.tablespec.modes import EndStyle, OnPastDate, SourceMode
+
+
+class PlanAction(StrEnum):
+    """What a merge of a date must do. init_and_apply: create the table, then merge the date.
+    apply: merge the next date. noop: already committed with the same input. replay: restore and
+    replay from the first changed date. resume: finish an interrupted replay, then plan again."""
+
+    INIT_AND_APPLY = "init_and_apply"
+    APPLY = "apply"
+    NOOP = "noop"
+    REPLAY = "replay"
+    RESUME = "resume"
 
 
 @dataclass(frozen=True)
 class Plan:
-    action: str  # "init_and_apply" | "apply" | "noop" | "replay" | "resume"
+    action: PlanAction
     reason: str
     # replay: restore to replay_from - 1 and replay replay_from..replay_to;
     # resume: finish the interrupted replay replay_from..replay_to, then plan the merge again.
@@ -63,7 +76,7 @@ def check_in_schedule(spec: TableSpec, ds: dt.date) -> None:
         # its closed versions would go to the open partition's own end value, replacing it
         raise StateError(
             f"date would close versions on {spec.closed_end(ds)}, not before open_end {spec.open_end}:"
-            f" the last run date is {spec.open_end - DAY if spec.end_style == 'exclusive' else spec.open_end}"
+            f" the last run date is {spec.open_end - DAY if spec.end_style == EndStyle.EXCLUSIVE else spec.open_end}"
             " (set end_date, or a later open_end)",
             **where,
         )
@@ -85,7 +98,7 @@ def plan_merge(
     where = {"table": spec.table, "ds": ds.isoformat()}
     if not initialized:
         if ds == spec.first_merge_date():
-            return Plan("init_and_apply", "table does not exist yet; creating it first")
+            return Plan(PlanAction.INIT_AND_APPLY, "table does not exist yet; creating it first")
         raise StateError(
             f"table is not initialized; run `zipper init {spec.name}` (the first merge date is {spec.first_merge_date()})",
             **where,
@@ -93,15 +106,15 @@ def plan_merge(
     if pending_replay is not None:
         first, last = pending_replay
         interrupted = f"a replay of {first}..{last} was interrupted with the table at {last_committed}"
-        if spec.on_past_date == "error":
+        if spec.on_past_date == OnPastDate.ERROR:
             raise RefusedBySpecError(
                 f"{interrupted}; the spec says on_past_date: error, so finish it explicitly:"
                 f" `zipper rerun {spec.name} --from {first} --to {last}`",
                 **where,
             )
-        return Plan("resume", f"{interrupted}; finishing it first", first, last)
+        return Plan(PlanAction.RESUME, f"{interrupted}; finishing it first", first, last)
     if ds == last_committed + DAY:
-        return Plan("apply", f"table is at {last_committed}")
+        return Plan(PlanAction.APPLY, f"table is at {last_committed}")
     if ds > last_committed + DAY:
         missing = date_range(last_committed + DAY, ds - DAY)
         raise StateError(
@@ -114,17 +127,19 @@ def plan_merge(
     ]
     if not changed:
         if ds == last_committed:
-            return Plan("noop", f"already committed with the same input (table is at {last_committed})")
-        return Plan("noop", f"table is at {last_committed}; {ds}..{last_committed} were committed with the same input")
+            return Plan(PlanAction.NOOP, f"already committed with the same input (table is at {last_committed})")
+        return Plan(
+            PlanAction.NOOP, f"table is at {last_committed}; {ds}..{last_committed} were committed with the same input"
+        )
     reason = f"table is at {last_committed} and the input of {describe_dates(changed)} differs from what was committed"
-    if spec.on_past_date == "error":
+    if spec.on_past_date == OnPastDate.ERROR:
         raise RefusedBySpecError(
             f"{reason}; the spec says on_past_date: error, so replay it explicitly:"
             f" `zipper rerun {spec.name} --from {changed[0]}`",
             **where,
         )
     # Dates before the first changed one would replay to exactly what is committed: start there.
-    return Plan("replay", reason, changed[0], last_committed)
+    return Plan(PlanAction.REPLAY, reason, changed[0], last_committed)
 
 
 def plan_rerun(

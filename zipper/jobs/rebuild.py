@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from zipper.core import faults, fs
 from zipper.core.dates import DAY, date_range, describe_dates
 from zipper.core.errors import StateError
+from zipper.core.reports import RunAction
 from zipper.inputs import conform, dated, file_types, modes
 from zipper.jobs import corrected
 from zipper.jobs.init import init_table
@@ -133,7 +134,7 @@ def rebuild(
     return RunResult(
         spec.table,
         end.isoformat(),
-        "rebuild",
+        RunAction.REBUILD,
         f"rebuilt from the base of {init_ds} and {len(dates)} increments up to {end}:"
         f" {open_rows} open rows, {closed_rows} closed rows in {len(dates)} history partitions",
         {"open_after": open_rows, "closed": closed_rows, "dates": len(dates)},

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from zipper.core.reports import RunAction
+
 
 @dataclass
 class RunResult:
     table: str
     ds: str
-    action: str  # init | merge | noop | restore | rerun | replay | rebuild | correct
+    action: RunAction  # a plain text is taken as its member
     message: str = ""
     counts: dict = field(default_factory=dict)
     seconds: float = 0.0
@@ -25,16 +27,20 @@ class RunResult:
     # how this run gave the table its first state (`zipper init`, or the first merge of a table that did not exist)
     opened: Opening | None = None
 
+    def __post_init__(self):
+        self.action = RunAction(self.action)
+
     def summary(self) -> str:
-        if self.action == "noop":
-            return f"{self.table} {self.ds}: no-op, {self.message}"
-        if self.action in ("restore", "rerun", "rebuild", "correct"):
-            return f"{self.table}: {self.message}; {self.seconds:.1f} s"
-        if self.action == "replay":
-            return f"{self.table} {self.ds}: {self.outcome or self.message}; {self.seconds:.1f} s"
-        if self.action == "init":
-            opened = self.opened or Opening(True, True, self.counts.get("open_after", 0), self.ds)
-            return f"{self.table} {self.ds}: {opened.text()}; {self.seconds:.1f} s"
+        match self.action:
+            case RunAction.NOOP:
+                return f"{self.table} {self.ds}: no-op, {self.message}"
+            case RunAction.RESTORE | RunAction.RERUN | RunAction.REBUILD | RunAction.CORRECT:
+                return f"{self.table}: {self.message}; {self.seconds:.1f} s"
+            case RunAction.REPLAY:
+                return f"{self.table} {self.ds}: {self.outcome or self.message}; {self.seconds:.1f} s"
+            case RunAction.INIT:
+                opened = self.opened or Opening(True, True, self.counts.get("open_after", 0), self.ds)
+                return f"{self.table} {self.ds}: {opened.text()}; {self.seconds:.1f} s"
         c = self.counts
         return (
             f"{self.table} {self.ds}: "
@@ -53,7 +59,7 @@ class RunResult:
         report = {
             "table": self.table,
             "ds": self.ds,
-            "action": self.action,
+            "action": str(self.action),  # the plain text, in the JSON the schedulers read
             "message": self.message,
             "counts": dict(self.counts),
             "run_id": self.run_id,

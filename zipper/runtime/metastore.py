@@ -30,6 +30,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -69,12 +70,21 @@ class Server:
         return f"thrift://{LOCAL_HOST}:{self.port}"
 
 
-def mode() -> str:
+class MetastoreMode(StrEnum):
+    """Which metastore Spark drivers use: `local` (the warehouse's server, this service), `embedded`
+    (Derby inside the driver) or `external` (whatever Spark is configured with)."""
+
+    LOCAL = "local"
+    EMBEDDED = "embedded"
+    EXTERNAL = "external"
+
+
+def mode() -> MetastoreMode:
     """Which metastore Spark drivers use: `local` (this service), `embedded` or `external`."""
-    chosen = os.environ.get(METASTORE_ENV, "local").strip().lower() or "local"
-    if chosen not in ("local", "embedded", "external"):
+    chosen = os.environ.get(METASTORE_ENV, MetastoreMode.LOCAL).strip().lower() or MetastoreMode.LOCAL
+    if chosen not in list(MetastoreMode):
         raise StateError(f"{METASTORE_ENV}={chosen!r}: expected local (the default), embedded or external")
-    return chosen
+    return MetastoreMode(chosen)
 
 
 @dataclass(frozen=True)

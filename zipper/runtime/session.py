@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zipper.runtime import jvm, metastore
+from zipper.runtime.metastore import MetastoreMode
 
 RUNTIME_DIR = Path(__file__).resolve().parent
 DEFAULT_WAREHOUSE = "./warehouse"
@@ -24,9 +25,12 @@ class SessionSettings:
     on demand. `embedded`: Derby inside the driver. `external`: whatever Spark is configured with."""
 
     warehouse: str = DEFAULT_WAREHOUSE
-    metastore: str = "local"
+    metastore: MetastoreMode = MetastoreMode.LOCAL  # a plain text is taken as its member
     verbose: bool = False
     app_name: str = "zipper"
+
+    def __post_init__(self):
+        object.__setattr__(self, "metastore", MetastoreMode(self.metastore))
 
     @classmethod
     def from_env(cls, warehouse: str | None = None, verbose: bool = False, app_name: str = "zipper"):
@@ -44,13 +48,13 @@ class SessionSettings:
     @property
     def on_this_machine(self) -> bool:
         """The metastore is the warehouse's own (served locally or embedded), not an external one."""
-        return self.metastore in ("local", "embedded")
+        return self.metastore in (MetastoreMode.LOCAL, MetastoreMode.EMBEDDED)
 
     def has_metastore(self) -> bool:
         """False only when the warehouse's own metastore has no database yet (nothing was ever created)."""
-        if self.metastore == "external":
+        if self.metastore == MetastoreMode.EXTERNAL:
             return True
-        if self.metastore == "local" and os.environ.get(metastore.DATABASE_ENV):
+        if self.metastore == MetastoreMode.LOCAL and os.environ.get(metastore.DATABASE_ENV):
             return True  # PostgreSQL: the server says whether the table is there
         return (self.warehouse_path / "metastore_db").is_dir()
 
@@ -74,7 +78,7 @@ def warehouse_conf(settings: SessionSettings) -> dict[str, str]:
         jvm.driver_options(),
     ]
     conf = {"spark.sql.warehouse.dir": str(warehouse)}
-    if settings.metastore == "embedded":
+    if settings.metastore == MetastoreMode.EMBEDDED:
         conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
             f"jdbc:derby:;databaseName={warehouse}/metastore_db;create=true"
         )

@@ -37,7 +37,7 @@ class DayCommit:
     counts: dict  # the audited counts: open_after and closed among them
     fingerprint: str  # of the day's input
     landing: dict | None = None  # a landing zone's record of the files the day consumed
-    action: str = "merge"  # or "replay": a rerun's date (the commit log shows which)
+    action: state.CommitAction = state.CommitAction.MERGE  # or REPLAY: a rerun's date (the commit log shows which)
 
 
 def _open_params(
@@ -248,7 +248,7 @@ def publish_rebuild(
                 counts[day],
                 counts[day]["closed"],
                 spec.closed_end(day).isoformat(),
-                action="rebuild",
+                action=state.CommitAction.REBUILD,
             ).params(),
         )
         for day, directory in closed_dirs.items()

@@ -10,8 +10,10 @@ import datetime as dt
 import json
 import secrets
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Protocol
 
+from zipper.core.corrections import CorrectionKind
 from zipper.core.errors import StateError
 from zipper.core.properties import P_KEYS
 from zipper.table import catalog
@@ -34,7 +36,7 @@ ROWS = "zipper.rows"
 COMMITTED_AT = "zipper.committed_at"
 FINGERPRINT = "zipper.fingerprint"
 COUNTS = "zipper.counts"
-ACTION = "zipper.action"  # what committed the date: merge | replay | rebuild (records before it: merge)
+ACTION = "zipper.action"  # what committed the date: a CommitAction (records before it: merge)
 INIT_DS = "zipper.init_ds"
 INIT_FINGERPRINT = "zipper.init_fingerprint"
 LANDING = "zipper.landing"  # a landing-zone date: the files it consumed and where their copy is kept
@@ -71,6 +73,14 @@ def utc_now_iso() -> str:
     return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
 
 
+class CommitAction(StrEnum):
+    """What committed a date, as its commit record says: a merge, a rerun's replay of it, or a rebuild."""
+
+    MERGE = "merge"
+    REPLAY = "replay"
+    REBUILD = "rebuild"
+
+
 @dataclass(frozen=True)
 class Commit:
     """One committed date: what went in and what came out."""
@@ -83,7 +93,7 @@ class Commit:
     rows: int
     end: str
     landing: dict | None = None  # range of landing-zone files consumed, and the kept copy (see landing.py)
-    action: str = "merge"
+    action: CommitAction = CommitAction.MERGE
 
     @classmethod
     def from_partition(cls, part: Partition) -> Commit:
@@ -97,7 +107,7 @@ class Commit:
             rows=int(p.get(ROWS, "0")),
             end=part.end,
             landing=json.loads(p[LANDING]) if LANDING in p else None,
-            action=p.get(ACTION, "merge"),
+            action=CommitAction(p.get(ACTION, CommitAction.MERGE)),
         )
 
     def params(self) -> dict[str, str]:
@@ -108,7 +118,7 @@ class Commit:
             FINGERPRINT: self.fingerprint,
             COUNTS: json.dumps(self.counts, sort_keys=True),
             ROWS: str(self.rows),
-            ACTION: self.action,
+            ACTION: str(self.action),
         }
         if self.landing is not None:
             params[LANDING] = json.dumps(self.landing, sort_keys=True)
@@ -159,7 +169,7 @@ class Correction:
     the keys themselves: the commit log must not keep what was erased."""
 
     run_id: str
-    kind: str  # erase | set | delete
+    kind: CorrectionKind
     reason: str
     by: str
     committed_at: str
@@ -178,7 +188,7 @@ class Correction:
 
     def params(self) -> dict[str, str]:
         value = {
-            "kind": self.kind,
+            "kind": str(self.kind),
             "reason": self.reason,
             "by": self.by,
             "committed_at": self.committed_at,
@@ -205,7 +215,7 @@ class Correction:
         value = json.loads(text)
         return cls(
             run_id=name[len(CORRECTION) :],
-            kind=value["kind"],
+            kind=CorrectionKind(value["kind"]),
             reason=value.get("reason", ""),
             by=value.get("by", ""),
             committed_at=value.get("committed_at", ""),
@@ -225,12 +235,13 @@ class Correction:
 
     def describe(self) -> str:
         """The correction in one phrase, as the refusals and the status name it."""
-        if self.kind == "erase":
-            what = f"erasure of {self.keys} key{'s' if self.keys != 1 else ''}"
-        elif self.kind == "set":
-            what = "set " + ", ".join(f"{k}={v}" for k, v in self.assignments.items()) + f" where {self.where}"
-        else:
-            what = f"delete where {self.where}"
+        match self.kind:
+            case CorrectionKind.ERASE:
+                what = f"erasure of {self.keys} key{'s' if self.keys != 1 else ''}"
+            case CorrectionKind.SET:
+                what = "set " + ", ".join(f"{k}={v}" for k, v in self.assignments.items()) + f" where {self.where}"
+            case _:
+                what = f"delete where {self.where}"
         return f"correction {self.run_id} ({what}; reason: {self.reason!r})"
 
 

@@ -48,7 +48,7 @@ def report(st: state.TableState, spec: TableSpec, recent: int = 10) -> dict:
         "base_date": st.init_ds.isoformat() if st.init_ds else None,
         "open_rows": st.open_rows,
         "closed_rows": sum(c.rows for c in commits),
-        "end_style": spec.end_style,
+        "end_style": str(spec.end_style),
         # a rerun a crash interrupted: the table is behind, and the same rerun (or any merge) finishes it
         "replay_interrupted": (
             {"from": st.replay.first.isoformat(), "to": st.replay.last.isoformat(), "run_id": st.replay.run_id}
@@ -59,7 +59,7 @@ def report(st: state.TableState, spec: TableSpec, recent: int = 10) -> dict:
         "recent_commits": [
             {
                 "ds": c.ds,
-                "action": c.action,
+                "action": str(c.action),
                 "run_id": c.run_id,
                 "committed_at": c.committed_at,
                 "fingerprint": c.fingerprint,
@@ -72,7 +72,7 @@ def report(st: state.TableState, spec: TableSpec, recent: int = 10) -> dict:
             {
                 "run_id": c.run_id,
                 "action": "correct",
-                "kind": c.kind,
+                "kind": str(c.kind),
                 "reason": c.reason,
                 "by": c.by,
                 "committed_at": c.committed_at,

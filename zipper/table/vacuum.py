@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 
 from zipper.core import fs
+from zipper.core.corrections import CorrectionKind
 from zipper.table import inspect, state
 from zipper.tablespec.model import TableSpec
 
@@ -37,7 +38,7 @@ def vacuum(
     live |= {fs.qualify(spark, c.hashes).rstrip("/") for c in st.corrections if c.hashes}
     # the dates of the versions a correction removed, read by a later rerun's restore audit
     live |= {fs.qualify(spark, c.removed).rstrip("/") for c in st.corrections if c.removed}
-    erasures = sorted(c.run_id for c in st.corrections if c.kind == "erase")
+    erasures = sorted(c.run_id for c in st.corrections if c.kind == CorrectionKind.ERASE)
     removed, kept, kept_young, purged = [], 0, 0, 0
     for run_dir, modified_ms in sorted(fs.list_dirs(spark, root)):
         run_dir = run_dir.rstrip("/")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -20,7 +21,16 @@ from pydantic import (
 )
 
 from zipper.core.names import IDENTIFIER
-from zipper.tablespec.modes import SourceMode
+from zipper.tablespec.modes import (
+    DeleteMatch,
+    EndStyle,
+    HardDeletes,
+    OnAnomaly,
+    OnPastDate,
+    SensorMode,
+    SourceFormat,
+    SourceMode,
+)
 from zipper.tablespec.sparktypes import check_atomic_type, check_type
 from zipper.tablespec.templates import check_partition, check_template
 
@@ -87,6 +97,12 @@ CsvColumnType = Annotated[
 ]
 
 
+def _choice(kind: type[StrEnum]):
+    """A spec key that takes one of an enum's values: checked and described (JSON Schema, error
+    messages) as a `Literal` of its values, then held as the enum's member."""
+    return Annotated[Literal[tuple(m.value for m in kind)], AfterValidator(kind)]
+
+
 class KeyValueError(ValueError):
     """A check across keys that is about one of them: the loader names `key`, not '(top level)'."""
 
@@ -122,8 +138,8 @@ class SourceSpec(_Strict):
         description="What a row of the input means: `upsert` (the full new state of its key), `cdc` (a change"
         " with an operation column), `landing_zone` (numbered change files) or `snapshot` (the whole source).",
     )
-    format: Literal["parquet", "csv", "orc", "table"] = Field(
-        default="parquet",
+    format: _choice(SourceFormat) = Field(
+        default=SourceFormat.PARQUET,
         description="`parquet`, `csv` (with a header), `orc`, or `table` (a Hive table); `landing_zone` reads"
         " Parquet only.",
     )
@@ -158,7 +174,7 @@ class SourceSpec(_Strict):
         description="`cdc` only (default `sys_op`): the operation column, `0` insert or update, `1` delete;"
         " not stored.",
     )
-    delete_match: Literal["all_columns", "key"] | None = Field(
+    delete_match: _choice(DeleteMatch) | None = Field(
         default=None,
         description="`cdc` only (default `all_columns`): a delete must carry every other column of the open"
         " row; `key`: only the key.",
@@ -167,12 +183,12 @@ class SourceSpec(_Strict):
         default=None,
         description="`upsert` and `cdc` only: a column ordering several rows of one key in a day; the last wins.",
     )
-    hard_deletes: Literal["invalidate", "ignore"] | None = Field(
+    hard_deletes: _choice(HardDeletes) | None = Field(
         default=None,
         description="`snapshot` only (default `invalidate`): keys missing from the snapshot are closed;"
         " `ignore` leaves them open.",
     )
-    on_anomaly: Literal["warn", "error"] | None = Field(
+    on_anomaly: _choice(OnAnomaly) | None = Field(
         default=None,
         description="`landing_zone` only (default `warn`): an insert of an open key, or an update or delete of a"
         " key that is not open: `warn` applies it as an upsert (or ignores the delete) and counts it;"
@@ -193,24 +209,24 @@ class SourceSpec(_Strict):
     @field_validator("schema_")
     @classmethod
     def _csv_only(cls, value, info: ValidationInfo):
-        if value is not None and info.data.get("format") != "csv":
+        if value is not None and info.data.get("format") != SourceFormat.CSV:
             raise ValueError("only for format 'csv' (the other formats carry their types)")
         return value
 
     @model_validator(mode="after")
     def _location(self) -> SourceSpec:
         if self.mode is SourceMode.LANDING_ZONE:
-            if self.format != "parquet":
+            if self.format != SourceFormat.PARQUET:
                 raise ValueError("mode 'landing_zone' reads Parquet change files; format must be 'parquet'")
             if not self.path or self.partition:
                 raise ValueError("mode 'landing_zone' needs 'path' (the table's folder) and no 'partition'")
-        if self.format == "table":
+        if self.format == SourceFormat.TABLE:
             if not self.table:
                 raise ValueError("format 'table' needs 'table' (database.table)")
             if self.path:
                 raise ValueError("format 'table' reads 'table', not 'path'")
         elif not self.path:
-            raise ValueError(f"format {self.format!r} needs 'path'")
+            raise ValueError(f"format {str(self.format)!r} needs 'path'")
         return self
 
     @property
@@ -219,15 +235,15 @@ class SourceSpec(_Strict):
 
     @property
     def deletes_need_all_columns(self) -> bool:
-        return (self.delete_match or "all_columns") == "all_columns"
+        return (self.delete_match or DeleteMatch.ALL_COLUMNS) == DeleteMatch.ALL_COLUMNS
 
     @property
     def invalidate_missing(self) -> bool:
-        return (self.hard_deletes or "invalidate") == "invalidate"
+        return (self.hard_deletes or HardDeletes.INVALIDATE) == HardDeletes.INVALIDATE
 
     @property
     def anomalies_are_errors(self) -> bool:
-        return self.on_anomaly == "error"
+        return self.on_anomaly == OnAnomaly.ERROR
 
     @property
     def csv_schema(self) -> dict[str, str]:
@@ -237,8 +253,8 @@ class SourceSpec(_Strict):
 class BaseSpec(_Strict):
     """A full snapshot loaded once by `zipper init` as the table's first open state."""
 
-    format: Literal["parquet", "csv", "orc", "table"] = Field(
-        default="parquet", description="`parquet`, `csv` (with a header), `orc`, or `table` (a Hive table)."
+    format: _choice(SourceFormat) = Field(
+        default=SourceFormat.PARQUET, description="`parquet`, `csv` (with a header), `orc`, or `table` (a Hive table)."
     )
     path: Template | None = Field(
         default=None, description="Required for files: the snapshot's files (a Jinja template, like `source.path`)."
@@ -248,10 +264,10 @@ class BaseSpec(_Strict):
 
     @model_validator(mode="after")
     def _location(self) -> BaseSpec:
-        if self.format == "table" and not self.table:
+        if self.format == SourceFormat.TABLE and not self.table:
             raise ValueError("format 'table' needs 'table' (database.table)")
-        if self.format != "table" and not self.path:
-            raise ValueError(f"format {self.format!r} needs 'path'")
+        if self.format != SourceFormat.TABLE and not self.path:
+            raise ValueError(f"format {str(self.format)!r} needs 'path'")
         return self
 
 
@@ -276,8 +292,8 @@ class SensorSpec(_Strict):
     """How the DAG waits for the day's increment before merging."""
 
     enabled: bool = Field(default=True, description="Wait for the day's increment before merging.")
-    mode: Literal["reschedule", "poke", "deferrable"] = Field(
-        default="reschedule",
+    mode: _choice(SensorMode) = Field(
+        default=SensorMode.RESCHEDULE,
         description="`reschedule` frees the worker slot between checks; `poke` holds it; `deferrable` waits in"
         " the triggerer (needs `airflow triggerer`).",
     )
@@ -350,8 +366,8 @@ class TableSpec(_Strict):
         description="The end value (and partition) of open versions; every run date must close versions before"
         " it, checked against `end_date` at load and against every run date.",
     )
-    end_style: Literal["exclusive", "inclusive"] = Field(
-        default="exclusive",
+    end_style: _choice(EndStyle) = Field(
+        default=EndStyle.EXCLUSIVE,
         description="`exclusive`: a version closed by the run of D ends on D; `inclusive`: on D - 1. Fixed when the"
         " table is created: a spec whose `end_style` (or `keys`) differs from the table's is refused.",
     )
@@ -363,8 +379,8 @@ class TableSpec(_Strict):
     retention_days: int = Field(
         default=7, ge=0, description="How long `zipper vacuum` keeps superseded data directories."
     )
-    on_past_date: Literal["replay", "error"] = Field(
-        default="replay",
+    on_past_date: _choice(OnPastDate) = Field(
+        default=OnPastDate.REPLAY,
         description="A merge of a past date whose input (or a later date's) changed: `replay` restores and replays"
         " from the first changed date; `error` refuses and names the `zipper rerun` command to run.",
     )
@@ -412,7 +428,7 @@ class TableSpec(_Strict):
             "track_columns": self.track_columns if isinstance(self.track_columns, list) else [],
             "source.sequence_by": [self.source.sequence_by] if self.source.sequence_by else [],
         }
-        if self.source.mode == "cdc":
+        if self.source.mode == SourceMode.CDC:
             named["source.op_column"] = [self.source.operation_column]
         for key, names in named.items():
             internal = [n for n in names if n.lower().startswith(INTERNAL_PREFIX)]
@@ -436,10 +452,12 @@ class TableSpec(_Strict):
         last = self.end_date or self.start_date
         if self.closed_end(last) >= self.open_end:  # as plan.check_in_schedule, for the last date
             after = (
-                "after every run date" if self.end_style == "exclusive" else "on or after every run date (inclusive)"
+                "after every run date"
+                if self.end_style == EndStyle.EXCLUSIVE
+                else "on or after every run date (inclusive)"
             )
             raise KeyValueError("open_end", f"open_end {self.open_end} must be {after} (the last is {last})")
-        if self.source.mode == "cdc" and self.source.operation_column in set(self.keys) | reserved | {
+        if self.source.mode == SourceMode.CDC and self.source.operation_column in set(self.keys) | reserved | {
             self.source.sequence_by
         }:
             raise KeyValueError(
@@ -478,7 +496,7 @@ class TableSpec(_Strict):
 
     def closed_end(self, ds: dt.date) -> dt.date:
         """The end value (and partition) of versions closed by the run of `ds`."""
-        return ds if self.end_style == "exclusive" else ds - dt.timedelta(days=1)
+        return ds if self.end_style == EndStyle.EXCLUSIVE else ds - dt.timedelta(days=1)
 
     def first_merge_date(self) -> dt.date:
         return self.start_date

@@ -1,4 +1,5 @@
-"""What a source's rows mean, as one type: a `str` enum, so it still equals the spec's text."""
+"""The spec's closed choices, each as one type: `str` enums, so they still equal the spec's text
+(and JSON, messages and metastore properties keep writing it)."""
 
 from __future__ import annotations
 
@@ -14,3 +15,56 @@ class SourceMode(StrEnum):
     CDC = "cdc"
     LANDING_ZONE = "landing_zone"
     SNAPSHOT = "snapshot"
+
+
+class SourceFormat(StrEnum):
+    """How a source or base is read: files of a format, or a Hive table."""
+
+    PARQUET = "parquet"
+    CSV = "csv"
+    ORC = "orc"
+    TABLE = "table"
+
+
+class EndStyle(StrEnum):
+    """exclusive: a version closed by the run of D ends on D; inclusive: on D - 1."""
+
+    EXCLUSIVE = "exclusive"
+    INCLUSIVE = "inclusive"
+
+
+class OnPastDate(StrEnum):
+    """A merge of a past date whose input changed: replay from the first changed date, or refuse."""
+
+    REPLAY = "replay"
+    ERROR = "error"
+
+
+class DeleteMatch(StrEnum):
+    """cdc: what a delete must carry of the open row: every other column, or only the key."""
+
+    ALL_COLUMNS = "all_columns"
+    KEY = "key"
+
+
+class HardDeletes(StrEnum):
+    """snapshot: keys missing from the snapshot are closed (invalidate) or left open (ignore)."""
+
+    INVALIDATE = "invalidate"
+    IGNORE = "ignore"
+
+
+class OnAnomaly(StrEnum):
+    """landing_zone: a change that does not fit the open rows is counted (warn) or fails the merge."""
+
+    WARN = "warn"
+    ERROR = "error"
+
+
+class SensorMode(StrEnum):
+    """How the DAG's sensor waits: reschedule frees the worker slot between checks, poke holds it,
+    deferrable waits in the triggerer."""
+
+    RESCHEDULE = "reschedule"
+    POKE = "poke"
+    DEFERRABLE = "deferrable"

@@ -25,6 +25,7 @@ from zipper.core.predicate import (
     Literal,
     Node,
     Or,
+    ValueKind,
     literals_of,
     render_condition,
     render_literal,
@@ -45,7 +46,7 @@ def column_ref(name: str) -> Column:
 def typed(value: Literal, column_type: str) -> Column:
     """The literal read as its column's type; NULL when it does not read as one. A boolean on a
     boolean column is itself; elsewhere it is the text `true` or `false`, read like any other."""
-    if value.kind == "boolean" and BOOLEAN.match(column_type):
+    if value.kind == ValueKind.BOOLEAN and BOOLEAN.match(column_type):
         return F.lit(value.text == "true")
     return F.lit(value.text).try_cast(column_type)
 

@@ -15,6 +15,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from zipper.tablespec.modes import EndStyle
 from zipper.transforms.equality import same, types_of
 
 DS = "zipper_ds"  # the date a row was loaded: the base date or an increment's run date
@@ -61,8 +62,8 @@ def marked(rows: DataFrame, *, keys: list[str], columns: list[str], tracked: lis
     return rows.select(*columns, DS, kind.alias(KIND))
 
 
-def _closed_end(next_begin: Column, end_style: str) -> Column:
-    if end_style == "exclusive":
+def _closed_end(next_begin: Column, end_style: EndStyle) -> Column:
+    if end_style == EndStyle.EXCLUSIVE:
         return next_begin
     return F.date_format(F.date_sub(F.to_date(next_begin), 1), "yyyy-MM-dd")
 
@@ -75,7 +76,7 @@ def versions(
     tracked: list[str],
     begin_column: str,
     end_column: str,
-    end_style: str,
+    end_style: EndStyle,
     open_end: str,
 ) -> DataFrame:
     """Every version of every key: columns, begin_column, end_column. A version holds its first

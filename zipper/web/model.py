@@ -38,7 +38,7 @@ def lag_days(spec: TableSpec, last_committed: dt.date | None, today: dt.date) ->
 def commit_entry(commit: table_state.Commit) -> dict:
     return {
         "ds": commit.ds,
-        "action": commit.action,
+        "action": str(commit.action),
         "run_id": commit.run_id,
         "committed_at": commit.committed_at,
         "fingerprint": commit.fingerprint,

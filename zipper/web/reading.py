@@ -77,13 +77,13 @@ def metastore_uri(warehouse: Path, start: bool = True) -> str | None:
     command would; with `start=False`, None when it is down), or ZIPPER_METASTORE_URI for an
     external metastore."""
     mode = metastore.mode()
-    if mode == "local":
+    if mode == metastore.MetastoreMode.LOCAL:
         service = metastore.MetastoreService(warehouse)
         if not start:
             running = service.running()
             return running.uri if running else None
         return service.ensure().uri
-    if mode == "external":
+    if mode == metastore.MetastoreMode.EXTERNAL:
         uri = os.environ.get(EXTERNAL_URI_ENV)
         if not uri:
             raise ViewUnavailable(
