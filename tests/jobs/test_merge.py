@@ -373,11 +373,11 @@ def counted_jvm_calls(spark, monkeypatch) -> list[str]:
     return calls
 
 
-def test_the_files_spark_reads_are_found_in_as_many_jvm_calls_for_many_files_as_for_few(spark, users, monkeypatch):
-    """Walking Spark's file index took a few py4j calls for each file: seconds for a base of
-    many thousand files. It is asked in a few calls (and a few for each partition folder); many
-    small files, partition folders and subfolders read with recursiveFileLookup are still each
-    read, none taken for a file left out."""
+def test_the_files_spark_reads_are_found_for_many_files_partition_folders_and_subfolders(spark, users):
+    """The files Spark reads come from `DataFrame.inputFiles()` (one request on Spark Connect;
+    on a classic session PySpark asks the JVM for each path), and of a folder holding partition
+    folders only those inside them: many small files, partition folders and subfolders read with
+    recursiveFileLookup are still each read, none taken for a file left out."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -398,16 +398,12 @@ def test_the_files_spark_reads_are_found_in_as_many_jvm_calls_for_many_files_as_
     write_files(partitioned / "part=b", 150, 2000)
     write_files(users.data / "few" / "part=a", 1, 1)
     write_files(users.data / "few" / "part=b", 1, 2)
-    calls = counted_jvm_calls(spark, monkeypatch)
 
-    def calls_to_find_the_files(folder):
-        df = spark.read.parquet(str(folder))
-        calls.clear()
-        found = reader._files_spark_reads(spark, df)
-        return len(calls), len(found)
+    def files_found(folder):
+        return len(reader._files_spark_reads(spark, spark.read.parquet(str(folder)), [str(folder)]))
 
-    counted = {
-        name: calls_to_find_the_files(folder)
+    found = {
+        name: files_found(folder)
         for name, folder in [
             ("one", users.data / "one"),
             ("flat", flat),
@@ -415,11 +411,7 @@ def test_the_files_spark_reads_are_found_in_as_many_jvm_calls_for_many_files_as_
             ("partitioned", partitioned),
         ]
     }
-    found = {name: files for name, (_, files) in counted.items()}
     assert found == {"one": 1, "flat": 300, "few": 2, "partitioned": 300}
-    assert counted["flat"][0] == counted["one"][0]
-    assert counted["partitioned"][0] == counted["few"][0]
-    monkeypatch.undo()
 
     assert merge.merge_date(spark, users.spec, day(1)).counts["new"] == 300
     assert merge.merge_date(spark, users.spec, day(2)).counts["new"] == 300  # `part` is a column of the input
@@ -479,26 +471,6 @@ def test_an_inputs_files_are_listed_in_as_many_jvm_calls_for_many_files_as_for_f
         assert [fs.name_of(f.path) for f in flat[name][1]] == sorted(
             n for n in os.listdir(tmp_path / name) if os.path.isfile(tmp_path / name / n)
         )
-
-
-def test_statuses_jackson_cannot_write_are_listed_through_their_getters(spark, tmp_path):
-    """The listing writes a folder's Hadoop statuses as JSON from their fields; a file system
-    whose status class Jackson fails on (HDFS, S3 and others have their own) must still list."""
-    for folder in ("", "sub"):
-        (tmp_path / "in" / folder).mkdir(parents=True, exist_ok=True)
-        (tmp_path / "in" / folder / "part-0.parquet").write_bytes(b"x" * 7)
-    expected = [(f.path, f.size, f.modified_ms) for f in fs.list_data_files(spark, [str(tmp_path / "in")])]
-
-    class FailingMapper:  # Jackson failing inside the JVM, as a real py4j error
-        def writeValueAsString(self, statuses):
-            return spark._jvm.java.lang.Integer.parseInt("not a status")
-
-    lister = fs._Lister(spark)
-    lister._mapper = FailingMapper()
-    hadoop_fs, folder = fs._fs(spark, str(tmp_path / "in"))
-    found = fs._visible_files_under(lister, hadoop_fs, folder)
-    assert sorted((f.path, f.size, f.modified_ms) for f in found) == expected
-    assert len(expected) == 2 and all(size == 7 for _, size, _ in expected)
 
 
 def test_an_empty_parquet_file_is_named_as_likely_unfinished_and_may_be_tried_again(spark, users):

@@ -6,6 +6,7 @@ that is not there yet, or that could not be read, may be there or readable on th
 
 from __future__ import annotations
 
+import itertools
 import re
 import urllib.parse
 from dataclasses import dataclass
@@ -82,19 +83,40 @@ class AuditError(ZipperError):
 
 
 def java_messages(exc: BaseException) -> list[str]:
-    """Messages along the cause chain of a Java exception that reached Python, outermost first
-    (py4j keeps the throwable as `java_exception`, PySpark's captured errors as `_origin`)."""
-    java = getattr(exc, "java_exception", None)
-    if java is None:
-        java = getattr(exc, "_origin", None)
-    messages = []
-    try:
-        while java is not None and len(messages) < 20:
-            messages.append(f"{java.getClass().getName()}: {java.getMessage()}")
-            java = java.getCause()
-    except Exception:
-        pass
+    """Messages along the cause chain of a Java exception that reached Python, outermost first,
+    each `class: message`: read from the Java stack trace the exception carries as text (PySpark's
+    errors keep it, a Spark Connect client's too when the server sends it; a classic session's
+    bridge error says it), so nothing is asked of a JVM."""
+    text = _stack_trace(exc)
+    if not text:
+        return []
+    messages: list[str] = []
+    for block in re.split(r"\n(?=Caused by: )", text.strip()):
+        lines = block.removeprefix("Caused by: ").split("\n")
+        head = "\n".join(itertools.takewhile(lambda line: not line.startswith("\t"), lines))
+        messages.append(head)
+        if len(messages) == 20:
+            break
+    if messages and ": " not in messages[0].split("\n")[0]:  # Spark Connect's trace names the class alone
+        messages[0] = f"{messages[0]}: {_own_message(exc)}"
     return messages
+
+
+def _stack_trace(exc: BaseException) -> str:
+    """The Java stack trace text of `exc`, or empty when it has none."""
+    for name in ("_stackTrace", "_stacktrace"):
+        text = getattr(exc, name, None)
+        if isinstance(text, str) and text.strip():
+            return text
+    if type(exc).__name__ == "Py4JJavaError":  # a classic session's Java failure PySpark has no class for
+        text = str(exc)
+        return text.split("\n: ", 1)[1] if "\n: " in text else ""
+    return ""
+
+
+def _own_message(exc: BaseException) -> str:
+    getter = getattr(exc, "getMessage", None)
+    return str(getter() if callable(getter) else exc)
 
 
 _CLASS_PREFIX = re.compile(r"^(?:[a-z_$][\w$]*\.)+([A-Z][\w$]*): ")  # "org.apache.spark.SparkException: "

@@ -88,7 +88,7 @@ def refuse_unwritable_types(df, spec: TableSpec, ds: str, what: str) -> None:
             continue
         try:
             spark_types._parse_datatype_string(kind)
-        except fs.jvm_failures():  # Spark's parser refuses it (a ParseException)
+        except fs.spark_failures():  # Spark's parser refuses it (a ParseException)
             raise InputError(
                 f"{what} column {field.name!r} has type {kind}, whose nested field names a Hive table"
                 " cannot take (a space, a dot, ...); rename them in the source",

@@ -105,12 +105,16 @@ MAX_HEADER_BYTES = 1 << 20
 def _headers(spark, paths: list[str], options: dict[str, str]) -> list[tuple[str, list[str]]]:
     """(file, its header's names) of each file whose header reads and parses."""
     charset = csv_option(options, "encoding", "charset", default="UTF-8")
+    try:
+        codecs.lookup(_python_charset(charset))
+    except LookupError:  # a charset Python does not know: Spark's own read says why
+        return []
     heads = fs.FileHeads(spark)
     headers = []
     for path in paths:
         try:
             names = _header_of(spark, heads, path, charset, options)
-        except fs.jvm_failures():  # unreadable, or a charset Java does not know: Spark's own read says why
+        except fs.file_failures():  # unreadable: Spark's own read says why
             continue
         if names:
             headers.append((path, names))
@@ -150,13 +154,24 @@ class _Lines:
 
 
 def decoded(spark, data: bytes, charset: str) -> str:
-    """Bytes as Java's reader decodes them with `charset`: UTF-8, the default, in Python (which
-    decodes it alike), any other by Java."""
-    try:
-        utf_8 = codecs.lookup(charset).name == "utf-8"
-    except LookupError:
-        utf_8 = False
-    return data.decode("utf-8", errors="replace") if utf_8 else str(spark._jvm.java.lang.String(data, charset))
+    """Bytes as Java's reader decodes them with `charset`, in Python: a byte that does not decode
+    is replaced, as Java replaces it; UTF-16 without a byte-order mark is big-endian, as in Java.
+    A charset Python does not know raises LookupError (Spark's own read then says why)."""
+    name = codecs.lookup(_python_charset(charset)).name
+    if name == "utf-16" and not data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        name = "utf-16-be"
+    elif name == "utf-32" and not data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        name = "utf-32-be"
+    return data.decode(name, errors="replace")
+
+
+def _python_charset(charset: str) -> str:
+    """Python's name of a charset Java names `charset`."""
+    return _JAVA_CHARSETS.get(charset.lower(), charset)
+
+
+# Java's names of charsets that Python spells otherwise.
+_JAVA_CHARSETS = {"utf-16": "utf-16", "x-utf-16le-bom": "utf-16", "windows-31j": "cp932", "x-sjis": "shift_jis"}
 
 
 def split_lines(text: str, options: dict[str, str]) -> list[str]:

@@ -33,7 +33,7 @@ def explained_column_types_of(spark, spec: TableSpec, located: dict, suffix: str
     whose input holds the file. `suffix` ends the message (`; nothing was changed`)."""
     try:
         yield
-    except fs.jvm_failures() as exc:  # a Spark failure; anything else is not a file's doing
+    except fs.spark_failures() as exc:  # a Spark failure; anything else is not a file's doing
         mismatch = column_type_mismatch(exc)
         holder = _input_holding(located, mismatch.file) if mismatch is not None else None
         if holder is None:
@@ -174,7 +174,6 @@ def _stored_as_parquet(spark, table: str) -> bool:
 def stored_as(spark, table: str, file_format: str) -> bool:
     """Whether the metastore says `table`'s files are of `file_format` (a Spark or a Hive table)."""
     db, name = table.split(".")
-    stored = spark._jsparkSession.sessionState().catalog().externalCatalog().getTable(db, name)
-    serde = stored.storage().serde()
-    named = [stored.provider().get() if stored.provider().isDefined() else "", serde.get() if serde.isDefined() else ""]
+    rows = spark.sql(f"DESCRIBE TABLE EXTENDED `{db}`.`{name}`").collect()
+    named = [row.data_type or "" for row in rows if row.col_name in ("Provider", "Serde Library")]
     return any(file_format in text.lower() for text in named)

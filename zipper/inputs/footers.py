@@ -1,5 +1,5 @@
-"""Parquet and ORC files' columns as Spark reads each file alone, from their footers: a few JVM
-calls a file and no Spark job."""
+"""Parquet and ORC files' columns as Spark reads each file alone: from their footers, or Spark's
+read of the one file's schema."""
 
 from __future__ import annotations
 
@@ -15,29 +15,20 @@ from zipper.core.paths import local_path
 
 
 class OrcFileSchemas:
-    """ORC files' columns as Spark reads each file alone, from its footer (ORC's reader, Spark's
-    conversion of its types)."""
+    """ORC files' columns as Spark reads each file alone: Spark's reading of the one file's
+    schema (ORC's footer, Spark's conversion of its types), through the DataFrame API."""
 
     def __init__(self, spark):
-        self._path_class = fs.java_class(spark, "org.apache.hadoop.fs.Path")
-        self._orc = fs.java_class(spark, "org.apache.orc.OrcFile")
-        self._utils = fs.java_class(spark, "org.apache.spark.sql.execution.datasources.orc.OrcUtils")
-        self._conf = spark._jsc.hadoopConfiguration()
+        self._spark = spark
 
     def schema_of(self, path: str, what: str):
         """The file's StructType; a footer that cannot be read fails as reading the input `what`
         would (`UnreadableInputError`)."""
         try:
-            # options of its own: ORC's reader keeps the file's tail in them, which another file's would take
-            reader = self._orc.createReader(self._path_class(path), self._orc.readerOptions(self._conf))
-            try:
-                kind = self._utils.toCatalystSchema(reader.getSchema())
-            finally:
-                reader.close()
-        except fs.jvm_failures() as exc:  # not ORC, gone, unreadable
+            return self._spark.read.orc(path).schema
+        except fs.spark_failures() as exc:  # not ORC, gone, unreadable
             reason = read_failure(exc, 300)[1]
             raise UnreadableInputError(f"cannot read file {fs.name_of(path)} of {what}: {reason}") from None
-        return StructType.fromJson(json.loads(kind.json()))
 
 
 # Where Spark keeps a Parquet file's schema as Spark wrote it, which its reader takes over the
@@ -46,42 +37,51 @@ SPARK_SCHEMA_KEY = "org.apache.spark.sql.parquet.row.metadata"
 
 
 class FileSchemas:
-    """Parquet files' columns as Spark reads each file alone, from its footer: a few JVM calls a
-    file and no Spark job (Spark's own reading of a file's schema runs one, a tenth of a second).
-    As Spark does, the schema Spark wrote in the footer, else the Parquet types converted."""
+    """Parquet files' columns as Spark reads each file alone. As Spark does, the schema Spark
+    wrote in the footer (read with pyarrow, no Spark job), else the Parquet types as Spark
+    converts them (Spark's read of the one file's schema)."""
 
     def __init__(self, spark):
-        self._path_class = fs.java_class(spark, "org.apache.hadoop.fs.Path")
-        self._reader = fs.java_class(spark, "org.apache.parquet.hadoop.ParquetFileReader")
-        self._no_row_groups = fs.java_class(
-            spark, "org.apache.parquet.format.converter.ParquetMetadataConverter"
-        ).SKIP_ROW_GROUPS
-        self._conf = spark._jsc.hadoopConfiguration()
-        self._converter = fs.java_class(
-            spark, "org.apache.spark.sql.execution.datasources.parquet.ParquetToSparkSchemaConverter"
-        )(spark._jsparkSession.sessionState().conf())
+        self._spark = spark
 
     def schema_of(self, path: str, what: str):
         """The file's StructType; None when Spark has no type for one of its columns (nanosecond
         timestamps, ...), which fails a read only if it reads that column, as it says then. A
         footer that cannot be read fails as reading the input `what` would (`UnreadableInputError`)."""
         try:
-            footer = self._reader.readFooter(self._conf, self._path_class(path), self._no_row_groups)
-        except fs.jvm_failures() as exc:  # not Parquet, gone, unreadable
-            reason = read_failure(exc, 300)[1]
-            raise UnreadableInputError(f"cannot read file {fs.name_of(path)} of {what}: {reason}") from None
-        metadata = footer.getFileMetaData()
-        written = metadata.getKeyValueMetaData().get(SPARK_SCHEMA_KEY)
+            metadata = _footer(path)
+        except fs.file_failures():  # not Parquet, gone, unreadable: Spark's read says why
+            return self._spark_schema(path, what, unreadable=True)
+        written = (metadata.metadata or {}).get(SPARK_SCHEMA_KEY.encode())
         if written:
             try:
                 return StructType.fromJson(json.loads(written))
             except (ValueError, KeyError, TypeError):  # an older Spark's own notation: the Parquet types
                 pass
+        return self._spark_schema(path, what, unreadable=False)
+
+    def _spark_schema(self, path: str, what: str, unreadable: bool):
+        """The file's schema as Spark reads it; for a file whose footer reads (`unreadable`
+        False), None when Spark fails on it (a Parquet type Spark does not read)."""
         try:
-            converted = self._converter.convert(metadata.getSchema())
-        except fs.jvm_failures():  # a Parquet type Spark does not read
-            return None
-        return StructType.fromJson(json.loads(converted.json()))
+            return self._spark.read.parquet(path).schema
+        except fs.spark_failures() as exc:
+            if not unreadable:
+                return None
+            reason = read_failure(exc, 300)[1]
+            raise UnreadableInputError(f"cannot read file {fs.name_of(path)} of {what}: {reason}") from None
+
+
+def _footer(path: str):
+    """A Parquet file's footer (its metadata), through pyarrow's file systems."""
+    import pyarrow.fs as pafs
+
+    local = local_path(path)
+    if local is not None:
+        return pq.read_metadata(local)
+    filesystem, inner = pafs.FileSystem.from_uri(path)
+    with filesystem.open_input_file(inner) as handle:
+        return pq.read_metadata(handle)
 
 
 def nanosecond_columns(path: str) -> list[str]:

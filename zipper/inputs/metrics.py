@@ -18,7 +18,7 @@ def observed_metrics(observation) -> dict:
     counts otherwise). An Observation never observed is a bug, and raised as one."""
     try:
         return dict(observation.get)
-    except fs.jvm_failures():
+    except fs.spark_failures():
         return {}
 
 

@@ -13,7 +13,7 @@ from zipper.core.errors import InputError, MissingInputError, UnreadableInputErr
 from zipper.core.input_names import COPYING
 from zipper.inputs import csv_header, csv_values, file_types
 from zipper.inputs.footers import nanosecond_columns
-from zipper.inputs.sources import Input, files_to_read, joined, merges_schemas
+from zipper.inputs.sources import Input, files_to_read, merges_schemas
 from zipper.tablespec.model import BaseSpec, SourceSpec
 
 # The CSV reader's column for malformed rows: a name no input column can have (`zipper_` is reserved).
@@ -58,7 +58,7 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: 
     try:
         df = reader.load(located.paths)
         df.schema  # noqa: B018 - resolve now, so a bad file fails here with its name
-    except fs.jvm_failures() as exc:  # AnalysisException, SparkException: unreadable or inconsistent files
+    except fs.spark_failures() as exc:  # AnalysisException, SparkException: unreadable or inconsistent files
         if options.get("mergeSchema") == "true" and "MERGE" in str(exc):
             conflict = _type_conflicts(spark, located, files)
             if conflict:
@@ -68,7 +68,7 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: 
         csv_values.remember(what, ds, [f.path for f in located.files], df.schema, options)
     if located.format == "orc" and len(files) > 1 and not merges_schemas(options):
         file_types.refuse_converted_orc_files(spark, located, files, df.schema)
-    _refuse_unread_files(spark, located, files, df)
+    _refuse_unread_files(spark, located, files, df, options)
     return df
 
 
@@ -110,39 +110,47 @@ def refuse_empty_parquet(
         )
 
 
-def _files_spark_reads(spark, df) -> set[str]:
-    """The files (spelled alike) a scan of `df` reads, in a few JVM calls however many they are:
-    every file its file index lists (`inputFiles()`), but of a folder holding partition folders
-    only those inside them (the index lists the others too; the scan leaves them out)."""
-    listed = {fs.spelled_alike(p) for p in joined(spark, df._jdf.inputFiles())}
-    partitions = _partition_folders(df)
+def _files_spark_reads(spark, df, roots: list[str] = (), options: dict[str, str] | None = None) -> set[str]:
+    """The files (spelled alike) a scan of `df` reads: every file its file index lists
+    (`inputFiles()`), but of a folder holding partition folders only those inside them (the
+    index lists the others too; the scan leaves them out). `roots` and `options` are the paths
+    and reader options `df` was read with, which say where partition discovery starts."""
+    listed = {fs.spelled_alike(p) for p in df.inputFiles()}
+    partitions = _partition_folders(listed, roots, options or {})
     if partitions is None:
         return listed
     return {p for p in listed if p.rsplit("/", 1)[0] in partitions}
 
 
-def _partition_folders(df) -> set[str] | None:
-    """The partition folders (`name=value`, spelled alike) `df`'s file index found, or None when
-    it found none: a few JVM calls for each such folder."""
-    leaves = df._jdf.queryExecution().analyzed().collectLeaves()
-    for i in range(leaves.length()):
-        leaf = leaves.apply(i)
-        if leaf.getClass().getSimpleName() != "LogicalRelation":
-            continue
-        location = leaf.relation().location()
-        if location.partitionSchema().isEmpty():
-            continue
-        partitions = location.partitionSpec().partitions()
-        return {fs.spelled_alike(partitions.apply(j).path().toString()) for j in range(partitions.length())}
-    return None
+def _partition_folders(listed: set[str], roots, options: dict[str, str]) -> set[str] | None:
+    """The partition folders (`name=value`, spelled alike) Spark's partition discovery finds
+    among the folders of the `listed` files, or None when it finds none: by Spark's rule, a
+    folder whose path below its root (the `basePath` option, else a root read) is all
+    `name=value` parts; none with `recursiveFileLookup`."""
+    lowered = {k.lower(): v for k, v in options.items()}
+    if str(lowered.get("recursivefilelookup", "false")).lower() == "true":
+        return None
+    bases = [lowered["basepath"]] if "basepath" in lowered else list(roots)
+    bases = {fs.spelled_alike(b).rstrip("/") for b in bases}
+    found = set()
+    for folder in {p.rsplit("/", 1)[0] for p in listed}:
+        base = next((b for b in bases if folder.startswith(b + "/")), None)
+        below = folder[len(base) + 1 :].split("/") if base is not None else [folder.rsplit("/", 1)[-1]]
+        if folder not in bases and all(_is_partition_part(part) for part in below):
+            found.add(folder)
+    return found or None
 
 
-def _refuse_unread_files(spark, located: Input, files: list[fs.FileInfo], df) -> None:
+def _is_partition_part(name: str) -> bool:
+    return "=" in name and not name.startswith("=")
+
+
+def _refuse_unread_files(spark, located: Input, files: list[fs.FileInfo], df, options: dict[str, str]) -> None:
     """Every file to read (`files`: all the input's, or those its file filters keep) is one
     Spark reads. It is not when a folder also holds partition folders (`name=value`): Spark then
     reads only the files inside those; nor the files of other subfolders; nor a file still being
     copied in (`._COPYING_`). Each would be left out without a word."""
-    read = _files_spark_reads(spark, df)
+    read = _files_spark_reads(spark, df, located.paths, options)
     # empty files are left out by design (no rows to lose)
     left_out = [f.path for f in files if f.size > 0 and fs.spelled_alike(f.path) not in read]
     if not left_out:
@@ -186,7 +194,7 @@ def _first_unreadable(spark, located: Input, files: list[fs.FileInfo], options: 
     for f in files:
         try:
             spark.read.format(located.format).options(**single).load(f.path).schema  # noqa: B018
-        except fs.jvm_failures():  # the file cannot be read (anything else is a bug)
+        except fs.spark_failures():  # the file cannot be read (anything else is a bug)
             return f.path
     return None
 
@@ -198,7 +206,7 @@ def _type_conflicts(spark, located: Input, files: list[fs.FileInfo], shown: int 
     for f in files:
         try:
             fields = spark.read.format(located.format).load(f.path).schema.fields
-        except fs.jvm_failures():  # an unreadable file: reported by the caller's message
+        except fs.spark_failures():  # an unreadable file: reported by the caller's message
             continue
         for field in fields:
             seen.setdefault(field.name.lower(), {}).setdefault(field.dataType.simpleString(), f.path.rsplit("/", 1)[-1])
@@ -227,7 +235,7 @@ def _csv_schema(spark, located: Input, options: dict[str, str], declared: dict[s
         header = (
             spark.read.options(**{k: v for k, v in options.items() if k != "inferSchema"}).csv(located.paths).columns
         )
-    except fs.jvm_failures() as exc:  # an unreadable file (anything else is a bug)
+    except fs.spark_failures() as exc:  # an unreadable file (anything else is a bug)
         raise _unreadable(located, exc) from None
     options.setdefault("enforceSchema", "false")
     return StructType([StructField(name, known.get(name.lower(), StringType()), True) for name in header])

@@ -11,7 +11,7 @@ from typing import Any
 from zipper.core import fs
 from zipper.core.errors import InputError, MissingInputError
 from zipper.core.input_names import is_being_copied
-from zipper.core.paths import hadoop_path, local_path, user_path
+from zipper.core.paths import local_path, user_path
 from zipper.tablespec.model import BaseSpec, SourceSpec, TableSpec
 from zipper.tablespec.paths import parse_partition, render, resolve_path, spec_key
 
@@ -123,12 +123,11 @@ def _locate_table(spark, spec: TableSpec, source, ds: dt.date, what: str) -> Inp
         else {}
     )
     db, name = source.table.split(".")
-    jcat = spark._jsparkSession.sessionState().catalog().externalCatalog()
-    if not (jcat.databaseExists(db) and jcat.tableExists(db, name)):
+    if not (spark.catalog.databaseExists(db) and spark.catalog.tableExists(f"{db}.{name}")):
         raise MissingInputError(f"{what} table {source.table} does not exist", table=spec.table, ds=ds.isoformat())
     description = source.table + (f" partition {partition}" if partition else "")
     if partition:
-        columns = [c.lower() for c in jcat.getTable(db, name).partitionSchema().fieldNames()]
+        columns = [c.name.lower() for c in spark.catalog.listColumns(f"{db}.{name}") if c.isPartition]
         if sorted(partition) != sorted(columns):
             raise InputError(
                 f"{spec_key(source)}.partition names {sorted(partition)}, but {source.table} is"
@@ -136,15 +135,35 @@ def _locate_table(spark, spec: TableSpec, source, ds: dt.date, what: str) -> Inp
                 table=spec.table,
                 ds=ds.isoformat(),
             )
-        spec_map = spark._jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(partition)
-        found = jcat.getPartitionOption(db, name, spec_map)
-        if not found.isDefined():
+        found = _location(spark, db, name, partition)
+        if found is None:
             raise MissingInputError(f"{what} not found: {description}", table=spec.table, ds=ds.isoformat())
-        paths = [hadoop_path(found.get().location().toString())]
+        paths = [found]
     else:
-        paths = [hadoop_path(jcat.getTable(db, name).location().toString())]
+        paths = [_location(spark, db, name)]
     files = fs.list_data_files(spark, paths)
     return Input(description, "table", paths, files, fingerprint(files, description), source.table, partition)
+
+
+def _location(spark, db: str, name: str, partition: dict[str, str] | None = None) -> str | None:
+    """Where the metastore keeps a table's or a partition's files, as Hadoop spells the path
+    (`DESCRIBE FORMATTED` says it so); None for a partition it does not have."""
+    from pyspark.errors import AnalysisException
+
+    spec = ", ".join(f"`{k.replace('`', '``')}` = {_sql_text(v)}" for k, v in (partition or {}).items())
+    statement = f"DESCRIBE FORMATTED `{db}`.`{name}`" + (f" PARTITION ({spec})" if spec else "")
+    try:
+        rows = spark.sql(statement).collect()
+    except AnalysisException as exc:
+        if partition and "PARTITIONS_NOT_FOUND" in str(exc):
+            return None
+        raise
+    return next(row.data_type for row in rows if row.col_name == "Location")  # a partition's comes before its table's
+
+
+def _sql_text(value: str) -> str:
+    """A SQL string literal of `value`."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 # Reader options that leave files out on purpose.
@@ -168,14 +187,8 @@ def kept_by_filters(spark, located: Input, options: dict[str, str]) -> list[fs.F
     """The input's files its file filters keep, in any subfolder, as Spark's own listing applies them."""
     every_folder = {k: v for k, v in options.items() if k.lower() != "recursivefilelookup"}
     listing = spark.read.format("text").options(**every_folder, recursiveFileLookup="true").load(located.paths)
-    kept = {fs.spelled_alike(p) for p in joined(spark, listing._jdf.inputFiles())}
+    kept = {fs.spelled_alike(p) for p in listing.inputFiles()}
     return [f for f in located.files if fs.spelled_alike(f.path) in kept]
-
-
-def joined(spark, paths) -> list[str]:
-    """A Java String[] of paths in one JVM call (py4j asks for each item of an array alone)."""
-    text = spark._jvm.org.apache.hadoop.util.StringUtils.join("\0", paths)
-    return text.split("\0") if text else []
 
 
 def merges_schemas(options: dict[str, str]) -> bool:

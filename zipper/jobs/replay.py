@@ -191,7 +191,7 @@ def _check_inputs(spark, spec: TableSpec, first: dt.date, replayed: dict) -> dic
                 spark, spec, {day: (replayed[day], inp.df.schema) for day, inp in checked.items()}, NOTHING_CHANGED
             )
             return checked
-    except fs.jvm_failures() as exc:  # a file Spark cannot read: name its date, not the first one
+    except fs.spark_failures() as exc:  # a file Spark cannot read: name its date, not the first one
         day = _date_of_file(failed_file(exc), replayed) or first
         raise UnreadableInputError(
             f"{summarize_failure(exc)}{NOTHING_CHANGED}", table=spec.table, ds=day.isoformat()
