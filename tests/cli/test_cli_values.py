@@ -39,7 +39,8 @@ def test_rebuild_takes_uncommit_later_as_rerun_does(monkeypatch):
     import sys
     import types
 
-    from zipper.cli import main
+    from zipper.cli import data_verbs, main
+    from zipper.cli.runner import Runner
 
     calls = []
     fake = types.ModuleType("zipper.jobs.rebuild")
@@ -56,9 +57,9 @@ def test_rebuild_takes_uncommit_later_as_rerun_does(monkeypatch):
         (["--undo-corrections"], (False, True)),
     ):
         args = main.build_parser().parse_args(["rebuild", "dim", "--to", "2024-01-02", *extra])
-        runner = main.Runner.__new__(main.Runner)
+        runner = Runner.__new__(Runner)
         runner.args, runner.spec, runner._spark = args, types.SimpleNamespace(table="dw.dim"), object()
-        assert runner.do_rebuild() == 0
+        assert data_verbs.run_rebuild(runner) == 0
         assert calls[-1] == (dt.date(2024, 1, 2), *expected)
 
 

@@ -202,14 +202,18 @@ def test_the_server_by_hand_concurrent_starts_and_a_dead_record(tmp_path):
     ]
     assert all(p.returncode == 0 for p in starters)
     [pid] = server_pids(warehouse)
-    shown = json.loads(metastore("status").stdout)
+    running = metastore("status")
+    assert running.returncode == 0 and running.stderr == "", running.stderr  # as `pg_ctl status`: 0 while it runs
+    shown = json.loads(running.stdout)
     assert shown["running"] and shown["pid"] == pid and shown["database"] == f"{warehouse}/metastore_db"
 
     # A server killed without a word leaves a record that is detected and replaced
     os.kill(pid, signal.SIGKILL)
     while pid in server_pids(warehouse):
         time.sleep(0.1)
-    dead = json.loads(metastore("status").stdout)
+    gone = metastore("status")
+    assert gone.returncode == 3 and gone.stderr == f"zipper: no metastore server is running for {warehouse}\n"
+    dead = json.loads(gone.stdout)
     assert not dead["running"] and dead["stale_record"]
     assert metastore("start").stdout.startswith(f"metastore server started for {warehouse}")
     [new_pid] = server_pids(warehouse)

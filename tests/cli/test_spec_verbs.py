@@ -1,9 +1,11 @@
 """`zipper schema` and `zipper validate`: the spec's JSON Schema, and every spec checked as loading
-would check it, without Spark or a metastore."""
+would check it, without Spark or a metastore. And the other verb about no table, `zipper metastore
+status` without a server (with one running, test_metastore_service.py, which starts one)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -124,3 +126,23 @@ def test_the_verbs_are_in_the_cli_help(verb, capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     assert verb in capsys.readouterr().out
+
+
+def test_metastore_status_exits_3_when_no_server_runs(tmp_path):
+    """As `pg_ctl status`: a script tests for a running server without reading the JSON."""
+    warehouse = tmp_path / "warehouse"
+    warehouse.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ZIPPER_")}
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "zipper"), "metastore", "status", "--warehouse", str(warehouse)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 3, result.stderr
+    assert result.stderr == f"zipper: no metastore server is running for {warehouse}\n"
+    shown = json.loads(result.stdout)
+    assert shown["mode"] == "local" and not shown["running"] and shown["uri"] is None
+    assert shown["warehouse"] == str(warehouse) and not shown["stale_record"]
+    assert sorted(p.name for p in warehouse.iterdir()) == []  # a status creates nothing

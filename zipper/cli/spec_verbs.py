@@ -10,20 +10,19 @@ from zipper.core.errors import SpecError
 from zipper.tablespec.loader import specs_dir, validate_specs
 from zipper.tablespec.schema import spec_schema
 
-VERBS = ("schema", "validate")
 EXIT_INVALID = 1
 
 
-def run(args: argparse.Namespace) -> int:
-    return do_schema() if args.verb == "schema" else do_validate(args)
-
-
-def do_schema() -> int:
+def run_schema(args: argparse.Namespace) -> int:
     print(json.dumps(spec_schema(), indent=2))
     return 0
 
 
-def do_validate(args: argparse.Namespace) -> int:
+def validate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("names", nargs="*", metavar="NAME", help="spec names to check (default: every spec in --specs)")
+
+
+def run_validate(args: argparse.Namespace) -> int:
     """Every problem on its own line (file, key, what was expected), then one summary line."""
     folder = specs_dir(args.specs)
     checked, problems = validate_specs(folder, args.names)

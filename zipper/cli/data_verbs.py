@@ -1,0 +1,284 @@
+"""The verbs that run a Spark job writing the table: `init`, `merge`, `rerun`, `rebuild`, `correct`.
+
+Each has its arguments, the check of its dates (made before the table's lock or Spark, so that a
+typo costs nothing) and its run. The jobs are imported inside the runs: `--help` loads no pyspark."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import getpass
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from zipper.cli.arguments import add_json_report, add_name, add_replay_flags, parse_date
+from zipper.cli.runner import progress
+from zipper.core.errors import InputError
+from zipper.core.reports import EXIT_NOT_NOOP
+from zipper.jobs.plan import check_in_schedule
+from zipper.runtime import metastore
+
+if TYPE_CHECKING:
+    from zipper.cli.runner import Runner
+
+# -- init ---------------------------------------------------------------------------------------
+
+
+def init_arguments(parser: argparse.ArgumentParser) -> None:
+    add_name(parser)
+    parser.add_argument("--ds", help="the base holds the state at the end of this date (default: start_date - 1)")
+
+
+def init_dates(runner: Runner) -> None:
+    parse_date(runner.args.ds, "--ds", runner.spec.table)
+
+
+def run_init(runner: Runner) -> int:
+    from zipper.jobs.init import init_table  # on use: the data path loads pyspark; --help does not
+
+    ds = parse_date(runner.args.ds, "--ds", runner.spec.table)
+    print(init_table(runner.spark, runner.spec, ds).summary())
+    return 0
+
+
+# -- merge --------------------------------------------------------------------------------------
+
+
+def merge_arguments(parser: argparse.ArgumentParser) -> None:
+    add_name(parser)
+    parser.add_argument("--ds", required=True, help="the run date, YYYY-MM-DD")
+    add_json_report(parser)
+    parser.add_argument(
+        "--no-spark",
+        action="store_true",
+        dest="no_spark",
+        help="only a no-op told without Spark (the date committed with the same input): otherwise do nothing"
+        f" and exit {EXIT_NOT_NOOP}",
+    )
+
+
+def merge_dates(runner: Runner) -> None:
+    check_in_schedule(runner.spec, parse_date(runner.args.ds, "--ds", runner.spec.table))
+
+
+def run_merge(runner: Runner) -> int:
+    spec = runner.spec
+    ds = parse_date(runner.args.ds, "--ds", spec.table)
+    check_in_schedule(spec, ds)  # a date outside the spec's dates fails before Spark starts
+    result = noop_without_spark(runner, ds)
+    if result is None and runner.args.no_spark:
+        print(
+            f"zipper: {spec.table} {ds}: not a no-op told without Spark; nothing was done"
+            f" (exit {EXIT_NOT_NOOP}): merge it without --no-spark",
+            file=sys.stderr,
+        )
+        return EXIT_NOT_NOOP
+    if result is None:
+        from zipper.jobs import merge  # on use: the data path loads pyspark; --help does not
+
+        result = merge.merge_date(runner.spark, runner.spec, ds, progress=progress)  # Spark first: it resolves keys
+    print(result.summary())
+    runner.report(result)
+    return 0
+
+
+def noop_without_spark(runner: Runner, ds: dt.date):
+    """The merge's no-op result when the warehouse's metastore server and a plain listing of the
+    input tell that `ds` is committed with the same input (jobs.noop); None otherwise."""
+    settings = runner.settings()
+    if settings.metastore != "local" or not settings.has_metastore():
+        return None
+    from zipper.jobs import noop  # on use: --help loads no table code
+    from zipper.table.thrift_catalog import ThriftCatalog
+
+    with ThriftCatalog(metastore.local_uri(settings.warehouse_path)) as reader:
+        return noop.committed_noop(runner.spec, ds, reader)
+
+
+# -- rerun and rebuild --------------------------------------------------------------------------
+
+
+def rerun_arguments(parser: argparse.ArgumentParser) -> None:
+    add_name(parser)
+    parser.add_argument("--from", required=True, dest="first", metavar="D", help="first date to replay, YYYY-MM-DD")
+    parser.add_argument("--to", dest="last", metavar="E", help="last date to replay (default: the last committed date)")
+    add_replay_flags(parser)
+    add_json_report(parser)
+
+
+def rerun_dates(runner: Runner) -> None:
+    parse_date(runner.args.last, "--to", runner.spec.table)
+    check_in_schedule(runner.spec, parse_date(runner.args.first, "--from", runner.spec.table))
+
+
+def run_rerun(runner: Runner) -> int:
+    from zipper.jobs import replay  # on use: the data path loads pyspark; --help does not
+
+    args, spec = runner.args, runner.spec
+    first = parse_date(args.first, "--from", spec.table)
+    last = parse_date(args.last, "--to", spec.table)
+    check_in_schedule(spec, first)  # before Spark starts
+    result = replay.rerun(
+        runner.spark,
+        runner.spec,
+        first,
+        last,
+        progress=progress,
+        uncommit_later=args.uncommit_later,
+        undo_corrections=args.undo_corrections,
+    )
+    print(result.summary())
+    runner.report(result)
+    return 0
+
+
+def rebuild_arguments(parser: argparse.ArgumentParser) -> None:
+    add_name(parser)
+    parser.add_argument(
+        "--to",
+        dest="last",
+        metavar="E",
+        help="last date to build (default: the last committed date; required for a new table)",
+    )
+    add_replay_flags(parser)
+
+
+def rebuild_dates(runner: Runner) -> None:
+    parse_date(runner.args.last, "--to", runner.spec.table)
+
+
+def run_rebuild(runner: Runner) -> int:
+    from zipper.jobs import rebuild  # on use: the data path loads pyspark; --help does not
+
+    last = parse_date(runner.args.last, "--to", runner.spec.table)
+    print(
+        rebuild.rebuild(
+            runner.spark,
+            runner.spec,
+            last,
+            progress=progress,
+            uncommit_later=runner.args.uncommit_later,
+            undo_corrections=runner.args.undo_corrections,
+        ).summary()
+    )
+    return 0
+
+
+# -- correct ------------------------------------------------------------------------------------
+
+CORRECT_DESCRIPTION = (
+    "Row-level corrections, published in one metastore transaction (docs/corrections.md)."
+    " One of: --erase-key (or --keys-file); --set with --where; --delete with --where."
+)
+
+
+def correct_arguments(parser: argparse.ArgumentParser) -> None:
+    add_name(parser)
+    parser.add_argument(
+        "--erase-key",
+        action="append",
+        default=[],
+        dest="erase_keys",
+        metavar="COL=VALUE",
+        help="a key to remove from every version; one per key column",
+    )
+    parser.add_argument(
+        "--keys-file", dest="keys_file", metavar="FILE", help="a CSV file of keys to erase (header: key columns)"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        dest="assignments",
+        metavar="COL=VALUE",
+        help="a new value for the matching versions (NULL for none); repeatable",
+    )
+    parser.add_argument("--delete", action="store_true", help="remove the matching versions")
+    parser.add_argument("--where", metavar="PREDICATE", help="which versions: col = 'x' AND (n > 3 OR c IS NULL) ...")
+    parser.add_argument("--from", dest="first", metavar="D", help="only versions valid on D or later")
+    parser.add_argument("--to", dest="last", metavar="E", help="only versions valid on E or earlier")
+    parser.add_argument("--reason", required=True, help="why: kept in the commit log")
+    parser.add_argument("--dry-run", action="store_true", help="show the matched versions per partition; write nothing")
+    parser.add_argument(
+        "--purge",
+        action="store_true",
+        help="after an erasure, remove at once the superseded directories that still hold the erased rows",
+    )
+    add_json_report(parser)
+
+
+def correction_request(runner: Runner):
+    """The correction asked for, its flags checked before the lock or Spark."""
+    from zipper.jobs.correct import Request  # on use: the data path loads pyspark; --help does not
+
+    a, table = runner.args, runner.spec.table
+    erase = bool(a.erase_keys or a.keys_file)
+    kinds = [kind for kind, given in (("erase", erase), ("set", a.assignments), ("delete", a.delete)) if given]
+    if len(kinds) != 1:
+        raise InputError(
+            "give one of --erase-key (or --keys-file), --set with --where, or --delete with --where"
+            + (f"; got {' and '.join(kinds)}" if kinds else ""),
+            table=table,
+        )
+    kind = kinds[0]
+    if kind == "erase" and (a.where or a.first or a.last):
+        raise InputError(
+            "an erasure removes every version of its keys: --where, --from and --to do not apply", table=table
+        )
+    if a.erase_keys and a.keys_file:
+        raise InputError("give --erase-key or --keys-file, not both", table=table)
+    if kind != "erase" and not (a.where or "").strip():
+        raise InputError(f"--{'set' if kind == 'set' else 'delete'} needs --where PREDICATE", table=table)
+    if a.purge and kind != "erase":
+        raise InputError("--purge follows an erasure (--erase-key or --keys-file)", table=table)
+    if not a.reason.strip():
+        raise InputError("--reason is empty; say why, for the commit log", table=table)
+    return Request(
+        kind=kind,
+        reason=a.reason.strip(),
+        by=os.environ.get("ZIPPER_RUN_BY") or _user(),
+        where=a.where or "",
+        assignments=tuple(a.assignments),
+        erase_keys=tuple(a.erase_keys),
+        keys_file=a.keys_file or "",
+        first=parse_date(a.first, "--from", table),
+        last=parse_date(a.last, "--to", table),
+        dry_run=a.dry_run,
+    )
+
+
+def correct_dates(runner: Runner) -> None:
+    """A correction's flags and dates, all checked before the lock: the request is built and dropped."""
+    correction_request(runner)
+
+
+def run_correct(runner: Runner) -> int:
+    from zipper.jobs import correct  # on use: the data path loads pyspark; --help does not
+
+    request = correction_request(runner)
+    result = correct.correct(runner.spark, runner.spec, request, progress=progress)  # Spark first: it resolves keys
+    spec = runner.spec
+    print(result.summary())
+    runner.report(result)
+    if request.kind == "erase" and not request.dry_run:
+        if runner.args.purge:
+            report = runner.table().vacuum()
+            n = report["purged_for_erasure"]
+            print(
+                f"{spec.table}: purged {n} superseded director{'y' if n == 1 else 'ies'} that held the erased"
+                f" rows; removed {len(report['removed'])} in all"
+            )
+        else:
+            print(
+                f"{spec.table}: the directories this erasure superseded still hold the erased rows;"
+                f" run `zipper vacuum {spec.name}` to remove them now"
+            )
+    return 0
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # a container's user without a passwd entry
+        return f"uid {os.getuid()}"

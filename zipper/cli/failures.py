@@ -1,0 +1,56 @@
+"""How a failed run is told: one line on stderr, and with --json-report one report line first, so
+that on-call reads the cause and a scheduler knows whether another try could succeed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from zipper.core.errors import ZipperError, java_messages, summarize_failure
+from zipper.core.reports import ERROR_PREFIX, REPORT_PREFIX
+from zipper.runtime import metastore
+
+EXIT_ERROR = 1
+# What the Hive client's failures say when the metastore server does not answer.
+UNREACHABLE = ("TTransportException", "Could not connect to meta store", "java.net.ConnectException")
+
+
+def report_line(args: argparse.Namespace, report: dict) -> None:
+    """With --json-report, one line `zipper-report: {...}` on stdout for schedulers."""
+    if getattr(args, "json_report", False):
+        print(REPORT_PREFIX + json.dumps(report), flush=True)
+
+
+def failure_report(exc: BaseException, line: str) -> dict:
+    """A failed run for schedulers: `final` when another try would fail the same way (a bad
+    spec or input), so that they fail the task at once rather than retry it."""
+    return {"failed": True, "final": isinstance(exc, ZipperError) and exc.final, "error": line}
+
+
+def fail(args: argparse.Namespace, exc: BaseException, line: str) -> int:
+    """The report of the failure (with --json-report), then the one error line on stderr."""
+    report_line(args, failure_report(exc, line))
+    print(f"{ERROR_PREFIX}{line}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def one_line(exc: BaseException, warehouse: str | None = None) -> str:
+    """The useful part of a Spark/Java failure, without the JVM stack."""
+    chain = java_messages(exc) or [str(exc).strip() or type(exc).__name__]
+    text = " ".join(chain)
+    if warehouse and any(marker in text for marker in UNREACHABLE) and metastore.mode() == "local":
+        server = metastore.MetastoreService(warehouse).recorded()
+        where = f" at {server.uri}" if server else ""
+        return (
+            f"the metastore server{where} stopped answering during this run; the run stopped, and the table is as"
+            " its last commit says (`zipper status`, which starts the server again). `zipper metastore status`"
+            f" shows the server, its log is {warehouse}/metastore/server.log"
+        )
+    if "XSDB6" in text or "Another instance of Derby" in text:
+        where = f" at {warehouse}/metastore_db" if warehouse else ""
+        return (
+            f"the embedded Derby metastore{where} is in use by another process (it allows one JVM at a time);"
+            " wait for it or stop it, or use an external metastore"
+        )
+    return summarize_failure(exc)

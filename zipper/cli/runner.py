@@ -1,0 +1,118 @@
+"""One run of a verb about a table: its spec, its settings, Spark opened only when the verb needs
+it, and for a verb that writes, the table's lock taken after the dates are checked."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from zipper.cli.failures import report_line
+from zipper.core.errors import StateError, ZipperError
+from zipper.runtime import locks, metastore
+from zipper.runtime.session import SessionSettings, build_session
+from zipper.tablespec.loader import find_spec
+
+if TYPE_CHECKING:
+    from zipper.cli.verb import Verb
+
+
+def progress(line: str) -> None:
+    """A job's step as it happens, flushed: a long run shows where it is."""
+    print(line, flush=True)
+
+
+def run_date(args: argparse.Namespace) -> str | None:
+    """The date a run is about, as typed: named in its lock and its error lines."""
+    return getattr(args, "ds", None) or getattr(args, "first", None)
+
+
+class Runner:
+    """Holds the parsed arguments and opens Spark only when a verb needs it."""
+
+    def __init__(self, args: argparse.Namespace, verb: Verb):
+        self.args = args
+        self.verb = verb
+        self.path, self.spec = find_spec(args.name, args.specs)
+        self._spark = None
+        self.new_metastore: str | None = None  # the Derby database this command had to create, if any
+
+    def settings(self) -> SessionSettings:
+        """Where the table is; for a verb that needs a table, refused when the warehouse never had a metastore."""
+        settings = SessionSettings.from_env(
+            self.args.warehouse, self.args.verbose, f"zipper {self.args.verb} {self.spec.name}"
+        )
+        if self.verb.refuses_new_metastore and not settings.has_metastore():
+            raise StateError(
+                f"no metastore at {settings.warehouse_path}/metastore_db: nothing was ever created in"
+                " this warehouse; check --warehouse (or ZIPPER_WAREHOUSE)",
+                table=self.spec.table,
+            )
+        return settings
+
+    @property
+    def spark(self):
+        if self._spark is None:
+            settings = self.settings()
+            if not settings.has_metastore():
+                self.new_metastore = f"{settings.warehouse_path}/metastore_db"
+            self._spark = build_session(settings)
+            if not self.spec.keys:  # a landing zone's keys come from the table or its _metadata.json
+                from zipper.jobs.keys import resolve_keys  # on use: the data path loads pyspark; --help does not
+
+                self.spec = resolve_keys(self._spark, self.spec)
+        return self._spark
+
+    def run(self) -> int:
+        ds = run_date(self.args)
+        try:
+            if not self.verb.writes:
+                return self.run_verb()
+            if self.verb.check_dates:
+                self.verb.check_dates(self)  # a bad date is said before the lock (and its folder) or Spark
+            with locks.table_lock(self.settings(), self.spec.table, self.describe(), ds):  # before any Spark starts
+                return self.run_verb()
+        except metastore.MetastoreUnavailable as exc:  # said of the server: name the table it was for
+            if exc.table:
+                raise
+            raise exc.reworded(exc.detail, table=self.spec.table, ds=ds) from None
+
+    def describe(self) -> str:
+        """This run as another run refused by its table lock reads it."""
+        shown = [self.args.verb, self.spec.name]
+        for flag, attr in (("--ds", "ds"), ("--from", "first"), ("--to", "last")):
+            if getattr(self.args, attr, None):
+                shown += [flag, getattr(self.args, attr)]
+        return "zipper " + " ".join(shown)
+
+    def run_verb(self) -> int:
+        try:
+            return self.verb.run(self)
+        except StateError as exc:
+            if self.new_metastore is None:
+                raise
+            # most likely a mistyped --warehouse: the table is elsewhere
+            raise StateError(
+                f"{exc.detail} (this command created a new, empty metastore at {self.new_metastore}:"
+                " check --warehouse or ZIPPER_WAREHOUSE)",
+                table=exc.table,
+                ds=exc.ds,
+            ) from None
+        except ZipperError:
+            raise
+        except Exception:  # a CSV value that does not parse (init, rebuild): say which column and row
+            if self._spark is None:
+                raise
+            from zipper.inputs import csv_values  # on use: the data path loads pyspark; --help does not
+
+            with csv_values.explained(self._spark, self.spec.table, self.spec.keys, run_date(self.args)):
+                raise
+
+    def report(self, result) -> None:
+        report_line(self.args, result.report())
+
+    def table(self):
+        """The handle of the verbs that read or tidy the table; opens Spark (and so resolves the keys) first."""
+        from zipper.table.handle import ZipperTable  # on use: the data path loads pyspark; --help does not
+
+        spark = self.spark
+        return ZipperTable(spark, self.spec)
