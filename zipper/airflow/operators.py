@@ -20,9 +20,9 @@ from zipper.airflow.compat import AIRFLOW_3, AirflowException, AirflowFailExcept
 from zipper.airflow.docs import is_backfill_run, resume_command
 from zipper.airflow.hooks import ZipperSparkSubmitHook
 from zipper.airflow.sensors import next_date_merged
-from zipper.core.corrections import CorrectionKind
+from zipper.core.corrections import FORM_PARAMS, CorrectionKind, CorrectionRequest, is_dry_run
 from zipper.core.dates import iso_date
-from zipper.core.errors import StateError
+from zipper.core.errors import InputError, StateError
 from zipper.core.reports import EXIT_NOT_NOOP, REPORT_PREFIX, RunAction
 from zipper.runtime import metastore
 from zipper.runtime.session import LOG_FILE_ENV, SessionSettings, log_dir, spark_submit_conf
@@ -408,49 +408,12 @@ class ZipperCorrectOperator(ZipperSparkJobOperator):
 
 
 CORRECT_KINDS = tuple(kind.value for kind in CorrectionKind)  # plain texts: the form's choices
-CORRECT_PARAMS = (
-    "kind",
-    "erase_keys",
-    "keys_file",
-    "set_values",
-    "where",
-    "from_date",
-    "to_date",
-    "reason",
-    "dry_run",
-    "purge",
-)
-
-
-def is_dry_run(params: dict) -> bool:
-    """Only an explicit false writes: a form left as it opened, or a `--conf` without dry_run, changes nothing."""
-    return params.get("dry_run") not in (False, "false", "False")
+CORRECT_PARAMS = FORM_PARAMS
 
 
 def correct_label(params: dict) -> str:
     """What a correction run is, in a few words: `dry run: erase`, `delete`."""
     return f"{'dry run: ' if is_dry_run(params) else ''}{params.get('kind') or '?'}"
-
-
-def _text(params: dict, key: str) -> str:
-    value = params.get(key)
-    return "" if value is None else str(value).strip()
-
-
-def _pairs(params: dict, key: str, table: str) -> list[str]:
-    """`col=value; col2=value2` as the CLI's COL=VALUE arguments, one each: spaces around `;` and `=` are
-    dropped, empty parts too. (A value with a `;`, or with spaces at its ends, needs the CLI.)"""
-    pairs = []
-    for part in _text(params, key).split(";"):
-        if not part.strip():
-            continue
-        column, sep, value = part.partition("=")
-        if not sep or not column.strip():
-            raise AirflowException(
-                f"{table}: correct param {key!r}: {part.strip()!r} is not column=value; nothing was changed"
-            )
-        pairs.append(f"{column.strip()}={value.strip()}")
-    return pairs
 
 
 def _refuse(table: str, message: str) -> AirflowException:
@@ -463,67 +426,13 @@ def correct_args(table_name: str, params: dict, *, table: str) -> list[str]:
     one argv element: no shell reads it, so spaces and quotes reach the CLI as typed.
 
     A run is a dry run unless `dry_run` is false: a form left as it opened writes nothing. A conf the CLI
-    would refuse is refused here, in one line naming the table, before spark-submit starts a driver."""
-    unknown = sorted(set(params) - set(CORRECT_PARAMS))
-    if unknown:
-        raise _refuse(table, f"{unknown[0]!r} is not a param of this DAG: {', '.join(CORRECT_PARAMS)}")
-    kind = params.get("kind")
-    if kind in (None, ""):
-        raise _refuse(table, "'kind' is required: erase, set or delete")
-    if kind not in CORRECT_KINDS:
-        raise _refuse(table, f"'kind': {kind!r} is not erase, set or delete")
-    kind = CorrectionKind(kind)
-    reason = _text(params, "reason")
-    if not reason:
-        raise _refuse(table, "'reason' is required: say why, for the commit log")
-    erase_keys, keys_file = _pairs(params, "erase_keys", table), _text(params, "keys_file")
-    set_values, where = _pairs(params, "set_values", table), _text(params, "where")
-    first = _date_param(params, "from_date", required=False, table=table, form="correct")
-    last = _date_param(params, "to_date", required=False, table=table, form="correct")
-    purge = _is_true(params.get("purge"))
-    given = [key for key, value in (("erase_keys", erase_keys), ("keys_file", keys_file)) if value]
-    if kind != CorrectionKind.ERASE and given:
-        raise _refuse(table, f"{given[0]!r} is for kind erase, not {kind}")
-    if kind != CorrectionKind.SET and set_values:
-        raise _refuse(table, f"'set_values' is for kind set, not {kind}")
-    if kind != CorrectionKind.ERASE and purge:
-        raise _refuse(table, f"'purge' follows an erasure, not kind {kind}")
-    if kind == CorrectionKind.ERASE:
-        if len(given) != 1:
-            raise _refuse(
-                table,
-                "'erase_keys' and 'keys_file' are both given: give one"
-                if given
-                else "'erase_keys' (column=value; ...) or 'keys_file' is required for kind erase",
-            )
-        if keys_file and not keys_file.startswith("/"):
-            raise _refuse(table, f"'keys_file': {keys_file!r} is not an absolute path on the worker")
-        extra = [key for key, value in (("where", where), ("from_date", first), ("to_date", last)) if value]
-        if extra:
-            raise _refuse(table, f"{extra[0]!r} does not apply to kind erase: it removes every version of its keys")
-        selection = (
-            [arg for pair in erase_keys for arg in ("--erase-key", pair)] if erase_keys else ["--keys-file", keys_file]
-        )
-    else:
-        if kind == CorrectionKind.SET and not set_values:
-            raise _refuse(table, "'set_values' (column=value; ...) is required for kind set")
-        if not where:
-            raise _refuse(table, f"'where' is required for kind {kind}: which versions")
-        if first and last and last < first:
-            raise _refuse(table, f"'to_date': {last} is before from_date {first}")
-        changes = (
-            [arg for pair in set_values for arg in ("--set", pair)] if kind == CorrectionKind.SET else ["--delete"]
-        )
-        selection = [*changes, "--where", where]
-    return (
-        ["correct", table_name, *selection]
-        + (["--from", first] if first else [])
-        + (["--to", last] if last else [])
-        + ["--reason", reason]
-        + (["--dry-run"] if is_dry_run(params) else [])
-        + (["--purge"] if purge else [])
-        + ["--json-report"]
-    )
+    would refuse is refused here (CorrectionRequest.from_form), in one line naming the table, before
+    spark-submit starts a driver."""
+    try:
+        request = CorrectionRequest.from_form(params, table=table)
+    except InputError as exc:
+        raise _refuse(table, exc.detail) from None
+    return request.argv(table_name)
 
 
 def spark_log_file(settings: SessionSettings, dag_id: str, tag: str, ti: Any = None) -> Path:

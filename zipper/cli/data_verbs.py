@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from zipper.cli.arguments import add_json_report, add_name, add_replay_flags, parse_date
 from zipper.cli.runner import progress
-from zipper.core.errors import InputError
+from zipper.core.corrections import CorrectionKind, CorrectionRequest
 from zipper.core.reports import EXIT_NOT_NOOP
 from zipper.jobs.plan import check_in_schedule
 from zipper.runtime import metastore
@@ -208,43 +208,22 @@ def correct_arguments(parser: argparse.ArgumentParser) -> None:
     add_json_report(parser)
 
 
-def correction_request(runner: Runner):
-    """The correction asked for, its flags checked before the lock or Spark."""
-    from zipper.jobs.correct import Request  # on use: the data path loads pyspark; --help does not
-
-    a, table = runner.args, runner.spec.table
-    erase = bool(a.erase_keys or a.keys_file)
-    kinds = [kind for kind, given in (("erase", erase), ("set", a.assignments), ("delete", a.delete)) if given]
-    if len(kinds) != 1:
-        raise InputError(
-            "give one of --erase-key (or --keys-file), --set with --where, or --delete with --where"
-            + (f"; got {' and '.join(kinds)}" if kinds else ""),
-            table=table,
-        )
-    kind = kinds[0]
-    if kind == "erase" and (a.where or a.first or a.last):
-        raise InputError(
-            "an erasure removes every version of its keys: --where, --from and --to do not apply", table=table
-        )
-    if a.erase_keys and a.keys_file:
-        raise InputError("give --erase-key or --keys-file, not both", table=table)
-    if kind != "erase" and not (a.where or "").strip():
-        raise InputError(f"--{'set' if kind == 'set' else 'delete'} needs --where PREDICATE", table=table)
-    if a.purge and kind != "erase":
-        raise InputError("--purge follows an erasure (--erase-key or --keys-file)", table=table)
-    if not a.reason.strip():
-        raise InputError("--reason is empty; say why, for the commit log", table=table)
-    return Request(
-        kind=kind,
-        reason=a.reason.strip(),
+def correction_request(runner: Runner) -> CorrectionRequest:
+    """The correction asked for, its flags checked before the lock or Spark (CorrectionRequest)."""
+    a = runner.args
+    return CorrectionRequest.from_flags(
+        erase_keys=a.erase_keys,
+        keys_file=a.keys_file,
+        assignments=a.assignments,
+        delete=a.delete,
+        table=runner.spec.table,
+        reason=a.reason,
         by=os.environ.get("ZIPPER_RUN_BY") or _user(),
         where=a.where or "",
-        assignments=tuple(a.assignments),
-        erase_keys=tuple(a.erase_keys),
-        keys_file=a.keys_file or "",
-        first=parse_date(a.first, "--from", table),
-        last=parse_date(a.last, "--to", table),
+        first=a.first,
+        last=a.last,
         dry_run=a.dry_run,
+        purge=a.purge,
     )
 
 
@@ -261,8 +240,8 @@ def run_correct(runner: Runner) -> int:
     spec = runner.spec
     print(result.summary())
     runner.report(result)
-    if request.kind == "erase" and not request.dry_run:
-        if runner.args.purge:
+    if request.kind == CorrectionKind.ERASE and not request.dry_run:
+        if request.purge:
             report = runner.table().vacuum()
             n = report["purged_for_erasure"]
             print(

@@ -24,8 +24,9 @@ from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from zipper.core import faults, fs, predicate
-from zipper.core.corrections import CorrectionKind
+from zipper.core.corrections import CorrectionKind, CorrectionRequest
 from zipper.core.errors import InputError, StateError
+from zipper.core.keyvalues import parse_key_values
 from zipper.core.reports import RunAction
 from zipper.inputs import conform, metrics
 from zipper.jobs.result import RunResult, counted
@@ -42,26 +43,9 @@ SLOT = "zipper_slot"
 SLOT_PREFIX = "corrected_"  # + the partition's end value: the directory a rewritten partition goes to
 # under the run's directory: the begin and end dates of the versions an erase or delete removed, and how many
 REMOVED = "removed_versions"
-MAX_TEXT = 1000  # a reason or predicate longer than this would not fit the metastore's parameter value
 
 
-@dataclass(frozen=True)
-class Request:
-    """What `zipper correct` was asked to do."""
-
-    kind: CorrectionKind  # a plain text is taken as its member
-    reason: str
-    by: str
-    where: str = ""  # set, delete
-    assignments: tuple[str, ...] = ()  # set: "col=value"
-    erase_keys: tuple[str, ...] = ()  # erase: "col=value", one per key column
-    keys_file: str = ""  # erase: a CSV file whose header names the key columns
-    first: dt.date | None = None  # set, delete: versions valid on or after
-    last: dt.date | None = None  # set, delete: versions valid on or before
-    dry_run: bool = False
-
-    def __post_init__(self):
-        object.__setattr__(self, "kind", CorrectionKind(self.kind))
+Request = CorrectionRequest  # the name the job's callers and tests know
 
 
 @dataclass
@@ -202,9 +186,9 @@ def _ready_state(spark, spec: TableSpec, request: Request) -> state.TableState:
             table=spec.table,
             ds=st.last_committed.isoformat(),
         )
-    for flag, value in (("--reason", request.reason), ("--where", request.where)):
-        if len(value) > MAX_TEXT:
-            raise InputError(f"{flag} is {len(value)} characters; at most {MAX_TEXT} are kept", table=spec.table)
+    overlong = request.overlong()
+    if overlong:
+        raise InputError(overlong, table=spec.table)
     return st
 
 
@@ -320,20 +304,14 @@ def _erase_keys(spark, spec: TableSpec, request: Request, types: dict[str, str],
 
 
 def _erase_key_flags(spec: TableSpec, pairs: tuple[str, ...], where: dict) -> tuple[str, ...]:
-    values: dict[str, str] = {}
-    for pair in pairs:
-        column, sep, value = pair.partition("=")
-        column = column.strip().lower()
-        if not sep or not column:
-            raise InputError(f"--erase-key {pair!r}: expected column=value", **where)
-        if column not in spec.keys:
-            raise InputError(f"--erase-key {column!r} is not a key column; keys are {spec.keys}", **where)
-        if column in values:
-            raise InputError(f"--erase-key {column!r} given twice; give --keys-file for several keys", **where)
-        values[column] = value
-    missing = [k for k in spec.keys if k not in values]
-    if missing:
-        raise InputError(f"--erase-key missing for key columns {missing} (one --erase-key per key column)", **where)
+    values = parse_key_values(
+        pairs,
+        spec.keys,
+        flag="--erase-key",
+        twice="give --keys-file for several keys",
+        missing_hint="one --erase-key per key column",
+        **where,
+    )
     return tuple(values[k] for k in spec.keys)
 
 

@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 from zipper.core import sqltemplates
 from zipper.core.errors import InputError, StateError
+from zipper.core.keyvalues import parse_key_values
 from zipper.table import catalog, state
 from zipper.table import status as table_status
 from zipper.tablespec.model import TableSpec
@@ -57,24 +58,9 @@ def slice_as_of(spark, spec: TableSpec, as_of: dt.date):
 
 
 def parse_key(spec: TableSpec, pairs: list[str]) -> dict[str, str]:
-    values = {}
-    for pair in pairs:
-        column, sep, value = pair.partition("=")
-        column = column.strip().lower()
-        if not sep or not column:
-            raise InputError(f"--key {pair!r}: expected column=value", table=spec.table)
-        if column not in spec.keys:
-            raise InputError(f"--key {column!r} is not a key column; keys are {spec.keys}", table=spec.table)
-        if column in values and values[column] != value:
-            raise InputError(
-                f"--key {column!r} given twice ({values[column]!r} and {value!r}); one version history is of one key",
-                table=spec.table,
-            )
-        values[column] = value
-    missing = [k for k in spec.keys if k not in values]
-    if missing:
-        raise InputError(f"--key missing for key columns {missing}", table=spec.table)
-    return values
+    return parse_key_values(
+        pairs, spec.keys, flag="--key", twice="one version history is of one key", same_twice=True, table=spec.table
+    )
 
 
 def typed_key(spark, spec: TableSpec, key: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
