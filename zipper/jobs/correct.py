@@ -11,22 +11,19 @@ Partitions without a matched version are neither rewritten nor read again."""
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import secrets
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from zipper.core import faults, fs, predicate
 from zipper.core.corrections import CorrectionKind, CorrectionRequest
 from zipper.core.errors import InputError, StateError
-from zipper.core.keyvalues import parse_key_values
+from zipper.core.keyvalues import assignment_texts, erase_key_values, read_keys_file
 from zipper.core.reports import RunAction
 from zipper.inputs import conform, metrics
 from zipper.jobs.result import RunResult, counted
@@ -35,40 +32,16 @@ from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import EndStyle
 from zipper.transforms import corrections, predicates
 from zipper.transforms.collected import as_collected, as_written
-from zipper.transforms.equality import comparable
 from zipper.transforms.predicates import column_ref
 
 SAMPLES = 20  # rows a dry run shows
-SLOT = "zipper_slot"
-SLOT_PREFIX = "corrected_"  # + the partition's end value: the directory a rewritten partition goes to
+SLOT, SLOT_PREFIX = corrections.SLOT, corrections.SLOT_PREFIX
 # under the run's directory: the begin and end dates of the versions an erase or delete removed, and how many
 REMOVED = "removed_versions"
 
 
 Request = CorrectionRequest  # the name the job's callers and tests know
-
-
-@dataclass
-class Selection:
-    """The versions a correction matches, as functions of a DataFrame of the table's rows."""
-
-    describe: str  # for messages
-    matched: Column | None = None  # a predicate (set, delete)
-    keys: DataFrame | None = None  # the typed keys to erase
-    key_count: int = 0
-    assignments: dict[str, Column] = field(default_factory=dict)
-    assignment_texts: dict[str, str] = field(default_factory=dict)
-    where: str = ""
-
-    def matching(self, rows: DataFrame, key_columns: list[str]) -> DataFrame:
-        if self.keys is not None:
-            return rows.join(F.broadcast(self.keys), key_columns, "left_semi")
-        return rows.where(self.matched)
-
-    def rest(self, rows: DataFrame, key_columns: list[str]) -> DataFrame:
-        if self.keys is not None:
-            return rows.join(F.broadcast(self.keys), key_columns, "left_anti")
-        return rows.where(~self.matched)
+Selection, Rewrite = corrections.Selection, corrections.Rewrite
 
 
 def _quiet(line: str) -> None:
@@ -133,6 +106,33 @@ def _apply(
     finally:
         for cached in rewrite.persisted:
             cached.unpersist()
+    correction = _record(spec, st, request, selection, run_id, run_root, matched, rewritten, hashes)
+    counts = correction.counts
+    publish.publish_correction(spark, spec, st, correction, run_root, rewritten)
+    return RunResult(
+        spec.table,
+        as_of,
+        RunAction.CORRECT,
+        _summary(correction, rewritten),
+        counts,
+        time.monotonic() - started,
+        run_id,
+    )
+
+
+def _record(
+    spec: TableSpec,
+    st: state.TableState,
+    request: Request,
+    selection: Selection,
+    run_id: str,
+    run_root: str,
+    matched: dict[str, int],
+    rewritten: list[publish.Rewritten],
+    hashes: tuple[str, str] | None,
+) -> state.Correction:
+    """The correction's commit record: what was asked, what it matched and rewrote."""
+    as_of = st.last_committed.isoformat()
     counts = {
         "matched": sum(matched.values()),
         "partitions": len(rewritten),
@@ -160,16 +160,7 @@ def _apply(
         removed=f"{run_root}/{REMOVED}" if request.kind != CorrectionKind.SET else "",
         touched_last=_touched_last(spec, st, [p.end for p in rewritten]),
     )
-    publish.publish_correction(spark, spec, st, correction, run_root, rewritten)
-    return RunResult(
-        spec.table,
-        as_of,
-        RunAction.CORRECT,
-        _summary(correction, rewritten),
-        counts,
-        time.monotonic() - started,
-        run_id,
-    )
+    return correction
 
 
 def _ready_state(spark, spec: TableSpec, request: Request) -> state.TableState:
@@ -208,7 +199,9 @@ def _selection(spark, spec: TableSpec, request: Request, table: DataFrame, where
     )
     if bad:
         raise InputError(f"--where values are not of their columns' types: {', '.join(bad)}", **where)
-    matched = F.coalesce(predicates.to_column(node, types), F.lit(False)) & _in_dates(spec, request)
+    matched = F.coalesce(predicates.to_column(node, types), F.lit(False)) & corrections.valid_within(
+        spec.begin_column, spec.end_column, request.first, request.last, exclusive=spec.end_style == EndStyle.EXCLUSIVE
+    )
     text = predicate.render_text(node)
     return Selection(
         describe=f"--where {text}" + _dates_text(request),
@@ -225,47 +218,13 @@ def _dates_text(request: Request) -> str:
     return f" (versions valid within {request.first or '...'}..{request.last or '...'})"
 
 
-def _in_dates(spec: TableSpec, request: Request) -> Column:
-    """Versions valid on some day of --from..--to (a version is never split: it is fixed whole)."""
-    condition = F.lit(True)
-    if request.last:
-        condition = condition & (column_ref(spec.begin_column) <= F.lit(request.last.isoformat()))
-    if request.first:
-        first = F.lit(request.first.isoformat())
-        end = column_ref(spec.end_column)
-        condition = condition & (end > first if spec.end_style == EndStyle.EXCLUSIVE else end >= first)
-    return condition
-
-
 def _assignments(
     spark, spec: TableSpec, request: Request, types: dict[str, str], where: dict
 ) -> tuple[dict[str, str], dict[str, Column]]:
     """--set col=value: a data column that is not a key, its value typed by the column (NULL: none)."""
-    by_lower = {name.lower(): name for name in types}
-    texts: dict[str, str] = {}
-    for pair in request.assignments:
-        column, sep, value = pair.partition("=")
-        name = by_lower.get(column.strip().lower())
-        if not sep or not column.strip():
-            raise InputError(f"--set {pair!r}: expected column=value", **where)
-        if name is None:
-            raise InputError(
-                f"--set {column.strip()!r} is not a column of the table; columns are {list(types)}", **where
-            )
-        if name in spec.keys or name in (spec.begin_column, spec.end_column):
-            raise InputError(
-                f"--set {name!r}: a key column or the begin/end dates cannot be set; erase or delete the versions instead",
-                **where,
-            )
-        if types[name].startswith(("array", "map", "struct")):
-            raise InputError(f"--set {name!r}: a column of type {types[name]} cannot be set here", **where)
-        if name in texts:
-            raise InputError(f"--set {name!r} given twice", **where)
-        texts[name] = value
-    values = {
-        name: (F.lit(None) if text.upper() == "NULL" else F.lit(text)).try_cast(types[name])
-        for name, text in texts.items()
-    }
+    protected = [*spec.keys, spec.begin_column, spec.end_column]
+    texts = assignment_texts(request.assignments, types, protected, **where)
+    values = corrections.typed_values(texts, types)
     read = spark.range(1).select(*[v.cast("string").alias(f"v{i}") for i, v in enumerate(values.values())]).first()
     bad = [
         f"{name}={text!r} ({types[name]})"
@@ -280,21 +239,15 @@ def _assignments(
 def _erase_keys(spark, spec: TableSpec, request: Request, types: dict[str, str], where: dict) -> DataFrame:
     """The keys to erase, typed as the table's key columns, from --erase-key or --keys-file."""
     if request.keys_file:
-        rows, source = _keys_file(spec, Path(request.keys_file), where), f"--keys-file {request.keys_file}"
+        rows, source = read_keys_file(Path(request.keys_file), spec.keys, **where), f"--keys-file {request.keys_file}"
     else:
-        rows, source = [_erase_key_flags(spec, request.erase_keys, where)], "--erase-key"
+        rows, source = [erase_key_values(request.erase_keys, spec.keys, **where)], "--erase-key"
     nested = [k for k in spec.keys if types[k].startswith(("array", "map", "struct", "binary"))]
     if nested:
         raise InputError(f"{source}: a key column of type {types[nested[0]]} cannot be given as text", **where)
     raw = spark.createDataFrame(rows, schema=", ".join(f"`{k}` string" for k in spec.keys))
-    typed = raw.select(
-        *[column_ref(k).alias(f"raw_{i}") for i, k in enumerate(spec.keys)],
-        *[column_ref(k).try_cast(types[k]).alias(k) for k in spec.keys],
-    )
-    unread = F.lit(False)
-    for k in spec.keys:
-        unread = unread | F.col(k).isNull()
-    bad = typed.where(unread).limit(5).collect()
+    typed = corrections.typed_keys(raw, spec.keys, types)
+    bad = typed.where(corrections.unread_key(spec.keys)).limit(5).collect()
     if bad:
         shown = "; ".join(
             ", ".join(f"{k}={row[f'raw_{i}']!r} ({types[k]})" for i, k in enumerate(spec.keys)) for row in bad
@@ -303,80 +256,10 @@ def _erase_keys(spark, spec: TableSpec, request: Request, types: dict[str, str],
     return typed.select(*[column_ref(k) for k in spec.keys]).distinct().persist()
 
 
-def _erase_key_flags(spec: TableSpec, pairs: tuple[str, ...], where: dict) -> tuple[str, ...]:
-    values = parse_key_values(
-        pairs,
-        spec.keys,
-        flag="--erase-key",
-        twice="give --keys-file for several keys",
-        missing_hint="one --erase-key per key column",
-        **where,
-    )
-    return tuple(values[k] for k in spec.keys)
-
-
-def _keys_file(spec: TableSpec, path: Path, where: dict) -> list[tuple[str, ...]]:
-    """A CSV file whose header names the key columns (other columns are ignored)."""
-    try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            reader = csv.reader(handle)
-            header = [h.strip().lower() for h in next(reader, [])]
-            missing = [k for k in spec.keys if k not in header]
-            if missing:
-                raise InputError(f"--keys-file {path}: header {header} lacks the key columns {missing}", **where)
-            positions = [header.index(k) for k in spec.keys]
-            rows = []
-            for number, row in enumerate(reader, start=2):
-                if not any(cell.strip() for cell in row):
-                    continue
-                if len(row) != len(header):
-                    raise InputError(
-                        f"--keys-file {path}: line {number} has {len(row)} fields, the header {len(header)}", **where
-                    )
-                rows.append(tuple(row[p] for p in positions))
-    except OSError as exc:
-        raise InputError(f"--keys-file {path}: {exc.strerror or exc}", **where) from None
-    if not rows:
-        raise InputError(f"--keys-file {path} lists no key", **where)
-    return rows
-
-
-@dataclass
-class Rewrite:
-    """What a correction writes: the rows of each rewritten partition, and what to audit them by.
-
-    `passed` are the rows the correction passes through unchanged (an erasure's or a delete's:
-    every row it does not remove; a fix's: the rows of the keys it does not touch); `rows` are
-    them plus the rows it changes. The write counts and hashes `passed` as it reads them, and the
-    audit compares that with the same rows read back from the files written."""
-
-    passed: DataFrame  # with SLOT, without the end column
-    changes: DataFrame | None  # a fix's new versions of the keys it touches (with SLOT); None: only removals
-    removed: dict[str, int]  # end -> versions removed (erased, deleted)
-    coalesced: dict[str, int]  # end -> versions merged into their next
-    changed: dict[str, int]  # end -> versions whose values or begin changed
-    outside: Callable[[DataFrame], DataFrame]  # the written rows that must be `passed`, as they were
-    fixed_keys: DataFrame | None = None  # a fix's keys: the only ones whose open versions it writes anew
-    persisted: list[DataFrame] = field(default_factory=list)  # unpersisted once published or failed
-    observation: Observation = field(default_factory=lambda: Observation(f"zipper_correct_{secrets.token_hex(6)}"))
-
-
-def _slot(end: Column) -> Column:
-    return F.concat(F.lit(SLOT_PREFIX), end)
-
-
-def _data_columns(spec: TableSpec, table: DataFrame) -> list[str]:
-    return [c for c in table.columns if c != spec.end_column]
-
-
 def _removed(spec: TableSpec, table: DataFrame, selection: Selection, matched: dict[str, int]) -> Rewrite:
     """An erasure or a delete: each partition with a matched version, without them."""
     ends = sorted(matched)
-    end = column_ref(spec.end_column)
-    touched = table.where(end.isin(ends))
-    passed = selection.rest(touched, spec.keys).select(
-        *[column_ref(c) for c in _data_columns(spec, table)], _slot(end).alias(SLOT)
-    )
+    passed = corrections.removed_partitions(table, selection, ends, spec.keys, spec.end_column)
     zero = {e: 0 for e in ends}
     # every row written must be one the correction passed through: none of the removed ones
     return Rewrite(passed, None, dict(matched), zero, dict(zero), lambda rows: selection.rest(rows, spec.keys))
@@ -390,7 +273,7 @@ def _fixed(
     keys = selection.matching(table, spec.keys).select(*[column_ref(k) for k in spec.keys]).distinct().persist()
     versions = table.join(keys, spec.keys, "left_semi")
     types = {f.name: f.dataType for f in table.schema.fields}
-    data = [c for c in _data_columns(spec, table) if c != spec.begin_column]
+    data = [c for c in table.columns if c not in (spec.begin_column, spec.end_column)]
     fixed = corrections.fixed_versions(
         versions,
         selection.matched,
@@ -415,13 +298,10 @@ def _fixed(
             " nothing was changed",
             **where,
         )
-    end = column_ref(spec.end_column)
-    columns = _data_columns(spec, table)
-    passed = table.where(end.isin(ends)).join(keys, spec.keys, "left_anti")
-    new = fixed.where(end.isin(ends) & (F.col(corrections.STATUS) != corrections.ABSORBED))
+    passed, new = corrections.fixed_partitions(table, fixed, keys, ends, spec.keys, spec.end_column)
     return Rewrite(
-        passed.select(*[column_ref(c) for c in columns], _slot(end).alias(SLOT)),
-        new.select(*[column_ref(c) for c in columns], _slot(end).alias(SLOT)),
+        passed,
+        new,
         {e: 0 for e in ends},
         {e: absorbed.get(e, 0) for e in ends},
         {e: changed.get(e, 0) for e in ends},
@@ -429,17 +309,6 @@ def _fixed(
         fixed_keys=keys,
         persisted=[fixed, keys],
     )
-
-
-def _row_hash(rows: DataFrame, columns: list[str]) -> Column:
-    """A row's hash over `columns` (maps as their sorted entries: Spark refuses to hash a map)."""
-    types = {f.name: f.dataType for f in rows.schema.fields}
-    return F.xxhash64(*[comparable(column_ref(c), types[c]) for c in columns]).cast("decimal(38,0)")
-
-
-def _fingerprint(rows: DataFrame, columns: list[str]) -> list[Column]:
-    """Rows and the sum of their hashes: equal for two sets of rows that are the same rows."""
-    return [F.count(F.lit(1)).alias("rows"), F.coalesce(F.sum(_row_hash(rows, columns)), F.lit(0)).alias("hash")]
 
 
 def _write(
@@ -454,7 +323,9 @@ def _write(
     """Write the rewritten partitions under `run_root`, counting and hashing the rows passed
     through as they are read; an erasure's or delete's removed versions' dates (no keys); an
     erasure's salted key hashes."""
-    passed = rewrite.passed.observe(rewrite.observation, *_fingerprint(rewrite.passed, rewrite.passed.columns))
+    passed = rewrite.passed.observe(
+        rewrite.observation, *corrections.fingerprint(rewrite.passed, rewrite.passed.columns)
+    )
     rows = passed if rewrite.changes is None else passed.unionByName(rewrite.changes)
     rows.write.partitionBy(SLOT).parquet(run_root)
     for end in rewrite.removed:
@@ -485,11 +356,9 @@ def _audited(
     written = {e: fs.written_rows(spark, d) for e, d in directories.items()}
     schema = table.drop(spec.end_column).schema
     read_back = spark.read.schema(schema).parquet(*directories.values())
-    # each row's partition, from its file's directory: the predicate may name the end column
-    end = F.regexp_extract(F.input_file_name(), f"{SLOT}={SLOT_PREFIX}([^/]+)/", 1)
-    read_back = read_back.withColumn(spec.end_column, end).withColumn(SLOT, _slot(column_ref(spec.end_column)))
+    read_back = corrections.with_slot_from_path(read_back, spec.end_column)
     outside = rewrite.outside(read_back).select(*[column_ref(c) for c in rewrite.passed.columns])
-    after = outside.agg(*_fingerprint(outside, outside.columns)).first()
+    after = outside.agg(*corrections.fingerprint(outside, outside.columns)).first()
     before = metrics.observed_metrics(rewrite.observation)
     rewritten = []
     for e in ends:
@@ -505,10 +374,8 @@ def _audited(
     keys_twice = 0
     if open_end in directories and rewrite.fixed_keys is not None:
         # an erase or delete only passes open rows through (hashed above); a fix writes its keys' anew
-        opened = (
-            spark.read.schema(schema).parquet(directories[open_end]).join(rewrite.fixed_keys, spec.keys, "left_semi")
-        )
-        keys_twice = opened.groupBy(*[column_ref(k) for k in spec.keys]).count().where(F.col("count") > 1).count()
+        opened = spark.read.schema(schema).parquet(directories[open_end])
+        keys_twice = corrections.keys_twice(opened, rewrite.fixed_keys, spec.keys).count()
     audit.reconcile_correction(
         end_column=spec.end_column,
         counts={p.end: p.counts for p in rewritten},

@@ -8,11 +8,16 @@ only removes rows, so it needs no function here beyond the key hashes."""
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+import datetime as dt
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pyspark.sql import Column, DataFrame, Observation, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
 
-from zipper.transforms.equality import same
+from zipper.transforms.equality import comparable, same
 from zipper.transforms.predicates import column_ref
 
 FIXED = "zipper_fixed"  # the version matched the correction's predicate
@@ -116,3 +121,143 @@ def without_keys(
     if until is not None:
         gone = gone & until
     return found.where(~gone).drop(_KEY_HASH, _ERASED)
+
+
+# -- what a correction selects and writes (the job `zipper correct` runs these) ------------------
+
+SLOT = "zipper_slot"  # the rewritten partition a row goes to
+SLOT_PREFIX = "corrected_"  # + the partition's end value: the directory a rewritten partition goes to
+
+
+@dataclass
+class Selection:
+    """The versions a correction matches, as functions of a DataFrame of the table's rows."""
+
+    describe: str  # for messages
+    matched: Column | None = None  # a predicate (set, delete)
+    keys: DataFrame | None = None  # the typed keys to erase
+    key_count: int = 0
+    assignments: dict[str, Column] = field(default_factory=dict)
+    assignment_texts: dict[str, str] = field(default_factory=dict)
+    where: str = ""
+
+    def matching(self, rows: DataFrame, key_columns: list[str]) -> DataFrame:
+        if self.keys is not None:
+            return rows.join(F.broadcast(self.keys), key_columns, "left_semi")
+        return rows.where(self.matched)
+
+    def rest(self, rows: DataFrame, key_columns: list[str]) -> DataFrame:
+        if self.keys is not None:
+            return rows.join(F.broadcast(self.keys), key_columns, "left_anti")
+        return rows.where(~self.matched)
+
+
+@dataclass
+class Rewrite:
+    """What a correction writes: the rows of each rewritten partition, and what to audit them by.
+
+    `passed` are the rows the correction passes through unchanged (an erasure's or a delete's:
+    every row it does not remove; a fix's: the rows of the keys it does not touch); `rows` are
+    them plus the rows it changes. The write counts and hashes `passed` as it reads them, and the
+    audit compares that with the same rows read back from the files written."""
+
+    passed: DataFrame  # with SLOT, without the end column
+    changes: DataFrame | None  # a fix's new versions of the keys it touches (with SLOT); None: only removals
+    removed: dict[str, int]  # end -> versions removed (erased, deleted)
+    coalesced: dict[str, int]  # end -> versions merged into their next
+    changed: dict[str, int]  # end -> versions whose values or begin changed
+    outside: Callable[[DataFrame], DataFrame]  # the written rows that must be `passed`, as they were
+    fixed_keys: DataFrame | None = None  # a fix's keys: the only ones whose open versions it writes anew
+    persisted: list[DataFrame] = field(default_factory=list)  # unpersisted once published or failed
+    observation: Observation = field(default_factory=lambda: Observation(f"zipper_correct_{secrets.token_hex(6)}"))
+
+
+def slot(end: Column) -> Column:
+    return F.concat(F.lit(SLOT_PREFIX), end)
+
+
+def valid_within(
+    begin_column: str, end_column: str, first: dt.date | None, last: dt.date | None, *, exclusive: bool
+) -> Column:
+    """Versions valid on some day of first..last (a version is never split: it is fixed whole)."""
+    condition = F.lit(True)
+    if last:
+        condition = condition & (column_ref(begin_column) <= F.lit(last.isoformat()))
+    if first:
+        start, end = F.lit(first.isoformat()), column_ref(end_column)
+        condition = condition & (end > start if exclusive else end >= start)
+    return condition
+
+
+def typed_values(texts: dict[str, str], types: dict[str, str]) -> dict[str, Column]:
+    """--set values typed by their columns (NULL: none; a value that does not read: null)."""
+    return {
+        name: (F.lit(None) if text.upper() == "NULL" else F.lit(text)).try_cast(types[name])
+        for name, text in texts.items()
+    }
+
+
+def typed_keys(raw: DataFrame, keys: list[str], types: dict[str, str]) -> DataFrame:
+    """Keys given as text, typed as the key columns; each text kept as `raw_<i>` for messages."""
+    return raw.select(
+        *[column_ref(k).alias(f"raw_{i}") for i, k in enumerate(keys)],
+        *[column_ref(k).try_cast(types[k]).alias(k) for k in keys],
+    )
+
+
+def unread_key(keys: list[str]) -> Column:
+    """A typed key with a column that did not read as its type."""
+    unread = F.lit(False)
+    for k in keys:
+        unread = unread | F.col(k).isNull()
+    return unread
+
+
+def slotted(rows: DataFrame, columns: list[str], end_column: str) -> DataFrame:
+    """`columns` and the rewritten partition each row goes to."""
+    return rows.select(*[column_ref(c) for c in columns], slot(column_ref(end_column)).alias(SLOT))
+
+
+def removed_partitions(
+    table: DataFrame, selection: Selection, ends: list[str], keys: list[str], end_column: str
+) -> DataFrame:
+    """An erasure's or a delete's rows passed through: each partition in `ends`, less the matched versions."""
+    columns = [c for c in table.columns if c != end_column]
+    touched = table.where(column_ref(end_column).isin(ends))
+    return slotted(selection.rest(touched, keys), columns, end_column)
+
+
+def fixed_partitions(
+    table: DataFrame, fixed: DataFrame, fixed_keys: DataFrame, ends: list[str], keys: list[str], end_column: str
+) -> tuple[DataFrame, DataFrame]:
+    """A value fix's partitions in `ends`: the rows of the other keys passed through, and the fixed
+    keys' new versions (`fixed_versions` less the ABSORBED), each with its SLOT."""
+    end = column_ref(end_column)
+    columns = [c for c in table.columns if c != end_column]
+    passed = table.where(end.isin(ends)).join(fixed_keys, keys, "left_anti")
+    new = fixed.where(end.isin(ends) & (F.col(STATUS) != ABSORBED))
+    return slotted(passed, columns, end_column), slotted(new, columns, end_column)
+
+
+def row_hash(rows: DataFrame, columns: list[str]) -> Column:
+    """A row's hash over `columns` (maps as their sorted entries: Spark refuses to hash a map)."""
+    types = {f.name: f.dataType for f in rows.schema.fields}
+    return F.xxhash64(*[comparable(column_ref(c), types[c]) for c in columns]).cast("decimal(38,0)")
+
+
+def fingerprint(rows: DataFrame, columns: list[str]) -> list[Column]:
+    """Rows and the sum of their hashes: equal for two sets of rows that are the same rows."""
+    return [F.count(F.lit(1)).alias("rows"), F.coalesce(F.sum(row_hash(rows, columns)), F.lit(0)).alias("hash")]
+
+
+def with_slot_from_path(rows: DataFrame, end_column: str) -> DataFrame:
+    """Rows read back from the rewritten directories, with their partition's end value (from their
+    file's directory: a predicate may name the end column) and SLOT."""
+    end = F.regexp_extract(F.input_file_name(), f"{SLOT}={SLOT_PREFIX}([^/]+)/", 1)
+    return rows.withColumn(end_column, end).withColumn(SLOT, slot(column_ref(end_column)))
+
+
+def keys_twice(rows: DataFrame, fixed_keys: DataFrame, keys: list[str]) -> DataFrame:
+    """The fixed keys that `rows` (an open partition) holds more than once."""
+    opened = rows.join(fixed_keys, keys, "left_semi")
+    return opened.groupBy(*[column_ref(k) for k in keys]).count().where(F.col("count") > 1)
