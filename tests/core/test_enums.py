@@ -33,15 +33,6 @@ ZIPPER = Path(__file__).resolve().parents[2] / "zipper"
 OTHERS_AT_WORK = "being changed by others while the enums came in: to convert to members next"
 NOT_THIS_SET = "the same word in another vocabulary, not this enum's value"
 EXEMPT: dict[type[StrEnum], dict[str, str]] = {
-    CorrectionKind: {
-        "cli/data_verbs.py": OTHERS_AT_WORK,
-    },
-    MetastoreMode: {
-        "cli/table_verbs.py": OTHERS_AT_WORK,
-        "cli/service_verbs.py": OTHERS_AT_WORK,
-        "cli/data_verbs.py": OTHERS_AT_WORK,
-        "cli/failures.py": OTHERS_AT_WORK,
-    },
     SourceFormat: {
         "cli/table_verbs.py": NOT_THIS_SET + " (`zipper history --format table`: how the CLI prints)",
         "cli/output.py": NOT_THIS_SET + " (the CLI's output formats csv, json, parquet)",

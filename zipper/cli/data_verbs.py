@@ -87,7 +87,7 @@ def noop_without_spark(runner: Runner, ds: dt.date):
     """The merge's no-op result when the warehouse's metastore server and a plain listing of the
     input tell that `ds` is committed with the same input (jobs.noop); None otherwise."""
     settings = runner.settings()
-    if settings.metastore != "local" or not settings.has_metastore():
+    if settings.metastore != metastore.MetastoreMode.LOCAL or not settings.has_metastore():
         return None
     from zipper.jobs import noop  # on use: --help loads no table code
     from zipper.table.thrift_catalog import ThriftCatalog

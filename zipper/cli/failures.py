@@ -39,7 +39,11 @@ def one_line(exc: BaseException, warehouse: str | None = None) -> str:
     """The useful part of a Spark/Java failure, without the JVM stack."""
     chain = java_messages(exc) or [str(exc).strip() or type(exc).__name__]
     text = " ".join(chain)
-    if warehouse and any(marker in text for marker in UNREACHABLE) and metastore.mode() == "local":
+    if (
+        warehouse
+        and any(marker in text for marker in UNREACHABLE)
+        and metastore.mode() == metastore.MetastoreMode.LOCAL
+    ):
         server = metastore.MetastoreService(warehouse).recorded()
         where = f" at {server.uri}" if server else ""
         return (

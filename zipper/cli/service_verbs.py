@@ -34,7 +34,7 @@ def run_metastore(args: argparse.Namespace) -> int:
             print(f"zipper: no metastore server is running for {service.warehouse}", file=sys.stderr)
             return EXIT_NOT_RUNNING
         return 0
-    if settings.metastore != "local":
+    if settings.metastore != metastore.MetastoreMode.LOCAL:
         raise StateError(
             f"ZIPPER_METASTORE={settings.metastore}: there is no local metastore server to {args.action}"
             " (it serves the default, ZIPPER_METASTORE=local)"

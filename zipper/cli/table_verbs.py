@@ -29,7 +29,8 @@ def status_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_status(runner: Runner) -> int:
     settings = runner.settings()
-    if settings.metastore == "local":  # the warehouse's server answers over thrift: no JVM, no Spark
+    # the warehouse's server answers over thrift: no JVM, no Spark
+    if settings.metastore == metastore.MetastoreMode.LOCAL:
         from zipper.table import state, status, thrift_catalog  # on use: --help loads no table code
 
         with thrift_catalog.ThriftCatalog(metastore.local_uri(settings.warehouse_path)) as reader:
