@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
-import time
 from pathlib import Path
 
 from pyspark import StorageLevel
@@ -26,8 +25,9 @@ from zipper.core.errors import InputError, StateError
 from zipper.core.keyvalues import assignment_texts, erase_key_values, read_keys_file
 from zipper.core.reports import RunAction
 from zipper.inputs import conform, metrics
+from zipper.jobs.context import Run, open_run, quiet
 from zipper.jobs.result import RunResult, counted
-from zipper.table import audit, publish, recovery, state
+from zipper.table import audit, publish, state
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import EndStyle
 from zipper.transforms import corrections, predicates
@@ -44,38 +44,21 @@ Request = CorrectionRequest  # the name the job's callers and tests know
 Selection, Rewrite = corrections.Selection, corrections.Rewrite
 
 
-def _quiet(line: str) -> None:
-    pass
-
-
-def correct(spark, spec: TableSpec, request: Request, progress=_quiet) -> RunResult:
+def correct(spark, spec: TableSpec, request: Request, progress=quiet) -> RunResult:
     """Apply one correction (or, with `dry_run`, show what it would change)."""
-    started = time.monotonic()
-    st = _ready_state(spark, spec, request)
-    as_of = st.last_committed.isoformat()
-    where = {"table": spec.table, "ds": as_of}
+    run = _ready_run(spark, spec, request, progress)
     table = spark.table(spec.table)
-    selection = _selection(spark, spec, request, table, where)
+    selection = _selection(spark, run.spec, request, table, run.where)
     try:
-        return _apply(spark, spec, st, request, table, selection, started, progress)
+        return _apply(run, request, table, selection)
     finally:
         if selection.keys is not None:
             selection.keys.unpersist()
 
 
-def _apply(
-    spark,
-    spec: TableSpec,
-    st: state.TableState,
-    request: Request,
-    table: DataFrame,
-    selection: Selection,
-    started,
-    progress,
-) -> RunResult:
+def _apply(run: Run, request: Request, table: DataFrame, selection: Selection) -> RunResult:
     """The correction's steps once its versions are selected: count, (dry run: show), write, audit, publish."""
-    as_of = st.last_committed.isoformat()
-    where = {"table": spec.table, "ds": as_of}
+    spark, spec, st, where = run.spark, run.spec, run.state, run.where
     end, begin = spec.end_column, spec.begin_column
     # one pass: the versions matched per (end, begin): per partition, and the removed versions' dates
     intervals = [
@@ -88,51 +71,44 @@ def _apply(
     if not matched:
         raise InputError(f"{selection.describe} matches no version of the table; nothing was changed", **where)
     if request.dry_run:
-        return _dry_run(spec, as_of, table, selection, matched, started, progress)
+        return _dry_run(run, table, selection, matched)
 
-    run_id = state.new_run_id()
-    run_root = state.run_dir(st, run_id)
     if request.kind == CorrectionKind.SET:
         rewrite = _fixed(spark, spec, table, selection, matched, where)
     else:
         rewrite = _removed(spec, table, selection, matched)
     try:
-        hashes = _write(spark, spec, run_root, request, selection, rewrite, intervals)
+        hashes = _write(run, request, selection, rewrite, intervals)
         faults.checkpoint("after_correct_write")
-        rewritten = _audited(spark, spec, st, run_root, rewrite, table, where)
+        rewritten = _audited(run, rewrite, table)
     except BaseException:
-        fs.delete(spark, run_root)
+        fs.delete(spark, run.root)
         raise
     finally:
         for cached in rewrite.persisted:
             cached.unpersist()
-    correction = _record(spec, st, request, selection, run_id, run_root, matched, rewritten, hashes)
-    counts = correction.counts
-    publish.publish_correction(spark, spec, st, correction, run_root, rewritten)
+    correction = _record(run, request, selection, matched, rewritten, hashes)
+    publish.publish_correction(spark, spec, st, correction, run.root, rewritten)
     return RunResult(
         spec.table,
-        as_of,
+        where["ds"],
         RunAction.CORRECT,
         _summary(correction, rewritten),
-        counts,
-        time.monotonic() - started,
-        run_id,
+        correction.counts,
+        run.seconds(),
+        run.run_id,
     )
 
 
 def _record(
-    spec: TableSpec,
-    st: state.TableState,
+    run: Run,
     request: Request,
     selection: Selection,
-    run_id: str,
-    run_root: str,
     matched: dict[str, int],
     rewritten: list[publish.Rewritten],
     hashes: tuple[str, str] | None,
 ) -> state.Correction:
     """The correction's commit record: what was asked, what it matched and rewrote."""
-    as_of = st.last_committed.isoformat()
     counts = {
         "matched": sum(matched.values()),
         "partitions": len(rewritten),
@@ -143,12 +119,12 @@ def _record(
         "rows_after": sum(p.rows for p in rewritten),
     }
     correction = state.Correction(
-        run_id=run_id,
+        run_id=run.run_id,
         kind=request.kind,
         reason=request.reason,
         by=request.by,
         committed_at=state.utc_now_iso(),
-        as_of=as_of,
+        as_of=run.ds.isoformat(),
         where=selection.where,
         assignments=selection.assignment_texts,
         first=request.first.isoformat() if request.first else "",
@@ -157,19 +133,16 @@ def _record(
         salt=hashes[0] if hashes else "",
         hashes=hashes[1] if hashes else "",
         counts=counts,
-        removed=f"{run_root}/{REMOVED}" if request.kind != CorrectionKind.SET else "",
-        touched_last=_touched_last(spec, st, [p.end for p in rewritten]),
+        removed=f"{run.root}/{REMOVED}" if request.kind != CorrectionKind.SET else "",
+        touched_last=_touched_last(run.spec, run.state, [p.end for p in rewritten]),
     )
     return correction
 
 
-def _ready_state(spark, spec: TableSpec, request: Request) -> state.TableState:
-    """The committed state, once a killed run's debris is cleared; refused mid-replay."""
-    st = state.read_state(spark, spec)
-    if not st.initialized:
-        raise StateError(f"table is not initialized; run `zipper init {spec.name}`", table=spec.table)
-    state.check_owned(st, spec, st.last_committed)
-    st = recovery.recover(spark, spec, st, st.last_committed)
+def _ready_run(spark, spec: TableSpec, request: Request, progress) -> Run:
+    """The run at the table's last committed date, once a killed run's debris is cleared; refused mid-replay."""
+    run = open_run(spark, spec, progress=progress)
+    st = run.state
     if st.replay:
         raise StateError(
             f"a rerun's replay of {st.replay.first}..{st.replay.last} was interrupted; finish it first"
@@ -180,7 +153,7 @@ def _ready_state(spark, spec: TableSpec, request: Request) -> state.TableState:
     overlong = request.overlong()
     if overlong:
         raise InputError(overlong, table=spec.table)
-    return st
+    return run
 
 
 def _selection(spark, spec: TableSpec, request: Request, table: DataFrame, where: dict) -> Selection:
@@ -312,17 +285,12 @@ def _fixed(
 
 
 def _write(
-    spark,
-    spec: TableSpec,
-    run_root: str,
-    request: Request,
-    selection: Selection,
-    rewrite: Rewrite,
-    intervals: list[tuple[str, str, int]],
+    run: Run, request: Request, selection: Selection, rewrite: Rewrite, intervals: list[tuple[str, str, int]]
 ) -> tuple[str, str] | None:
-    """Write the rewritten partitions under `run_root`, counting and hashing the rows passed
-    through as they are read; an erasure's or delete's removed versions' dates (no keys); an
-    erasure's salted key hashes."""
+    """Write the rewritten partitions under the run's directory, counting and hashing the rows
+    passed through as they are read; an erasure's or delete's removed versions' dates (no keys);
+    an erasure's salted key hashes."""
+    spark, spec, run_root = run.spark, run.spec, run.root
     passed = rewrite.passed.observe(
         rewrite.observation, *corrections.fingerprint(rewrite.passed, rewrite.passed.columns)
     )
@@ -343,12 +311,11 @@ def _write(
     return salt, directory
 
 
-def _audited(
-    spark, spec, st, run_root: str, rewrite: Rewrite, table: DataFrame, where: dict
-) -> list[publish.Rewritten]:
+def _audited(run: Run, rewrite: Rewrite, table: DataFrame) -> list[publish.Rewritten]:
     """Check what was written against what was read before publishing (`audit.reconcile_correction`):
     rows per partition (footers), the rows passed through (read back, counted and hashed), and
     the open partition's keys."""
+    spark, spec, st, run_root, where = run.spark, run.spec, run.state, run.root, run.where
     by_end = {p.end: p for p in [st.open_partition, *st.closed]}
     ends = sorted(rewrite.removed)
     before_rows = {e: fs.written_rows(spark, by_end[e].location) for e in ends}
@@ -410,10 +377,9 @@ def _summary(correction: state.Correction, rewritten: list[publish.Rewritten]) -
     )
 
 
-def _dry_run(
-    spec: TableSpec, as_of: str, table: DataFrame, selection: Selection, matched: dict[str, int], started, progress
-) -> RunResult:
+def _dry_run(run: Run, table: DataFrame, selection: Selection, matched: dict[str, int]) -> RunResult:
     """Per partition, the versions matched, and up to SAMPLES of them (with their new values for a fix)."""
+    spec, progress = run.spec, run.progress
     total = sum(matched.values())
     found = f"{counted(total, 'version')} matched in {counted(len(matched), 'partition')}; nothing was written"
     progress(f"{spec.table}: dry run of the {selection.describe}: {found}")
@@ -426,11 +392,11 @@ def _dry_run(
         progress("  " + ", ".join(f"{k}={_shown(v)}" for k, v in row.asDict().items()))
     return RunResult(
         spec.table,
-        as_of,
+        run.ds.isoformat(),
         RunAction.CORRECT,
         f"dry run: {found}",
         {"matched": total, "partitions": len(matched), "dry_run": True},
-        time.monotonic() - started,
+        run.seconds(),
     )
 
 

@@ -1,0 +1,67 @@
+"""One command's run of one table: built once, handed to every step.
+
+Each step of a job used to derive the same things again: the spec's keys, the table's state,
+the recovery of what a killed run left, the run id and its directory, the table and date its
+errors name. `open_run` does it once; steps read it from the `Run`. A step that changes the
+table gives the next step the state it left (`Run.with_state`) rather than asking the metastore
+again."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from zipper.core.errors import StateError
+from zipper.jobs.keys import resolve_keys
+from zipper.table import recovery, state
+from zipper.tablespec.model import TableSpec
+
+
+def quiet(line: str) -> None:
+    """The progress of a run nobody watches."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run of one table at one date: the session, the spec with its keys, the recovered
+    state, and this run's id (its directory is named after it)."""
+
+    spark: object
+    spec: TableSpec
+    state: state.TableState
+    ds: dt.date
+    progress: Callable[[str], None] = quiet
+    run_id: str = field(default_factory=state.new_run_id)
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def root(self) -> str:
+        """The run's own directory under the table: nothing reads it until a publish points at it."""
+        return state.run_dir(self.state, self.run_id)
+
+    @property
+    def where(self) -> dict[str, str]:
+        """The table and date every error of this run names."""
+        return {"table": self.spec.table, "ds": self.ds.isoformat()}
+
+    def seconds(self) -> float:
+        return time.monotonic() - self.started
+
+    def with_state(self, st: state.TableState) -> Run:
+        return replace(self, state=st)
+
+
+def open_run(spark, spec: TableSpec, ds: dt.date | None = None, progress: Callable[[str], None] = quiet) -> Run:
+    """The run of `spec` at `ds` (None: at the table's last committed date, for a table that must
+    exist): keys resolved, state read once, checked to be this spec's, a killed run's debris
+    cleared."""
+    spec = resolve_keys(spark, spec)
+    st = state.read_state(spark, spec)
+    if ds is None and not st.initialized:
+        raise StateError(f"table is not initialized; run `zipper init {spec.name}`", table=spec.table)
+    at = ds or st.last_committed
+    state.check_owned(st, spec, at)
+    st = recovery.recover(spark, spec, st, at)
+    return Run(spark, spec, st, ds or st.last_committed, progress)
