@@ -3,21 +3,27 @@ alike, and no call goes through a JVM (the data path must run on a Spark Connect
 
 Paths are spelled as Hadoop spells them, which is how Spark names files in its messages and how
 zipper passes them back: a local path `file:/a b`, a remote one its URI (`hdfs://nn/a`). The
-`spark` arguments are kept for the callers' sake; no file operation uses the session."""
+`spark` arguments are kept for the callers' sake; no file operation uses the session.
+
+This module names, lists and globs files. Where a path lives is `filesystems`; what a file holds
+(its text, a compressed head, a copy) is `filecontents`. Their public names are importable here too."""
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import os
-import posixpath
 import re
 import zlib
 from dataclasses import dataclass
 from functools import partial
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 from zipper.core import input_names
+from zipper.core.filecontents import FileHeads as FileHeads
+from zipper.core.filecontents import copy as copy
+from zipper.core.filecontents import read_text as read_text
+from zipper.core.filesystems import exists as exists
+from zipper.core.filesystems import locate, located_info, spelled
+from zipper.core.filesystems import name_of as name_of
 from zipper.core.input_names import is_hidden
 from zipper.core.paths import local_path
 
@@ -29,40 +35,10 @@ class FileInfo:
     modified_ms: int
 
 
-def _where(path: str) -> tuple[object, str, str]:
-    """(pyarrow file system, its path, the prefix that makes that path Hadoop's spelling again):
-    a local path (plain, relative, or `file:`) is qualified against the working directory, as
-    Hadoop's local file system qualifies it."""
-    import pyarrow.fs as pafs  # core loads without pyarrow's file systems: imported on use
-
-    local = local_path(path) if ":" in path.split("/", 1)[0] or path.startswith("/") else os.path.abspath(path)
-    if local is not None:
-        return pafs.LocalFileSystem(), posixpath.normpath(local) if local != "/" else local, "file:"
-    parts = urlsplit(path)
-    scheme = _PYARROW_SCHEMES.get(parts.scheme.lower(), parts.scheme.lower())
-    filesystem, inner = pafs.FileSystem.from_uri(scheme + path[len(parts.scheme) :])
-    if parts.netloc and inner.lstrip("/").startswith(parts.netloc):  # an object store: the bucket leads its paths
-        return filesystem, inner, f"{parts.scheme}://"
-    return filesystem, inner, f"{parts.scheme}://{parts.netloc}" if parts.netloc else f"{parts.scheme}:"
-
-
-# Hadoop's names of object stores that pyarrow names otherwise.
-_PYARROW_SCHEMES = {"s3a": "s3", "s3n": "s3", "gcs": "gs"}
-
-
-def _spelled(prefix: str, inner: str) -> str:
-    """A pyarrow path back in Hadoop's spelling (`file:/a b`, `hdfs://nn/a`, `s3a://bucket/a`)."""
-    if prefix == "file:":
-        return prefix + inner
-    if prefix.endswith("://"):
-        return prefix + inner.lstrip("/")
-    return prefix + "/" + inner.lstrip("/")
-
-
 def qualify(spark, path: str) -> str:
     """An absolute URI (file:/..., hdfs://...) for a path."""
-    _, inner, prefix = _where(path)
-    return _spelled(prefix, inner)
+    _, inner, prefix = locate(path)
+    return spelled(prefix, inner)
 
 
 def location_uri(spark, path: str) -> str:
@@ -82,19 +58,8 @@ def _uri_char(c: str) -> str:
     return "".join(f"%{b:02X}" for b in c.encode())
 
 
-def _info(path: str):
-    filesystem, inner, prefix = _where(path)
-    return filesystem, inner, prefix, filesystem.get_file_info(inner)
-
-
-def exists(spark, path: str) -> bool:
-    import pyarrow.fs as pafs
-
-    return _info(path)[3].type != pafs.FileType.NotFound
-
-
 def mkdirs(spark, path: str) -> None:
-    filesystem, inner, _ = _where(path)
+    filesystem, inner, _ = locate(path)
     filesystem.create_dir(inner, recursive=True)
 
 
@@ -102,7 +67,7 @@ def delete(spark, path: str) -> bool:
     """Deletes a file or a folder with all it holds; False when there was nothing to delete."""
     import pyarrow.fs as pafs
 
-    filesystem, inner, _, info = _info(path)
+    filesystem, inner, _, info = located_info(path)
     if info.type == pafs.FileType.NotFound:
         return False
     if info.type == pafs.FileType.Directory:
@@ -120,7 +85,7 @@ def unfinished_writes(spark, matches: list[str]) -> list[str]:
 
     folders = set()
     for match in matches:
-        is_dir = _info(match)[3].type == pafs.FileType.Directory
+        is_dir = located_info(match)[3].type == pafs.FileType.Directory
         folders.add(qualify(spark, match) if is_dir else qualify(spark, match).rstrip("/").rsplit("/", 1)[0])
     found = set()
     for folder in folders:
@@ -139,11 +104,11 @@ def glob(spark, pattern: str) -> list[str]:
     """The files and folders a Hadoop glob matches (`*`, `?`, `[ab]`, `{a,b}` in any part of the
     path), sorted within each part as Hadoop's `globStatus` gives them; a path without glob
     characters matches itself if it exists."""
-    filesystem, inner, prefix = _where(pattern)
+    filesystem, inner, prefix = locate(pattern)
     parts = inner.split("/")
     first = next((i for i, part in enumerate(parts) if _GLOB_CHARS.search(part)), None)
     if first is None:
-        return [_spelled(prefix, inner)] if exists(spark, pattern) else []
+        return [spelled(prefix, inner)] if exists(spark, pattern) else []
     found = ["/".join(parts[:first]) or "/"]
     for part in parts[first:]:
         if not part:
@@ -155,7 +120,7 @@ def glob(spark, pattern: str) -> list[str]:
             for child in _children(filesystem, folder)
             if matcher.fullmatch(child.rstrip("/").rsplit("/", 1)[-1])
         ]
-    return [_spelled(prefix, path) for path in found]
+    return [spelled(prefix, path) for path in found]
 
 
 def _children(filesystem, folder: str) -> list[str]:
@@ -292,10 +257,10 @@ def _entries(folder: str) -> list[_Entry]:
     as a folder's), a link to nothing left out (`broken_links` names those)."""
     import pyarrow.fs as pafs
 
-    filesystem, inner, prefix = _where(folder)
+    filesystem, inner, prefix = locate(folder)
     return [
         _Entry(
-            _spelled(prefix, i.path),
+            spelled(prefix, i.path),
             i.size or 0 if i.type == pafs.FileType.File else 0,
             (i.mtime_ns or 0) // 1_000_000,
             i.type == pafs.FileType.File,
@@ -313,13 +278,13 @@ def list_data_files(spark, roots: list[str]) -> list[FileInfo]:
 
     found: list[FileInfo] = []
     for root in roots:
-        _, inner, prefix, info = _info(root)
+        _, inner, prefix, info = located_info(root)
         if info.type == pafs.FileType.NotFound:
             raise FileNotFoundError(f"File {root} does not exist")
         if info.type == pafs.FileType.File:
-            found.append(FileInfo(_spelled(prefix, inner), info.size or 0, (info.mtime_ns or 0) // 1_000_000))
+            found.append(FileInfo(spelled(prefix, inner), info.size or 0, (info.mtime_ns or 0) // 1_000_000))
         else:
-            found += _visible_files_under(_spelled(prefix, inner))
+            found += _visible_files_under(spelled(prefix, inner))
     return sorted(found, key=lambda f: f.path)
 
 
@@ -370,7 +335,7 @@ def du(spark, path: str) -> int:
     """Bytes of a file, or of every file under a folder (hidden ones too)."""
     import pyarrow.fs as pafs
 
-    filesystem, inner, _, info = _info(path)
+    filesystem, inner, _, info = located_info(path)
     if info.type == pafs.FileType.NotFound:
         raise FileNotFoundError(f"File {path} does not exist")
     if info.type == pafs.FileType.File:
@@ -384,101 +349,6 @@ def list_files(spark, directory: str) -> list[FileInfo]:
     if not exists(spark, directory):
         return []
     return sorted((e.info for e in _entries(directory) if e.is_file), key=lambda f: f.path)
-
-
-def read_text(spark, path: str) -> str:
-    filesystem, inner, _ = _where(path)
-    with filesystem.open_input_stream(inner) as stream:
-        return stream.read().decode("utf-8", errors="replace")
-
-
-# Hadoop's codecs by the file-name extension they claim, as Python decompresses them: `.deflate`
-# is a zlib stream; `.zst` zstd frames. Hadoop's `.lz4` and `.snappy` are its own block formats,
-# which no Python library here reads: such a file's head is refused (an OSError), not misread.
-_DECOMPRESSORS = {
-    ".gz": lambda stream: gzip.GzipFile(fileobj=stream, mode="rb"),
-    ".bz2": lambda stream: bz2.BZ2File(stream, mode="rb"),
-    ".deflate": lambda stream: _ZlibReader(stream),
-}
-_PYARROW_CODECS = {".zst": "zstd"}
-_UNREADABLE_CODECS = (".lz4", ".snappy")
-
-
-class _ZlibReader:
-    """A zlib stream decompressed as it is read."""
-
-    def __init__(self, stream):
-        self._stream, self._inflate = stream, zlib.decompressobj()
-
-    def read(self, size: int) -> bytes:
-        out = b""
-        while len(out) < size and not self._inflate.eof:
-            chunk = self._stream.read(64 << 10)
-            if not chunk:
-                break
-            out += self._inflate.decompress(chunk, size - len(out))
-            while self._inflate.unconsumed_tail and len(out) < size:
-                out += self._inflate.decompress(self._inflate.unconsumed_tail, size - len(out))
-        return out
-
-    def close(self) -> None:
-        self._stream.close()
-
-
-class FileHeads:
-    """The first bytes of files, decompressed as their names say (`.gz`, `.bz2`, `.deflate`,
-    `.zst`) as Spark's readers do: a CSV header without reading the file."""
-
-    def __init__(self, spark=None):
-        pass
-
-    def read(self, path: str, size: int) -> bytes:
-        """At most `size` bytes from the start of the file's content, fewer only at its end."""
-        filesystem, inner, _ = _where(path)
-        extension = _extension(path)
-        if extension in _UNREADABLE_CODECS:
-            raise OSError(f"cannot decompress {name_of(path)}: Hadoop's {extension} codec has no reader here")
-        stream = filesystem.open_input_stream(inner, compression=_PYARROW_CODECS.get(extension))
-        if extension in _DECOMPRESSORS:
-            stream = _DECOMPRESSORS[extension](stream)
-        try:
-            return _read_up_to(stream, size)
-        finally:
-            stream.close()
-
-
-def _extension(path: str) -> str:
-    """The codec extension a file's name ends with (Hadoop matches the name's end), or ''."""
-    name = name_of(path)
-    return next((e for e in (*_DECOMPRESSORS, *_PYARROW_CODECS, *_UNREADABLE_CODECS) if name.endswith(e)), "")
-
-
-def _read_up_to(stream, size: int) -> bytes:
-    """`size` bytes, fewer only at the end: a decompressing stream may give fewer a read."""
-    chunks, got = [], 0
-    while got < size:
-        chunk = stream.read(size - got)
-        if not chunk:
-            break
-        chunks.append(bytes(chunk))
-        got += len(chunk)
-    return b"".join(chunks)
-
-
-def copy(spark, source: str, target: str) -> None:
-    """Copy one file (across file systems if need be); the target must not exist."""
-    if exists(spark, target):
-        raise OSError(f"could not copy {source} to {target}: {target} already exists")
-    src_fs, src, _ = _where(source)
-    dst_fs, dst, _ = _where(target)
-    dst_fs.create_dir(posixpath.dirname(dst), recursive=True)
-    with src_fs.open_input_stream(src) as reader, dst_fs.open_output_stream(dst) as writer:
-        while chunk := reader.read(8 << 20):
-            writer.write(chunk)
-
-
-def name_of(path: str) -> str:
-    return path.rstrip("/").rsplit("/", 1)[-1]
 
 
 def spelled_alike(path: str) -> str:
