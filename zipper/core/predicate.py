@@ -7,6 +7,9 @@ Spark side (`zipper.transforms.predicates`) builds Column objects from the tree,
 user types is ever spliced into a query. Only the standard library here: the CLI checks a
 predicate before it starts a JVM.
 
+The characters become tokens in `predicate_tokens`; this module reads the grammar over them,
+checks the columns, and renders a tree back to text.
+
     predicate  := disjunct (OR disjunct)*
     disjunct   := atom (AND atom)*              AND binds tighter than OR
     atom       := '(' predicate ')' | condition
@@ -25,9 +28,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-
-class PredicateError(ValueError):
-    """A --where text zipper cannot read; the message is one line that says why and where."""
+from zipper.core.predicate_tokens import BARE_NAME, KEYWORDS, Token, backquoted, read_tokens, refusal
+from zipper.core.predicate_tokens import PredicateError as PredicateError
 
 
 class ValueKind(StrEnum):
@@ -89,12 +91,8 @@ class Or:
 
 Node = Comparison | InList | IsNull | And | Or
 
-# Words that are the grammar's own: a column so named must be backquoted.
-KEYWORDS = frozenset({"AND", "OR", "NOT", "IN", "IS", "NULL", "TRUE", "FALSE"})
 # Hive's types that hold other values: Spark cannot order them and a literal cannot be one.
 NESTED = re.compile(r"\s*(array|map|struct|uniontype)\s*<", re.IGNORECASE)
-BARE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-NUMBER = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 # Bounds that keep the tree shallow enough for the recursion that reads, renders and compiles it;
 # many values of one column belong in one IN list.
 MAX_CONDITIONS = 200
@@ -103,25 +101,7 @@ VALUE_HINT = "a quoted string, a number, TRUE or FALSE"
 OPERATOR_HINT = "=, <>, <, <=, >, >=, IN, NOT IN, IS NULL or IS NOT NULL"
 
 
-# -- tokens ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Token:
-    kind: str  # name, string, number, keyword, op, (, ), ",", end
-    value: str  # a name unquoted, a string's text, a keyword in upper case, an operator
-    start: int  # index in the predicate's text
-    end: int
-
-
-def _backquoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def _one_line(text: str) -> str:
-    """The message stays one line whatever the predicate holds: a line break, a tab or another
-    invisible character shows as its Python escape (`\\n`, `\\u2028`)."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+# -- the grammar ----------------------------------------------------------------------------------
 
 
 class _Reader:
@@ -131,7 +111,7 @@ class _Reader:
         self.text = text
         self.columns = columns
         self.by_lower = {name.lower(): name for name in columns}
-        self.tokens = list(self._tokens())
+        self.tokens = list(read_tokens(text))
         self.at = 0
         self.conditions = 0
         self.nesting = 0
@@ -139,9 +119,9 @@ class _Reader:
     # errors
 
     def error(self, what: str) -> PredicateError:
-        return PredicateError(_one_line(f"--where '{self.text}': {what}"))
+        return refusal(self.text, what)
 
-    def shown(self, token: _Token) -> str:
+    def shown(self, token: Token) -> str:
         if token.kind == "end":
             return "the end"
         source = self.text[token.start : token.end]
@@ -149,85 +129,20 @@ class _Reader:
             source = source[:37] + "..."
         return f"'{source}'" if token.kind != "string" else source
 
-    def place(self, token: _Token) -> str:
+    def place(self, token: Token) -> str:
         return f"at character {token.start + 1}"
 
-    def expected(self, what: str, token: _Token, hint: str = "") -> PredicateError:
+    def expected(self, what: str, token: Token, hint: str = "") -> PredicateError:
         found = "" if token.kind == "end" else f", found {self.shown(token)}"
         return self.error(f"expected {what} {self.place(token)}{found}{hint}")
-
-    # tokens
-
-    def _tokens(self):
-        text, i = self.text, 0
-        while i < len(text):
-            c = text[i]
-            if c.isspace():
-                i += 1
-            elif c == "'":
-                value, end = self._quoted(i, "'", "string", "a closing ' (a quote inside a string is written '')")
-                yield _Token("string", value, i, end)
-                i = end
-            elif c == "`":
-                value, end = self._quoted(i, "`", "name", "a closing ` (a backquote inside a name is written ``)")
-                if not value:
-                    raise self.error(f"an empty column name `` at character {i + 1}")
-                yield _Token("name", value, i, end)
-                i = end
-            elif number := NUMBER.match(text, i):
-                end = number.end()
-                if end < len(text) and (text[end].isalnum() or text[end] in "_."):
-                    tail = re.match(r"[\w.]*", text[end:]).group()
-                    raise self.error(f"'{text[i : end + len(tail)]}' is not a number (at character {i + 1})")
-                yield _Token("number", number.group(), i, end)
-                i = end
-            elif name := BARE_NAME.match(text, i):
-                word = name.group()
-                if word.upper() in KEYWORDS:
-                    yield _Token("keyword", word.upper(), i, name.end())
-                else:
-                    yield _Token("name", word, i, name.end())
-                i = name.end()
-            elif text.startswith(("<=", ">=", "<>", "!="), i):
-                op = text[i : i + 2]
-                yield _Token("op", "<>" if op == "!=" else op, i, i + 2)
-                i += 2
-            elif c in "=<>":
-                yield _Token("op", c, i, i + 1)
-                i += 1
-            elif c in "(),":
-                yield _Token(c, c, i, i + 1)
-                i += 1
-            else:
-                hint = ""
-                if c == '"':
-                    hint = "; strings take single quotes, names with other characters backquotes"
-                elif c.isalpha():
-                    hint = "; backquote a name with other characters than A-Z, 0-9 and _"
-                raise self.error(f"unexpected character '{c}' at character {i + 1}{hint}")
-        yield _Token("end", "", len(text), len(text))
-
-    def _quoted(self, start: int, quote: str, what: str, closing: str) -> tuple[str, int]:
-        """The text between `quote`s from `start`, a doubled quote read as one, and the index after."""
-        text, i, parts = self.text, start + 1, []
-        while True:
-            j = text.find(quote, i)
-            if j < 0:
-                raise self.error(f"expected {closing} for the {what} opened at character {start + 1}")
-            parts.append(text[i:j])
-            if text.startswith(quote * 2, j):
-                parts.append(quote)
-                i = j + 2
-            else:
-                return "".join(parts), j + 1
 
     # grammar
 
     @property
-    def token(self) -> _Token:
+    def token(self) -> Token:
         return self.tokens[self.at]
 
-    def take(self) -> _Token:
+    def take(self) -> Token:
         token = self.tokens[self.at]
         self.at += 1
         return token
@@ -324,21 +239,21 @@ class _Reader:
             return InList(column, tuple(values), negated)
         raise self.expected(f"an operator ({OPERATOR_HINT}) after {self.shown(token)}", after)
 
-    def column(self, token: _Token) -> str:
+    def column(self, token: Token) -> str:
         """The table's own spelling of the name: Hive lowercases names, so case does not matter."""
         name = self.by_lower.get(token.value.lower())
         if name is None:
             known = ", ".join(render_name(c) for c in self.columns) or "none"
             raise self.error(
-                f"no column {_backquoted(token.value)} in the table ({self.place(token)}); its columns: {known}"
+                f"no column {backquoted(token.value)} in the table ({self.place(token)}); its columns: {known}"
             )
         return name
 
-    def comparable(self, column: str, token: _Token) -> None:
+    def comparable(self, column: str, token: Token) -> None:
         kind = self.columns[column]
         if NESTED.match(kind):
             raise self.error(
-                f"column {_backquoted(column)} is {kind.strip()} ({self.place(token)}): an array, map or struct"
+                f"column {backquoted(column)} is {kind.strip()} ({self.place(token)}): an array, map or struct"
                 " cannot be compared in --where (IS NULL and IS NOT NULL can test it)"
             )
 
@@ -416,7 +331,7 @@ def render_name(name: str) -> str:
     """A column's name as the grammar reads it, backquoted only when it must be."""
     if BARE_NAME.fullmatch(name) and name.upper() not in KEYWORDS:
         return name
-    return _backquoted(name)
+    return backquoted(name)
 
 
 def render_literal(value: Literal) -> str:
@@ -451,4 +366,4 @@ def render_text(node: Node) -> str:
         if isinstance(node.right, (And, Or)) and (isinstance(node, And) or isinstance(node.right, Or)):
             right = f"({right})"
         return f"{left} {word} {right}"
-    return render_condition(node, _backquoted)
+    return render_condition(node, backquoted)
