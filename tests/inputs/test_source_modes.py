@@ -1,8 +1,8 @@
 """Every source mode has one strategy, picked from the spec's mode whichever way it is spelled."""
 
 from zipper.inputs.modes import STRATEGIES, mode_of
-from zipper.tablespec.model import SourceSpec
 from zipper.tablespec.modes import SourceMode
+from zipper.tablespec.source import SourceSpec
 
 
 class _Spec:

@@ -1,106 +1,24 @@
-"""Typed table specs, validated once at load so every later step can trust them."""
+"""Typed table specs, validated once at load so every later step can trust them.
+
+The table's own keys and the checks across them are here; the `source:` and `base:` sections
+are in `source`, the value types of the keys in `fields`."""
 
 from __future__ import annotations
 
 import datetime as dt
 import re
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import AfterValidator, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
-from zipper.core.names import IDENTIFIER
-from zipper.tablespec.modes import (
-    DeleteMatch,
-    EndStyle,
-    HardDeletes,
-    OnAnomaly,
-    OnPastDate,
-    SensorMode,
-    SourceFormat,
-    SourceMode,
-)
-from zipper.tablespec.sparktypes import check_atomic_type, check_type
-from zipper.tablespec.templates import check_partition, check_template
+from zipper.tablespec.fields import ColumnType, Identifier, QualifiedTable, StrictModel, choice
+from zipper.tablespec.modes import EndStyle, OnPastDate, SensorMode, SourceMode
+from zipper.tablespec.source import BaseSpec as BaseSpec
+from zipper.tablespec.source import SourceSpec as SourceSpec
 
 OPEN_END_DEFAULT = dt.date(9999, 12, 31)
 INTERNAL_PREFIX = "zipper_"  # zipper's own columns (zipper.inputs.column_checks refuses input columns so named)
-
-
-def _identifier(value: str) -> str:
-    if not IDENTIFIER.match(value):
-        raise ValueError(f"{value!r} is not an identifier (letters, digits, _; not starting with a digit)")
-    return value.lower()
-
-
-def _qualified_table(value: str) -> str:
-    parts = value.split(".")
-    if len(parts) != 2:
-        raise ValueError(f"{value!r} must be database.table")
-    return ".".join(_identifier(p) for p in parts)
-
-
-# `json_schema_extra` only describes a value to editors and the reference (`zipper schema`); the
-# validators decide, with messages that name the key.
-Identifier = Annotated[
-    str, AfterValidator(_identifier), Field(json_schema_extra={"pattern": IDENTIFIER.pattern, "x-zipper": "identifier"})
-]
-QualifiedTable = Annotated[
-    str,
-    AfterValidator(_qualified_table),
-    Field(json_schema_extra={"pattern": r"^[A-Za-z_]\w*\.[A-Za-z_]\w*$", "x-zipper": "database.table"}),
-]
-# A Jinja template of `ds`, rendered once here with a sample date so a typo fails at load.
-Template = Annotated[str, AfterValidator(check_template), Field(json_schema_extra={"x-zipper": "Jinja template"})]
-
-
-def _option_text(value: object) -> object:
-    """Spark reader options are text; YAML's `header: true` or `samplingRatio: 0.5` mean 'true'
-    and '0.5' (a mapping or list stays as it is, for the string check to refuse)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return str(value)
-    return value
-
-
-def _one_spelling_each(options: dict[str, str]) -> dict[str, str]:
-    """Spark reads option names in any case, and of two spellings of one it keeps whichever it is
-    given last: which one a user meant cannot be told."""
-    seen: dict[str, str] = {}
-    for name in options:
-        if name.lower() in seen:
-            raise ValueError(f"{seen[name.lower()]!r} and {name!r} are one Spark option (names ignore case); keep one")
-        seen[name.lower()] = name
-    return options
-
-
-ReaderOptions = Annotated[dict[str, Annotated[str, BeforeValidator(_option_text)]], AfterValidator(_one_spelling_each)]
-PartitionTemplate = Annotated[
-    str, AfterValidator(check_partition), Field(json_schema_extra={"x-zipper": "partition filter template"})
-]
-# A Spark SQL type a Hive table can store (`columns:`); a CSV input's types are atomic (`source.schema`).
-ColumnType = Annotated[str, AfterValidator(check_type), Field(json_schema_extra={"x-zipper": "Spark SQL type"})]
-CsvColumnType = Annotated[
-    str, AfterValidator(check_atomic_type), Field(json_schema_extra={"x-zipper": "atomic Spark SQL type"})
-]
-
-
-def _choice(kind: type[StrEnum]):
-    """A spec key that takes one of an enum's values: checked and described (JSON Schema, error
-    messages) as a `Literal` of its values, then held as the enum's member."""
-    return Annotated[Literal[tuple(m.value for m in kind)], AfterValidator(kind)]
 
 
 class KeyValueError(ValueError):
@@ -109,166 +27,6 @@ class KeyValueError(ValueError):
     def __init__(self, key: str, message: str):
         super().__init__(message)
         self.key = key
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-# Which source keys each mode accepts (besides mode, format, path, table, partition, options).
-MODE_KEYS: dict[str, set[SourceMode]] = {
-    "op_column": {SourceMode.CDC},
-    "delete_match": {SourceMode.CDC},
-    "sequence_by": {SourceMode.UPSERT, SourceMode.CDC},
-    "hard_deletes": {SourceMode.SNAPSHOT},
-    "on_anomaly": {SourceMode.LANDING_ZONE},
-}
-
-
-class SourceSpec(_Strict):
-    """Where the day's input comes from and what its rows mean (`mode`); `path` and `partition`
-    are Jinja templates of `ds`.
-
-    upsert: each row is the full new state of its key. cdc: each row also carries an operation
-    (`op_column`: 0 insert or update, 1 delete). landing_zone: a folder of numbered change files
-    with `__rowMarker__` and `_metadata.json`. snapshot: the complete current source."""
-
-    mode: SourceMode = Field(
-        default=SourceMode.UPSERT,
-        description="What a row of the input means: `upsert` (the full new state of its key), `cdc` (a change"
-        " with an operation column), `landing_zone` (numbered change files) or `snapshot` (the whole source).",
-    )
-    format: _choice(SourceFormat) = Field(
-        default=SourceFormat.PARQUET,
-        description="`parquet`, `csv` (with a header), `orc`, or `table` (a Hive table); `landing_zone` reads"
-        " Parquet only.",
-    )
-    path: Template | None = Field(
-        default=None,
-        description="Required for files. A Jinja template with `ds`, `ds_nodash`, `prev_ds`, `next_ds`; globs"
-        " allowed; relative to the spec file's folder. For `landing_zone`, the table's folder. Rendered once at"
-        " load with a sample date, so a typo (`{{ dss }}`) fails there.",
-    )
-    table: QualifiedTable | None = Field(default=None, description="`format: table` only: the Hive table to read.")
-    partition: PartitionTemplate | None = Field(
-        default=None,
-        description="`format: table` only: a partition filter such as `\"ds = '{{ ds }}'\"` (only `col = 'value'`"
-        " terms joined by AND or commas, each column once; checked at load).",
-    )
-    options: ReaderOptions = Field(
-        default={},
-        description="Spark reader options (`{header: true, sep: ';'}`). YAML booleans and numbers pass as Spark's"
-        " text (`true`, `0.5`); names ignore case as in Spark (`mergeschema: false` overrides zipper's default"
-        " `mergeSchema: true`); one option in two spellings is refused.",
-    )
-    # The column types of a CSV input (CSV has none); columns not listed take the table's types.
-    schema_: dict[Identifier, CsvColumnType] | None = Field(
-        default=None,
-        alias="schema",
-        description="`format: csv` only: `{column: spark_sql_type}` for the CSV's columns. Others take the"
-        " table's type; a column the table lacks is read as string, or, for the first merge of a new table,"
-        " typed by Spark's inference.",
-    )
-    op_column: Identifier | None = Field(
-        default=None,
-        description="`cdc` only (default `sys_op`): the operation column, `0` insert or update, `1` delete;"
-        " not stored.",
-    )
-    delete_match: _choice(DeleteMatch) | None = Field(
-        default=None,
-        description="`cdc` only (default `all_columns`): a delete must carry every other column of the open"
-        " row; `key`: only the key.",
-    )
-    sequence_by: Identifier | None = Field(
-        default=None,
-        description="`upsert` and `cdc` only: a column ordering several rows of one key in a day; the last wins.",
-    )
-    hard_deletes: _choice(HardDeletes) | None = Field(
-        default=None,
-        description="`snapshot` only (default `invalidate`): keys missing from the snapshot are closed;"
-        " `ignore` leaves them open.",
-    )
-    on_anomaly: _choice(OnAnomaly) | None = Field(
-        default=None,
-        description="`landing_zone` only (default `warn`): an insert of an open key, or an update or delete of a"
-        " key that is not open: `warn` applies it as an upsert (or ignores the delete) and counts it;"
-        " `error` fails the merge.",
-    )
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-    @field_validator(*MODE_KEYS)
-    @classmethod
-    def _only_for_its_modes(cls, value, info: ValidationInfo):
-        mode = str(info.data.get("mode", SourceMode.UPSERT))  # as the spec spells it, in the message
-        allowed = MODE_KEYS[info.field_name]
-        if value is not None and mode not in allowed:
-            raise ValueError(f"only for mode {' or '.join(sorted(allowed))}, not {mode!r}")
-        return value
-
-    @field_validator("schema_")
-    @classmethod
-    def _csv_only(cls, value, info: ValidationInfo):
-        if value is not None and info.data.get("format") != SourceFormat.CSV:
-            raise ValueError("only for format 'csv' (the other formats carry their types)")
-        return value
-
-    @model_validator(mode="after")
-    def _location(self) -> SourceSpec:
-        if self.mode is SourceMode.LANDING_ZONE:
-            if self.format != SourceFormat.PARQUET:
-                raise ValueError("mode 'landing_zone' reads Parquet change files; format must be 'parquet'")
-            if not self.path or self.partition:
-                raise ValueError("mode 'landing_zone' needs 'path' (the table's folder) and no 'partition'")
-        if self.format == SourceFormat.TABLE:
-            if not self.table:
-                raise ValueError("format 'table' needs 'table' (database.table)")
-            if self.path:
-                raise ValueError("format 'table' reads 'table', not 'path'")
-        elif not self.path:
-            raise ValueError(f"format {str(self.format)!r} needs 'path'")
-        return self
-
-    @property
-    def operation_column(self) -> str:
-        return self.op_column or "sys_op"
-
-    @property
-    def deletes_need_all_columns(self) -> bool:
-        return (self.delete_match or DeleteMatch.ALL_COLUMNS) == DeleteMatch.ALL_COLUMNS
-
-    @property
-    def invalidate_missing(self) -> bool:
-        return (self.hard_deletes or HardDeletes.INVALIDATE) == HardDeletes.INVALIDATE
-
-    @property
-    def anomalies_are_errors(self) -> bool:
-        return self.on_anomaly == OnAnomaly.ERROR
-
-    @property
-    def csv_schema(self) -> dict[str, str]:
-        return dict(self.schema_ or {})
-
-
-class BaseSpec(_Strict):
-    """A full snapshot loaded once by `zipper init` as the table's first open state."""
-
-    format: _choice(SourceFormat) = Field(
-        default=SourceFormat.PARQUET, description="`parquet`, `csv` (with a header), `orc`, or `table` (a Hive table)."
-    )
-    path: Template | None = Field(
-        default=None, description="Required for files: the snapshot's files (a Jinja template, like `source.path`)."
-    )
-    table: QualifiedTable | None = Field(default=None, description="`format: table` only: the Hive table to load.")
-    options: ReaderOptions = Field(default={}, description="Spark reader options, as for `source.options`.")
-
-    @model_validator(mode="after")
-    def _location(self) -> BaseSpec:
-        if self.format == SourceFormat.TABLE and not self.table:
-            raise ValueError("format 'table' needs 'table' (database.table)")
-        if self.format != SourceFormat.TABLE and not self.path:
-            raise ValueError(f"format {str(self.format)!r} needs 'path'")
-        return self
 
 
 DAILY_CRON = re.compile(r"^(\d{1,2}) (\d{1,2}) \* \* \*$")
@@ -288,11 +46,11 @@ def _daily_schedule(value: str) -> str:
     return value
 
 
-class SensorSpec(_Strict):
+class SensorSpec(StrictModel):
     """How the DAG waits for the day's increment before merging."""
 
     enabled: bool = Field(default=True, description="Wait for the day's increment before merging.")
-    mode: _choice(SensorMode) = Field(
+    mode: choice(SensorMode) = Field(
         default=SensorMode.RESCHEDULE,
         description="`reschedule` frees the worker slot between checks; `poke` holds it; `deferrable` waits in"
         " the triggerer (needs `airflow triggerer`).",
@@ -301,7 +59,7 @@ class SensorSpec(_Strict):
     timeout: int = Field(default=172800, ge=1, description="Seconds before the sensor fails.")
 
 
-class AirflowSpec(_Strict):
+class AirflowSpec(StrictModel):
     """Scheduling of the table's DAG. Only read by the Airflow integration; the engine ignores it."""
 
     schedule: Annotated[str, AfterValidator(_daily_schedule)] = Field(
@@ -330,7 +88,7 @@ class AirflowSpec(_Strict):
     sensor: SensorSpec = Field(default=SensorSpec(), description="How the DAG waits for the day's increment.")
 
 
-class TableSpec(_Strict):
+class TableSpec(StrictModel):
     """One zipper table: where its daily input comes from, its keys, and how its versions are dated."""
 
     name: Identifier = Field(
@@ -366,7 +124,7 @@ class TableSpec(_Strict):
         description="The end value (and partition) of open versions; every run date must close versions before"
         " it, checked against `end_date` at load and against every run date.",
     )
-    end_style: _choice(EndStyle) = Field(
+    end_style: choice(EndStyle) = Field(
         default=EndStyle.EXCLUSIVE,
         description="`exclusive`: a version closed by the run of D ends on D; `inclusive`: on D - 1. Fixed when the"
         " table is created: a spec whose `end_style` (or `keys`) differs from the table's is refused.",
@@ -379,7 +137,7 @@ class TableSpec(_Strict):
     retention_days: int = Field(
         default=7, ge=0, description="How long `zipper vacuum` keeps superseded data directories."
     )
-    on_past_date: _choice(OnPastDate) = Field(
+    on_past_date: choice(OnPastDate) = Field(
         default=OnPastDate.REPLAY,
         description="A merge of a past date whose input (or a later date's) changed: `replay` restores and replays"
         " from the first changed date; `error` refuses and names the `zipper rerun` command to run.",

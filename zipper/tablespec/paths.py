@@ -9,7 +9,8 @@ import datetime as dt
 
 from zipper.core.errors import SpecError
 from zipper.tablespec import templates
-from zipper.tablespec.model import BaseSpec, SourceSpec, TableSpec
+from zipper.tablespec.model import TableSpec
+from zipper.tablespec.source import BaseSpec, SourceSpec
 from zipper.tablespec.templates import render_template
 
 
