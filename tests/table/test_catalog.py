@@ -1,7 +1,11 @@
-"""Metastore operations on a real Hive table: listing and re-pointing partitions."""
+"""Metastore operations on a real Hive table: listing and re-pointing partitions, widening columns."""
 
 from __future__ import annotations
 
+import pytest
+
+from zipper.core.errors import StateError
+from zipper.core.hms import MetastoreClient
 from zipper.table import catalog, state
 from zipper.table.catalog import Partition
 from zipper.tablespec.model import TableSpec
@@ -17,11 +21,10 @@ def _table(spark, tmp_path, name, ends):
 
 
 def _storage(spark, spec, end):
-    part = catalog._external_catalog(spark).getPartition(
-        spec.database, spec.table_name, catalog._scala_map(spark, {spec.end_column: end})
-    )
-    storage = part.storage()
-    return storage.inputFormat().get(), storage.outputFormat().get(), storage.serde().get(), part.createTime()
+    with MetastoreClient(catalog.metastore_uri(spark)) as metastore:
+        part = metastore.partition(spec.database, spec.table_name, {spec.end_column: end})
+    sd = part.sd
+    return sd.inputFormat, sd.outputFormat, sd.serdeInfo.serializationLib, part.createTime
 
 
 def test_repoint_many_partitions_in_one_call_keeps_storage_and_foreign_parameters(spark, tmp_path, unique_name):
@@ -66,3 +69,78 @@ def test_repoint_replaces_zipper_parameters_and_drops_stale_statistics(spark, tm
     catalog.repoint(spark, spec, [Partition("2024-01-01", str(tmp_path / "b"), {state.DS: "y"})], expected_run=None)
     params = catalog.list_partitions(spark, spec)[0].params
     assert params[state.DS] == "y" and state.RUN_ID not in params and "numRows" not in params
+
+
+def test_repoint_is_one_alter_partitions_call(spark, tmp_path, unique_name, monkeypatch):
+    """The publish is one metastore transaction: every partition it moves goes in one call."""
+    ends = ["2024-01-01", "2024-01-02", "9999-12-31"]
+    spec = _table(spark, tmp_path, unique_name, ends)
+    calls = []
+    sent = MetastoreClient.alter_partitions
+
+    def counted(self, database, name, partitions):
+        calls.append([p.values for p in partitions])
+        return sent(self, database, name, partitions)
+
+    monkeypatch.setattr(MetastoreClient, "alter_partitions", counted)
+    catalog.repoint(
+        spark,
+        spec,
+        [
+            Partition("2024-01-02", str(tmp_path / "new" / "a"), {}),
+            Partition("9999-12-31", str(tmp_path / "new" / "b"), {}),
+        ],
+        expected_run="",
+    )
+
+    assert calls == [[["2024-01-02"], ["9999-12-31"]]]
+    locations = {p.end: p.location for p in catalog.list_partitions(spark, spec)}
+    assert locations["2024-01-02"] == f"file:{tmp_path}/new/a" and locations["9999-12-31"] == f"file:{tmp_path}/new/b"
+
+
+def test_repoint_refuses_after_another_run_published_and_changes_nothing(spark, tmp_path, unique_name):
+    spec = _table(spark, tmp_path, unique_name, ["2024-01-01", "9999-12-31"])
+    catalog.repoint(
+        spark, spec, [Partition("9999-12-31", str(tmp_path / "other"), {state.RUN_ID: "other"})], expected_run=None
+    )
+
+    with pytest.raises(catalog.ConcurrentChange, match="another run \\(other"):
+        catalog.repoint(spark, spec, [Partition("2024-01-01", str(tmp_path / "mine"), {})], expected_run="")
+
+    assert catalog.list_partitions(spark, spec)[0].location == f"file:{tmp_path}/old/2024-01-01"
+
+
+def test_alter_data_columns_writes_the_schema_spark_reads_split_when_long(spark, tmp_path, unique_name):
+    """Spark reads a Hive table's types from its schema properties: a widened and an added column
+    read back with their new types, also when the schema is longer than one property value holds."""
+    spec = _table(spark, tmp_path, unique_name, ["2024-01-01"])
+    many = [(f"column_with_a_rather_long_name_{i:03d}", "decimal(12,2)") for i in range(60)]
+    catalog.alter_data_columns(spark, spec, [("id", "decimal(20,0)"), *many])
+
+    types = dict((f.name, f.dataType.simpleString()) for f in spark.table(spec.table).schema.fields)
+    assert types["id"] == "decimal(20,0)" and types[many[-1][0]] == "decimal(12,2)"
+    assert list(types)[:2] == ["id", spec.begin_column] and list(types)[-1] == spec.end_column
+    with MetastoreClient(catalog.metastore_uri(spark)) as metastore:
+        table = metastore.table(spec.database, spec.table_name)
+    params = table.parameters
+    assert catalog.SCHEMA_PARAM not in params and int(params[catalog.SCHEMA_PARAM + ".numParts"]) >= 2
+    assert [c.type for c in table.sd.cols[:2]] == ["decimal(20,0)", "string"]
+    assert catalog.table_properties(spark, spec) == {
+        state.P_SPEC_NAME: unique_name,
+        "transient_lastDdlTime": params["transient_lastDdlTime"],
+    }
+
+
+def test_no_metastore_uri_is_one_clear_line(monkeypatch):
+    class Conf:
+        def get(self, key, default=None):
+            return default
+
+    class Session:
+        conf = Conf()
+
+    monkeypatch.delenv(catalog.URI_ENV, raising=False)
+    with pytest.raises(StateError, match=f"set {catalog.URIS_CONF} in the Spark conf or {catalog.URI_ENV}="):
+        catalog.metastore_uri(Session())
+    monkeypatch.setenv(catalog.URI_ENV, "thrift://example:9083")
+    assert catalog.metastore_uri(Session()) == "thrift://example:9083"

@@ -1,9 +1,11 @@
-"""A Hive metastore's thrift API from Python: one connection, the few read calls zipper needs.
+"""A Hive metastore's thrift API from Python: one connection, the few calls zipper needs.
 
 The bindings are pymetastore's, generated from the metastore's interface definition; only calls
-that Hive 2.3's server has are used (`get_table`, `get_partitions`, `get_partition_by_name`).
-No JVM and no pyspark: the CLI's `status`, the Airflow sensors and the merge task's no-op check
-ask the metastore here in milliseconds, while a merge of the same table runs."""
+that Hive 2.3's server has are used (`get_database`, `get_table`, `get_partitions`,
+`get_partition`, `alter_partitions`, `alter_table`). No JVM and no pyspark: the CLI's `status`,
+the Airflow sensors and the merge task's no-op check ask the metastore here in milliseconds,
+while a merge of the same table runs; the catalog of the data path (zipper.table.catalog) reads
+and publishes here too, so that it needs no JVM on the client."""
 
 from __future__ import annotations
 
@@ -51,6 +53,15 @@ class MetastoreClient:
             self._transport.close()
         self._transport = self.client = None
 
+    def database(self, name: str):
+        """The thrift `Database`, or None when it does not exist."""
+        from pymetastore.hive_metastore.ttypes import NoSuchObjectException
+
+        try:
+            return self.client.get_database(name)
+        except NoSuchObjectException:
+            return None
+
     def table(self, database: str, name: str):
         """The thrift `Table`, or None when the database or table does not exist."""
         from pymetastore.hive_metastore.ttypes import NoSuchObjectException
@@ -76,3 +87,12 @@ class MetastoreClient:
             return self.client.get_partition(database, name, [values[c.name] for c in table.partitionKeys])
         except (NoSuchObjectException, KeyError):
             return None
+
+    def alter_partitions(self, database: str, name: str, partitions: list) -> None:
+        """Replace these partitions (thrift `Partition`s, as read and edited) in one call: the
+        metastore applies them in one transaction, all or none."""
+        self.client.alter_partitions(database, name, partitions)
+
+    def alter_table(self, database: str, name: str, table) -> None:
+        """Replace the table's definition (a thrift `Table`, as read and edited)."""
+        self.client.alter_table(database, name, table)

@@ -1,23 +1,44 @@
-"""Hive metastore operations. The publish step is `repoint`: one `alterPartitions` call,
-which the metastore applies in a single transaction."""
+"""Hive metastore operations. The publish step is `repoint`: one thrift `alter_partitions` call,
+which the metastore applies in a single transaction.
+
+DDL goes through Spark SQL and reads and the one-call writes through the metastore's thrift API
+(zipper.core.hms): neither needs a JVM on the client, so the data path runs the same on a Spark
+Connect session. The metastore is the one the session uses (its `hive.metastore.uris`)."""
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 
 from zipper.core import fs, sqltemplates
 from zipper.core.errors import StateError
+from zipper.core.hms import MetastoreClient
 from zipper.core.paths import hadoop_path
 from zipper.tablespec.model import TableSpec
 
-PARTITION_CLASS = "org.apache.spark.sql.catalyst.catalog.CatalogTablePartition"
 # The open partition's parameters that name the run that published it and the date it is at
 # (zipper.table.state's RUN_ID and LAST_COMMITTED).
 RUN_PARAM = "zipper.run_id"
 AT_PARAM = "zipper.last_committed"
 FETCH_ONE_BY_ONE = 4
 STATS_PARAMS = ("numRows", "rawDataSize", "totalSize", "numFiles", "COLUMN_STATS_ACCURATE")
+# Hive's client drops it before an alter, so that the metastore stamps the time of this change.
+DDL_TIME_PARAM = "transient_lastDdlTime"
+# Where the thrift URI comes from: the session's Spark conf, else this variable (an external
+# metastore configured in hive-site.xml, which a session's conf does not show).
+URIS_CONF = "spark.hadoop.hive.metastore.uris"
+URI_ENV = "ZIPPER_METASTORE_URI"
+# Spark keeps a Hive table's Spark schema in these table properties (HiveExternalCatalog), split
+# into parts above the threshold, as the metastore's parameter values are limited in length.
+SCHEMA_PARAM = "spark.sql.sources.schema"
+SCHEMA_THRESHOLD_CONF = "spark.sql.sources.schemaStringLengthThreshold"
+SCHEMA_THRESHOLD_DEFAULT = 4000
+# Spark's table properties hide these (HiveClientImpl and HiveExternalCatalog): its own keys,
+# the statistics, and the two Hive keeps in fields of their own.
+HIDDEN_TABLE_PARAMS = (*STATS_PARAMS, "numPartitions", "comment", "EXTERNAL")
+# Spark's schema keeps a char or varchar column as a string, its declared type in this metadata.
+CHAR_VARCHAR_METADATA = "__CHAR_VARCHAR_TYPE_STRING"
 
 
 @dataclass(frozen=True)
@@ -27,48 +48,74 @@ class Partition:
     params: dict[str, str] = field(default_factory=dict)
 
 
-def _converters(spark):
-    return spark._jvm.scala.jdk.javaapi.CollectionConverters
+def metastore_uri(spark) -> str:
+    """The thrift URI of the session's metastore: the session's conf (the warehouse's own server,
+    or an external one given to Spark), else ZIPPER_METASTORE_URI."""
+    configured = spark.conf.get(URIS_CONF, None) or os.environ.get(URI_ENV, "")
+    uri = next((u.strip() for u in configured.split(",") if u.strip()), "")
+    if not uri:
+        raise StateError(
+            f"no metastore URI: set {URIS_CONF} in the Spark conf or {URI_ENV}=thrift://host:port"
+            " in the environment (the tables are read and published over the metastore's thrift API)"
+        )
+    return uri
 
 
-def _external_catalog(spark):
-    return spark._jsparkSession.sessionState().catalog().externalCatalog()
-
-
-def _scala_map(spark, mapping: dict[str, str]):
-    return spark._jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(dict(mapping))
-
-
-def _to_python_map(spark, scala_map) -> dict[str, str]:
-    java_map = _converters(spark).asJava(scala_map)
-    return {str(k): str(v) for k, v in java_map.items()}
+def _metastore(spark) -> MetastoreClient:
+    """One thrift connection, opened by `with` (a loopback connection costs about a millisecond)."""
+    return MetastoreClient(metastore_uri(spark))
 
 
 def ensure_database(spark, database: str) -> None:
     # Asked first: the Hive metastore answers CREATE DATABASE IF NOT EXISTS for an existing
     # database with an AlreadyExistsException that it logs, with its Java stack, at ERROR level.
-    if not _external_catalog(spark).databaseExists(database):
+    with _metastore(spark) as metastore:
+        exists = metastore.database(database) is not None
+    if not exists:
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {sqltemplates.quote_identifier(database)}")
 
 
 def table_exists(spark, spec: TableSpec) -> bool:
-    catalog = _external_catalog(spark)
-    return bool(catalog.databaseExists(spec.database)) and bool(catalog.tableExists(spec.database, spec.table_name))
+    with _metastore(spark) as metastore:
+        return metastore.table(spec.database, spec.table_name) is not None
 
 
 def default_table_location(spark, spec: TableSpec) -> str:
-    database = _external_catalog(spark).getDatabase(spec.database)
-    return hadoop_path(database.locationUri().toString()).rstrip("/") + "/" + spec.table_name
+    with _metastore(spark) as metastore:
+        database = metastore.database(spec.database)
+    if database is None:
+        raise StateError(f"database {spec.database} does not exist", table=spec.table)
+    return hadoop_path(database.locationUri).rstrip("/") + "/" + spec.table_name
+
+
+def _existing_table(metastore: MetastoreClient, spec: TableSpec):
+    table = metastore.table(spec.database, spec.table_name)
+    if table is None:
+        raise StateError("table does not exist in the metastore", table=spec.table)
+    return table
 
 
 def table_location(spark, spec: TableSpec) -> str:
-    table = _external_catalog(spark).getTable(spec.database, spec.table_name)
-    return hadoop_path(table.location().toString()).rstrip("/")
+    with _metastore(spark) as metastore:
+        return _location_of(_existing_table(metastore, spec))
+
+
+def _location_of(table) -> str:
+    return hadoop_path(table.sd.location).rstrip("/")
 
 
 def table_properties(spark, spec: TableSpec) -> dict[str, str]:
-    table = _external_catalog(spark).getTable(spec.database, spec.table_name)
-    return _to_python_map(spark, table.properties())
+    with _metastore(spark) as metastore:
+        return _properties_of(_existing_table(metastore, spec))
+
+
+def _properties_of(table) -> dict[str, str]:
+    """The table's properties as Spark's catalog shows them: without Spark's own and Hive's statistics."""
+    return {
+        str(k): str(v)
+        for k, v in (table.parameters or {}).items()
+        if not k.startswith("spark.sql.") and k not in HIDDEN_TABLE_PARAMS
+    }
 
 
 def create_table(
@@ -90,29 +137,32 @@ def create_table(
 
 
 def list_partitions(spark, spec: TableSpec) -> list[Partition]:
-    """Every partition with its location and parameters, sorted by end value.
+    """Every partition with its location and parameters, sorted by end value: two thrift calls,
+    however many partitions the table has."""
+    with _metastore(spark) as metastore:
+        table = _existing_table(metastore, spec)
+        return partitions_of(spec, table, metastore.partitions(spec.database, spec.table_name))
 
-    Serialised to JSON inside the JVM in one call: reading them field by field costs a Py4J
-    round trip per value, which is seconds for a table with a year of daily partitions."""
-    catalog = _external_catalog(spark)
-    parts = catalog.listPartitions(spec.database, spec.table_name, spark._jvm.scala.Option.empty())
-    listed = json.loads(_json_mapper(spark).writeValueAsString(parts))
+
+def partitions_of(spec: TableSpec, table, thrift_partitions: list) -> list[Partition]:
+    """Thrift `Partition`s of `table` as Partitions, sorted by end value."""
+    position = _end_position(spec, table)
     result = [
         Partition(
-            end=part["spec"][spec.end_column],
-            location=hadoop_path(part["storage"].get("locationUri") or ""),
-            params={str(k): str(v) for k, v in (part.get("parameters") or {}).items()},
+            end=part.values[position],
+            location=hadoop_path(part.sd.location or ""),
+            params={str(k): str(v) for k, v in (part.parameters or {}).items()},
         )
-        for part in listed
+        for part in thrift_partitions
     ]
     return sorted(result, key=lambda p: p.end)
 
 
-def _json_mapper(spark):
-    """Jackson with its Scala module, both shipped with Spark: catalog objects to and from JSON."""
-    jvm = spark._jvm
-    scala_module = getattr(jvm.com.fasterxml.jackson.module.scala, "DefaultScalaModule$").__getattr__("MODULE$")
-    return jvm.com.fasterxml.jackson.databind.ObjectMapper().registerModule(scala_module)
+def _end_position(spec: TableSpec, table) -> int:
+    names = [column.name for column in table.partitionKeys or []]
+    if spec.end_column not in names:
+        raise StateError(f"the table is not partitioned by {spec.end_column} (it is by {names})", table=spec.table)
+    return names.index(spec.end_column)
 
 
 def add_partitions(spark, spec: TableSpec, locations: dict[str, str]) -> None:
@@ -151,76 +201,62 @@ def repoint(
 ) -> None:
     """Re-point partitions at new directories and replace their zipper parameters, atomically.
 
-    The partitions travel through JSON (Jackson, inside the JVM): one call out, edited here,
-    one call back, whatever the number of partitions or the fields this Spark version's
-    `CatalogTablePartition` has. Then one `alterPartitions`: one metastore transaction.
+    The partitions are read over thrift as the metastore holds them, edited here (location and
+    parameters; their storage formats and every other field stay as they are), and sent back in
+    one `alter_partitions` call: one metastore transaction, whatever the number of partitions.
 
     `expected_run`: the run id the open partition had when the caller read the table's state
     ("" before the first commit; None: no check, for repairs). If another run has published since
     (a rerun and a merge of one table at once, with an external metastore), nothing is published:
     ConcurrentChange. The check reads the open partition as fetched for the publish, so it costs
     no extra call; two runs publishing within the milliseconds between that fetch and
-    `alterPartitions` are not told apart."""
-    catalog = _external_catalog(spark)
-    jvm = spark._jvm
-    mapper = _json_mapper(spark)
-    if len(changes) <= FETCH_ONE_BY_ONE:  # the daily merge: two partitions
-        current = jvm.java.util.ArrayList()
-        for change in changes:
-            try:
-                current.add(
-                    catalog.getPartition(
-                        spec.database, spec.table_name, _scala_map(spark, {spec.end_column: change.end})
-                    )
-                )
-            except Exception as exc:  # gone: the recovery of a run that overtook this one drops pending ones
-                if "PARTITIONS_NOT_FOUND" not in str(exc):
-                    raise
-        listed = json.loads(mapper.writeValueAsString(current))
-    else:  # one metastore call instead of one per partition (each takes a good tenth of a second)
-        listed = json.loads(
-            mapper.writeValueAsString(catalog.listPartitions(spec.database, spec.table_name, jvm.scala.Option.empty()))
-        )
-    by_end = {part["spec"][spec.end_column]: part for part in listed}
-    if expected_run is not None:
-        _require_unchanged(spark, spec, by_end, expected_run, ds)
-    missing = [change.end for change in changes if change.end not in by_end]
-    if missing:
-        raise StateError(f"cannot re-point partitions that do not exist: {missing}", table=spec.table, ds=ds)
-    parts = [by_end[change.end] for change in changes]
-    for part, change in zip(parts, changes):
-        kept = {
-            k: v
-            for k, v in (part.get("parameters") or {}).items()
-            if not k.startswith("zipper.") and k not in STATS_PARAMS
-        }
-        kept.update(change.params)
-        part["storage"]["locationUri"] = fs.location_uri(spark, change.location)
-        part["parameters"] = kept
-        part["stats"] = None
-    list_type = mapper.getTypeFactory().constructCollectionType(
-        jvm.java.lang.Class.forName("java.util.List"), jvm.java.lang.Class.forName(PARTITION_CLASS)
-    )
-    updated = mapper.readValue(json.dumps(parts), list_type)
-    catalog.alterPartitions(spec.database, spec.table_name, jvm.org.apache.spark.api.python.PythonUtils.toSeq(updated))
+    `alter_partitions` are not told apart."""
+    with _metastore(spark) as metastore:
+        table = _existing_table(metastore, spec)
+        position = _end_position(spec, table)
+        if len(changes) <= FETCH_ONE_BY_ONE:  # the daily merge: two partitions
+            # one that is gone is left out: the recovery of a run that overtook this one drops pending ones
+            fetched = [
+                metastore.partition(spec.database, spec.table_name, {spec.end_column: change.end}, table)
+                for change in changes
+            ]
+        else:  # one metastore call instead of one per partition
+            fetched = metastore.partitions(spec.database, spec.table_name)
+        by_end = {part.values[position]: part for part in fetched if part is not None}
+        if expected_run is not None:
+            _require_unchanged(metastore, table, spec, by_end, expected_run, ds)
+        missing = [change.end for change in changes if change.end not in by_end]
+        if missing:
+            raise StateError(f"cannot re-point partitions that do not exist: {missing}", table=spec.table, ds=ds)
+        parts = [by_end[change.end] for change in changes]
+        for part, change in zip(parts, changes):
+            kept = {
+                k: v
+                for k, v in (part.parameters or {}).items()
+                if not k.startswith("zipper.") and k not in STATS_PARAMS and k != DDL_TIME_PARAM
+            }
+            kept.update(change.params)
+            part.sd.location = fs.location_uri(spark, change.location)
+            part.parameters = kept
+        metastore.alter_partitions(spec.database, spec.table_name, parts)
     refresh(spark, spec)
 
 
 def require_unchanged(spark, spec: TableSpec, expected_run: str, ds: str | None = None) -> None:
     """ConcurrentChange if another run published since the caller read the table's state: asked
     before a change that must not outlive a publish that will fail (a column's widening)."""
-    _require_unchanged(spark, spec, {}, expected_run, ds)
+    with _metastore(spark) as metastore:
+        _require_unchanged(metastore, _existing_table(metastore, spec), spec, {}, expected_run, ds)
 
 
-def _require_unchanged(spark, spec: TableSpec, fetched: dict[str, dict], expected_run: str, ds: str | None) -> None:
+def _require_unchanged(
+    metastore: MetastoreClient, table, spec: TableSpec, fetched: dict, expected_run: str, ds: str | None
+) -> None:
     open_end = spec.open_end.isoformat()
-    if open_end in fetched:
-        current = fetched[open_end].get("parameters") or {}
-    else:
-        part = _external_catalog(spark).getPartition(
-            spec.database, spec.table_name, _scala_map(spark, {spec.end_column: open_end})
-        )
-        current = _to_python_map(spark, part.parameters())
+    part = fetched.get(open_end) or metastore.partition(
+        spec.database, spec.table_name, {spec.end_column: open_end}, table
+    )
+    current = (part.parameters or {}) if part is not None else {}
     found = current.get(RUN_PARAM, "")
     if found != expected_run:
         raise ConcurrentChange(
@@ -248,42 +284,115 @@ def alter_data_columns(spark, spec: TableSpec, columns: list[tuple[str, str]]) -
     """Make the table's data columns `columns`: widen the types of existing ones in place and
     append the new ones after the existing columns (the metastore checks types by position, so
     new columns go last, after the begin column). One metastore call; Parquet files are read by
-    column name, so older files read NULL for an added column and their values widened."""
-    wanted = dict(columns)
-    current = [
-        (f.name, f.dataType.simpleString()) for f in spark.table(spec.table).schema.fields if f.name != spec.end_column
-    ]
+    column name, so older files read NULL for an added column and their values widened.
+
+    Written as Spark's `alterTableDataSchema` writes it: the Hive columns, and Spark's schema
+    (the data columns, then the partition column) in the table's properties, which is what Spark
+    reads the table's types from."""
+    wanted = {name: _data_type(kind) for name, kind in columns}
+    current = [(f.name, f.dataType) for f in spark.table(spec.table).schema.fields if f.name != spec.end_column]
     have = {name for name, _ in current}
-    fields = [(name, wanted.get(name, kind)) for name, kind in current] + [c for c in columns if c[0] not in have]
-    struct = {
-        "type": "struct",
-        "fields": [{"name": name, "type": _type_json(kind), "nullable": True, "metadata": {}} for name, kind in fields],
-    }
-    schema = spark._jvm.org.apache.spark.sql.types.DataType.fromJson(json.dumps(struct))
-    _external_catalog(spark).alterTableDataSchema(spec.database, spec.table_name, schema)
+    fields = [(name, wanted.get(name, kind)) for name, kind in current] + [
+        (name, wanted[name]) for name, _ in columns if name not in have
+    ]
+    threshold = int(spark.conf.get(SCHEMA_THRESHOLD_CONF, None) or SCHEMA_THRESHOLD_DEFAULT)
+    with _metastore(spark) as metastore:
+        table = _existing_table(metastore, spec)
+        table.sd.cols = _hive_columns(fields, table.sd.cols or [])
+        partition_fields = _partition_fields(table)
+        schema = {"type": "struct", "fields": [_schema_field(name, kind) for name, kind in fields] + partition_fields}
+        params = {k: v for k, v in (table.parameters or {}).items() if not _is_schema_param(k) and k != DDL_TIME_PARAM}
+        params.update(_schema_params(json.dumps(schema, separators=(",", ":"), ensure_ascii=False), threshold))
+        params[f"{SCHEMA_PARAM}.numPartCols"] = str(len(table.partitionKeys or []))
+        for index, column in enumerate(table.partitionKeys or []):
+            params[f"{SCHEMA_PARAM}.partCol.{index}"] = column.name
+        table.parameters = params
+        metastore.alter_table(spec.database, spec.table_name, table)
     refresh(spark, spec)
 
 
-def _type_json(kind: str):
+def _data_type(kind: str):
     from pyspark.sql import types as T  # on use: the thrift reader of the committed state loads no pyspark
 
-    return T._parse_datatype_string(kind).jsonValue()
+    return T._parse_datatype_string(kind)
+
+
+def _hive_columns(fields: list, existing: list) -> list:
+    """The Hive columns of `fields` ((name, Spark DataType)), each existing one's comment kept."""
+    from pymetastore.hive_metastore.ttypes import FieldSchema  # on use: as zipper.core.hms
+
+    comments = {column.name.lower(): column.comment for column in existing}
+    return [FieldSchema(name, kind.simpleString(), comments.get(name.lower())) for name, kind in fields]
+
+
+def _schema_field(name: str, kind) -> dict:
+    from pyspark.sql import types as T  # on use: as _data_type
+
+    metadata = {}
+    if isinstance(kind, (T.CharType, T.VarcharType)):  # as Spark writes them, for Spark 2 to read
+        metadata, kind = {CHAR_VARCHAR_METADATA: kind.simpleString()}, T.StringType()
+    return {"name": name, "type": kind.jsonValue(), "nullable": True, "metadata": metadata}
+
+
+def _partition_fields(table) -> list[dict]:
+    """The partition columns' fields of Spark's schema as the table holds it (else their types as
+    Hive declares them)."""
+    stored = _stored_schema(table.parameters or {})
+    by_name = {f["name"]: f for f in stored.get("fields", [])} if stored else {}
+    return [
+        by_name.get(column.name) or _schema_field(column.name, _data_type(column.type))
+        for column in table.partitionKeys or []
+    ]
+
+
+def _stored_schema(params: dict[str, str]) -> dict | None:
+    if SCHEMA_PARAM in params:
+        return json.loads(params[SCHEMA_PARAM])
+    parts = params.get(f"{SCHEMA_PARAM}.numParts")
+    if parts is None:
+        return None
+    return json.loads("".join(params[f"{SCHEMA_PARAM}.part.{i}"] for i in range(int(parts))))
+
+
+def _is_schema_param(key: str) -> bool:
+    """Spark's CatalogTable.isLargeTableProp for the schema: its whole value, or a count and parts."""
+    return key in (SCHEMA_PARAM, f"{SCHEMA_PARAM}.numParts") or key.startswith(f"{SCHEMA_PARAM}.part.")
+
+
+def _schema_params(schema_json: str, threshold: int) -> dict[str, str]:
+    """Spark's CatalogTable.splitLargeTableProp: one value up to `threshold` characters, else parts."""
+    if len(schema_json) <= threshold:
+        return {SCHEMA_PARAM: schema_json}
+    parts = [schema_json[i : i + threshold] for i in range(0, len(schema_json), threshold)]
+    return {f"{SCHEMA_PARAM}.numParts": str(len(parts))} | {
+        f"{SCHEMA_PARAM}.part.{i}": part for i, part in enumerate(parts)
+    }
 
 
 class SparkCatalog:
-    """The four questions `state.state_from` asks, answered through a SparkSession's catalog."""
+    """The four questions `state.state_from` asks, about the session's metastore: read over its
+    thrift API (no JVM), the table once per reader and its partitions in one call."""
 
     def __init__(self, spark):
         self.spark = spark
+        self._tables: dict[str, object] = {}  # by database.table: three of the questions are about it
+
+    def _table(self, spec: TableSpec):
+        if spec.table not in self._tables:
+            with _metastore(self.spark) as metastore:
+                self._tables[spec.table] = metastore.table(spec.database, spec.table_name)
+        return self._tables[spec.table]
 
     def table_exists(self, spec: TableSpec) -> bool:
-        return table_exists(self.spark, spec)
+        return self._table(spec) is not None
 
     def table_properties(self, spec: TableSpec) -> dict[str, str]:
-        return table_properties(self.spark, spec)
+        return _properties_of(self._table(spec))
 
     def table_location(self, spec: TableSpec) -> str:
-        return table_location(self.spark, spec)
+        return _location_of(self._table(spec))
 
     def list_partitions(self, spec: TableSpec) -> list[Partition]:
-        return list_partitions(self.spark, spec)
+        table = self._table(spec)
+        with _metastore(self.spark) as metastore:
+            return partitions_of(spec, table, metastore.partitions(spec.database, spec.table_name))

@@ -2,14 +2,14 @@
 
 A zipper table's committed state is its partitions' parameters (zipper.table.state), so a
 question like "where is the table" needs the metastore and nothing else. Asked through Spark it
-cost a JVM, a SparkSession and a Hive client (seconds, or a wait behind a merge on the embedded
-metastore); asked here it is two thrift calls (zipper.core.hms)."""
+cost a JVM, a SparkSession and a Hive client (seconds); asked here it is two thrift calls
+(zipper.core.hms). zipper.table.catalog reads the same way through a session's metastore."""
 
 from __future__ import annotations
 
 from zipper.core.hms import MetastoreClient
 from zipper.core.paths import hadoop_path
-from zipper.table.catalog import Partition
+from zipper.table.catalog import Partition, partitions_of
 from zipper.tablespec.model import TableSpec
 
 
@@ -66,14 +66,4 @@ class ThriftCatalog:
 
     def list_partitions(self, spec: TableSpec) -> list[Partition]:
         """Every partition with its location and parameters, sorted by end value (as catalog.list_partitions)."""
-        names = [column.name for column in self._table(spec).partitionKeys]
-        position = names.index(spec.end_column)
-        result = [
-            Partition(
-                end=part.values[position],
-                location=hadoop_path(part.sd.location or ""),
-                params={str(k): str(v) for k, v in (part.parameters or {}).items()},
-            )
-            for part in self.metastore.partitions(spec.database, spec.table_name)
-        ]
-        return sorted(result, key=lambda p: p.end)
+        return partitions_of(spec, self._table(spec), self.metastore.partitions(spec.database, spec.table_name))
