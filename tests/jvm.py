@@ -2,7 +2,7 @@
 `zipper` and probe subprocesses, and the spark-submit runs of the Airflow tasks.
 
 - The product's class data sharing archive (`zipper.devtools.jvm_archive`, made by set-up): the product
-  maps it in the drivers it configures itself (embedded default); passing it here too reaches
+  maps it in the drivers it configures itself (the warehouse's own metastore); passing it here too reaches
   the tests' other drivers (probe sessions, the external-metastore run).
 - `-XX:TieredStopAtLevel=1`: the quick JIT only; a test driver lives seconds to minutes on
   tiny data, and the optimizing compiler's threads took CPU from the work (see QUICK_JIT).

@@ -22,6 +22,7 @@ import pytest
 
 from tests.airflow.support import AIRFLOW2_VENV, minimal_env
 from zipper.airflow.environment import DEFAULT_POOL, REPO
+from zipper.core.errors import StateError
 from zipper.devtools import airflow_home as home_setup
 from zipper.devtools import local_airflow
 from zipper.devtools.airflow_home import render_config
@@ -235,10 +236,13 @@ def test_the_set_up_creates_the_merge_pool_with_slots_for_the_metastore_mode(tmp
     home_setup.setup(home, env=env)
     # Then the pool is zipper_merges, with a slot per core and at least two: tables merge side by side
     slots, description = pool_slots_in(home, env)
-    assert DEFAULT_POOL == "zipper_merges" and slots == side_by_side and "embedded" in description
-    # Created under ZIPPER_METASTORE=embedded: one slot, Derby admits one driver at a time
+    assert DEFAULT_POOL == "zipper_merges" and slots == side_by_side and "max(2, cores)" in description
+    # The retired ZIPPER_METASTORE=embedded is refused, before a pool is made for it
+    with pytest.raises(StateError, match="ZIPPER_METASTORE=embedded is retired"):
+        home_setup.pool_slots({"ZIPPER_METASTORE": "embedded"})
+    # Set to one slot by hand
     home_setup.airflow(home, "pools", "delete", DEFAULT_POOL, env=env)
-    home_setup.ensure_pool(home, env={**env, "ZIPPER_METASTORE": "embedded"})
+    home_setup.ensure_pool(home, env=env, slots=1)
     assert pool_slots_in(home, env)[0] == 1
     # A pool that exists is kept as it is (an operator's `airflow pools set` wins over the set-up)
     home_setup.ensure_pool(home, env=env)

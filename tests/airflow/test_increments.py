@@ -16,8 +16,8 @@ from zipper.airflow.increments import (
     check_files,
     check_increment,
     check_landing_zone,
-    partition_dir,
 )
+from zipper.core.errors import StateError
 from zipper.tablespec.loader import load_spec_file
 
 DS = dt.date(2024, 1, 2)
@@ -61,18 +61,15 @@ def test_a_file_uri_is_looked_for_on_the_local_disk_in_either_spelling(tmp_path,
     assert check_increment(spec, DS, tmp_path).ready
 
 
-def test_table_partition_is_its_directory_under_the_embedded_warehouse(tmp_path, monkeypatch):
-    monkeypatch.setenv("ZIPPER_METASTORE", "embedded")  # the local server's check: test_table_increments.py
-    spec, _ = spec_at(
-        tmp_path, {"format": "table", "table": "ods.user_inc", "partition": "ds = '{{ ds }}' AND src = 'a:b'"}
-    )
+def test_a_table_partition_on_the_retired_embedded_metastore_is_refused_not_guessed(tmp_path, monkeypatch):
+    """The sensor no longer guesses the partition's directory: the retired mode is refused in one
+    line, before any server is started (the local server's check: test_table_increments.py)."""
+    monkeypatch.setenv("ZIPPER_METASTORE", "embedded")
+    spec, _ = spec_at(tmp_path, {"format": "table", "table": "ods.user_inc", "partition": "ds = '{{ ds }}'"})
     warehouse = tmp_path / "warehouse"
-    assert not check_increment(spec, DS, warehouse).ready
-    expected = warehouse / "ods.db" / "user_inc" / "ds=2024-01-02" / "src=a%3Ab"
-    assert partition_dir(warehouse, "ods.user_inc", {"ds": "2024-01-02", "src": "a:b"}) == expected
-    expected.mkdir(parents=True)
-    assert check_increment(spec, DS, warehouse).ready
-    assert partition_dir(warehouse, "default.t", {}) == warehouse / "t"
+    with pytest.raises(StateError, match="ZIPPER_METASTORE=embedded is retired"):
+        check_increment(spec, DS, warehouse)
+    assert not warehouse.exists()
 
 
 def test_with_an_external_metastore_the_partition_is_asked_of_the_metastore(tmp_path, monkeypatch):

@@ -106,7 +106,8 @@ def test_a_date_to_merge_goes_to_spark_submit(committed, spark_submits, monkeypa
     assert spark_submits == [["merge", committed.name, "--ds", day(2).isoformat(), "--json-report"]]
 
 
-def test_on_the_embedded_metastore_there_is_no_pre_check(committed, spark_submits, monkeypatch):
+def test_on_the_retired_embedded_metastore_there_is_no_pre_check(committed, spark_submits, monkeypatch):
+    """The job refuses ZIPPER_METASTORE=embedded in its one line; the pre-check leaves that to it."""
     monkeypatch.setenv("ZIPPER_METASTORE", "embedded")
     operator, context = merge_task(committed, day(1))
     assert operator.committed_noop() is None

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from zipper.airflow.increments import check_increment, check_table, partition_dir
+from zipper.airflow.increments import check_increment, check_table
 from zipper.tablespec.loader import load_spec_file
 
 DS = dt.date(2024, 1, 2)
@@ -48,11 +48,6 @@ def test_the_partition_is_asked_of_the_metastore_server_wherever_its_directory_i
     # Then it is ready, and the check names where the partition is
     readiness = check_table(spec, DS, warehouse)
     assert readiness.ready and str(elsewhere.name) in readiness.checked
-    # where the directory guess of the embedded mode looked in vain (the case it got wrong)
-    assert not partition_dir(warehouse, table, {"ds": str(DS)}).exists()
-    monkeypatch.setenv("ZIPPER_METASTORE", "embedded")
-    assert not check_table(spec, DS, warehouse).ready
-    monkeypatch.setenv("ZIPPER_METASTORE", "local")
     # A partition Spark writes in the default layout is there too; the next date still is not
     next_day = DS + dt.timedelta(days=1)
     assert not check_table(spec, next_day, warehouse).ready

@@ -59,7 +59,7 @@ def env_for(root: Path, **extra) -> dict:
 
 def wait_for_jvms(root: Path, timeout: float = 90) -> None:
     """A killed driver's JVM exits when its stdin closes; wait so that it is gone for the next run
-    (an embedded Derby is free again)."""
+    (a Derby database it held is free again)."""
     import psutil
 
     marker = str(root / "warehouse")

@@ -17,7 +17,8 @@ import sys
 def plain_session(warehouse: str, metastore_uri: str | None = None, embedded: bool = False):
     """No zipper code in the session: the metastore server at `metastore_uri` (thrift://...; default
     the warehouse's own server, as `zipper metastore status` names it), as an analyst's Spark
-    configured for it would reach it. `embedded`: Derby inside this JVM instead (ZIPPER_METASTORE=embedded)."""
+    configured for it would reach it. `embedded`: Derby inside this JVM instead, as an analyst's Spark
+    with no metastore configured opens the warehouse's database (and holds it)."""
     from pyspark.sql import SparkSession
 
     if embedded:

@@ -1,6 +1,6 @@
 """The warehouse's metastore as a local service (zipper.runtime.metastore), through the real CLI:
 merges of two tables side by side, one writer per table, reads while a merge runs, the committed
-state over thrift without a JVM, an embedded-Derby warehouse served as it is, and the server's
+state over thrift without a JVM, the retired embedded mode refused, and the server's
 own life (started on demand, one for concurrent starters, a dead record replaced, stopped by pid).
 
 Runs are held at a named step with ZIPPER_PAUSE_AT (zipper.core.faults), so "during a merge" is
@@ -138,26 +138,17 @@ def test_one_writer_per_table_and_reads_answer_during_a_merge(tmp_path):
     assert [c["ds"] for c in after["recent_commits"]] == [day(2), day(1)]
 
 
-def test_an_embedded_derby_warehouse_is_served_as_it_is(tmp_path):
-    """A warehouse made by the embedded metastore (the earlier default) keeps its tables and commits."""
+def test_the_retired_embedded_mode_is_refused_before_anything_is_made(tmp_path):
+    """ZIPPER_METASTORE=embedded (Derby inside the driver) has no thrift API to publish through: a
+    command refuses it in one line, and starts no server and no Spark, nor makes a warehouse."""
     root = workspace(tmp_path, "dim")
-    for args in (["init", "dim"], ["merge", "dim", "--ds", day(1)]):
-        assert zipper(root, *args, ZIPPER_METASTORE="embedded").returncode == 0
-    through_spark = zipper(root, "status", "dim", ZIPPER_METASTORE="embedded")
-    assert through_spark.returncode == 0, through_spark.stderr
-    assert not MetastoreService(root / "warehouse").recorded()  # nothing served it yet
-
-    # The default serves the same Derby database: the same state, read over thrift
-    through_thrift = zipper(root, "status", "dim")
-    assert through_thrift.returncode == 0, through_thrift.stderr
-    assert json.loads(through_thrift.stdout) == json.loads(through_spark.stdout)
-    # and the table goes on from where it was
-    assert zipper(root, "merge", "dim", "--ds", day(2)).returncode == 0
-    history = zipper(root, "history", "dim", "--key", "id=1", "--format", "json")
-    assert [(v["city"], v["end_dt"]) for v in map(json.loads, history.stdout.splitlines())] == [
-        ("Oslo", day(2)),
-        ("Bergen", "9999-12-31"),
-    ]
+    for args in (["init", "dim"], ["status", "dim"], ["metastore", "start"]):
+        refused = zipper(root, *args, ZIPPER_METASTORE="embedded")
+        assert_one_line_error(
+            refused, "ZIPPER_METASTORE=embedded is retired", "served as it is by the metastore service, the default"
+        )
+    assert not (root / "warehouse").exists()
+    assert not MetastoreService(root / "warehouse").recorded()
 
 
 def test_status_over_thrift_loads_no_jvm(tmp_path):

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import shlex
 
+import pytest
+
+from zipper.core.errors import StateError
 from zipper.runtime.session import LOG_CONFIG, SessionSettings, java_property, spark_submit_conf, spark_submit_env
 
 EXTERNAL = SessionSettings(warehouse="/data/warehouse", metastore="external")
@@ -25,26 +28,44 @@ def test_client_mode_with_an_external_metastore_gets_zippers_log_configuration_b
     assert spark_submit_env(EXTERNAL, environ={"SPARK_SUBMIT_OPTS": f"{ZIPPER_LOG} {worker}"}) == {}
 
 
-def test_cluster_mode_and_the_embedded_default_get_no_submit_options():
+def _no_server(monkeypatch):
+    """The warehouse's server named without starting one (the URI is all the conf needs)."""
+    from zipper.runtime import metastore
+
+    monkeypatch.setattr(metastore, "local_uri", lambda warehouse: "thrift://127.0.0.1:9")
+
+
+def test_cluster_mode_and_the_warehouses_own_metastore_get_no_submit_options(monkeypatch):
+    _no_server(monkeypatch)
     assert spark_submit_env(EXTERNAL, "cluster", environ={}) == {}  # the driver and its log are the cluster's
-    embedded = SessionSettings(warehouse="/data/warehouse", metastore="embedded")
-    assert spark_submit_env(embedded, environ={}) == {}
-    driver_options = spark_submit_conf(embedded)["spark.driver.extraJavaOptions"]
+    local = SessionSettings(warehouse="/data/warehouse")
+    assert spark_submit_env(local, environ={}) == {}
+    driver_options = spark_submit_conf(local)["spark.driver.extraJavaOptions"]
     assert f"-Dlog4j2.configurationFile={LOG_CONFIG}" in shlex.split(driver_options)
 
 
-def test_paths_with_spaces_stay_one_java_option():
+def test_paths_with_spaces_stay_one_java_option(monkeypatch):
     """Spark's launcher splits Java options at white space outside quotes, as a POSIX shell does."""
-    options = shlex.split(
-        spark_submit_conf(SessionSettings(warehouse="/data/my warehouse", metastore="embedded"))[
-            "spark.driver.extraJavaOptions"
-        ]
-    )
-    assert "-Dderby.system.home=/data/my warehouse" in options
-    assert "-Dderby.stream.error.file=/data/my warehouse/derby.log" in options
+    _no_server(monkeypatch)
+    conf = spark_submit_conf(SessionSettings(warehouse="/data/my warehouse"))
+    assert conf["spark.sql.warehouse.dir"] == "/data/my warehouse"
     assert shlex.split(java_property("log4j.configurationFile", "/opt/my zipper/log4j2.properties")) == [
         "-Dlog4j.configurationFile=/opt/my zipper/log4j2.properties"
     ]
+
+
+def test_the_retired_embedded_metastore_is_refused_in_one_line():
+    """Derby inside the driver has no thrift API, which zipper reads and publishes through."""
+    from zipper.runtime import metastore
+
+    retired = "ZIPPER_METASTORE=embedded is retired: zipper reads and publishes tables over the metastore's thrift"
+    with pytest.raises(StateError, match=retired) as refused:
+        metastore.mode({"ZIPPER_METASTORE": " Embedded "})
+    assert "\n" not in str(refused.value) and "`zipper metastore start`" in str(refused.value)
+    with pytest.raises(StateError, match=retired):
+        SessionSettings(warehouse="/data/warehouse", metastore="embedded")
+    assert metastore.mode({}) == metastore.MetastoreMode.LOCAL
+    assert metastore.mode({"ZIPPER_METASTORE": "external"}) == metastore.MetastoreMode.EXTERNAL
 
 
 def test_the_default_points_the_driver_at_the_warehouses_server(tmp_path):

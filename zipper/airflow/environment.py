@@ -8,8 +8,6 @@ import os
 import sys
 from pathlib import Path
 
-from zipper.runtime.metastore import MetastoreMode
-
 REPO = Path(__file__).resolve().parents[2]
 SPARK_JOB = REPO / "spark_jobs" / "zipper_job.py"
 DEFAULT_POOL = "zipper_merges"  # the merge and rerun tasks' pool (docs/airflow.md, "The merge pool")
@@ -29,13 +27,10 @@ PASSED_THROUGH = (
 )
 
 
-def merge_pool_slots(metastore_mode: MetastoreMode | str) -> int:
+def merge_pool_slots() -> int:
     """The merge pool's slots the set-up creates: tables merge side by side on the warehouse's
     metastore server or an external metastore (each merge a `local[*]` driver, but much of a short
-    one is JVM start-up and metastore waits, which overlap); one on embedded Derby, which admits
-    one driver at a time."""
-    if metastore_mode == MetastoreMode.EMBEDDED:
-        return 1
+    one is JVM start-up and metastore waits, which overlap)."""
     return max(2, os.cpu_count() or 1)
 
 

@@ -27,8 +27,6 @@ from zipper.tablespec.modes import SourceFormat, SourceMode
 from zipper.tablespec.paths import parse_partition, render, resolve_path
 
 LOCAL_SCHEMES = ("", "file")
-# Hive escapes these characters in partition directory names (FileUtils.escapePathName).
-HIVE_ESCAPED = set("\"#%'*/:=?\\\x7f{[]^")
 REMOTE_ALIASES = {"s3a": "s3", "s3n": "s3"}
 
 
@@ -144,33 +142,15 @@ def check_landing_zone(spec: TableSpec, ds: dt.date, warehouse: Path) -> Readine
     return Readiness(bool(data_files(path)), f"data files under {path}")
 
 
-def _escape(value: str) -> str:
-    return "".join(f"%{ord(c):02X}" if c in HIVE_ESCAPED or ord(c) < 0x20 else c for c in value)
-
-
-def partition_dir(warehouse: Path, table: str, partition: dict[str, str]) -> Path:
-    """Where the embedded metastore's managed table keeps a partition (Hive's default layout)."""
-    database, name = table.split(".")
-    table_dir = warehouse / name if database == "default" else warehouse / f"{database}.db" / name
-    return table_dir.joinpath(*(f"{_escape(k)}={_escape(v)}" for k, v in partition.items()))
-
-
 def check_table(spec: TableSpec, ds: dt.date, warehouse: Path) -> Readiness:
     """The partition (or, unpartitioned, the table) in the metastore, as the merge reads it:
     - `local` (the default): asked of the warehouse's metastore server over thrift, no JVM here;
-    - `embedded`: Derby admits one JVM at a time, so no Spark in a sensor: the partition's
-      directory under the warehouse in Hive's default layout is checked instead (tables Spark
-      created in that warehouse; a partition added at another location is not seen);
     - `external`: the caller asks the metastore (ExternalMetastore)."""
     source = spec.source
     partition = parse_partition(render(source.partition, ds, "source.partition", spec)) if source.partition else {}
-    chosen = metastore.mode()
-    if chosen == metastore.MetastoreMode.EXTERNAL:
+    if metastore.mode() == metastore.MetastoreMode.EXTERNAL:
         raise ExternalMetastore(source.table, partition)
-    if chosen == metastore.MetastoreMode.LOCAL:
-        return check_table_over_thrift(source.table, partition, metastore.MetastoreService(warehouse).ensure().uri)
-    directory = partition_dir(warehouse, source.table, partition)
-    return Readiness(directory.is_dir(), str(directory))
+    return check_table_over_thrift(source.table, partition, metastore.MetastoreService(warehouse).ensure().uri)
 
 
 def check_table_over_thrift(table: str, partition: dict[str, str], uri: str) -> Readiness:

@@ -1,5 +1,5 @@
-"""Wait for the day's increment. Never starts Spark (the embedded Derby metastore allows one JVM,
-and the merge needs it)."""
+"""Wait for the day's increment. Never starts Spark: a sensor asks the files or the metastore's
+thrift API, in milliseconds, and leaves the machine's cores to the merges."""
 
 from __future__ import annotations
 

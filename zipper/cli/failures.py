@@ -51,10 +51,4 @@ def one_line(exc: BaseException, warehouse: str | None = None) -> str:
             " its last commit says (`zipper status`, which starts the server again). `zipper metastore status`"
             f" shows the server, its log is {warehouse}/metastore/server.log"
         )
-    if "XSDB6" in text or "Another instance of Derby" in text:
-        where = f" at {warehouse}/metastore_db" if warehouse else ""
-        return (
-            f"the embedded Derby metastore{where} is in use by another process (it allows one JVM at a time);"
-            " wait for it or stop it, or use an external metastore"
-        )
     return summarize_failure(exc)

@@ -30,6 +30,6 @@ class Verb:
     writes: bool = False
     # the verb's dates and flags, checked before a writing verb takes the lock (and makes its folder) or Spark
     check_dates: Callable[[Any], None] | None = None
-    # on the embedded default, a warehouse without a metastore database is a mistyped --warehouse:
+    # on the warehouse's own metastore, a warehouse without a metastore database is a mistyped --warehouse:
     # refused, rather than a new, empty metastore created there (then advising `zipper init` there)
     refuses_new_metastore: bool = False

@@ -27,8 +27,8 @@ TEMPLATE = REPO / "airflow.cfg.template"
 DEFAULT_HOME = REPO / "airflow_home"
 DEFAULT_PORT = 8080
 POOL_DESCRIPTION = (
-    "zipper merges and reruns, each a local[*] Spark driver: as many at once as the slots (default max(2, cores);"
-    " 1 with ZIPPER_METASTORE=embedded, whose Derby admits one driver). Memory is the other bound."
+    "zipper merges and reruns, each a local[*] Spark driver: as many at once as the slots (default max(2, cores))."
+    " Memory is the other bound."
 )
 
 
@@ -79,14 +79,15 @@ def airflow(home: Path, *args: str, check: bool = True, env: dict | None = None,
 
 
 def pool_slots(env: dict | None = None) -> int:
-    """The merge pool's slots for the ZIPPER_METASTORE of `env` (default: this process's environment)."""
-    chosen = (env if env is not None else os.environ).get(metastore.METASTORE_ENV, "")
-    return merge_pool_slots(chosen.strip().lower() or "local")
+    """The merge pool's slots, the same on either metastore; a ZIPPER_METASTORE in `env` (default:
+    this process's environment) the tasks would refuse is refused here, before any is created."""
+    metastore.mode(env)
+    return merge_pool_slots()
 
 
 def ensure_pool(home: Path, env: dict | None = None, slots: int | None = None) -> None:
     """Create the merge pool unless it exists (a changed slot count is kept); `slots` default:
-    `pool_slots(env)`, max(2, cores), or 1 under ZIPPER_METASTORE=embedded."""
+    `pool_slots(env)`, max(2, cores)."""
     if airflow(home, "pools", "get", DEFAULT_POOL, check=False, env=env).returncode != 0:
         count = pool_slots(env) if slots is None else slots
         airflow(home, "pools", "set", DEFAULT_POOL, str(count), POOL_DESCRIPTION, env=env)

@@ -4,7 +4,7 @@ A Spark driver with Hive support loads some 15,000 classes from the pyspark jars
 any work, and a daily merge is one fresh driver. Set-up makes, once per virtualenv, Java and set
 of jars, a class data sharing archive: the classes a zipper run loads, parsed and verified by one
 small run (the demo's week, a rerun, the checks, the reads) in a JVM started with
-`-XX:ArchiveClassesAtExit`. Every later driver on the embedded default maps them instead
+`-XX:ArchiveClassesAtExit`. Every later driver with the warehouse's own metastore maps them instead
 (`-XX:SharedArchiveFile` in `spark.driver.extraJavaOptions`). Same JVM, jars and configuration:
 Java only skips work. A `zipper merge` of a 1M-row table in a fresh JVM took 18.2 s with the
 archive against 23.4 s without (docs/benchmarks.md, "Start-up").

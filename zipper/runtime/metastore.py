@@ -1,18 +1,20 @@
 """The warehouse's metastore service: Hive's own metastore server, shared by every process on this machine.
 
-An embedded Derby metastore admits one JVM at a time, so a merge of one table locked out every
-other merge and every reader. On the default (`ZIPPER_METASTORE=local`) the warehouse's metastore
-database is served instead by Hive's `HiveMetaStore` (from the pyspark jars) on a loopback port,
-as a shared production metastore serves a cluster: every Spark driver, the CLI, the Airflow tasks
-and an analyst's `spark-sql` are its clients, and many of them can be at once.
+On the default (`ZIPPER_METASTORE=local`) the warehouse's metastore database is served by Hive's
+`HiveMetaStore` (from the pyspark jars) on a loopback port, as a shared production metastore
+serves a cluster: every Spark driver, the CLI, the Airflow tasks and an analyst's `spark-sql` are
+its clients, and many of them can be at once. zipper reads and publishes tables over its thrift
+API (zipper.table.catalog), so a metastore without one is not an option: the earlier
+`ZIPPER_METASTORE=embedded` (Derby inside the driver) is retired, and the warehouse it made is
+served as it is.
 
 The server is started on demand by whatever needs it first and left running. Its process id
 and port are recorded in `<warehouse>/metastore/server.json`; a record whose process is gone (or
 is not this warehouse's server) is replaced. Starting happens under a file lock, so two callers
 starting it at once get one server. Its database is the warehouse's Derby database
-(`<warehouse>/metastore_db`, the one the embedded metastore uses, served as it is), or
-PostgreSQL when `ZIPPER_METASTORE_DB` names one (`postgresql://user:password@host:port/database`,
-with Debian's `libpostgresql-jdbc-java` or `ZIPPER_POSTGRESQL_JDBC=/path/postgresql.jar`).
+(`<warehouse>/metastore_db`), or PostgreSQL when `ZIPPER_METASTORE_DB` names one
+(`postgresql://user:password@host:port/database`, with Debian's `libpostgresql-jdbc-java` or
+`ZIPPER_POSTGRESQL_JDBC=/path/postgresql.jar`).
 
 `zipper metastore start|stop|status` manage it by hand; `for_this_run()` starts it for a run
 that stops what it started (the demo, `make airflow`, the tests)."""
@@ -28,7 +30,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -38,7 +40,7 @@ from zipper.core.errors import StateError
 from zipper.runtime import jvm
 
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
-METASTORE_ENV = "ZIPPER_METASTORE"  # local (default) | embedded | external
+METASTORE_ENV = "ZIPPER_METASTORE"  # local (default) | external
 DATABASE_ENV = "ZIPPER_METASTORE_DB"  # postgresql://user:password@host:port/database; default Derby
 JDBC_JAR_ENV = "ZIPPER_POSTGRESQL_JDBC"
 # The server reads the database password from its own environment, not from its command line (ps).
@@ -71,19 +73,30 @@ class Server:
 
 
 class MetastoreMode(StrEnum):
-    """Which metastore Spark drivers use: `local` (the warehouse's server, this service), `embedded`
-    (Derby inside the driver) or `external` (whatever Spark is configured with)."""
+    """Which metastore Spark drivers use: `local` (the warehouse's server, this service) or
+    `external` (whatever Spark is configured with)."""
 
     LOCAL = "local"
-    EMBEDDED = "embedded"
     EXTERNAL = "external"
 
 
-def mode() -> MetastoreMode:
-    """Which metastore Spark drivers use: `local` (this service), `embedded` or `external`."""
-    chosen = os.environ.get(METASTORE_ENV, MetastoreMode.LOCAL).strip().lower() or MetastoreMode.LOCAL
+RETIRED_EMBEDDED = "embedded"
+
+
+def mode(environ: Mapping[str, str] | None = None) -> MetastoreMode:
+    """Which metastore Spark drivers use: `local` (this service) or `external`, as `environ`
+    (default: this process's environment) says."""
+    environ = os.environ if environ is None else environ
+    chosen = environ.get(METASTORE_ENV, MetastoreMode.LOCAL).strip().lower() or MetastoreMode.LOCAL
+    if chosen == RETIRED_EMBEDDED:
+        raise StateError(
+            f"{METASTORE_ENV}=embedded is retired: zipper reads and publishes tables over the metastore's thrift"
+            " API, which Derby inside the driver does not have; the warehouse's Derby database is served as it is"
+            f" by the metastore service, the default `local` (unset {METASTORE_ENV}; `zipper metastore start`"
+            " starts it)"
+        )
     if chosen not in list(MetastoreMode):
-        raise StateError(f"{METASTORE_ENV}={chosen!r}: expected local (the default), embedded or external")
+        raise StateError(f"{METASTORE_ENV}={chosen!r}: expected local (the default) or external")
     return MetastoreMode(chosen)
 
 
@@ -330,8 +343,9 @@ class MetastoreService:
         where = f"the metastore server of {self.warehouse}"
         if "Another instance of Derby" in log or "XSDB6" in log:
             return (
-                f"{where} could not open {self.warehouse}/metastore_db: another process has it open (a driver"
-                f" run with {METASTORE_ENV}=embedded); wait for it to finish, then run `zipper metastore start`"
+                f"{where} could not open {self.warehouse}/metastore_db: another process has it open (a Spark"
+                " driver with Derby inside, or a server of an earlier zipper); when it has finished, run"
+                " `zipper metastore start`"
             )
         reason = next(
             (line.strip() for line in reversed(log.splitlines()) if "Exception" in line or "Error" in line),

@@ -1,4 +1,4 @@
-"""The one place a SparkSession is configured: the warehouse's own metastore (served or embedded) or an external one."""
+"""The one place a SparkSession is configured: the warehouse's own metastore server or an external one."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ LOG_CONFIG = RUNTIME_DIR / "log4j2.properties"
 @dataclass(frozen=True)
 class SessionSettings:
     """`metastore='local'` (the default): the warehouse's metastore server (runtime.metastore), started
-    on demand. `embedded`: Derby inside the driver. `external`: whatever Spark is configured with."""
+    on demand. `external`: whatever Spark is configured with."""
 
     warehouse: str = DEFAULT_WAREHOUSE
     metastore: MetastoreMode = MetastoreMode.LOCAL  # a plain text is taken as its member
@@ -30,6 +30,8 @@ class SessionSettings:
     app_name: str = "zipper"
 
     def __post_init__(self):
+        if self.metastore == metastore.RETIRED_EMBEDDED:
+            metastore.mode({metastore.METASTORE_ENV: self.metastore})  # refused, in the same line
         object.__setattr__(self, "metastore", MetastoreMode(self.metastore))
 
     @classmethod
@@ -47,14 +49,14 @@ class SessionSettings:
 
     @property
     def on_this_machine(self) -> bool:
-        """The metastore is the warehouse's own (served locally or embedded), not an external one."""
-        return self.metastore in (MetastoreMode.LOCAL, MetastoreMode.EMBEDDED)
+        """The metastore is the warehouse's own server, not an external one."""
+        return self.metastore == MetastoreMode.LOCAL
 
     def has_metastore(self) -> bool:
         """False only when the warehouse's own metastore has no database yet (nothing was ever created)."""
         if self.metastore == MetastoreMode.EXTERNAL:
             return True
-        if self.metastore == MetastoreMode.LOCAL and os.environ.get(metastore.DATABASE_ENV):
+        if os.environ.get(metastore.DATABASE_ENV):
             return True  # PostgreSQL: the server says whether the table is there
         return (self.warehouse_path / "metastore_db").is_dir()
 
@@ -68,26 +70,19 @@ def java_property(name: str, value: str | Path) -> str:
 
 
 def warehouse_conf(settings: SessionSettings) -> dict[str, str]:
-    """Settings that make a local Spark use the warehouse folder's own metastore: its server
-    (`local`, started here if it is not running) or Derby inside the driver (`embedded`). The
-    driver runs here, so it also maps the class data sharing archive set-up made (runtime.jvm)."""
+    """Settings that make a local Spark use the warehouse folder's own metastore server (started
+    here if it is not running). The driver runs here, so it also maps the class data sharing
+    archive set-up made (runtime.jvm)."""
     warehouse = settings.warehouse_path
     options = [
         # a path, not a file: URI, which a space would make invalid
         java_property("log4j2.configurationFile", LOG_CONFIG),
         jvm.driver_options(),
     ]
-    conf = {"spark.sql.warehouse.dir": str(warehouse)}
-    if settings.metastore == MetastoreMode.EMBEDDED:
-        conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
-            f"jdbc:derby:;databaseName={warehouse}/metastore_db;create=true"
-        )
-        options[:0] = [
-            java_property("derby.system.home", warehouse),
-            java_property("derby.stream.error.file", warehouse / "derby.log"),
-        ]
-    else:
-        conf["spark.hadoop.hive.metastore.uris"] = metastore.local_uri(warehouse)
+    conf = {
+        "spark.sql.warehouse.dir": str(warehouse),
+        "spark.hadoop.hive.metastore.uris": metastore.local_uri(warehouse),
+    }
     conf["spark.driver.extraJavaOptions"] = " ".join(filter(None, options))
     return conf
 
@@ -118,8 +113,8 @@ def common_conf() -> dict[str, str]:
 def spark_submit_conf(settings: SessionSettings) -> dict[str, str]:
     """The --conf pairs a spark-submit of spark_jobs/zipper_job.py needs for these settings.
 
-    Under spark-submit the driver JVM starts before any Python runs, so JVM options (the Derby
-    home, the log configuration) must be on the command line rather than set by the job. With an
+    Under spark-submit the driver JVM starts before any Python runs, so JVM options (the log
+    configuration, the class data sharing archive) must be on the command line rather than set by the job. With an
     external metastore only the common settings: the metastore, the warehouse and the driver's
     JVM options are Spark's own configuration (hive-site.xml, spark-defaults.conf), and the log
     configuration of a client-mode driver comes through spark_submit_env."""
@@ -138,8 +133,8 @@ def spark_submit_env(
 
     With an external metastore in client mode (the driver runs here and its console is the task
     log), zipper's log configuration, whose console follows System.err (_jvm_console_to_log_file),
-    goes first in SPARK_SUBMIT_OPTS, not in spark.driver.extraJavaOptions as on the embedded
-    default: a --conf would replace that option whole, the value spark-defaults.conf gives it
+    goes first in SPARK_SUBMIT_OPTS, not in spark.driver.extraJavaOptions as with the
+    warehouse's own metastore: a --conf would replace that option whole, the value spark-defaults.conf gives it
     included. Spark's launcher puts SPARK_SUBMIT_OPTS before the driver options of the Spark
     conf, and the JVM keeps the last value of a property, so a log configuration given there
     (spark-defaults.conf, the DAG's conf, --driver-java-options), or later in SPARK_SUBMIT_OPTS,

@@ -30,7 +30,7 @@ EXTERNAL_URI_ENV = "ZIPPER_METASTORE_URI"  # with ZIPPER_METASTORE=external: whe
 
 
 class ViewUnavailable(ZipperError):
-    """The view cannot read the metastore here (embedded Derby, or no URI for an external one)."""
+    """The view cannot read the metastore here (no URI for an external one)."""
 
 
 @dataclass(frozen=True)
@@ -75,26 +75,20 @@ def _file_stats(paths) -> tuple:
 def metastore_uri(warehouse: Path, start: bool = True) -> str | None:
     """The thrift URI the view reads: the warehouse's server (started if down, as any zipper
     command would; with `start=False`, None when it is down), or ZIPPER_METASTORE_URI for an
-    external metastore."""
-    mode = metastore.mode()
-    if mode == metastore.MetastoreMode.LOCAL:
+    external metastore. A retired ZIPPER_METASTORE=embedded is refused (StateError), in one line."""
+    if metastore.mode() == metastore.MetastoreMode.LOCAL:
         service = metastore.MetastoreService(warehouse)
         if not start:
             running = service.running()
             return running.uri if running else None
         return service.ensure().uri
-    if mode == metastore.MetastoreMode.EXTERNAL:
-        uri = os.environ.get(EXTERNAL_URI_ENV)
-        if not uri:
-            raise ViewUnavailable(
-                f"ZIPPER_METASTORE=external: set {EXTERNAL_URI_ENV}=thrift://host:port in the Airflow API server's"
-                " environment so this view can read the tables"
-            )
-        return uri
-    raise ViewUnavailable(
-        "ZIPPER_METASTORE=embedded: the embedded Derby metastore admits one JVM at a time, so this view cannot"
-        " read it; use the default (local) metastore service"
-    )
+    uri = os.environ.get(EXTERNAL_URI_ENV)
+    if not uri:
+        raise ViewUnavailable(
+            f"ZIPPER_METASTORE=external: set {EXTERNAL_URI_ENV}=thrift://host:port in the Airflow API server's"
+            " environment so this view can read the tables"
+        )
+    return uri
 
 
 class StateReader:
