@@ -19,7 +19,8 @@ from tests.airflow.support import AIRFLOW2_VENV, DATES, write_spec
 from tests.cli.helpers import REPO
 from zipper.airflow.compat import AIRFLOW_3, AirflowException
 from zipper.airflow.environment import DEFAULT_CONN_ID, DEFAULT_POOL
-from zipper.airflow.operators import CORRECT_LABEL, DATE_LABEL, LABEL, RERUN_LABEL, correct_args, rerun_args
+from zipper.airflow.operators import CORRECT_LABEL, DATE_LABEL, LABEL, RERUN_LABEL
+from zipper.airflow.trigger_params import correct_args, rerun_args
 
 DAGS_FOLDER = REPO / "dags"
 

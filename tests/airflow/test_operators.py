@@ -24,10 +24,10 @@ from zipper.airflow.operators import (
     ZipperCorrectOperator,
     ZipperMergeOperator,
     ZipperRerunOperator,
-    describe,
-    rerun_args,
 )
+from zipper.airflow.run_reports import describe
 from zipper.airflow.sensors import next_logical_dates
+from zipper.airflow.trigger_params import rerun_args
 from zipper.core.reports import REPORT_PREFIX
 from zipper.jobs.result import RunResult
 from zipper.runtime.session import LOG_CONFIG, LOG_FILE_ENV, SessionSettings, new_log_file

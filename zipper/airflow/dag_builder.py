@@ -16,7 +16,6 @@ from typing import Any
 from zipper.airflow.compat import DAG, CronDataIntervalTimetable, Param, make_asset
 from zipper.airflow.docs import asset_uri, correct_dag_doc, merge_dag_doc, rerun_dag_doc
 from zipper.airflow.operators import (
-    CORRECT_KINDS,
     CORRECT_LABEL,
     DATE_LABEL,
     RERUN_LABEL,
@@ -27,6 +26,7 @@ from zipper.airflow.operators import (
 )
 from zipper.airflow.parse_errors import report_spec_errors
 from zipper.airflow.sensors import INCREMENT_TASK, PREVIOUS_DATE_TASK, PreviousDateSensor, ZipperIncrementSensor
+from zipper.airflow.trigger_params import CORRECT_KINDS
 from zipper.core.corrections import CorrectionKind
 from zipper.core.errors import SpecError
 from zipper.tablespec.loader import scan_specs, specs_dir

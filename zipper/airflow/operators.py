@@ -1,7 +1,8 @@
 """Operators of the zipper DAGs. They hold arguments; the hook runs spark-submit.
 
 Everything that depends on the worker (warehouse, metastore settings, connection) is resolved
-in `execute`, never when the DAG file is parsed."""
+in `execute`, never when the DAG file is parsed. A triggered run's params become the job's
+arguments in `trigger_params`; the reports become labels and log lines in `run_reports`."""
 
 from __future__ import annotations
 
@@ -19,10 +20,10 @@ from zipper.airflow import environment
 from zipper.airflow.compat import AIRFLOW_3, AirflowException, AirflowFailException, BaseOperator
 from zipper.airflow.docs import is_backfill_run, resume_command
 from zipper.airflow.hooks import ZipperSparkSubmitHook
+from zipper.airflow.run_reports import asset_extra, describe, final_state, outcome
 from zipper.airflow.sensors import next_date_merged
-from zipper.core.corrections import FORM_PARAMS, CorrectionKind, CorrectionRequest, is_dry_run
-from zipper.core.dates import iso_date
-from zipper.core.errors import InputError, StateError
+from zipper.airflow.trigger_params import correct_args, correct_label, rerun_args
+from zipper.core.errors import StateError
 from zipper.core.reports import EXIT_NOT_NOOP, REPORT_PREFIX, RunAction
 from zipper.runtime import metastore
 from zipper.runtime.session import LOG_FILE_ENV, SessionSettings, log_dir, spark_submit_conf
@@ -310,21 +311,6 @@ REFUSED_BY_SPEC = "on_past_date: error"
 REPLAY_PENDING = " pending: "
 
 
-def _date_param(params: dict, key: str, required: bool, table: str, form: str = "rerun") -> str | None:
-    """A date of the trigger form, checked before any Spark starts; the message names the table, as the job's would."""
-    value = params.get(key)
-    if value in (None, ""):
-        if required:
-            raise AirflowException(f"{table}: {form} param {key!r} is required (YYYY-MM-DD); nothing was changed")
-        return None
-    try:
-        return iso_date(str(value)).isoformat()
-    except ValueError:
-        raise AirflowException(
-            f"{table}: {form} param {key!r}: {value!r} is not a date (YYYY-MM-DD); nothing was changed"
-        ) from None
-
-
 class ZipperRerunOperator(ZipperSparkJobOperator):
     """`zipper rerun NAME --from D [--to E] [--uncommit-later] [--undo-corrections] --json-report` with the
     run's params (the trigger form). `table` (the Hive table) names it in the form's refusals."""
@@ -340,37 +326,6 @@ class ZipperRerunOperator(ZipperSparkJobOperator):
 
     def label(self, context: Any, reports: list[dict] | None) -> str:
         return outcome(reports)
-
-
-RERUN_PARAMS = ("from_date", "to_date", "uncommit_later", "undo_corrections")
-
-
-def _is_true(value: Any) -> bool:
-    """A toggle of the form: true, or its text from `--conf` (a toggle left empty is null: false)."""
-    return value in (True, "true", "True")
-
-
-def rerun_args(table_name: str, params: dict, *, table: str) -> list[str]:
-    """`rerun NAME --from D [--to E] [--uncommit-later] [--undo-corrections] --json-report` from the trigger
-    form's params, dates checked; the report line says whether a failure is final. The params' schema takes any
-    string, so that a bad date or name typed in `--conf` is refused here, in one line, rather than by Airflow's
-    trigger."""
-    unknown = sorted(set(params) - set(RERUN_PARAMS))
-    if unknown:
-        raise AirflowException(
-            f"{table}: rerun param {unknown[0]!r} is not a param of this DAG: from_date (YYYY-MM-DD, required),"
-            " to_date (YYYY-MM-DD), uncommit_later (true or false), undo_corrections (true or false); nothing"
-            " was changed"
-        )
-    first = _date_param(params, "from_date", required=True, table=table)
-    last = _date_param(params, "to_date", required=False, table=table)
-    return (
-        ["rerun", table_name, "--from", first]
-        + (["--to", last] if last else [])
-        + (["--uncommit-later"] if _is_true(params.get("uncommit_later")) else [])
-        + (["--undo-corrections"] if _is_true(params.get("undo_corrections")) else [])
-        + ["--json-report"]
-    )
 
 
 class ZipperCorrectOperator(ZipperSparkJobOperator):
@@ -407,78 +362,12 @@ class ZipperCorrectOperator(ZipperSparkJobOperator):
         super().record_asset_event(context, reports)
 
 
-CORRECT_KINDS = tuple(kind.value for kind in CorrectionKind)  # plain texts: the form's choices
-CORRECT_PARAMS = FORM_PARAMS
-
-
-def correct_label(params: dict) -> str:
-    """What a correction run is, in a few words: `dry run: erase`, `delete`."""
-    return f"{'dry run: ' if is_dry_run(params) else ''}{params.get('kind') or '?'}"
-
-
-def _refuse(table: str, message: str) -> AirflowException:
-    return AirflowException(f"{table}: correct param {message}; nothing was changed")
-
-
-def correct_args(table_name: str, params: dict, *, table: str) -> list[str]:
-    """`correct NAME (--erase-key C=V ... | --keys-file F | --set C=V ... --where P | --delete --where P) [--from
-    D] [--to E] --reason TEXT [--dry-run] [--purge] --json-report` from the trigger form's params. Each value is
-    one argv element: no shell reads it, so spaces and quotes reach the CLI as typed.
-
-    A run is a dry run unless `dry_run` is false: a form left as it opened writes nothing. A conf the CLI
-    would refuse is refused here (CorrectionRequest.from_form), in one line naming the table, before
-    spark-submit starts a driver."""
-    try:
-        request = CorrectionRequest.from_form(params, table=table)
-    except InputError as exc:
-        raise _refuse(table, exc.detail) from None
-    return request.argv(table_name)
-
-
 def spark_log_file(settings: SessionSettings, dag_id: str, tag: str, ti: Any = None) -> Path:
     """The file this try's Spark driver writes its console to (zipper.runtime.session.LOG_FILE_ENV): one per
     task try, named after the DAG and the date, so that the task's log and failure can name it."""
     try_number = getattr(ti, "try_number", None) or 1
     stamp = time.strftime("%Y%m%dT%H%M%S")
     return log_dir(settings) / f"spark-{stamp}-{dag_id}-{tag}-try{try_number}.log"
-
-
-def _span(dates: list[str]) -> str:
-    return f"{dates[0]}..{dates[-1]}" if len(dates) > 1 else dates[0]
-
-
-def outcome(reports: list[dict] | None) -> str:
-    """A run's outcome in a few words, from its reports (None: it failed)."""
-    if reports is None:
-        return "failed"
-    if not reports:
-        return "done, no report (`zipper status` has the table's state)"
-    final = reports[-1]
-    action = final.get("action")
-    replayed = [r.get("ds", "?") for r in reports[:-1]]
-    match action:  # as read back from the report: a plain text (or None)
-        case RunAction.NOOP:
-            return "no-op (already committed with the same input)"
-        case RunAction.REPLAY:
-            return f"replayed {_span(replayed)}" if replayed else "replayed"
-        case RunAction.RERUN:
-            return f"replayed {final.get('ds', '?')}"
-    return "merged"
-
-
-def asset_extra(reports: list[dict], table: str, ds: str) -> dict:
-    """The `extra` of the asset event of a run that changed the table: the table, the run's date, what it did
-    (merge, replay, rerun), the counts of its report, its run id and the dates whose partitions it wrote."""
-    final = reports[-1] if reports else {}
-    replayed = [r.get("ds") for r in reports[:-1]]
-    return {
-        "table": final.get("table", table),
-        "date": final.get("ds", ds),
-        "action": final.get("action", "unknown"),
-        "counts": final.get("counts", {}),
-        "run_id": final.get("run_id", ""),
-        "dates": replayed or ([final.get("ds", ds)] if final.get("action") == RunAction.MERGE else []),
-    }
 
 
 class ZipperAuditOperator(BaseOperator):
@@ -512,22 +401,3 @@ class ZipperAuditOperator(BaseOperator):
         if len(reports) > 1:
             self.log.info("%s", final_state(reports))
         return reports[-1]
-
-
-def describe(report: dict) -> str:
-    """The job's summary line and its counts, e.g. `dw.dim_user 2024-01-03: 10 new, ... | counts {...}`."""
-    counts = report.get("counts") or {}
-    shown = ", ".join(f"{k}={counts[k]}" for k in sorted(counts))
-    return f"{report.get('summary', '')} | run {report.get('run_id') or '-'} | counts: {shown or 'none'}"
-
-
-def final_state(reports: list[dict]) -> str:
-    """Where a replay left the table: its last replayed date and open rows."""
-    dates = [r.get("ds", "?") for r in reports[:-1]]
-    last = reports[-2]
-    open_rows = (last.get("counts") or {}).get("open_after", "?")
-    n = len(dates)
-    return (
-        f"{reports[-1].get('table', '?')}: replayed {_span(dates)} ({n} date{'s' if n != 1 else ''}); the table"
-        f" is at {dates[-1]}, {open_rows} open rows"
-    )
