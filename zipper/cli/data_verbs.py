@@ -1,7 +1,7 @@
 """The verbs that run a Spark job writing the table: `init`, `merge`, `rerun`, `rebuild`, `correct`.
 
 Each has its arguments, the check of its dates (made before the table's lock or Spark, so that a
-typo costs nothing) and its run. The jobs are imported inside the runs: `--help` loads no pyspark."""
+typo costs nothing) and its run. The jobs run through the table handle (`runner.table()`), imported on use: `--help` loads no pyspark."""
 
 from __future__ import annotations
 
@@ -35,10 +35,8 @@ def init_dates(runner: Runner) -> None:
 
 
 def run_init(runner: Runner) -> int:
-    from zipper.jobs.init import init_table  # on use: the data path loads pyspark; --help does not
-
     ds = parse_date(runner.args.ds, "--ds", runner.spec.table)
-    print(init_table(runner.spark, runner.spec, ds).summary())
+    print(runner.table().init(ds).summary())
     return 0
 
 
@@ -75,9 +73,7 @@ def run_merge(runner: Runner) -> int:
         )
         return EXIT_NOT_NOOP
     if result is None:
-        from zipper.jobs import merge  # on use: the data path loads pyspark; --help does not
-
-        result = merge.merge_date(runner.spark, runner.spec, ds, progress=progress)  # Spark first: it resolves keys
+        result = runner.table().merge(ds, progress=progress)
     print(result.summary())
     runner.report(result)
     return 0
@@ -113,15 +109,11 @@ def rerun_dates(runner: Runner) -> None:
 
 
 def run_rerun(runner: Runner) -> int:
-    from zipper.jobs import replay  # on use: the data path loads pyspark; --help does not
-
     args, spec = runner.args, runner.spec
     first = parse_date(args.first, "--from", spec.table)
     last = parse_date(args.last, "--to", spec.table)
     check_in_schedule(spec, first)  # before Spark starts
-    result = replay.rerun(
-        runner.spark,
-        runner.spec,
+    result = runner.table().rerun(
         first,
         last,
         progress=progress,
@@ -149,18 +141,16 @@ def rebuild_dates(runner: Runner) -> None:
 
 
 def run_rebuild(runner: Runner) -> int:
-    from zipper.jobs import rebuild  # on use: the data path loads pyspark; --help does not
-
     last = parse_date(runner.args.last, "--to", runner.spec.table)
     print(
-        rebuild.rebuild(
-            runner.spark,
-            runner.spec,
+        runner.table()
+        .rebuild(
             last,
             progress=progress,
             uncommit_later=runner.args.uncommit_later,
             undo_corrections=runner.args.undo_corrections,
-        ).summary()
+        )
+        .summary()
     )
     return 0
 
@@ -233,16 +223,15 @@ def correct_dates(runner: Runner) -> None:
 
 
 def run_correct(runner: Runner) -> int:
-    from zipper.jobs import correct  # on use: the data path loads pyspark; --help does not
-
     request = correction_request(runner)
-    result = correct.correct(runner.spark, runner.spec, request, progress=progress)  # Spark first: it resolves keys
+    table = runner.table()
+    result = table.correct(request, progress=progress)
     spec = runner.spec
     print(result.summary())
     runner.report(result)
     if request.kind == CorrectionKind.ERASE and not request.dry_run:
         if request.purge:
-            report = runner.table().vacuum()
+            report = table.vacuum()
             n = report["purged_for_erasure"]
             print(
                 f"{spec.table}: purged {n} superseded director{'y' if n == 1 else 'ies'} that held the erased"

@@ -111,8 +111,8 @@ class Runner:
         report_line(self.args, result.report())
 
     def table(self):
-        """The handle of the verbs that read or tidy the table; opens Spark (and so resolves the keys) first."""
-        from zipper.table.handle import ZipperTable  # on use: the data path loads pyspark; --help does not
+        """The table's handle, whose verbs run the jobs; opens Spark (and so resolves the keys) first."""
+        from zipper.jobs.handle import ZipperTable  # on use: the data path loads pyspark; --help does not
 
         spark = self.spark
         return ZipperTable(spark, self.spec)

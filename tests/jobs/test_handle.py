@@ -1,4 +1,4 @@
-"""`ZipperTable`, the table handle: each verb answers from the live table, as the CLI shows it."""
+"""`ZipperTable`, the table handle: each verb runs its job or answers from the live table, as the CLI shows it."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 
 from tests.support import TableFixture, day, table_rows
 from zipper.core.errors import StateError
-from zipper.jobs import merge
+from zipper.core.reports import RunAction
+from zipper.jobs.handle import ZipperTable
 from zipper.table import catalog
-from zipper.table.handle import ZipperTable
 
 OPEN = "9999-12-31"
 
@@ -22,7 +22,7 @@ def moved_twice(spark, tmp_path, unique_name):
     t.write_base(spark, [(1, "ann", "Oslo"), (2, "bob", "Rome")])
     for n, city in ((1, "Paris"), (2, "Lyon")):
         t.write_increment(spark, day(n), [(2, "bob", city)])
-        merge.merge_date(spark, t.spec, day(n))
+        assert ZipperTable(spark, t.spec).merge(day(n)).action == RunAction.MERGE
     return t
 
 
