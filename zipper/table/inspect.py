@@ -23,9 +23,8 @@ def require_initialized(spark, spec: TableSpec) -> state.TableState:
 
 def _metastore(spark) -> str:
     """Where the session looked for tables, in the words a user can check."""
-    url = spark.conf.get("spark.hadoop.javax.jdo.option.ConnectionURL", "") or ""
-    uri = spark.conf.get("spark.hadoop.hive.metastore.uris", "") or ""
-    if url.startswith("jdbc:derby:") or uri.startswith("thrift://127.0.0.1:"):
+    uri = spark.conf.get(catalog.URIS_CONF, "") or ""
+    if uri.startswith("thrift://127.0.0.1:"):
         return f"warehouse {spark.conf.get('spark.sql.warehouse.dir')}"
     return "the configured (external) metastore"
 
