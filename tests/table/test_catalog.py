@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import socket
+
 import pytest
 
 from zipper.core.errors import StateError
@@ -144,3 +147,16 @@ def test_no_metastore_uri_is_one_clear_line(monkeypatch):
         catalog.metastore_uri(Session())
     monkeypatch.setenv(catalog.URI_ENV, "thrift://example:9083")
     assert catalog.metastore_uri(Session()) == "thrift://example:9083"
+
+
+def test_one_connection_serves_the_calls_and_one_the_server_closed_is_opened_again(spark, tmp_path, unique_name):
+    spec = _table(spark, tmp_path, unique_name, ["2024-01-01"])
+    key = (os.getpid(), catalog.metastore_uri(spark))
+    assert catalog.table_exists(spark, spec)
+    kept = catalog._kept.clients[key]
+    assert catalog.list_partitions(spark, spec) and catalog._kept.clients[key] is kept
+    # the server closes it (as a restarted server has): the next call opens another
+    kept._socket.handle.shutdown(socket.SHUT_RDWR)
+    assert not kept.is_open()
+    assert [p.end for p in catalog.list_partitions(spark, spec)] == ["2024-01-01"]
+    assert catalog._kept.clients[key] is not kept and catalog._kept.clients[key].is_open()

@@ -9,6 +9,7 @@ and publishes here too, so that it needs no JVM on the client."""
 
 from __future__ import annotations
 
+import socket
 from urllib.parse import urlsplit
 
 from zipper.core.errors import StateError
@@ -26,6 +27,7 @@ class MetastoreClient:
         self.uri = uri
         self.host, self.port = parts.hostname, parts.port
         self._transport = None
+        self._socket = None
         self.client = None  # the generated ThriftHiveMetastore.Client, once open
 
     def __enter__(self) -> MetastoreClient:
@@ -34,9 +36,9 @@ class MetastoreClient:
         from thrift.protocol import TBinaryProtocol
         from thrift.transport import TSocket, TTransport
 
-        socket = TSocket.TSocket(self.host, self.port)
-        socket.setTimeout(CONNECT_TIMEOUT_MS)
-        self._transport = TTransport.TBufferedTransport(socket)
+        self._socket = TSocket.TSocket(self.host, self.port)
+        self._socket.setTimeout(CONNECT_TIMEOUT_MS)
+        self._transport = TTransport.TBufferedTransport(self._socket)
         try:
             self._transport.open()
         except TTransport.TTransportException as exc:
@@ -44,14 +46,28 @@ class MetastoreClient:
                 f"the metastore at {self.uri} did not answer ({exc}); `zipper metastore status` shows the"
                 " warehouse's server, `zipper metastore start` starts it"
             ) from None
-        socket.setTimeout(None)  # a listing of many partitions may take a while: no read timeout
+        self._socket.setTimeout(None)  # a listing of many partitions may take a while: no read timeout
         self.client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(self._transport))
         return self
 
     def __exit__(self, *exc_info) -> None:
         if self._transport is not None:
             self._transport.close()
-        self._transport = self.client = None
+        self._transport = self._socket = self.client = None
+
+    def is_open(self) -> bool:
+        """Whether the connection is still usable between calls: open, and neither closed by the
+        server (a restart) nor holding bytes no call asked for. A peek that neither waits nor reads."""
+        handle = self._socket.handle if self._socket is not None else None
+        if handle is None:
+            return False
+        try:
+            handle.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return True  # nothing to read: idle, as it should be
+        except OSError:
+            return False
+        return False  # closed (b"") or out of step
 
     def database(self, name: str):
         """The thrift `Database`, or None when it does not exist."""
