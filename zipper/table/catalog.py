@@ -70,8 +70,8 @@ _kept = threading.local()  # this thread's open connections, by (process, URI)
 @contextlib.contextmanager
 def _metastore(spark) -> Iterator[MetastoreClient]:
     """This thread's connection to the session's metastore, opened on first use and kept for the
-    next call: the server sets up a store for each new connection (measured: 70 ms for a new
-    connection and one call, 7 ms for the call on an open one), and a publish makes several
+    next call: the server sets up a store for each new connection (measured: 50-70 ms for a
+    new connection and one call, 7 ms for the call on an open one), and a publish makes several
     calls. One the server has closed since (a restart) is opened again; one a call failed on
     is closed, and the failure told in one line."""
     from thrift.transport.TTransport import TTransportException  # on use: as zipper.core.hms
