@@ -160,3 +160,22 @@ def test_one_connection_serves_the_calls_and_one_the_server_closed_is_opened_aga
     assert not kept.is_open()
     assert [p.end for p in catalog.list_partitions(spark, spec)] == ["2024-01-01"]
     assert catalog._kept.clients[key] is not kept and catalog._kept.clients[key].is_open()
+
+
+def test_a_metastore_that_stops_answering_mid_call_is_one_line_and_its_connection_dropped(
+    spark, tmp_path, unique_name, monkeypatch
+):
+    from thrift.transport.TTransport import TTransportException
+
+    spec = _table(spark, tmp_path, unique_name, ["2024-01-01"])
+    key = (os.getpid(), catalog.metastore_uri(spark))
+
+    def broken(self, database, name):
+        raise TTransportException(TTransportException.END_OF_FILE, "TSocket read 0 bytes")
+
+    monkeypatch.setattr(MetastoreClient, "partitions", broken)
+    with pytest.raises(StateError, match="stopped answering \\(TTransportException: TSocket read 0 bytes\\)"):
+        catalog.list_partitions(spark, spec)
+    assert key not in catalog._kept.clients
+    monkeypatch.undo()
+    assert [p.end for p in catalog.list_partitions(spark, spec)] == ["2024-01-01"]

@@ -90,7 +90,7 @@ def _metastore(spark) -> Iterator[MetastoreClient]:
     except StateError:
         kept[key] = client  # zipper's own refusal, between calls: the connection is fine
         raise
-    except (TTransportException, OSError) as exc:
+    except (TTransportException, ConnectionError, TimeoutError) as exc:  # the socket's, not a file's
         client.__exit__(None, None, None)
         raise StateError(
             f"the metastore at {uri} stopped answering ({type(exc).__name__}: {exc}); what it had not applied"
