@@ -30,18 +30,11 @@ from zipper.tablespec.modes import (
 ZIPPER = Path(__file__).resolve().parents[2] / "zipper"
 
 # Files of zipper/ (relative to it) that may still compare with an enum's texts, and why.
-OTHERS_AT_WORK = "being changed by others while the enums came in: to convert to members next"
 NOT_THIS_SET = "the same word in another vocabulary, not this enum's value"
 EXEMPT: dict[type[StrEnum], dict[str, str]] = {
     SourceFormat: {
         "cli/table_verbs.py": NOT_THIS_SET + " (`zipper history --format table`: how the CLI prints)",
         "cli/output.py": NOT_THIS_SET + " (the CLI's output formats csv, json, parquet)",
-        "inputs/conform.py": OTHERS_AT_WORK,
-        "inputs/dated.py": OTHERS_AT_WORK,
-        "inputs/file_types.py": OTHERS_AT_WORK,
-        "inputs/reader.py": OTHERS_AT_WORK,
-        "inputs/sources.py": OTHERS_AT_WORK,
-        "inputs/modes/base.py": OTHERS_AT_WORK,
     },
     ValueKind: {
         "tablespec/sparktypes.py": NOT_THIS_SET + " (Spark SQL type names and the type parser's tokens)",

@@ -19,7 +19,8 @@ from tests.support import day, table_rows
 from zipper.core import fs
 from zipper.core.errors import InputError, MissingInputError
 from zipper.core.input_names import is_hidden
-from zipper.inputs import landing
+from zipper.inputs.modes.landing_zone import files as landing
+from zipper.inputs.modes.landing_zone import locate
 from zipper.jobs import merge
 from zipper.jobs.keys import resolve_keys
 from zipper.table import catalog, inspect, state, vacuum
@@ -213,7 +214,7 @@ def test_consumed_range_is_committed_and_kept_for_a_rerun(spark, zone):
     again = merge.merge_date(spark, zone.spec, day(1))
     assert again.action == "noop" and "same input" in again.summary()
     st = state.read_state(spark, zone.spec)
-    located = landing.locate(spark, resolve_keys(spark, zone.spec), st, day(1))
+    located = locate.locate(spark, resolve_keys(spark, zone.spec), st, day(1))
     assert located.landing.kept == kept and located.fingerprint == st.commits["2024-01-01"].fingerprint
     assert [fs.name_of(p) for p in located.paths] == [landing.file_name(1), landing.file_name(2)]
 

@@ -16,6 +16,7 @@ from zipper.inputs import csv_values, reader
 from zipper.inputs.column_checks import check_shape, lower_case_columns
 from zipper.inputs.column_types import SAFE_WIDENINGS, float_and_double, reads_as
 from zipper.tablespec.model import TableSpec
+from zipper.tablespec.modes import SourceFormat
 
 
 def struct_type(columns: list[tuple[str, str]], begin_column: str | None = None):
@@ -42,7 +43,7 @@ def read_input(
         return None
     df = lower_case_columns(df, spec, ds, what)
     check_shape(df, spec, ds, what)
-    if located.format == "csv":
+    if located.format == SourceFormat.CSV:
         csv_values.refuse_rounding(spark, [f.path for f in located.files], spec.keys, spec.table, ds)
     return df
 

@@ -10,6 +10,7 @@ from zipper.inputs import conform, sources
 from zipper.inputs.changeset import evolved_columns
 from zipper.inputs.dated_checks import check_dated_keys
 from zipper.tablespec.model import TableSpec
+from zipper.tablespec.modes import SourceFormat
 from zipper.transforms.timelines import dated
 
 
@@ -74,7 +75,7 @@ def locate_base(spark, spec: TableSpec, init_ds: dt.date) -> sources.Input | Non
     if spec.base is None:
         return None
     located = sources.locate(spark, spec, spec.base, init_ds, "base")
-    if located.empty and located.format != "table":
+    if located.empty and located.format != SourceFormat.TABLE:
         raise MissingInputError(f"base at {located.description} has no files", table=spec.table, ds=init_ds.isoformat())
     return located
 
@@ -138,7 +139,7 @@ def check_keys(rows, spec: TableSpec, descriptions: dict[str, str], roots: dict[
 
     `rows`: dated rows (columns + DS); `descriptions`: date -> what the input is, for the message;
     `roots`: date -> the input's paths, that name its files (`input_roots`)."""
-    check_dated_keys(rows, spec, descriptions, read_all_columns=spec.source.format == "csv", roots=roots)
+    check_dated_keys(rows, spec, descriptions, read_all_columns=spec.source.format == SourceFormat.CSV, roots=roots)
 
 
 def descriptions(located: dict[dt.date, sources.Input]) -> dict[str, str]:

@@ -13,6 +13,7 @@ from zipper.inputs.column_types import loss_of, lossy_conversion, mistyped_colum
 from zipper.inputs.footers import FileSchemas, OrcFileSchemas
 from zipper.inputs.sources import Input, merges_schemas
 from zipper.tablespec.model import BaseSpec, SourceSpec, TableSpec
+from zipper.tablespec.modes import SourceFormat
 
 
 @contextlib.contextmanager
@@ -46,7 +47,7 @@ def explained_column_types_of(spark, spec: TableSpec, located: dict, suffix: str
 def mistyped_file(spec: TableSpec, ds: str, inp, path: str, reason: str, suffix: str = "") -> InputError:
     """The error of a file of the input `inp` of `ds` holding a column in another type than the
     input is read as: `reason` names the column and both types."""
-    if inp.format == "table":
+    if inp.format == SourceFormat.TABLE:
         read_as = f"the type the table {inp.table} declares"
     else:
         read_as = "its type in another file of the input; every file must give a column one type"
@@ -158,10 +159,10 @@ def files_read_as_another(spark, located: Input, source: SourceSpec | BaseSpec) 
     table declares), and of a Parquet input of several files read without merging their schemas
     (the reader option mergeSchema off: read as one file's). Any other input's are read with their
     own schema, or with one merged from all of them (which fails on a conflict)."""
-    if located.format == "table":
+    if located.format == SourceFormat.TABLE:
         return [f.path for f in located.files if f.size > 0] if _stored_as_parquet(spark, located.table) else []
     files = located.kept if located.kept is not None else located.files
-    if located.format != "parquet" or len(files) < 2 or merges_schemas(source.options):
+    if located.format != SourceFormat.PARQUET or len(files) < 2 or merges_schemas(source.options):
         return []
     return [f.path for f in files if f.size > 0]
 

@@ -15,6 +15,7 @@ from zipper.inputs import csv_header, csv_values, file_types
 from zipper.inputs.footers import nanosecond_columns
 from zipper.inputs.sources import Input, files_to_read, merges_schemas
 from zipper.tablespec.model import BaseSpec, SourceSpec
+from zipper.tablespec.modes import SourceFormat
 
 # The CSV reader's column for malformed rows: a name no input column can have (`zipper_` is reserved).
 CORRUPT_RECORD = "zipper_corrupt_record"
@@ -23,7 +24,7 @@ CORRUPT_RECORD = "zipper_corrupt_record"
 def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: str | None = None):
     """The input as a DataFrame with lower-case column names. An empty input needs `schema`;
     `ds` is the date it is read for, named if one of its CSV values does not parse."""
-    if located.format == "table":
+    if located.format == SourceFormat.TABLE:
         df = spark.table(located.table)
         for column, value in (located.partition or {}).items():
             df = df.where(F.col(column) == F.lit(value)).drop(column)
@@ -38,9 +39,9 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: 
     options = _spelled_as_zipper_does(source.options)
     files = files_to_read(spark, located, options)
     what = f"{'base' if isinstance(source, BaseSpec) else 'increment'} {located.description}"
-    if located.format == "parquet":
+    if located.format == SourceFormat.PARQUET:
         refuse_empty_parquet(files, what)
-    if located.format == "csv":
+    if located.format == SourceFormat.CSV:
         # Spark takes a column `_corrupt_record` (its default) for the text of malformed rows, not data
         options.setdefault("columnNameOfCorruptRecord", CORRUPT_RECORD)
         csv_header.check(spark, [f.path for f in files], options, what)
@@ -50,7 +51,7 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: 
             csv_values.remember(what, ds, [f.path for f in located.files], csv_schema, options)
         else:
             options.setdefault("inferSchema", "true")
-    if located.format in ("parquet", "orc") and len(files) > 1:
+    if located.format in (SourceFormat.PARQUET, SourceFormat.ORC) and len(files) > 1:
         # a column only some files have is read (Spark otherwise takes one file's schema and drops
         # it silently), and files that disagree on a column's type fail here, naming the input
         options.setdefault("mergeSchema", "true")
@@ -64,9 +65,9 @@ def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: 
             if conflict:
                 raise InputError(f"files of {located.description} disagree on column types: {conflict}") from None
         raise _unreadable(located, exc, _first_unreadable(spark, located, files, options)) from None
-    if located.format == "csv" and csv_schema is None:  # typed by Spark's inference: checked as typed
+    if located.format == SourceFormat.CSV and csv_schema is None:  # typed by Spark's inference: checked as typed
         csv_values.remember(what, ds, [f.path for f in located.files], df.schema, options)
-    if located.format == "orc" and len(files) > 1 and not merges_schemas(options):
+    if located.format == SourceFormat.ORC and len(files) > 1 and not merges_schemas(options):
         file_types.refuse_converted_orc_files(spark, located, files, df.schema)
     _refuse_unread_files(spark, located, files, df, options)
     return df

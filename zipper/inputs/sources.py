@@ -13,6 +13,7 @@ from zipper.core.errors import InputError, MissingInputError
 from zipper.core.input_names import is_being_copied
 from zipper.core.paths import local_path, user_path
 from zipper.tablespec.model import BaseSpec, SourceSpec, TableSpec
+from zipper.tablespec.modes import SourceFormat
 from zipper.tablespec.paths import parse_partition, render, resolve_path, spec_key
 
 
@@ -61,7 +62,7 @@ def fingerprint(files: list[fs.FileInfo], extra: str = "") -> str:
 
 
 def locate(spark, spec: TableSpec, source: SourceSpec | BaseSpec, ds: dt.date, what: str) -> Input:
-    if source.format == "table":
+    if source.format == SourceFormat.TABLE:
         return _locate_table(spark, spec, source, ds, what)
     rendered = resolve_path(render(source.path, ds, f"{spec_key(source)}.path", spec), spec)
     local = local_path(rendered)

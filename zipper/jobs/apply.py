@@ -113,9 +113,7 @@ def apply_date(
     table_columns = catalog.data_columns(spark, spec)
     run_id = state.new_run_id()
     run_root = state.run_dir(st, run_id)
-    open_dir = f"{run_root}/{daily.SLOT}={daily.OPEN}"
     closed_dir = f"{run_root}/{daily.SLOT}={daily.CLOSED}"
-    open_before = st.open_rows
 
     try:
         with (
@@ -124,21 +122,7 @@ def apply_date(
         ):  # a file typing a column otherwise
             keep = corrected.input_filter(spark, spec, st, ds)  # keys erased since, if `ds` is a past date
             day = dayinput.prepare(spark, spec, st, ds, located, table_columns, run_root, checked, keep)
-            tracked = conform.tracked_columns(spec, day.names, ds_text)
-            join = ""
-            if day.rows == 0:
-                open_dir = st.open_partition.location
-                kinds = {"changed": 0, "updated": 0, "unchanged": 0}
-                if mode_of(spec).closes_keys:
-                    kinds.update(deleted=0, vanished=0)
-                written, counts = Written(kinds, open_before, 0), dict(day.counts)
-                fs.mkdirs(spark, closed_dir)
-            else:
-                broadcast = broadcasts(spark, day.rows, day.columns, spec.begin_column, day.variable_bytes_per_row)
-                join = "broadcast" if broadcast else "shuffle"
-                written, counts = _write_merge(spark, spec, st, day, tracked, ds, run_root, broadcast=broadcast)
-                for directory in (open_dir, closed_dir):
-                    fs.mkdirs(spark, directory)
+            written, counts, open_dir, join = _write_day(spark, spec, st, day, ds, run_root)
     except (InputError, SpecError):
         fs.delete(spark, run_root)  # bad input or spec: nothing of this run is worth keeping
         raise
@@ -146,28 +130,9 @@ def apply_date(
         fs.delete(spark, directory)
     faults.checkpoint("after_write")
 
-    summary = audit.reconcile(
-        open_recorded=open_before,
-        open_read=fs.written_rows(spark, st.open_partition.location),
-        input_rows=day.rows,
-        kinds=written.kinds,
-        untouched=written.untouched,
-        touched=written.touched,
-        open_written=fs.written_rows(spark, open_dir),
-        closed_written=fs.written_rows(spark, closed_dir),
-        max_closed_begin=audit.max_value(spark, closed_dir, spec.begin_column),
-        ds=ds_text,
-        table=spec.table,
-    )
-    summary.update(counts)
-    if mode_of(spec).complete_source:  # keys of the snapshot equal to their open version: not in the change set
-        summary["unchanged"] = (
-            summary["source_rows"] - summary["new"] - summary["changed"] - summary["updated_in_place"]
-        )
-    summary.update(day.column_changes.report())
+    summary = _audit(spark, spec, st, ds, day, written, counts, open_dir, closed_dir)
     faults.checkpoint("after_audit")
 
-    consumed = day.located.landing
     publish.publish_day(
         spark,
         spec,
@@ -180,7 +145,7 @@ def apply_date(
             closed_dir,
             summary,
             day.located.fingerprint,
-            consumed.record(day.located.fingerprint) if consumed is not None else None,
+            mode_of(spec).commit_record(day.located),
             state.CommitAction(action),  # a caller's text (replay's "replay") as its member
         ),
         day.column_changes,
@@ -190,3 +155,58 @@ def apply_date(
         carry_params=carry_params,
     )
     return RunResult(spec.table, ds_text, RunAction.MERGE, "", summary, time.monotonic() - started, run_id, join)
+
+
+def _write_day(spark, spec: TableSpec, st: state.TableState, day: dayinput.Day, ds: dt.date, run_root: str):
+    """Write the day's slots under `run_root`. A day without changes writes no open slot (the
+    open partition stays as it is) and an empty closed one. Returns what was written, the day's
+    counts, the open slot's directory and the join the merge used ("" without one)."""
+    open_dir = f"{run_root}/{daily.SLOT}={daily.OPEN}"
+    closed_dir = f"{run_root}/{daily.SLOT}={daily.CLOSED}"
+    tracked = conform.tracked_columns(spec, day.names, ds.isoformat())
+    if day.rows == 0:
+        kinds = {"changed": 0, "updated": 0, "unchanged": 0}
+        if mode_of(spec).closes_keys:
+            kinds.update(deleted=0, vanished=0)
+        fs.mkdirs(spark, closed_dir)
+        return Written(kinds, st.open_rows, 0), dict(day.counts), st.open_partition.location, ""
+    broadcast = broadcasts(spark, day.rows, day.columns, spec.begin_column, day.variable_bytes_per_row)
+    written, counts = _write_merge(spark, spec, st, day, tracked, ds, run_root, broadcast=broadcast)
+    for directory in (open_dir, closed_dir):
+        fs.mkdirs(spark, directory)
+    return written, counts, open_dir, "broadcast" if broadcast else "shuffle"
+
+
+def _audit(
+    spark,
+    spec: TableSpec,
+    st: state.TableState,
+    ds: dt.date,
+    day: dayinput.Day,
+    written: Written,
+    counts: dict,
+    open_dir: str,
+    closed_dir: str,
+) -> dict:
+    """Reconcile what was written with what was read (`audit.reconcile`) before anything is
+    published; returns the day's summary: the audit's counts, the day's and its column changes."""
+    summary = audit.reconcile(
+        open_recorded=st.open_rows,
+        open_read=fs.written_rows(spark, st.open_partition.location),
+        input_rows=day.rows,
+        kinds=written.kinds,
+        untouched=written.untouched,
+        touched=written.touched,
+        open_written=fs.written_rows(spark, open_dir),
+        closed_written=fs.written_rows(spark, closed_dir),
+        max_closed_begin=audit.max_value(spark, closed_dir, spec.begin_column),
+        ds=ds.isoformat(),
+        table=spec.table,
+    )
+    summary.update(counts)
+    if mode_of(spec).complete_source:  # keys of the snapshot equal to their open version: not in the change set
+        summary["unchanged"] = (
+            summary["source_rows"] - summary["new"] - summary["changed"] - summary["updated_in_place"]
+        )
+    summary.update(day.column_changes.report())
+    return summary

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from dataclasses import dataclass, replace
 
 from pyspark.sql.types import _parse_datatype_string
 
@@ -29,6 +30,8 @@ def _where(spec: TableSpec, ds: dt.date) -> dict:
 
 
 def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunResult:
+    """Create the table (unless a killed init left it) and publish its first state as of the
+    base date: the base's rows, or none."""
     started = time.monotonic()
     spec = resolve_keys(spark, spec)
     ds = init_date(spec, requested)
@@ -42,28 +45,79 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
             f"already initialized (base date {st.init_ds}, at {st.last_committed}); a new base needs a rebuild", **where
         )
 
-    base_df, fingerprint, base_what, located = None, "empty", "base", None
-    if spec.base is not None:
-        located = sources.locate(spark, spec, spec.base, ds, "base")
-        fingerprint, base_what = located.fingerprint, f"base {located.description}"
-        declared = _spec_columns(spec) if spec.columns else None
-        base_df = conform.read_input(spark, spec, located, spec.base, declared, ds.isoformat(), base_what)
-        if base_df is None:
-            raise MissingInputError(f"base at {located.description} has no files", **where)
+    base = _read_base(spark, spec, ds)
+    columns = _columns(spark, spec, st, ds, base)
+    if base.df is not None:
+        base = _checked_base(spark, spec, ds, base, columns)
+    st, created = _created_table(spark, spec, st, columns)
+    table_columns = catalog.data_columns(spark, spec)
+    if sorted(table_columns) != sorted(columns):
+        raise StateError(f"table exists with columns {table_columns}, expected {columns}", **where)
 
-    if spec.columns:
-        columns = _spec_columns(spec)
-    elif base_df is not None:
-        columns = _schema_columns(base_df)
+    run_id = state.new_run_id()
+    open_dir = state.run_dir(st, run_id) + "/" + daily.SLOT + "=" + daily.OPEN
+    if base.df is not None:
+        names = [c for c, _ in table_columns]
+        # the columns the key check left unread are read here first
+        with file_types.explained_column_types(spark, spec, ds.isoformat(), base.located):
+            daily.opening(base.df, names, spec.begin_column, ds.isoformat()).write.parquet(open_dir)
     else:
-        columns = _columns_from_first_increment(spark, spec, st, ds + DAY)
-    if base_df is not None:
-        base_df = conform.to_table_columns(base_df, columns, spec, ds.isoformat(), base_what)
-        with file_types.explained_column_types(
-            spark, spec, ds.isoformat(), located
-        ):  # a file typing a column otherwise
-            refusals.validate_keys(base_df, spec, ds, base_what, roots=located.paths)
+        fs.mkdirs(spark, open_dir)
+    rows = fs.written_rows(spark, open_dir)
 
+    publish.publish_init(spark, spec, st, ds, run_id, open_dir, rows, base.fingerprint)
+    opened = Opening(created, base.df is not None, rows, ds.isoformat())
+    seconds = time.monotonic() - started
+    return RunResult(
+        spec.table, ds.isoformat(), RunAction.INIT, "", {"open_after": rows}, seconds, run_id, opened=opened
+    )
+
+
+@dataclass(frozen=True)
+class _Base:
+    """The base as read (None without one), with its fingerprint and how messages name it."""
+
+    df: object = None  # DataFrame
+    fingerprint: str = "empty"
+    what: str = "base"
+    located: object = None  # sources.Input
+
+
+def _read_base(spark, spec: TableSpec, ds: dt.date) -> _Base:
+    """The spec's base of `ds`, read with the spec's columns when it declares them; a base
+    without files is refused, an absent one (no `base:`) is no rows."""
+    if spec.base is None:
+        return _Base()
+    located = sources.locate(spark, spec, spec.base, ds, "base")
+    what = f"base {located.description}"
+    declared = _spec_columns(spec) if spec.columns else None
+    df = conform.read_input(spark, spec, located, spec.base, declared, ds.isoformat(), what)
+    if df is None:
+        raise MissingInputError(f"base at {located.description} has no files", **_where(spec, ds))
+    return _Base(df, located.fingerprint, what, located)
+
+
+def _columns(spark, spec: TableSpec, st: state.TableState, ds: dt.date, base: _Base) -> list[tuple[str, str]]:
+    """The table's columns: the spec's `columns:`, else the base's, else the first increment's."""
+    if spec.columns:
+        return _spec_columns(spec)
+    if base.df is not None:
+        return _schema_columns(base.df)
+    return _columns_from_first_increment(spark, spec, st, ds + DAY)
+
+
+def _checked_base(spark, spec: TableSpec, ds: dt.date, base: _Base, columns: list[tuple[str, str]]) -> _Base:
+    """The base as the table's columns, its NULL and repeated keys refused."""
+    df = conform.to_table_columns(base.df, columns, spec, ds.isoformat(), base.what)
+    with file_types.explained_column_types(spark, spec, ds.isoformat(), base.located):
+        refusals.validate_keys(df, spec, ds, base.what, roots=base.located.paths)
+    return replace(base, df=df)
+
+
+def _created_table(
+    spark, spec: TableSpec, st: state.TableState, columns: list[tuple[str, str]]
+) -> tuple[state.TableState, bool]:
+    """The table, created unless it exists; returns its state and whether it was created."""
     if (
         st.exists
         and not st.initialized
@@ -91,28 +145,7 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
                 state.P_FORMAT: state.FORMAT_VERSION,
             },
         )
-    st = state.read_state(spark, spec)
-    table_columns = catalog.data_columns(spark, spec)
-    if sorted(table_columns) != sorted(columns):
-        raise StateError(f"table exists with columns {table_columns}, expected {columns}", **where)
-
-    run_id = state.new_run_id()
-    open_dir = state.run_dir(st, run_id) + "/" + daily.SLOT + "=" + daily.OPEN
-    if base_df is not None:
-        names = [c for c, _ in table_columns]
-        # the columns the key check left unread are read here first
-        with file_types.explained_column_types(spark, spec, ds.isoformat(), located):
-            daily.opening(base_df, names, spec.begin_column, ds.isoformat()).write.parquet(open_dir)
-    else:
-        fs.mkdirs(spark, open_dir)
-    rows = fs.written_rows(spark, open_dir)
-
-    publish.publish_init(spark, spec, st, ds, run_id, open_dir, rows, fingerprint)
-    opened = Opening(created, base_df is not None, rows, ds.isoformat())
-    seconds = time.monotonic() - started
-    return RunResult(
-        spec.table, ds.isoformat(), RunAction.INIT, "", {"open_after": rows}, seconds, run_id, opened=opened
-    )
+    return state.read_state(spark, spec), created
 
 
 def _columns_from_first_increment(

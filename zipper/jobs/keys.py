@@ -1,8 +1,8 @@
-"""The spec's key columns, which a landing zone's spec may leave to the zone itself."""
+"""The spec's key columns, which a source mode may let a spec leave to its source."""
 
 from __future__ import annotations
 
-from zipper.inputs import landing
+from zipper.inputs.modes import mode_of
 from zipper.table import catalog, state
 from zipper.tablespec.model import TableSpec
 
@@ -12,4 +12,4 @@ def resolve_keys(spark, spec: TableSpec) -> TableSpec:
     if spec.keys:
         return spec
     recorded = catalog.table_properties(spark, spec).get(state.P_KEYS, "") if catalog.table_exists(spark, spec) else ""
-    return landing.resolve_keys(spark, spec, recorded)
+    return mode_of(spec).resolve_keys(spark, spec, recorded)

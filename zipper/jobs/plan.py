@@ -10,7 +10,7 @@ from enum import StrEnum
 from zipper.core.dates import DAY, date_range, describe_dates
 from zipper.core.errors import RefusedBySpecError, StateError
 from zipper.tablespec.model import TableSpec
-from zipper.tablespec.modes import EndStyle, OnPastDate, SourceMode
+from zipper.tablespec.modes import EndStyle, OnPastDate
 
 
 class PlanAction(StrEnum):
@@ -171,40 +171,90 @@ def plan_rerun(
         )
     if init_ds is not None and first <= init_ds:
         raise StateError(f"date is not after the table's base date {init_ds}; the base already holds it", **where)
-    notes: list[str] = []
-    resume_news = None
     if pending_replay is not None and first >= pending_replay[0]:
-        pending_from, pending_to = pending_replay
-        end = last or pending_to
-        changed = [
-            d
-            for d in date_range(pending_from, last_committed)
-            if committed_fingerprints.get(d.isoformat()) != current_fingerprint(d)
-        ]
-        start = changed[0] if changed else last_committed + DAY
-        resume_news = [f"the input of {describe_dates(changed)} changed since it was replayed"] if changed else []
-        notes.append(
-            "; ".join(
-                [
-                    f"resuming the interrupted replay of {pending_from}..{pending_to} (table at {last_committed})",
-                    *resume_news,
-                ]
-            )
-        )
-        marker_from = pending_from
+        span = _resumed_span(pending_replay, last, last_committed, committed_fingerprints, current_fingerprint)
     else:
-        if pending_replay is not None:
-            notes.append(f"an interrupted replay of {pending_replay[0]}..{pending_replay[1]} is taken over by this one")
-            end = last or pending_replay[1]
-        else:
-            end = last or last_committed
-        if first > last_committed + DAY:
-            missing = date_range(last_committed + DAY, first - DAY)
-            raise StateError(
-                f"table is at {last_committed}; merge the missing dates first: {describe_dates(missing)}", **where
-            )
-        start = first
-        marker_from = first
+        span = _new_span(spec, first, last, last_committed, pending_replay)
+    notes = span.notes + _uncommitted_notes(spec, first, last, span, last_committed, uncommit_later)
+    return RerunPlan(
+        restore_from=span.start if span.start <= last_committed else None,
+        dates=date_range(span.start, span.end),
+        marker_from=span.marker_from,
+        marker_to=span.end,
+        notes=notes,
+        resume_news=span.resume_news,
+    )
+
+
+@dataclass(frozen=True)
+class _Span:
+    """Where a rerun starts and ends, where its marker starts, and what the plan says of it."""
+
+    start: dt.date
+    end: dt.date
+    marker_from: dt.date
+    notes: list[str]
+    resume_news: list[str] | None = None
+
+
+def _resumed_span(
+    pending_replay: tuple[dt.date, dt.date],
+    last: dt.date | None,
+    last_committed: dt.date,
+    committed_fingerprints: dict[str, str],
+    current_fingerprint: Callable[[dt.date], str],
+) -> _Span:
+    """A rerun inside an interrupted replay resumes it: its dates already replayed are kept
+    unless their input changed since (the replay then starts at the first changed one)."""
+    pending_from, pending_to = pending_replay
+    changed = [
+        d
+        for d in date_range(pending_from, last_committed)
+        if committed_fingerprints.get(d.isoformat()) != current_fingerprint(d)
+    ]
+    resume_news = [f"the input of {describe_dates(changed)} changed since it was replayed"] if changed else []
+    resuming = f"resuming the interrupted replay of {pending_from}..{pending_to} (table at {last_committed})"
+    return _Span(
+        start=changed[0] if changed else last_committed + DAY,
+        end=last or pending_to,
+        marker_from=pending_from,
+        notes=["; ".join([resuming, *resume_news])],
+        resume_news=resume_news,
+    )
+
+
+def _new_span(
+    spec: TableSpec,
+    first: dt.date,
+    last: dt.date | None,
+    last_committed: dt.date,
+    pending_replay: tuple[dt.date, dt.date] | None,
+) -> _Span:
+    """A rerun from `first`, taking over an interrupted replay that started after it; the dates
+    before `first` must be committed."""
+    notes = []
+    if pending_replay is not None:
+        notes.append(f"an interrupted replay of {pending_replay[0]}..{pending_replay[1]} is taken over by this one")
+        end = last or pending_replay[1]
+    else:
+        end = last or last_committed
+    if first > last_committed + DAY:
+        missing = date_range(last_committed + DAY, first - DAY)
+        raise StateError(
+            f"table is at {last_committed}; merge the missing dates first: {describe_dates(missing)}",
+            table=spec.table,
+            ds=first.isoformat(),
+        )
+    return _Span(start=first, end=end, marker_from=first, notes=notes)
+
+
+def _uncommitted_notes(
+    spec: TableSpec, first: dt.date, last: dt.date | None, span: _Span, last_committed: dt.date, uncommit_later: bool
+) -> list[str]:
+    """Refuses an empty span or one that ends out of the schedule; an end before the last
+    committed date leaves the later dates uncommitted, only with `uncommit_later`, and said."""
+    where = {"table": spec.table, "ds": first.isoformat()}
+    end, start = span.end, span.start
     if end < start and last is None:
         raise StateError(
             f"nothing to replay: the table is at {last_committed}, before {first}; merge {first}"
@@ -224,24 +274,8 @@ def plan_rerun(
             **where,
         )
     if later:
-        notes.append(
-            f"the table will be at {end}: {later} will no longer be committed; merge them again to bring them back"
-        )
-    return RerunPlan(
-        restore_from=start if start <= last_committed else None,
-        dates=date_range(start, end),
-        marker_from=marker_from,
-        marker_to=end,
-        notes=notes,
-        resume_news=resume_news,
-    )
-
-
-def rebuild_supported(spec: TableSpec) -> bool:
-    """A rebuild computes the table in one pass from rows that are each a key's full state on
-    their date: the upsert mode without `sequence_by`. Deletes, ordered changes and snapshots
-    go through the daily merge (a rerun from the first date after the base does the same job)."""
-    return spec.source.mode is SourceMode.UPSERT and spec.source.sequence_by is None
+        return [f"the table will be at {end}: {later} will no longer be committed; merge them again to bring them back"]
+    return []
 
 
 def source_kind(spec: TableSpec) -> str:

@@ -23,7 +23,7 @@ from zipper.core.reports import RunAction
 from zipper.inputs import conform, dated, file_types, modes
 from zipper.jobs import corrected
 from zipper.jobs.init import init_table
-from zipper.jobs.plan import check_in_schedule, rebuild_supported, source_kind
+from zipper.jobs.plan import check_in_schedule, source_kind
 from zipper.jobs.result import RunResult
 from zipper.table import audit, catalog, publish, recovery, state
 from zipper.tablespec.model import TableSpec
@@ -48,24 +48,83 @@ def rebuild(
     `uncommit_later`, as for a rerun, since their scheduled runs, already done, would have to run again."""
     started = time.monotonic()
     st = state.read_state(spark, spec)
-    if not rebuild_supported(spec):
-        first = st.init_ds + DAY if st.initialized else spec.start_date
-        raise StateError(
-            f"rebuild computes the table in one pass from full-state rows: source mode upsert without sequence_by;"
-            f" this table has mode {source_kind(spec)}."
-            f" Rerun from the first date after the base instead (`zipper rerun {spec.name} --from {first}`)",
-            table=spec.table,
-            ds=last.isoformat() if last else None,
-        )
+    _refuse_mode(spec, st, last)
     state.check_owned(st, spec, last or spec.start_date)
-    if not st.initialized:
-        if last is None:
-            raise StateError(
-                f"table does not exist yet; give the last date to build: `zipper rebuild {spec.name} --to E`",
-                table=spec.table,
-            )
-        progress(init_table(spark, spec).summary())
-        st = state.read_state(spark, spec)
+    st = _initialized(spark, spec, st, last, progress)
+    init_ds = st.init_ds
+    end = _rebuilt_to(spec, st, last, uncommit_later, progress)
+    st = recovery.recover(spark, spec, st, end)
+    run_id = state.new_run_id()
+    # erased keys stay out of every input; a value fix or delete is refused unless undone here
+    undone = corrected.undone(spec, st, None, undo_corrections, run_id, "rebuild")
+
+    dates = date_range(init_ds + DAY, end)
+    found = _locate_inputs(spark, spec, init_ds, dates)
+    recorded = st.open_partition.params.get(state.INIT_FINGERPRINT)
+    base_fingerprint = dated.base_fingerprint(found.base, recorded)
+    if dated.base_changed(found.base, recorded):
+        progress(f"{spec.table}: the base differs from the one loaded on {init_ds}; the rebuild uses it as it is now")
+
+    run_root = state.run_dir(st, run_id)
+    per_date = _write_versions(spark, spec, st, init_ds, found, run_root)
+    counts = _commit_counts(per_date, init_ds, dates)
+    open_dir = f"{run_root}/{SLOT}={OPEN}"
+    closed_dirs = {day: f"{run_root}/{SLOT}={CLOSED_PREFIX}{spec.closed_end(day).isoformat()}" for day in dates}
+    open_rows = counts[end]["open_after"] if dates else per_date.get(init_ds.isoformat(), {}).get("new", 0)
+    expected = {open_dir: open_rows} | {closed_dirs[day]: counts[day]["closed"] for day in dates}
+    _audit(spark, spec, end, expected)
+
+    fingerprints = {day: found.increments[day].fingerprint for day in closed_dirs}
+    init_params = {state.INIT_DS: init_ds.isoformat(), state.INIT_FINGERPRINT: base_fingerprint}
+    init_params |= state.correction_params(st.open_partition.params) | undone  # corrections last: their records stay
+    publish.publish_rebuild(
+        spark, spec, st, run_id, run_root, end, open_dir, open_rows, closed_dirs, counts, fingerprints, init_params
+    )
+    closed_rows = sum(c["closed"] for c in counts.values())
+    return RunResult(
+        spec.table,
+        end.isoformat(),
+        RunAction.REBUILD,
+        f"rebuilt from the base of {init_ds} and {len(dates)} increments up to {end}:"
+        f" {open_rows} open rows, {closed_rows} closed rows in {len(dates)} history partitions",
+        {"open_after": open_rows, "closed": closed_rows, "dates": len(dates)},
+        time.monotonic() - started,
+        run_id,
+    )
+
+
+def _refuse_mode(spec: TableSpec, st: state.TableState, last: dt.date | None) -> None:
+    """A rebuild computes the table in one pass: only a source mode whose rows are each a key's
+    full state can be (`rebuilds_in_one_pass`); the others replay from the first date instead."""
+    if modes.mode_of(spec).rebuilds_in_one_pass(spec):
+        return
+    first = st.init_ds + DAY if st.initialized else spec.start_date
+    raise StateError(
+        f"rebuild computes the table in one pass from full-state rows: source mode upsert without sequence_by;"
+        f" this table has mode {source_kind(spec)}."
+        f" Rerun from the first date after the base instead (`zipper rerun {spec.name} --from {first}`)",
+        table=spec.table,
+        ds=last.isoformat() if last else None,
+    )
+
+
+def _initialized(spark, spec: TableSpec, st: state.TableState, last: dt.date | None, progress) -> state.TableState:
+    """The table's state, once it is initialized: a table not there yet is created first (its
+    base), which needs the last date to build, as nothing says where it stops."""
+    if st.initialized:
+        return st
+    if last is None:
+        raise StateError(
+            f"table does not exist yet; give the last date to build: `zipper rebuild {spec.name} --to E`",
+            table=spec.table,
+        )
+    progress(init_table(spark, spec).summary())
+    return state.read_state(spark, spec)
+
+
+def _rebuilt_to(spec: TableSpec, st: state.TableState, last: dt.date | None, uncommit_later: bool, progress) -> dt.date:
+    """The date the rebuild ends at: `last`, else where the table is (or an interrupted replay
+    was going). Before the last committed date only with `uncommit_later`, and said."""
     init_ds = st.init_ds
     end = last or (st.replay.last if st.replay else st.last_committed)
     where = {"table": spec.table, "ds": end.isoformat()}
@@ -87,19 +146,14 @@ def rebuild(
             f"{spec.table}: the table will be at {end}: {later} will no longer be committed;"
             " merge them again to bring them back"
         )
-    st = recovery.recover(spark, spec, st, end)
-    run_id = state.new_run_id()
-    # erased keys stay out of every input; a value fix or delete is refused unless undone here
-    undone = corrected.undone(spec, st, None, undo_corrections, run_id, "rebuild")
+    return end
 
-    dates = date_range(init_ds + DAY, end)
-    found = _locate_inputs(spark, spec, init_ds, dates)
-    recorded = st.open_partition.params.get(state.INIT_FINGERPRINT)
-    base_fingerprint = dated.base_fingerprint(found.base, recorded)
-    if dated.base_changed(found.base, recorded):
-        progress(f"{spec.table}: the base differs from the one loaded on {init_ds}; the rebuild uses it as it is now")
 
-    run_root = state.run_dir(st, run_id)
+def _write_versions(
+    spark, spec: TableSpec, st: state.TableState, init_ds: dt.date, found: Located, run_root: str
+) -> dict[str, dict[str, int]]:
+    """Write every version under `run_root`, by slot, in one job; returns each date's counts by
+    kind (ds text -> kind -> rows), read from the same marked rows, kept in memory for both."""
     with found.explained(spark, spec):  # a file typing a column otherwise than its input is read with
         marked = _marked_inputs(spark, spec, init_ds, found, corrected.dated_filter(spark, spec, st, DS))
         marked.rows.persist()  # read twice: the counts, then the versions
@@ -112,35 +166,17 @@ def rebuild(
             )
         finally:
             marked.rows.unpersist()
+    return per_date
 
-    counts = _commit_counts(per_date, init_ds, dates)
-    open_dir = f"{run_root}/{SLOT}={OPEN}"
-    closed_dirs = {day: f"{run_root}/{SLOT}={CLOSED_PREFIX}{spec.closed_end(day).isoformat()}" for day in dates}
-    for directory in [open_dir, *closed_dirs.values()]:
+
+def _audit(spark, spec: TableSpec, end: dt.date, expected: dict[str, int]) -> None:
+    """Every slot directory made (an empty one too), and its rows as the counts expect, before
+    anything is published (`audit.reconcile_rebuild`)."""
+    for directory in expected:
         fs.mkdirs(spark, directory)
-    open_rows = counts[end]["open_after"] if dates else per_date.get(init_ds.isoformat(), {}).get("new", 0)
-    expected = {open_dir: open_rows} | {closed_dirs[day]: counts[day]["closed"] for day in dates}
     written = {directory: fs.written_rows(spark, directory) for directory in expected}
     audit.reconcile_rebuild(expected=expected, written=written, last=end.isoformat(), table=spec.table)
     faults.checkpoint("after_rebuild_write")
-
-    fingerprints = {day: found.increments[day].fingerprint for day in closed_dirs}
-    init_params = {state.INIT_DS: init_ds.isoformat(), state.INIT_FINGERPRINT: base_fingerprint}
-    init_params |= state.correction_params(st.open_partition.params) | undone  # corrections last: their records stay
-    publish.publish_rebuild(
-        spark, spec, st, run_id, run_root, end, open_dir, open_rows, closed_dirs, counts, fingerprints, init_params
-    )
-    closed_rows = sum(c["closed"] for c in counts.values())
-    return RunResult(
-        spec.table,
-        end.isoformat(),
-        RunAction.REBUILD,
-        f"rebuilt from the base of {init_ds} and {len(dates)} increments up to {end}:"
-        f" {open_rows} open rows, {closed_rows} closed rows in {len(dates)} history partitions",
-        {"open_after": open_rows, "closed": closed_rows, "dates": len(dates)},
-        time.monotonic() - started,
-        run_id,
-    )
 
 
 @dataclass(frozen=True)

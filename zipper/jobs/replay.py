@@ -30,11 +30,11 @@ from zipper.core.errors import (
     summarize_failure,
 )
 from zipper.core.paths import user_path
-from zipper.inputs import conform, csv_values, dated, dayinput, file_types, landing, metrics, modes
+from zipper.inputs import conform, csv_values, dated, dayinput, file_types, metrics, modes
 from zipper.inputs.modes import mode_of
 from zipper.jobs import apply, corrected
 from zipper.jobs.keys import resolve_keys
-from zipper.jobs.plan import plan_rerun, rebuild_supported, source_kind
+from zipper.jobs.plan import plan_rerun, source_kind
 from zipper.jobs.result import RunResult
 from zipper.table import audit, catalog, publish, recovery, state
 from zipper.tablespec.model import TableSpec
@@ -66,7 +66,40 @@ def rerun(
     st = state.read_state(spark, spec)
     state.check_owned(st, spec, first)
     st = recovery.recover(spark, spec, st, first)
+    plan, located = _plan(spark, spec, st, first, last, uncommit_later)
+    marker_run = state.new_run_id()
+    # before any input is read: a correction in the way is said first
+    undone = (
+        corrected.undone(spec, st, plan.restore_from, undo_corrections, marker_run, "rerun")
+        if plan.restore_from is not None
+        else {}
+    )
+    for note in _notes(plan, resume_said):
+        progress(f"{spec.table}: {note}")
 
+    # Every increment of the range is found and readable before anything changes, and what can be
+    # checked without the open rows is (`_checked_inputs`); the rest date by date, before each publish.
+    replayed, ahead = mode_of(spec).replay_inputs(spark, spec, st, plan.dates, located)
+    checked = _check_inputs(spark, spec, first, replayed | ahead)  # what they read is not read again
+    marker = state.ReplayMarker(plan.marker_from, plan.marker_to, marker_run, mode_of(spec).replay_records(replayed))
+    marker = _start_replay(spark, spec, st, plan, marker, undone, progress)
+    results = _replay_dates(spark, spec, plan, marker, replayed, checked, progress)
+    span = f"{plan.dates[0]}..{plan.dates[-1]}" if len(plan.dates) > 1 else plan.dates[0].isoformat()
+    return RunResult(
+        spec.table,
+        span,
+        "rerun",
+        f"replayed {span} ({len(plan.dates)} date{'s' if len(plan.dates) != 1 else ''}); table at {plan.dates[-1]}",
+        {"dates": len(plan.dates), "restored": plan.restore_from is not None},
+        time.monotonic() - started,
+        results[-1].run_id,
+        replayed=results,
+    )
+
+
+def _plan(spark, spec: TableSpec, st: state.TableState, first: dt.date, last: dt.date | None, uncommit_later: bool):
+    """The rerun's plan, and the inputs it located to compare their fingerprints with the commits'
+    (date -> input): the replay takes them rather than locating them again."""
     located: dict[dt.date, object] = {}
     committed = {d: c.fingerprint for d, c in st.commits.items()}
 
@@ -88,48 +121,28 @@ def rerun(
         current_fingerprint=current_fingerprint,
         uncommit_later=uncommit_later,
     )
-    marker_run = state.new_run_id()
-    # before any input is read: a correction in the way is said first
-    undone = (
-        corrected.undone(spec, st, plan.restore_from, undo_corrections, marker_run, "rerun")
-        if plan.restore_from is not None
-        else {}
-    )
-    for note in _notes(plan, resume_said):
-        progress(f"{spec.table}: {note}")
+    return plan, located
 
-    # Every increment of the range is found and readable before anything changes, and what can be
-    # checked without the open rows is (`_checked_inputs`); the rest date by date, before each publish.
-    landing_zone = mode_of(spec).located_when_due
-    pending_landing = pending.landing if pending is not None else {}
-    # A landing zone's date that the table never consumed is located when its turn comes, after
-    # the date before it is committed: what it consumes depends on that.
-    up_front = [
-        d for d in plan.dates if not landing_zone or d.isoformat() in st.commits or d.isoformat() in pending_landing
-    ]
-    located.update(modes.locate_dates(spark, spec, [d for d in up_front if d not in located], st))
-    ahead = {}
-    if landing_zone and len(up_front) < len(plan.dates):
-        # checked as the zone is now (as the committed dates, replayed, will leave the table); its
-        # merge locates it again, and checks what files arrive meanwhile
-        landing.require_folder(spark, spec, plan.dates[len(up_front)])
-        ahead = modes.locate_dates(spark, spec, [plan.dates[len(up_front)]], st)
-    replayed = {d: located[d] for d in up_front}
-    checked = _check_inputs(spark, spec, first, replayed | ahead)  # what they read is not read again
 
-    kept = {
-        d.isoformat(): inp.landing.record(inp.fingerprint)
-        for d, inp in replayed.items()
-        if inp.landing is not None and inp.landing.kept
-    }
-    marker = state.ReplayMarker(plan.marker_from, plan.marker_to, marker_run, kept)
+def _start_replay(spark, spec: TableSpec, st: state.TableState, plan, marker: state.ReplayMarker, undone, progress):
+    """Record the replay on the table before its first date, so that a crash leaves it to
+    resume: with the restore, or alone when several dates replay onto the table as it is. A
+    resumed replay keeps its marker (and what it recorded of the dates restored away). Returns
+    the marker the replayed dates carry."""
+    pending = st.replay
     if plan.restore_from is not None:
         progress(restore(spark, spec, st, plan.restore_from, marker, undone).summary())
     elif pending is not None and (pending.first, pending.last) == (marker.first, marker.last):
-        marker = state.ReplayMarker(pending.first, pending.last, pending.run_id, pending.landing | kept)
+        return state.ReplayMarker(pending.first, pending.last, pending.run_id, pending.landing | marker.landing)
     elif len(plan.dates) > 1:
         publish.publish_marker(spark, spec, st, marker)
+    return marker
 
+
+def _replay_dates(spark, spec: TableSpec, plan, marker: state.ReplayMarker, replayed: dict, checked: dict, progress):
+    """Merge and publish each date in turn, every one but the last keeping the marker. A date
+    located only when its turn comes (`replay_inputs`) is located once the date before is
+    committed. Returns each date's result."""
     results = []
     for n, day in enumerate(plan.dates, start=1):
         st = state.read_state(spark, spec)
@@ -142,35 +155,31 @@ def rerun(
         except Exception as exc:
             if plan.restore_from is None and n == 1:
                 raise  # nothing has changed
-            unreadable = failed_file(exc)  # a file of the day's input, or one of the table's own
-            input_problem = isinstance(exc, (InputError, SpecError)) or (
-                unreadable is not None and not fs.is_under(unreadable, st.location)
-            )
-            fix = "fix the input" if input_problem else "fix the cause"
-            pending_note = (
-                f"; the table is at {st.last_committed}, the replay of {marker.first}..{marker.last}"
-                f" pending: {fix}, then `zipper rerun {spec.name} --from {marker.first}`"
-                " (or the next merge) resumes it"
-            )
-            if isinstance(exc, ZipperError):
-                raise exc.reworded(exc.detail + pending_note, table=exc.table, ds=exc.ds) from None
-            # a Spark failure (a file that cannot be read, ...) on this date: say so and where the table is
-            raise ZipperError(summarize_failure(exc) + pending_note, table=spec.table, ds=day.isoformat()) from exc
+            raise _left_pending(exc, spec, st, marker, day) from (None if isinstance(exc, ZipperError) else exc)
         results.append(result)
         progress(result.summary())
         if n < len(plan.dates):
             faults.checkpoint("after_replayed_date")
-    span = f"{plan.dates[0]}..{plan.dates[-1]}" if len(plan.dates) > 1 else plan.dates[0].isoformat()
-    return RunResult(
-        spec.table,
-        span,
-        "rerun",
-        f"replayed {span} ({len(plan.dates)} date{'s' if len(plan.dates) != 1 else ''}); table at {plan.dates[-1]}",
-        {"dates": len(plan.dates), "restored": plan.restore_from is not None},
-        time.monotonic() - started,
-        results[-1].run_id,
-        replayed=results,
+    return results
+
+
+def _left_pending(exc: Exception, spec: TableSpec, st: state.TableState, marker: state.ReplayMarker, day: dt.date):
+    """The failure of a replayed date once the table has changed, saying where the table is and
+    how the pending replay resumes: the input or the cause is to be fixed first."""
+    unreadable = failed_file(exc)  # a file of the day's input, or one of the table's own
+    input_problem = isinstance(exc, (InputError, SpecError)) or (
+        unreadable is not None and not fs.is_under(unreadable, st.location)
     )
+    fix = "fix the input" if input_problem else "fix the cause"
+    pending_note = (
+        f"; the table is at {st.last_committed}, the replay of {marker.first}..{marker.last}"
+        f" pending: {fix}, then `zipper rerun {spec.name} --from {marker.first}`"
+        " (or the next merge) resumes it"
+    )
+    if isinstance(exc, ZipperError):
+        return exc.reworded(exc.detail + pending_note, table=exc.table, ds=exc.ds)
+    # a Spark failure (a file that cannot be read, ...) on this date: say so and where the table is
+    return ZipperError(summarize_failure(exc) + pending_note, table=spec.table, ds=day.isoformat())
 
 
 NOTHING_CHANGED = "; nothing was changed"
@@ -246,7 +255,7 @@ def _restored(spark, spec: TableSpec, st: state.TableState, first: dt.date, tabl
     tracked = conform.tracked_columns(spec, names, first.isoformat())
     untracked = [c for c in names if c not in tracked and c not in spec.keys]
     if untracked:
-        if not rebuild_supported(spec):
+        if not mode_of(spec).rebuilds_in_one_pass(spec):
             raise StateError(
                 f"the table has untracked columns, so the table cannot say what they held before {first} (the open rows"
                 f" hold their latest values), and with source mode {source_kind(spec)} that state cannot be rebuilt"

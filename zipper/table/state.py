@@ -92,7 +92,9 @@ class Commit:
     counts: dict
     rows: int
     end: str
-    landing: dict | None = None  # range of landing-zone files consumed, and the kept copy (see landing.py)
+    # what the date read beyond its fingerprint, as its source mode records it (a landing zone:
+    # the range of files consumed and their kept copy, `landing_zone.files.Consumed.record`)
+    landing: dict | None = None
     action: CommitAction = CommitAction.MERGE
 
     @classmethod
@@ -137,7 +139,7 @@ class ReplayMarker:
     first: dt.date
     last: dt.date
     run_id: str = ""
-    landing: dict = field(default_factory=dict)  # ds text -> landing record (see landing.Consumed.record)
+    landing: dict = field(default_factory=dict)  # ds text -> the record its commit had (`Commit.landing`)
 
     def params(self) -> dict[str, str]:
         params = {
@@ -280,6 +282,14 @@ class TableState:
     def open_rows(self) -> int:
         return int(self.open_partition.params.get(ROWS, "0")) if self.open_partition else 0
 
+    def kept_input_copies(self) -> list[str]:
+        """The copies of their inputs that dates read from (a landing zone's consumed files),
+        named by their commits' records, and by a replay under way for the dates its restore
+        took away: kept so that those dates read the same again."""
+        records = [c.landing for c in self.commits.values() if c.landing]
+        records += list(self.replay.landing.values()) if self.replay else []
+        return [r["kept"] for r in records if r.get("kept")]
+
     @property
     def recorded_column_change(self) -> dict[str, list[tuple[str, str]]]:
         """Columns the last commit added or widened ({"added": [(name, type)], "widened": [...]}),
@@ -334,7 +344,7 @@ def check_owned(st: TableState, spec: TableSpec, ds: dt.date | None = None) -> N
     if P_SPEC_NAME not in props:
         raise StateError("table exists and was not created by zipper; refusing to change it", **where)
     recorded_keys = props.get(P_KEYS, "")
-    # a landing zone's spec may leave its keys to the table (and _metadata.json): nothing to compare
+    # a spec may leave its keys to the table (a landing zone's to _metadata.json): nothing to compare
     if recorded_keys and spec.keys and recorded_keys.split(",") != spec.keys:
         raise StateError(
             f"spec keys {spec.keys} differ from the table's keys {recorded_keys.split(',')}; "

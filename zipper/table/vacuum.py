@@ -2,8 +2,8 @@
 
 Each run writes `versions/<run_id>/zipper_slot=open` and `.../zipper_slot=closed`. The closed
 directory stays referenced for as long as its history partition exists; the open one is
-superseded by the next day's run. A landing-zone date also keeps the files it consumed in
-`.../zipper_landing`, referenced by its commit record. So the unit of removal is the slot
+superseded by the next day's run. A date may also keep a copy of its input (a landing zone's
+consumed files, in `.../zipper_landing`), referenced by its commit record. So the unit of removal is the slot
 directory, and a run directory goes when nothing in it is referenced any more.
 
 An erasure (`zipper correct --erase-key`) leaves the directories it superseded holding the
@@ -30,10 +30,8 @@ def vacuum(
     now = now or dt.datetime.now(dt.UTC)
     root = fs.qualify(spark, state.versions_root(st)).rstrip("/")
     live = {fs.qualify(spark, p.location).rstrip("/") for p in [st.open_partition, *st.closed, *st.pending]}
-    # the landing-zone files a commit consumed, kept so that its date can be read again
-    records = [c.landing for c in st.commits.values() if c.landing]
-    records += list(st.replay.landing.values()) if st.replay else []  # restored away, not yet replayed
-    live |= {fs.qualify(spark, r["kept"]).rstrip("/") for r in records if r.get("kept")}
+    # the inputs' copies dates read from (a landing zone's), kept so that they can be read again
+    live |= {fs.qualify(spark, kept).rstrip("/") for kept in st.kept_input_copies()}
     # the salted hashes of erased keys, read by every later rerun and rebuild
     live |= {fs.qualify(spark, c.hashes).rstrip("/") for c in st.corrections if c.hashes}
     # the dates of the versions a correction removed, read by a later rerun's restore audit

@@ -1,5 +1,7 @@
-"""What every source mode's strategy offers the merge and the rerun, and the steps the modes that
-read one input a day (all but the landing zone) share."""
+"""What every source mode's strategy offers the jobs, and the steps the modes share: locating
+several dates, the tail of a change set (keys checked, written to scratch, the `Day`), and, for
+the modes that read one input a day (all but the landing zone), the reading and the rerun's
+checks."""
 
 from __future__ import annotations
 
@@ -7,14 +9,16 @@ import datetime as dt
 from collections.abc import Callable
 from functools import reduce
 
-from zipper.core.errors import InputError
+from zipper.core.dates import describe_dates
+from zipper.core.errors import InputError, ZipperError
 from zipper.inputs import conform, dated, reader, sources
-from zipper.inputs.changeset import CheckedInput, Day, columns_of, evolved_columns, read_day_input
+from zipper.inputs.changeset import CheckedInput, Day, columns_of, evolved_columns, materialize, read_day_input
 from zipper.inputs.column_checks import check_shape, lower_case_columns
 from zipper.inputs.dated_checks import check_dated_keys, check_within_days, dated_keys
-from zipper.inputs.refusals import where_of
+from zipper.inputs.metrics import Seen, measure
+from zipper.inputs.refusals import validate_keys, validate_order, where_of
 from zipper.tablespec.model import TableSpec
-from zipper.tablespec.modes import SourceMode
+from zipper.tablespec.modes import SourceFormat, SourceMode
 from zipper.transforms import changes
 
 
@@ -28,6 +32,53 @@ class SourceStrategy:
     complete_source = False  # each day is the whole source: keys left unchanged are not in the change set
     reports_anomalies = False  # a key's changes that do not fit its state are counted (on_anomaly)
     previous_change: str | None = None  # what a key's later change within the day is checked against
+    checks_open_rows = False  # a day's first actions are checked against the open rows (`Day.check_open`)
+
+    def rebuilds_in_one_pass(self, spec: TableSpec) -> bool:
+        """Whether `zipper rebuild` can compute the table in one pass: only from rows that are each
+        a key's full state on their date. Deletes, ordered changes and snapshots go through the
+        daily merge (a rerun from the first date after the base does the same job)."""
+        return False
+
+    def resolve_keys(self, spark, spec: TableSpec, recorded: str = "") -> TableSpec:
+        """The spec with its key columns; `recorded`: the table's, once created. Only a mode whose
+        source names its own keys lets a spec leave them out."""
+        return spec
+
+    def locate_dates(self, spark, spec: TableSpec, dates: list[dt.date], st=None) -> dict[dt.date, sources.Input]:
+        """Every date's increment (as the table in state `st` sees it); fails naming every date
+        whose increment is missing or unreadable."""
+        located, failed = {}, []
+        for day in dates:
+            try:
+                located[day] = self.locate(spark, spec, st, day)
+            except InputError as exc:
+                failed.append((day, exc))
+        if failed:
+            missing, first = describe_dates([d for d, _ in failed]), failed[0][1]
+            raise _retried_first([exc for _, exc in failed]).reworded(
+                f"increments missing for {missing} ({first.detail}); nothing was changed",
+                table=spec.table,
+                ds=failed[0][0].isoformat(),
+            )
+        return located
+
+    def replay_inputs(self, spark, spec: TableSpec, st, dates: list[dt.date], found: dict) -> tuple[dict, dict]:
+        """A rerun's inputs, located before anything changes: (the inputs its dates replay, those
+        of dates only checked now, each located again when its turn comes). `found`: the inputs
+        located already (by the plan's fingerprints). Every date's input is known up front."""
+        located = {d: found[d] for d in dates if d in found}
+        located |= self.locate_dates(spark, spec, [d for d in dates if d not in found], st)
+        return {d: located[d] for d in dates}, {}
+
+    def replay_records(self, replayed: dict) -> dict[str, dict]:
+        """What a replay's marker records of its dates' inputs (ds text -> record), so that a
+        resumed replay reads what the restored-away commits read: nothing, when the input stays."""
+        return {}
+
+    def commit_record(self, located: sources.Input) -> dict | None:
+        """What a commit records of the input it read beyond its fingerprint (None: nothing)."""
+        return None
 
     def locate(self, spark, spec: TableSpec, st, ds: dt.date) -> sources.Input:
         """The increment of `ds` for the table in state `st`."""
@@ -82,7 +133,7 @@ class SourceStrategy:
         a filter of the rows read (a replayed date's input without the keys erased since)."""
         what = f"increment {located.description}"
         self.refuse_empty(spec, ds, located)
-        if located.empty and located.format != "table":
+        if located.empty and located.format != SourceFormat.TABLE:
             return Day(None, 0, list(table_columns), conform.ColumnChanges(), located, self.empty_counts(spec))
         if checked is not None and checked.table_columns == list(table_columns):
             df = checked.df
@@ -90,7 +141,15 @@ class SourceStrategy:
             df, checked = read_day_input(spark, spec, located, table_columns, ds, what), None
         if keep is not None:
             df = keep(df)
-        return self.changes_of(spark, spec, st, ds, located, df, table_columns, run_root, what, checked is not None)
+        if checked is None:
+            self.check_operations(spec, ds, located, df, what)
+        columns, column_changes = conform.evolve(
+            columns_of(df, self.leave_out(spec)), table_columns, spec, ds.isoformat(), what
+        )
+        changed, seen, counts = self.changes_of(
+            spark, spec, st, ds, located, df, columns, column_changes, what, checked is not None
+        )
+        return self.day_of(spark, spec, changed, seen, counts, columns, column_changes, located, run_root)
 
     def refuse_empty(self, spec: TableSpec, ds: dt.date, located: sources.Input) -> None:
         """Refuses an input without files, where the mode cannot take one."""
@@ -103,13 +162,55 @@ class SourceStrategy:
         ds: dt.date,
         located: sources.Input,
         df,
-        table_columns,
-        run_root: str,
+        columns: list[tuple[str, str]],
+        column_changes: conform.ColumnChanges,
         what: str,
         checked: bool,
-    ) -> Day:
-        """The change set of the input read as `df`; `checked`: its keys were checked already."""
+    ) -> tuple[object, Seen, dict]:
+        """What the mode makes of the input read as `df` (operations checked) once its `columns`
+        are the table's: the change set, what the pass that checked its keys saw (`seen`), and the
+        day's counts. `checked`: the keys were checked already (by a rerun)."""
         raise NotImplementedError
+
+    def seen(
+        self, spec: TableSpec, ds: dt.date, located: sources.Input, what: str, rows, names, checked: bool, ordered: bool
+    ) -> Seen:
+        """Rows and string bytes of the input (`ordered`: as events, ordered by a key's changes),
+        its NULL and repeated keys (or sequence values) refused on the way, unless a rerun
+        checked them already."""
+        if checked:
+            return measure(rows, names)
+        if ordered:
+            return validate_order(rows, spec, ds, what, spec.source.sequence_by, names, located.paths)
+        return validate_keys(rows, spec, ds, what, names, located.paths)
+
+    def writes_change_set(self, spec: TableSpec) -> bool:
+        """Whether the change set is written to scratch and read back (later steps read it several
+        times, and its count comes from the footers); not when it is the input rows as they are."""
+        return True
+
+    def day_of(
+        self, spark, spec: TableSpec, changed, seen: Seen, counts: dict, columns, column_changes, located, run_root: str
+    ) -> Day:
+        """The change set as the merge takes it, its input rows counted."""
+        if not self.writes_change_set(spec):
+            return Day(
+                changed, seen.rows, columns, column_changes, located, variable_bytes_per_row=seen.variable_bytes_per_row
+            )
+        result, count, scratch = materialize(spark, changed, run_root)
+        counts = dict(counts)
+        counts["source_rows"] = seen.rows
+        return Day(
+            result,
+            count,
+            columns,
+            column_changes,
+            located,
+            counts,
+            check_open=self.checks_open_rows,
+            scratch=[scratch],
+            variable_bytes_per_row=seen.variable_bytes_per_row,
+        )
 
     def check_before_rerun(self, spark, spec: TableSpec, located: dict, table_columns) -> dict[dt.date, CheckedInput]:
         """What a rerun checks of the replayed dates' inputs before its restore, as their merges
@@ -144,17 +245,17 @@ class SourceStrategy:
         checked, columns, keyed, flagged = {}, list(table_columns), [], {}
         refused = self.refused_within_day(spec)
         for ds in sorted(located):
-            if located[ds].empty and located[ds].format != "table":
+            if located[ds].empty and located[ds].format != SourceFormat.TABLE:
                 continue
             what = f"increment {located[ds].description}"
             df = read_day_input(spark, spec, located[ds], table_columns, ds, what)
             self.check_operations(spec, ds, located[ds], df, what)
             # a CSV input is typed by the table's columns it is read for: its merge reads it again when
             # an earlier replayed date has changed them, and then checks it itself
-            read_as_merged = located[ds].format != "csv" or columns == list(table_columns)
+            read_as_merged = located[ds].format != SourceFormat.CSV or columns == list(table_columns)
             columns = evolved_columns(spec, ds, columns_of(df, self.leave_out(spec)), columns, what)
             checked[ds] = CheckedInput(df, list(table_columns))
-            keyed.append(dated_keys(df, spec, columns, ds, read_all=located[ds].format == "csv"))
+            keyed.append(dated_keys(df, spec, columns, ds, read_all=located[ds].format == SourceFormat.CSV))
             if refused and read_as_merged:
                 events, match = self.events(spec, df, columns)
                 flagged[ds] = changes.flag_events(events, keys=spec.keys, columns=[c for c, _ in columns], match=match)
@@ -165,3 +266,8 @@ class SourceStrategy:
         # then every date's changes, in one job
         check_within_days(spec, flagged, descriptions, self.previous_change, refused, self.reports_anomalies)
         return checked
+
+
+def _retried_first(errors: list[ZipperError]) -> ZipperError:
+    """The error that says what several say together: one that another try may fix, if any."""
+    return next((e for e in errors if not e.final), errors[0])

@@ -8,10 +8,9 @@ import datetime as dt
 from zipper.core import fs
 from zipper.core.errors import InputError
 from zipper.inputs import conform, sources
-from zipper.inputs.changeset import CheckedInput, Day, collapsed, columns_of, materialize
-from zipper.inputs.metrics import measure
+from zipper.inputs.changeset import CheckedInput, collapsed
 from zipper.inputs.modes.base import SourceStrategy
-from zipper.inputs.refusals import CDC_PREVIOUS, validate_keys, validate_order, where_of
+from zipper.inputs.refusals import CDC_PREVIOUS, where_of
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import SourceMode
 from zipper.transforms import changes
@@ -20,6 +19,7 @@ from zipper.transforms import changes
 class Cdc(SourceStrategy):
     mode = SourceMode.CDC
     previous_change = CDC_PREVIOUS
+    checks_open_rows = True  # a delete must match its key's open row
 
     def leave_out(self, spec: TableSpec) -> tuple[str, ...]:
         return (spec.source.operation_column,)
@@ -65,54 +65,18 @@ class Cdc(SourceStrategy):
         )
         return events, match
 
-    def changes_of(
-        self,
-        spark,
-        spec: TableSpec,
-        st,
-        ds: dt.date,
-        located: sources.Input,
-        df,
-        table_columns,
-        run_root: str,
-        what: str,
-        checked: bool,
-    ) -> Day:
-        """`checked`: the operations and keys were checked already (`check_before_rerun`)."""
-        if not checked:
-            self.check_operations(spec, ds, located, df, what)
-        columns, column_changes = conform.evolve(
-            columns_of(df, self.leave_out(spec)), table_columns, spec, ds.isoformat(), what
-        )
+    def changes_of(self, spark, spec: TableSpec, st, ds, located, df, columns, column_changes, what, checked):
+        """Each key's one change of the day; with `sequence_by`, the state its last change leaves,
+        the problems between its changes refused or counted first."""
         names = [c for c, _ in columns]
         sequence = spec.source.sequence_by
         events, match = self.events(spec, df, columns)
         counts = self.problem_counts(spec)
+        seen = self.seen(spec, ds, located, what, events, names, checked, ordered=bool(sequence))
         if not sequence:
-            seen = measure(events, names) if checked else validate_keys(events, spec, ds, what, names, located.paths)
-            collapsed_events = changes.single_changes(events, columns=names, match=match)
-        else:
-            seen = (
-                measure(events, names)
-                if checked
-                else validate_order(events, spec, ds, what, sequence, names, located.paths)
-            )
-            collapsed_events = collapsed(
-                spec, ds, what, events, names, counts, match, CDC_PREVIOUS, self.reports_anomalies
-            )
-        counts["source_rows"] = seen.rows
-        result, count, scratch = materialize(spark, collapsed_events, run_root)
-        return Day(
-            result,
-            count,
-            columns,
-            column_changes,
-            located,
-            counts,
-            check_open=True,
-            scratch=[scratch],
-            variable_bytes_per_row=seen.variable_bytes_per_row,
-        )
+            return changes.single_changes(events, columns=names, match=match), seen, counts
+        collapsed_events = collapsed(spec, ds, what, events, names, counts, match, CDC_PREVIOUS, self.reports_anomalies)
+        return collapsed_events, seen, counts
 
     def check_before_rerun(self, spark, spec: TableSpec, located: dict, table_columns) -> dict[dt.date, CheckedInput]:
         return self.check_read_inputs(spark, spec, located, table_columns)

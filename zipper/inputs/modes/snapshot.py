@@ -7,10 +7,9 @@ import datetime as dt
 
 from zipper.core.errors import MissingInputError
 from zipper.inputs import conform, sources
-from zipper.inputs.changeset import Day, columns_of, float_precision, materialize
-from zipper.inputs.metrics import measure
+from zipper.inputs.changeset import float_precision
 from zipper.inputs.modes.base import SourceStrategy
-from zipper.inputs.refusals import validate_keys, where_of
+from zipper.inputs.refusals import where_of
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import SourceMode
 from zipper.transforms import changes
@@ -29,23 +28,11 @@ class Snapshot(SourceStrategy):
                 **where_of(spec, ds),
             )
 
-    def changes_of(
-        self,
-        spark,
-        spec: TableSpec,
-        st,
-        ds: dt.date,
-        located: sources.Input,
-        df,
-        table_columns,
-        run_root: str,
-        what: str,
-        checked: bool,
-    ) -> Day:
-        columns, column_changes = conform.evolve(columns_of(df), table_columns, spec, ds.isoformat(), what)
+    def changes_of(self, spark, spec: TableSpec, st, ds, located, df, columns, column_changes, what, checked):
+        """The difference between the snapshot and the open rows."""
         rows = conform.to_columns(df, columns)
         names = [c for c, _ in columns]
-        seen = measure(rows, names) if checked else validate_keys(rows, spec, ds, what, names, located.paths)
+        seen = self.seen(spec, ds, located, what, rows, names, checked, ordered=False)
         open_rows = spark.read.schema(conform.struct_type(columns)).parquet(st.open_partition.location)
         diff = changes.snapshot_changes(
             open_rows,
@@ -55,14 +42,4 @@ class Snapshot(SourceStrategy):
             invalidate=spec.source.invalidate_missing,
             float_precision=float_precision(st, columns, column_changes),
         )
-        result, count, scratch = materialize(spark, diff, run_root)
-        return Day(
-            result,
-            count,
-            columns,
-            column_changes,
-            located,
-            {"source_rows": seen.rows},
-            scratch=[scratch],
-            variable_bytes_per_row=seen.variable_bytes_per_row,
-        )
+        return diff, seen, {}
