@@ -47,7 +47,7 @@ class ZipperSparkJobOperator(SparkSubmitOperator):
     """Runs `spark_jobs/zipper_job.py VERB NAME ...` (the `zipper` CLI under spark-submit).
 
     The job gets ZIPPER_SPECS (the folder the DAG was built from) and ZIPPER_WAREHOUSE; with the
-    embedded Derby metastore also the `--conf` pairs of `spark_submit_conf()`, since JVM options
+    warehouse's own metastore also the `--conf` pairs of `spark_submit_conf()`, since JVM options
     must be on the command line (with an external one in client mode, the hook gives the driver
     zipper's log configuration: `spark_submit_env()`). Returns the job's report lines (XCom) for
     the audit task."""
@@ -371,9 +371,9 @@ def spark_log_file(settings: SessionSettings, dag_id: str, tag: str, ti: Any = N
 
 
 class ZipperAuditOperator(BaseOperator):
-    """Logs the counts of the day's commit, as reported by the merge job (no second Spark JVM:
-    the embedded Derby metastore allows one): after a replay, every replayed date's, then the table's
-    state at the end. The committed state itself is in the metastore."""
+    """Logs the counts of the day's commit, as reported by the merge job (no second Spark JVM to
+    read them again): after a replay, every replayed date's, then the table's state at the end.
+    The committed state itself is in the metastore."""
 
     ui_color = "#b6e3b6"
 
