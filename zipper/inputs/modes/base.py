@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import reduce
 
 from zipper.core.dates import describe_dates
@@ -20,6 +21,27 @@ from zipper.inputs.refusals import validate_keys, validate_order, where_of
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import SourceFormat, SourceMode
 from zipper.transforms import changes
+
+
+@dataclass(frozen=True)
+class DayRead:
+    """One day's input as read, handed to the mode to make its change set of (`changes_of`):
+    one record rather than ten parameters restated by every mode."""
+
+    spark: object
+    spec: TableSpec
+    st: object  # the table's state: the snapshot mode reads its open rows
+    ds: dt.date
+    located: sources.Input
+    df: object  # the rows read, their operations checked
+    columns: list[tuple[str, str]]  # the table's columns once the input has evolved them
+    column_changes: conform.ColumnChanges
+    what: str  # how errors name the input
+    checked: bool  # a rerun has checked the keys already
+
+    @property
+    def names(self) -> list[str]:
+        return [c for c, _ in self.columns]
 
 
 class SourceStrategy:
@@ -147,30 +169,21 @@ class SourceStrategy:
             columns_of(df, self.leave_out(spec)), table_columns, spec, ds.isoformat(), what
         )
         changed, seen, counts = self.changes_of(
-            spark, spec, st, ds, located, df, columns, column_changes, what, checked is not None
+            DayRead(spark, spec, st, ds, located, df, columns, column_changes, what, checked is not None)
         )
         return self.day_of(spark, spec, changed, seen, counts, columns, column_changes, located, run_root)
 
     def refuse_empty(self, spec: TableSpec, ds: dt.date, located: sources.Input) -> None:
         """Refuses an input without files, where the mode cannot take one."""
 
-    def changes_of(
-        self,
-        spark,
-        spec: TableSpec,
-        st,
-        ds: dt.date,
-        located: sources.Input,
-        df,
-        columns: list[tuple[str, str]],
-        column_changes: conform.ColumnChanges,
-        what: str,
-        checked: bool,
-    ) -> tuple[object, Seen, dict]:
-        """What the mode makes of the input read as `df` (operations checked) once its `columns`
-        are the table's: the change set, what the pass that checked its keys saw (`seen`), and the
-        day's counts. `checked`: the keys were checked already (by a rerun)."""
+    def changes_of(self, day: DayRead) -> tuple[object, Seen, dict]:
+        """What the mode makes of the day's input: the change set, what the pass that checked its
+        keys saw (`seen`, from `seen_in`), and the day's counts."""
         raise NotImplementedError
+
+    def seen_in(self, day: DayRead, rows, ordered: bool) -> Seen:
+        """`seen` of rows made from the day's input."""
+        return self.seen(day.spec, day.ds, day.located, day.what, rows, day.names, day.checked, ordered)
 
     def seen(
         self, spec: TableSpec, ds: dt.date, located: sources.Input, what: str, rows, names, checked: bool, ordered: bool

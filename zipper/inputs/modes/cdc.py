@@ -9,7 +9,7 @@ from zipper.core import fs
 from zipper.core.errors import InputError
 from zipper.inputs import conform, sources
 from zipper.inputs.changeset import CheckedInput, collapsed
-from zipper.inputs.modes.base import SourceStrategy
+from zipper.inputs.modes.base import DayRead, SourceStrategy
 from zipper.inputs.refusals import CDC_PREVIOUS, where_of
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import SourceMode
@@ -65,17 +65,19 @@ class Cdc(SourceStrategy):
         )
         return events, match
 
-    def changes_of(self, spark, spec: TableSpec, st, ds, located, df, columns, column_changes, what, checked):
+    def changes_of(self, day: DayRead):
         """Each key's one change of the day; with `sequence_by`, the state its last change leaves,
         the problems between its changes refused or counted first."""
-        names = [c for c, _ in columns]
+        spec, names = day.spec, day.names
         sequence = spec.source.sequence_by
-        events, match = self.events(spec, df, columns)
+        events, match = self.events(spec, day.df, day.columns)
         counts = self.problem_counts(spec)
-        seen = self.seen(spec, ds, located, what, events, names, checked, ordered=bool(sequence))
+        seen = self.seen_in(day, events, ordered=bool(sequence))
         if not sequence:
             return changes.single_changes(events, columns=names, match=match), seen, counts
-        collapsed_events = collapsed(spec, ds, what, events, names, counts, match, CDC_PREVIOUS, self.reports_anomalies)
+        collapsed_events = collapsed(
+            spec, day.ds, day.what, events, names, counts, match, CDC_PREVIOUS, self.reports_anomalies
+        )
         return collapsed_events, seen, counts
 
     def check_before_rerun(self, spark, spec: TableSpec, located: dict, table_columns) -> dict[dt.date, CheckedInput]:

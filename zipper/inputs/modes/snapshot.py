@@ -8,7 +8,7 @@ import datetime as dt
 from zipper.core.errors import MissingInputError
 from zipper.inputs import conform, sources
 from zipper.inputs.changeset import float_precision
-from zipper.inputs.modes.base import SourceStrategy
+from zipper.inputs.modes.base import DayRead, SourceStrategy
 from zipper.inputs.refusals import where_of
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import SourceMode
@@ -28,18 +28,18 @@ class Snapshot(SourceStrategy):
                 **where_of(spec, ds),
             )
 
-    def changes_of(self, spark, spec: TableSpec, st, ds, located, df, columns, column_changes, what, checked):
+    def changes_of(self, day: DayRead):
         """The difference between the snapshot and the open rows."""
-        rows = conform.to_columns(df, columns)
-        names = [c for c, _ in columns]
-        seen = self.seen(spec, ds, located, what, rows, names, checked, ordered=False)
-        open_rows = spark.read.schema(conform.struct_type(columns)).parquet(st.open_partition.location)
+        spec, st = day.spec, day.st
+        rows = conform.to_columns(day.df, day.columns)
+        seen = self.seen_in(day, rows, ordered=False)
+        open_rows = day.spark.read.schema(conform.struct_type(day.columns)).parquet(st.open_partition.location)
         diff = changes.snapshot_changes(
             open_rows,
             rows,
             keys=spec.keys,
-            columns=names,
+            columns=day.names,
             invalidate=spec.source.invalidate_missing,
-            float_precision=float_precision(st, columns, column_changes),
+            float_precision=float_precision(st, day.columns, day.column_changes),
         )
         return diff, seen, {}

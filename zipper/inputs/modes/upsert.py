@@ -7,7 +7,7 @@ import datetime as dt
 
 from zipper.inputs import conform
 from zipper.inputs.changeset import CheckedInput
-from zipper.inputs.modes.base import SourceStrategy
+from zipper.inputs.modes.base import DayRead, SourceStrategy
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import SourceMode
 from zipper.transforms import changes
@@ -29,15 +29,15 @@ class Upsert(SourceStrategy):
         """Without `sequence_by` the input rows are the change set as they are."""
         return spec.source.sequence_by is not None
 
-    def changes_of(self, spark, spec: TableSpec, st, ds, located, df, columns, column_changes, what, checked):
+    def changes_of(self, day: DayRead):
         """The rows as they are; with `sequence_by`, each key's last change of the day."""
-        rows = conform.to_columns(df, columns)
+        spec, names = day.spec, day.names
+        rows = conform.to_columns(day.df, day.columns)
         sequence = spec.source.sequence_by
-        names = [c for c, _ in columns]
         if not sequence:
-            return rows, self.seen(spec, ds, located, what, rows, names, checked, ordered=False), {}
+            return rows, self.seen_in(day, rows, ordered=False), {}
         events = changes.upsert_events(rows, columns=names, order=sequence)
-        seen = self.seen(spec, ds, located, what, events, names, checked, ordered=True)
+        seen = self.seen_in(day, events, ordered=True)
         flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=None)
         return changes.collapse(flagged, columns=names, deletes=False), seen, {}
 
