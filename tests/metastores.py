@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from zipper.runtime import metastore
+from zipper.runtime import metastore, processes
 
 MARKER = "-Dzipper.warehouse="
 
@@ -45,6 +45,6 @@ def stop_servers(under: Path, keep: frozenset[Path] = frozenset()) -> list[Path]
             service.stop()
         else:  # a server whose record a test removed or replaced: by its pid alone
             with contextlib.suppress(ProcessLookupError):
-                metastore._terminate(pid)
+                processes.terminate(pid)
         stopped.append(warehouse)
     return stopped

@@ -26,8 +26,6 @@ import datetime as dt
 import fcntl
 import json
 import os
-import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator, Mapping
@@ -37,7 +35,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from zipper.core.errors import StateError
-from zipper.runtime import jvm
+from zipper.runtime import jvm, processes
+from zipper.runtime.processes import LOCAL_HOST
 
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 METASTORE_ENV = "ZIPPER_METASTORE"  # local (default) | external
@@ -50,7 +49,6 @@ HEAP_ENV = "ZIPPER_METASTORE_HEAP"
 DEBIAN_POSTGRESQL_JAR = Path("/usr/share/java/postgresql.jar")
 START_TIMEOUT_S = float(os.environ.get("ZIPPER_METASTORE_START_TIMEOUT", "300"))
 LOG_CONFIG = Path(__file__).resolve().parent / "log4j2.properties"
-LOCAL_HOST = "127.0.0.1"
 
 
 class MetastoreUnavailable(StateError):
@@ -193,14 +191,14 @@ class MetastoreService:
         server = self.recorded()
         if server is None or not self._is_our_process(server.pid):
             return None
-        return server if _accepts(server.port) else None
+        return server if processes.accepts(server.port) else None
 
     def _is_our_process(self, pid: int) -> bool:
         """Whether `pid` is this warehouse's metastore server (a recycled pid is some other process)."""
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
-            return _pid_alive(pid) and _ps_cmdline_has(pid, MAIN_CLASS, self._marker())
+            return processes.pid_alive(pid) and processes.ps_cmdline_has(pid, MAIN_CLASS, self._marker())
         return MAIN_CLASS.encode() in cmdline and self._marker().encode() in cmdline
 
     def _marker(self) -> str:
@@ -234,7 +232,7 @@ class MetastoreService:
                 return server, False
             stale = self.recorded()
             if stale is not None and self._is_our_process(stale.pid):
-                _terminate(stale.pid)  # alive but not answering: a hung server holds the Derby database
+                processes.terminate(stale.pid)  # alive but not answering: a hung server holds the Derby database
             self.record_path.unlink(missing_ok=True)
             server = self._launch()
             tmp = self.record_path.with_suffix(".tmp")
@@ -250,7 +248,7 @@ class MetastoreService:
             if server is None:
                 return None
             if self._is_our_process(server.pid):
-                self.stopped_cleanly = _terminate(server.pid, grace_s)
+                self.stopped_cleanly = processes.terminate(server.pid, grace_s)
             else:
                 server = None  # only a stale record
             self.record_path.unlink(missing_ok=True)
@@ -267,7 +265,7 @@ class MetastoreService:
             )
         last_log = ""
         for _ in range(3):  # a port taken between choosing it and binding it: choose another
-            port = _free_port()
+            port = processes.free_port()
             command = self.command(java, port, database)
             with open(self.log_path, "ab") as log:
                 log.write(f"\n--- {_now()} starting on port {port}\n".encode())
@@ -327,10 +325,10 @@ class MetastoreService:
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 return False
-            if _accepts(port):
+            if processes.accepts(port):
                 return True
             time.sleep(0.2)
-        _terminate(process.pid)
+        processes.terminate(process.pid)
         return False
 
     def _log_tail(self) -> str:
@@ -393,68 +391,6 @@ def _without_password(url: str) -> str:
     if "@" not in rest:
         return url
     return f"{scheme}{separator}***@{rest.rpartition('@')[2]}"
-
-
-def _accepts(port: int) -> bool:
-    try:
-        socket.create_connection((LOCAL_HOST, port), timeout=2).close()
-        return True
-    except OSError:
-        return False
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((LOCAL_HOST, 0))
-        return sock.getsockname()[1]
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-
-
-def _ps_cmdline_has(pid: int, *parts: str) -> bool:
-    """Where there is no /proc (macOS): the process's command line through ps."""
-    found = subprocess.run(["ps", "-ww", "-o", "command=", "-p", str(pid)], capture_output=True, text=True)
-    return found.returncode == 0 and all(part in found.stdout for part in parts)
-
-
-def _terminate(pid: int, grace_s: float = 20) -> bool:
-    """SIGTERM, then SIGKILL if it has not exited within `grace_s` (Derby shuts down on SIGTERM).
-    Whether it exited by itself."""
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return True
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        if not _pid_alive(pid) or _is_zombie(pid):
-            _reap(pid)
-            return True
-        time.sleep(0.1)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    _reap(pid)
-    return False
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def _reap(pid: int) -> None:
-    """Collect the exit of a server this process started itself, so it leaves no zombie."""
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)
 
 
 def _now() -> str:
