@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from zipper.core.corrections import CorrectionKind
+from zipper.core.layout import Slot
 from zipper.core.predicate import ValueKind
 from zipper.core.reports import RunAction
 from zipper.jobs.plan import PlanAction
@@ -57,6 +58,7 @@ ENUMS = [
     OnAnomaly,
     SensorMode,
     ValueKind,
+    Slot,
 ]
 
 

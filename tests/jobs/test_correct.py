@@ -13,6 +13,7 @@ from zipper.core import faults
 from zipper.core.errors import InputError, StateError
 from zipper.inputs.modes import mode_of
 from zipper.jobs import apply, correct, merge, rebuild, replay
+from zipper.jobs.context import Run
 from zipper.table import catalog, check, state, status
 from zipper.table.state import read_state
 
@@ -192,7 +193,7 @@ def test_a_merge_that_read_the_table_before_a_correction_publishes_nothing(spark
     correct.correct(spark, people.spec, request("erase", erase_keys=("id=3",)))
     located = mode_of(people.spec).locate(spark, people.spec, stale, day(4))
     with pytest.raises(catalog.ConcurrentChange):
-        apply.apply_date(spark, people.spec, stale, day(4), located)
+        apply.apply_date(Run(spark, people.spec, stale), day(4), located)
     assert versions(spark, people) == [row for row in BEFORE if row[0] != 3]
     merge.merge_date(spark, people.spec, day(4))  # the retry plans from the corrected table
     assert (2, "bob", "Oslo", day(4).isoformat(), OPEN) in versions(spark, people)

@@ -359,10 +359,10 @@ def test_a_replay_that_fails_for_another_cause_than_its_input_does_not_blame_the
     t.write_increment(spark, day(2), [(1, "ann", "Tromso")])
     apply_date = apply.apply_date
 
-    def failing_on_day_3(spark_, spec, st, ds, *args, **kwargs):
+    def failing_on_day_3(run, ds, *args, **kwargs):
         if ds == day(3):
             raise RuntimeError("Mkdirs failed to create file:/warehouse/versions/x")
-        return apply_date(spark_, spec, st, ds, *args, **kwargs)
+        return apply_date(run, ds, *args, **kwargs)
 
     monkeypatch.setattr(apply, "apply_date", failing_on_day_3)
     with pytest.raises(ZipperError) as err:

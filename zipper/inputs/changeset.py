@@ -7,15 +7,13 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from zipper.core import fs
+from zipper.core import fs, layout
 from zipper.core.errors import InputError
 from zipper.inputs import conform, sources
 from zipper.inputs.refusals import add_counts, collect_problems, handle_problems, where_of
 from zipper.tablespec.model import TableSpec
 from zipper.transforms import changes
 from zipper.transforms.equality import holds_map
-
-SCRATCH = "zipper_changes"
 
 
 @dataclass
@@ -73,7 +71,7 @@ def columns_of(df, leave_out: tuple[str, ...] = ()) -> list[tuple[str, str]]:
 def materialize(spark, df, run_root: str):
     """Write a change set to a scratch directory of the run and read it back: later steps read
     it several times, and its row count comes from the footers."""
-    directory = f"{run_root}/{SCRATCH}"
+    directory = f"{run_root}/{layout.CHANGE_SET}"
     df.write.parquet(directory)
     fs.mkdirs(spark, directory)
     return spark.read.schema(df.schema).parquet(directory), fs.written_rows(spark, directory), directory

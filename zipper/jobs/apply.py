@@ -7,22 +7,22 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
-import time
 from dataclasses import dataclass
 
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
-from zipper.core import faults, fs
+from zipper.core import faults, fs, layout
 from zipper.core.errors import InputError, SpecError
+from zipper.core.layout import Slot
 from zipper.core.reports import RunAction
 from zipper.inputs import conform, csv_values, dayinput, file_types, metrics, sources
 from zipper.inputs.modes import mode_of
 from zipper.jobs import corrected
 from zipper.jobs.broadcast import broadcasts
+from zipper.jobs.context import Run
 from zipper.jobs.result import RunResult
 from zipper.table import audit, catalog, publish, state
-from zipper.tablespec.model import TableSpec
 from zipper.transforms import daily
 
 
@@ -35,18 +35,9 @@ class Written:
     touched: int  # open rows the big pass set aside for the small job (footers)
 
 
-def _write_merge(
-    spark,
-    spec: TableSpec,
-    st: state.TableState,
-    day: dayinput.Day,
-    tracked: list[str],
-    ds: dt.date,
-    run_root: str,
-    broadcast: bool,
-) -> tuple[Written, dict]:
-    """Write the new open and closed slots under `run_root` in two jobs; return what was written
-    and the day's counts (with what the open rows showed about its changes).
+def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], broadcast: bool) -> tuple[Written, dict]:
+    """Write the new open and closed slots under the run's directory in two jobs; return what
+    was written and the day's counts (with what the open rows showed about its changes).
 
     The big pass copies the open partition into the new open slot, setting aside the rows whose
     keys the change set names (`zipper_slot=touched`, a scratch directory no partition points
@@ -54,13 +45,14 @@ def _write_merge(
     and landing zone). The small job reads them back, decides each one against the change set,
     counts the outcome as it writes, and appends successors and new keys to the open slot and
     old versions to the closed slot."""
+    spark, spec, st, run_root = run.spark, run.spec, run.state, run.root
     open_schema = conform.struct_type(day.columns, spec.begin_column)
     open_rows = spark.read.schema(open_schema).parquet(st.open_partition.location)
     # append: the run directory may already hold the day's change set or landing-zone files
     daily.route_open(open_rows, day.changes, keys=spec.keys, broadcast_increment=broadcast).write.mode(
         "append"
-    ).partitionBy(daily.SLOT).parquet(run_root)
-    open_dir, touched_dir = (f"{run_root}/{daily.SLOT}={slot}" for slot in (daily.OPEN, daily.TOUCHED))
+    ).partitionBy(layout.SLOT).parquet(run_root)
+    open_dir, touched_dir = (layout.slot_dir(run_root, slot) for slot in (Slot.OPEN, Slot.TOUCHED))
     for directory in (open_dir, touched_dir):
         fs.mkdirs(spark, directory)
     untouched, touched = fs.written_rows(spark, open_dir), fs.written_rows(spark, touched_dir)
@@ -82,20 +74,17 @@ def _write_merge(
         float_precision=day.float_precision,
     ).observe(observation, *daily.kind_counts(kinds))
     if deletes:  # deletes of keys that were not open: counted above, not written
-        rows = rows.where(F.col(daily.SLOT) != daily.NONE)
-    rows.drop(daily.KIND).write.mode("append").partitionBy(daily.SLOT).parquet(run_root)
+        rows = rows.where(F.col(layout.SLOT) != Slot.NONE)
+    rows.drop(daily.KIND).write.mode("append").partitionBy(layout.SLOT).parquet(run_root)
     observed = metrics.observed_metrics(observation)
     fs.delete(spark, touched_dir)
     return Written({kind: int(observed.get(kind, 0)) for kind in kinds}, untouched, touched), counts
 
 
 def apply_date(
-    spark,
-    spec: TableSpec,
-    st: state.TableState,
+    run: Run,
     ds: dt.date,
     located: sources.Input,
-    started: float | None = None,
     carry_params: dict[str, str] | None = None,
     checked: dayinput.CheckedInput | None = None,
     action: state.CommitAction = state.CommitAction.MERGE,
@@ -108,12 +97,10 @@ def apply_date(
 
     Column changes are applied to the table around the publish, and recorded by it, so that a
     run killed in between is completed by the next one (`publish.publish_day`)."""
-    started = started if started is not None else time.monotonic()
+    spark, spec, st, run_root = run.spark, run.spec, run.state, run.root
     ds_text = ds.isoformat()
     table_columns = catalog.data_columns(spark, spec)
-    run_id = state.new_run_id()
-    run_root = state.run_dir(st, run_id)
-    closed_dir = f"{run_root}/{daily.SLOT}={daily.CLOSED}"
+    closed_dir = layout.slot_dir(run_root, Slot.CLOSED)
 
     try:
         with (
@@ -122,7 +109,7 @@ def apply_date(
         ):  # a file typing a column otherwise
             keep = corrected.input_filter(spark, spec, st, ds)  # keys erased since, if `ds` is a past date
             day = dayinput.prepare(spark, spec, st, ds, located, table_columns, run_root, checked, keep)
-            written, counts, open_dir, join = _write_day(spark, spec, st, day, ds, run_root)
+            written, counts, open_dir, join = _write_day(run, ds, day)
     except (InputError, SpecError):
         fs.delete(spark, run_root)  # bad input or spec: nothing of this run is worth keeping
         raise
@@ -130,7 +117,7 @@ def apply_date(
         fs.delete(spark, directory)
     faults.checkpoint("after_write")
 
-    summary = _audit(spark, spec, st, ds, day, written, counts, open_dir, closed_dir)
+    summary = _audit(run, ds, day, written, counts, open_dir, closed_dir)
     faults.checkpoint("after_audit")
 
     publish.publish_day(
@@ -139,7 +126,7 @@ def apply_date(
         st,
         publish.DayCommit(
             ds,
-            run_id,
+            run.run_id,
             run_root,
             open_dir,
             closed_dir,
@@ -154,15 +141,16 @@ def apply_date(
         widened_from_float=conform.widened_from_float(day.column_changes),
         carry_params=carry_params,
     )
-    return RunResult(spec.table, ds_text, RunAction.MERGE, "", summary, time.monotonic() - started, run_id, join)
+    return RunResult(spec.table, ds_text, RunAction.MERGE, "", summary, run.seconds(), run.run_id, join)
 
 
-def _write_day(spark, spec: TableSpec, st: state.TableState, day: dayinput.Day, ds: dt.date, run_root: str):
-    """Write the day's slots under `run_root`. A day without changes writes no open slot (the
+def _write_day(run: Run, ds: dt.date, day: dayinput.Day):
+    """Write the day's slots under the run's directory. A day without changes writes no open slot (the
     open partition stays as it is) and an empty closed one. Returns what was written, the day's
     counts, the open slot's directory and the join the merge used ("" without one)."""
-    open_dir = f"{run_root}/{daily.SLOT}={daily.OPEN}"
-    closed_dir = f"{run_root}/{daily.SLOT}={daily.CLOSED}"
+    spark, spec, st, run_root = run.spark, run.spec, run.state, run.root
+    open_dir = layout.slot_dir(run_root, Slot.OPEN)
+    closed_dir = layout.slot_dir(run_root, Slot.CLOSED)
     tracked = conform.tracked_columns(spec, day.names, ds.isoformat())
     if day.rows == 0:
         kinds = {"changed": 0, "updated": 0, "unchanged": 0}
@@ -171,25 +159,18 @@ def _write_day(spark, spec: TableSpec, st: state.TableState, day: dayinput.Day, 
         fs.mkdirs(spark, closed_dir)
         return Written(kinds, st.open_rows, 0), dict(day.counts), st.open_partition.location, ""
     broadcast = broadcasts(spark, day.rows, day.columns, spec.begin_column, day.variable_bytes_per_row)
-    written, counts = _write_merge(spark, spec, st, day, tracked, ds, run_root, broadcast=broadcast)
+    written, counts = _write_merge(run, ds, day, tracked, broadcast=broadcast)
     for directory in (open_dir, closed_dir):
         fs.mkdirs(spark, directory)
     return written, counts, open_dir, "broadcast" if broadcast else "shuffle"
 
 
 def _audit(
-    spark,
-    spec: TableSpec,
-    st: state.TableState,
-    ds: dt.date,
-    day: dayinput.Day,
-    written: Written,
-    counts: dict,
-    open_dir: str,
-    closed_dir: str,
+    run: Run, ds: dt.date, day: dayinput.Day, written: Written, counts: dict, open_dir: str, closed_dir: str
 ) -> dict:
     """Reconcile what was written with what was read (`audit.reconcile`) before anything is
     published; returns the day's summary: the audit's counts, the day's and its column changes."""
+    spark, spec, st = run.spark, run.spec, run.state
     summary = audit.reconcile(
         open_recorded=st.open_rows,
         open_read=fs.written_rows(spark, st.open_partition.location),

@@ -1,10 +1,10 @@
 """One command's run of one table: built once, handed to every step.
 
 Each step of a job used to derive the same things again: the spec's keys, the table's state,
-the recovery of what a killed run left, the run id and its directory, the table and date its
-errors name. `open_run` does it once; steps read it from the `Run`. A step that changes the
-table gives the next step the state it left (`Run.with_state`) rather than asking the metastore
-again."""
+the recovery of what a killed run left, the run id and its directory. `open_run` does it once;
+steps read it from the `Run`. The date stays a parameter of its own: a rerun's one run covers
+many dates, and a step that needs a date is given it. A step that changes the table hands the
+next one the state it left (`Run.with_state`) rather than asking the metastore again."""
 
 from __future__ import annotations
 
@@ -25,13 +25,12 @@ def quiet(line: str) -> None:
 
 @dataclass(frozen=True)
 class Run:
-    """A run of one table at one date: the session, the spec with its keys, the recovered
-    state, and this run's id (its directory is named after it)."""
+    """A run of one table: the session, the spec with its keys, the recovered state, and this
+    run's id (its directory is named after it)."""
 
     spark: object
     spec: TableSpec
     state: state.TableState
-    ds: dt.date
     progress: Callable[[str], None] = quiet
     run_id: str = field(default_factory=state.new_run_id)
     started: float = field(default_factory=time.monotonic)
@@ -41,10 +40,9 @@ class Run:
         """The run's own directory under the table: nothing reads it until a publish points at it."""
         return state.run_dir(self.state, self.run_id)
 
-    @property
-    def where(self) -> dict[str, str]:
-        """The table and date every error of this run names."""
-        return {"table": self.spec.table, "ds": self.ds.isoformat()}
+    def where(self, ds: dt.date) -> dict[str, str]:
+        """The table and date an error of this run at `ds` names."""
+        return {"table": self.spec.table, "ds": ds.isoformat()}
 
     def seconds(self) -> float:
         return time.monotonic() - self.started
@@ -52,10 +50,20 @@ class Run:
     def with_state(self, st: state.TableState) -> Run:
         return replace(self, state=st)
 
+    def after(self, st: state.TableState) -> Run:
+        """The run on the state another writer left (a first merge's init): a fresh id, so that
+        its directory is named after that writer's, as run ids are in the order runs write."""
+        return replace(self, state=st, run_id=state.new_run_id())
+
+    def next_date(self, st: state.TableState) -> Run:
+        """The run of one date of a replay: its own id, directory and clock, on the state the
+        date before left."""
+        return replace(self, state=st, run_id=state.new_run_id(), started=time.monotonic())
+
 
 def open_run(spark, spec: TableSpec, ds: dt.date | None = None, progress: Callable[[str], None] = quiet) -> Run:
-    """The run of `spec` at `ds` (None: at the table's last committed date, for a table that must
-    exist): keys resolved, state read once, checked to be this spec's, a killed run's debris
+    """The run of `spec` from `ds` on (None: at the table's last committed date, for a table that
+    must exist): keys resolved, state read once, checked to be this spec's, a killed run's debris
     cleared."""
     spec = resolve_keys(spark, spec)
     st = state.read_state(spark, spec)
@@ -64,4 +72,4 @@ def open_run(spark, spec: TableSpec, ds: dt.date | None = None, progress: Callab
     at = ds or st.last_committed
     state.check_owned(st, spec, at)
     st = recovery.recover(spark, spec, st, at)
-    return Run(spark, spec, st, ds or st.last_committed, progress)
+    return Run(spark, spec, st, progress)

@@ -19,7 +19,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from zipper.core import faults, fs, predicate
+from zipper.core import faults, fs, layout, predicate
 from zipper.core.corrections import CorrectionKind, CorrectionRequest
 from zipper.core.errors import InputError, StateError
 from zipper.core.keyvalues import assignment_texts, erase_key_values, read_keys_file
@@ -35,9 +35,6 @@ from zipper.transforms.collected import as_collected, as_written
 from zipper.transforms.predicates import column_ref
 
 SAMPLES = 20  # rows a dry run shows
-SLOT, SLOT_PREFIX = corrections.SLOT, corrections.SLOT_PREFIX
-# under the run's directory: the begin and end dates of the versions an erase or delete removed, and how many
-REMOVED = "removed_versions"
 
 
 Request = CorrectionRequest  # the name the job's callers and tests know
@@ -48,7 +45,7 @@ def correct(spark, spec: TableSpec, request: Request, progress=quiet) -> RunResu
     """Apply one correction (or, with `dry_run`, show what it would change)."""
     run = _ready_run(spark, spec, request, progress)
     table = spark.table(spec.table)
-    selection = _selection(spark, run.spec, request, table, run.where)
+    selection = _selection(spark, run.spec, request, table, run.where(run.state.last_committed))
     try:
         return _apply(run, request, table, selection)
     finally:
@@ -58,7 +55,8 @@ def correct(spark, spec: TableSpec, request: Request, progress=quiet) -> RunResu
 
 def _apply(run: Run, request: Request, table: DataFrame, selection: Selection) -> RunResult:
     """The correction's steps once its versions are selected: count, (dry run: show), write, audit, publish."""
-    spark, spec, st, where = run.spark, run.spec, run.state, run.where
+    spark, spec, st = run.spark, run.spec, run.state
+    where = run.where(st.last_committed)
     end, begin = spec.end_column, spec.begin_column
     # one pass: the versions matched per (end, begin): per partition, and the removed versions' dates
     intervals = [
@@ -124,7 +122,7 @@ def _record(
         reason=request.reason,
         by=request.by,
         committed_at=state.utc_now_iso(),
-        as_of=run.ds.isoformat(),
+        as_of=run.state.last_committed.isoformat(),
         where=selection.where,
         assignments=selection.assignment_texts,
         first=request.first.isoformat() if request.first else "",
@@ -133,7 +131,7 @@ def _record(
         salt=hashes[0] if hashes else "",
         hashes=hashes[1] if hashes else "",
         counts=counts,
-        removed=f"{run.root}/{REMOVED}" if request.kind != CorrectionKind.SET else "",
+        removed=f"{run.root}/{layout.REMOVED_VERSIONS}" if request.kind != CorrectionKind.SET else "",
         touched_last=_touched_last(run.spec, run.state, [p.end for p in rewritten]),
     )
     return correction
@@ -295,18 +293,18 @@ def _write(
         rewrite.observation, *corrections.fingerprint(rewrite.passed, rewrite.passed.columns)
     )
     rows = passed if rewrite.changes is None else passed.unionByName(rewrite.changes)
-    rows.write.partitionBy(SLOT).parquet(run_root)
+    rows.write.partitionBy(layout.SLOT).parquet(run_root)
     for end in rewrite.removed:
-        fs.mkdirs(spark, f"{run_root}/{SLOT}={SLOT_PREFIX}{end}")  # a partition left with no row
+        fs.mkdirs(spark, layout.slot_dir(run_root, layout.corrected_slot(end)))  # a partition left with no row
     if request.kind == CorrectionKind.SET:
         return None
     # a later rerun's restore counts the open rows it expects by these (`corrected.removed_open_at`)
     dates = spark.createDataFrame(intervals, "begin string, end string, versions bigint")
-    dates.coalesce(1).write.parquet(f"{run_root}/{REMOVED}")
+    dates.coalesce(1).write.parquet(f"{run_root}/{layout.REMOVED_VERSIONS}")
     if request.kind != CorrectionKind.ERASE:
         return None
     salt = secrets.token_hex(16)
-    directory = f"{run_root}/erased_keys"
+    directory = f"{run_root}/{layout.ERASED_KEYS}"
     selection.keys.select(corrections.key_hash(spec.keys, salt).alias("key_hash")).coalesce(1).write.parquet(directory)
     return salt, directory
 
@@ -315,11 +313,12 @@ def _audited(run: Run, rewrite: Rewrite, table: DataFrame) -> list[publish.Rewri
     """Check what was written against what was read before publishing (`audit.reconcile_correction`):
     rows per partition (footers), the rows passed through (read back, counted and hashed), and
     the open partition's keys."""
-    spark, spec, st, run_root, where = run.spark, run.spec, run.state, run.root, run.where
+    spark, spec, st, run_root = run.spark, run.spec, run.state, run.root
+    where = run.where(st.last_committed)
     by_end = {p.end: p for p in [st.open_partition, *st.closed]}
     ends = sorted(rewrite.removed)
     before_rows = {e: fs.written_rows(spark, by_end[e].location) for e in ends}
-    directories = {e: f"{run_root}/{SLOT}={SLOT_PREFIX}{e}" for e in ends}
+    directories = {e: layout.slot_dir(run_root, layout.corrected_slot(e)) for e in ends}
     written = {e: fs.written_rows(spark, d) for e, d in directories.items()}
     schema = table.drop(spec.end_column).schema
     read_back = spark.read.schema(schema).parquet(*directories.values())
@@ -392,7 +391,7 @@ def _dry_run(run: Run, table: DataFrame, selection: Selection, matched: dict[str
         progress("  " + ", ".join(f"{k}={_shown(v)}" for k, v in row.asDict().items()))
     return RunResult(
         spec.table,
-        run.ds.isoformat(),
+        run.state.last_committed.isoformat(),
         RunAction.CORRECT,
         f"dry run: {found}",
         {"matched": total, "partitions": len(matched), "dry_run": True},

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from pyspark.sql.types import _parse_datatype_string
 
-from zipper.core import fs
+from zipper.core import fs, layout
 from zipper.core.dates import DAY
 from zipper.core.errors import InputError, MissingInputError, SpecError, StateError
 from zipper.core.reports import RunAction
@@ -55,7 +55,7 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
         raise StateError(f"table exists with columns {table_columns}, expected {columns}", **where)
 
     run_id = state.new_run_id()
-    open_dir = state.run_dir(st, run_id) + "/" + daily.SLOT + "=" + daily.OPEN
+    open_dir = layout.slot_dir(state.run_dir(st, run_id), layout.Slot.OPEN)
     if base.df is not None:
         names = [c for c, _ in table_columns]
         # the columns the key check left unread are read here first

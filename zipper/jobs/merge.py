@@ -7,7 +7,6 @@ is initialized first (`init.init_table`)."""
 from __future__ import annotations
 
 import datetime as dt
-import time
 
 from zipper.core.dates import DAY
 from zipper.core.errors import InputError
@@ -15,51 +14,42 @@ from zipper.core.reports import RunAction
 from zipper.inputs import dayinput, sources
 from zipper.inputs.modes import mode_of
 from zipper.jobs import apply, replay
+from zipper.jobs.context import Run, open_run, quiet
 from zipper.jobs.init import drop_new_table, init_table
-from zipper.jobs.keys import resolve_keys
 from zipper.jobs.plan import Plan, PlanAction, plan_from_state
 from zipper.jobs.result import RunResult
-from zipper.table import catalog, recovery, state
+from zipper.table import catalog, state
 from zipper.tablespec.model import TableSpec
 
 
 def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
     """Merge one date. A past date whose input (or a later date's) changed is replayed, per
     `on_past_date`; `progress` receives one line per replayed date."""
-    started = time.monotonic()
-    spec = resolve_keys(spark, spec)
-    st = _recovered_state(spark, spec, ds, progress)
-    plan = _planned(spark, spec, st, ds)
+    run = open_run(spark, spec, ds, progress or quiet)
+    run = _recovered(run, ds)
+    plan = _planned(run, ds)
     match plan.action:
         case PlanAction.NOOP:
-            return RunResult(
-                spec.table, ds.isoformat(), RunAction.NOOP, plan.reason, seconds=time.monotonic() - started
-            )
+            return RunResult(run.spec.table, ds.isoformat(), RunAction.NOOP, plan.reason, seconds=run.seconds())
         case PlanAction.REPLAY | PlanAction.RESUME:
-            return _replay_then_merge(spark, spec, st, ds, plan, progress, started)
-    located = mode_of(spec).locate(spark, spec, st, ds)  # fails before anything is created
+            return _replay_then_merge(run, ds, plan)
+    located = mode_of(run.spec).locate(spark, run.spec, run.state, ds)  # fails before anything is created
     if plan.action != PlanAction.INIT_AND_APPLY:
-        return apply.apply_date(spark, spec, st, ds, located, started)
-    return _init_then_apply(spark, spec, st, ds, located, started)
+        return apply.apply_date(run, ds, located)
+    return _init_then_apply(run, ds, located)
 
 
-def _where(spec: TableSpec, ds: dt.date) -> dict:
-    return {"table": spec.table, "ds": ds.isoformat()}
+def _recovered(run: Run, ds: dt.date) -> Run:
+    """The run, on a table typed by an input since corrected made again (`open_run` has already
+    finished what a killed run left)."""
+    if _typed_by_first_input(run.spec, run.state) and ds == run.state.init_ds + DAY:
+        return run.with_state(_retype_from_input(run, ds))
+    return run
 
 
-def _recovered_state(spark, spec: TableSpec, ds: dt.date, progress) -> state.TableState:
-    """The table's state once what a killed run left is finished, and a table typed by an input
-    since corrected is made again."""
-    st = state.read_state(spark, spec)
-    state.check_owned(st, spec, ds)
-    st = recovery.recover(spark, spec, st, ds)
-    if _typed_by_first_input(spec, st) and ds == st.init_ds + DAY:
-        st = _retype_from_input(spark, spec, st, ds, progress)
-    return st
-
-
-def _planned(spark, spec: TableSpec, st: state.TableState, ds: dt.date) -> Plan:
+def _planned(run: Run, ds: dt.date) -> Plan:
     """What this merge does, from the committed fingerprints and the inputs as they are now."""
+    spark, spec, st = run.spark, run.spec, run.state
     fingerprints: dict[dt.date, str] = {}
     committed = {d: c.fingerprint for d, c in st.commits.items()}
 
@@ -84,19 +74,22 @@ def _planned(spark, spec: TableSpec, st: state.TableState, ds: dt.date) -> Plan:
     return plan_from_state(spec, ds, st, current_fingerprint)
 
 
-def _replay_then_merge(
-    spark, spec: TableSpec, st: state.TableState, ds: dt.date, plan: Plan, progress, started: float
-) -> RunResult:
+def _replay_then_merge(run: Run, ds: dt.date, plan: Plan) -> RunResult:
     """Replay the planned dates (or finish an interrupted replay, then merge `ds` if still due)."""
+    spark, spec = run.spark, run.spec
     if plan.action == PlanAction.RESUME and ds > plan.replay_to and not mode_of(spec).located_when_due:
-        _require_input(spark, spec, st, ds, plan)  # before the replay, which may take long
-    say = progress or (lambda line: None)
-    say(f"{spec.table} {ds}: {plan.reason}")
+        _require_input(run, ds, plan)  # before the replay, which may take long
+    run.progress(f"{spec.table} {ds}: {plan.reason}")
     done = replay.rerun(
-        spark, spec, plan.replay_from, plan.replay_to, progress=say, resume_said=plan.action == PlanAction.RESUME
+        spark,
+        spec,
+        plan.replay_from,
+        plan.replay_to,
+        progress=run.progress,
+        resume_said=plan.action == PlanAction.RESUME,
     )
     if plan.action == PlanAction.RESUME:  # the table is where the interrupted replay was going: plan again
-        after = merge_date(spark, spec, ds, progress)
+        after = merge_date(spark, spec, ds, run.progress)
         if after.action != RunAction.NOOP:
             return after
     # the report carries the commit of the run's own date, as a merge's does
@@ -107,23 +100,22 @@ def _replay_then_merge(
         RunAction.REPLAY,
         f"{plan.reason}; replayed {done.ds}",
         counts,
-        time.monotonic() - started,
+        run.seconds(),
         done.run_id,
         outcome=done.message,
         replayed=done.replayed,
     )
 
 
-def _init_then_apply(
-    spark, spec: TableSpec, st: state.TableState, ds: dt.date, located: sources.Input, started: float
-) -> RunResult:
+def _init_then_apply(run: Run, ds: dt.date, located: sources.Input) -> RunResult:
     """The first merge of a table not initialized yet: create it (and load its base), then apply the
     date. Its summary says so first: it is no ordinary merge."""
+    spark, spec, st = run.spark, run.spec, run.state
     created = not st.exists
     opened = init_table(spark, spec, None).opened
-    st = state.read_state(spark, spec)
+    st = state.read_state(spark, spec)  # the table init created
     try:
-        result = apply.apply_date(spark, spec, st, ds, located, started)
+        result = apply.apply_date(run.after(st), ds, located)
         result.opened = opened
         return result
     except Exception:
@@ -147,10 +139,11 @@ def _typed_by_first_input(spec: TableSpec, st: state.TableState) -> bool:
     )
 
 
-def _retype_from_input(spark, spec: TableSpec, st: state.TableState, ds: dt.date, progress) -> state.TableState:
+def _retype_from_input(run: Run, ds: dt.date) -> state.TableState:
     """Such a table is made again from the first increment as it is now when its columns differ:
     a first merge killed after creating the table (a failed one drops it) left the columns of
     an input that has since been corrected, and the corrected one would be refused."""
+    spark, spec, st = run.spark, run.spec, run.state
     try:
         located = mode_of(spec).locate(spark, spec, st, ds)
     except InputError:
@@ -160,7 +153,7 @@ def _retype_from_input(spark, spec: TableSpec, st: state.TableState, ds: dt.date
     if not columns or sorted(columns) == sorted(table_columns):
         return st
     drop_new_table(spark, spec, st.location)
-    (progress or (lambda line: None))(
+    run.progress(
         f"{spec.table} {ds}: the table held no rows and had the columns of an earlier copy of this input"
         f" ({', '.join(f'{n} {k}' for n, k in table_columns)}); made again with the input's columns"
     )
@@ -172,9 +165,10 @@ def _commit_counts(spark, spec: TableSpec, ds: dt.date) -> dict:
     return dict(commit.counts) if commit is not None else {}
 
 
-def _require_input(spark, spec: TableSpec, st: state.TableState, ds: dt.date, plan: Plan) -> None:
+def _require_input(run: Run, ds: dt.date, plan: Plan) -> None:
     """A merge that would first resume an interrupted replay fails at once if its own date's
     input is missing, and says the replay is still pending."""
+    spark, spec, st = run.spark, run.spec, run.state
     try:
         mode_of(spec).locate(spark, spec, st, ds)
     except InputError as exc:
@@ -182,5 +176,5 @@ def _require_input(spark, spec: TableSpec, st: state.TableState, ds: dt.date, pl
             f"{exc.detail}; the interrupted replay of {plan.replay_from}..{plan.replay_to} was not"
             f" resumed (the next merge or `zipper rerun {spec.name} --from {plan.replay_from}` resumes"
             " it)",
-            **_where(spec, ds),
+            **run.where(ds),
         ) from None

@@ -16,7 +16,7 @@ import datetime as dt
 import time
 from dataclasses import dataclass
 
-from zipper.core import faults, fs
+from zipper.core import faults, fs, layout
 from zipper.core.dates import DAY, date_range, describe_dates
 from zipper.core.errors import StateError
 from zipper.core.reports import RunAction
@@ -28,7 +28,7 @@ from zipper.jobs.result import RunResult
 from zipper.table import audit, catalog, publish, recovery, state
 from zipper.tablespec.model import TableSpec
 from zipper.transforms import timelines
-from zipper.transforms.timelines import CLOSED_PREFIX, DS, KINDS, OPEN, SLOT
+from zipper.transforms.timelines import DS, KINDS
 
 
 def _quiet(line: str) -> None:
@@ -68,8 +68,10 @@ def rebuild(
     run_root = state.run_dir(st, run_id)
     per_date = _write_versions(spark, spec, st, init_ds, found, run_root)
     counts = _commit_counts(per_date, init_ds, dates)
-    open_dir = f"{run_root}/{SLOT}={OPEN}"
-    closed_dirs = {day: f"{run_root}/{SLOT}={CLOSED_PREFIX}{spec.closed_end(day).isoformat()}" for day in dates}
+    open_dir = layout.slot_dir(run_root, layout.Slot.OPEN)
+    closed_dirs = {
+        day: layout.slot_dir(run_root, layout.closed_slot(spec.closed_end(day).isoformat())) for day in dates
+    }
     open_rows = counts[end]["open_after"] if dates else per_date.get(init_ds.isoformat(), {}).get("new", 0)
     expected = {open_dir: open_rows} | {closed_dirs[day]: counts[day]["closed"] for day in dates}
     _audit(spark, spec, end, expected)
@@ -161,7 +163,7 @@ def _write_versions(
             per_date = {r[DS]: {k: int(r[k]) for k in KINDS} for r in timelines.daily_counts(marked.rows).collect()}
             (
                 timelines.with_slot(_versions(spec, marked), spec.end_column, spec.open_end.isoformat())
-                .write.partitionBy(SLOT)
+                .write.partitionBy(layout.SLOT)
                 .parquet(run_root)
             )
         finally:

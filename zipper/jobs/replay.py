@@ -18,7 +18,7 @@ import time
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
 
-from zipper.core import faults, fs, sqltemplates
+from zipper.core import faults, fs, layout, sqltemplates
 from zipper.core.dates import DAY, date_range, describe_dates
 from zipper.core.errors import (
     InputError,
@@ -30,15 +30,16 @@ from zipper.core.errors import (
     summarize_failure,
 )
 from zipper.core.paths import user_path
+from zipper.core.reports import RunAction
 from zipper.inputs import conform, csv_values, dated, dayinput, file_types, metrics, modes
 from zipper.inputs.modes import mode_of
 from zipper.jobs import apply, corrected
-from zipper.jobs.keys import resolve_keys
+from zipper.jobs.context import Run, open_run
 from zipper.jobs.plan import plan_rerun, source_kind
 from zipper.jobs.result import RunResult
-from zipper.table import audit, catalog, publish, recovery, state
+from zipper.table import audit, catalog, publish, state
 from zipper.tablespec.model import TableSpec
-from zipper.transforms import daily, timelines
+from zipper.transforms import timelines
 
 
 def _quiet(line: str) -> None:
@@ -61,13 +62,10 @@ def rerun(
     has said that an interrupted replay is being finished (a merge's first line), so the
     rerun's own notes do not say it again. A value fix or row delete the replay would undo is
     refused unless `undo_corrections` (`corrected.undone`)."""
-    started = time.monotonic()
-    spec = resolve_keys(spark, spec)
-    st = state.read_state(spark, spec)
-    state.check_owned(st, spec, first)
-    st = recovery.recover(spark, spec, st, first)
+    run = open_run(spark, spec, first, progress)
+    spec, st = run.spec, run.state
     plan, located = _plan(spark, spec, st, first, last, uncommit_later)
-    marker_run = state.new_run_id()
+    marker_run = run.run_id  # names the rerun on the table until its last date
     # before any input is read: a correction in the way is said first
     undone = (
         corrected.undone(spec, st, plan.restore_from, undo_corrections, marker_run, "rerun")
@@ -83,15 +81,15 @@ def rerun(
     checked = _check_inputs(spark, spec, first, replayed | ahead)  # what they read is not read again
     marker = state.ReplayMarker(plan.marker_from, plan.marker_to, marker_run, mode_of(spec).replay_records(replayed))
     marker = _start_replay(spark, spec, st, plan, marker, undone, progress)
-    results = _replay_dates(spark, spec, plan, marker, replayed, checked, progress)
+    results = _replay_dates(run, plan, marker, replayed, checked)
     span = f"{plan.dates[0]}..{plan.dates[-1]}" if len(plan.dates) > 1 else plan.dates[0].isoformat()
     return RunResult(
         spec.table,
         span,
-        "rerun",
+        RunAction.RERUN,
         f"replayed {span} ({len(plan.dates)} date{'s' if len(plan.dates) != 1 else ''}); table at {plan.dates[-1]}",
         {"dates": len(plan.dates), "restored": plan.restore_from is not None},
-        time.monotonic() - started,
+        run.seconds(),
         results[-1].run_id,
         replayed=results,
     )
@@ -139,25 +137,31 @@ def _start_replay(spark, spec: TableSpec, st: state.TableState, plan, marker: st
     return marker
 
 
-def _replay_dates(spark, spec: TableSpec, plan, marker: state.ReplayMarker, replayed: dict, checked: dict, progress):
+def _replay_dates(run: Run, plan, marker: state.ReplayMarker, replayed: dict, checked: dict):
     """Merge and publish each date in turn, every one but the last keeping the marker. A date
     located only when its turn comes (`replay_inputs`) is located once the date before is
     committed. Returns each date's result."""
+    spark, spec = run.spark, run.spec
     results = []
     for n, day in enumerate(plan.dates, start=1):
-        st = state.read_state(spark, spec)
+        st = state.read_state(spark, spec)  # as the date before left it
         carry = marker.params() if n < len(plan.dates) else {}
         try:
             day_input = replayed[day] if day in replayed else mode_of(spec).locate(spark, spec, st, day)
             result = apply.apply_date(
-                spark, spec, st, day, day_input, carry_params=carry, checked=checked.get(day), action="replay"
+                run.next_date(st),
+                day,
+                day_input,
+                carry_params=carry,
+                checked=checked.get(day),
+                action=state.CommitAction.REPLAY,
             )
         except Exception as exc:
             if plan.restore_from is None and n == 1:
                 raise  # nothing has changed
             raise _left_pending(exc, spec, st, marker, day) from (None if isinstance(exc, ZipperError) else exc)
         results.append(result)
-        progress(result.summary())
+        run.progress(result.summary())
         if n < len(plan.dates):
             faults.checkpoint("after_replayed_date")
     return results
@@ -356,7 +360,7 @@ def restore(
     table_columns = catalog.data_columns(spark, spec)
 
     run_id = state.new_run_id()
-    open_dir = f"{state.run_dir(st, run_id)}/{daily.SLOT}={daily.OPEN}"
+    open_dir = layout.slot_dir(state.run_dir(st, run_id), layout.Slot.OPEN)
     observation = Observation(f"zipper_restore_{secrets.token_hex(6)}")
     rows, read_from = _restored(spark, spec, st, first, table_columns)
     # with untracked columns, from the base and the increments before `first`: a file of theirs
@@ -382,7 +386,7 @@ def restore(
     return RunResult(
         spec.table,
         restored_to,
-        "restore",
+        RunAction.RESTORE,
         f"restored to {restored_to}: {rows_written} open rows, {len(dropped)} history partitions"
         f" ({dropped[0] if dropped else '-'}..{dropped[-1] if dropped else '-'}) dropped",
         {"open_after": rows_written, "dropped": len(dropped)},

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
+from zipper.core import layout
 from zipper.core.corrections import CorrectionKind
 from zipper.core.errors import StateError
 from zipper.core.properties import P_KEYS
@@ -406,13 +407,13 @@ def state_from(reader: CatalogReader, spec: TableSpec) -> TableState:
 
 
 def versions_root(state: TableState) -> str:
-    return state.location + "/versions"
+    return layout.versions_root(state.location)
 
 
 def run_dir(state: TableState, run_id: str) -> str:
-    return f"{versions_root(state)}/{run_id}"
+    return layout.run_dir(state.location, run_id)
 
 
 def empty_dir(location: str) -> str:
     """A directory that stays empty: pending partitions point here until they are published."""
-    return location + "/versions/empty"
+    return layout.empty_dir(location)

@@ -17,6 +17,7 @@ from pyspark.sql import Column, DataFrame, Observation, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
 
+from zipper.core.layout import CORRECTED_PREFIX, SLOT
 from zipper.transforms.equality import comparable, same
 from zipper.transforms.predicates import column_ref
 
@@ -125,9 +126,6 @@ def without_keys(
 
 # -- what a correction selects and writes (the job `zipper correct` runs these) ------------------
 
-SLOT = "zipper_slot"  # the rewritten partition a row goes to
-SLOT_PREFIX = "corrected_"  # + the partition's end value: the directory a rewritten partition goes to
-
 
 @dataclass
 class Selection:
@@ -173,7 +171,8 @@ class Rewrite:
 
 
 def slot(end: Column) -> Column:
-    return F.concat(F.lit(SLOT_PREFIX), end)
+    """The rewritten partition a row goes to (`layout.corrected_slot` of its end value)."""
+    return F.concat(F.lit(CORRECTED_PREFIX), end)
 
 
 def valid_within(
@@ -253,7 +252,7 @@ def fingerprint(rows: DataFrame, columns: list[str]) -> list[Column]:
 def with_slot_from_path(rows: DataFrame, end_column: str) -> DataFrame:
     """Rows read back from the rewritten directories, with their partition's end value (from their
     file's directory: a predicate may name the end column) and SLOT."""
-    end = F.regexp_extract(F.input_file_name(), f"{SLOT}={SLOT_PREFIX}([^/]+)/", 1)
+    end = F.regexp_extract(F.input_file_name(), f"{SLOT}={CORRECTED_PREFIX}([^/]+)/", 1)
     return rows.withColumn(end_column, end).withColumn(SLOT, slot(column_ref(end_column)))
 
 

@@ -20,13 +20,12 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType
 
+from zipper.core.layout import SLOT, Slot
 from zipper.transforms.equality import equal_at_float_precision, float_exact, same, types_of
 
-SLOT = "zipper_slot"
 KIND = "zipper_kind"
 OP = "zipper_op"
 DELETE = "delete"
-OPEN, CLOSED, TOUCHED, NONE = "open", "closed", "touched", "none"
 # carried: open row whose key is not in the increment; unchanged: re-sent with equal tracked
 # values; updated: equal tracked values, other columns updated in place; changed: the new
 # version of a changed key; closed: the old version it replaces; new: a key not open before;
@@ -134,7 +133,7 @@ def route_open(
     if broadcast_increment:
         flags = F.broadcast(flags)
     joined = open_rows.join(flags, on=_all([open_rows[k] == F.col(_INC + k) for k in keys]), how="left")
-    slot = F.when(F.col(_HIT).isNull(), F.lit(OPEN)).otherwise(F.lit(TOUCHED))
+    slot = F.when(F.col(_HIT).isNull(), F.lit(Slot.OPEN)).otherwise(F.lit(Slot.TOUCHED))
     return joined.select(*[open_rows[c] for c in open_rows.columns], slot.alias(SLOT))
 
 
@@ -188,16 +187,16 @@ def day_rows(
         .otherwise(F.lit("updated"))
     )
     slots = (
-        F.when(F.col(KIND) == "vanished", F.array(F.lit(NONE)))
-        .when(F.col(KIND) == "deleted", F.array(F.lit(CLOSED)))
-        .when(F.col(KIND) == "changed", F.array(F.lit(OPEN), F.lit(CLOSED)))
-        .otherwise(F.array(F.lit(OPEN)))
+        F.when(F.col(KIND) == "vanished", F.array(F.lit(Slot.NONE)))
+        .when(F.col(KIND) == "deleted", F.array(F.lit(Slot.CLOSED)))
+        .when(F.col(KIND) == "changed", F.array(F.lit(Slot.OPEN), F.lit(Slot.CLOSED)))
+        .otherwise(F.array(F.lit(Slot.OPEN)))
     )
     # The open slot gets the increment's values, but a version that goes on (unchanged, updated)
     # keeps its tracked values: they only compare equal (-0.0 and 0.0, NaNs, map entries in another
     # order), and a rerun restores the version as it began. The closed slot: the old version as it was.
     # At float precision a version that goes on takes the more precise of the two values.
-    successor = (F.col(SLOT) == OPEN) | (F.col(SLOT) == NONE)
+    successor = (F.col(SLOT) == Slot.OPEN) | (F.col(SLOT) == Slot.NONE)
     opens_today = F.col(KIND).isin("changed", "new", "vanished")
 
     def value(c: str) -> Column:
@@ -275,8 +274,8 @@ def classify(
     with unique, non-null keys and the table's types. Output: columns, begin_column,
     zipper_slot, zipper_kind."""
     routed = route_open(open_rows, increment, keys=keys, broadcast_increment=broadcast_increment)
-    untouched = routed.where(F.col(SLOT) == OPEN).withColumn(KIND, F.lit("carried"))
-    touched = routed.where(F.col(SLOT) == TOUCHED).drop(SLOT)
+    untouched = routed.where(F.col(SLOT) == Slot.OPEN).withColumn(KIND, F.lit("carried"))
+    touched = routed.where(F.col(SLOT) == Slot.TOUCHED).drop(SLOT)
     return untouched.unionByName(
         day_rows(
             touched,

@@ -15,15 +15,13 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from zipper.core.layout import CLOSED_PREFIX, SLOT, Slot
 from zipper.tablespec.modes import EndStyle
 from zipper.transforms.equality import same, types_of
 
 DS = "zipper_ds"  # the date a row was loaded: the base date or an increment's run date
 KIND = "zipper_kind"
 VERSION = "zipper_version"
-SLOT = "zipper_slot"
-OPEN = "open"
-CLOSED_PREFIX = "closed-"
 # new: first row of its key; changed: tracked columns differ from the previous row's;
 # unchanged: every column equal; updated: only untracked columns differ (updated in place).
 KINDS = ("new", "changed", "unchanged", "updated")
@@ -103,7 +101,7 @@ def versions(
 def with_slot(versions_df: DataFrame, end_column: str, open_end: str) -> DataFrame:
     """Versions without the end column, tagged with the directory they are written to:
     `open`, or `closed-<end>` (one per history partition)."""
-    slot = F.when(F.col(end_column) == open_end, F.lit(OPEN)).otherwise(
+    slot = F.when(F.col(end_column) == open_end, F.lit(Slot.OPEN)).otherwise(
         F.concat(F.lit(CLOSED_PREFIX), F.col(end_column))
     )
     return versions_df.select(*[c for c in versions_df.columns if c != end_column], slot.alias(SLOT))
