@@ -454,7 +454,11 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     layout = Layout(Path(tempfile.mkdtemp(prefix="zipper-bench-")))
     spark = None
+    from zipper.runtime.metastore import MetastoreService
+
+    server = MetastoreService(layout.warehouse)
     try:
+        server.ensure()  # the warehouse's metastore server, stopped by its pid at the end
         spark = start_session(layout)
         meter = HeapMeter(spark)
         started = time.perf_counter()
@@ -472,6 +476,7 @@ def main(argv=None) -> int:
     finally:
         if spark is not None:
             spark.stop()
+        server.stop()
         if args.keep:
             print(f"kept {layout.root}")
         else:
