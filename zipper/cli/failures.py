@@ -39,16 +39,20 @@ def one_line(exc: BaseException, warehouse: str | None = None) -> str:
     """The useful part of a Spark/Java failure, without the JVM stack."""
     chain = java_messages(exc) or [str(exc).strip() or type(exc).__name__]
     text = " ".join(chain)
-    if (
-        warehouse
-        and any(marker in text for marker in UNREACHABLE)
-        and metastore.mode() == metastore.MetastoreMode.LOCAL
-    ):
-        server = metastore.MetastoreService(warehouse).recorded()
-        where = f" at {server.uri}" if server else ""
-        return (
-            f"the metastore server{where} stopped answering during this run; the run stopped, and the table is as"
-            " its last commit says (`zipper status`, which starts the server again). `zipper metastore status`"
-            f" shows the server, its log is {warehouse}/metastore/server.log"
-        )
+    if any(marker in text for marker in UNREACHABLE):
+        return server_stopped(warehouse) or summarize_failure(exc)
     return summarize_failure(exc)
+
+
+def server_stopped(warehouse: str | None) -> str | None:
+    """The line for a metastore that stopped answering mid-run, when it is the warehouse's own
+    server (None otherwise: the failure says it well enough)."""
+    if not warehouse or metastore.mode() != metastore.MetastoreMode.LOCAL:
+        return None
+    server = metastore.MetastoreService(warehouse).recorded()
+    where = f" at {server.uri}" if server else ""
+    return (
+        f"the metastore server{where} stopped answering during this run; the run stopped, and the table is as"
+        " its last commit says (`zipper status`, which starts the server again). `zipper metastore status`"
+        f" shows the server, its log is {warehouse}/metastore/server.log"
+    )

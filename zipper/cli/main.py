@@ -11,10 +11,11 @@ import sys
 import traceback
 
 from zipper.cli import output
-from zipper.cli.failures import fail, one_line
+from zipper.cli.failures import fail, one_line, server_stopped
 from zipper.cli.runner import Runner
 from zipper.cli.verbs import BY_NAME, VERBS
 from zipper.core.errors import ZipperError
+from zipper.core.hms import MetastoreUnreachable
 from zipper.core.reports import INTERRUPTED
 from zipper.runtime.session import SessionSettings
 
@@ -77,6 +78,11 @@ def main(argv: list[str] | None = None) -> int:
         code = runner.run()
         sys.stdout.flush()  # a closed pipe fails here, in reach of the handlers below
         return code
+    except MetastoreUnreachable as exc:  # over thrift, mid-run: said as a Spark client's failure is
+        if args.verbose:
+            traceback.print_exc()
+        stopped = server_stopped(_warehouse(args))
+        return fail(args, exc, f"{_where(args, runner)}: {stopped}" if stopped and runner else str(exc))
     except ZipperError as exc:
         if args.verbose:
             traceback.print_exc()
@@ -90,12 +96,19 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # Spark, Java and I/O failures
         if args.verbose:
             traceback.print_exc()
-        # the date the verb is about: a slice's --as-of too (a Spark failure reading it)
-        when = getattr(args, "ds", None) or getattr(args, "first", None) or getattr(args, "as_of", None)
-        where = " ".join(filter(None, [runner.spec.table if runner else None, when]))
+        where = _where(args, runner)
         hint = "" if args.verbose else " (run with --verbose for the full trace)"
-        warehouse = str(SessionSettings.from_env(getattr(args, "warehouse", None)).warehouse_path)
-        return fail(args, exc, f"{where + ': ' if where else ''}{one_line(exc, warehouse)}{hint}")
+        return fail(args, exc, f"{where + ': ' if where else ''}{one_line(exc, _warehouse(args))}{hint}")
+
+
+def _where(args, runner) -> str:
+    """The table and the date the verb is about (a slice's --as-of too), as an error line starts."""
+    when = getattr(args, "ds", None) or getattr(args, "first", None) or getattr(args, "as_of", None)
+    return " ".join(filter(None, [runner.spec.table if runner else None, when]))
+
+
+def _warehouse(args) -> str:
+    return str(SessionSettings.from_env(getattr(args, "warehouse", None)).warehouse_path)
 
 
 if __name__ == "__main__":

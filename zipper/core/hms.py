@@ -9,12 +9,23 @@ and publishes here too, so that it needs no JVM on the client."""
 
 from __future__ import annotations
 
+import logging
 import socket
 from urllib.parse import urlsplit
 
 from zipper.core.errors import StateError
 
+# The thrift library logs a refused connection itself; zipper says it in its own one line. With
+# this handler nothing reaches Python's last-resort stderr; an application's own logging still
+# receives the records.
+logging.getLogger("thrift").addHandler(logging.NullHandler())
+
 CONNECT_TIMEOUT_MS = 10_000
+
+
+class MetastoreUnreachable(StateError):
+    """The metastore did not answer, or stopped answering during a call: nothing it had not
+    applied was published. The CLI tells it as the warehouse's server stopping, where it is."""
 
 
 class MetastoreClient:
@@ -42,7 +53,7 @@ class MetastoreClient:
         try:
             self._transport.open()
         except TTransport.TTransportException as exc:
-            raise StateError(
+            raise MetastoreUnreachable(
                 f"the metastore at {self.uri} did not answer ({exc}); `zipper metastore status` shows the"
                 " warehouse's server, `zipper metastore start` starts it"
             ) from None

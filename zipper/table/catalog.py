@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from zipper.core import fs, sqltemplates
 from zipper.core.errors import StateError
-from zipper.core.hms import MetastoreClient
+from zipper.core.hms import MetastoreClient, MetastoreUnreachable
 from zipper.core.paths import hadoop_path
 from zipper.tablespec.model import TableSpec
 
@@ -92,7 +92,7 @@ def _metastore(spark) -> Iterator[MetastoreClient]:
         raise
     except (TTransportException, ConnectionError, TimeoutError) as exc:  # the socket's, not a file's
         client.__exit__(None, None, None)
-        raise StateError(
+        raise MetastoreUnreachable(
             f"the metastore at {uri} stopped answering ({type(exc).__name__}: {exc}); what it had not applied"
             " was not published, and the table is as its last commit says (`zipper status`; `zipper metastore"
             " status` shows the warehouse's server)"
@@ -273,7 +273,8 @@ def repoint(
                 if not k.startswith("zipper.") and k not in STATS_PARAMS and k != DDL_TIME_PARAM
             }
             kept.update(change.params)
-            part.sd.location = fs.location_uri(spark, change.location)
+            # as Spark's Hive client stores a location: the qualified path, not its URI escapes
+            part.sd.location = fs.qualify(spark, change.location)
             part.parameters = kept
         metastore.alter_partitions(spec.database, spec.table_name, parts)
     refresh(spark, spec)
