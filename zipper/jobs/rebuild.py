@@ -22,6 +22,7 @@ from zipper.core.errors import StateError
 from zipper.core.reports import RunAction
 from zipper.inputs import conform, dated, file_types, modes
 from zipper.jobs import corrected
+from zipper.jobs.context import quiet
 from zipper.jobs.init import init_table
 from zipper.jobs.plan import check_in_schedule, source_kind
 from zipper.jobs.result import RunResult
@@ -31,15 +32,11 @@ from zipper.transforms import timelines
 from zipper.transforms.timelines import DS, KINDS
 
 
-def _quiet(line: str) -> None:
-    pass
-
-
 def rebuild(
     spark,
     spec: TableSpec,
     last: dt.date | None = None,
-    progress=_quiet,
+    progress=quiet,
     uncommit_later: bool = False,
     undo_corrections: bool = False,
 ) -> RunResult:

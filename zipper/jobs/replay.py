@@ -34,7 +34,7 @@ from zipper.core.reports import RunAction
 from zipper.inputs import conform, csv_values, dated, dayinput, file_types, metrics, modes
 from zipper.inputs.modes import mode_of
 from zipper.jobs import apply, corrected
-from zipper.jobs.context import Run, open_run
+from zipper.jobs.context import Run, open_run, quiet
 from zipper.jobs.plan import plan_rerun, source_kind
 from zipper.jobs.result import RunResult
 from zipper.table import audit, catalog, publish, state
@@ -42,16 +42,12 @@ from zipper.tablespec.model import TableSpec
 from zipper.transforms import timelines
 
 
-def _quiet(line: str) -> None:
-    pass
-
-
 def rerun(
     spark,
     spec: TableSpec,
     first: dt.date,
     last: dt.date | None = None,
-    progress=_quiet,
+    progress=quiet,
     uncommit_later: bool = False,
     resume_said: bool = False,
     undo_corrections: bool = False,
