@@ -5,6 +5,7 @@ read back, several changes of a key in one day collapsed."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from zipper.core import fs, layout
@@ -48,6 +49,22 @@ class CheckedInput:
 
     df: object  # DataFrame, as `read_day_input` returns it
     table_columns: list[tuple[str, str]]  # the table's columns it was read for (a CSV's types)
+
+
+@dataclass(frozen=True)
+class DayRequest:
+    """What the merge asks of a source mode for one date (`Mode.change_set`): one record rather
+    than nine parameters restated by every mode and by `dayinput.prepare`."""
+
+    spark: object
+    spec: TableSpec
+    st: object  # the table's state before the date
+    ds: dt.date
+    located: sources.Input  # the date's input
+    table_columns: list[tuple[str, str]]  # the table's data columns before the date
+    run_root: str  # the run's directory: the change set's scratch goes under it
+    checked: CheckedInput | None = None  # the input as a rerun already read and checked it
+    keep: Callable | None = None  # a filter of the rows read (a replayed date's keys erased since)
 
 
 def read_day_input(spark, spec: TableSpec, located: sources.Input, table_columns, ds: dt.date, what: str):

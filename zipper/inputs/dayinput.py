@@ -12,30 +12,21 @@ from __future__ import annotations
 import datetime as dt
 
 from zipper.inputs import sources
-from zipper.inputs.changeset import CheckedInput, Day, float_precision
+from zipper.inputs.changeset import CheckedInput, Day, DayRequest, float_precision
 from zipper.inputs.modes import mode_of
 from zipper.inputs.refusals import add_counts, collect_problems, handle_problems
 from zipper.tablespec.model import TableSpec
 from zipper.transforms import changes
 
-__all__ = ["CheckedInput", "Day", "check_open", "first_columns", "prepare"]  # the types the merge takes and gives
+# the types the merge takes and gives
+__all__ = ["CheckedInput", "Day", "DayRequest", "check_open", "first_columns", "prepare"]
 
 
-def prepare(
-    spark,
-    spec: TableSpec,
-    st,
-    ds: dt.date,
-    located: sources.Input,
-    table_columns: list[tuple[str, str]],
-    run_root: str,
-    checked: CheckedInput | None = None,
-    keep=None,
-) -> Day:
-    """The change set of `ds` for a table in state `st` with `table_columns`; `checked`: the
-    input as a rerun already read and checked it (`CheckedInput`), not read or checked again; `keep`: a filter of the rows read (`Mode.change_set`)."""
-    day = mode_of(spec).change_set(spark, spec, st, ds, located, table_columns, run_root, checked, keep)
-    day.float_precision = float_precision(st, day.columns, day.column_changes)
+def prepare(request: DayRequest) -> Day:
+    """The change set of the request's date for the table in its state; an input a rerun already
+    read and checked (`request.checked`) is not read or checked again."""
+    day = mode_of(request.spec).change_set(request)
+    day.float_precision = float_precision(request.st, day.columns, day.column_changes)
     return day
 
 

@@ -108,7 +108,9 @@ def apply_date(
             file_types.explained_column_types(spark, spec, ds_text, located),
         ):  # a file typing a column otherwise
             keep = corrected.input_filter(spark, spec, st, ds)  # keys erased since, if `ds` is a past date
-            day = dayinput.prepare(spark, spec, st, ds, located, table_columns, run_root, checked, keep)
+            day = dayinput.prepare(
+                dayinput.DayRequest(spark, spec, st, ds, located, table_columns, run_root, checked, keep)
+            )
             written, counts, open_dir, join = _write_day(run, ds, day)
     except (InputError, SpecError):
         fs.delete(spark, run_root)  # bad input or spec: nothing of this run is worth keeping

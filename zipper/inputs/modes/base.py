@@ -6,14 +6,21 @@ checks."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import reduce
 
 from zipper.core.dates import describe_dates
 from zipper.core.errors import InputError, ZipperError
 from zipper.inputs import conform, dated, reader, sources
-from zipper.inputs.changeset import CheckedInput, Day, columns_of, evolved_columns, materialize, read_day_input
+from zipper.inputs.changeset import (
+    CheckedInput,
+    Day,
+    DayRequest,
+    columns_of,
+    evolved_columns,
+    materialize,
+    read_day_input,
+)
 from zipper.inputs.column_checks import check_shape, lower_case_columns
 from zipper.inputs.dated_checks import check_dated_keys, check_within_days, dated_keys
 from zipper.inputs.metrics import Seen, measure
@@ -138,21 +145,13 @@ class SourceStrategy:
         check_shape(df, spec, ds.isoformat(), what)
         return columns_of(df, self.leave_out(spec))
 
-    def change_set(
-        self,
-        spark,
-        spec: TableSpec,
-        st,
-        ds: dt.date,
-        located: sources.Input,
-        table_columns: list[tuple[str, str]],
-        run_root: str,
-        checked: CheckedInput | None = None,
-        keep: Callable | None = None,
-    ) -> Day:
-        """The change set of `ds`; `checked`: the input as a rerun already read and checked it, not
-        read or checked again while it was read for the table's columns as they are now. `keep`:
-        a filter of the rows read (a replayed date's input without the keys erased since)."""
+    def change_set(self, request: DayRequest) -> Day:
+        """The change set of the request's date; `request.checked`: the input as a rerun already
+        read and checked it, not read or checked again while it was read for the table's columns
+        as they are now. `request.keep`: a filter of the rows read (a replayed date's input
+        without the keys erased since)."""
+        spark, spec, st, ds, located = request.spark, request.spec, request.st, request.ds, request.located
+        table_columns, checked, keep = request.table_columns, request.checked, request.keep
         what = f"increment {located.description}"
         self.refuse_empty(spec, ds, located)
         if located.empty and located.format != SourceFormat.TABLE:
@@ -171,7 +170,7 @@ class SourceStrategy:
         changed, seen, counts = self.changes_of(
             DayRead(spark, spec, st, ds, located, df, columns, column_changes, what, checked is not None)
         )
-        return self.day_of(spark, spec, changed, seen, counts, columns, column_changes, located, run_root)
+        return self.day_of(request, changed, seen, counts, columns, column_changes)
 
     def refuse_empty(self, spec: TableSpec, ds: dt.date, located: sources.Input) -> None:
         """Refuses an input without files, where the mode cannot take one."""
@@ -202,15 +201,14 @@ class SourceStrategy:
         times, and its count comes from the footers); not when it is the input rows as they are."""
         return True
 
-    def day_of(
-        self, spark, spec: TableSpec, changed, seen: Seen, counts: dict, columns, column_changes, located, run_root: str
-    ) -> Day:
+    def day_of(self, request: DayRequest, changed, seen: Seen, counts: dict, columns, column_changes) -> Day:
         """The change set as the merge takes it, its input rows counted."""
-        if not self.writes_change_set(spec):
+        located = request.located
+        if not self.writes_change_set(request.spec):
             return Day(
                 changed, seen.rows, columns, column_changes, located, variable_bytes_per_row=seen.variable_bytes_per_row
             )
-        result, count, scratch = materialize(spark, changed, run_root)
+        result, count, scratch = materialize(request.spark, changed, request.run_root)
         counts = dict(counts)
         counts["source_rows"] = seen.rows
         return Day(

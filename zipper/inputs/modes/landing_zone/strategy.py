@@ -3,12 +3,12 @@ delete or upsert; a date consumes the files the table has not (see the package's
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
-from collections.abc import Callable
 from functools import reduce
 
 from zipper.inputs import conform, sources
-from zipper.inputs.changeset import CheckedInput, Day, collapsed, evolved_columns
+from zipper.inputs.changeset import CheckedInput, Day, DayRequest, collapsed, evolved_columns
 from zipper.inputs.dated_checks import check_dated_keys, check_within_days, dated_keys
 from zipper.inputs.modes.base import SourceStrategy
 from zipper.inputs.modes.landing_zone import keys, locate, read
@@ -80,21 +80,19 @@ class LandingZone(SourceStrategy):
     ) -> list[tuple[str, str]] | None:
         return read.columns_of(spark, spec, located, ds) or None
 
-    def change_set(
-        self,
-        spark,
-        spec: TableSpec,
-        st,
-        ds: dt.date,
-        located: sources.Input,
-        table_columns: list[tuple[str, str]],
-        run_root: str,
-        checked: CheckedInput | None = None,
-        keep: Callable | None = None,
-    ) -> Day:
+    def change_set(self, request: DayRequest) -> Day:
         """The change set of the consumed files, read from their copy under the run's directory;
-        `keep`: a filter of the rows read (a replayed date's files without the keys erased since)."""
-        located = locate.keep(spark, located, run_root)
+        `request.keep`: a filter of the rows read (a replayed date's files without the keys erased
+        since)."""
+        spark, spec, ds, table_columns, keep = (
+            request.spark,
+            request.spec,
+            request.ds,
+            request.table_columns,
+            request.keep,
+        )
+        located = locate.keep(spark, request.located, request.run_root)
+        request = dataclasses.replace(request, located=located)
         what = f"landing zone {located.description}"
         counts = {**self.problem_counts(spec), "source_rows": 0, "files": len(located.files)}
         if not located.files:
@@ -113,7 +111,7 @@ class LandingZone(SourceStrategy):
         collapsed_events = collapsed(
             spec, ds, what, events, names, counts, None, LANDING_PREVIOUS, self.reports_anomalies
         )
-        return self.day_of(spark, spec, collapsed_events, seen, counts, columns, column_changes, located, run_root)
+        return self.day_of(request, collapsed_events, seen, counts, columns, column_changes)
 
     def check_before_rerun(self, spark, spec: TableSpec, located: dict, table_columns) -> dict[dt.date, CheckedInput]:
         """The checks of `change_set` that need no open rows, for the landing-zone inputs of several
