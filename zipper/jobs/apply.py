@@ -22,7 +22,7 @@ from zipper.jobs import corrected
 from zipper.jobs.broadcast import broadcasts
 from zipper.jobs.context import Run
 from zipper.jobs.result import RunResult
-from zipper.table import audit, catalog, publish, state
+from zipper.table import audit, catalog, publish, state, store
 from zipper.transforms import daily
 
 
@@ -47,16 +47,15 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
     old versions to the closed slot."""
     spark, spec, st, run_root = run.spark, run.spec, run.state, run.root
     open_schema = conform.struct_type(day.columns, spec.begin_column)
-    open_rows = spark.read.schema(open_schema).parquet(st.open_partition.location)
+    open_rows = store.read_rows(spark, open_schema, st.open_partition.location)
     # append: the run directory may already hold the day's change set or landing-zone files
-    daily.route_open(open_rows, day.changes, keys=spec.keys, broadcast_increment=broadcast).write.mode(
-        "append"
-    ).partitionBy(layout.SLOT).parquet(run_root)
+    routed = daily.route_open(open_rows, day.changes, keys=spec.keys, broadcast_increment=broadcast)
+    store.write_slots(routed, run_root, append=True)
     open_dir, touched_dir = (layout.slot_dir(run_root, slot) for slot in (Slot.OPEN, Slot.TOUCHED))
     for directory in (open_dir, touched_dir):
         fs.mkdirs(spark, directory)
     untouched, touched = fs.written_rows(spark, open_dir), fs.written_rows(spark, touched_dir)
-    touched_rows = spark.read.schema(open_schema).parquet(touched_dir)
+    touched_rows = store.read_rows(spark, open_schema, touched_dir)
     counts = dayinput.check_open(spec, ds, day, touched_rows) if day.check_open else dict(day.counts)
 
     deletes = daily.OP in day.changes.columns
@@ -75,7 +74,7 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
     ).observe(observation, *daily.kind_counts(kinds))
     if deletes:  # deletes of keys that were not open: counted above, not written
         rows = rows.where(F.col(layout.SLOT) != Slot.NONE)
-    rows.drop(daily.KIND).write.mode("append").partitionBy(layout.SLOT).parquet(run_root)
+    store.write_slots(rows.drop(daily.KIND), run_root, append=True)
     observed = metrics.observed_metrics(observation)
     fs.delete(spark, touched_dir)
     return Written({kind: int(observed.get(kind, 0)) for kind in kinds}, untouched, touched), counts

@@ -27,7 +27,7 @@ from zipper.core.reports import RunAction
 from zipper.inputs import conform, metrics
 from zipper.jobs.context import Run, open_run, quiet
 from zipper.jobs.result import RunResult, counted
-from zipper.table import audit, publish, state
+from zipper.table import audit, publish, state, store
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import EndStyle
 from zipper.transforms import corrections, predicates
@@ -293,19 +293,20 @@ def _write(
         rewrite.observation, *corrections.fingerprint(rewrite.passed, rewrite.passed.columns)
     )
     rows = passed if rewrite.changes is None else passed.unionByName(rewrite.changes)
-    rows.write.partitionBy(layout.SLOT).parquet(run_root)
+    store.write_slots(rows, run_root)
     for end in rewrite.removed:
         fs.mkdirs(spark, layout.slot_dir(run_root, layout.corrected_slot(end)))  # a partition left with no row
     if request.kind == CorrectionKind.SET:
         return None
     # a later rerun's restore counts the open rows it expects by these (`corrected.removed_open_at`)
     dates = spark.createDataFrame(intervals, "begin string, end string, versions bigint")
-    dates.coalesce(1).write.parquet(f"{run_root}/{layout.REMOVED_VERSIONS}")
+    store.write_rows(dates, f"{run_root}/{layout.REMOVED_VERSIONS}", single_file=True)
     if request.kind != CorrectionKind.ERASE:
         return None
     salt = secrets.token_hex(16)
     directory = f"{run_root}/{layout.ERASED_KEYS}"
-    selection.keys.select(corrections.key_hash(spec.keys, salt).alias("key_hash")).coalesce(1).write.parquet(directory)
+    hashes = selection.keys.select(corrections.key_hash(spec.keys, salt).alias("key_hash"))
+    store.write_rows(hashes, directory, single_file=True)
     return salt, directory
 
 
@@ -321,7 +322,7 @@ def _audited(run: Run, rewrite: Rewrite, table: DataFrame) -> list[publish.Rewri
     directories = {e: layout.slot_dir(run_root, layout.corrected_slot(e)) for e in ends}
     written = {e: fs.written_rows(spark, d) for e, d in directories.items()}
     schema = table.drop(spec.end_column).schema
-    read_back = spark.read.schema(schema).parquet(*directories.values())
+    read_back = store.read_rows(spark, schema, *directories.values())
     read_back = corrections.with_slot_from_path(read_back, spec.end_column)
     outside = rewrite.outside(read_back).select(*[column_ref(c) for c in rewrite.passed.columns])
     after = outside.agg(*corrections.fingerprint(outside, outside.columns)).first()
@@ -340,7 +341,7 @@ def _audited(run: Run, rewrite: Rewrite, table: DataFrame) -> list[publish.Rewri
     keys_twice = 0
     if open_end in directories and rewrite.fixed_keys is not None:
         # an erase or delete only passes open rows through (hashed above); a fix writes its keys' anew
-        opened = spark.read.schema(schema).parquet(directories[open_end])
+        opened = store.read_rows(spark, schema, directories[open_end])
         keys_twice = corrections.keys_twice(opened, rewrite.fixed_keys, spec.keys).count()
     audit.reconcile_correction(
         end_column=spec.end_column,

@@ -20,7 +20,7 @@ from zipper.inputs.modes import mode_of
 from zipper.jobs.keys import resolve_keys
 from zipper.jobs.plan import init_date
 from zipper.jobs.result import Opening, RunResult
-from zipper.table import catalog, publish, state
+from zipper.table import catalog, publish, state, store
 from zipper.tablespec.model import TableSpec
 from zipper.transforms import daily
 
@@ -60,7 +60,7 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
         names = [c for c, _ in table_columns]
         # the columns the key check left unread are read here first
         with file_types.explained_column_types(spark, spec, ds.isoformat(), base.located):
-            daily.opening(base.df, names, spec.begin_column, ds.isoformat()).write.parquet(open_dir)
+            store.write_rows(daily.opening(base.df, names, spec.begin_column, ds.isoformat()), open_dir)
     else:
         fs.mkdirs(spark, open_dir)
     rows = fs.written_rows(spark, open_dir)

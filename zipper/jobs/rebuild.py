@@ -26,7 +26,7 @@ from zipper.jobs.context import quiet
 from zipper.jobs.init import init_table
 from zipper.jobs.plan import check_in_schedule, source_kind
 from zipper.jobs.result import RunResult
-from zipper.table import audit, catalog, publish, recovery, state
+from zipper.table import audit, catalog, publish, recovery, state, store
 from zipper.tablespec.model import TableSpec
 from zipper.transforms import timelines
 from zipper.transforms.timelines import DS, KINDS
@@ -158,11 +158,8 @@ def _write_versions(
         marked.rows.persist()  # read twice: the counts, then the versions
         try:
             per_date = {r[DS]: {k: int(r[k]) for k in KINDS} for r in timelines.daily_counts(marked.rows).collect()}
-            (
-                timelines.with_slot(_versions(spec, marked), spec.end_column, spec.open_end.isoformat())
-                .write.partitionBy(layout.SLOT)
-                .parquet(run_root)
-            )
+            versions = timelines.with_slot(_versions(spec, marked), spec.end_column, spec.open_end.isoformat())
+            store.write_slots(versions, run_root)
         finally:
             marked.rows.unpersist()
     return per_date

@@ -12,11 +12,7 @@ last keeps it, so a crash leaves a consistent table at some date and the same co
 from __future__ import annotations
 
 import datetime as dt
-import secrets
 import time
-
-from pyspark.sql import Observation
-from pyspark.sql import functions as F
 
 from zipper.core import faults, fs, layout, sqltemplates
 from zipper.core.dates import DAY, date_range, describe_dates
@@ -37,7 +33,7 @@ from zipper.jobs import apply, corrected
 from zipper.jobs.context import Run, open_run, quiet
 from zipper.jobs.plan import plan_rerun, source_kind
 from zipper.jobs.result import RunResult
-from zipper.table import audit, catalog, publish, state
+from zipper.table import audit, catalog, publish, state, store
 from zipper.tablespec.model import TableSpec
 from zipper.transforms import timelines
 
@@ -357,12 +353,11 @@ def restore(
 
     run_id = state.new_run_id()
     open_dir = layout.slot_dir(state.run_dir(st, run_id), layout.Slot.OPEN)
-    observation = Observation(f"zipper_restore_{secrets.token_hex(6)}")
     rows, read_from = _restored(spark, spec, st, first, table_columns)
     # with untracked columns, from the base and the increments before `first`: a file of theirs
     # holding a column in another type than its input is read as fails naming it, as a rebuild's does
     with file_types.explained_column_types_of(spark, spec, read_from, NOTHING_CHANGED):
-        rows.observe(observation, F.count(F.lit(1)).alias("rows")).write.parquet(open_dir)
+        observation = store.write_counted(rows, open_dir, "restore")
     fs.mkdirs(spark, open_dir)
     rows_read = int(metrics.observed_metrics(observation).get("rows") or 0)
     rows_written = fs.written_rows(spark, open_dir)
