@@ -128,3 +128,24 @@ def initialized_with_a_day_folder(spark, t: TableFixture, base_rows) -> Path:
     folder = t.increment_dir(day(1))
     folder.mkdir(parents=True)
     return folder
+
+
+def plan_section(df, section: str) -> str:
+    """One section of `df`'s plan as `explain(extended=True)` prints it ("Analyzed Logical Plan",
+    "Physical Plan"): the same text on a classic session and on a Spark Connect client, which
+    has no `_jdf` to ask."""
+    import contextlib
+    import io
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        df.explain(extended=True)
+    text = printed.getvalue()
+    start = text.index(f"== {section} ==\n") + len(f"== {section} ==\n")
+    end = text.find("\n== ", start)
+    return text[start : end if end >= 0 else len(text)].strip()
+
+
+def is_connect(spark) -> bool:
+    """Whether `spark` is a Spark Connect client session (no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")

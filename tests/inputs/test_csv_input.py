@@ -174,7 +174,6 @@ def test_a_bug_while_reading_an_input_is_raised_as_itself_not_as_an_unreadable_f
     """Every failure to read was taken for the input's: a bug in zipper (or in its use of a
     library) was reported as an unreadable file, or its header left unchecked, without a trace."""
     import pyarrow.parquet as pq
-    from pyspark.sql.readwriter import DataFrameReader
 
     from zipper.core import fs
     from zipper.inputs import footers
@@ -186,7 +185,8 @@ def test_a_bug_while_reading_an_input_is_raised_as_itself_not_as_an_unreadable_f
     def bug(*args, **kwargs):
         raise KeyError("a bug")
 
-    for where, name in [(fs.FileHeads, "read"), (DataFrameReader, "load")]:
+    # a classic session's reader, or a Spark Connect client's
+    for where, name in [(fs.FileHeads, "read"), (type(spark.read), "load")]:
         with monkeypatch.context() as patched:
             patched.setattr(where, name, bug)
             with pytest.raises(KeyError, match="a bug"):

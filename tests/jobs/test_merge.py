@@ -10,7 +10,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.support import TableFixture, day, table_rows, write_parquet
+from tests.support import TableFixture, day, is_connect, table_rows, write_parquet
 from zipper.core import faults, fs
 from zipper.core.errors import AuditError, InputError, MissingInputError, SpecError, StateError
 from zipper.inputs import reader, sources
@@ -117,11 +117,12 @@ def test_a_day_too_large_to_broadcast_is_joined_by_a_shuffle_with_the_same_resul
 ):
     columns = [("id", "bigint"), ("name", "string"), ("city", "string")]
     row_bytes = estimated_row_bytes(spark, columns, "begin_dt")
-    heap = spark._jvm.java.lang.Runtime.getRuntime().maxMemory()
     assert row_bytes == 8 + 8 * 4 + (8 + 20 + 20 + 20)  # slots, then Spark's sizes: bigint, 3 strings
-    assert broadcast_max_bytes(spark) == heap // 8
+    if not is_connect(spark):  # the driver's heap, asked of the JVM this process runs
+        assert broadcast_max_bytes(spark) == spark._jvm.java.lang.Runtime.getRuntime().maxMemory() // 8
     assert broadcasts(spark, 1000, columns, "begin_dt")
-    assert not broadcasts(spark, heap // 8 // row_bytes + 1, columns, "begin_dt")  # over an eighth of the heap
+    over = broadcast_max_bytes(spark) // row_bytes + 1
+    assert not broadcasts(spark, over, columns, "begin_dt")  # over an eighth of the heap
     monkeypatch.setenv("ZIPPER_BROADCAST_MAX_ROWS", "999")
     assert not broadcasts(spark, 1000, columns, "begin_dt")
     monkeypatch.delenv("ZIPPER_BROADCAST_MAX_ROWS")
@@ -356,8 +357,11 @@ def test_an_unreadable_single_file_is_named(spark, users):
 
 
 def counted_jvm_calls(spark, monkeypatch) -> list[str]:
-    """The py4j commands the driver sends from now on (`monkeypatch.undo()` stops counting), not
-    the deletes of objects Python let go of, which come at random."""
+    """The calls this process makes to Spark's JVM from now on (`monkeypatch.undo()` stops
+    counting): a classic session's py4j commands, not the deletes of objects Python let go of,
+    which come at random; a Spark Connect client's requests to its server."""
+    if is_connect(spark):
+        return _counted_connect_requests(spark, monkeypatch)
     from py4j.protocol import MEMORY_COMMAND_NAME
 
     client = spark.sparkContext._gateway._gateway_client
@@ -370,6 +374,20 @@ def counted_jvm_calls(spark, monkeypatch) -> list[str]:
         return send(command, *args, **kwargs)
 
     monkeypatch.setattr(client, "send_command", counted_send)
+    return calls
+
+
+def _counted_connect_requests(spark, monkeypatch) -> list[str]:
+    client = spark.client
+    calls: list[str] = []
+    for name in ("_execute_and_fetch_as_iterator", "_analyze", "config"):
+        sent = getattr(client, name)
+
+        def counted(*args, _sent=sent, _name=name, **kwargs):
+            calls.append(_name)
+            return _sent(*args, **kwargs)
+
+        monkeypatch.setattr(client, name, counted)
     return calls
 
 
@@ -1111,8 +1129,6 @@ def test_a_file_whose_schema_cannot_be_read_is_passed_over_when_naming_a_type_co
 ):
     """Finding which columns the files type differently reads each file's schema and passed over
     every failure, so a bug in it (a Python error) went unseen, as a file it could not read."""
-    from pyspark.sql import DataFrameReader
-
     users.write_increment(spark, day(1), [(2, "bob", "Paris")])
     add_file(users, day(1), [(4, "dan", 5)], "id bigint, name string, city int", tmp_path / "more")
     folder = users.increment_dir(day(1))
@@ -1120,6 +1136,7 @@ def test_a_file_whose_schema_cannot_be_read_is_passed_over_when_naming_a_type_co
     init_table(spark, users.spec)
     located = sources.locate(spark, users.spec, users.spec.source, day(1), "increment")
     assert reader._type_conflicts(spark, located, located.files).startswith("city is int in more-part-")
+    DataFrameReader = type(spark.read)  # a classic session's reader, or a Spark Connect client's
     load = DataFrameReader.load
 
     def buggy_load(self, path=None, *args, **kwargs):

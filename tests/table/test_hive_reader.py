@@ -10,7 +10,7 @@ from decimal import Decimal
 
 from pyspark.testing import assertDataFrameEqual
 
-from tests.support import D1, TableFixture
+from tests.support import D1, TableFixture, plan_section
 from zipper.jobs import merge
 from zipper.jobs.init import init_table
 
@@ -79,7 +79,7 @@ def test_hives_own_parquet_reader_reads_every_column_type_of_open_and_closed_row
 
     by_spark = spark.table(t.table).collect()
     with hive_serde_reads(spark):
-        plan = spark.table(t.table)._jdf.queryExecution().executedPlan().toString()
+        plan = plan_section(spark.table(t.table), "Physical Plan")
         by_hive = spark.table(t.table).collect()
 
     assert plan.startswith("Scan hive ")  # Hive's reader, not Spark's converted Parquet scan

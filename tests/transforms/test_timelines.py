@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pyspark.testing import assertDataFrameEqual
 
+from tests.support import plan_section
 from zipper.transforms import timelines as rt
 
 DATED = "id bigint, name string, city string, zipper_ds string"
@@ -84,7 +85,7 @@ def test_daily_counts_and_slots(spark):
 def test_marking_compares_each_column_with_the_previous_row_once(spark, tracked):
     """The tracked columns tell a changed row; only the untracked ones are left to tell unchanged
     from updated (the tracked ones were compared again there, to the same answer)."""
-    plan = marked(spark, tracked)._jdf.queryExecution().analyzed().toString()
+    plan = plan_section(marked(spark, tracked), "Analyzed Logical Plan")
     assert plan.count("<=>") == len(["name", "city"])
 
 
