@@ -138,7 +138,8 @@ def _bad_record(spark, path: str, read: CsvRead):
     record_options = {k: v for k, v in read.options if k.lower() not in _FILE_ONLY}
     parsed = (
         spark.createDataFrame([(typed[BAD_RECORD],)], "record string")
-        .select(F.from_csv("record", as_text, record_options).alias("r"))
+        # no options rather than empty ones: a Spark Connect client sends {} as a map Spark refuses
+        .select(F.from_csv("record", as_text, record_options or None).alias("r"))
         .select("r.*")
         .collect()
     )
