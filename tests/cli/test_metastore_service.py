@@ -1,7 +1,8 @@
 """The warehouse's metastore as a local service (zipper.runtime.metastore), through the real CLI:
 merges of two tables side by side, one writer per table, reads while a merge runs, the committed
 state over thrift without a JVM, the retired embedded mode refused, and the server's
-own life (started on demand, one for concurrent starters, a dead record replaced, stopped by pid).
+own life (started on demand, one for concurrent starters, on loopback alone, a dead record
+replaced, stopped by pid).
 
 Runs are held at a named step with ZIPPER_PAUSE_AT (zipper.core.faults), so "during a merge" is
 a state the test waits for, never a time."""
@@ -11,11 +12,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests import metastores
@@ -173,6 +176,29 @@ def server_pids(warehouse: Path) -> list[int]:
     return [pid for pid, served in metastores.running_servers().items() if served == warehouse.resolve()]
 
 
+def assert_serves_loopback_only(pid: int, port: int) -> None:
+    """The server listens on 127.0.0.1:`port` and nowhere else (py4j's gateway that set it up is
+    gone): a connection to any other address of this machine on its port is refused."""
+    listening = {
+        (conn.laddr.ip.removeprefix("::ffff:"), conn.laddr.port)
+        for conn in psutil.Process(pid).net_connections("inet")
+        if conn.status == psutil.CONN_LISTEN
+    }
+    assert listening == {("127.0.0.1", port)}
+    socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    # 127.0.0.2 is this machine on every Linux (127/8 is loopback) yet not the address bound: a
+    # wildcard bind would take it; so would it the machine's own addresses, which are tried too
+    others = {
+        address.address
+        for addresses in psutil.net_if_addrs().values()
+        for address in addresses
+        if address.family == socket.AF_INET and not address.address.startswith("127.")
+    }
+    for address in ["127.0.0.2", *sorted(others)]:
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection((address, port), timeout=5).close()
+
+
 def test_the_server_by_hand_concurrent_starts_and_a_dead_record(tmp_path):
     warehouse = tmp_path / "warehouse"
     env = env_for(tmp_path)
@@ -197,6 +223,7 @@ def test_the_server_by_hand_concurrent_starts_and_a_dead_record(tmp_path):
     assert running.returncode == 0 and running.stderr == "", running.stderr  # as `pg_ctl status`: 0 while it runs
     shown = json.loads(running.stdout)
     assert shown["running"] and shown["pid"] == pid and shown["database"] == f"{warehouse}/metastore_db"
+    assert_serves_loopback_only(pid, int(shown["uri"].rsplit(":", 1)[1]))
 
     # A server killed without a word leaves a record that is detected and replaced
     os.kill(pid, signal.SIGKILL)

@@ -26,8 +26,6 @@ import datetime as dt
 import fcntl
 import json
 import os
-import subprocess
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from enum import StrEnum
@@ -35,10 +33,13 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from zipper.core.errors import StateError
-from zipper.runtime import jvm, processes
+from zipper.runtime import jvm, metastore_server, processes
 from zipper.runtime.processes import LOCAL_HOST
 
-MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
+# The server JVM's main class (py4j's gateway, shut down once Hive's metastore serves on loopback);
+# an earlier zipper's server ran Hive's own main, on every interface, and is replaced at the next start.
+MAIN_CLASS = metastore_server.GATEWAY_MAIN
+EARLIER_MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 METASTORE_ENV = "ZIPPER_METASTORE"  # local (default) | external
 DATABASE_ENV = "ZIPPER_METASTORE_DB"  # postgresql://user:password@host:port/database; default Derby
 JDBC_JAR_ENV = "ZIPPER_POSTGRESQL_JDBC"
@@ -189,17 +190,20 @@ class MetastoreService:
     def running(self) -> Server | None:
         """The recorded server if it is alive, this warehouse's, and answering on its port."""
         server = self.recorded()
-        if server is None or not self._is_our_process(server.pid):
+        if server is None or not self._is_our_process(server.pid, (MAIN_CLASS,)):
             return None
         return server if processes.accepts(server.port) else None
 
-    def _is_our_process(self, pid: int) -> bool:
-        """Whether `pid` is this warehouse's metastore server (a recycled pid is some other process)."""
+    def _is_our_process(self, pid: int, mains: tuple[str, ...] = (MAIN_CLASS, EARLIER_MAIN_CLASS)) -> bool:
+        """Whether `pid` is this warehouse's metastore server, run by one of `mains` (a recycled
+        pid is some other process)."""
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
-            return processes.pid_alive(pid) and processes.ps_cmdline_has(pid, MAIN_CLASS, self._marker())
-        return MAIN_CLASS.encode() in cmdline and self._marker().encode() in cmdline
+            return processes.pid_alive(pid) and any(
+                processes.ps_cmdline_has(pid, main, self._marker()) for main in mains
+            )
+        return self._marker().encode() in cmdline and any(main.encode() in cmdline for main in mains)
 
     def _marker(self) -> str:
         return f"-Dzipper.warehouse={self.warehouse}"
@@ -263,52 +267,46 @@ class MetastoreService:
                 "Java was not found (JAVA_HOME or java on PATH): the metastore server is a Java process;"
                 " install Java 17 (e.g. apt-get install openjdk-17-jre-headless)"
             )
-        last_log = ""
-        for _ in range(3):  # a port taken between choosing it and binding it: choose another
-            port = processes.free_port()
-            command = self.command(java, port, database)
-            with open(self.log_path, "ab") as log:
-                log.write(f"\n--- {_now()} starting on port {port}\n".encode())
-                log.flush()
-                process = subprocess.Popen(
-                    command,
-                    env={**os.environ, **database.environment()},
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    cwd=self.folder,
-                    start_new_session=True,  # outlives the command that started it, and its Ctrl-C
-                )
-            if self._wait_until_serving(process, port):
-                return Server(process.pid, port, str(self.warehouse), database.described, _now())
-            last_log = self._log_tail()
-            if "Address already in use" not in last_log:
-                break
-        raise MetastoreUnavailable(self._start_failure(last_log))
+        with open(self.log_path, "ab") as log:
+            log.write(f"\n--- {_now()} starting\n".encode())
+        try:
+            process, port = metastore_server.launch(
+                self.command(java, database),
+                self.settings(database),
+                self.log_path,
+                env={**os.environ, **database.environment()},
+                cwd=self.folder,
+                timeout_s=START_TIMEOUT_S,
+            )
+        except metastore_server.ServerFailed as failure:
+            raise MetastoreUnavailable(self._start_failure(self._log_tail(), str(failure))) from None
+        with open(self.log_path, "ab") as log:
+            log.write(f"--- {_now()} serving on {LOCAL_HOST}:{port} (pid {process.pid})\n".encode())
+        return Server(process.pid, port, str(self.warehouse), database.described, _now())
 
-    def command(self, java: Path, port: int, database: Database) -> list[str]:
-        """The server's argv: Hive's metastore on Spark's jars, its database, this warehouse."""
+    def command(self, java: Path, database: Database) -> list[str]:
+        """The server's argv: a JVM on Spark's jars (and the database's), set for this warehouse,
+        whose main is py4j's gateway until Hive's metastore serves (zipper.runtime.metastore_server)."""
         classpath = ":".join([str(jvm.spark_home() / "jars" / "*"), *database.jars])
         heap = os.environ.get(HEAP_ENV, "1g")
-        command = [
-            str(java),
+        options = [
             f"-Xmx{heap}",
             "-XX:TieredStopAtLevel=1",  # a metadata server of small requests: the quick JIT starts it sooner
+            "-XX:+DisplayVMOutputToStderr",  # the log: its stdout is the starter's pipe, closed once it serves
             *jvm.server_options(),
             *self.java_options,
-            "-cp",
-            classpath,
             # hive-exec's log4j2 defaults ask for async loggers, whose library Spark does not ship
             "-Dlog4j2.contextSelector=org.apache.logging.log4j.core.selector.ClassLoaderContextSelector",
             f"-Dlog4j2.configurationFile={LOG_CONFIG}",
             f"-Dderby.system.home={self.warehouse}",
             f"-Dderby.stream.error.file={self.warehouse / 'derby.log'}",
             self._marker(),
-            MAIN_CLASS,
-            "-p",
-            str(port),
         ]
-        settings = [
+        return metastore_server.gateway_command(str(java), options, classpath)
+
+    def settings(self, database: Database) -> dict[str, str]:
+        """The server's Hive settings (what Hive's main took as --hiveconf pairs)."""
+        pairs = [
             *database.hiveconf(),
             "datanucleus.schema.autoCreateAll=true",
             "hive.metastore.schema.verification=false",
@@ -316,20 +314,7 @@ class MetastoreService:
             # a partition move is one alter_partitions call; its statistics are Spark's business
             "hive.stats.autogather=false",
         ]
-        for setting in settings:
-            command += ["--hiveconf", setting]
-        return command
-
-    def _wait_until_serving(self, process: subprocess.Popen, port: int) -> bool:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                return False
-            if processes.accepts(port):
-                return True
-            time.sleep(0.2)
-        processes.terminate(process.pid)
-        return False
+        return dict(pair.split("=", 1) for pair in pairs)
 
     def _log_tail(self) -> str:
         try:
@@ -337,18 +322,14 @@ class MetastoreService:
         except OSError:
             return ""
 
-    def _start_failure(self, log: str) -> str:
+    def _start_failure(self, log: str, reason: str) -> str:
         where = f"the metastore server of {self.warehouse}"
-        if "Another instance of Derby" in log or "XSDB6" in log:
+        if any("Another instance of Derby" in text or "XSDB6" in text for text in (log, reason)):
             return (
                 f"{where} could not open {self.warehouse}/metastore_db: another process has it open (a Spark"
                 " driver with Derby inside, or a server of an earlier zipper); when it has finished, run"
                 " `zipper metastore start`"
             )
-        reason = next(
-            (line.strip() for line in reversed(log.splitlines()) if "Exception" in line or "Error" in line),
-            "it exited or did not answer in time",
-        )
         return f"{where} did not start: {reason[:300]} (its log: {self.log_path})"
 
     # -- for a run that cleans up after itself ------------------------------------------------------

@@ -26,12 +26,6 @@ def accepts(port: int) -> bool:
         return False
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((LOCAL_HOST, 0))
-        return sock.getsockname()[1]
-
-
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
