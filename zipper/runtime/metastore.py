@@ -23,11 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import fcntl
 import json
 import os
 import subprocess
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from enum import StrEnum
@@ -195,27 +193,15 @@ class MetastoreService:
 
     def _is_our_process(self, pid: int) -> bool:
         """Whether `pid` is this warehouse's metastore server (a recycled pid is some other process)."""
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            return processes.pid_alive(pid) and processes.ps_cmdline_has(pid, MAIN_CLASS, self._marker())
-        return MAIN_CLASS.encode() in cmdline and self._marker().encode() in cmdline
+        return processes.has_cmdline(pid, MAIN_CLASS, self._marker())
 
     def _marker(self) -> str:
         return f"-Dzipper.warehouse={self.warehouse}"
 
     # -- starting and stopping ---------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        """One starter or stopper at a time; the kernel drops the lock of a process that dies."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.lock_path, "a+") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    def _locked(self) -> contextlib.AbstractContextManager[None]:
+        return processes.exclusive(self.lock_path)
 
     def ensure(self) -> Server:
         """The running server, started first if there is none."""
@@ -279,7 +265,7 @@ class MetastoreService:
                     cwd=self.folder,
                     start_new_session=True,  # outlives the command that started it, and its Ctrl-C
                 )
-            if self._wait_until_serving(process, port):
+            if processes.wait_until_accepting(process, port, START_TIMEOUT_S):
                 return Server(process.pid, port, str(self.warehouse), database.described, _now())
             last_log = self._log_tail()
             if "Address already in use" not in last_log:
@@ -319,17 +305,6 @@ class MetastoreService:
         for setting in settings:
             command += ["--hiveconf", setting]
         return command
-
-    def _wait_until_serving(self, process: subprocess.Popen, port: int) -> bool:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                return False
-            if processes.accepts(port):
-                return True
-            time.sleep(0.2)
-        processes.terminate(process.pid)
-        return False
 
     def _log_tail(self) -> str:
         try:
