@@ -6,8 +6,7 @@ that long, and the JVM, its memory and its cores stay taken. So the warehouse's 
 (runtime.spark_server) is started under this small supervisor. It leads the server's process group
 (the server, its Python workers and itself are stopped by the one pid recorded), and counts the
 connections clients hold to the server's port (/proc/net/tcp): a client's session keeps one open
-while it lives, and gRPC closes a channel left unused for 30 minutes. When none has been open for
-the idle period, it stops the server, removes the record that names it, and ends. It also ends
+while it lives. When none has been open for the idle period, it stops the server, removes the record that names it, and ends. It also ends
 when the server ends, with its exit code. Where connections cannot be counted (no /proc/net), it
 never stops the server itself.
 
