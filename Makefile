@@ -67,7 +67,8 @@ bench-view: setup
 bench-correct: setup
 	.venv/bin/python bench/bench_correct.py
 
-# The warehouse's metastore server is stopped (by its pid) before its folder goes.
+# The warehouse's Spark Connect and metastore servers are stopped (by their pids) before its folder goes.
 clean:
+	@if [ -x .venv/bin/zipper ] && [ -d "$(ZIPPER_WAREHOUSE)" ]; then .venv/bin/zipper spark stop --warehouse "$(ZIPPER_WAREHOUSE)"; fi
 	@if [ -x .venv/bin/zipper ] && [ -d "$(ZIPPER_WAREHOUSE)" ]; then .venv/bin/zipper metastore stop --warehouse "$(ZIPPER_WAREHOUSE)"; fi
 	rm -rf warehouse demo_data airflow_home airflow_home2

@@ -22,7 +22,7 @@ from zipper.runtime.session import SessionSettings
 EXIT_BROKEN_PIPE = 141  # as a process killed by SIGPIPE, what a shell pipeline expects
 EXIT_CODES = (
     "exit codes: 0 done; 1 an error (one line on stderr); 2 a usage error; 3 `check` found a violation,"
-    " or `metastore status` found no server running; 4 `history` found no version of the key;"
+    " or `metastore status` or `spark status` found no server running; 4 `history` found no version of the key;"
     " 10 `merge --no-spark`: not a no-op it could tell without Spark; 130 interrupted; 141 the reader closed the pipe"
 )
 
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     verb = BY_NAME[args.verb]
     runner = None
     try:
-        if not verb.needs_table:  # about spec files or the metastore server only: no table, no Spark
+        if not verb.needs_table:  # about spec files or the warehouse's servers only: no table, no Spark
             return verb.run(args)
         runner = Runner(args, verb)
         code = runner.run()

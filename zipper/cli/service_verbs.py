@@ -1,6 +1,7 @@
-"""`zipper metastore start|stop|status`: the warehouse's metastore server by hand (runtime.metastore).
+"""`zipper metastore|spark start|stop|status`: the warehouse's servers by hand (runtime.metastore,
+runtime.spark_server).
 
-Anything that needs the server starts it, so `start` is only for those who want it up before the
+Anything that needs a server starts it, so `start` is only for those who want it up before the
 first run; `stop` ends it by its process id (the next run starts it again). `status` exits 3 when
 no server runs, as `pg_ctl status` does, so that a script can test for it without reading JSON."""
 
@@ -9,37 +10,49 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from enum import StrEnum
 
 from zipper.core.errors import StateError
-from zipper.runtime import metastore
+from zipper.runtime import metastore, spark_server
 from zipper.runtime.session import SessionSettings
 
-ACTIONS = ("start", "stop", "status")
 EXIT_NOT_RUNNING = 3
 
 
-def metastore_arguments(parser: argparse.ArgumentParser) -> None:
+class Action(StrEnum):
+    START = "start"
+    STOP = "stop"
+    STATUS = "status"
+
+
+def service_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "action", choices=ACTIONS, help=f"start | stop | status (JSON; exit {EXIT_NOT_RUNNING} when no server runs)"
+        "action",
+        choices=list(Action),
+        type=Action,
+        help=f"start | stop | status (JSON; exit {EXIT_NOT_RUNNING} when no server runs)",
     )
+
+
+def _shown_status(shown: dict, what: str, warehouse) -> int:
+    print(json.dumps(shown, indent=2))
+    if not shown["running"]:
+        print(f"zipper: no {what} is running for {warehouse}", file=sys.stderr)
+        return EXIT_NOT_RUNNING
+    return 0
 
 
 def run_metastore(args: argparse.Namespace) -> int:
     settings = SessionSettings.from_env(args.warehouse)
     service = metastore.MetastoreService(settings.warehouse_path)
-    if args.action == "status":
-        shown = {"mode": settings.metastore, **service.status()}
-        print(json.dumps(shown, indent=2))
-        if not shown["running"]:
-            print(f"zipper: no metastore server is running for {service.warehouse}", file=sys.stderr)
-            return EXIT_NOT_RUNNING
-        return 0
+    if args.action == Action.STATUS:
+        return _shown_status({"mode": settings.metastore, **service.status()}, "metastore server", service.warehouse)
     if settings.metastore != metastore.MetastoreMode.LOCAL:
         raise StateError(
             f"ZIPPER_METASTORE={settings.metastore}: there is no local metastore server to {args.action}"
             " (it serves the default, ZIPPER_METASTORE=local)"
         )
-    if args.action == "start":
+    if args.action == Action.START:
         server, started = service.start()
         print(
             f"metastore server {'started' if started else 'already running'} for {service.warehouse}:"
@@ -51,4 +64,25 @@ def run_metastore(args: argparse.Namespace) -> int:
         print(f"no metastore server was running for {service.warehouse}")
     else:
         print(f"metastore server of {service.warehouse} stopped (pid {stopped.pid}, {stopped.uri})")
+    return 0
+
+
+def run_spark(args: argparse.Namespace) -> int:
+    """The token is never printed: clients read it from its file, which `status` names."""
+    settings = SessionSettings.from_env(args.warehouse)
+    service = spark_server.SparkServerService(settings)
+    if args.action == Action.STATUS:
+        return _shown_status(service.status(), "Spark Connect server", service.warehouse)
+    if args.action == Action.START:
+        server, started = service.start()
+        print(
+            f"Spark Connect server {'started' if started else 'already running'} for {service.warehouse}:"
+            f" {server.url} (pid {server.pid}; its token is in {service.token_path})"
+        )
+        return 0
+    stopped = service.stop()
+    if stopped is None:
+        print(f"no Spark Connect server was running for {service.warehouse}")
+    else:
+        print(f"Spark Connect server of {service.warehouse} stopped (pid {stopped.pid}, {stopped.url})")
     return 0

@@ -102,7 +102,14 @@ VERBS: tuple[Verb, ...] = (
         "metastore",
         "start, stop or show the warehouse's metastore server (started on demand by any run)",
         service_verbs.run_metastore,
-        service_verbs.metastore_arguments,
+        service_verbs.service_arguments,
+        needs_table=False,
+    ),
+    Verb(
+        "spark",
+        "start, stop or show the warehouse's Spark Connect server (started on demand by its clients)",
+        service_verbs.run_spark,
+        service_verbs.service_arguments,
         needs_table=False,
     ),
 )

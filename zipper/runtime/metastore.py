@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import fcntl
 import json
 import os
 from collections.abc import Iterator, Mapping
@@ -197,29 +196,15 @@ class MetastoreService:
     def _is_our_process(self, pid: int, mains: tuple[str, ...] = (MAIN_CLASS, EARLIER_MAIN_CLASS)) -> bool:
         """Whether `pid` is this warehouse's metastore server, run by one of `mains` (a recycled
         pid is some other process)."""
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            return processes.pid_alive(pid) and any(
-                processes.ps_cmdline_has(pid, main, self._marker()) for main in mains
-            )
-        return self._marker().encode() in cmdline and any(main.encode() in cmdline for main in mains)
+        return any(processes.has_cmdline(pid, main, self._marker()) for main in mains)
 
     def _marker(self) -> str:
         return f"-Dzipper.warehouse={self.warehouse}"
 
     # -- starting and stopping ---------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        """One starter or stopper at a time; the kernel drops the lock of a process that dies."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.lock_path, "a+") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    def _locked(self) -> contextlib.AbstractContextManager[None]:
+        return processes.exclusive(self.lock_path)
 
     def ensure(self) -> Server:
         """The running server, started first if there is none."""

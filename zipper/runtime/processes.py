@@ -1,19 +1,23 @@
-"""The local servers' processes: their port, their liveness, their end.
+"""The local servers' processes: their port, their liveness, their lock, their end.
 
-The warehouse's metastore server is a process zipper starts and leaves running, recorded by
-pid and port under the warehouse; these are the few operating-system questions its record is
-checked with and the way it is stopped. Kept apart from the service so that any other server
-zipper runs on this machine is handled the same way."""
+The warehouse's metastore server and its Spark Connect server are processes zipper starts and
+leaves running, recorded by pid and port under the warehouse; these are the few operating-system
+questions their records are checked with, the lock their starters share and the way they are
+stopped. Kept apart from the services so that every server zipper runs on this machine is
+handled the same way."""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 LOCAL_HOST = "127.0.0.1"  # every server zipper starts listens on loopback only
 
@@ -26,6 +30,38 @@ def accepts(port: int) -> bool:
         return False
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((LOCAL_HOST, 0))
+        return sock.getsockname()[1]
+
+
+def wait_until_accepting(process: subprocess.Popen, port: int, timeout_s: float, group: bool = False) -> bool:
+    """Whether the server `process` started answers on `port` before it exits or the time is up
+    (then it is stopped; with `group`, with the processes of the group it leads)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        if accepts(port):
+            return True
+        time.sleep(0.2)
+    terminate(process.pid, group=group)
+    return False
+
+
+@contextlib.contextmanager
+def exclusive(lock_path: Path) -> Iterator[None]:
+    """One starter or stopper of a server at a time; the kernel drops the lock of a process that dies."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -36,28 +72,59 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
+def has_cmdline(pid: int, *items: str) -> bool:
+    """Whether process `pid` has each of `items` as one argument of its command line: a recorded
+    pid recycled by the system is some other process, never to be used or stopped."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return pid_alive(pid) and ps_cmdline_has(pid, *items)
+    return all(item.encode() in cmdline for item in items)
+
+
 def ps_cmdline_has(pid: int, *parts: str) -> bool:
     """Where there is no /proc (macOS): the process's command line through ps."""
     found = subprocess.run(["ps", "-ww", "-o", "command=", "-p", str(pid)], capture_output=True, text=True)
     return found.returncode == 0 and all(part in found.stdout for part in parts)
 
 
-def terminate(pid: int, grace_s: float = 20) -> bool:
-    """SIGTERM, then SIGKILL if it has not exited within `grace_s` (Derby shuts down on SIGTERM).
+def terminate(pid: int, grace_s: float = 20, group: bool = False) -> bool:
+    """SIGTERM, then SIGKILL if it has not exited within `grace_s` (Derby shuts down on SIGTERM);
+    with `group`, to every process of the group `pid` leads (a server and the workers it started).
     Whether it exited by itself."""
+    send = os.killpg if group else os.kill
     try:
-        os.kill(pid, signal.SIGTERM)
+        send(pid, signal.SIGTERM)
     except ProcessLookupError:
         return True
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
-        if not pid_alive(pid) or is_zombie(pid):
-            reap(pid)
+        reap(pid)
+        if not (group_alive(pid) if group else pid_alive(pid) and not is_zombie(pid)):
             return True
         time.sleep(0.1)
     with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
+        send(pid, signal.SIGKILL)
     reap(pid)
+    return False
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of group `pgid` still runs. Zombies do not count: whoever runs as
+    pid 1 in a container may never reap them."""
+    try:
+        stats = [proc / "stat" for proc in Path("/proc").iterdir() if proc.name.isdigit()]
+    except OSError:  # no /proc (macOS)
+        try:
+            os.killpg(pgid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+    for stat in stats:
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            state, _ppid, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
+            if int(group) == pgid and state != "Z":
+                return True
     return False
 
 
@@ -72,3 +139,44 @@ def reap(pid: int) -> None:
     """Collect the exit of a server this process started itself, so it leaves no zombie."""
     with contextlib.suppress(ChildProcessError, OSError):
         os.waitpid(pid, os.WNOHANG)
+
+
+class TcpSocket(NamedTuple):
+    """One TCP socket of this machine, as /proc/net/tcp and tcp6 list it."""
+
+    local: str  # IPv4 dotted, or IPv6 as /proc writes it (an IPv4-mapped one as its IPv4 address)
+    port: int
+    state: str  # "0A" listening, "01" established
+    inode: int
+
+
+LISTEN, ESTABLISHED = "0A", "01"
+
+
+def tcp_sockets() -> list[TcpSocket]:
+    """The machine's TCP sockets (Linux; none where there is no /proc/net)."""
+    found = []
+    for table in ("tcp", "tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+                fields = line.split()
+                address, port = fields[1].split(":")
+                found.append(TcpSocket(_address(address), int(port, 16), fields[3], int(fields[9])))
+    return found
+
+
+def _address(hexed: str) -> str:
+    """/proc's hex address: IPv4 in host byte order; IPv6 as four such words."""
+    raw = b"".join(int(hexed[i : i + 8], 16).to_bytes(4, "little") for i in range(0, len(hexed), 8))
+    if len(raw) == 16 and raw[:12] == b"\0" * 10 + b"\xff\xff":
+        raw = raw[12:]  # a dual-stack socket's IPv4 address
+    return socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)
+
+
+def clients_of(port: int, host: str = LOCAL_HOST) -> int | None:
+    """How many connections clients hold to the server on `host:port` (None where it cannot be
+    told: no /proc/net)."""
+    sockets = tcp_sockets()
+    if not sockets:
+        return None
+    return sum(1 for s in sockets if s.state == ESTABLISHED and s.port == port and s.local == host)

@@ -1,0 +1,239 @@
+"""The warehouse's Spark Connect server (zipper.runtime.spark_server): one server for the module
+(a JVM start is dear), reached by real clients in subprocesses (a Connect session marks its whole
+process as a Connect client, which would lead this process's classic session astray).
+
+Its clients use the warehouse's metastore service; a client without the token, or with another,
+is refused; the token is private and never on a command line; the server listens on loopback
+only; a second start finds it; `zipper spark stop` ends its process group. The idle stop is
+tested on a stand-in server (runtime.idle_stop), without a JVM."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from zipper.cli.main import main
+from zipper.core.hms import MetastoreClient
+from zipper.runtime import metastore, processes, spark_server
+from zipper.runtime.session import SessionSettings
+
+REPO = Path(__file__).resolve().parents[2]
+
+CLIENT = r"""
+import json, sys, time
+started = time.monotonic()
+from pyspark.sql import SparkSession
+imported = time.monotonic()
+spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+connected = time.monotonic()
+answers = [[list(row) for row in spark.sql(query).collect()] for query in sys.argv[2:]]
+done = time.monotonic()
+spark.stop()
+print(json.dumps({"answers": answers, "import_s": imported - started, "connect_s": connected - imported,
+                  "queries_s": done - connected}))
+"""
+
+REFUSED = r"""
+import json, sys
+from pyspark.sql import SparkSession
+said = {}
+for url in sys.argv[1:]:
+    try:
+        spark = SparkSession.builder.remote(url).create()
+        said[url] = spark.sql("SELECT 1").collect()[0][0]
+    except Exception as exc:
+        said[url] = f"{type(exc).__name__}: {exc}"
+print(json.dumps(said))
+"""
+
+
+def python(code: str, *args: str, timeout: float = 180) -> dict:
+    result = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """(settings, the server, its token, the start's seconds): one server for the module, stopped
+    by its pid at the end, and the metastore server it started too."""
+    settings = SessionSettings(warehouse=str(tmp_path_factory.mktemp("connect") / "warehouse"))
+    service = spark_server.SparkServerService(settings)
+    began = time.monotonic()
+    try:
+        server = spark_server.ensure_running(settings)
+        yield settings, server, service.token(), time.monotonic() - began
+    finally:
+        service.stop()
+        metastore.MetastoreService(settings.warehouse_path).stop()
+
+
+def test_a_client_with_the_token_reads_and_writes_through_the_warehouses_metastore(served):
+    settings, server, token, start_s = served
+    url = spark_server.remote_url(server, token)
+    assert url == f"sc://localhost:{server.port}/;token={token}"
+    ran = python(
+        CLIENT,
+        url,
+        "CREATE DATABASE IF NOT EXISTS connect_db",
+        "CREATE TABLE connect_db.people (id INT, name STRING) USING parquet",
+        "INSERT INTO connect_db.people VALUES (1, 'ann'), (2, 'bob')",
+        "SELECT id, name FROM connect_db.people ORDER BY id",
+    )
+    assert ran["answers"][-1] == [[1, "ann"], [2, "bob"]]
+    print(f"server start {start_s:.1f} s; first client: {ran}")
+    # the table is the warehouse's metastore service's, and its files are under the warehouse
+    with MetastoreClient(metastore.MetastoreService(settings.warehouse_path).running().uri) as client:
+        table = client.table("connect_db", "people")
+    assert table is not None
+    assert (settings.warehouse_path / "connect_db.db" / "people").is_dir()
+
+
+def test_a_client_without_the_token_or_with_another_is_refused(served):
+    _, server, token, _ = served
+    no_token, wrong = f"sc://localhost:{server.port}", f"sc://localhost:{server.port}/;token=not-{token}"
+    said = python(REFUSED, no_token, wrong)
+    assert "UNAUTHENTICATED" in said[no_token] and "No authentication token provided" in said[no_token]
+    assert "UNAUTHENTICATED" in said[wrong] and "Invalid authentication token" in said[wrong]
+
+
+def test_the_token_is_private_and_on_no_command_line(served):
+    settings, server, token, _ = served
+    folder = settings.warehouse_path / "spark"
+    assert stat.S_IMODE((folder / "token").stat().st_mode) == 0o600
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert len(token) >= 40
+    for pid in group_pids(server.pid):  # the supervisor, the JVM, any Python worker
+        assert token.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes()
+    log = settings.warehouse_path / "metastore" / "spark-server.log"
+    assert log.is_file() and token not in log.read_text(errors="replace")
+
+
+def test_the_server_listens_on_loopback_only(served):
+    _, server, _, _ = served
+    listening = set().union(*(listening_addresses(pid) for pid in group_pids(server.pid)))
+    assert (processes.LOCAL_HOST, server.port) in listening
+    assert {address for address, _ in listening} == {processes.LOCAL_HOST}  # the driver's own ports too
+    address = non_loopback_address()
+    if address is None:
+        pytest.skip("this machine has no address but loopback")
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection((address, server.port), timeout=5).close()
+
+
+def test_a_second_start_finds_the_running_server(served, capsys):
+    settings, server, _, _ = served
+    began = time.monotonic()
+    assert spark_server.ensure_running(settings) == server
+    assert time.monotonic() - began < 5
+    assert main(["spark", "status", "--warehouse", settings.warehouse]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["running"] and shown["pid"] == server.pid and shown["url"] == server.url
+    assert "token=" not in json.dumps(shown)
+
+
+def test_stop_ends_its_process_group_and_status_says_stopped(served, capsys):
+    """The module's last test: the server is gone after it."""
+    settings, server, _, _ = served
+    assert main(["spark", "stop", "--warehouse", settings.warehouse]) == 0
+    assert capsys.readouterr().out.startswith(f"Spark Connect server of {settings.warehouse_path} stopped (pid")
+    assert not processes.group_alive(server.pid)
+    assert main(["spark", "status", "--warehouse", settings.warehouse]) == 3
+    said = capsys.readouterr()
+    assert not json.loads(said.out)["running"]
+    assert said.err == f"zipper: no Spark Connect server is running for {settings.warehouse_path}\n"
+    assert main(["spark", "stop", "--warehouse", settings.warehouse]) == 0
+    assert capsys.readouterr().out.strip() == f"no Spark Connect server was running for {settings.warehouse_path}"
+
+
+STAND_IN = r"""
+import socket, sys, time
+server = socket.socket()
+server.bind(("127.0.0.1", int(sys.argv[1])))
+server.listen()
+held = []
+while True:
+    held.append(server.accept()[0])
+"""
+
+
+def test_the_supervisor_stops_a_server_no_client_has_used_for_the_idle_period(tmp_path):
+    port = processes.free_port()
+    record = tmp_path / "server.json"
+    supervisor = subprocess.Popen(
+        [sys.executable, "-m", "zipper.runtime.idle_stop", "--port", str(port), "--idle-minutes", "0.02"]
+        + ["--record", str(record), "--", sys.executable, "-c", STAND_IN, str(port)],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        start_new_session=True,
+    )
+    try:
+        record.write_text(json.dumps({"pid": supervisor.pid}))
+        while not processes.accepts(port):
+            assert supervisor.poll() is None
+            time.sleep(0.1)
+        # a client connected for three idle periods keeps it
+        with socket.create_connection((processes.LOCAL_HOST, port)):
+            time.sleep(3.6)
+            assert supervisor.poll() is None
+        # once it has gone, the server and its supervisor end after one idle period, the record with them
+        assert supervisor.wait(timeout=30) == 0
+        assert not processes.group_alive(supervisor.pid)
+        assert not record.exists()
+    finally:
+        processes.terminate(supervisor.pid, group=True)
+
+
+def group_pids(pgid: int) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if int((proc / "stat").read_text().rsplit(")", 1)[1].split()[2]) == pgid:
+                    pids.append(int(proc.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return pids
+
+
+def listening_addresses(pid: int) -> set[tuple[str, int]]:
+    """Where process `pid` listens: the (address, port) of its listening sockets."""
+    inodes = set()
+    try:
+        descriptors = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return set()
+    for descriptor in descriptors:
+        try:
+            target = os.readlink(descriptor)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(int(target[len("socket:[") : -1]))
+    return {(s.local, s.port) for s in processes.tcp_sockets() if s.state == processes.LISTEN and s.inode in inodes}
+
+
+def non_loopback_address() -> str | None:
+    """This machine's IPv4 address on its default route, or its host name's; None if only loopback."""
+    candidates = []
+    for probe in ("192.0.2.1", "10.255.255.255"):  # a UDP "connect" sends nothing: it only picks a route
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+                udp.connect((probe, 9))
+                candidates.append(udp.getsockname()[0])
+        except OSError:
+            continue
+    try:
+        candidates.append(socket.gethostbyname(socket.gethostname()))
+    except OSError:
+        pass
+    return next((address for address in candidates if not address.startswith(("127.", "0."))), None)

@@ -1,0 +1,317 @@
+"""The warehouse's Spark Connect server: one warm Spark driver that clients reach over gRPC.
+
+A `zipper` command or an Airflow task that starts its own driver pays a JVM's start every time;
+a Spark Connect client pays about a second against a server already running and warm. The
+server is Spark's own (`SparkConnectServer`, from the pyspark package's jars, started with
+`spark-submit`), configured as every zipper driver is (runtime.session: the warehouse, its
+metastore server, started first, the class data sharing archive, the common settings), with Hive
+support. Like the metastore server it is started on demand and left running, recorded in
+`<warehouse>/spark/server.json`; a dead or foreign record is replaced, two starters get one
+server (a file lock), and it is stopped by its pid, which leads its process group. Its log is
+`<warehouse>/metastore/spark-server.log`, beside the metastore server's.
+
+It listens on 127.0.0.1 only (the driver's own ports too) and serves only clients that present
+its token: made once, kept in `<warehouse>/spark/token` (mode 0600, in a folder of mode 0700),
+and given to the server in its environment (`SPARK_CONNECT_AUTHENTICATE_TOKEN`, which Spark reads
+when `spark.connect.authenticate.token` is unset), never on a command line `ps` shows. It stops
+itself after `ZIPPER_SPARK_IDLE_MINUTES` (default 30) without a client connected (runtime.idle_stop:
+Spark has no such setting).
+
+`zipper spark start|stop|status` manage it by hand; `ensure_running()` and `remote_url()` are
+what a client needs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import secrets
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from zipper.core.errors import StateError
+from zipper.runtime import jvm, processes, session
+from zipper.runtime.processes import LOCAL_HOST
+from zipper.runtime.session import SessionSettings
+
+MAIN_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+# What Spark's server (when spark.connect.authenticate.token is unset) and its Python client read.
+TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+IDLE_ENV = "ZIPPER_SPARK_IDLE_MINUTES"
+MEMORY_ENV = "ZIPPER_SPARK_DRIVER_MEMORY"
+CORES_ENV = "ZIPPER_SPARK_CORES"
+DEFAULT_IDLE_MINUTES = 30.0
+DEFAULT_MEMORY = "2g"  # one driver for every client: more than a single job's default 1g
+DEFAULT_CORES = "2"
+START_TIMEOUT_S = float(os.environ.get("ZIPPER_SPARK_START_TIMEOUT", "300"))
+STOP_GRACE_S = 30
+# The host a client names: pyspark's client sends a token over TLS unless the host is literally
+# `localhost`, where it uses gRPC's local credentials (plain TCP, loopback peers only). With
+# 127.0.0.1 it tried TLS against this plain server and went on retrying for over half an hour.
+CLIENT_HOST = "localhost"
+MARKER_CONF = "spark.zipper.warehouse"  # on the server's command line: which warehouse it serves
+# Left out of the server's environment: they would make spark-submit, or its Python workers, a client.
+CLIENT_ENV = ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE")
+
+
+class SparkServerUnavailable(StateError):
+    """The Spark Connect server could not be started or did not answer."""
+
+
+@dataclass(frozen=True)
+class Server:
+    """A running Spark Connect server, as recorded in `<warehouse>/spark/server.json`."""
+
+    pid: int  # its supervisor's (runtime.idle_stop), which leads the server's process group
+    port: int
+    warehouse: str
+    started_at: str
+
+    @property
+    def url(self) -> str:
+        """Its address without the token: what may be shown."""
+        return f"sc://{CLIENT_HOST}:{self.port}"
+
+
+def ensure_running(settings: SessionSettings) -> Server:
+    """The warehouse's server, started (and warmed) first if none runs."""
+    return SparkServerService(settings).start()[0]
+
+
+def remote_url(server: Server, token: str) -> str:
+    """The connection string for `SparkSession.builder.remote()`: its token included."""
+    return f"{server.url}/;token={token}"
+
+
+def idle_minutes() -> float:
+    configured = os.environ.get(IDLE_ENV, "").strip()
+    try:
+        minutes = float(configured) if configured else DEFAULT_IDLE_MINUTES
+    except ValueError:
+        minutes = -1.0
+    if minutes < 0:
+        raise StateError(f"{IDLE_ENV}={configured!r}: expected minutes (0: never stop it for being idle)")
+    return minutes
+
+
+class SparkServerService:
+    """The Spark Connect server of one warehouse: find it, start it, stop it."""
+
+    def __init__(self, settings: SessionSettings):
+        self.settings = settings
+        self.warehouse = settings.warehouse_path
+        self.stopped_cleanly: bool | None = None  # after stop(): whether it exited on SIGTERM
+        self.folder = self.warehouse / "spark"
+        self.record_path = self.folder / "server.json"
+        self.lock_path = self.folder / "server.lock"  # runtime.idle_stop takes it too, by this name
+        self.token_path = self.folder / "token"
+        self.log_path = self.warehouse / "metastore" / "spark-server.log"
+
+    # -- finding it -------------------------------------------------------------------------------
+
+    def recorded(self) -> Server | None:
+        try:
+            return Server(**json.loads(self.record_path.read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def running(self) -> Server | None:
+        """The recorded server if it is alive, this warehouse's, and answering on its port."""
+        server = self.recorded()
+        if server is None or not self._is_our_process(server.pid):
+            return None
+        return server if processes.accepts(server.port) else None
+
+    def _is_our_process(self, pid: int) -> bool:
+        return processes.has_cmdline(pid, MAIN_CLASS, self._marker())
+
+    def _marker(self) -> str:
+        return f"{MARKER_CONF}={self.warehouse}"
+
+    # -- its token ---------------------------------------------------------------------------------
+
+    def token(self) -> str:
+        """The server's token, made the first time it is asked for. Written whole under another
+        name and linked into place, so that a reader never sees half of it and two makers agree."""
+        self._private_folder()
+        if not self.token_path.exists():
+            made = self.folder / f"token.{os.getpid()}.tmp"
+            descriptor = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(descriptor, "w") as handle:
+                handle.write(secrets.token_urlsafe(32) + "\n")
+            try:
+                os.link(made, self.token_path)
+            except FileExistsError:
+                pass  # another maker's came first: theirs it is
+            finally:
+                made.unlink()
+        os.chmod(self.token_path, 0o600)
+        return self.token_path.read_text().strip()
+
+    def _private_folder(self) -> None:
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.folder, 0o700)  # mkdir's mode passes through the umask
+
+    # -- starting and stopping ---------------------------------------------------------------------
+
+    def start(self) -> tuple[Server, bool]:
+        """(the server, whether this call started it)."""
+        server = self.running()
+        if server is not None:
+            return server, False
+        token = self.token()
+        with processes.exclusive(self.lock_path):
+            server = self.running()  # another caller may have started it while this one waited
+            if server is not None:
+                return server, False
+            stale = self.recorded()
+            if stale is not None and self._is_our_process(stale.pid):
+                processes.terminate(stale.pid, STOP_GRACE_S, group=True)  # alive but not answering
+            self.record_path.unlink(missing_ok=True)
+            server = self._launch(token)
+            tmp = self.record_path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(asdict(server), indent=2) + "\n")
+            tmp.replace(self.record_path)
+            return server, True
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> Server | None:
+        """Stop the recorded server and its process group, by its pid (SIGTERM, then SIGKILL after
+        `grace_s`); the server that was stopped, or None."""
+        with processes.exclusive(self.lock_path):
+            server = self.recorded()
+            if server is None:
+                return None
+            if self._is_our_process(server.pid):
+                self.stopped_cleanly = processes.terminate(server.pid, grace_s, group=True)
+            else:
+                server = None  # only a stale record
+            self.record_path.unlink(missing_ok=True)
+            return server
+
+    def _launch(self, token: str) -> Server:
+        if jvm.java_binary() is None:
+            raise SparkServerUnavailable(
+                "Java was not found (JAVA_HOME or java on PATH): the Spark Connect server is a Java process;"
+                " install Java 17 (e.g. apt-get install openjdk-17-jre-headless)"
+            )
+        minutes = idle_minutes()
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        last_log = ""
+        for _ in range(3):  # a port taken between choosing it and binding it: choose another
+            port = processes.free_port()
+            command = self.supervised(self.command(port), port, minutes)
+            with open(self.log_path, "ab") as log:
+                log.write(f"\n--- {_now()} starting on port {port}\n".encode())
+                log.flush()
+                process = subprocess.Popen(
+                    command,
+                    env=self.environment(token),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    cwd=self.folder,
+                    start_new_session=True,  # its own process group, outliving the command that started it
+                )
+            if processes.wait_until_accepting(process, port, START_TIMEOUT_S, group=True):
+                server = Server(process.pid, port, str(self.warehouse), _now())
+                self._warm(server, token)
+                return server
+            last_log = self._log_tail()
+            if "Address already in use" not in last_log:
+                break
+        raise SparkServerUnavailable(self._start_failure(last_log))
+
+    def command(self, port: int) -> list[str]:
+        """The server's spark-submit argv: the warehouse's driver settings (its metastore server
+        started first), Hive support, loopback only, the driver's size from the environment."""
+        conf = session.spark_submit_conf(self.settings)
+        conf.update(
+            {
+                "spark.sql.catalogImplementation": "hive",
+                "spark.connect.grpc.binding.address": LOCAL_HOST,
+                "spark.connect.grpc.binding.port": str(port),
+                "spark.connect.grpc.port.maxRetries": "0",  # the recorded port or none
+                # the driver's RPC and block manager ports otherwise listen on the host's address
+                "spark.driver.bindAddress": LOCAL_HOST,
+                "spark.driver.host": LOCAL_HOST,
+                "spark.ui.enabled": "false",
+                MARKER_CONF: str(self.warehouse),
+            }
+        )
+        cores = os.environ.get(CORES_ENV, "").strip() or DEFAULT_CORES
+        memory = os.environ.get(MEMORY_ENV, "").strip() or DEFAULT_MEMORY
+        command = [str(jvm.spark_home() / "bin" / "spark-submit"), "--master", f"local[{cores}]"]
+        command += ["--driver-memory", memory, "--name", "zipper connect server", "--class", MAIN_CLASS]
+        for key, value in conf.items():
+            command += ["--conf", f"{key}={value}"]
+        return [*command, "spark-internal"]
+
+    def supervised(self, command: list[str], port: int, minutes: float) -> list[str]:
+        """`command` under runtime.idle_stop, which stops it once idle."""
+        supervisor = [sys.executable, "-m", "zipper.runtime.idle_stop", "--port", str(port)]
+        return [*supervisor, "--idle-minutes", f"{minutes:g}", "--record", str(self.record_path), "--", *command]
+
+    def environment(self, token: str) -> dict[str, str]:
+        """The server's environment: the token (readable by its user alone, unlike the command
+        line), this pyspark's home and Python, and the zipper this process runs (a work tree
+        may share a virtualenv installed from another)."""
+        env = {key: value for key, value in os.environ.items() if key not in CLIENT_ENV}
+        package_root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+        env.update({TOKEN_ENV: token, "SPARK_HOME": str(jvm.spark_home()), "PYSPARK_PYTHON": sys.executable})
+        env["SPARK_LOCAL_IP"] = LOCAL_HOST  # Spark's own address: loopback, as the binding confs say
+        return env
+
+    def _warm(self, server: Server, token: str) -> None:
+        """One tiny job, so that the first real client does not pay the server's warm-up (17 s
+        measured). Through the Connect session class itself: the generic builder would mark
+        this whole process as a Connect client, and a classic session here would go astray."""
+        from pyspark.sql.connect.session import SparkSession  # on use: a client's import
+
+        try:
+            client = SparkSession.builder.remote(remote_url(server, token)).create()
+            try:
+                client.sql("SELECT count(*) FROM range(1000)").collect()
+            finally:
+                client.stop()
+        except Exception as exc:
+            processes.terminate(server.pid, STOP_GRACE_S, group=True)
+            raise SparkServerUnavailable(
+                f"the Spark Connect server of {self.warehouse} started but did not answer its first query:"
+                f" {str(exc).splitlines()[0][:300]} (its log: {self.log_path})"
+            ) from exc
+
+    def _log_tail(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-6000:]
+        except OSError:
+            return ""
+
+    def _start_failure(self, log: str) -> str:
+        reason = next(
+            (line.strip() for line in reversed(log.splitlines()) if "Exception" in line or "Error" in line),
+            "it exited or did not answer in time",
+        )
+        return f"the Spark Connect server of {self.warehouse} did not start: {reason[:300]} (its log: {self.log_path})"
+
+    def status(self) -> dict:
+        server = self.running()
+        recorded = self.recorded()
+        return {
+            "warehouse": str(self.warehouse),
+            "running": server is not None,
+            "url": server.url if server else None,  # without the token: see token_file
+            "pid": server.pid if server else None,
+            "port": server.port if server else None,
+            "started_at": server.started_at if server else None,
+            "stale_record": recorded is not None and server is None,
+            "token_file": str(self.token_path),
+            "idle_minutes": idle_minutes(),
+            "log": str(self.log_path),
+        }
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
