@@ -234,7 +234,7 @@ def write_rows(df, fmt: str, out: str | None, table: str) -> None:
         if Path(out).exists() or fs.exists(df.sparkSession, out):
             raise InputError(f"--out {out} already exists; give a new directory", table=table)
         try:
-            df.write.mode("errorifexists").parquet(out)
+            df.write.mode("error").parquet(out)  # "error": the spelling a Spark Connect client knows too
         except BaseException:
             fs.delete(df.sparkSession, out)  # the folder a failed write leaves would refuse the next try
             raise

@@ -3,7 +3,8 @@
 Jobs hand DataFrames here instead of spelling writers themselves, so that the table's file format
 is one module. Every write goes to a run's own directory (`core/layout.py`), which no reader sees
 until a publish points a partition into it; a write therefore never replaces files (Spark's
-default mode, `errorifexists`), except where a run adds rows to its own slots (`append`)."""
+default mode, `error`, the spelling a Spark Connect client knows too), except where a run adds
+rows to its own slots (`append`)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def write_slots(rows: DataFrame, run_root: str, append: bool = False) -> None:
     """Write `rows` under `run_root`, one `zipper_slot=<slot>/` directory per value of the slot
     column (a slot without a row gets no directory). `append`: the run's directory already holds
     files of this run (the daily merge writes its slots in two jobs)."""
-    rows.write.mode("append" if append else "errorifexists").partitionBy(layout.SLOT).parquet(run_root)
+    rows.write.mode("append" if append else "error").partitionBy(layout.SLOT).parquet(run_root)
 
 
 def write_rows(rows: DataFrame, directory: str, single_file: bool = False) -> None:
