@@ -69,9 +69,8 @@ def run(args, layout: common.Layout) -> None:
     st = state.read_state(spark, spec)
     located = mode_of(spec).locate(spark, spec, st, common.DAY)
     day = dayinput.prepare(
-        dayinput.DayRequest(
-            spark, spec, st, common.DAY, located, catalog.data_columns(spark, spec), str(layout.root / "scratch")
-        )
+        dayinput.DayRequest(spark, spec, st, located, catalog.data_columns(spark, spec), str(layout.root / "scratch")),
+        common.DAY,
     )
     open_schema = conform.struct_type(day.columns, spec.begin_column)
     outputs = iter(range(1_000_000))

@@ -53,13 +53,13 @@ class CheckedInput:
 
 @dataclass(frozen=True)
 class DayRequest:
-    """What the merge asks of a source mode for one date (`Mode.change_set`): one record rather
-    than nine parameters restated by every mode and by `dayinput.prepare`."""
+    """What the merge hands a source mode to make a date's change set from (`Mode.change_set`):
+    one record rather than eight parameters restated by every mode and by `dayinput.prepare`. The
+    date itself goes beside it, so that what follows the date stays where the date is used."""
 
     spark: object
     spec: TableSpec
     st: object  # the table's state before the date
-    ds: dt.date
     located: sources.Input  # the date's input
     table_columns: list[tuple[str, str]]  # the table's data columns before the date
     run_root: str  # the run's directory: the change set's scratch goes under it

@@ -22,10 +22,10 @@ from zipper.transforms import changes
 __all__ = ["CheckedInput", "Day", "DayRequest", "check_open", "first_columns", "prepare"]
 
 
-def prepare(request: DayRequest) -> Day:
-    """The change set of the request's date for the table in its state; an input a rerun already
+def prepare(request: DayRequest, ds: dt.date) -> Day:
+    """The change set of `ds` for the table in its state; an input a rerun already
     read and checked (`request.checked`) is not read or checked again."""
-    day = mode_of(request.spec).change_set(request)
+    day = mode_of(request.spec).change_set(request, ds)
     day.float_precision = float_precision(request.st, day.columns, day.column_changes)
     return day
 

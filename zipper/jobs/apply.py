@@ -108,7 +108,7 @@ def apply_date(
         ):  # a file typing a column otherwise
             keep = corrected.input_filter(spark, spec, st, ds)  # keys erased since, if `ds` is a past date
             day = dayinput.prepare(
-                dayinput.DayRequest(spark, spec, st, ds, located, table_columns, run_root, checked, keep)
+                dayinput.DayRequest(spark, spec, st, located, table_columns, run_root, checked, keep), ds
             )
             written, counts, open_dir, join = _write_day(run, ds, day)
     except (InputError, SpecError):

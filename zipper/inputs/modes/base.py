@@ -145,12 +145,12 @@ class SourceStrategy:
         check_shape(df, spec, ds.isoformat(), what)
         return columns_of(df, self.leave_out(spec))
 
-    def change_set(self, request: DayRequest) -> Day:
-        """The change set of the request's date; `request.checked`: the input as a rerun already
+    def change_set(self, request: DayRequest, ds: dt.date) -> Day:
+        """The change set of `ds`; `request.checked`: the input as a rerun already
         read and checked it, not read or checked again while it was read for the table's columns
         as they are now. `request.keep`: a filter of the rows read (a replayed date's input
         without the keys erased since)."""
-        spark, spec, st, ds, located = request.spark, request.spec, request.st, request.ds, request.located
+        spark, spec, st, located = request.spark, request.spec, request.st, request.located
         table_columns, checked, keep = request.table_columns, request.checked, request.keep
         what = f"increment {located.description}"
         self.refuse_empty(spec, ds, located)

@@ -80,17 +80,11 @@ class LandingZone(SourceStrategy):
     ) -> list[tuple[str, str]] | None:
         return read.columns_of(spark, spec, located, ds) or None
 
-    def change_set(self, request: DayRequest) -> Day:
+    def change_set(self, request: DayRequest, ds: dt.date) -> Day:
         """The change set of the consumed files, read from their copy under the run's directory;
         `request.keep`: a filter of the rows read (a replayed date's files without the keys erased
         since)."""
-        spark, spec, ds, table_columns, keep = (
-            request.spark,
-            request.spec,
-            request.ds,
-            request.table_columns,
-            request.keep,
-        )
+        spark, spec, table_columns, keep = request.spark, request.spec, request.table_columns, request.keep
         located = locate.keep(spark, request.located, request.run_root)
         request = dataclasses.replace(request, located=located)
         what = f"landing zone {located.description}"
