@@ -11,6 +11,9 @@ import pytest
 from tests import metastores
 from tests.jvm import spark_env
 
+# `connect`: the `spark` fixture is a Spark Connect client of the warehouse's server; else a classic
+# session whose driver runs in the test process
+SESSION_ENV = "ZIPPER_TEST_SPARK"
 _counter = itertools.count()
 _shared_warehouses: set = set()  # the session's warehouse: its server lives as long as the session
 
@@ -28,20 +31,36 @@ def spark(warehouse):
     from zipper.runtime.session import SessionSettings, build_session
 
     os.environ.pop("ZIPPER_KILL_AT", None)
+    settings = SessionSettings(warehouse=str(warehouse), app_name="zipper tests")
+    extra = {
+        "spark.sql.shuffle.partitions": "4",
+        "spark.default.parallelism": "4",
+        "spark.sql.adaptive.enabled": "true",
+    }
+    connect = os.environ.get(SESSION_ENV) == "connect"
     with MetastoreService(warehouse).for_this_run():  # stopped, by its pid, after the session
         with pytest.MonkeyPatch.context() as mp:  # only this JVM: subprocesses get theirs from env_for
             for key, value in spark_env().items():
                 mp.setenv(key, value)
-            session = build_session(
-                SessionSettings(warehouse=str(warehouse), app_name="zipper tests"),
-                extra={
-                    "spark.sql.shuffle.partitions": "4",
-                    "spark.default.parallelism": "4",
-                    "spark.sql.adaptive.enabled": "true",
-                },
-            )
-        yield session
-        session.stop()
+            session = _connect_session(settings, extra) if connect else build_session(settings, extra=extra)
+        try:
+            yield session
+        finally:
+            session.stop()
+            if connect:
+                from zipper.runtime.spark_server import SparkServerService
+
+                SparkServerService(settings).stop()
+
+
+def _connect_session(settings, extra):
+    """A Spark Connect client of the warehouse's own server, started here."""
+    from zipper.runtime import spark_server
+    from zipper.runtime.session import connect_session
+
+    server = spark_server.ensure_running(settings)
+    token = spark_server.SparkServerService(settings).token()
+    return connect_session(spark_server.remote_url(server, token), extra)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import yaml
 
 from tests import support
 from tests.jvm import spark_env
-from zipper.runtime import metastore
+from zipper.runtime import metastore, spark_server
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -49,6 +49,8 @@ def make_spec(root: Path, name: str = "dim", **options) -> Path:
 def env_for(root: Path, **extra) -> dict:
     env = dict(os.environ)
     env.pop("ZIPPER_KILL_AT", None)
+    for name in spark_server.CLIENT_ENV:  # this process may be a Spark Connect client: a command is its own
+        env.pop(name, None)
     env["PATH"] = f"{BIN}:{env.get('PATH', '')}"
     env["ZIPPER_SPECS"] = str(root / "specs")
     env["ZIPPER_WAREHOUSE"] = str(root / "warehouse")
@@ -74,6 +76,7 @@ def wait_for_jvms(root: Path, timeout: float = 90) -> None:
                     any(marker in part for part in cmdline)
                     and "java" in " ".join(cmdline[:1])
                     and metastore.MAIN_CLASS not in cmdline
+                    and spark_server.MAIN_CLASS not in cmdline  # the warehouse's Spark server, as its metastore's
                 ):
                     alive.append(proc)
             except (psutil.NoSuchProcess, psutil.AccessDenied):

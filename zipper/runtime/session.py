@@ -14,6 +14,8 @@ from zipper.runtime import jvm, metastore
 from zipper.runtime.metastore import MetastoreMode
 
 RUNTIME_DIR = Path(__file__).resolve().parent
+# sc://host:port/;token=...: run as a client of that Spark Connect server instead of a driver here
+REMOTE_ENV = "ZIPPER_SPARK_REMOTE"
 DEFAULT_WAREHOUSE = "./warehouse"
 # Spark's logging for zipper's drivers: warnings and errors, on a console that follows System.err.
 LOG_CONFIG = RUNTIME_DIR / "log4j2.properties"
@@ -195,6 +197,9 @@ def build_session(settings: SessionSettings, extra: dict[str, str] | None = None
     Unless verbose, the JVM's console output goes to a log file (log_dir), so a user, or a task
     log, sees zipper's own one-line messages and not Java's start-up chatter or stack traces."""
     warnings.filterwarnings("ignore", message=".*pandas.*")
+    remote = os.environ.get(REMOTE_ENV, "").strip()
+    if remote:
+        return connect_session(remote, extra, settings.verbose)
     from pyspark import SparkConf, SparkContext  # on use: the Airflow hook imports runtime at DAG parse
     from pyspark.sql import SparkSession
 
@@ -229,6 +234,24 @@ def build_session(settings: SessionSettings, extra: dict[str, str] | None = None
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     if not settings.verbose:
+        _quiet_query_context_loggers()
+    return spark
+
+
+def connect_session(url: str, extra: dict[str, str] | None = None, verbose: bool = False):
+    """A Spark Connect client of the server at `url` (`sc://host:port/;token=...`): no JVM in
+    this process. The settings a classic driver starts with are set on the client's session where
+    Spark lets a session change them; those fixed when the server started (its metastore, its
+    warehouse, its memory) are the server's."""
+    # PySpark's own builder, which marks the whole process a Connect client: its functions and
+    # columns are then the client's (the Connect session class alone would leave them classic)
+    from pyspark.sql import SparkSession  # on use: a client's import
+
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    for key, value in {**common_conf(), **(extra or {})}.items():
+        if spark.conf.isModifiable(key):
+            spark.conf.set(key, value)
+    if not verbose:
         _quiet_query_context_loggers()
     return spark
 
