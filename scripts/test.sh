@@ -50,7 +50,9 @@ group with_subprocesses "${with_subprocesses[@]}" >"$subprocess_log" 2>&1 &
 subprocess_group=$!
 trap 'kill "$airflow_group" "$subprocess_group" 2>/dev/null || true' INT TERM
 in_process=0
-group in_line "${in_line[@]}" || in_process=$?
+# The engine's tests as a Spark Connect client of their warehouse's server (tests/conftest.py),
+# the way commands run; the CLI and Airflow groups keep the classic drivers of spark-submit.
+ZIPPER_TEST_SPARK=connect group in_line "${in_line[@]}" || in_process=$?
 airflow_exit=0
 wait "$airflow_group" || airflow_exit=$?
 subprocess_exit=0
