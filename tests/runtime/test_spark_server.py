@@ -132,6 +132,37 @@ def test_the_server_listens_on_loopback_only(served):
         socket.create_connection((address, server.port), timeout=5).close()
 
 
+CLASSIC_DRIVER = r"""
+import json, sys, psutil
+from zipper.runtime.session import SessionSettings, build_session
+spark = build_session(SessionSettings(warehouse=sys.argv[1]))
+assert spark.range(3).count() == 3
+processes = [psutil.Process(), *psutil.Process().children(recursive=True)]
+listening = {(c.laddr.ip, c.laddr.port) for p in processes for c in p.net_connections("inet") if c.status == "LISTEN"}
+print(json.dumps({"listening": sorted(listening)}))
+"""
+
+
+def test_a_commands_own_driver_listens_on_loopback_only(served):
+    """A classic driver of a command (no Connect server named) has its RPC and block manager ports,
+    and pyspark's gateway, on loopback: it has no executors elsewhere to serve."""
+    settings, _, _, _ = served
+    env = {k: v for k, v in os.environ.items() if k not in spark_server.CLIENT_ENV and k != "ZIPPER_SPARK_REMOTE"}
+    result = subprocess.run(
+        [sys.executable, "-c", CLASSIC_DRIVER, settings.warehouse],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    listening = json.loads(result.stdout.strip().splitlines()[-1])["listening"]
+    assert len(listening) >= 2  # the gateway, the driver's RPC and its block manager
+    # Java's dual-stack sockets show an IPv4 address as IPv6-mapped (::ffff:127.0.0.1)
+    assert {address.removeprefix("::ffff:") for address, _ in listening} == {processes.LOCAL_HOST}
+
+
 def test_zipper_commands_run_as_clients_of_the_server_zipper_spark_remote_names(served):
     """With ZIPPER_SPARK_REMOTE, a command starts no driver of its own: its init and merge run on
     the server, and the table they commit is what any client of it reads."""

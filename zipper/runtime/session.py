@@ -12,6 +12,7 @@ from pathlib import Path
 
 from zipper.runtime import jvm, metastore
 from zipper.runtime.metastore import MetastoreMode
+from zipper.runtime.processes import LOCAL_HOST
 
 RUNTIME_DIR = Path(__file__).resolve().parent
 # sc://host:port/;token=...: run as a client of that Spark Connect server instead of a driver here
@@ -215,6 +216,10 @@ def build_session(settings: SessionSettings, extra: dict[str, str] | None = None
     # Under spark-submit the JVM already runs with its --master; elsewhere default to local.
     if "spark.master" not in conf and not under_submit:
         conf["spark.master"] = os.environ.get("ZIPPER_SPARK_MASTER", "local[*]")
+    if conf.get("spark.master", "").startswith("local"):
+        # a driver with no executors elsewhere: its RPC and block manager ports on loopback only
+        conf.setdefault("spark.driver.bindAddress", LOCAL_HOST)
+        conf.setdefault("spark.driver.host", LOCAL_HOST)
 
     if SparkContext._active_spark_context is None and not under_submit:
         spark_conf = SparkConf(loadDefaults=False).setAll(list(conf.items()))
