@@ -52,19 +52,13 @@ def run_metastore(args: argparse.Namespace) -> int:
             f"ZIPPER_METASTORE={settings.metastore}: there is no local metastore server to {args.action}"
             " (it serves the default, ZIPPER_METASTORE=local)"
         )
-    if args.action == Action.START:
-        server, started = service.start()
-        print(
-            f"metastore server {'started' if started else 'already running'} for {service.warehouse}:"
-            f" {server.uri} (pid {server.pid}, database {server.database})"
-        )
-        return 0
-    stopped = service.stop()
-    if stopped is None:
-        print(f"no metastore server was running for {service.warehouse}")
-    else:
-        print(f"metastore server of {service.warehouse} stopped (pid {stopped.pid}, {stopped.uri})")
-    return 0
+    return _start_or_stop(
+        args.action,
+        service,
+        "metastore server",
+        lambda server: f"{server.uri} (pid {server.pid}, database {server.database})",
+        lambda server: f"pid {server.pid}, {server.uri}",
+    )
 
 
 def run_spark(args: argparse.Namespace) -> int:
@@ -73,16 +67,26 @@ def run_spark(args: argparse.Namespace) -> int:
     service = spark_server.SparkServerService(settings)
     if args.action == Action.STATUS:
         return _shown_status(service.status(), "Spark Connect server", service.warehouse)
-    if args.action == Action.START:
+    return _start_or_stop(
+        args.action,
+        service,
+        "Spark Connect server",
+        lambda server: f"{server.url} (pid {server.pid}; its token is in {service.token_path})",
+        lambda server: f"pid {server.pid}, {server.url}",
+    )
+
+
+def _start_or_stop(action: Action, service, what: str, started_line, stopped_line) -> int:
+    """Start or stop `service` and say so in one line; `started_line` and `stopped_line` describe
+    the server as each line names it."""
+    if action == Action.START:
         server, started = service.start()
-        print(
-            f"Spark Connect server {'started' if started else 'already running'} for {service.warehouse}:"
-            f" {server.url} (pid {server.pid}; its token is in {service.token_path})"
-        )
+        state = "started" if started else "already running"
+        print(f"{what} {state} for {service.warehouse}: {started_line(server)}")
         return 0
     stopped = service.stop()
     if stopped is None:
-        print(f"no Spark Connect server was running for {service.warehouse}")
+        print(f"no {what} was running for {service.warehouse}")
     else:
-        print(f"Spark Connect server of {service.warehouse} stopped (pid {stopped.pid}, {stopped.url})")
+        print(f"{what} of {service.warehouse} stopped ({stopped_line(stopped)})")
     return 0

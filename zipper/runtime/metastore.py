@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
@@ -181,10 +180,7 @@ class MetastoreService:
     # -- finding it -------------------------------------------------------------------------------
 
     def recorded(self) -> Server | None:
-        try:
-            return Server(**json.loads(self.record_path.read_text()))
-        except (OSError, ValueError, TypeError):
-            return None
+        return processes.read_record(self.record_path, Server)
 
     def running(self) -> Server | None:
         """The recorded server if it is alive, this warehouse's, and answering on its port."""
@@ -224,9 +220,7 @@ class MetastoreService:
                 processes.terminate(stale.pid)  # alive but not answering: a hung server holds the Derby database
             self.record_path.unlink(missing_ok=True)
             server = self._launch()
-            tmp = self.record_path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(asdict(server), indent=2) + "\n")
-            tmp.replace(self.record_path)
+            processes.write_record(self.record_path, asdict(server))
             return server, True
 
     def stop(self, grace_s: float = 20) -> Server | None:

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
+T = TypeVar("T")
 LOCAL_HOST = "127.0.0.1"  # every server zipper starts listens on loopback only
 
 
@@ -60,6 +62,23 @@ def exclusive(lock_path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def read_record(path: Path, kind: Callable[..., T]) -> T | None:
+    """A server's record (`server.json`) as `kind`, or None when there is none or it cannot be
+    read as one (a half-written or older record is no server)."""
+    try:
+        return kind(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def write_record(path: Path, record: dict) -> None:
+    """Write a server's record whole under another name and move it into place: a reader never
+    sees half of one."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=2) + "\n")
+    tmp.replace(path)
 
 
 def pid_alive(pid: int) -> bool:

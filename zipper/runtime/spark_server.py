@@ -23,7 +23,6 @@ what a client needs."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import secrets
 import subprocess
@@ -112,10 +111,7 @@ class SparkServerService:
     # -- finding it -------------------------------------------------------------------------------
 
     def recorded(self) -> Server | None:
-        try:
-            return Server(**json.loads(self.record_path.read_text()))
-        except (OSError, ValueError, TypeError):
-            return None
+        return processes.read_record(self.record_path, Server)
 
     def running(self) -> Server | None:
         """The recorded server if it is alive, this warehouse's, and answering on its port."""
@@ -171,9 +167,7 @@ class SparkServerService:
                 processes.terminate(stale.pid, STOP_GRACE_S, group=True)  # alive but not answering
             self.record_path.unlink(missing_ok=True)
             server = self._launch(token)
-            tmp = self.record_path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(asdict(server), indent=2) + "\n")
-            tmp.replace(self.record_path)
+            processes.write_record(self.record_path, asdict(server))
             return server, True
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> Server | None:
