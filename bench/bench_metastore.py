@@ -13,6 +13,10 @@ out, then the median of `--rounds`:
 
   merge, service      `zipper merge NAME --ds D` on a warehouse whose metastore server was
                       started by `zipper init` and stays running, as after the first command;
+  merge, Connect      the same merge of a twin table (same data, same history) by a `zipper`
+                      process that is a Spark Connect client of the warehouse's warm Spark
+                      server (`ZIPPER_SPARK_REMOTE`): no JVM of its own (`--no-connect` leaves
+                      it out);
   dbt snapshot        `dbt snapshot` of the same day's Parquet file (read by DuckDB), after a
                       snapshot of the base; dbt-duckdb from bench/requirements-dbt.txt in
                       bench/.venv-dbt, made by this script (`--no-dbt` leaves dbt out);
@@ -69,6 +73,8 @@ DBT_ENV = {"DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DBT_VERSION_CHECK": "fals
 DBT_FINISHED = re.compile(r"Finished running .*\(([\d.]+)s\)")
 
 MERGE_SERVICE, DBT = "merge, metastore service", "dbt snapshot (DuckDB)"
+MERGE_CONNECT = "merge, Connect client"
+CONNECT_NAME = f"{NAME}_connect"  # the twin table the Connect client merges
 STATUS_THRIFT = "status, thrift (service)"
 PROBE_STEPS = (
     "Python start, imports, session conf",
@@ -90,6 +96,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=1, help="rounds run first and left out of the medians")
     parser.add_argument("--no-split", action="store_true", help="skip the driver start-up split")
     parser.add_argument("--no-dbt", action="store_true", help="leave the dbt snapshot out (no bench/.venv-dbt needed)")
+    parser.add_argument("--no-connect", action="store_true", help="leave the Spark Connect client's merge out")
     parser.add_argument("--keep", action="store_true", help="keep the temp directory (data, logs) for inspection")
     parser.add_argument("--probe", metavar="TABLE", help=argparse.SUPPRESS)  # the start-up split's child process
     args = parser.parse_args(argv)
@@ -223,6 +230,25 @@ def prepare_tables(layout: Layout, rows: int, days: int) -> None:
     print(f"init, the metastore server started: {seconds:.1f} s (not counted)", flush=True)
 
 
+def prepare_connect(layout: Layout) -> str:
+    """The twin table (its spec NAME's under another name and table) initialized, and the
+    warehouse's Spark Connect server started and warmed. Returns the URL, token included. Not timed."""
+    from zipper.runtime import spark_server
+    from zipper.runtime.session import SessionSettings
+
+    spec = (layout.root / "specs" / f"{NAME}.yaml").read_text()
+    twin = spec.replace(f"name: {NAME}\n", f"name: {CONNECT_NAME}\n").replace(f"{TABLE}\n", f"{TABLE}_connect\n")
+    (layout.root / "specs" / f"{CONNECT_NAME}.yaml").write_text(twin)
+    zipper(layout, "init", CONNECT_NAME)
+    started = time.perf_counter()
+    settings = SessionSettings(warehouse=str(layout.warehouse))
+    server = spark_server.ensure_running(settings)
+    print(
+        f"the warehouse's Spark Connect server started and warmed: {time.perf_counter() - started:.1f} s (not counted)"
+    )
+    return spark_server.remote_url(server, spark_server.SparkServerService(settings).token())
+
+
 # ---------------------------------------------------------------- step 3: the dbt project
 
 
@@ -310,10 +336,14 @@ def merge_counts(text: str) -> dict[str, int]:
     return {word: int(number.replace(",", "")) for number, word in re.findall(r"([\d,]+) ([a-z]+)", text)}
 
 
-def run_rounds(layout: Layout, rounds: int, warmup: int, merges: tuple[str, ...]) -> tuple[Samples, dict[str, int]]:
-    """Every round: the merge and (in `merges`) the dbt snapshot of its day, in rotated order, then
-    the status. Also the merges' counts added up over the days."""
+def run_rounds(
+    layout: Layout, rounds: int, warmup: int, merges: tuple[str, ...], remote: str | None = None
+) -> tuple[Samples, dict[str, int]]:
+    """Every round: the merge and (in `merges`) the Connect client's merge of the twin table and
+    the dbt snapshot of its day, in rotated order, then the status. Also the merges' counts added
+    up over the days; the twin's must be the same each day."""
     samples, discarded, totals = Samples(), Samples(), {"new": 0, "changed": 0, "closed": 0}
+    service_counts, twin_counts = {}, {}
     for n in range(warmup + rounds):
         day = replay.START + dt.timedelta(days=n)
         ds = day.isoformat()
@@ -325,9 +355,16 @@ def run_rounds(layout: Layout, rounds: int, warmup: int, merges: tuple[str, ...]
                 point_dbt_at(layout, layout.increment_file(day))
                 seconds, inner = dbt_snapshot(layout)
                 shown = f"dbt reports {inner:.2f} s" if inner is not None else ""
+            elif method == MERGE_CONNECT:
+                env = {**zipper_env(layout), "ZIPPER_SPARK_REMOTE": remote}
+                seconds, lines = run([str(ZIPPER), "merge", CONNECT_NAME, "--ds", ds], env, layout.root)
+                counts, inner = replay.per_date(lines)[ds]
+                shown = f"engine {inner:.2f} s; {counts}"
+                twin_counts[ds] = counts
             else:
                 seconds, lines = zipper(layout, "merge", NAME, "--ds", ds)
                 counts, inner = replay.per_date(lines)[ds]
+                service_counts[ds] = counts
                 shown = f"engine {inner:.2f} s; {counts}"
                 for word, number in merge_counts(counts).items():
                     if word in totals:
@@ -338,6 +375,8 @@ def run_rounds(layout: Layout, rounds: int, warmup: int, merges: tuple[str, ...]
         json.loads("\n".join(lines))  # it answered with its report
         into.add(STATUS_THRIFT, seconds)
         print(f"    {STATUS_THRIFT:<26} {seconds:7.2f} s", flush=True)
+    if twin_counts and twin_counts != service_counts:
+        raise SystemExit(f"the Connect client's merges counted otherwise: {twin_counts} against {service_counts}")
     return samples, totals
 
 
@@ -421,7 +460,12 @@ def machine_line(load_at_start: tuple[float, float, float]) -> str:
 
 
 def report(args, samples: Samples, split, notes: list[str], load_at_start, dbt_version: str | None) -> None:
-    methods = (MERGE_SERVICE,) + (() if args.no_dbt else (DBT,)) + (STATUS_THRIFT,)
+    methods = (
+        (MERGE_SERVICE,)
+        + (() if args.no_connect else (MERGE_CONNECT,))
+        + (() if args.no_dbt else (DBT,))
+        + (STATUS_THRIFT,)
+    )
     print()
     print(f"machine: {machine_line(load_at_start)}")
     print(f"zipper: {args.rows:,}-row table, day of {args.rows // 100:,} changed + {args.rows // 500:,} new keys;")
@@ -442,10 +486,18 @@ def report(args, samples: Samples, split, notes: list[str], load_at_start, dbt_v
         dbt = samples.median(DBT)
         print()
         print(f"service merge/dbt snapshot {svc / dbt:.2f} (goal <= 2)")
+        if not args.no_connect:
+            print(f"Connect client merge/dbt snapshot {samples.median(MERGE_CONNECT) / dbt:.2f} (goal <= 1.0)")
         result += f" dbt_snapshot={dbt:.2f}s"
+    if not args.no_connect:
+        connect = samples.median(MERGE_CONNECT)
+        print(f"Connect client merge/service merge {connect / svc:.2f}")
+        result += f" merge_connect={connect:.2f}s"
     result += f" status_thrift={thrift:.2f}s"
     if not args.no_dbt:
         result += f" service/dbt={svc / dbt:.2f}"
+        if not args.no_connect:
+            result += f" connect/dbt={samples.median(MERGE_CONNECT) / dbt:.2f}"
     for note in notes:
         print(note)
     if split:
@@ -480,8 +532,9 @@ def main(argv=None) -> int:
         notes = []
         if not args.no_dbt:
             snapshot_base(layout)
-        merges = (MERGE_SERVICE,) if args.no_dbt else (MERGE_SERVICE, DBT)
-        samples, totals = run_rounds(layout, args.rounds, args.warmup, merges)
+        remote = None if args.no_connect else prepare_connect(layout)
+        merges = (MERGE_SERVICE,) + (() if args.no_connect else (MERGE_CONNECT,)) + (() if args.no_dbt else (DBT,))
+        samples, totals = run_rounds(layout, args.rounds, args.warmup, merges, remote)
         if not args.no_dbt:
             notes.append(check_dbt_against_zipper(layout, args.rows, totals))
         split = None
@@ -491,6 +544,12 @@ def main(argv=None) -> int:
         report(args, samples, split, notes, load_at_start, dbt_version)
         return 1 if any("DIFFERENT" in n for n in notes) else 0
     finally:
+        from zipper.runtime.session import SessionSettings
+        from zipper.runtime.spark_server import SparkServerService
+
+        spark_stopped = SparkServerService(SessionSettings(warehouse=str(layout.warehouse))).stop()
+        if spark_stopped is not None:
+            print(f"stopped the warehouse's Spark Connect server (pid {spark_stopped.pid})", flush=True)
         stopped = MetastoreService(layout.warehouse).stop()
         if stopped is not None:
             print(f"stopped the warehouse's metastore server (pid {stopped.pid})", flush=True)
