@@ -24,3 +24,8 @@ def date_range(first: dt.date, last: dt.date) -> list[dt.date]:
 def describe_dates(dates: list[dt.date], limit: int = 10) -> str:
     shown = ", ".join(d.isoformat() for d in dates[:limit])
     return shown + (f" ... ({len(dates)} dates)" if len(dates) > limit else "")
+
+
+def utc_now_iso() -> str:
+    """Now in UTC to the second, as commit records, server records and logs write it."""
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()

@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 
 from zipper.core import faults, fs, layout, predicate
 from zipper.core.corrections import CorrectionKind, CorrectionRequest
+from zipper.core.dates import utc_now_iso
 from zipper.core.errors import InputError, StateError
 from zipper.core.keyvalues import assignment_texts, erase_key_values, read_keys_file
 from zipper.core.reports import RunAction
@@ -121,7 +122,7 @@ def _record(
         kind=request.kind,
         reason=request.reason,
         by=request.by,
-        committed_at=state.utc_now_iso(),
+        committed_at=utc_now_iso(),
         as_of=run.state.last_committed.isoformat(),
         where=selection.where,
         assignments=selection.assignment_texts,

@@ -15,12 +15,12 @@ metastore shared by several machines the publish's check is what remains."""
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import fcntl
 import json
 import os
 from collections.abc import Iterator
 
+from zipper.core.dates import utc_now_iso
 from zipper.core.errors import StateError
 from zipper.runtime.session import SessionSettings
 
@@ -53,7 +53,7 @@ def table_lock(settings: SessionSettings, table: str, what: str, ds: str | None 
         try:
             handle.seek(0)
             handle.truncate()
-            handle.write(json.dumps({"pid": os.getpid(), "run": what, "since": _now()}) + "\n")
+            handle.write(json.dumps({"pid": os.getpid(), "run": what, "since": utc_now_iso()}) + "\n")
             handle.flush()
             yield
         finally:
@@ -68,7 +68,3 @@ def _holder(text: str) -> str:
         return f"`{holder['run']}`, pid {holder['pid']}, since {holder['since']}"
     except (ValueError, KeyError, TypeError):
         return "a run that has not said which yet"
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()

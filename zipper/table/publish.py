@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 
 from zipper.core import faults, fs
-from zipper.core.dates import DAY
+from zipper.core.dates import DAY, utc_now_iso
 from zipper.core.errors import StateError
 from zipper.table import catalog, state
 from zipper.table.catalog import Partition
@@ -86,7 +86,7 @@ def publish_init(
         ds.isoformat(),
         run_id,
         rows,
-        state.utc_now_iso(),
+        utc_now_iso(),
         {state.INIT_DS: ds.isoformat(), state.INIT_FINGERPRINT: fingerprint},
     )
     catalog.repoint(spark, spec, [Partition(open_end, open_dir, params)], expected_run=st.open_run, ds=ds.isoformat())
@@ -123,7 +123,7 @@ def publish_day(
         catalog.add_partitions(spark, spec, {closed_end: state.empty_dir(st.location)})
     faults.checkpoint("before_publish")
 
-    now = state.utc_now_iso()
+    now = utc_now_iso()
     open_params = _open_params(
         _init_params(st),
         ds_text,
@@ -198,7 +198,7 @@ def publish_restore(
         (first - DAY).isoformat(),
         run_id,
         rows,
-        state.utc_now_iso(),
+        utc_now_iso(),
         st.float_columns_params(),  # the commits that widened them may be dropped here
         marker.params(),
         undone or {},
@@ -235,7 +235,7 @@ def publish_rebuild(
     dropped."""
     empty = state.empty_dir(st.location)
     fs.mkdirs(spark, empty)
-    now = state.utc_now_iso()
+    now = utc_now_iso()
     wanted = {
         spec.closed_end(day).isoformat(): Partition(
             spec.closed_end(day).isoformat(),

@@ -70,10 +70,6 @@ def run_time(run_id: str) -> dt.datetime | None:
         return None
 
 
-def utc_now_iso() -> str:
-    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
-
-
 class CommitAction(StrEnum):
     """What committed a date, as its commit record says: a merge, a rerun's replay of it, or a rebuild."""
 
