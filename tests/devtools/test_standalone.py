@@ -17,6 +17,7 @@ import pytest
 from tests.cli.helpers import REPO
 from zipper.devtools.airflow_home import setup
 from zipper.devtools.local_airflow import free_port
+from zipper.runtime import processes
 from zipper.runtime.metastore import MetastoreService
 
 pytestmark = [pytest.mark.slow, pytest.mark.airflow]
@@ -29,19 +30,6 @@ def alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
-
-
-def group_members(pgid: int) -> list[int]:
-    members = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                members.append(int(proc.name))
-    return members
 
 
 def children(pid: int) -> list[int]:
@@ -97,7 +85,7 @@ def test_make_airflow_stops_airflow_and_the_metastore_server_it_started(tmp_path
                 assert time.monotonic() < deadline, "Airflow's API server never answered"
                 time.sleep(1)
         [standalone] = [pid for pid in children(wrapper.pid) if pid != server_pid]
-        assert len(group_members(standalone)) > 1  # standalone started its scheduler, API server, ...
+        assert len(processes.group_members(standalone)) > 1  # standalone started its scheduler, API server, ...
     finally:
         # Ctrl-C in the terminal: the wrapper stops Airflow's process group and the server
         wrapper.send_signal(signal.SIGINT)
@@ -108,4 +96,4 @@ def test_make_airflow_stops_airflow_and_the_metastore_server_it_started(tmp_path
             raise
     assert wrapper.returncode == 130
     assert not alive(server_pid) and MetastoreService(warehouse).running() is None
-    assert group_members(standalone) == []
+    assert processes.group_members(standalone) == []

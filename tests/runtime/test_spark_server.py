@@ -114,7 +114,7 @@ def test_the_token_is_private_and_on_no_command_line(served):
     assert stat.S_IMODE((folder / "token").stat().st_mode) == 0o600
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert len(token) >= 40
-    for pid in group_pids(server.pid):  # the supervisor, the JVM, any Python worker
+    for pid in processes.group_members(server.pid):  # the supervisor, the JVM, any Python worker
         assert token.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes()
     log = settings.warehouse_path / "metastore" / "spark-server.log"
     assert log.is_file() and token not in log.read_text(errors="replace")
@@ -122,7 +122,7 @@ def test_the_token_is_private_and_on_no_command_line(served):
 
 def test_the_server_listens_on_loopback_only(served):
     _, server, _, _ = served
-    listening = set().union(*(listening_addresses(pid) for pid in group_pids(server.pid)))
+    listening = set().union(*(listening_addresses(pid) for pid in processes.group_members(server.pid)))
     assert (processes.LOCAL_HOST, server.port) in listening
     assert {address for address, _ in listening} == {processes.LOCAL_HOST}  # the driver's own ports too
     address = non_loopback_address()
@@ -245,18 +245,6 @@ def test_the_supervisor_stops_a_server_no_client_has_used_for_the_idle_period(tm
         assert not record.exists()
     finally:
         processes.terminate(supervisor.pid, group=True)
-
-
-def group_pids(pgid: int) -> list[int]:
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if int((proc / "stat").read_text().rsplit(")", 1)[1].split()[2]) == pgid:
-                    pids.append(int(proc.name))
-            except (OSError, IndexError, ValueError):
-                continue
-    return pids
 
 
 def listening_addresses(pid: int) -> set[tuple[str, int]]:

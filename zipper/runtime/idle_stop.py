@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
-import fcntl
 import json
 import os
 import signal
@@ -27,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+from zipper.core.dates import utc_now_iso
 from zipper.runtime import processes
 
 STOP_GRACE_S = 30
@@ -72,19 +71,13 @@ def _stop_idle(child: subprocess.Popen, args: argparse.Namespace) -> bool:
     """Stop the server under its starters' lock, its record gone first: a starter then waits and
     starts a new server rather than handing out this one. False when a starter holds the lock (it
     is about to use the server) or a client came meanwhile."""
-    lock_path = args.record.with_suffix(".lock") if args.record else None
-    with contextlib.ExitStack() as held:
-        if lock_path is not None:
-            handle = held.enter_context(open(lock_path, "a+"))
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when the file closes
-            except BlockingIOError:
-                return False
-        if processes.clients_of(args.port):
+    lock = processes.exclusive(args.record.with_suffix(".lock"), wait=False) if args.record else None
+    with lock or contextlib.nullcontext(True) as held:
+        if not held or processes.clients_of(args.port):
             return False
         if args.record is not None:
             _forget(args.record)
-        print(f"--- {_now()} no client for {args.idle_minutes:g} minutes: stopping the server", flush=True)
+        print(f"--- {utc_now_iso()} no client for {args.idle_minutes:g} minutes: stopping the server", flush=True)
         child.terminate()
         try:
             child.wait(timeout=STOP_GRACE_S)
@@ -103,10 +96,6 @@ def _forget(record: Path) -> None:
 
 def _exit_code(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode  # a signal's end, as a shell reports it
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ that stops what it started (the demo, `make airflow`, the tests)."""
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
@@ -30,6 +29,7 @@ from enum import StrEnum
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from zipper.core.dates import utc_now_iso
 from zipper.core.errors import StateError
 from zipper.runtime import jvm, metastore_server, processes
 from zipper.runtime.processes import LOCAL_HOST
@@ -199,7 +199,7 @@ class MetastoreService:
 
     # -- starting and stopping ---------------------------------------------------------------------
 
-    def _locked(self) -> contextlib.AbstractContextManager[None]:
+    def _locked(self) -> contextlib.AbstractContextManager[bool]:
         return processes.exclusive(self.lock_path)
 
     def ensure(self) -> Server:
@@ -247,7 +247,7 @@ class MetastoreService:
                 " install Java 17 (e.g. apt-get install openjdk-17-jre-headless)"
             )
         with open(self.log_path, "ab") as log:
-            log.write(f"\n--- {_now()} starting\n".encode())
+            log.write(f"\n--- {utc_now_iso()} starting\n".encode())
         try:
             process, port = metastore_server.launch(
                 self.command(java, database),
@@ -260,8 +260,8 @@ class MetastoreService:
         except metastore_server.ServerFailed as failure:
             raise MetastoreUnavailable(self._start_failure(self._log_tail(), str(failure))) from None
         with open(self.log_path, "ab") as log:
-            log.write(f"--- {_now()} serving on {LOCAL_HOST}:{port} (pid {process.pid})\n".encode())
-        return Server(process.pid, port, str(self.warehouse), database.described, _now())
+            log.write(f"--- {utc_now_iso()} serving on {LOCAL_HOST}:{port} (pid {process.pid})\n".encode())
+        return Server(process.pid, port, str(self.warehouse), database.described, utc_now_iso())
 
     def command(self, java: Path, database: Database) -> list[str]:
         """The server's argv: a JVM on Spark's jars (and the database's), set for this warehouse,
@@ -296,10 +296,7 @@ class MetastoreService:
         return dict(pair.split("=", 1) for pair in pairs)
 
     def _log_tail(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-6000:]
-        except OSError:
-            return ""
+        return processes.log_tail(self.log_path)
 
     def _start_failure(self, log: str, reason: str) -> str:
         where = f"the metastore server of {self.warehouse}"
@@ -351,7 +348,3 @@ def _without_password(url: str) -> str:
     if "@" not in rest:
         return url
     return f"{scheme}{separator}***@{rest.rpartition('@')[2]}"
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()

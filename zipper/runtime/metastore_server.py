@@ -29,8 +29,9 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from zipper.runtime.processes import LOCAL_HOST
+
 GATEWAY_MAIN = "py4j.GatewayServer"
-HOST = "127.0.0.1"
 HIVE = "org.apache.hadoop.hive"
 
 
@@ -135,7 +136,7 @@ def _serve(gateway, settings: Mapping[str, str], log_path: Path) -> int:
     handler = hive.HiveMetaStore.newRetryingHMSHandler(
         hive.HiveMetaStore.HMSHandler("new db based metaserver", conf, False), conf
     )
-    socket = jvm.org.apache.thrift.transport.TServerSocket(jvm.java.net.InetSocketAddress(HOST, 0))
+    socket = jvm.org.apache.thrift.transport.TServerSocket(jvm.java.net.InetSocketAddress(LOCAL_HOST, 0))
     port = socket.getServerSocket().getLocalPort()
     if conf.getBoolVar(_var(jvm, "METASTORE_TCP_KEEP_ALIVE")):
         socket = hive.TServerSocketKeepAlive(socket)

@@ -53,13 +53,18 @@ def wait_until_accepting(process: subprocess.Popen, port: int, timeout_s: float,
 
 
 @contextlib.contextmanager
-def exclusive(lock_path: Path) -> Iterator[None]:
-    """One starter or stopper of a server at a time; the kernel drops the lock of a process that dies."""
+def exclusive(lock_path: Path, wait: bool = True) -> Iterator[bool]:
+    """One starter or stopper of a server at a time; the kernel drops the lock of a process that
+    dies. Yields whether this holds the lock: always, unless `wait` is False and another held it."""
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            yield
+            fcntl.flock(handle, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
@@ -79,6 +84,14 @@ def write_record(path: Path, record: dict) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(record, indent=2) + "\n")
     tmp.replace(path)
+
+
+def log_tail(path: Path, size: int = 6000) -> str:
+    """The end of a server's log, where a failed start says why; empty when there is none."""
+    try:
+        return path.read_text(errors="replace")[-size:]
+    except OSError:
+        return ""
 
 
 def pid_alive(pid: int) -> bool:
@@ -129,22 +142,28 @@ def terminate(pid: int, grace_s: float = 20, group: bool = False) -> bool:
 
 
 def group_alive(pgid: int) -> bool:
-    """Whether any process of group `pgid` still runs. Zombies do not count: whoever runs as
-    pid 1 in a container may never reap them."""
+    """Whether any process of group `pgid` still runs."""
     try:
-        stats = [proc / "stat" for proc in Path("/proc").iterdir() if proc.name.isdigit()]
+        return bool(group_members(pgid))
     except OSError:  # no /proc (macOS)
         try:
             os.killpg(pgid, 0)
             return True
         except ProcessLookupError:
             return False
-    for stat in stats:
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            state, _ppid, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
-            if int(group) == pgid and state != "Z":
-                return True
-    return False
+
+
+def group_members(pgid: int) -> list[int]:
+    """The pids of group `pgid` that still run (Linux; OSError where there is no /proc). Zombies
+    do not count: whoever runs as pid 1 in a container may never reap them."""
+    members = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                state, _ppid, group = (proc / "stat").read_text().rsplit(")", 1)[1].split()[:3]
+                if int(group) == pgid and state != "Z":
+                    members.append(int(proc.name))
+    return members
 
 
 def is_zombie(pid: int) -> bool:

@@ -22,7 +22,6 @@ what a client needs."""
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import secrets
 import subprocess
@@ -30,6 +29,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from zipper.core.dates import utc_now_iso
 from zipper.core.errors import StateError
 from zipper.runtime import jvm, processes, session
 from zipper.runtime.processes import LOCAL_HOST
@@ -197,7 +197,7 @@ class SparkServerService:
             port = processes.free_port()
             command = self.supervised(self.command(port), port, minutes)
             with open(self.log_path, "ab") as log:
-                log.write(f"\n--- {_now()} starting on port {port}\n".encode())
+                log.write(f"\n--- {utc_now_iso()} starting on port {port}\n".encode())
                 log.flush()
                 process = subprocess.Popen(
                     command,
@@ -209,7 +209,7 @@ class SparkServerService:
                     start_new_session=True,  # its own process group, outliving the command that started it
                 )
             if processes.wait_until_accepting(process, port, START_TIMEOUT_S, group=True):
-                server = Server(process.pid, port, str(self.warehouse), _now())
+                server = Server(process.pid, port, str(self.warehouse), utc_now_iso())
                 self._warm(server, token)
                 return server
             last_log = self._log_tail()
@@ -278,10 +278,7 @@ class SparkServerService:
             ) from exc
 
     def _log_tail(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-6000:]
-        except OSError:
-            return ""
+        return processes.log_tail(self.log_path)
 
     def _start_failure(self, log: str) -> str:
         reason = next(
@@ -305,7 +302,3 @@ class SparkServerService:
             "idle_minutes": idle_minutes(),
             "log": str(self.log_path),
         }
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
