@@ -28,21 +28,22 @@ def warehouse(tmp_path_factory):
 @pytest.fixture(scope="session")
 def spark(warehouse):
     from zipper.runtime.metastore import MetastoreService
-    from zipper.runtime.session import SessionSettings, build_session
+    from zipper.runtime.session import SessionSettings, SparkRunner, build_session
 
     os.environ.pop("ZIPPER_KILL_AT", None)
-    settings = SessionSettings(warehouse=str(warehouse), app_name="zipper tests")
+    connect = os.environ.get(SESSION_ENV) == "connect"
+    runner = SparkRunner.SERVER if connect else SparkRunner.DRIVER
+    settings = SessionSettings(warehouse=str(warehouse), app_name="zipper tests", runner=runner)
     extra = {
         "spark.sql.shuffle.partitions": "4",
         "spark.default.parallelism": "4",
         "spark.sql.adaptive.enabled": "true",
     }
-    connect = os.environ.get(SESSION_ENV) == "connect"
     with MetastoreService(warehouse).for_this_run():  # stopped, by its pid, after the session
         with pytest.MonkeyPatch.context() as mp:  # only this JVM: subprocesses get theirs from env_for
             for key, value in spark_env().items():
                 mp.setenv(key, value)
-            session = _connect_session(settings, extra) if connect else build_session(settings, extra=extra)
+            session = build_session(settings, extra=extra)
         try:
             yield session
         finally:
@@ -51,16 +52,6 @@ def spark(warehouse):
                 from zipper.runtime.spark_server import SparkServerService
 
                 SparkServerService(settings).stop()
-
-
-def _connect_session(settings, extra):
-    """A Spark Connect client of the warehouse's own server, started here."""
-    from zipper.runtime import spark_server
-    from zipper.runtime.session import connect_session
-
-    server = spark_server.ensure_running(settings)
-    token = spark_server.SparkServerService(settings).token()
-    return connect_session(spark_server.remote_url(server, token), extra)
 
 
 @pytest.fixture

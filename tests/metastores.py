@@ -1,7 +1,7 @@
-"""The warehouses' metastore servers the tests start, found and stopped by process id.
+"""The warehouses' metastore and Spark Connect servers the tests start, found and stopped by process id.
 
-Every `zipper` command, probe and Airflow task of a test starts its warehouse's server on demand
-(zipper.runtime.metastore) and leaves it running, as on a user's machine. The fixtures in
+Every `zipper` command, probe and Airflow task of a test starts its warehouse's servers on demand
+(zipper.runtime.metastore, zipper.runtime.spark_server) and leaves them running, as on a user's machine. The fixtures in
 tests/conftest.py stop them: after each test, those of its own `tmp_path`; after each module,
 every other one under the run's temporary folder, but the session's shared warehouse."""
 
@@ -10,9 +10,11 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from zipper.runtime import metastore, processes
+from zipper.runtime import metastore, processes, spark_server
+from zipper.runtime.session import SessionSettings
 
 MARKER = "-Dzipper.warehouse="
+SPARK_MARKER = f"{spark_server.MARKER_CONF}="
 
 
 def running_servers() -> dict[int, Path]:
@@ -32,10 +34,40 @@ def running_servers() -> dict[int, Path]:
     return found
 
 
+def running_spark_servers() -> dict[int, Path]:
+    """pid -> warehouse of every process of a warehouse's Spark Connect server (its supervisor,
+    spark-submit's JVM) running on this machine."""
+    found = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if spark_server.MAIN_CLASS in cmdline:
+            marks = [part[len(SPARK_MARKER) :] for part in cmdline if part.startswith(SPARK_MARKER)]
+            if marks:
+                found[int(proc.name)] = Path(marks[0])
+    return found
+
+
 def stop_servers(under: Path, keep: frozenset[Path] = frozenset()) -> list[Path]:
-    """Stop the servers whose warehouse is inside `under` (but those in `keep`); their warehouses."""
+    """Stop the servers whose warehouse is inside `under` (but those in `keep`); their warehouses.
+    A warehouse's Spark server first: it is a client of its metastore server."""
     stopped = []
     under = under.resolve()
+    spark_servers = {
+        pid: warehouse
+        for pid, warehouse in running_spark_servers().items()
+        if warehouse not in keep and warehouse.is_relative_to(under)
+    }
+    for warehouse in set(spark_servers.values()):
+        spark_server.SparkServerService(SessionSettings(warehouse=str(warehouse))).stop()
+    for pid in spark_servers:  # a server whose record a test removed or replaced: by its pid alone
+        with contextlib.suppress(ProcessLookupError):
+            if processes.has_cmdline(pid, spark_server.MAIN_CLASS):
+                processes.terminate(pid)
     for pid, warehouse in running_servers().items():
         if warehouse in keep or not warehouse.is_relative_to(under):
             continue

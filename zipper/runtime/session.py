@@ -7,7 +7,8 @@ import shlex
 import time
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from zipper.runtime import jvm, metastore
@@ -17,9 +18,31 @@ from zipper.runtime.processes import LOCAL_HOST
 RUNTIME_DIR = Path(__file__).resolve().parent
 # sc://host:port/;token=...: run as a client of that Spark Connect server instead of a driver here
 REMOTE_ENV = "ZIPPER_SPARK_REMOTE"
+RUNNER_ENV = "ZIPPER_SPARK_RUNNER"  # server (default) | driver
 DEFAULT_WAREHOUSE = "./warehouse"
 # Spark's logging for zipper's drivers: warnings and errors, on a console that follows System.err.
 LOG_CONFIG = RUNTIME_DIR / "log4j2.properties"
+
+
+class SparkRunner(StrEnum):
+    """Where a command's Spark work runs when no ZIPPER_SPARK_REMOTE names a server."""
+
+    SERVER = "server"  # the warehouse's Spark Connect server (runtime.spark_server), started on demand
+    DRIVER = "driver"  # a classic driver in this process: its JVM started for this command alone
+
+
+def spark_runner(environ: Mapping[str, str] | None = None) -> SparkRunner:
+    """The runner RUNNER_ENV names in `environ` (default: this process's environment)."""
+    environ = os.environ if environ is None else environ
+    chosen = environ.get(RUNNER_ENV, "").strip().lower() or SparkRunner.SERVER
+    if chosen not in list(SparkRunner):
+        from zipper.core.errors import StateError  # on use: only a bad setting needs it
+
+        raise StateError(
+            f"{RUNNER_ENV}={chosen!r}: expected server (the default: the warehouse's Spark Connect server)"
+            " or driver (a Spark driver in the command's own process)"
+        )
+    return SparkRunner(chosen)
 
 
 @dataclass(frozen=True)
@@ -31,11 +54,13 @@ class SessionSettings:
     metastore: MetastoreMode = MetastoreMode.LOCAL  # a plain text is taken as its member
     verbose: bool = False
     app_name: str = "zipper"
+    runner: SparkRunner = field(default_factory=spark_runner)  # a plain text is taken as its member
 
     def __post_init__(self):
         if self.metastore == metastore.RETIRED_EMBEDDED:
             metastore.mode({metastore.METASTORE_ENV: self.metastore})  # refused, in the same line
         object.__setattr__(self, "metastore", MetastoreMode(self.metastore))
+        object.__setattr__(self, "runner", spark_runner({RUNNER_ENV: self.runner}))
 
     @classmethod
     def from_env(cls, warehouse: str | None = None, verbose: bool = False, app_name: str = "zipper"):
@@ -54,6 +79,14 @@ class SessionSettings:
     def on_this_machine(self) -> bool:
         """The metastore is the warehouse's own server, not an external one."""
         return self.metastore == MetastoreMode.LOCAL
+
+    @property
+    def uses_server(self) -> bool:
+        """A command's session is a client of the warehouse's Spark Connect server. Not with an
+        external metastore, whose Spark is configured outside zipper (ZIPPER_SPARK_REMOTE names a
+        server there), nor under spark-submit, which started a driver already."""
+        under_submit = "PYSPARK_GATEWAY_PORT" in os.environ
+        return self.runner == SparkRunner.SERVER and self.on_this_machine and not under_submit
 
     def has_metastore(self) -> bool:
         """False only when the warehouse's own metastore has no database yet (nothing was ever created)."""
@@ -193,14 +226,20 @@ def _jvm_console_to_log_file(settings: SessionSettings) -> None:
 
 
 def build_session(settings: SessionSettings, extra: dict[str, str] | None = None):
-    """Create (or join, under spark-submit) the session. Imports pyspark lazily.
+    """The command's session: a Spark Connect client of the server ZIPPER_SPARK_REMOTE names, else
+    of the warehouse's own server (started here if none runs), else (`ZIPPER_SPARK_RUNNER=driver`,
+    an external metastore, spark-submit) a classic driver in this process. Imports pyspark lazily.
 
-    Unless verbose, the JVM's console output goes to a log file (log_dir), so a user, or a task
+    For a classic driver, unless verbose, the JVM's console output goes to a log file (log_dir), so a user, or a task
     log, sees zipper's own one-line messages and not Java's start-up chatter or stack traces."""
     warnings.filterwarnings("ignore", message=".*pandas.*")
     remote = os.environ.get(REMOTE_ENV, "").strip()
     if remote:
         return connect_session(remote, extra, settings.verbose)
+    if settings.uses_server:
+        from zipper.runtime import spark_server  # on use: it builds on this module
+
+        return connect_session(spark_server.client_url(settings), extra, settings.verbose)
     from pyspark import SparkConf, SparkContext  # on use: the Airflow hook imports runtime at DAG parse
     from pyspark.sql import SparkSession
 

@@ -79,6 +79,12 @@ def ensure_running(settings: SessionSettings) -> Server:
     return SparkServerService(settings).start()[0]
 
 
+def client_url(settings: SessionSettings) -> str:
+    """The URL, token included, of the warehouse's server, started first if none runs."""
+    service = SparkServerService(settings)
+    return remote_url(service.start()[0], service.token())
+
+
 def remote_url(server: Server, token: str) -> str:
     """The connection string for `SparkSession.builder.remote()`: its token included."""
     return f"{server.url}/;token={token}"
