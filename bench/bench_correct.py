@@ -144,7 +144,8 @@ def run(args, root: Path) -> None:
     from pyspark.sql import functions as F
 
     from zipper.jobs import correct
-    from zipper.runtime.session import SessionSettings, build_session
+    from zipper.runtime.session import build_session
+    from zipper.runtime.settings import SessionSettings
     from zipper.table import catalog, state
 
     spark = build_session(SessionSettings(warehouse=str(root / "warehouse"), app_name="zipper bench correct"))

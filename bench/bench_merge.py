@@ -91,7 +91,8 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def start_session(layout: Layout):
     """The same session zipper's CLI builds (no tuning), so the merge is timed as users run it."""
-    from zipper.runtime.session import SessionSettings, build_session
+    from zipper.runtime.session import build_session
+    from zipper.runtime.settings import SessionSettings
 
     spark = build_session(SessionSettings(warehouse=str(layout.warehouse), app_name="zipper bench"))
     spark.sql(f"CREATE DATABASE IF NOT EXISTS `{DATABASE}`")

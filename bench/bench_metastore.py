@@ -234,7 +234,7 @@ def prepare_connect(layout: Layout) -> str:
     """The twin table (its spec NAME's under another name and table) initialized, and the
     warehouse's Spark Connect server started and warmed. Returns the URL, token included. Not timed."""
     from zipper.runtime import spark_server
-    from zipper.runtime.session import SessionSettings
+    from zipper.runtime.settings import SessionSettings
 
     spec = (layout.root / "specs" / f"{NAME}.yaml").read_text()
     twin = spec.replace(f"name: {NAME}\n", f"name: {CONNECT_NAME}\n").replace(f"{TABLE}\n", f"{TABLE}_connect\n")
@@ -401,15 +401,19 @@ def probe(table: str) -> None:
     from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
-    from zipper.runtime import session
+    from zipper.runtime import settings as session_settings
 
-    settings = session.SessionSettings.from_env(app_name="zipper bench probe")
-    conf = {**session.common_conf(), "spark.app.name": settings.app_name, "spark.sql.catalogImplementation": "hive"}
-    conf.update(session.warehouse_conf(settings))  # under local: the running server's thrift URI
+    settings = session_settings.SessionSettings.from_env(app_name="zipper bench probe")
+    conf = {
+        **session_settings.common_conf(),
+        "spark.app.name": settings.app_name,
+        "spark.sql.catalogImplementation": "hive",
+    }
+    conf.update(session_settings.warehouse_conf(settings))  # under local: the running server's thrift URI
     conf.update({"spark.ui.enabled": "false", "spark.master": "local[*]"})
     spark_conf = SparkConf(loadDefaults=False).setAll(list(conf.items()))
     marks = [time.time()]
-    with open(session.new_log_file(settings), "ab") as log:
+    with open(session_settings.new_log_file(settings), "ab") as log:
         gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": log, "stderr": log})
     marks.append(time.time())
     SparkContext(conf=spark_conf, gateway=gateway)
@@ -544,7 +548,7 @@ def main(argv=None) -> int:
         report(args, samples, split, notes, load_at_start, dbt_version)
         return 1 if any("DIFFERENT" in n for n in notes) else 0
     finally:
-        from zipper.runtime.session import SessionSettings
+        from zipper.runtime.settings import SessionSettings
         from zipper.runtime.spark_server import SparkServerService
 
         spark_stopped = SparkServerService(SessionSettings(warehouse=str(layout.warehouse))).stop()

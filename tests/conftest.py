@@ -28,7 +28,8 @@ def warehouse(tmp_path_factory):
 @pytest.fixture(scope="session")
 def spark(warehouse):
     from zipper.runtime.metastore import MetastoreService
-    from zipper.runtime.session import SessionSettings, SparkRunner, build_session
+    from zipper.runtime.session import build_session
+    from zipper.runtime.settings import SessionSettings, SparkRunner
 
     os.environ.pop("ZIPPER_KILL_AT", None)
     connect = os.environ.get(SESSION_ENV) == "connect"

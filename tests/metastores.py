@@ -11,7 +11,7 @@ import contextlib
 from pathlib import Path
 
 from zipper.runtime import metastore, processes, spark_server
-from zipper.runtime.session import SessionSettings
+from zipper.runtime.settings import SessionSettings
 
 MARKER = "-Dzipper.warehouse="
 SPARK_MARKER = f"{spark_server.MARKER_CONF}="

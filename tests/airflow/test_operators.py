@@ -30,7 +30,7 @@ from zipper.airflow.sensors import next_logical_dates
 from zipper.airflow.trigger_params import rerun_args
 from zipper.core.reports import REPORT_PREFIX
 from zipper.jobs.result import RunResult
-from zipper.runtime.session import LOG_CONFIG, LOG_FILE_ENV, SessionSettings, new_log_file
+from zipper.runtime.settings import LOG_CONFIG, LOG_FILE_ENV, SessionSettings, new_log_file
 
 APP = "/repo/spark_jobs/zipper_job.py"
 PYSPARK_HOME = str(Path(pyspark.__file__).parent)
@@ -258,7 +258,7 @@ def test_a_failure_the_job_calls_retryable_is_not_marked_final():
 
 def spark_submit_printing(monkeypatch, lines: list[str], fails: bool, driver_log: bool = True) -> None:
     """spark-submit (the provider's execute) stands in for a job that prints `lines` through the real hook:
-    with `driver_log`, its driver writes the log file the task named (runtime.session.new_log_file does)."""
+    with `driver_log`, its driver writes the log file the task named (runtime.settings.new_log_file does)."""
 
     def spark_submit(self, context):
         self._hook = self._get_hook()
@@ -316,7 +316,7 @@ def test_a_retryable_failure_keeps_the_tasks_retries_and_names_this_runs_spark_l
 
 
 def test_the_driver_writes_its_console_to_the_file_the_task_names(monkeypatch, tmp_path):
-    """runtime.session: the file every driver of a zipper job opens for Spark's console output."""
+    """runtime.settings: the file every driver of a zipper job opens for Spark's console output."""
     named = tmp_path / "logs" / "spark-x-zipper_dim-2024-01-02-try1.log"
     monkeypatch.setenv(LOG_FILE_ENV, str(named))
     assert new_log_file(SessionSettings.from_env(str(tmp_path / "warehouse"))) == named and named.parent.is_dir()

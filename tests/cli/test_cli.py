@@ -283,7 +283,7 @@ def test_a_stdout_that_cannot_encode_a_value(workspace):
 
 def spark_submit(workspace, *job_args: str) -> subprocess.CompletedProcess:
     """spark_jobs/zipper_job.py under spark-submit, as the Airflow operator runs it on the embedded default."""
-    from zipper.runtime.session import SessionSettings, spark_submit_conf
+    from zipper.runtime.settings import SessionSettings, spark_submit_conf
 
     settings = SessionSettings(warehouse=str(workspace / "warehouse"))
     conf = [arg for key, value in spark_submit_conf(settings).items() for arg in ("--conf", f"{key}={value}")]

@@ -320,7 +320,7 @@ def test_a_corrupt_file_under_spark_submit_leaves_one_error_line_with_an_externa
     its INFO lines and a failed task's Java traces there, around zipper's one line."""
     from tests.cli.test_cli import JVM_NOTICE
     from zipper.core.reports import REPORT_PREFIX
-    from zipper.runtime.session import SessionSettings, spark_submit_conf, spark_submit_env
+    from zipper.runtime.settings import SessionSettings, spark_submit_conf, spark_submit_env
 
     data = write_sample(tmp_path)
     specs, logs = tmp_path / "specs", tmp_path / "logs"

@@ -42,7 +42,7 @@ def test_the_cli_driver_maps_the_archive(workspace, archive):
 
 def test_spark_submit_drivers_map_the_archive(workspace):
     """As the Airflow operator runs the job: the archive travels in the `--conf` pairs."""
-    from zipper.runtime.session import SessionSettings, spark_submit_conf
+    from zipper.runtime.settings import SessionSettings, spark_submit_conf
 
     conf = spark_submit_conf(SessionSettings(warehouse=str(workspace / "warehouse")))
     assert "-XX:SharedArchiveFile=" in conf["spark.driver.extraJavaOptions"]

@@ -24,7 +24,7 @@ from tests.cli.helpers import day, make_spec, write_parquet, zipper
 from zipper.cli.main import main
 from zipper.core.hms import MetastoreClient
 from zipper.runtime import metastore, processes, spark_server
-from zipper.runtime.session import SessionSettings
+from zipper.runtime.settings import SessionSettings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -134,7 +134,8 @@ def test_the_server_listens_on_loopback_only(served):
 
 CLASSIC_DRIVER = r"""
 import json, sys, psutil
-from zipper.runtime.session import SessionSettings, build_session
+from zipper.runtime.settings import SessionSettings
+from zipper.runtime.session import build_session
 spark = build_session(SessionSettings(warehouse=sys.argv[1]))
 assert spark.range(3).count() == 3
 processes = [psutil.Process(), *psutil.Process().children(recursive=True)]

@@ -1,4 +1,4 @@
-"""What a spark-submit of the job is given, per metastore and deploy mode (zipper.runtime.session),
+"""What a spark-submit of the job is given, per metastore and deploy mode (zipper.runtime.settings),
 without starting a JVM. The launcher and log4j's side of it: tests/airflow/test_operators.py."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import shlex
 import pytest
 
 from zipper.core.errors import StateError
-from zipper.runtime.session import LOG_CONFIG, SessionSettings, java_property, spark_submit_conf, spark_submit_env
+from zipper.runtime.settings import LOG_CONFIG, SessionSettings, java_property, spark_submit_conf, spark_submit_env
 
 EXTERNAL = SessionSettings(warehouse="/data/warehouse", metastore="external")
 ZIPPER_LOG = java_property("log4j.configurationFile", LOG_CONFIG)

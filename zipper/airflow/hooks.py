@@ -19,7 +19,7 @@ from zipper.airflow.compat import AirflowNotFoundException
 from zipper.airflow.environment import EMBEDDED_MASTER, python_bin
 from zipper.core.reports import ERROR_PREFIX, INTERRUPTED, REPORT_PREFIX
 from zipper.runtime.jvm import spark_home
-from zipper.runtime.session import SessionSettings, spark_submit_env
+from zipper.runtime.settings import SessionSettings, spark_submit_env
 
 
 class ZipperSparkSubmitHook(SparkSubmitHook):

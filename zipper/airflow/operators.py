@@ -26,7 +26,7 @@ from zipper.airflow.trigger_params import correct_args, correct_label, rerun_arg
 from zipper.core.errors import StateError
 from zipper.core.reports import EXIT_NOT_NOOP, REPORT_PREFIX, RunAction
 from zipper.runtime import metastore
-from zipper.runtime.session import LOG_FILE_ENV, SessionSettings, log_dir, spark_submit_conf
+from zipper.runtime.settings import LOG_FILE_ENV, SessionSettings, log_dir, spark_submit_conf
 
 NOT_RETRIED = "Not retried: another try would fail the same way."
 # What a task instance shows in the UI's "Map Index" column (its rendered map_index_template): the date
@@ -363,7 +363,7 @@ class ZipperCorrectOperator(ZipperSparkJobOperator):
 
 
 def spark_log_file(settings: SessionSettings, dag_id: str, tag: str, ti: Any = None) -> Path:
-    """The file this try's Spark driver writes its console to (zipper.runtime.session.LOG_FILE_ENV): one per
+    """The file this try's Spark driver writes its console to (zipper.runtime.settings.LOG_FILE_ENV): one per
     task try, named after the DAG and the date, so that the task's log and failure can name it."""
     try_number = getattr(ti, "try_number", None) or 1
     stamp = time.strftime("%Y%m%dT%H%M%S")

@@ -17,7 +17,7 @@ from zipper.cli.verbs import BY_NAME, VERBS
 from zipper.core.errors import ZipperError
 from zipper.core.hms import MetastoreUnreachable
 from zipper.core.reports import INTERRUPTED
-from zipper.runtime.session import SessionSettings
+from zipper.runtime.settings import SessionSettings
 
 EXIT_BROKEN_PIPE = 141  # as a process killed by SIGPIPE, what a shell pipeline expects
 EXIT_CODES = (

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 from zipper.cli.failures import report_line
 from zipper.core.errors import StateError, ZipperError
 from zipper.runtime import locks, metastore
-from zipper.runtime.session import SessionSettings, build_session
+from zipper.runtime.session import build_session
+from zipper.runtime.settings import SessionSettings
 from zipper.tablespec.loader import find_spec
 
 if TYPE_CHECKING:

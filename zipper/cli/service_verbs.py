@@ -14,7 +14,7 @@ from enum import StrEnum
 
 from zipper.core.errors import StateError
 from zipper.runtime import metastore, spark_server
-from zipper.runtime.session import SessionSettings
+from zipper.runtime.settings import SessionSettings
 
 EXIT_NOT_RUNNING = 3
 

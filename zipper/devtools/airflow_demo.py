@@ -18,7 +18,8 @@ from zipper.devtools.airflow_home import airflow_home, setup
 from zipper.devtools.demo import generate, show
 from zipper.devtools.local_airflow import LocalAirflow
 from zipper.runtime.metastore import MetastoreService
-from zipper.runtime.session import SessionSettings, build_session
+from zipper.runtime.session import build_session
+from zipper.runtime.settings import SessionSettings
 from zipper.tablespec.loader import find_spec
 
 DAG_ID = "zipper_dim_user"

@@ -21,7 +21,8 @@ from zipper.core.errors import ZipperError
 from zipper.jobs import merge
 from zipper.jobs.init import init_table
 from zipper.runtime.metastore import MetastoreService
-from zipper.runtime.session import SessionSettings, build_session
+from zipper.runtime.session import build_session
+from zipper.runtime.settings import SessionSettings
 from zipper.table import inspect
 from zipper.tablespec.loader import find_spec
 

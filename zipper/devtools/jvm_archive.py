@@ -179,7 +179,8 @@ def _run_workload(scratch: Path, spec) -> None:
     from zipper.core.dates import date_range
     from zipper.jobs import merge, replay
     from zipper.jobs.init import init_table
-    from zipper.runtime.session import SessionSettings, build_session
+    from zipper.runtime.session import build_session
+    from zipper.runtime.settings import SessionSettings
     from zipper.table import check, inspect
 
     spark = build_session(SessionSettings(warehouse=str(scratch / "warehouse"), app_name="zipper jvm archive"))

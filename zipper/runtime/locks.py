@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 from zipper.core.dates import utc_now_iso
 from zipper.core.errors import StateError
-from zipper.runtime.session import SessionSettings
+from zipper.runtime.settings import SessionSettings
 
 
 class TableBusy(StateError):

@@ -3,7 +3,7 @@
 A `zipper` command or an Airflow task that starts its own driver pays a JVM's start every time;
 a Spark Connect client pays about a second against a server already running and warm. The
 server is Spark's own (`SparkConnectServer`, from the pyspark package's jars, started with
-`spark-submit`), configured as every zipper driver is (runtime.session: the warehouse, its
+`spark-submit`), configured as every zipper driver is (runtime.settings: the warehouse, its
 metastore server, started first, the class data sharing archive, the common settings), with Hive
 support. Like the metastore server it is started on demand and left running, recorded in
 `<warehouse>/spark/server.json`; a dead or foreign record is replaced, two starters get one
@@ -31,9 +31,9 @@ from pathlib import Path
 
 from zipper.core.dates import utc_now_iso
 from zipper.core.errors import StateError
-from zipper.runtime import jvm, processes, session
+from zipper.runtime import jvm, processes
 from zipper.runtime.processes import LOCAL_HOST
-from zipper.runtime.session import SessionSettings
+from zipper.runtime.settings import SessionSettings, spark_submit_conf
 
 MAIN_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 # What Spark's server (when spark.connect.authenticate.token is unset) and its Python client read.
@@ -226,7 +226,7 @@ class SparkServerService:
     def command(self, port: int) -> list[str]:
         """The server's spark-submit argv: the warehouse's driver settings (its metastore server
         started first), Hive support, loopback only, the driver's size from the environment."""
-        conf = session.spark_submit_conf(self.settings)
+        conf = spark_submit_conf(self.settings)
         conf.update(
             {
                 "spark.sql.catalogImplementation": "hive",
