@@ -149,6 +149,7 @@ def test_a_commands_own_driver_listens_on_loopback_only(served):
     and pyspark's gateway, on loopback: it has no executors elsewhere to serve."""
     settings, _, _, _ = served
     env = {k: v for k, v in os.environ.items() if k not in spark_server.CLIENT_ENV and k != "ZIPPER_SPARK_REMOTE"}
+    env["ZIPPER_SPARK_RUNNER"] = "driver"
     result = subprocess.run(
         [sys.executable, "-c", CLASSIC_DRIVER, settings.warehouse],
         capture_output=True,
@@ -195,6 +196,22 @@ def test_a_second_start_finds_the_running_server(served, capsys):
     shown = json.loads(capsys.readouterr().out)
     assert shown["running"] and shown["pid"] == server.pid and shown["url"] == server.url
     assert "token=" not in json.dumps(shown)
+
+
+def test_a_server_whose_metastore_server_restarted_is_replaced_by_the_next_client(served):
+    """A Spark server keeps the thrift URI it started with: once the warehouse's metastore server
+    is stopped and started again (on another port), the next client gets a new Spark server
+    started against the new one, and reads the same tables."""
+    settings, server, token, _ = served
+    hms = metastore.MetastoreService(settings.warehouse_path)
+    assert server.metastore_uri == hms.running().uri
+    hms.stop()
+    assert spark_server.SparkServerService(settings).running() is None  # not to be used any more
+    replaced = spark_server.ensure_running(settings)
+    assert replaced.pid != server.pid and not processes.group_alive(server.pid)
+    assert replaced.metastore_uri == hms.running().uri
+    read = python(CLIENT, spark_server.remote_url(replaced, token), "SELECT id FROM connect_db.people ORDER BY id")
+    assert read["answers"] == [[[1], [2]]]
 
 
 def test_stop_ends_its_process_group_and_status_says_stopped(served, capsys):

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from zipper.core.dates import utc_now_iso
 from zipper.core.errors import StateError
-from zipper.runtime import jvm, processes
+from zipper.runtime import jvm, metastore, processes
 from zipper.runtime.processes import LOCAL_HOST
 from zipper.runtime.settings import SessionSettings, spark_submit_conf
 
@@ -67,6 +67,7 @@ class Server:
     port: int
     warehouse: str
     started_at: str
+    metastore_uri: str  # the warehouse's metastore server it was started against ("" for an external one)
 
     @property
     def url(self) -> str:
@@ -124,7 +125,18 @@ class SparkServerService:
         server = self.recorded()
         if server is None or not self._is_our_process(server.pid):
             return None
+        if server.metastore_uri != self._metastore_uri():
+            return None  # its metastore server was stopped or replaced: its catalog would fail
         return server if processes.accepts(server.port) else None
+
+    def _metastore_uri(self) -> str:
+        """The thrift URI of the warehouse's running metastore server ("" when the metastore is
+        an external one). A Spark server keeps the URI it started with, so one whose metastore
+        server has since restarted on another port is replaced rather than used."""
+        if not self.settings.on_this_machine:
+            return ""
+        running = metastore.MetastoreService(self.warehouse).running()
+        return running.uri if running else "(not running)"
 
     def _is_our_process(self, pid: int) -> bool:
         return processes.has_cmdline(pid, MAIN_CLASS, self._marker())
@@ -215,7 +227,7 @@ class SparkServerService:
                     start_new_session=True,  # its own process group, outliving the command that started it
                 )
             if processes.wait_until_accepting(process, port, START_TIMEOUT_S, group=True):
-                server = Server(process.pid, port, str(self.warehouse), utc_now_iso())
+                server = Server(process.pid, port, str(self.warehouse), utc_now_iso(), self._metastore_uri())
                 self._warm(server, token)
                 return server
             last_log = self._log_tail()
