@@ -144,8 +144,3 @@ def plan_section(df, section: str) -> str:
     start = text.index(f"== {section} ==\n") + len(f"== {section} ==\n")
     end = text.find("\n== ", start)
     return text[start : end if end >= 0 else len(text)].strip()
-
-
-def is_connect(spark) -> bool:
-    """Whether `spark` is a Spark Connect client session (no JVM in this process)."""
-    return type(spark).__module__.startswith("pyspark.sql.connect")

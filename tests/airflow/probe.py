@@ -1,5 +1,5 @@
-"""Test helper run as a subprocess: in one JVM with a plain Hive session (a client of the warehouse's
-metastore server), run zipper commands (the reference "daily runs"), then snapshot tables and
+"""Test helper run as a subprocess: in one process with a plain Spark session (a client of the
+warehouse's Spark server, or a driver here on its metastore server), run zipper commands (the reference "daily runs"), then snapshot tables and
 their commit status.
 
     python probe.py WAREHOUSE PLAN_JSON
@@ -14,13 +14,13 @@ import io
 import json
 import sys
 
-from tests.cli.table_probe import plain_session, snapshot
+from tests.cli.table_probe import plain_session, quiet, snapshot
 
 
 def main() -> int:
     warehouse, plan = sys.argv[1], json.loads(sys.argv[2])
     spark = plain_session(warehouse)
-    spark.sparkContext.setLogLevel("ERROR")
+    quiet(spark)
     from zipper.cli.main import main as zipper_main
 
     exits = []

@@ -15,12 +15,22 @@ import sys
 
 
 def plain_session(warehouse: str, metastore_uri: str | None = None, embedded: bool = False):
-    """No zipper code in the session: the metastore server at `metastore_uri` (thrift://...; default
-    the warehouse's own server, as `zipper metastore status` names it), as an analyst's Spark
-    configured for it would reach it. `embedded`: Derby inside this JVM instead, as an analyst's Spark
-    with no metastore configured opens the warehouse's database (and holds it)."""
+    """No zipper code in the session: by default a plain Spark Connect client of the warehouse's
+    Spark server, as an analyst's notebook would be (zipper's commands run in this process are
+    clients of the same server, in sessions of their own). With `metastore_uri` (thrift://...) or
+    ZIPPER_SPARK_RUNNER=driver, a driver here on that metastore server (default the warehouse's own),
+    as an analyst's Spark configured for it would reach it. `embedded`: Derby inside this JVM
+    instead, as an analyst's Spark with no metastore configured opens the warehouse's database (and
+    holds it)."""
+    import os
+
     from pyspark.sql import SparkSession
 
+    if not embedded and metastore_uri is None and os.environ.get("ZIPPER_SPARK_RUNNER", "server") == "server":
+        from zipper.runtime import spark_server
+        from zipper.runtime.settings import SessionSettings
+
+        return SparkSession.builder.remote(spark_server.client_url(SessionSettings(warehouse=warehouse))).create()
     if embedded:
         metastore = (
             "spark.hadoop.javax.jdo.option.ConnectionURL",
@@ -43,6 +53,12 @@ def plain_session(warehouse: str, metastore_uri: str | None = None, embedded: bo
     )
 
 
+def quiet(spark) -> None:
+    """A driver here logs errors only (a Connect client's driver is the server's)."""
+    if not type(spark).__module__.startswith("pyspark.sql.connect"):
+        spark.sparkContext.setLogLevel("ERROR")
+
+
 def snapshot(spark, table: str) -> dict:
     database, name = table.split(".")
     if not spark.catalog.tableExists(name, database):
@@ -62,7 +78,7 @@ def snapshot(spark, table: str) -> dict:
 def main() -> int:
     warehouse, table, *command = sys.argv[1:]
     spark = plain_session(warehouse)
-    spark.sparkContext.setLogLevel("ERROR")
+    quiet(spark)
     result = {"before": snapshot(spark, table)}
     if command:
         from zipper.cli.main import main as zipper_main

@@ -10,7 +10,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.support import TableFixture, day, is_connect, table_rows, write_parquet
+from tests.support import TableFixture, day, table_rows, write_parquet
 from zipper.core import faults, fs
 from zipper.core.errors import AuditError, InputError, MissingInputError, SpecError, StateError
 from zipper.inputs import reader, sources
@@ -20,6 +20,7 @@ from zipper.jobs import merge
 from zipper.jobs.broadcast import broadcast_max_bytes, broadcasts, estimated_row_bytes
 from zipper.jobs.init import init_table
 from zipper.jobs.result import Opening
+from zipper.runtime.session import is_connect
 from zipper.table import catalog, check, inspect, state, vacuum
 from zipper.table.catalog import Partition
 

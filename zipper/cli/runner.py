@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from zipper.cli.failures import report_line
 from zipper.core.errors import StateError, ZipperError
 from zipper.runtime import locks, metastore
-from zipper.runtime.session import build_session
+from zipper.runtime.session import build_session, release_session
 from zipper.runtime.settings import SessionSettings
 from zipper.tablespec.loader import find_spec
 
@@ -76,6 +76,8 @@ class Runner:
             if exc.table:
                 raise
             raise exc.reworded(exc.detail, table=self.spec.table, ds=ds) from None
+        finally:
+            release_session(self._spark)  # a client's session on the server, its cache with it
 
     def describe(self) -> str:
         """This run as another run refused by its table lock reads it."""

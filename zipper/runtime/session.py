@@ -3,6 +3,7 @@ of the one ZIPPER_SPARK_REMOTE names), or a classic driver in this process."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
 
@@ -86,21 +87,35 @@ def build_session(settings: SessionSettings, extra: dict[str, str] | None = None
 
 
 def connect_session(url: str, extra: dict[str, str] | None = None, verbose: bool = False):
-    """A Spark Connect client of the server at `url` (`sc://host:port/;token=...`): no JVM in
-    this process. The settings a classic driver starts with are set on the client's session where
-    Spark lets a session change them; those fixed when the server started (its metastore, its
-    warehouse, its memory) are the server's."""
+    """A new Spark Connect session of the server at `url` (`sc://host:port/;token=...`): no JVM in
+    this process. Its own session on the server, not one another caller of this process holds:
+    release_session() ends it, its cached relations with it. The settings a classic driver starts
+    with are set on it where Spark lets a session change them; those fixed when the server started
+    (its metastore, its warehouse, its memory) are the server's."""
     # PySpark's own builder, which marks the whole process a Connect client: its functions and
     # columns are then the client's (the Connect session class alone would leave them classic)
     from pyspark.sql import SparkSession  # on use: a client's import
 
-    spark = SparkSession.builder.remote(url).getOrCreate()
+    spark = SparkSession.builder.remote(url).create()
     for key, value in {**common_conf(), **(extra or {})}.items():
         if spark.conf.isModifiable(key):
             spark.conf.set(key, value)
     if not verbose:
         _quiet_query_context_loggers()
     return spark
+
+
+def is_connect(spark) -> bool:
+    """Whether `spark` is a Spark Connect client session (no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def release_session(spark) -> None:
+    """End a command's Spark Connect session on its server (what it cached goes with it). A classic
+    session is left alone: its driver is this process's, or spark-submit's, and ends with it."""
+    if spark is not None and is_connect(spark):
+        with contextlib.suppress(Exception):  # a server gone already: nothing left to release
+            spark.stop()
 
 
 def _quiet_query_context_loggers() -> None:
