@@ -23,6 +23,7 @@ import pytest
 from tests.airflow.support import DATES, write_sample, write_spec
 from tests.cli.helpers import REPO
 from tests.jvm import spark_env
+from tests.standalone import standalone_cluster
 from zipper.devtools.local_airflow import free_port
 from zipper.runtime.jvm import java_binary
 
@@ -87,76 +88,9 @@ def _wait_for_port(port: int, process: subprocess.Popen, log: Path) -> None:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """A Spark standalone master and one worker (1 core, 1 GB) on this machine."""
-    root = tmp_path_factory.mktemp("standalone")
-    port = free_port()
-    env = {
-        **os.environ,
-        "SPARK_HOME": str(SPARK_HOME),
-        "SPARK_DAEMON_MEMORY": "256m",
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "SPARK_LOG_DIR": str(root / "logs"),
-    }
-    spark_class = str(SPARK_HOME / "bin" / "spark-class")
-    daemons = []
-    try:
-        for name, command in (
-            (
-                "master",
-                [
-                    "org.apache.spark.deploy.master.Master",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(port),
-                    "--webui-port",
-                    str(free_port()),
-                ],
-            ),
-            (
-                "worker",
-                [
-                    "org.apache.spark.deploy.worker.Worker",
-                    "--host",
-                    "127.0.0.1",
-                    "--cores",
-                    "1",
-                    "--memory",
-                    "1g",
-                    "--webui-port",
-                    str(free_port()),
-                    "--work-dir",
-                    str(root / "work"),
-                    f"spark://127.0.0.1:{port}",
-                ],
-            ),
-        ):
-            log = root / f"{name}.log"
-            with open(log, "wb") as out:
-                daemons.append(
-                    subprocess.Popen(
-                        [spark_class, *command],
-                        stdout=out,
-                        stderr=subprocess.STDOUT,
-                        stdin=subprocess.DEVNULL,
-                        cwd=root,
-                        env=env,
-                    )
-                )
-            if name == "master":
-                _wait_for_port(port, daemons[0], log)
-        deadline = time.monotonic() + 240
-        while "Registering worker" not in (root / "master.log").read_text():
-            assert daemons[1].poll() is None and time.monotonic() < deadline, (root / "worker.log").read_text()[-3000:]
-            time.sleep(1)
-        yield {"master": f"spark://127.0.0.1:{port}", "work": root / "work"}
-    finally:
-        for daemon in reversed(daemons):
-            daemon.terminate()
-            try:
-                daemon.wait(30)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
+    """A Spark standalone master and one worker (1 core, 1 GB) on this machine (tests/standalone.py)."""
+    with standalone_cluster(tmp_path_factory.mktemp("standalone")) as running:
+        yield running
 
 
 def run_plan(metastore: dict, cwd: Path, plan: list[dict]) -> list:
@@ -285,7 +219,7 @@ def test_spark_submit_to_a_standalone_cluster_merges_through_the_thrift_metastor
             [
                 str(Path(sys.executable).parent / "spark-submit"),
                 "--master",
-                cluster["master"],
+                cluster.master,
                 *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
                 str(REPO / "spark_jobs" / "zipper_job.py"),
                 "merge",
@@ -303,9 +237,9 @@ def test_spark_submit_to_a_standalone_cluster_merges_through_the_thrift_metastor
         summaries.append([line for line in result.stdout.splitlines() if line.startswith("dw.dim_cluster ")])
     assert [len(s) for s in summaries] == [1, 1, 1], summaries
     # each merge was an application of the cluster, its tasks run by the worker's executors
-    apps = sorted(p.name for p in cluster["work"].iterdir() if p.name.startswith("app-"))
+    apps = sorted(p.name for p in cluster.work.iterdir() if p.name.startswith("app-"))
     assert len(apps) == len(DATES), apps
-    assert all(list((cluster["work"] / app).glob("*/stderr")) for app in apps)
+    assert all(list((cluster.work / app).glob("*/stderr")) for app in apps)
 
     table, check = run_plan(
         metastore, tmp_path, [{"snapshot": "dw.dim_cluster"}, {"run": ["check", "dim_cluster", "--specs", str(specs)]}]

@@ -10,7 +10,9 @@ support. Like the metastore server it is started on demand and left running, rec
 server (a file lock), and it is stopped by its pid, which leads its process group. Its log is
 `<warehouse>/metastore/spark-server.log`, beside the metastore server's.
 
-It listens on 127.0.0.1 only (the driver's own ports too) and serves only clients that present
+Its Spark runs in the driver (`local[N]`) or on a cluster's executors (ZIPPER_SPARK_MASTER, e.g. a
+standalone master's `spark://host:7077`). It listens on 127.0.0.1 only (the driver's own ports too,
+as long as its master is on this machine) and serves only clients that present
 its token: made once, kept in `<warehouse>/spark/token` (mode 0600, in a folder of mode 0700),
 and given to the server in its environment (`SPARK_CONNECT_AUTHENTICATE_TOKEN`, which Spark reads
 when `spark.connect.authenticate.token` is unset), never on a command line `ps` shows. It stops
@@ -41,6 +43,7 @@ TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 IDLE_ENV = "ZIPPER_SPARK_IDLE_MINUTES"
 MEMORY_ENV = "ZIPPER_SPARK_DRIVER_MEMORY"
 CORES_ENV = "ZIPPER_SPARK_CORES"
+MASTER_ENV = "ZIPPER_SPARK_MASTER"  # the classic driver's master too (runtime.session)
 DEFAULT_IDLE_MINUTES = 30.0
 DEFAULT_MEMORY = "2g"  # one driver for every client: more than a single job's default 1g
 DEFAULT_CORES = "2"
@@ -68,6 +71,7 @@ class Server:
     warehouse: str
     started_at: str
     metastore_uri: str  # the warehouse's metastore server it was started against ("" for an external one)
+    master: str  # its --master
 
     @property
     def url(self) -> str:
@@ -89,6 +93,27 @@ def client_url(settings: SessionSettings) -> str:
 def remote_url(server: Server, token: str) -> str:
     """The connection string for `SparkSession.builder.remote()`: its token included."""
     return f"{server.url}/;token={token}"
+
+
+def server_master() -> str:
+    """The server's --master: ZIPPER_SPARK_MASTER (a cluster's), else `local[ZIPPER_SPARK_CORES]`."""
+    return os.environ.get(MASTER_ENV, "").strip() or f"local[{server_cores()}]"
+
+
+def server_cores() -> str:
+    return os.environ.get(CORES_ENV, "").strip() or DEFAULT_CORES
+
+
+def master_on_loopback(master: str) -> bool:
+    """Whether every process of a Spark with this master runs on this machine: `local[...]`, or a
+    standalone master (`spark://`, several for a standby) named by a loopback address. Its
+    executors then reach the driver on 127.0.0.1; elsewhere they need an address they can reach."""
+    if master.startswith("local"):
+        return True
+    if not master.startswith("spark://"):
+        return False  # yarn, k8s://...: executors on other machines
+    hosts = [address.rsplit(":", 1)[0] for address in master.removeprefix("spark://").split(",")]
+    return all(host in (LOCAL_HOST, "localhost", "[::1]") for host in hosts)
 
 
 def idle_minutes() -> float:
@@ -227,7 +252,9 @@ class SparkServerService:
                     start_new_session=True,  # its own process group, outliving the command that started it
                 )
             if processes.wait_until_accepting(process, port, START_TIMEOUT_S, group=True):
-                server = Server(process.pid, port, str(self.warehouse), utc_now_iso(), self._metastore_uri())
+                server = Server(
+                    process.pid, port, str(self.warehouse), utc_now_iso(), self._metastore_uri(), server_master()
+                )
                 self._warm(server, token)
                 return server
             last_log = self._log_tail()
@@ -237,7 +264,11 @@ class SparkServerService:
 
     def command(self, port: int) -> list[str]:
         """The server's spark-submit argv: the warehouse's driver settings (its metastore server
-        started first), Hive support, loopback only, the driver's size from the environment."""
+        started first), Hive support, its Connect port on loopback, the driver's size and its
+        master from the environment. The driver's own ports are on loopback too when its master
+        is (runtime.session does the same for a command's own driver); a cluster's executors on
+        other machines need the host's address, Spark's default."""
+        master = server_master()
         conf = spark_submit_conf(self.settings)
         conf.update(
             {
@@ -245,16 +276,20 @@ class SparkServerService:
                 "spark.connect.grpc.binding.address": LOCAL_HOST,
                 "spark.connect.grpc.binding.port": str(port),
                 "spark.connect.grpc.port.maxRetries": "0",  # the recorded port or none
-                # the driver's RPC and block manager ports otherwise listen on the host's address
-                "spark.driver.bindAddress": LOCAL_HOST,
-                "spark.driver.host": LOCAL_HOST,
                 "spark.ui.enabled": "false",
                 MARKER_CONF: str(self.warehouse),
             }
         )
-        cores = os.environ.get(CORES_ENV, "").strip() or DEFAULT_CORES
+        if master_on_loopback(master):
+            # the driver's RPC and block manager ports otherwise listen on the host's address
+            conf.update({"spark.driver.bindAddress": LOCAL_HOST, "spark.driver.host": LOCAL_HOST})
+        if master.startswith("spark://") and server_cores().isdigit():
+            # a standalone master gives an application every free core of its workers, for as long
+            # as it runs: this one runs for hours, and the cluster's other applications need some
+            # (ZIPPER_SPARK_CORES=*: every core)
+            conf["spark.cores.max"] = server_cores()
         memory = os.environ.get(MEMORY_ENV, "").strip() or DEFAULT_MEMORY
-        command = [str(jvm.spark_home() / "bin" / "spark-submit"), "--master", f"local[{cores}]"]
+        command = [str(jvm.spark_home() / "bin" / "spark-submit"), "--master", master]
         command += ["--driver-memory", memory, "--name", "zipper connect server", "--class", MAIN_CLASS]
         for key, value in conf.items():
             command += ["--conf", f"{key}={value}"]
@@ -273,7 +308,8 @@ class SparkServerService:
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
         env.update({TOKEN_ENV: token, "SPARK_HOME": str(jvm.spark_home()), "PYSPARK_PYTHON": sys.executable})
-        env["SPARK_LOCAL_IP"] = LOCAL_HOST  # Spark's own address: loopback, as the binding confs say
+        if master_on_loopback(server_master()):
+            env["SPARK_LOCAL_IP"] = LOCAL_HOST  # Spark's own address: loopback, as the binding confs say
         return env
 
     def _warm(self, server: Server, token: str) -> None:
@@ -315,6 +351,7 @@ class SparkServerService:
             "pid": server.pid if server else None,
             "port": server.port if server else None,
             "started_at": server.started_at if server else None,
+            "master": (server.master or None) if server else None,  # the one it started with
             "stale_record": recorded is not None and server is None,
             "token_file": str(self.token_path),
             "idle_minutes": idle_minutes(),
