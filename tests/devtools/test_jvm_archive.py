@@ -15,6 +15,9 @@ from zipper.runtime import jvm
 
 pytestmark = pytest.mark.subprocess
 STRICT = {"SPARK_SUBMIT_OPTS": "-Xshare:on"}  # only what the product itself puts on the command line
+# A command's own driver: the warehouse's Spark server, which maps the same archive, would be
+# started once and then found running by the next command
+OWN_DRIVER = {"ZIPPER_SPARK_RUNNER": "driver"}
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +38,13 @@ def workspace(tmp_path_factory, archive):
 
 def test_the_cli_driver_maps_the_archive(workspace, archive):
     assert str(archive) in jvm.driver_options()
-    result = zipper(workspace, "init", "dim", **STRICT)
+    result = zipper(workspace, "init", "dim", **STRICT, **OWN_DRIVER)
     assert result.returncode == 0, result.stderr
     assert "table created, base loaded: 2 open rows" in result.stdout
+    # the warehouse's Spark server, started by the next command, starts strictly on it too
+    served = zipper(workspace, "check", "dim", **STRICT)
+    assert served.returncode == 0, served.stderr
+    assert json.loads(served.stdout)["ok"] is True
 
 
 def test_spark_submit_drivers_map_the_archive(workspace):
@@ -77,9 +84,9 @@ def test_an_archive_java_cannot_map_fails_a_strict_start_and_is_skipped_otherwis
     foreign.write_bytes(bytes(65536))
     (tmp_path / "foreign.jsa.size").write_text("65536")  # whole, so it is offered
     # `check` starts a driver (`status` reads over thrift, without a JVM)
-    strict = zipper(workspace, "check", "dim", ZIPPER_JVM_ARCHIVE=str(foreign), **STRICT)
+    strict = zipper(workspace, "check", "dim", ZIPPER_JVM_ARCHIVE=str(foreign), **STRICT, **OWN_DRIVER)
     assert strict.returncode != 0
-    relaxed = zipper(workspace, "check", "dim", ZIPPER_JVM_ARCHIVE=str(foreign), SPARK_SUBMIT_OPTS="")
+    relaxed = zipper(workspace, "check", "dim", ZIPPER_JVM_ARCHIVE=str(foreign), SPARK_SUBMIT_OPTS="", **OWN_DRIVER)
     assert relaxed.returncode == 0, relaxed.stderr
     assert json.loads(relaxed.stdout)["ok"] is True
 
