@@ -20,6 +20,7 @@ from zipper.devtools.local_airflow import LocalAirflow
 from zipper.runtime.metastore import MetastoreService
 from zipper.runtime.session import build_session
 from zipper.runtime.settings import SessionSettings
+from zipper.runtime.spark_server import SparkServerService
 from zipper.tablespec.loader import find_spec
 
 DAG_ID = "zipper_dim_user"
@@ -33,9 +34,16 @@ def main() -> int:
     print(f"sample data {'generated' if fresh else 'already present'} in {data}")
     started = time.monotonic()
 
-    # the warehouse's metastore server for the whole demo: stopped at the end if the demo started it
+    # the warehouse's servers for the whole demo: stopped at the end if the demo started them (the
+    # Spark server, which the first task starts, before the metastore server it is a client of)
+    spark_server = SparkServerService(SessionSettings(warehouse=str(warehouse())))
+    spark_was_running = spark_server.running() is not None
     with MetastoreService(warehouse()).for_this_run():
-        return _backfill_week(spec, specs, started)
+        try:
+            return _backfill_week(spec, specs, started)
+        finally:
+            if not spark_was_running:
+                spark_server.stop()
 
 
 def _backfill_week(spec, specs, started: float) -> int:
@@ -54,6 +62,7 @@ def _backfill_week(spec, specs, started: float) -> int:
             f"airflow backfill create --dag-id {DAG_ID} --from-date {first} --to-date {last}"
             " --reprocess-behavior completed --max-active-runs 7"
         )
+        backfill_started = time.monotonic()
         airflow.cli(
             "backfill",
             "create",
@@ -70,8 +79,10 @@ def _backfill_week(spec, specs, started: float) -> int:
         )
         airflow.cli("dags", "unpause", DAG_ID)  # Airflow 3 runs no task of a paused DAG
         runs = airflow.wait_for_backfill(DAG_ID)
+        backfill_s = time.monotonic() - backfill_started
         merges = {m["run_id"]: m for m in airflow.task_instances(DAG_ID, "merge")}
-    print(f"\n{len(runs)} runs, merges one date at a time:")
+    print(f"\n{len(runs)} runs backfilled in {backfill_s:.0f} s (from `backfill create` to the last run's end);")
+    print("merges one date at a time:")
     for run in runs:
         merge = merges[run["run_id"]]
         print(
