@@ -14,6 +14,8 @@ from zipper.runtime import metastore
 EXIT_ERROR = 1
 # What the Hive client's failures say when the metastore server does not answer.
 UNREACHABLE = ("TTransportException", "Could not connect to meta store", "java.net.ConnectException")
+# What a Spark Connect client's failures say when its server went away mid-run (gRPC's own objects).
+SPARK_SERVER_LOST = ("StatusCode.UNAVAILABLE", "_MultiThreadedRendezvous", "_InactiveRpcError", "RETRIES_EXCEEDED")
 
 
 def report_line(args: argparse.Namespace, report: dict) -> None:
@@ -39,6 +41,8 @@ def one_line(exc: BaseException, warehouse: str | None = None) -> str:
     """The useful part of a Spark/Java failure, without the JVM stack."""
     chain = java_messages(exc) or [str(exc).strip() or type(exc).__name__]
     text = " ".join(chain)
+    if any(marker in text or marker in repr(exc) for marker in SPARK_SERVER_LOST):
+        return spark_server_lost(warehouse)
     if any(marker in text for marker in UNREACHABLE):
         return server_stopped(warehouse) or summarize_failure(exc)
     return summarize_failure(exc)
@@ -55,4 +59,15 @@ def server_stopped(warehouse: str | None) -> str | None:
         f"the metastore server{where} stopped answering during this run; the run stopped, and the table is as"
         " its last commit says (`zipper status`, which starts the server again). `zipper metastore status`"
         f" shows the server, its log is {warehouse}/metastore/server.log"
+    )
+
+
+def spark_server_lost(warehouse: str | None) -> str:
+    """The line for a Spark Connect server that stopped answering mid-run: gRPC's own error says
+    nothing a user can act on."""
+    log = f"{warehouse}/metastore/spark-server.log" if warehouse else "the server's log"
+    return (
+        "the Spark server stopped answering during this run; the run stopped, and the table is as its"
+        " last commit says (`zipper status`). The next command starts a new server and runs on the"
+        f" table as it is then; `zipper spark status` shows the server, its log is {log}"
     )

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from zipper.cli.failures import report_line
 from zipper.core.errors import StateError, ZipperError
-from zipper.runtime import locks, metastore
-from zipper.runtime.session import build_session, release_session
+from zipper.runtime import client_runs, locks, metastore
+from zipper.runtime.session import build_session, is_connect, release_session
 from zipper.runtime.settings import SessionSettings
 from zipper.tablespec.loader import find_spec
 
@@ -35,6 +35,7 @@ class Runner:
         self.verb = verb
         self.path, self.spec = find_spec(args.name, args.specs)
         self._spark = None
+        self._lock: locks.HeldLock | None = None  # the table's lock, while a writing verb holds it
         self.new_metastore: str | None = None  # the Derby database this command had to create, if any
 
     def settings(self) -> SessionSettings:
@@ -57,6 +58,9 @@ class Runner:
             if not settings.has_metastore():
                 self.new_metastore = f"{settings.warehouse_path}/metastore_db"
             self._spark = build_session(settings)
+            client_runs.give_up_soon_on_a_lost_server(self._spark)
+            if self._lock is not None:
+                self._claim_server_work(settings)
             if not self.spec.keys:  # a landing zone's keys come from the table or its _metadata.json
                 from zipper.jobs.keys import resolve_keys  # on use: the data path loads pyspark; --help does not
 
@@ -70,14 +74,35 @@ class Runner:
                 return self.run_verb()
             if self.verb.check_dates:
                 self.verb.check_dates(self)  # a bad date is said before the lock (and its folder) or Spark
-            with locks.table_lock(self.settings(), self.spec.table, self.describe(), ds):  # before any Spark starts
-                return self.run_verb()
+            with locks.table_lock(
+                self.settings(), self.spec.table, self.describe(), ds
+            ) as lock:  # before any Spark starts
+                self._lock = lock
+                try:
+                    return self.run_verb()
+                finally:
+                    self._lock = None
         except metastore.MetastoreUnavailable as exc:  # said of the server: name the table it was for
             if exc.table:
                 raise
             raise exc.reworded(exc.detail, table=self.spec.table, ds=ds) from None
         finally:
             release_session(self._spark)  # a client's session on the server, its cache with it
+
+    def _claim_server_work(self, settings: SessionSettings) -> None:
+        """Tag this run's work on the Spark server and note it in the table's lock; stop what a
+        killed run of the table left running there, before this run clears its files."""
+        assert self._lock is not None
+        self._lock.note(**client_runs.tag_run(self._spark, self.spec.table))
+        killed = self._lock.left_by
+        if killed is None or not is_connect(self._spark):
+            return
+        stopped = client_runs.stop_killed_run(settings, killed)
+        if stopped:
+            progress(
+                f"stopped {len(stopped)} operation(s) the killed run `{killed.get('run')}` (pid {killed.get('pid')})"
+                " left running on the Spark server"
+            )
 
     def describe(self) -> str:
         """This run as another run refused by its table lock reads it."""

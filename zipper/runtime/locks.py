@@ -19,6 +19,8 @@ import fcntl
 import json
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO
 
 from zipper.core.dates import utc_now_iso
 from zipper.core.errors import StateError
@@ -29,12 +31,28 @@ class TableBusy(StateError):
     """Another run holds the table's lock. Not final: a later try finds it free."""
 
 
+@dataclass
+class HeldLock:
+    """A table's lock while this run holds it."""
+
+    handle: IO[str] | None  # None: no lock file (an external metastore's tables)
+    record: dict
+    left_by: dict | None = None  # the record of a killed holder, which could not empty the file
+
+    def note(self, **fields: str) -> None:
+        """Add `fields` to this holder's record, for the next holder to read should this run be killed."""
+        self.record.update(fields)
+        if self.handle is not None:
+            _write(self.handle, self.record)
+
+
 @contextlib.contextmanager
-def table_lock(settings: SessionSettings, table: str, what: str, ds: str | None = None) -> Iterator[None]:
+def table_lock(settings: SessionSettings, table: str, what: str, ds: str | None = None) -> Iterator[HeldLock]:
     """Hold `table`'s lock for the block, or raise TableBusy naming the holder. `what`: this run,
     as the holder's description another run will read (`zipper merge dim_user --ds 2024-01-03`)."""
+    record = {"pid": os.getpid(), "run": what, "since": utc_now_iso()}
     if not settings.on_this_machine:
-        yield
+        yield HeldLock(None, record)
         return
     folder = settings.warehouse_path / "metastore" / "locks"
     folder.mkdir(parents=True, exist_ok=True)
@@ -52,14 +70,29 @@ def table_lock(settings: SessionSettings, table: str, what: str, ds: str | None 
             ) from None
         try:
             handle.seek(0)
-            handle.truncate()
-            handle.write(json.dumps({"pid": os.getpid(), "run": what, "since": utc_now_iso()}) + "\n")
-            handle.flush()
-            yield
+            held = HeldLock(handle, record, _killed_holder(handle.read()))
+            _write(handle, record)
+            yield held
         finally:
             handle.seek(0)
             handle.truncate()
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _write(handle: IO[str], record: dict) -> None:
+    handle.seek(0)
+    handle.truncate()
+    handle.write(json.dumps(record) + "\n")
+    handle.flush()
+
+
+def _killed_holder(text: str) -> dict | None:
+    """The record a holder left in the file it could not empty: it was killed."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def _holder(text: str) -> str:

@@ -49,6 +49,11 @@ DEFAULT_MEMORY = "2g"  # one driver for every client: more than a single job's d
 DEFAULT_CORES = "2"
 START_TIMEOUT_S = float(os.environ.get("ZIPPER_SPARK_START_TIMEOUT", "300"))
 STOP_GRACE_S = 30
+# A dead client's query is cancelled within about the sum of these: how often a client re-opens
+# its response stream, how long the server waits for it to, and how often it looks.
+STREAM_RENEWAL = "15s"
+DETACHED_TIMEOUT = "30s"
+DETACHED_CHECK_INTERVAL = "5s"
 # The host a client names: pyspark's client sends a token over TLS unless the host is literally
 # `localhost`, where it uses gRPC's local credentials (plain TCP, loopback peers only). With
 # 127.0.0.1 it tried TLS against this plain server and went on retrying for over half an hour.
@@ -277,6 +282,13 @@ class SparkServerService:
                 "spark.connect.grpc.binding.port": str(port),
                 "spark.connect.grpc.port.maxRetries": "0",  # the recorded port or none
                 "spark.ui.enabled": "false",
+                # A client that died mid-query leaves its query running on the server. The server
+                # notices only when it ends the client's response stream (which a live client
+                # re-opens at once; every 2 minutes by default), and cancels the query once no
+                # client has re-attached for the detached timeout (5 minutes by default).
+                "spark.connect.execute.reattachable.senderMaxStreamDuration": STREAM_RENEWAL,
+                "spark.connect.execute.manager.detachedTimeout": DETACHED_TIMEOUT,
+                "spark.connect.execute.manager.maintenanceInterval": DETACHED_CHECK_INTERVAL,
                 MARKER_CONF: str(self.warehouse),
             }
         )
