@@ -17,8 +17,9 @@ MARKER = "-Dzipper.warehouse="
 SPARK_MARKER = f"{spark_server.MARKER_CONF}="
 
 
-def running_servers() -> dict[int, Path]:
-    """pid -> warehouse of every metastore server of a zipper warehouse running on this machine."""
+def _processes_marked(main_class: str, marker: str) -> dict[int, Path]:
+    """pid -> warehouse of every process running `main_class` whose command line has an argument
+    `<marker><warehouse>`."""
     found = {}
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -27,29 +28,22 @@ def running_servers() -> dict[int, Path]:
             cmdline = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
         except OSError:
             continue
-        if metastore.MAIN_CLASS in cmdline:
-            marks = [part[len(MARKER) :] for part in cmdline if part.startswith(MARKER)]
+        if main_class in cmdline:
+            marks = [part[len(marker) :] for part in cmdline if part.startswith(marker)]
             if marks:
                 found[int(proc.name)] = Path(marks[0])
     return found
+
+
+def running_servers() -> dict[int, Path]:
+    """pid -> warehouse of every metastore server of a zipper warehouse running on this machine."""
+    return _processes_marked(metastore.MAIN_CLASS, MARKER)
 
 
 def running_spark_servers() -> dict[int, Path]:
     """pid -> warehouse of every process of a warehouse's Spark Connect server (its supervisor,
     spark-submit's JVM) running on this machine."""
-    found = {}
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
-        except OSError:
-            continue
-        if spark_server.MAIN_CLASS in cmdline:
-            marks = [part[len(SPARK_MARKER) :] for part in cmdline if part.startswith(SPARK_MARKER)]
-            if marks:
-                found[int(proc.name)] = Path(marks[0])
-    return found
+    return _processes_marked(spark_server.MAIN_CLASS, SPARK_MARKER)
 
 
 def stop_servers(under: Path, keep: frozenset[Path] = frozenset()) -> list[Path]:
