@@ -428,7 +428,7 @@ def test_a_rerun_labels_its_task_with_the_dates_it_replayed(monkeypatch, tmp_pat
     monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
     dates = [RunResult("dw.dim", d, "merge", counts=counts(4)) for d in ("2024-01-02", "2024-01-03")]
     report = RunResult("dw.dim", "2024-01-02..2024-01-03", "rerun", replayed=dates).report()
-    spark_submit_printing(monkeypatch, [REPORT_PREFIX + json.dumps(report)], fails=False)
+    connect_job_printing(monkeypatch, [REPORT_PREFIX + json.dumps(report)], fails=False)
     rerun = ZipperRerunOperator(task_id="rerun", table="dw.dim", table_name="dim", specs_dir="/s", outlets=[ASSET])
     context = task_context(outlet_events=outlet_events())
     del context["ds"]  # Airflow 3's `airflow dags trigger` makes a run without a logical date
@@ -436,13 +436,14 @@ def test_a_rerun_labels_its_task_with_the_dates_it_replayed(monkeypatch, tmp_pat
     assert context[LABEL] == "replayed 2024-01-02..2024-01-03"
     extra = context["outlet_events"][ASSET].extra
     assert (extra["date"], extra["dates"]) == ("2024-01-02..2024-01-03", ["2024-01-02", "2024-01-03"])
-    assert rerun.spark_log.name.endswith("-zipper_dim-from-2024-01-02-try1.log") and rerun.spark_log.is_file()
+    assert rerun.log_tag(context) == "from-2024-01-02"  # a spark-submit's driver log would be named so
 
 
 def test_a_final_failure_of_a_rerun_is_not_retried_either(monkeypatch, tmp_path):
     monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
     rerun = ZipperRerunOperator(task_id="rerun", table="dw.dim", table_name="dim", specs_dir=str(tmp_path))
-    error = failed_task(monkeypatch, rerun, failed_job_lines(final=True))
+    connect_job_printing(monkeypatch, failed_job_lines(final=True), fails=True)
+    error = execute_failing(rerun)
     assert isinstance(error, AirflowFailException)
     assert str(error).endswith(
         "Not retried: another try would fail the same way. Fix the cause (the input, the spec,"
@@ -507,7 +508,7 @@ def test_a_dry_run_correction_labels_its_task_and_emits_no_asset_event(monkeypat
     monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
     counts = {"matched": 3, "partitions": 2, "dry_run": True}
     report = RunResult("dw.dim", "2024-01-03", "correct", "dry run: 3 versions matched", counts).report()
-    spark_submit_printing(monkeypatch, [REPORT_PREFIX + json.dumps(report)], fails=False)
+    connect_job_printing(monkeypatch, [REPORT_PREFIX + json.dumps(report)], fails=False)
     correct = correct_operator()
     context = task_context(params={**ERASE, "dry_run": True}, outlet_events=outlet_events())
     del context["ds"]  # a triggered run: no date of its own
@@ -516,7 +517,7 @@ def test_a_dry_run_correction_labels_its_task_and_emits_no_asset_event(monkeypat
         "correct", "dim", "--erase-key", "id=7", "--reason", "erasure request 118", "--dry-run", "--json-report"
     ]  # fmt: skip
     assert context[LABEL] == "dry run: erase: 3 versions matched"
-    assert correct.outlets == [] and correct.spark_log.name.endswith("-zipper_dim-dry-run-erase-try1.log")
+    assert correct.outlets == [] and correct.log_tag(context) == "dry-run-erase"
 
 
 def test_a_correction_puts_its_report_in_the_asset_event(monkeypatch, tmp_path):
@@ -621,6 +622,7 @@ def test_the_connection_type_says_how_the_job_runs(monkeypatch, tmp_path):
 
 def test_a_spark_connection_runs_the_job_through_spark_submit(monkeypatch, tmp_path):
     monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
+    monkeypatch.setenv("ZIPPER_METASTORE", "external")  # a cluster's: no local metastore server to start
     monkeypatch.setenv("AIRFLOW_CONN_ZIPPER_SPARK", json.dumps({"conn_type": "spark", "host": "yarn"}))
     submitted = []
 
