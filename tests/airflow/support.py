@@ -83,7 +83,13 @@ def probe(warehouse: Path, run=(), tables=(), status=(), timeout: float = 300) -
         text=True,
         timeout=timeout,
         cwd=REPO,
-        env={**os.environ, **spark_env(), "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"},
+        env={
+            **os.environ,
+            **spark_env(),
+            "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+            # its commands run in its own JVM, beside its plain session: not as clients of the warehouse's server
+            "ZIPPER_SPARK_RUNNER": "driver",
+        },
     )
     wait_for_jvms(warehouse.parent)  # the warehouse folder is always <root>/warehouse here
     return probe_output(result)

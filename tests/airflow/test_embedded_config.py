@@ -226,17 +226,18 @@ def pool_slots_in(home: Path, env: dict[str, str]) -> tuple[int, str]:
     return int(pool["slots"]), pool["description"]
 
 
-def test_the_set_up_creates_the_merge_pool_with_slots_for_the_metastore_mode(tmp_path):
-    side_by_side = max(2, os.cpu_count() or 1)
-    assert home_setup.pool_slots({"ZIPPER_METASTORE": "external"}) == side_by_side
-    assert home_setup.pool_slots({}) == side_by_side  # the default, the warehouse's metastore server
+def test_the_set_up_creates_the_merge_pool_with_a_slot_per_core_of_the_spark_server(tmp_path):
+    # Every task is a client of the warehouse's Spark server: as many side by side as its task slots
+    assert home_setup.pool_slots({}) == 2  # its default, ZIPPER_SPARK_CORES=2
+    assert home_setup.pool_slots({"ZIPPER_SPARK_CORES": "4", "ZIPPER_METASTORE": "external"}) == 4
+    assert home_setup.pool_slots({"ZIPPER_SPARK_CORES": "*"}) == (os.cpu_count() or 1)
     # Given a home set up as `make airflow-setup` does, on the default metastore (the local server)
-    env = minimal_env(tmp_path, tmp_path / "specs", tmp_path / "warehouse")
+    env = minimal_env(tmp_path, tmp_path / "specs", tmp_path / "warehouse")  # no ZIPPER_SPARK_CORES
     home = Path(env["AIRFLOW_HOME"])
     home_setup.setup(home, env=env)
-    # Then the pool is zipper_merges, with a slot per core and at least two: tables merge side by side
+    # Then the pool is zipper_merges, with the server's two slots
     slots, description = pool_slots_in(home, env)
-    assert DEFAULT_POOL == "zipper_merges" and slots == side_by_side and "max(2, cores)" in description
+    assert DEFAULT_POOL == "zipper_merges" and slots == 2 and "ZIPPER_SPARK_CORES" in description
     # The retired ZIPPER_METASTORE=embedded is refused, before a pool is made for it
     with pytest.raises(StateError, match="ZIPPER_METASTORE=embedded is retired"):
         home_setup.pool_slots({"ZIPPER_METASTORE": "embedded"})

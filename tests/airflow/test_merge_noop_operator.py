@@ -1,6 +1,7 @@
-"""The merge task's decision: a date already committed with the same input ends with the no-op's
-report from a plain Python pre-check (`zipper merge ... --no-spark`, a real subprocess), and
-spark-submit is never reached; otherwise spark-submit runs as before. The table is committed in
+"""The merge task's decision under spark-submit (a `spark` connection): a date already committed with the
+same input ends with the no-op's report from a plain Python pre-check (`zipper merge ... --no-spark`, a real
+subprocess), and spark-submit is never reached; otherwise spark-submit runs as before. (A Spark Connect
+client's job makes that check itself: test_operators.) The table is committed in
 the suite's Spark session, on its warehouse's metastore server. Given / When / Then."""
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from zipper.jobs.init import init_table
 
 
 @pytest.fixture(autouse=True)
-def no_spark_connection(monkeypatch, warehouse):
+def spark_submit_connection(monkeypatch, warehouse):
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "yarn"}))
-    monkeypatch.delenv("AIRFLOW_CONN_ZIPPER_SPARK", raising=False)
+    monkeypatch.setenv("AIRFLOW_CONN_ZIPPER_SPARK", json.dumps({"conn_type": "spark", "host": "local[*]"}))
     monkeypatch.setenv("ZIPPER_WAREHOUSE", str(warehouse))
     monkeypatch.setenv("ZIPPER_METASTORE", "local")
 

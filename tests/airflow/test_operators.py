@@ -1,4 +1,5 @@
-"""The spark-submit command the merge runs, per connection rule; report parsing; trigger params.
+"""How the tasks run their job, per connection rule: as Spark Connect clients (the default: the warehouse's
+own server; real jobs below), or through spark-submit (a `spark` connection); report parsing; trigger params.
 
 Connections come from AIRFLOW_CONN_* environment variables (no database). Given / When / Then."""
 
@@ -14,10 +15,11 @@ import pyspark
 import pytest
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from tests.airflow.support import outlet_events, task_log
-from tests.jvm import QUICK_JIT
+from tests.airflow.support import DATES, outlet_events, task_log, write_sample, write_spec
+from tests.cli.helpers import write_parquet
+from tests.jvm import QUICK_JIT, spark_env
 from zipper.airflow.compat import AirflowException, AirflowFailException, make_asset
-from zipper.airflow.hooks import ZipperSparkSubmitHook
+from zipper.airflow.hooks import ZipperSparkConnectHook, ZipperSparkSubmitHook, runs_on_spark_connect
 from zipper.airflow.operators import (
     LABEL,
     ZipperAuditOperator,
@@ -30,6 +32,7 @@ from zipper.airflow.sensors import next_logical_dates
 from zipper.airflow.trigger_params import rerun_args
 from zipper.core.reports import REPORT_PREFIX
 from zipper.jobs.result import RunResult
+from zipper.runtime import spark_server
 from zipper.runtime.settings import LOG_CONFIG, LOG_FILE_ENV, SessionSettings, new_log_file
 
 APP = "/repo/spark_jobs/zipper_job.py"
@@ -43,6 +46,8 @@ def spark_default_is_yarn(monkeypatch):
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "yarn"}))
     monkeypatch.delenv("AIRFLOW_CONN_ZIPPER_SPARK", raising=False)
     monkeypatch.delenv("ZIPPER_SPARK_MASTER", raising=False)
+    for key in ("ZIPPER_SPARK_RUNNER", "ZIPPER_SPARK_REMOTE", "ZIPPER_METASTORE"):
+        monkeypatch.delenv(key, raising=False)
 
 
 def command(**hook_args) -> tuple[ZipperSparkSubmitHook, list[str]]:
@@ -258,7 +263,8 @@ def test_a_failure_the_job_calls_retryable_is_not_marked_final():
 
 def spark_submit_printing(monkeypatch, lines: list[str], fails: bool, driver_log: bool = True) -> None:
     """spark-submit (the provider's execute) stands in for a job that prints `lines` through the real hook:
-    with `driver_log`, its driver writes the log file the task named (runtime.settings.new_log_file does)."""
+    with `driver_log`, its driver writes the log file the task named (runtime.settings.new_log_file does).
+    The worker runs classic drivers (ZIPPER_SPARK_RUNNER=driver), so a task without a connection submits."""
 
     def spark_submit(self, context):
         self._hook = self._get_hook()
@@ -269,7 +275,15 @@ def spark_submit_printing(monkeypatch, lines: list[str], fails: bool, driver_log
         if fails:
             raise AirflowException("Cannot execute: spark-submit ...")
 
+    monkeypatch.setenv("ZIPPER_SPARK_RUNNER", "driver")
     monkeypatch.setattr(SparkSubmitOperator, "execute", spark_submit)
+
+
+def connect_job_printing(monkeypatch, lines: list[str], fails: bool) -> None:
+    """The Spark Connect client's job (the default) stands in for one that prints `lines` and exits 1 if it
+    `fails`: a real Python process, read by the real hook."""
+    script = f"import sys; sys.stdout.write({''.join(lines)!r}); sys.exit({int(fails)})"
+    monkeypatch.setattr(ZipperSparkConnectHook, "command", lambda self: [sys.executable, "-c", script])
 
 
 def task_context(**more) -> dict:
@@ -283,6 +297,10 @@ def task_context(**more) -> dict:
 def failed_task(monkeypatch, operator, lines: list[str], driver_log: bool = False) -> AirflowException:
     """The exception `operator.execute` ends with when spark-submit prints `lines` and fails."""
     spark_submit_printing(monkeypatch, lines, fails=True, driver_log=driver_log)
+    return execute_failing(operator)
+
+
+def execute_failing(operator) -> AirflowException:
     context = task_context()
     with pytest.raises(AirflowException) as raised:
         operator.execute(context)
@@ -293,7 +311,8 @@ def failed_task(monkeypatch, operator, lines: list[str], driver_log: bool = Fals
 def test_a_final_failure_fails_the_merge_without_retry_and_says_what_clears_it(monkeypatch, tmp_path):
     monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
     merge = ZipperMergeOperator(task_id="merge", table_name="dim", specs_dir=str(tmp_path))
-    error = failed_task(monkeypatch, merge, failed_job_lines(final=True))
+    connect_job_printing(monkeypatch, failed_job_lines(final=True), fails=True)  # a client of the default server
+    error = execute_failing(merge)
     assert isinstance(error, AirflowFailException)  # Airflow fails it at once, whatever its retries
     assert str(error) == (
         f"{REASON} (the zipper job failed; its log is above). Not retried:"
@@ -395,7 +414,7 @@ def test_a_merge_labels_its_task_and_puts_its_report_in_the_asset_event(monkeypa
 
 def test_a_replay_labels_its_task_with_the_replayed_dates_and_lists_them_in_the_asset_event(monkeypatch, tmp_path):
     monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
-    spark_submit_printing(monkeypatch, [REPORT_PREFIX + json.dumps(replay_report())], fails=False)
+    connect_job_printing(monkeypatch, [REPORT_PREFIX + json.dumps(replay_report())], fails=False)
     merge = ZipperMergeOperator(task_id="merge", table_name="dim", table="dw.dim", specs_dir="/s", outlets=[ASSET])
     context = task_context(outlet_events=outlet_events())
     reports = merge.execute(context)
@@ -409,7 +428,7 @@ def test_a_rerun_labels_its_task_with_the_dates_it_replayed(monkeypatch, tmp_pat
     monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
     dates = [RunResult("dw.dim", d, "merge", counts=counts(4)) for d in ("2024-01-02", "2024-01-03")]
     report = RunResult("dw.dim", "2024-01-02..2024-01-03", "rerun", replayed=dates).report()
-    spark_submit_printing(monkeypatch, [REPORT_PREFIX + json.dumps(report)], fails=False)
+    connect_job_printing(monkeypatch, [REPORT_PREFIX + json.dumps(report)], fails=False)
     rerun = ZipperRerunOperator(task_id="rerun", table="dw.dim", table_name="dim", specs_dir="/s", outlets=[ASSET])
     context = task_context(outlet_events=outlet_events())
     del context["ds"]  # Airflow 3's `airflow dags trigger` makes a run without a logical date
@@ -417,13 +436,14 @@ def test_a_rerun_labels_its_task_with_the_dates_it_replayed(monkeypatch, tmp_pat
     assert context[LABEL] == "replayed 2024-01-02..2024-01-03"
     extra = context["outlet_events"][ASSET].extra
     assert (extra["date"], extra["dates"]) == ("2024-01-02..2024-01-03", ["2024-01-02", "2024-01-03"])
-    assert rerun.spark_log.name.endswith("-zipper_dim-from-2024-01-02-try1.log") and rerun.spark_log.is_file()
+    assert rerun.log_tag(context) == "from-2024-01-02"  # a spark-submit's driver log would be named so
 
 
 def test_a_final_failure_of_a_rerun_is_not_retried_either(monkeypatch, tmp_path):
     monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
     rerun = ZipperRerunOperator(task_id="rerun", table="dw.dim", table_name="dim", specs_dir=str(tmp_path))
-    error = failed_task(monkeypatch, rerun, failed_job_lines(final=True))
+    connect_job_printing(monkeypatch, failed_job_lines(final=True), fails=True)
+    error = execute_failing(rerun)
     assert isinstance(error, AirflowFailException)
     assert str(error).endswith(
         "Not retried: another try would fail the same way. Fix the cause (the input, the spec,"
@@ -488,7 +508,7 @@ def test_a_dry_run_correction_labels_its_task_and_emits_no_asset_event(monkeypat
     monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
     counts = {"matched": 3, "partitions": 2, "dry_run": True}
     report = RunResult("dw.dim", "2024-01-03", "correct", "dry run: 3 versions matched", counts).report()
-    spark_submit_printing(monkeypatch, [REPORT_PREFIX + json.dumps(report)], fails=False)
+    connect_job_printing(monkeypatch, [REPORT_PREFIX + json.dumps(report)], fails=False)
     correct = correct_operator()
     context = task_context(params={**ERASE, "dry_run": True}, outlet_events=outlet_events())
     del context["ds"]  # a triggered run: no date of its own
@@ -497,14 +517,14 @@ def test_a_dry_run_correction_labels_its_task_and_emits_no_asset_event(monkeypat
         "correct", "dim", "--erase-key", "id=7", "--reason", "erasure request 118", "--dry-run", "--json-report"
     ]  # fmt: skip
     assert context[LABEL] == "dry run: erase: 3 versions matched"
-    assert correct.outlets == [] and correct.spark_log.name.endswith("-zipper_dim-dry-run-erase-try1.log")
+    assert correct.outlets == [] and correct.log_tag(context) == "dry-run-erase"
 
 
 def test_a_correction_puts_its_report_in_the_asset_event(monkeypatch, tmp_path):
     monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
     counts = {"matched": 1, "partitions": 1, "removed": 1, "rows_before": 4, "rows_after": 3}
     report = RunResult("dw.dim", "2024-01-03", "correct", "erased", counts, run_id="c1").report()
-    spark_submit_printing(monkeypatch, [REPORT_PREFIX + json.dumps(report)], fails=False)
+    connect_job_printing(monkeypatch, [REPORT_PREFIX + json.dumps(report)], fails=False)
     correct = correct_operator()
     context = task_context(params={**ERASE, "dry_run": False}, outlet_events=outlet_events())
     correct.execute(context)
@@ -572,3 +592,136 @@ def test_an_audit_without_a_report_names_the_table_the_date_and_the_status_comma
         " or ran in cluster deploy mode, which keeps the driver's output on the cluster; `zipper status dim_user`"
         " shows whether 2024-01-02 is committed"
     ]
+
+
+# -- the job as a Spark Connect client --------------------------------------------------------------------
+
+
+def test_the_connection_type_says_how_the_job_runs(monkeypatch, tmp_path):
+    """No connection: a client of the warehouse's own server (the job finds its port); a `spark_connect`
+    connection: a client of its server, whose URL the job gets; a `spark` connection: spark-submit, as before."""
+    settings = SessionSettings.from_env(str(tmp_path))
+    assert runs_on_spark_connect("zipper_spark", settings)
+    hook = ZipperSparkConnectHook(conn_id="zipper_spark", application_args=ARGS, env_vars={"ZIPPER_SPECS": "/s"})
+    assert hook.remote_url() is None and "ZIPPER_SPARK_REMOTE" not in hook.job_environment(hook.remote_url())
+    assert hook.command() == [sys.executable, "-m", "zipper.cli.main", *ARGS]  # no spark-submit, no JVM here
+    # a worker whose commands run classic drivers keeps the embedded spark-submit
+    assert not runs_on_spark_connect("zipper_spark", SessionSettings(str(tmp_path), runner="driver"))
+    assert not runs_on_spark_connect("zipper_spark", SessionSettings(str(tmp_path), metastore="external"))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_ZIPPER_SPARK",
+        json.dumps({"conn_type": "spark_connect", "host": "spark-connect.example", "port": 15002, "password": "t"}),
+    )
+    assert runs_on_spark_connect("zipper_spark", settings)
+    remote = "sc://spark-connect.example:15002/;token=t"
+    assert hook.remote_url() == remote and hook.job_environment(remote)["ZIPPER_SPARK_REMOTE"] == remote
+    assert hook.job_environment(remote)["ZIPPER_SPECS"] == "/s"
+    monkeypatch.setenv("AIRFLOW_CONN_ZIPPER_SPARK", json.dumps({"conn_type": "spark", "host": "yarn"}))
+    assert not runs_on_spark_connect("zipper_spark", settings)
+
+
+def test_a_spark_connection_runs_the_job_through_spark_submit(monkeypatch, tmp_path):
+    monkeypatch.setenv("ZIPPER_WAREHOUSE", str(tmp_path))
+    monkeypatch.setenv("ZIPPER_METASTORE", "external")  # a cluster's: no local metastore server to start
+    monkeypatch.setenv("AIRFLOW_CONN_ZIPPER_SPARK", json.dumps({"conn_type": "spark", "host": "yarn"}))
+    submitted = []
+
+    def spark_submit(self, context):  # the provider's execute, which builds the hook that runs spark-submit
+        self._hook = self._get_hook()
+        submitted.append(self._hook)
+
+    monkeypatch.setattr(SparkSubmitOperator, "execute", spark_submit)
+    monkeypatch.setattr(ZipperSparkConnectHook, "submit", lambda self: pytest.fail("ran as a Spark Connect client"))
+    rerun = ZipperRerunOperator(task_id="rerun", table="dw.dim", table_name="dim", specs_dir=str(tmp_path))
+    assert rerun.execute(task_context()) == []
+    assert [hook._connection["master"] for hook in submitted] == ["yarn"]
+
+
+@pytest.fixture(scope="module")
+def connect_table(tmp_path_factory):
+    """A table `dim` in a warehouse of its own, its first date's increment good, its second's repeating a key."""
+    root = tmp_path_factory.mktemp("connect")
+    data = write_sample(root)
+    write_parquet(data / "incr" / f"ds={DATES[1]}", [(1, "ann", "Bergen"), (1, "ann", "Lima")])
+    write_spec(root / "specs", "dim", data, airflow={"owner": "data-eng", "retries": 2})
+    return {"specs": root / "specs", "warehouse": root / "warehouse"}
+
+
+def connect_merge(connect_table, ds: str) -> tuple[ZipperMergeOperator, dict]:
+    """The DAG's merge task of `ds`, its templates rendered as Airflow renders them before `execute`."""
+    merge = ZipperMergeOperator(
+        task_id="merge", table_name="dim", table="dw.dim", specs_dir=str(connect_table["specs"]), outlets=[ASSET]
+    )
+    merge.application_args = [arg.replace("{{ ds }}", ds) for arg in merge.application_args]
+    return merge, task_context(ds=ds, dag=SimpleNamespace(dag_id="zipper_dim"), outlet_events=outlet_events())
+
+
+@pytest.fixture(scope="module")
+def merged_first_date(connect_table):
+    """The first date's merge task, run with no connection: a client of the warehouse's own server, which
+    the job starts. Run once for the module: the later tests build on the table it commits."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("ZIPPER_WAREHOUSE", str(connect_table["warehouse"]))
+        env.delenv("AIRFLOW_CONN_ZIPPER_SPARK", raising=False)
+        for key, value in spark_env().items():  # the server's JVM, as every test driver's
+            env.setenv(key, value)
+        merge, context = connect_merge(connect_table, DATES[0])
+        with task_log() as logged:
+            reports = merge.execute(context)
+    return {"merge": merge, "context": context, "reports": reports, "logged": logged}
+
+
+@pytest.fixture
+def connect_warehouse(monkeypatch, connect_table):
+    monkeypatch.setenv("ZIPPER_WAREHOUSE", str(connect_table["warehouse"]))
+    for key, value in spark_env().items():
+        monkeypatch.setenv(key, value)
+    return SessionSettings.from_env(str(connect_table["warehouse"]))
+
+
+def test_a_merge_through_spark_connect_commits_and_logs_its_counts_and_asset_event(merged_first_date):
+    merge, context, reports, logged = (merged_first_date[k] for k in ("merge", "context", "reports", "logged"))
+    # Then the job committed the date, a client of the warehouse's server: no spark-submit, no pre-check
+    assert isinstance(merge._hook, ZipperSparkConnectHook) and merge._hook.remote_url() is None
+    assert [r["action"] for r in reports] == ["merge"] and reports[0]["counts"]["open_after"] == 3
+    assert context[LABEL] == f"{DATES[0]}: merged"
+    extra = context["outlet_events"][ASSET].extra
+    assert (extra["table"], extra["date"], extra["action"], extra["dates"]) == ("dw.dim", DATES[0], "merge", [DATES[0]])
+    assert extra["counts"] == reports[0]["counts"] and extra["run_id"]
+    # the task log has the job's summary line once, not its report line, and the audit logs the counts
+    messages = [message for _, message in logged]
+    assert sum(m.startswith(f"dw.dim {DATES[0]}: ") for m in messages) == 1, messages
+    assert not [m for m in messages if REPORT_PREFIX in m]
+    assert any(m.startswith("The job runs as a client of the warehouse's Spark Connect server") for m in messages)
+    assert "open_after=3" in describe(reports[-1])
+
+
+def test_a_committed_date_through_spark_connect_is_a_no_op_without_an_asset_event(
+    merged_first_date, connect_table, connect_warehouse
+):
+    merge, context = connect_merge(connect_table, DATES[0])
+    assert [r["action"] for r in merge.execute(context)] == ["noop"]
+    assert merge.outlets == [] and context[LABEL] == f"{DATES[0]}: no-op (already committed with the same input)"
+
+
+def test_a_bad_input_fails_the_merge_on_a_connections_server_with_the_jobs_one_line_error(
+    merged_first_date, connect_table, connect_warehouse, monkeypatch
+):
+    # Given a spark_connect connection naming the warehouse's server by its URL (as a remote server would be)
+    server = spark_server.ensure_running(connect_warehouse)
+    token = spark_server.SparkServerService(connect_warehouse).token()
+    connection = {"conn_type": "spark_connect", "host": "localhost", "port": server.port, "password": token}
+    monkeypatch.setenv("AIRFLOW_CONN_ZIPPER_SPARK", json.dumps(connection))
+    # When the second date's merge runs: its increment repeats a key
+    merge, context = connect_merge(connect_table, DATES[1])
+    with task_log() as logged, pytest.raises(AirflowFailException) as raised:
+        merge.execute(context)
+    # Then the task fails at once with the job's one line, logged as an error
+    assert merge._hook.remote_url() == spark_server.remote_url(server, token)
+    error = str(raised.value)
+    first_line = error.split(" (the zipper job failed")[0]
+    assert first_line.startswith(f"dw.dim {DATES[1]}: ") and "more than once" in first_line, error
+    assert "(the zipper job failed; its log is above). Not retried" in error  # the server's log is elsewhere
+    assert ("error", f"zipper: error: {first_line}") in logged
+    assert "Cannot execute" not in error and context[LABEL] == f"{DATES[1]}: failed"
+    assert token not in " ".join(message for _, message in logged)

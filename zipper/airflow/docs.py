@@ -91,7 +91,10 @@ def merge_dag_doc(spec: TableSpec, spec_path: Path, rerun_dag_id: str) -> str:
         ),
         ("dates", dates),
         ("schedule", f"{_code(a.schedule)} (the run of a date starts after the date ends)"),
-        ("spark", f"connection {_code(a.spark_conn_id)} (if absent: embedded `local[*]`), pool {_code(a.pool)}"),
+        (
+            "spark",
+            f"connection {_code(a.spark_conn_id)} (if absent: the warehouse's Spark Connect server), pool {_code(a.pool)}",
+        ),
         ("spec", _code(spec_path)),
     ]
     table = "\n".join(f"| {k} | {v} |" for k, v in rows)

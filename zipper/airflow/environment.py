@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+
+from zipper.runtime import spark_server
 
 REPO = Path(__file__).resolve().parents[2]
 SPARK_JOB = REPO / "spark_jobs" / "zipper_job.py"
@@ -27,11 +30,18 @@ PASSED_THROUGH = (
 )
 
 
-def merge_pool_slots() -> int:
-    """The merge pool's slots the set-up creates: tables merge side by side on the warehouse's
-    metastore server or an external metastore (each merge a `local[*]` driver, but much of a short
-    one is JVM start-up and metastore waits, which overlap)."""
-    return max(2, os.cpu_count() or 1)
+def merge_pool_slots(environ: Mapping[str, str] | None = None) -> int:
+    """The merge pool's slots the set-up creates: as many tasks as the warehouse's Spark Connect server
+    runs side by side, its task slots (ZIPPER_SPARK_CORES, default 2; `*`: every core). Every task is a
+    client of that one driver: more at once would only queue their Spark tasks there."""
+    environ = os.environ if environ is None else environ
+    cores = environ.get(spark_server.CORES_ENV, "").strip() or spark_server.DEFAULT_CORES
+    if cores == "*":
+        return os.cpu_count() or 1
+    try:
+        return max(1, int(cores))
+    except ValueError:
+        return int(spark_server.DEFAULT_CORES)  # the server refuses it when it starts, saying why
 
 
 def warehouse() -> Path:

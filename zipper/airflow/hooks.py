@@ -1,39 +1,160 @@
-"""spark-submit for zipper jobs: the provider's hook with zipper's connection rule.
+"""The hooks that run a zipper job, chosen by the task's connection (default `zipper_spark`):
 
-Rule: if the connection (default `zipper_spark`) exists, its master and deploy mode are used
-unchanged (yarn, k8s://..., spark://...). If it does not, the job runs on the embedded default,
-`local[*]` (or ZIPPER_SPARK_MASTER), with this Python and its pyspark. The provider's own
-fallback (yarn, or Airflow 2's `spark_default`, which points at yarn) is never used."""
+- a `spark_connect` connection: the job runs as a plain Python process, a Spark Connect client of
+  the server the connection names (ZipperSparkConnectHook, on the provider's SparkConnectHook);
+- no such connection (the default): the same, a client of the warehouse's own Spark Connect
+  server, which the job starts or joins itself (its port is known only when it runs); unless the
+  worker's commands run classic drivers (`ZIPPER_SPARK_RUNNER=driver`, an external metastore),
+  which keeps the embedded spark-submit below;
+- a `spark` connection: spark-submit with its master and deploy mode unchanged (yarn,
+  k8s://..., spark://...) (ZipperSparkSubmitHook). Without one, the embedded spark-submit runs on
+  `local[*]` (or ZIPPER_SPARK_MASTER), with this Python and its pyspark. The provider's own
+  fallback (yarn, or Airflow 2's `spark_default`, which points at yarn) is never used.
+
+Both read the job's output the same way (JobOutput)."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
+from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
 from airflow.providers.apache.spark.hooks.spark_submit import DEFAULT_SPARK_BINARY, SparkSubmitHook
 
-from zipper.airflow.compat import AirflowNotFoundException
-from zipper.airflow.environment import EMBEDDED_MASTER, python_bin
+from zipper.airflow.compat import AirflowException, AirflowNotFoundException, BaseHook
+from zipper.airflow.environment import EMBEDDED_MASTER, REPO, python_bin
 from zipper.core.reports import ERROR_PREFIX, INTERRUPTED, REPORT_PREFIX
 from zipper.runtime.jvm import spark_home
+from zipper.runtime.session import REMOTE_ENV
 from zipper.runtime.settings import SessionSettings, spark_submit_env
 
 
-class ZipperSparkSubmitHook(SparkSubmitHook):
-    """Runs an argv list through spark-submit and collects the job's `zipper-report:` lines, the
-    line a failed job ends with (`failure`) and whether the job called its failure final.
+def runs_on_spark_connect(conn_id: str, settings: SessionSettings) -> bool:
+    """Whether the job of a task with this connection runs as a Spark Connect client (ZipperSparkConnectHook):
+    a `spark_connect` connection, or none and the worker's commands are clients of the warehouse's server."""
+    try:
+        connection = BaseHook.get_connection(conn_id)
+    except AirflowNotFoundException:
+        return settings.uses_server
+    return connection.conn_type == SparkConnectHook.conn_type
+
+
+class JobOutput:
+    """What a zipper job's output tells its task: its `zipper-report:` lines (`reports`), the line a failed job
+    ends with (`failure`) and whether the job called its failure final.
 
     A report line is read, not logged: the job's summary line just above it says the same for
     people. The error line is logged at ERROR level (the other output of the job at INFO)."""
 
-    def __init__(self, *args: Any, **kwargs: Any):
-        self.embedded = False
+    log: Any
+
+    def _init_output(self) -> None:
         self.reports: list[dict] = []
         self.failure: str | None = None
         self.final_failure = False  # another try would fail the same way (bad input or spec)
+
+    def _collect_reports(self, lines: Iterable[Any]) -> Iterator[Any]:
+        """The job's output for the caller to log, but its report lines (collected) and its error line
+        (logged here, as an error)."""
+        for line in lines:
+            text = line.strip()
+            if text.startswith(REPORT_PREFIX):
+                self._collect_report(text)
+            elif text.startswith(ERROR_PREFIX) or text == INTERRUPTED:
+                self.failure = text.removeprefix(ERROR_PREFIX)
+                self.log.error("%s", text)
+            else:
+                yield line
+
+    def _collect_report(self, text: str) -> None:
+        """A run's report goes to `reports` (the audit task's XCom), after one report per date it replayed;
+        a failure's says whether it is final."""
+        try:
+            report = json.loads(text[len(REPORT_PREFIX) :])
+        except ValueError:
+            self.log.warning("Unreadable zipper report line: %s", text)
+            return
+        if not isinstance(report, dict):
+            self.log.warning("Unreadable zipper report line: %s", text)
+        elif report.get("failed"):
+            self.final_failure = report.get("final") is True
+        else:
+            self.reports.extend(report.pop("replayed", None) or [])
+            self.reports.append(report)
+
+
+class ZipperSparkConnectHook(JobOutput, SparkConnectHook):
+    """Runs a zipper job (`python -m zipper.cli.main VERB NAME ...`, the CLI spark_jobs/zipper_job.py runs
+    under spark-submit) as a plain Python process: a Spark Connect client, no JVM in the task.
+
+    With the connection, ZIPPER_SPARK_REMOTE is its URL (`get_connection_url()`); without it the job
+    is a client of the warehouse's own server, which it starts if none runs."""
+
+    def __init__(self, conn_id: str, application_args: list[str], env_vars: dict[str, str] | None = None):
+        super().__init__(conn_id=conn_id)
+        self._init_output()
+        self.application_args = list(application_args)
+        self.env_vars = dict(env_vars or {})
+        self._process: subprocess.Popen | None = None
+
+    def remote_url(self) -> str | None:
+        """The server the connection names; None when there is no connection: the warehouse's own."""
+        try:
+            return self.get_connection_url()
+        except AirflowNotFoundException:
+            return None
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "zipper.cli.main", *self.application_args]
+
+    def job_environment(self, remote: str | None) -> dict[str, str]:
+        env = {**os.environ, **self.env_vars}
+        if remote:
+            env[REMOTE_ENV] = remote  # it holds the token: never logged
+        return env
+
+    def submit(self) -> None:
+        """Runs the job, logging its output as it comes; raises AirflowException when it fails."""
+        command = self.command()
+        remote = self.remote_url()
+        server = (
+            f"the Spark Connect server of connection {self._conn_id!r}"
+            if remote
+            else "the warehouse's Spark Connect server"
+        )
+        self.log.info("The job runs as a client of %s: %s", server, " ".join(command))
+        self._process = subprocess.Popen(
+            command,
+            env=self.job_environment(remote),
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+        )
+        assert self._process.stdout is not None
+        for line in self._collect_reports(self._process.stdout):
+            self.log.info("%s", line.rstrip("\n"))
+        returncode = self._process.wait()
+        if returncode:
+            raise AirflowException(f"Cannot execute: {' '.join(command)}. Error code is: {returncode}.")
+
+    def on_kill(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self.log.info("Stopping the zipper job (pid %s)", self._process.pid)
+            self._process.terminate()
+
+
+class ZipperSparkSubmitHook(JobOutput, SparkSubmitHook):
+    """Runs an argv list through spark-submit and reads the job's output (JobOutput)."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        self.embedded = False
+        self._init_output()
         super().__init__(*args, **kwargs)
 
     def _connection_exists(self) -> bool:
@@ -106,32 +227,3 @@ class ZipperSparkSubmitHook(SparkSubmitHook):
 
     def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
         super()._process_spark_submit_log(self._collect_reports(itr))
-
-    def _collect_reports(self, lines: Iterator[Any]) -> Iterator[Any]:
-        """The job's output for the provider to log, but its report lines (collected) and its error line
-        (logged here, as an error)."""
-        for line in lines:
-            text = line.strip()
-            if text.startswith(REPORT_PREFIX):
-                self._collect_report(text)
-            elif text.startswith(ERROR_PREFIX) or text == INTERRUPTED:
-                self.failure = text.removeprefix(ERROR_PREFIX)
-                self.log.error("%s", text)
-            else:
-                yield line
-
-    def _collect_report(self, text: str) -> None:
-        """A run's report goes to `reports` (the audit task's XCom), after one report per date it replayed;
-        a failure's says whether it is final."""
-        try:
-            report = json.loads(text[len(REPORT_PREFIX) :])
-        except ValueError:
-            self.log.warning("Unreadable zipper report line: %s", text)
-            return
-        if not isinstance(report, dict):
-            self.log.warning("Unreadable zipper report line: %s", text)
-        elif report.get("failed"):
-            self.final_failure = report.get("final") is True
-        else:
-            self.reports.extend(report.pop("replayed", None) or [])
-            self.reports.append(report)

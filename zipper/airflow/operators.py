@@ -1,4 +1,5 @@
-"""Operators of the zipper DAGs. They hold arguments; the hook runs spark-submit.
+"""Operators of the zipper DAGs. They hold arguments; the hooks run the job (a Spark Connect client, or
+spark-submit, as the task's connection says).
 
 Everything that depends on the worker (warehouse, metastore settings, connection) is resolved
 in `execute`, never when the DAG file is parsed. A triggered run's params become the job's
@@ -19,7 +20,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from zipper.airflow import environment
 from zipper.airflow.compat import AIRFLOW_3, AirflowException, AirflowFailException, BaseOperator
 from zipper.airflow.docs import is_backfill_run, resume_command
-from zipper.airflow.hooks import ZipperSparkSubmitHook
+from zipper.airflow.hooks import ZipperSparkConnectHook, ZipperSparkSubmitHook, runs_on_spark_connect
 from zipper.airflow.run_reports import asset_extra, describe, final_state, outcome
 from zipper.airflow.sensors import next_date_merged
 from zipper.airflow.trigger_params import correct_args, correct_label, rerun_args
@@ -27,6 +28,7 @@ from zipper.core.errors import StateError
 from zipper.core.reports import EXIT_NOT_NOOP, REPORT_PREFIX, RunAction
 from zipper.runtime import metastore
 from zipper.runtime.settings import LOG_FILE_ENV, SessionSettings, log_dir, spark_submit_conf
+from zipper.runtime.spark_server import SparkServerService
 
 NOT_RETRIED = "Not retried: another try would fail the same way."
 # What a task instance shows in the UI's "Map Index" column (its rendered map_index_template): the date
@@ -44,10 +46,12 @@ NOOP_CHECK_ENV = "ZIPPER_NOOP_CHECK"
 
 
 class ZipperSparkJobOperator(SparkSubmitOperator):
-    """Runs `spark_jobs/zipper_job.py VERB NAME ...` (the `zipper` CLI under spark-submit).
+    """Runs the `zipper` CLI's `VERB NAME ...`: as a Spark Connect client in a plain Python process (a
+    `spark_connect` connection, or none: the warehouse's own server), or `spark_jobs/zipper_job.py` under
+    spark-submit (a `spark` connection; hooks says which).
 
-    The job gets ZIPPER_SPECS (the folder the DAG was built from) and ZIPPER_WAREHOUSE; with the
-    warehouse's own metastore also the `--conf` pairs of `spark_submit_conf()`, since JVM options
+    The job gets ZIPPER_SPECS (the folder the DAG was built from) and ZIPPER_WAREHOUSE; under spark-submit, with
+    the warehouse's own metastore, also the `--conf` pairs of `spark_submit_conf()`, since JVM options
     must be on the command line (with an external one in client mode, the hook gives the driver
     zipper's log configuration: `spark_submit_env()`). Returns the job's report lines (XCom) for
     the audit task."""
@@ -94,14 +98,15 @@ class ZipperSparkJobOperator(SparkSubmitOperator):
         return reports
 
     def run_job(self, context: Any) -> list[dict]:
-        """spark-submit of the job; its report lines, one per replayed date first (the hook collects them)."""
+        """The job, as a Spark Connect client or through spark-submit, as the task's connection says (hooks);
+        its report lines, one per replayed date first (the hook collects them)."""
         settings = SessionSettings.from_env(str(environment.warehouse()))
-        self.conf = {**spark_submit_conf(settings), **(self.conf or {})}
-        self.spark_log = spark_log_file(settings, context["dag"].dag_id, self.log_tag(context), context.get("ti"))
-        self.env_vars = {**self.job_environment(), LOG_FILE_ENV: str(self.spark_log), **(self.env_vars or {})}
-        self._hook = None  # built by the provider's execute, after it has added its own conf
+        self.env_vars = {**self.job_environment(), **(self.env_vars or {})}
+        self._hook = None
         try:
-            super().execute(context)
+            if runs_on_spark_connect(self._conn_id, settings):
+                return self.run_on_spark_connect(settings)
+            return self.spark_submit(context, settings)
         except AirflowException:
             failure = self._hook.failure if self._hook is not None else None
             if not failure:
@@ -111,14 +116,39 @@ class ZipperSparkJobOperator(SparkSubmitOperator):
             if self._hook.final_failure:  # bad input or spec: a retry would only page later
                 raise AirflowFailException(f"{reason}. {NOT_RETRIED} {self.after_fixing(context)}") from None
             raise AirflowException(reason) from None
+
+    def run_on_spark_connect(self, settings: SessionSettings) -> list[dict]:
+        """The job in a plain Python process, a client of the connection's Spark Connect server or of the
+        warehouse's own; Spark's log is that server's (the warehouse's: `spark_log`)."""
+        self._hook = ZipperSparkConnectHook(
+            conn_id=self._conn_id, application_args=self.application_args, env_vars=self.env_vars
+        )
+        remote = self._hook.remote_url() is not None
+        self.spark_log = None if remote else SparkServerService(settings).log_path
+        self._hook.submit()
+        return self._hook.reports
+
+    def spark_submit(self, context: Any, settings: SessionSettings) -> list[dict]:
+        """spark-submit of spark_jobs/zipper_job.py, its driver's console in a file of this try (`spark_log`)."""
+        self.conf = {**spark_submit_conf(settings), **(self.conf or {})}
+        self.spark_log = spark_log_file(settings, context["dag"].dag_id, self.log_tag(context), context.get("ti"))
+        self.env_vars = {LOG_FILE_ENV: str(self.spark_log), **self.env_vars}
+        super().execute(context)  # the provider's: builds the hook (_get_hook) after adding its own conf
         if self._spark_log_said():
             self.log.info("Spark's log of this run: %s", self.spark_log)
         return self._hook.reports
 
     def _spark_log_said(self) -> str:
-        """`, Spark's is <file>` when this run's driver wrote it here (not when the job failed before Spark
-        started, or the driver ran elsewhere: cluster deploy mode, a Kubernetes driver)."""
+        """`, Spark's is <file>` when this run's driver wrote it here, or it ran on the warehouse's Spark server
+        (not when the job failed before Spark started, or the driver ran elsewhere: cluster deploy mode, a
+        Kubernetes driver, a remote Spark Connect server)."""
         return f", Spark's is {self.spark_log}" if self.spark_log is not None and self.spark_log.is_file() else ""
+
+    def on_kill(self) -> None:
+        if isinstance(self._hook, ZipperSparkConnectHook):
+            self._hook.on_kill()
+        else:
+            super().on_kill()
 
     def log_tag(self, context: Any) -> str:
         """What names this run in its Spark log file's name: its date."""
@@ -195,11 +225,11 @@ class ZipperSparkJobOperator(SparkSubmitOperator):
 class ZipperMergeOperator(ZipperSparkJobOperator):
     """`zipper merge NAME --ds {{ ds }}`: one date; a cleared past date replays as `merge` specifies.
 
-    On the warehouse's metastore server (ZIPPER_METASTORE=local) it first asks, in a plain Python
-    subprocess (`zipper merge ... --no-spark`: no JVM, no Spark), whether the date is already
+    Before a spark-submit, on the warehouse's metastore server (ZIPPER_METASTORE=local), it first asks, in a
+    plain Python subprocess (`zipper merge ... --no-spark`: no JVM, no Spark), whether the date is already
     committed with the same input; then the task ends with that no-op's report, and spark-submit
     runs only when there is something to merge (or the check cannot tell). ZIPPER_NOOP_CHECK=off
-    turns the check off."""
+    turns the check off. A Spark Connect client needs no such check: the job makes it before it connects."""
 
     verb = "merge"
     name_suffix = "-{{ ds }}"
@@ -207,11 +237,13 @@ class ZipperMergeOperator(ZipperSparkJobOperator):
     def job_args(self, table_name: str) -> list[str]:
         return ["merge", table_name, "--ds", "{{ ds }}", "--json-report"]
 
-    def run_job(self, context: Any) -> list[dict]:
+    def spark_submit(self, context: Any, settings: SessionSettings) -> list[dict]:
+        """As a Spark Connect client the job tells a no-op itself before it connects; spark-submit would
+        start a JVM first, so the task asks without Spark before it."""
         reports = self.committed_noop()
         if reports is not None:
             return reports
-        return super().run_job(context)
+        return super().spark_submit(context, settings)
 
     def noop_check_command(self) -> list[str]:
         """The pre-check's argv: the job's own arguments (rendered), through the CLI, with --no-spark."""

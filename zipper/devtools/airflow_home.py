@@ -27,8 +27,8 @@ TEMPLATE = REPO / "airflow.cfg.template"
 DEFAULT_HOME = REPO / "airflow_home"
 DEFAULT_PORT = 8080
 POOL_DESCRIPTION = (
-    "zipper merges and reruns, each a local[*] Spark driver: as many at once as the slots (default max(2, cores))."
-    " Memory is the other bound."
+    "zipper merges, reruns and corrections, clients of the warehouse's Spark server: as many at once as the slots"
+    " (default: the server's cores, ZIPPER_SPARK_CORES, 2)."
 )
 
 
@@ -79,15 +79,15 @@ def airflow(home: Path, *args: str, check: bool = True, env: dict | None = None,
 
 
 def pool_slots(env: dict | None = None) -> int:
-    """The merge pool's slots, the same on either metastore; a ZIPPER_METASTORE in `env` (default:
-    this process's environment) the tasks would refuse is refused here, before any is created."""
+    """The merge pool's slots, the warehouse's Spark server's cores in `env` (default: this process's
+    environment); a ZIPPER_METASTORE there the tasks would refuse is refused here, before any is created."""
     metastore.mode(env)
-    return merge_pool_slots()
+    return merge_pool_slots(env)
 
 
 def ensure_pool(home: Path, env: dict | None = None, slots: int | None = None) -> None:
     """Create the merge pool unless it exists (a changed slot count is kept); `slots` default:
-    `pool_slots(env)`, max(2, cores)."""
+    `pool_slots(env)`, the Spark server's cores."""
     if airflow(home, "pools", "get", DEFAULT_POOL, check=False, env=env).returncode != 0:
         count = pool_slots(env) if slots is None else slots
         airflow(home, "pools", "set", DEFAULT_POOL, str(count), POOL_DESCRIPTION, env=env)

@@ -80,7 +80,10 @@ class AirflowSpec(StrictModel):
     spark_conn_id: str = Field(
         default="zipper_spark",
         min_length=1,
-        description="The Spark connection of the merge; if it does not exist, the embedded `local[*]`.",
+        description=(
+            "The Spark connection of the merge, rerun and correct tasks: `spark_connect` (a client of its server) or"
+            " `spark` (spark-submit); if it does not exist, a client of the warehouse's own Spark Connect server."
+        ),
     )
     pool: str = Field(
         default="zipper_merges", min_length=1, description="The Airflow pool of the merge and rerun tasks."
