@@ -32,14 +32,15 @@ LEFT_OUT = {".git", ".venv", ".venv-airflow2", "warehouse", "airflow_home", "air
 LEFT_OUT |= {"zipper.egg-info", "metastore_db", "spark-warehouse", "derby.log", ".pytest_cache", ".hypothesis"}
 LEFT_OUT |= {"tests", "bench"}
 MARK = "zipper-docs-block"
-# After `make demo`: how many metastore servers of the copy's warehouse are left running (the
-# class name is put together at run time, so this command's own line does not match it).
+# After `make demo`: how many processes of the copy's warehouse's servers are left running: its
+# metastore server (`-Dzipper.warehouse=<warehouse>`) and its Spark server's supervisor and JVM
+# (`spark.zipper.warehouse=<warehouse>`), this command itself left out.
 SERVERS_LEFT = (
-    "python3 -c 'import pathlib, sys\n"
-    'def line(p):\n    try:\n        return (p / "cmdline").read_bytes()\n    except OSError:\n        return b""\n'
-    'name = ("Hive" + "MetaStore").encode()\n'
+    "python3 -c 'import os, pathlib, sys\n"
+    'def args(p):\n    try:\n        return (p / "cmdline").read_bytes().split(b"\\0")\n    except OSError:\n        return []\n'
+    'marks = [(m + "zipper.warehouse=" + sys.argv[1]).encode() for m in ("-D", "spark.")]\n'
     'print("SERVERS-LEFT", sum(1 for p in pathlib.Path("/proc").iterdir() if p.name.isdigit()'
-    ' and name in line(p) and sys.argv[1].encode() in line(p)))\' "-Dzipper.warehouse=$PWD/warehouse"'
+    ' and p.name != str(os.getpid()) and any(m in args(p) for m in marks)))\' "$PWD/warehouse"'
 )
 
 
