@@ -180,10 +180,14 @@ def _run_workload(scratch: Path, spec) -> None:
     from zipper.jobs import merge, replay
     from zipper.jobs.init import init_table
     from zipper.runtime.session import build_session
-    from zipper.runtime.settings import SessionSettings
+    from zipper.runtime.settings import SessionSettings, SparkRunner
     from zipper.table import check, inspect
 
-    spark = build_session(SessionSettings(warehouse=str(scratch / "warehouse"), app_name="zipper jvm archive"))
+    # a driver in this JVM, whose classes are the archive's: never a client of a server
+    settings = SessionSettings(
+        warehouse=str(scratch / "warehouse"), app_name="zipper jvm archive", runner=SparkRunner.DRIVER
+    )
+    spark = build_session(settings)
     init_table(spark, spec)
     for ds in date_range(spec.start_date, spec.end_date):
         merge.merge_date(spark, spec, ds)
