@@ -49,10 +49,10 @@ def spark(warehouse):
             yield session
         finally:
             session.stop()
-            if connect:
-                from zipper.runtime.spark_server import SparkServerService
+            from zipper.runtime.spark_server import SparkServerService
 
-                SparkServerService(settings).stop()
+            # its Spark server, whichever started it: this fixture's client, or a command of a test
+            SparkServerService(settings).stop()
 
 
 @pytest.fixture
