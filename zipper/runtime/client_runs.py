@@ -19,8 +19,7 @@ import os
 import uuid
 import warnings
 
-from zipper.runtime import spark_server
-from zipper.runtime.session import REMOTE_ENV, is_connect
+from zipper.runtime.session import is_connect, server_url
 from zipper.runtime.settings import SessionSettings
 
 SESSION_FIELD = "spark_session"  # the lock record's fields a client run adds
@@ -55,11 +54,6 @@ def tag_run(spark, table: str) -> dict[str, str]:
     return {SESSION_FIELD: spark.session_id, TAG_FIELD: tag}
 
 
-def server_url(settings: SessionSettings) -> str:
-    """The URL, token included, of the server this process's commands are clients of."""
-    return os.environ.get(REMOTE_ENV, "").strip() or spark_server.client_url(settings)
-
-
 def stop_killed_run(settings: SessionSettings, killed: dict) -> list[str]:
     """Interrupt what a killed run (its lock record) left running on the server, and release its
     session: the ids of the operations interrupted (none when its session is gone)."""
@@ -73,6 +67,8 @@ def stop_killed_run(settings: SessionSettings, killed: dict) -> list[str]:
     from pyspark.sql.connect.session import SparkSession  # on use: a client's import
 
     url = server_url(settings)
+    if url is None:
+        return []  # no server: nothing of a killed run can be running on one
     url += f";session_id={session_id}" if "/;" in url else f"/;session_id={session_id}"
     # not through the builder, which would make this session the process's default and active one
     session = SparkSession(connection=url)

@@ -31,6 +31,16 @@ def _jvm_console_to_log_file(settings: SessionSettings) -> None:
     jvm.java.lang.System.setOut(stream)
 
 
+def server_url(settings: SessionSettings) -> str | None:
+    """The URL, token included, of the Spark Connect server a session of these settings is a client
+    of (the one ZIPPER_SPARK_REMOTE names, else the warehouse's, started if none runs); None when
+    the session is a driver in this process."""
+    remote = os.environ.get(REMOTE_ENV, "").strip()
+    if remote:
+        return remote
+    return spark_server.client_url(settings) if settings.uses_server else None
+
+
 def build_session(settings: SessionSettings, extra: dict[str, str] | None = None):
     """The command's session: a Spark Connect client of the server ZIPPER_SPARK_REMOTE names, else
     of the warehouse's own server (started here if none runs), else (`ZIPPER_SPARK_RUNNER=driver`,
@@ -39,11 +49,9 @@ def build_session(settings: SessionSettings, extra: dict[str, str] | None = None
     For a classic driver, unless verbose, the JVM's console output goes to a log file (log_dir), so a user, or a task
     log, sees zipper's own one-line messages and not Java's start-up chatter or stack traces."""
     warnings.filterwarnings("ignore", message=".*pandas.*")
-    remote = os.environ.get(REMOTE_ENV, "").strip()
-    if remote:
-        return connect_session(remote, extra, settings.verbose)
-    if settings.uses_server:
-        return connect_session(spark_server.client_url(settings), extra, settings.verbose)
+    url = server_url(settings)
+    if url:
+        return connect_session(url, extra, settings.verbose)
     from pyspark import SparkConf, SparkContext  # on use: the Airflow hook imports runtime at DAG parse
     from pyspark.sql import SparkSession
 
