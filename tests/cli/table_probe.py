@@ -22,15 +22,15 @@ def plain_session(warehouse: str, metastore_uri: str | None = None, embedded: bo
     as an analyst's Spark configured for it would reach it. `embedded`: Derby inside this JVM
     instead, as an analyst's Spark with no metastore configured opens the warehouse's database (and
     holds it)."""
-    import os
-
     from pyspark.sql import SparkSession
 
-    if not embedded and metastore_uri is None and os.environ.get("ZIPPER_SPARK_RUNNER", "server") == "server":
-        from zipper.runtime import spark_server
-        from zipper.runtime.settings import SessionSettings
+    from zipper.runtime.session import server_url
+    from zipper.runtime.settings import SessionSettings
 
-        return SparkSession.builder.remote(spark_server.client_url(SessionSettings(warehouse=warehouse))).create()
+    if not embedded and metastore_uri is None:
+        url = server_url(SessionSettings(warehouse=warehouse))
+        if url is not None:
+            return SparkSession.builder.remote(url).create()
     if embedded:
         metastore = (
             "spark.hadoop.javax.jdo.option.ConnectionURL",
