@@ -18,7 +18,7 @@ from zipper.devtools.airflow_home import airflow_home, setup
 from zipper.devtools.demo import generate, show
 from zipper.devtools.local_airflow import LocalAirflow
 from zipper.runtime.metastore import MetastoreService
-from zipper.runtime.session import build_session
+from zipper.runtime.session import build_session, release_session
 from zipper.runtime.settings import SessionSettings
 from zipper.runtime.spark_server import SparkServerService
 from zipper.tablespec.loader import find_spec
@@ -60,7 +60,7 @@ def _backfill_week(spec, specs, started: float) -> int:
         first, last = spec.start_date.isoformat(), (spec.end_date or spec.start_date).isoformat()
         print(
             f"airflow backfill create --dag-id {DAG_ID} --from-date {first} --to-date {last}"
-            " --reprocess-behavior completed --max-active-runs 7"
+            " --reprocess-behavior completed --max-active-runs 1"
         )
         backfill_started = time.monotonic()
         airflow.cli(
@@ -75,7 +75,7 @@ def _backfill_week(spec, specs, started: float) -> int:
             "--reprocess-behavior",
             "completed",
             "--max-active-runs",
-            "7",
+            "1",
         )
         airflow.cli("dags", "unpause", DAG_ID)  # Airflow 3 runs no task of a paused DAG
         runs = airflow.wait_for_backfill(DAG_ID)
@@ -91,7 +91,12 @@ def _backfill_week(spec, specs, started: float) -> int:
     print(f"task logs (the audit task logs each commit's counts): {home}/logs/dag_id={DAG_ID}/")
 
     spark = build_session(SessionSettings(warehouse=str(warehouse()), app_name="zipper demo"))
-    show(spark, spec)
+    try:
+        show(spark, spec)
+    finally:
+        # before the server is stopped: a session left open is released as the process exits,
+        # and against a stopped server pyspark retried that for ten minutes
+        release_session(spark)
     print(f"\nDone in {time.monotonic() - started:.0f} s. The UI: `make airflow`. Queries: docs/querying.md.")
     return 0
 

@@ -21,8 +21,9 @@ from zipper.core.errors import ZipperError
 from zipper.jobs import merge
 from zipper.jobs.init import init_table
 from zipper.runtime.metastore import MetastoreService
-from zipper.runtime.session import build_session
+from zipper.runtime.session import build_session, release_session
 from zipper.runtime.settings import SessionSettings
+from zipper.runtime.spark_server import SparkServerService
 from zipper.table import inspect
 from zipper.tablespec.loader import find_spec
 
@@ -129,9 +130,16 @@ def main(argv: list[str] | None = None) -> int:
     fresh = generate(Path(args.data), spec.start_date)
     print(f"sample data {'generated' if fresh else 'already present'} in {args.data}")
     started = time.monotonic()
-    # the warehouse's metastore server for this run: stopped at the end if the demo started it
+    # the warehouse's servers for this run: stopped at the end if the demo started them (the Spark
+    # server before the metastore server it is a client of)
+    spark_server = SparkServerService(SessionSettings(warehouse=args.warehouse))
+    spark_was_running = spark_server.running() is not None
     with MetastoreService(args.warehouse).for_this_run() as server:
-        return _merge_week(args, spec, server, started)
+        try:
+            return _merge_week(args, spec, server, started)
+        finally:
+            if not spark_was_running:
+                spark_server.stop()
 
 
 def _merge_week(args, spec, server, started: float) -> int:
@@ -142,10 +150,12 @@ def _merge_week(args, spec, server, started: float) -> int:
         last = spec.end_date or spec.start_date
         for ds in date_range(spec.start_date, last):
             print(merge.merge_date(spark, spec, ds).summary())
+        show(spark, spec)
     except ZipperError as exc:
         print(f"zipper: error: {exc}", file=sys.stderr)
         return 1
-    show(spark, spec)
+    finally:
+        release_session(spark)  # before its server is stopped (else released at exit, retried)
     print(f"\nDone in {time.monotonic() - started:.0f} s. Query it yourself: docs/querying.md.")
     return 0
 
