@@ -207,8 +207,18 @@ def test_a_server_whose_metastore_server_restarted_is_replaced_by_the_next_clien
     assert server.metastore_uri == hms.running().uri
     hms.stop()
     assert spark_server.SparkServerService(settings).running() is None  # not to be used any more
+    # as a command does: begin the start early, twice (one start), then wait for it
+    spark_server.start_early(settings)
+    spark_server.start_early(settings)
     replaced = spark_server.ensure_running(settings)
     assert replaced.pid != server.pid and not processes.group_alive(server.pid)
+    marker = f"{spark_server.MARKER_CONF}={settings.warehouse_path}"
+    supervisors = [
+        pid
+        for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
+        if processes.has_cmdline(pid, "zipper.runtime.idle_stop", marker)
+    ]
+    assert supervisors == [replaced.pid]  # the two early starts and the wait started one server
     assert replaced.metastore_uri == hms.running().uri
     read = python(CLIENT, spark_server.remote_url(replaced, token), "SELECT id FROM connect_db.people ORDER BY id")
     assert read["answers"] == [[[1], [2]]]
@@ -297,3 +307,14 @@ def non_loopback_address() -> str | None:
     except OSError:
         pass
     return next((address for address in candidates if not address.startswith(("127.", "0."))), None)
+
+
+def test_an_early_start_that_fails_is_said_by_the_command_that_waits_for_it(tmp_path, monkeypatch):
+    """start_early's thread keeps what went wrong; ensure_running raises it, with its words."""
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    settings = SessionSettings(warehouse=str(tmp_path / "warehouse"))
+    spark_server.start_early(settings)
+    with pytest.raises(spark_server.SparkServerUnavailable, match="Java was not found"):
+        spark_server.ensure_running(settings)
+    assert spark_server.SparkServerService(settings).recorded() is None

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from zipper.cli.failures import report_line
 from zipper.core.errors import StateError, ZipperError
 from zipper.runtime import client_runs, locks, metastore
-from zipper.runtime.session import build_session, is_connect, release_session
+from zipper.runtime.session import build_session, is_connect, release_session, start_server_early
 from zipper.runtime.settings import SessionSettings
 from zipper.tablespec.loader import find_spec
 
@@ -140,6 +140,8 @@ class Runner:
 
     def table(self):
         """The table's handle, whose verbs run the jobs; opens Spark (and so resolves the keys) first."""
+        if self._spark is None:
+            start_server_early(self.settings())  # its JVM boots while the data path loads
         from zipper.jobs.handle import ZipperTable  # on use: the data path loads pyspark; --help does not
 
         spark = self.spark

@@ -41,6 +41,14 @@ def server_url(settings: SessionSettings) -> str | None:
     return spark_server.client_url(settings) if settings.uses_server else None
 
 
+def start_server_early(settings: SessionSettings) -> None:
+    """Begin starting the server a session of these settings will be a client of, when it is the
+    warehouse's own and none runs (spark_server.start_early): its start overlaps what the command
+    does before it needs Spark. Nothing for a ZIPPER_SPARK_REMOTE server or a driver here."""
+    if not os.environ.get(REMOTE_ENV, "").strip() and settings.uses_server:
+        spark_server.start_early(settings)
+
+
 def build_session(settings: SessionSettings, extra: dict[str, str] | None = None):
     """The command's session: a Spark Connect client of the server ZIPPER_SPARK_REMOTE names, else
     of the warehouse's own server (started here if none runs), else (`ZIPPER_SPARK_RUNNER=driver`,
@@ -104,10 +112,10 @@ def connect_session(url: str, extra: dict[str, str] | None = None, verbose: bool
     # columns are then the client's (the Connect session class alone would leave them classic)
     from pyspark.sql import SparkSession  # on use: a client's import
 
-    spark = SparkSession.builder.remote(url).create()
-    for key, value in {**common_conf(), **(extra or {})}.items():
-        if spark.conf.isModifiable(key):
-            spark.conf.set(key, value)
+    # The settings go in one request with the session's creation (the builder sends them as a
+    # silent set: the server keeps those it cannot change), not two round trips per key.
+    settings = {**common_conf(), **(extra or {})}
+    spark = SparkSession.builder.remote(url).config(map=settings).create()
     if not verbose:
         _quiet_query_context_loggers()
     return spark

@@ -28,6 +28,7 @@ import os
 import secrets
 import subprocess
 import sys
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -86,13 +87,57 @@ class Server:
 
 def ensure_running(settings: SessionSettings) -> Server:
     """The warehouse's server, started (and warmed) first if none runs."""
+    _join_early_start(settings)
     return SparkServerService(settings).start()[0]
 
 
 def client_url(settings: SessionSettings) -> str:
     """The URL, token included, of the warehouse's server, started first if none runs."""
+    _join_early_start(settings)
     service = SparkServerService(settings)
     return remote_url(service.start()[0], service.token())
+
+
+# Starts under way in a thread of this process, by warehouse, and what each raised.
+_early_starts: dict[Path, threading.Thread] = {}
+_early_failures: dict[Path, BaseException] = {}
+
+
+def start_early(settings: SessionSettings) -> None:
+    """Begin starting the warehouse's server in a thread when none runs, and return at once.
+
+    A command that will need Spark calls this as soon as it knows, so that the server's JVM boots
+    while the command imports the data path and reads the table's state; `ensure_running` then
+    waits for that start instead of beginning one. The thread is not a daemon: a command that
+    ends first still waits for the server it started to be recorded (else a server would run
+    that no record names)."""
+    warehouse = settings.warehouse_path
+    if warehouse in _early_starts:
+        return
+    service = SparkServerService(settings)
+    if service.running() is not None:
+        return
+
+    def start() -> None:
+        try:
+            service.start()
+        except BaseException as exc:  # said by the caller that waits for it
+            _early_failures[warehouse] = exc
+
+    thread = threading.Thread(target=start, name=f"zipper spark start {warehouse}")
+    _early_starts[warehouse] = thread
+    thread.start()
+
+
+def _join_early_start(settings: SessionSettings) -> None:
+    """Wait for a start `start_early` began; raise what it raised."""
+    thread = _early_starts.pop(settings.warehouse_path, None)
+    if thread is None:
+        return
+    thread.join()
+    failure = _early_failures.pop(settings.warehouse_path, None)
+    if failure is not None:
+        raise failure
 
 
 def remote_url(server: Server, token: str) -> str:
