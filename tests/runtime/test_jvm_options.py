@@ -29,6 +29,23 @@ def test_a_whole_archive_is_offered_quietly_and_a_cut_one_is_not(tmp_path, monke
     assert jvm.driver_options() == ""
 
 
+def test_the_users_java_options_follow_the_archives(tmp_path, monkeypatch):
+    archive = tmp_path / "spark.jsa"
+    archive.write_bytes(b"x" * 10)
+    (tmp_path / "spark.jsa.size").write_text("10")
+    monkeypatch.setenv(jvm.ARCHIVE_ENV, str(archive))
+    monkeypatch.setenv(jvm.JAVA_OPTIONS_ENV, " -XX:TieredStopAtLevel=1 -XX:+HeapDumpOnOutOfMemoryError ")
+    assert jvm.driver_options().split() == [
+        f"-XX:SharedArchiveFile={archive}",
+        "-Xlog:cds=off",
+        "-Xlog:cds+dynamic=off",
+        "-XX:TieredStopAtLevel=1",
+        "-XX:+HeapDumpOnOutOfMemoryError",
+    ]
+    monkeypatch.setenv(jvm.ARCHIVE_ENV, "off")
+    assert jvm.driver_options() == "-XX:TieredStopAtLevel=1 -XX:+HeapDumpOnOutOfMemoryError"
+
+
 def test_the_archive_key_follows_java_and_every_jar(tmp_path):
     java, home = tmp_path / "java", tmp_path / "spark"
     (home / "jars").mkdir(parents=True)

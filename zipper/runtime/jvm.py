@@ -28,6 +28,9 @@ import sys
 from pathlib import Path
 
 ARCHIVE_ENV = "ZIPPER_JVM_ARCHIVE"
+# More Java options for the drivers and the Spark server zipper starts (`-XX:TieredStopAtLevel=1`,
+# a heap dump on OutOfMemoryError, ...), after the archive's.
+JAVA_OPTIONS_ENV = "ZIPPER_SPARK_JAVA_OPTIONS"
 # An archive Java cannot use is skipped; with these it says nothing about it either.
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 
@@ -94,11 +97,13 @@ def usable(archive: Path) -> bool:
 
 
 def driver_options() -> str:
-    """JVM options for a driver of this environment's pyspark: the archive when there is one."""
+    """JVM options for a driver (or the Spark server) of this environment's pyspark: the archive
+    when there is one, then the user's own (ZIPPER_SPARK_JAVA_OPTIONS): zipper sets the driver's
+    Java options whole, so a value of `spark.driver.extraJavaOptions` would not reach it."""
     archive = archive_path()
-    if archive is None or not usable(archive):
-        return ""
-    return f"{shlex.quote(f'-XX:SharedArchiveFile={archive}')} {QUIET}"
+    options = [f"{shlex.quote(f'-XX:SharedArchiveFile={archive}')} {QUIET}"] if archive and usable(archive) else []
+    options.append(os.environ.get(JAVA_OPTIONS_ENV, "").strip())
+    return " ".join(filter(None, options))
 
 
 def server_archive_path() -> Path | None:
