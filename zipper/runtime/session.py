@@ -112,10 +112,13 @@ def connect_session(url: str, extra: dict[str, str] | None = None, verbose: bool
     # columns are then the client's (the Connect session class alone would leave them classic)
     from pyspark.sql import SparkSession  # on use: a client's import
 
-    # The settings go in one request with the session's creation (the builder sends them as a
-    # silent set: the server keeps those it cannot change), not two round trips per key.
-    settings = {**common_conf(), **(extra or {})}
-    spark = SparkSession.builder.remote(url).config(map=settings).create()
+    # The settings go in one request with the session's creation, not two round trips per key:
+    # the SQL ones (the others, such as the console's progress bar, are the server's), the server
+    # keeping those it cannot change, and its warning about each of them not shown.
+    settings = {k: v for k, v in {**common_conf(), **(extra or {})}.items() if k.startswith("spark.sql.")}
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*CANNOT_MODIFY_CONFIG.*")
+        spark = SparkSession.builder.remote(url).config(map=settings).create()
     if not verbose:
         _quiet_query_context_loggers()
     return spark
