@@ -30,13 +30,11 @@ NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir build/s
 # use a core; the Airflow and CLI tests spend much of their time waiting on subprocesses (JVM
 # starts, scheduler loops, the metastore's retries, a browser), so two groups of those overlap
 # their waits with the engine's work. Each test has its own warehouse, metastore and ports.
-# Together the groups are every file under tests/ (test_environment checks that). The engine's
-# model-based tests (hypothesis, minutes of Spark work) run beside the Airflow tests, which mostly
-# wait: the in-line group was the longest once the docs test's demo stopped hanging. CHANGELOG.md
+# Together the groups are every file under tests/ (test_environment checks that). CHANGELOG.md
 # has the figures of clean-clone runs.
-with_airflow=(tests/jobs/test_model.py tests/jobs/test_rerun_model.py tests/jobs/test_correct_model.py tests/airflow/test_dag_integrity.py tests/airflow/test_e2e_airflow2.py tests/airflow/test_e2e_airflow3.py tests/airflow/test_increments.py tests/airflow/test_operators.py tests/devtools/test_docs_commands.py tests/devtools/test_standalone.py tests/web/test_plugin_airflow2.py)
+with_airflow=(tests/airflow/test_dag_integrity.py tests/airflow/test_e2e_airflow2.py tests/airflow/test_e2e_airflow3.py tests/airflow/test_increments.py tests/airflow/test_operators.py tests/devtools/test_docs_commands.py tests/devtools/test_standalone.py tests/web/test_plugin_airflow2.py)
 with_subprocesses=(tests/cli/test_cli.py tests/cli/test_sources_cli.py tests/cli/test_failure_reports.py tests/devtools/test_jvm_archive.py tests/cli/test_paths_with_spaces.py tests/cli/test_metastore_service.py tests/web/test_view.py tests/cli/test_rerun_cli.py tests/cli/test_faults.py tests/cli/test_connect_faults.py tests/cli/test_external_metastore.py tests/airflow/test_embedded_config.py tests/cli/test_merge_without_spark.py tests/cli/test_correct_cli.py tests/cli/test_connect_standalone.py)
-in_line=(tests/core tests/tablespec tests/inputs tests/transforms tests/table tests/jobs/test_commit_actions.py tests/jobs/test_concurrent_runs.py tests/jobs/test_correct.py tests/jobs/test_handle.py tests/jobs/test_merge.py tests/jobs/test_plan.py tests/jobs/test_rerun.py tests/jobs/test_rerun_checks.py tests/jobs/test_rerun_sources.py tests/runtime tests/devtools/test_environment.py tests/devtools/test_reference.py tests/devtools/test_docs.py tests/cli/test_spec_verbs.py tests/cli/test_cli_output.py tests/cli/test_cli_values.py tests/cli/test_output.py tests/airflow/test_table_increments.py tests/airflow/test_merge_noop_operator.py tests/web/test_model.py tests/web/test_reading.py tests/web/test_plugins_folder.py)
+in_line=(tests/core tests/tablespec tests/inputs tests/transforms tests/table tests/jobs tests/runtime tests/devtools/test_environment.py tests/devtools/test_reference.py tests/devtools/test_docs.py tests/cli/test_spec_verbs.py tests/cli/test_cli_output.py tests/cli/test_cli_values.py tests/cli/test_output.py tests/airflow/test_table_increments.py tests/airflow/test_merge_noop_operator.py tests/web/test_model.py tests/web/test_reading.py tests/web/test_plugins_folder.py)
 # Each group ends with its wall time and the CPU time of its processes (the drivers, servers and
 # Airflow processes it started and reaped included): where the suite's time goes, for the next cut.
 group() {
@@ -46,15 +44,14 @@ group() {
 }
 airflow_log=$(mktemp -t zipper-tests-airflow-XXXXXX.log)
 subprocess_log=$(mktemp -t zipper-tests-subprocesses-XXXXXX.log)
-ZIPPER_TEST_SPARK=connect group with_airflow "${with_airflow[@]}" >"$airflow_log" 2>&1 &
+group with_airflow "${with_airflow[@]}" >"$airflow_log" 2>&1 &
 airflow_group=$!
 group with_subprocesses "${with_subprocesses[@]}" >"$subprocess_log" 2>&1 &
 subprocess_group=$!
 trap 'kill "$airflow_group" "$subprocess_group" 2>/dev/null || true' INT TERM
 in_process=0
-# The engine's tests (here and the model tests beside Airflow's) as Spark Connect clients of their
-# warehouse's server (tests/conftest.py), the way commands run; the CLI group's in-process session
-# is a classic driver, and its tests and Airflow's run the classic path end to end too.
+# The engine's tests as a Spark Connect client of their warehouse's server (tests/conftest.py),
+# the way commands run; the CLI and Airflow groups keep the classic drivers of spark-submit.
 ZIPPER_TEST_SPARK=connect group in_line "${in_line[@]}" || in_process=$?
 airflow_exit=0
 wait "$airflow_group" || airflow_exit=$?
