@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import day, make_spec, write_parquet, zipper
+from tests.metastores import _processes_marked
 from zipper.cli.main import main
 from zipper.core.hms import MetastoreClient
 from zipper.runtime import metastore, processes, spark_server
@@ -212,13 +213,9 @@ def test_a_server_whose_metastore_server_restarted_is_replaced_by_the_next_clien
     spark_server.start_early(settings)
     replaced = spark_server.ensure_running(settings)
     assert replaced.pid != server.pid and not processes.group_alive(server.pid)
-    marker = f"{spark_server.MARKER_CONF}={settings.warehouse_path}"
-    supervisors = [
-        pid
-        for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
-        if processes.has_cmdline(pid, "zipper.runtime.idle_stop", marker)
-    ]
-    assert supervisors == [replaced.pid]  # the two early starts and the wait started one server
+    supervisors = _processes_marked("zipper.runtime.idle_stop", f"{spark_server.MARKER_CONF}=")
+    # the two early starts and the wait started one server
+    assert [pid for pid, where in supervisors.items() if where == settings.warehouse_path] == [replaced.pid]
     assert replaced.metastore_uri == hms.running().uri
     read = python(CLIENT, spark_server.remote_url(replaced, token), "SELECT id FROM connect_db.people ORDER BY id")
     assert read["answers"] == [[[1], [2]]]

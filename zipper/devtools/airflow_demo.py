@@ -37,13 +37,8 @@ def main() -> int:
     # the warehouse's servers for the whole demo: stopped at the end if the demo started them (the
     # Spark server, which the first task starts, before the metastore server it is a client of)
     spark_server = SparkServerService(SessionSettings(warehouse=str(warehouse())))
-    spark_was_running = spark_server.running() is not None
-    with MetastoreService(warehouse()).for_this_run():
-        try:
-            return _backfill_week(spec, specs, started)
-        finally:
-            if not spark_was_running:
-                spark_server.stop()
+    with MetastoreService(warehouse()).for_this_run(), spark_server.left_as_found():
+        return _backfill_week(spec, specs, started)
 
 
 def _backfill_week(spec, specs, started: float) -> int:

@@ -133,13 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     # the warehouse's servers for this run: stopped at the end if the demo started them (the Spark
     # server before the metastore server it is a client of)
     spark_server = SparkServerService(SessionSettings(warehouse=args.warehouse))
-    spark_was_running = spark_server.running() is not None
-    with MetastoreService(args.warehouse).for_this_run() as server:
-        try:
-            return _merge_week(args, spec, server, started)
-        finally:
-            if not spark_was_running:
-                spark_server.stop()
+    with MetastoreService(args.warehouse).for_this_run() as server, spark_server.left_as_found():
+        return _merge_week(args, spec, server, started)
 
 
 def _merge_week(args, spec, server, started: float) -> int:

@@ -35,7 +35,7 @@ def server_url(settings: SessionSettings) -> str | None:
     """The URL, token included, of the Spark Connect server a session of these settings is a client
     of (the one ZIPPER_SPARK_REMOTE names, else the warehouse's, started if none runs); None when
     the session is a driver in this process."""
-    remote = os.environ.get(REMOTE_ENV, "").strip()
+    remote = _remote_url()
     if remote:
         return remote
     return spark_server.client_url(settings) if settings.uses_server else None
@@ -45,8 +45,13 @@ def start_server_early(settings: SessionSettings) -> None:
     """Begin starting the server a session of these settings will be a client of, when it is the
     warehouse's own and none runs (spark_server.start_early): its start overlaps what the command
     does before it needs Spark. Nothing for a ZIPPER_SPARK_REMOTE server or a driver here."""
-    if not os.environ.get(REMOTE_ENV, "").strip() and settings.uses_server:
+    if not _remote_url() and settings.uses_server:
         spark_server.start_early(settings)
+
+
+def _remote_url() -> str:
+    """The server ZIPPER_SPARK_REMOTE names ("" when none)."""
+    return os.environ.get(REMOTE_ENV, "").strip()
 
 
 def build_session(settings: SessionSettings, extra: dict[str, str] | None = None):

@@ -24,11 +24,14 @@ what a client needs."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -98,9 +101,8 @@ def client_url(settings: SessionSettings) -> str:
     return remote_url(service.start()[0], service.token())
 
 
-# Starts under way in a thread of this process, by warehouse, and what each raised.
-_early_starts: dict[Path, threading.Thread] = {}
-_early_failures: dict[Path, BaseException] = {}
+# Starts under way in a thread of this process, by warehouse: the server, or what the start raised.
+_early_starts: dict[Path, Future] = {}
 
 
 def start_early(settings: SessionSettings) -> None:
@@ -117,27 +119,23 @@ def start_early(settings: SessionSettings) -> None:
     service = SparkServerService(settings)
     if service.running() is not None:
         return
+    started: Future = Future()
 
     def start() -> None:
         try:
-            service.start()
-        except BaseException as exc:  # said by the caller that waits for it
-            _early_failures[warehouse] = exc
+            started.set_result(service.start()[0])
+        except BaseException as exc:  # raised by the caller that waits for it
+            started.set_exception(exc)
 
-    thread = threading.Thread(target=start, name=f"zipper spark start {warehouse}")
-    _early_starts[warehouse] = thread
-    thread.start()
+    _early_starts[warehouse] = started
+    threading.Thread(target=start, name=f"zipper spark start {warehouse}").start()
 
 
 def _join_early_start(settings: SessionSettings) -> None:
     """Wait for a start `start_early` began; raise what it raised."""
-    thread = _early_starts.pop(settings.warehouse_path, None)
-    if thread is None:
-        return
-    thread.join()
-    failure = _early_failures.pop(settings.warehouse_path, None)
-    if failure is not None:
-        raise failure
+    started = _early_starts.pop(settings.warehouse_path, None)
+    if started is not None:
+        started.result()
 
 
 def remote_url(server: Server, token: str) -> str:
@@ -262,6 +260,17 @@ class SparkServerService:
             server = self._launch(token)
             processes.write_record(self.record_path, asdict(server))
             return server, True
+
+    @contextlib.contextmanager
+    def left_as_found(self) -> Iterator[None]:
+        """A `with` block whose Spark work may start the server (its first client does); stopped at
+        the block's end when none was running at its start, so a demo leaves no server behind."""
+        was_running = self.running() is not None
+        try:
+            yield
+        finally:
+            if not was_running:
+                self.stop()
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> Server | None:
         """Stop the recorded server and its process group, by its pid (SIGTERM, then SIGKILL after
