@@ -227,6 +227,51 @@ def test_mode_options_are_checked_per_mode(tmp_path, source, expected):
     assert expected in str(err.value)
 
 
+@pytest.mark.parametrize(
+    "source, top, expected",
+    [
+        ("mode: snapshot\n  updated_at: ts\n  path: /x", "", "key 'source.updated_at': only for mode cdc or upsert"),
+        (
+            "mode: landing_zone\n  updated_at: ts\n  path: /x",
+            "",
+            "key 'source.updated_at': only for mode cdc or upsert, not 'landing_zone'",
+        ),
+        ("updated_at: ts\n  sequence_by: seq\n  path: /x", "", "key 'source.sequence_by': source.updated_at 'ts'"),
+        (
+            "updated_at: user_id\n  path: /x",
+            "",
+            "key 'source.updated_at': source.updated_at 'user_id' may not be a key",
+        ),
+        ("mode: cdc\n  updated_at: sys_op\n  path: /x", "", "may not be a key, operation or reserved column"),
+        ("updated_at: valid_to\n  path: /x", "", "the validity columns must differ from begin_column, end_column and"),
+        ("updated_at: ts\n  path: /x", "valid_to_column: valid_from", "key 'valid_to_column': valid_from_column and"),
+        ("updated_at: ts\n  path: /x", "valid_from_column: begin_dt", "key 'valid_from_column': ['begin_dt']"),
+        ("updated_at: ts\n  path: /x", "valid_from_column: zipper_from", "reserved for zipper's own columns"),
+        ("updated_at: ts\n  path: /x", "track_columns: [valid_to]", "key 'track_columns': track_columns may not list"),
+        ("updated_at: ts\n  path: /x", "columns: {user_id: int, ts: string}", "'ts' has type string; it must be"),
+        ("updated_at: ts\n  path: /x", "columns: {user_id: int, t: date}", "'ts' is not among the declared columns"),
+        ("updated_at: ts\n  path: /x", "columns: {user_id: int, ts: date, valid_from: date}", "key 'columns'"),
+        ("path: /x", "valid_to_column: until", "key 'valid_to_column': only with source.updated_at"),
+    ],
+)
+def test_updated_at_and_its_validity_columns_are_checked(tmp_path, source, top, expected):
+    text = EXAMPLE.replace("mode: upsert\n  format: parquet\n  path: /data/ods/user_inc/ds={{ ds }}", source)
+    text = text.replace("base:\n  format: parquet\n  path: /data/ods/user_base\n", "") + top + "\n"
+    with pytest.raises(SpecError) as err:
+        load_spec_file(write(tmp_path, text))
+    assert expected in str(err.value)
+
+
+def test_updated_at_orders_the_day_and_names_the_validity_columns(tmp_path):
+    text = EXAMPLE.replace("mode: upsert", "mode: cdc\n  updated_at: Changed_At\n  sequence_by: changed_at")
+    spec = load_spec_file(
+        write(tmp_path, text + "valid_to_column: Until\ncolumns: {user_id: int, changed_at: timestamp}\n")
+    )
+    assert (spec.source.order_column, spec.validity_columns) == ("changed_at", ("valid_from", "until"))
+    plain = load_spec_file(write(tmp_path, EXAMPLE.replace("mode: upsert", "mode: upsert\n  sequence_by: seq")))
+    assert (plain.source.order_column, plain.source.order_key, plain.validity_columns) == ("seq", "sequence_by", ())
+
+
 def test_mode_options_and_keys_from_a_landing_zone(tmp_path):
     cdc = load_spec_file(write(tmp_path, EXAMPLE.replace("mode: upsert", "mode: cdc\n  sequence_by: Seq")))
     assert (cdc.source.operation_column, cdc.source.deletes_need_all_columns, cdc.source.sequence_by) == (

@@ -18,6 +18,8 @@ from zipper.tablespec.source import BaseSpec as BaseSpec
 from zipper.tablespec.source import SourceSpec as SourceSpec
 
 OPEN_END_DEFAULT = dt.date(9999, 12, 31)
+# the types of an `updated_at` column (and so of valid_from and valid_to), as Spark names them
+VALIDITY_TYPES = ("date", "timestamp", "timestamp_ntz")
 INTERNAL_PREFIX = "zipper_"  # zipper's own columns (zipper.inputs.column_checks refuses input columns so named)
 
 
@@ -122,6 +124,16 @@ class TableSpec(StrictModel):
         default="end_dt",
         description="The column holding a version's end date (text `YYYY-MM-DD`); the partition column.",
     )
+    valid_from_column: Identifier = Field(
+        default="valid_from",
+        description="With `source.updated_at`: the column holding the time a version became valid (its row's"
+        " `updated_at`), in that column's type.",
+    )
+    valid_to_column: Identifier = Field(
+        default="valid_to",
+        description="With `source.updated_at`: the column holding the time a version stopped being valid (the next"
+        " version's `valid_from`, or the delete's `updated_at`); `open_end` at midnight for open versions.",
+    )
     open_end: dt.date = Field(
         default=OPEN_END_DEFAULT,
         description="The end value (and partition) of open versions; every run date must close versions before"
@@ -181,6 +193,7 @@ class TableSpec(StrictModel):
             raise KeyValueError("keys", f"a column is listed twice: {self.keys}")
         if self.begin_column == self.end_column:
             raise KeyValueError("end_column", f"begin_column and end_column must differ (both {self.end_column!r})")
+        self._check_validity_columns()
         named = {
             "keys": list(self.keys),
             "columns": list(self.columns or {}),
@@ -188,6 +201,8 @@ class TableSpec(StrictModel):
             "end_column": [self.end_column],
             "track_columns": self.track_columns if isinstance(self.track_columns, list) else [],
             "source.sequence_by": [self.source.sequence_by] if self.source.sequence_by else [],
+            "source.updated_at": [self.source.updated_at] if self.source.updated_at else [],
+            **{key: [name] for key, name in zip(("valid_from_column", "valid_to_column"), self.validity_columns)},
         }
         if self.source.mode == SourceMode.CDC:
             named["source.op_column"] = [self.source.operation_column]
@@ -197,7 +212,7 @@ class TableSpec(StrictModel):
                 raise KeyValueError(
                     key, f"{internal}: names starting with {INTERNAL_PREFIX!r} are reserved for zipper's own columns"
                 )
-        reserved = {self.begin_column, self.end_column}
+        reserved = {self.begin_column, self.end_column, *self.validity_columns}
         if reserved & set(self.keys):
             raise KeyValueError("keys", f"keys may not use the reserved columns {sorted(reserved)}")
         if isinstance(self.track_columns, list):
@@ -225,6 +240,12 @@ class TableSpec(StrictModel):
                 "source.op_column",
                 f"source.op_column {self.source.operation_column!r} may not be a key, sequence or reserved column",
             )
+        operation = {self.source.operation_column} if self.source.mode == SourceMode.CDC else set()
+        if self.source.updated_at and self.source.updated_at in set(self.keys) | reserved | operation:
+            raise KeyValueError(
+                "source.updated_at",
+                f"source.updated_at {self.source.updated_at!r} may not be a key, operation or reserved column",
+            )
         if self.source.sequence_by in set(self.keys) | reserved:
             raise KeyValueError(
                 "source.sequence_by",
@@ -237,7 +258,58 @@ class TableSpec(StrictModel):
             if reserved & set(self.columns):
                 raise KeyValueError("columns", f"columns may not include the reserved columns {sorted(reserved)}")
             self._check_tracked_are_declared()
+            self._check_updated_at_declared()
         return self
+
+    def _check_validity_columns(self) -> None:
+        """`valid_from_column` and `valid_to_column` name zipper's own columns of a table with
+        `source.updated_at`; without it they mean nothing, and two tools disagreeing on a name would
+        go unnoticed. `updated_at` orders the day's changes, so a `sequence_by` must be the same column."""
+        updated_at, sequence = self.source.updated_at, self.source.sequence_by
+        if not updated_at:
+            given = sorted({"valid_from_column", "valid_to_column"} & self.model_fields_set)
+            if given:
+                raise KeyValueError(given[0], "only with source.updated_at (the versions' validity comes from it)")
+            return
+        if sequence and sequence != updated_at:
+            raise KeyValueError(
+                "source.sequence_by",
+                f"source.updated_at {updated_at!r} orders a key's changes within a day; source.sequence_by"
+                f" {sequence!r} would order them otherwise: leave it out (or give the same column)",
+            )
+        names = [self.valid_from_column, self.valid_to_column]
+        if len(set(names)) != 2:
+            raise KeyValueError(
+                "valid_to_column", f"valid_from_column and valid_to_column must differ (both {names[0]!r})"
+            )
+        clash = sorted(set(names) & {self.begin_column, self.end_column, updated_at})
+        if clash:
+            raise KeyValueError(
+                "valid_from_column" if self.valid_from_column in clash else "valid_to_column",
+                f"{clash}: the validity columns must differ from begin_column, end_column and source.updated_at",
+            )
+
+    def _check_updated_at_declared(self) -> None:
+        """With declared columns, `updated_at` must be one of them, typed date or timestamp: its values
+        become the versions' `valid_from`."""
+        updated_at = self.source.updated_at
+        if not updated_at:
+            return
+        if updated_at not in self.columns:
+            raise KeyValueError("source.updated_at", f"{updated_at!r} is not among the declared columns")
+        kind = self.columns[updated_at].strip().lower()
+        if kind not in VALIDITY_TYPES:
+            raise KeyValueError(
+                "source.updated_at", f"column {updated_at!r} has type {kind}; it must be a date or timestamp"
+            )
+
+    @property
+    def validity_columns(self) -> tuple[str, ...]:
+        """zipper's own columns of a table with `source.updated_at` (valid from, valid to), else none.
+        Stored after the data columns, they are written by the merge, never read from an input."""
+        if not self.source.updated_at:
+            return ()
+        return (self.valid_from_column, self.valid_to_column)
 
     def _check_tracked_are_declared(self) -> None:
         """A misspelt tracked column fails at load when the spec declares its columns (both sides

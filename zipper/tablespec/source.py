@@ -24,6 +24,7 @@ MODE_KEYS: dict[str, set[SourceMode]] = {
     "op_column": {SourceMode.CDC},
     "delete_match": {SourceMode.CDC},
     "sequence_by": {SourceMode.UPSERT, SourceMode.CDC},
+    "updated_at": {SourceMode.UPSERT, SourceMode.CDC},
     "hard_deletes": {SourceMode.SNAPSHOT},
     "on_anomaly": {SourceMode.LANDING_ZONE},
 }
@@ -87,6 +88,13 @@ class SourceSpec(StrictModel):
         default=None,
         description="`upsert` and `cdc` only: a column ordering several rows of one key in a day; the last wins.",
     )
+    updated_at: Identifier | None = Field(
+        default=None,
+        description="`upsert` and `cdc` only: a date or timestamp column saying when each change happened. Versions"
+        " get `valid_from` and `valid_to` (`valid_from_column`, `valid_to_column`) in its type, and every change of"
+        " a key in a day is kept as its own version, in this column's order (it orders a day's changes as"
+        " `sequence_by` does). A table made without it needs to be loaded again to turn it on.",
+    )
     hard_deletes: choice(HardDeletes) | None = Field(
         default=None,
         description="`snapshot` only (default `invalidate`): keys missing from the snapshot are closed;"
@@ -132,6 +140,17 @@ class SourceSpec(StrictModel):
         elif not self.path:
             raise ValueError(f"format {str(self.format)!r} needs 'path'")
         return self
+
+    @property
+    def order_column(self) -> str | None:
+        """The column ordering a key's changes within a day: `sequence_by`, or `updated_at`, which
+        implies it (a spec giving both names one column, checked at load)."""
+        return self.sequence_by or self.updated_at
+
+    @property
+    def order_key(self) -> str:
+        """The spec key that names the order column, as messages name it."""
+        return "sequence_by" if self.sequence_by else "updated_at"
 
     @property
     def operation_column(self) -> str:
