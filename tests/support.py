@@ -73,7 +73,14 @@ class TableFixture:
 
 
 # Spark SQL types of the test schemas and the Parquet (Arrow) types Spark writes for them.
-_ARROW_TYPES = {"int": pa.int32(), "bigint": pa.int64(), "string": pa.string(), "double": pa.float64()}
+_ARROW_TYPES = {
+    "int": pa.int32(),
+    "bigint": pa.int64(),
+    "string": pa.string(),
+    "double": pa.float64(),
+    "date": pa.date32(),
+    "timestamp": pa.timestamp("us", tz="UTC"),  # naive datetimes are taken as UTC
+}
 
 
 def _arrow_schema(ddl: str) -> pa.Schema | None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
 from tests.support import TableFixture, day, table_rows
 from zipper.core import fs
 from zipper.core.errors import InputError
-from zipper.jobs import merge
+from zipper.jobs import merge, replay
 from zipper.jobs.init import init_table
 from zipper.table import catalog, check, state
 
@@ -246,3 +248,68 @@ def test_a_sequence_by_column_that_holds_a_map_is_refused_naming_it(spark, tmp_p
         f"{t.table} {day(1)}: increment {folder} sequence_by column 'seq' has type"
         " map<string,bigint>, which has no order"
     )
+
+
+UPDATED = "id bigint, city string, ts timestamp"
+CDC_UPDATED = "id bigint, city string, ts timestamp, sys_op int"
+END = dt.datetime(9999, 12, 31)
+
+
+def at(day_number: int, hour: int) -> dt.datetime:
+    """A time of day `day_number` of the test calendar."""
+    return dt.datetime.combine(day(day_number), dt.time(hour))
+
+
+def test_updated_at_keeps_every_change_of_a_day_as_a_version_and_a_rerun_makes_them_again(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name, schema=UPDATED, source={"updated_at": "ts"})
+    t.write_base(spark, [(1, "Oslo", at(0, 9)), (2, "Rome", at(0, 9)), (3, "Pau", at(0, 8))])
+    init_table(spark, t.spec)
+    t.write_increment(
+        spark,
+        day(1),
+        [
+            (1, "Nice", at(1, 12)),
+            (1, "Rome", at(1, 10)),  # out of order: Rome (10:00), Lyon, then Nice (12:00)
+            (1, "Lyon", at(1, 11)),
+            (2, "Rome", at(1, 10)),  # the same city later: a version (ts is tracked, as sequence_by is)
+            (4, "Bonn", at(1, 7)),
+            (4, "Bonn", at(1, 8)),
+        ],
+    )
+    t.write_increment(spark, day(2), [(3, "Pau", at(0, 8)), (4, "Graz", at(2, 6))])  # 3: re-sent as it is
+    for n in (1, 2):
+        merge.merge_date(spark, t.spec, day(n))
+    counts = state.read_state(spark, t.spec).commits[day(1).isoformat()].counts
+    assert (counts["input"], counts["new"], counts["changed"], counts["closed"]) == (6, 1, 2, 5)
+    assert counts["versions_within_day"] == 3  # Rome and Lyon of key 1, the first Bonn
+    d0, d1, d2 = (day(n).isoformat() for n in (0, 1, 2))
+    expected = [
+        (1, "Lyon", at(1, 11), at(1, 11), at(1, 12), d1, d1),
+        (1, "Nice", at(1, 12), at(1, 12), END, d1, OPEN),
+        (1, "Oslo", at(0, 9), at(0, 9), at(1, 10), d0, d1),
+        (1, "Rome", at(1, 10), at(1, 10), at(1, 11), d1, d1),
+        (2, "Rome", at(0, 9), at(0, 9), at(1, 10), d0, d1),
+        (2, "Rome", at(1, 10), at(1, 10), END, d1, OPEN),
+        (3, "Pau", at(0, 8), at(0, 8), END, d0, OPEN),
+        (4, "Bonn", at(1, 7), at(1, 7), at(1, 8), d1, d1),
+        (4, "Bonn", at(1, 8), at(1, 8), at(2, 6), d1, d2),
+        (4, "Graz", at(2, 6), at(2, 6), END, d2, OPEN),
+    ]
+    assert table_rows(spark, t.table) == expected
+    # the slice of a day is as without updated_at: a version that lived within day 1 is in none
+    assert spark.table(t.table).where(f"begin_dt <= '{d1}' AND '{d1}' < end_dt").count() == 4
+
+    replay.rerun(spark, t.spec, day(1))
+    assert table_rows(spark, t.table) == expected
+
+    t.write_increment(spark, day(3), [(1, "Oslo", at(1, 11)), (2, "Rome", at(1, 9)), (3, "Vic", at(3, 1))])
+    before = snapshot(spark, t)
+    with pytest.raises(InputError) as err:
+        merge.merge_date(spark, t.spec, day(3))
+    assert str(err.value) == (
+        f"{t.table} {day(3)}: increment {t.increment_dir(day(3))} has changes older than their key's open version"
+        " (ts before its valid_from), which cannot be put in place yet; keys ['id']: 1 at 2024-01-01 11:00:00,"
+        " open since 2024-01-01 12:00:00; 2 at 2024-01-01 09:00:00, open since 2024-01-01 10:00:00;"
+        " nothing was changed"
+    )
+    assert snapshot(spark, t) == before

@@ -12,7 +12,7 @@ from zipper.core import fs, layout
 from zipper.core.errors import InputError
 from zipper.inputs import conform, sources
 from zipper.inputs.refusals import add_counts, collect_problems, handle_problems, where_of
-from zipper.tablespec.model import TableSpec
+from zipper.tablespec.model import VALIDITY_TYPES, TableSpec
 from zipper.transforms import changes
 from zipper.transforms.equality import holds_map
 
@@ -34,6 +34,8 @@ class Day:
     variable_bytes_per_row: float | None = None
     # the double columns compared at float precision (conform.float_precision_columns); set by `prepare`
     float_precision: frozenset[str] = frozenset()
+    # with source.updated_at: the keys of the change set, which holds each key's versions of the day
+    keys: int | None = None
 
     @property
     def names(self) -> list[str]:
@@ -69,13 +71,19 @@ class DayRequest:
 
 def read_day_input(spark, spec: TableSpec, located: sources.Input, table_columns, ds: dt.date, what: str):
     df = conform.read_input(spark, spec, located, spec.source, table_columns, ds.isoformat(), what)
-    sequence = spec.source.sequence_by
+    sequence, key = spec.source.order_column, spec.source.order_key
     if sequence and sequence not in df.columns:
-        raise InputError(f"{what} lacks the sequence_by column {sequence!r}", **where_of(spec, ds))
+        raise InputError(f"{what} lacks the {key} column {sequence!r}", **where_of(spec, ds))
     if sequence and holds_map(df.schema[sequence].dataType):  # Spark cannot sort by it
         raise InputError(
-            f"{what} sequence_by column {sequence!r} has type {df.schema[sequence].dataType.simpleString()},"
+            f"{what} {key} column {sequence!r} has type {df.schema[sequence].dataType.simpleString()},"
             " which has no order",
+            **where_of(spec, ds),
+        )
+    kind = df.schema[sequence].dataType.simpleString() if spec.source.updated_at else None
+    if kind is not None and kind not in VALIDITY_TYPES:  # its values become the versions' valid_from
+        raise InputError(
+            f"{what} updated_at column {sequence!r} has type {kind}; it must be a date or timestamp",
             **where_of(spec, ds),
         )
     return df
@@ -121,3 +129,35 @@ def collapsed(
     flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=match)
     add_counts(counts, handle_problems(spec, ds, what, collect_problems(flagged, spec.keys), against, anomalies))
     return changes.collapse(flagged, columns=names, deletes=True)
+
+
+def versioned(
+    spec: TableSpec,
+    ds: dt.date,
+    what: str,
+    events,
+    columns: list[tuple[str, str]],
+    counts: dict,
+    match,
+    against: str,
+    anomalies: bool,
+    deletes: bool,
+):
+    """Every change of a key in one day kept as its own version (`source.updated_at`,
+    `changes.versions_of_day`); the problems between changes refused or counted first, as
+    `collapsed` does (with `against`: not for an upsert, whose changes cannot conflict)."""
+    names = [c for c, _ in columns]
+    if against:
+        flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=match)
+        found = collect_problems(flagged, spec.keys)
+        add_counts(counts, handle_problems(spec, ds, what, found, against, anomalies))
+    return changes.versions_of_day(
+        events,
+        keys=spec.keys,
+        columns=names,
+        tracked=conform.tracked_columns(spec, names, ds.isoformat()),
+        validity=spec.validity_columns,
+        open_end=spec.open_end.isoformat(),
+        deletes=deletes,
+        match=match,
+    )

@@ -80,13 +80,13 @@ def to_table_columns(df, table_columns: list[tuple[str, str]], spec: TableSpec, 
 def tracked_columns(spec: TableSpec, columns: list[str], ds: str | None = None) -> list[str]:
     """The columns whose change makes a new version; a listed one the table lacks is a spec
     error here (of the date `ds` being merged), not an unresolved column deep in Spark's plan."""
-    if spec.track_columns == "all":
-        return [c for c in columns if c not in spec.keys]
+    if spec.track_columns == "all":  # the validity columns are the merge's own, never compared
+        return [c for c in columns if c not in spec.keys and c not in spec.validity_columns]
     unknown = [c for c in spec.track_columns if c not in columns]
     if unknown:
         raise SpecError(
             f"{spec.origin or spec.name}: key 'track_columns': {unknown} not among the table's columns"
-            f" {[c for c in columns if c not in spec.keys]}",
+            f" {[c for c in columns if c not in spec.keys and c not in spec.validity_columns]}",
             table=spec.table,
             ds=ds,
         )
@@ -160,6 +160,30 @@ def evolve(
     if untyped:
         raise InputError(f"{what} has new columns without a type (only NULLs): {untyped}", table=spec.table, ds=ds)
     return columns + added, ColumnChanges(tuple(added), tuple(missing), tuple(widened), tuple(float_inputs))
+
+
+def with_validity(spec: TableSpec, columns: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """An input's (or a base's) data columns, and, with `source.updated_at`, the validity columns
+    the merge writes, in that column's type (they evolve with it; None when the input lacks it)."""
+    kind = dict(columns).get(spec.source.updated_at) if spec.validity_columns else None
+    if kind is None:
+        return list(columns)
+    return [*columns, *[(name, kind) for name in spec.validity_columns]]
+
+
+def missing_validity(spec: TableSpec, table_columns: list[tuple[str, str]], ds: str) -> None:
+    """A table made before its spec turned `source.updated_at` on lacks the validity columns, and its
+    versions' validity can only come from the inputs: refused, nothing changed."""
+    names = {name for name, _ in table_columns}
+    missing = [c for c in spec.validity_columns if c not in names]
+    if missing:
+        raise SpecError(
+            f"{spec.origin or spec.name}: key 'source.updated_at': the table was made without the columns"
+            f" {missing}, and its versions' validity can only be computed from the inputs: load it again as a new"
+            f" table (a new `table:`, or drop this one and its files) from start_date; nothing was changed",
+            table=spec.table,
+            ds=ds,
+        )
 
 
 def widened_from_float(changes: ColumnChanges) -> set[str]:

@@ -47,7 +47,7 @@ def check_dated_keys(
     first = min((p[DS] for p in problems), default=offender[0][DS])
     ds, what = dt.date.fromisoformat(first), descriptions.get(first, "input")
     of_first = [p for p in problems if p[DS] == first]
-    refuse_key_problems(of_first, spec, ds, what, (roots or {}).get(first, []), spec.source.sequence_by)
+    refuse_key_problems(of_first, spec, ds, what, (roots or {}).get(first, []), spec.source.order_column)
 
 
 def check_within_days(
@@ -81,7 +81,7 @@ def dated_keys(df, spec: TableSpec, columns: list[tuple[str, str]], ds: dt.date,
     def typed(name: str):
         return F.col(name) if have[name] == kinds[name] else F.col(name).cast(kinds[name]).alias(name)
 
-    sequence = spec.source.sequence_by
+    sequence = spec.source.order_column
     if order is None and sequence:
         order = typed(sequence)
     ordered = [order.alias(changes.ORDER)] if order is not None else []

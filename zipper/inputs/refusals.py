@@ -96,7 +96,8 @@ def refuse_key_problems(
     """One refusal naming every problem of a day's keys (collected `daily.key_problems`), so that
     the input is fixed in one go rather than problem by problem."""
     if problems:
-        raise InputError(key_problems_text(what, problems, spec.keys, roots, order_name), **where_of(spec, ds))
+        text = key_problems_text(what, problems, spec.keys, roots, order_name, spec.source.order_key)
+        raise InputError(text, **where_of(spec, ds))
     # the check found a problem the report does not: the files changed between the two reads
     raise MissingInputError(
         f"{what} has NULL or repeated keys {spec.keys}, and changed while it was read; merge it again",
@@ -105,18 +106,27 @@ def refuse_key_problems(
 
 
 def key_problems_text(
-    what: str, problems, keys: list[str], roots: list[str] = (), order_name: str | None = None
+    what: str,
+    problems,
+    keys: list[str],
+    roots: list[str] = (),
+    order_name: str | None = None,
+    order_key: str = "sequence_by",
 ) -> str:
     """`what has P1; P2; ...`: each problem with its count, its files and its first keys, e.g.
     `increment /in has 2 rows with NULL in key column 'id' in part-1.parquet; 3 keys ['id'] more
     than once (7 rows) in part-0.parquet and part-1.parquet: 1, 4, 9`. Keys are listed as `zipper
     history --key` takes them back."""
     by_kind = {p[daily.KEY_PROBLEM]: p for p in problems}
-    shown = [_problem_text(by_kind[kind], keys, roots, order_name) for kind in daily.KEY_PROBLEMS if kind in by_kind]
+    shown = [
+        _problem_text(by_kind[kind], keys, roots, order_name, order_key)
+        for kind in daily.KEY_PROBLEMS
+        if kind in by_kind
+    ]
     return f"{what} has " + "; ".join(shown)
 
 
-def _problem_text(problem, keys: list[str], roots: list[str], order_name: str | None) -> str:
+def _problem_text(problem, keys: list[str], roots: list[str], order_name: str | None, order_key: str) -> str:
     kind, count, rows = problem[daily.KEY_PROBLEM], problem[daily.KEY_COUNT], problem[daily.ROWS]
     examples = problem[daily.EXAMPLES]
     files = files_text(problem[daily.FILES], roots)
@@ -133,12 +143,12 @@ def _problem_text(problem, keys: list[str], roots: list[str], order_name: str | 
     name = order_name or "order"  # a landing zone's order (file, row) is never NULL nor repeated
     if kind == daily.NULL_ORDER:
         return (
-            f"{head} with NULL in sequence_by column {name!r} ({_counted(rows, 'row')}){where}{first}:"
+            f"{head} with NULL in {order_key} column {name!r} ({_counted(rows, 'row')}){where}{first}:"
             f" {key_text(examples, keys)}"
         )
     listed = ", ".join(f"{key_text([e], keys)} ({name} {value_text(e[daily.VALUE])})" for e in examples)
     return (
-        f"{head} with a repeated value in sequence_by column {name!r} ({_counted(rows, 'row')}){where}{first}: {listed}"
+        f"{head} with a repeated value in {order_key} column {name!r} ({_counted(rows, 'row')}){where}{first}: {listed}"
     )
 
 

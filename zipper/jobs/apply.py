@@ -49,7 +49,9 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
     open_schema = conform.struct_type(day.columns, spec.begin_column)
     open_rows = store.read_rows(spark, open_schema, st.open_partition.location)
     # append: the run directory may already hold the day's change set or landing-zone files
-    routed = daily.route_open(open_rows, day.changes, keys=spec.keys, broadcast_increment=broadcast)
+    versioned = bool(spec.validity_columns)  # several versions of a key a day: route by its last
+    keyed = day.changes.where(F.col(daily.LAST)) if versioned else day.changes
+    routed = daily.route_open(open_rows, keyed, keys=spec.keys, broadcast_increment=broadcast)
     store.write_slots(routed, run_root, append=True)
     open_dir, touched_dir = (layout.slot_dir(run_root, slot) for slot in (Slot.OPEN, Slot.TOUCHED))
     for directory in (open_dir, touched_dir):
@@ -57,13 +59,14 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
     untouched, touched = fs.written_rows(spark, open_dir), fs.written_rows(spark, touched_dir)
     touched_rows = store.read_rows(spark, open_schema, touched_dir)
     counts = dayinput.check_open(spec, ds, day, touched_rows) if day.check_open else dict(day.counts)
+    if versioned:
+        dayinput.refuse_late(spec, ds, day, touched_rows)
 
     deletes = daily.OP in day.changes.columns
     kinds = ("changed", "updated", "unchanged") + (("deleted", "vanished") if deletes else ())
+    kinds += (daily.INTRADAY,) if versioned else ()
     observation = Observation(f"zipper_kinds_{secrets.token_hex(6)}")
-    rows = daily.day_rows(
-        touched_rows,
-        day.changes,
+    arguments = dict(
         keys=spec.keys,
         columns=day.names,
         tracked=tracked,
@@ -71,7 +74,12 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
         ds=ds.isoformat(),
         broadcast_increment=broadcast,
         float_precision=day.float_precision,
-    ).observe(observation, *daily.kind_counts(kinds))
+    )
+    if versioned:
+        rows = daily.day_versions(touched_rows, day.changes, validity=spec.validity_columns, **arguments)
+    else:
+        rows = daily.day_rows(touched_rows, day.changes, **arguments)
+    rows = rows.observe(observation, *daily.kind_counts(kinds))
     if deletes:  # deletes of keys that were not open: counted above, not written
         rows = rows.where(F.col(layout.SLOT) != Slot.NONE)
     store.write_slots(rows.drop(daily.KIND), run_root, append=True)
@@ -157,6 +165,8 @@ def _write_day(run: Run, ds: dt.date, day: dayinput.Day):
         kinds = {"changed": 0, "updated": 0, "unchanged": 0}
         if mode_of(spec).closes_keys:
             kinds.update(deleted=0, vanished=0)
+        if spec.validity_columns:
+            kinds[daily.INTRADAY] = 0
         fs.mkdirs(spark, closed_dir)
         return Written(kinds, st.open_rows, 0), dict(day.counts), st.open_partition.location, ""
     broadcast = broadcasts(spark, day.rows, day.columns, spec.begin_column, day.variable_bytes_per_row)
@@ -176,6 +186,7 @@ def _audit(
         open_recorded=st.open_rows,
         open_read=fs.written_rows(spark, st.open_partition.location),
         input_rows=day.rows,
+        input_keys=day.keys,
         kinds=written.kinds,
         untouched=written.untouched,
         touched=written.touched,

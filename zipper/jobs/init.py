@@ -9,6 +9,7 @@ import datetime as dt
 import time
 from dataclasses import dataclass, replace
 
+from pyspark.sql import functions as F
 from pyspark.sql.types import _parse_datatype_string
 
 from zipper.core import fs, layout
@@ -21,7 +22,7 @@ from zipper.jobs.keys import resolve_keys
 from zipper.jobs.plan import init_date
 from zipper.jobs.result import Opening, RunResult
 from zipper.table import catalog, publish, state, store
-from zipper.tablespec.model import TableSpec
+from zipper.tablespec.model import VALIDITY_TYPES, TableSpec
 from zipper.transforms import daily
 
 
@@ -100,18 +101,46 @@ def _read_base(spark, spec: TableSpec, ds: dt.date) -> _Base:
 def _columns(spark, spec: TableSpec, st: state.TableState, ds: dt.date, base: _Base) -> list[tuple[str, str]]:
     """The table's columns: the spec's `columns:`, else the base's, else the first increment's."""
     if spec.columns:
-        return _spec_columns(spec)
+        return conform.with_validity(spec, _spec_columns(spec))
     if base.df is not None:
-        return _schema_columns(base.df)
+        return conform.with_validity(spec, _schema_columns(base.df))
     return _columns_from_first_increment(spark, spec, st, ds + DAY)
 
 
 def _checked_base(spark, spec: TableSpec, ds: dt.date, base: _Base, columns: list[tuple[str, str]]) -> _Base:
-    """The base as the table's columns, its NULL and repeated keys refused."""
-    df = conform.to_table_columns(base.df, columns, spec, ds.isoformat(), base.what)
+    """The base as the table's columns, its NULL and repeated keys refused (with `updated_at`, its
+    rows' validity from it, and a NULL in it refused)."""
+    df = _with_validity(spec, ds, base) if spec.validity_columns else base.df
+    df = conform.to_table_columns(df, columns, spec, ds.isoformat(), base.what)
     with file_types.explained_column_types(spark, spec, ds.isoformat(), base.located):
         refusals.validate_keys(df, spec, ds, base.what, roots=base.located.paths)
     return replace(base, df=df)
+
+
+def _with_validity(spec: TableSpec, ds: dt.date, base: _Base):
+    """The base's rows, each valid from its `updated_at` value until the open end."""
+    updated_at, where = spec.source.updated_at, _where(spec, ds)
+    if updated_at not in base.df.columns:
+        raise InputError(f"{base.what} lacks the updated_at column {updated_at!r}", **where)
+    kind = base.df.schema[updated_at].dataType.simpleString()
+    if kind not in VALIDITY_TYPES:
+        raise InputError(
+            f"{base.what} updated_at column {updated_at!r} has type {kind}; it must be a date or timestamp", **where
+        )
+    nulls = base.df.where(F.col(updated_at).isNull()).select(*spec.keys).limit(5).collect()
+    if nulls:
+        shown = ", ".join(str(tuple(row)) if len(spec.keys) > 1 else str(row[0]) for row in nulls)
+        raise InputError(
+            f"{base.what} has NULL in updated_at column {updated_at!r} (a version's valid_from); keys {spec.keys}:"
+            f" {shown}",
+            **where,
+        )
+    return daily.with_validity(
+        base.df,
+        updated_at=updated_at,
+        validity=spec.validity_columns,
+        open_end=spec.open_end.isoformat(),
+    )
 
 
 def _created_table(

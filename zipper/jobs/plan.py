@@ -280,7 +280,7 @@ def _uncommitted_notes(
 
 def source_kind(spec: TableSpec) -> str:
     """The source mode as messages name it, e.g. `cdc with sequence_by`."""
-    return str(spec.source.mode) + (" with sequence_by" if spec.source.sequence_by else "")
+    return str(spec.source.mode) + (f" with {spec.source.order_key}" if spec.source.order_column else "")
 
 
 def plan_from_state(spec: TableSpec, ds: dt.date, st, current_fingerprint: Callable[[dt.date], str]) -> Plan:

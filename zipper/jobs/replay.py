@@ -249,7 +249,7 @@ def _restored(spark, spec: TableSpec, st: state.TableState, first: dt.date, tabl
     from the table itself), for naming a file of theirs that Spark cannot read."""
     names = [c for c, _ in table_columns]
     tracked = conform.tracked_columns(spec, names, first.isoformat())
-    untracked = [c for c in names if c not in tracked and c not in spec.keys]
+    untracked = [c for c in names if c not in tracked and c not in spec.keys and c not in spec.validity_columns]
     if untracked:
         if not mode_of(spec).rebuilds_in_one_pass(spec):
             raise StateError(
@@ -271,6 +271,8 @@ def _restored(spark, spec: TableSpec, st: state.TableState, first: dt.date, tabl
             first=first.isoformat(),
             closed_end=spec.closed_end(first).isoformat(),
             open_end=spec.open_end.isoformat(),
+            valid_to_column=spec.validity_columns[1] if spec.validity_columns else None,
+            valid_to_type=dict(table_columns).get(spec.validity_columns[1]) if spec.validity_columns else None,
         )
     ), {}
 

@@ -46,6 +46,7 @@ def reconcile(
     open_read: int,
     input_rows: int,
     kinds: dict[str, int],
+    input_keys: int | None = None,
     untouched: int,
     touched: int,
     open_written: int,
@@ -62,11 +63,15 @@ def reconcile(
     small job; the written counts come from the new files' footers. Every open row goes one way
     or the other, every touched row meets exactly one increment row, the open slot gains one row
     per key that was not open and loses one per deleted key, and each changed or deleted key
-    closes one version. `deleted` is in the summary only where the mode can delete."""
+    closes one version. `deleted` is in the summary only where the mode can delete.
+
+    With `source.updated_at` the increment holds several versions of a key (`input_keys`: its keys),
+    and the versions a day opened and closed (`intraday`, kinds) are closed rows beginning on ds."""
     changed, updated, unchanged = kinds["changed"], kinds["updated"], kinds["unchanged"]
-    deleted, vanished = kinds.get("deleted", 0), kinds.get("vanished", 0)
+    deleted, vanished, intraday = kinds.get("deleted", 0), kinds.get("vanished", 0), kinds.get("intraday", 0)
     matched = changed + updated + unchanged + deleted
-    new = input_rows - matched - vanished
+    keys = input_rows if input_keys is None else input_keys
+    new = keys - matched - vanished
     problems = []
     if open_read != open_recorded:
         problems.append(f"open rows read {open_read} != {open_recorded} recorded at the last commit")
@@ -74,17 +79,16 @@ def reconcile(
         problems.append(f"open rows kept {untouched} + set aside {touched} != {open_read} read")
     if touched != matched:
         problems.append(f"open rows set aside {touched} != {matched} matched to the increment")
-    if matched + vanished > input_rows:
-        problems.append(
-            f"keys found open {matched} + deletes of keys not open {vanished} > {input_rows} increment rows"
-        )
+    if matched + vanished > keys:
+        problems.append(f"keys found open {matched} + deletes of keys not open {vanished} > {keys} increment keys")
     if open_written != open_read + new - deleted:
         problems.append(
             f"open rows written {open_written} != {open_read} open before + {new} new keys - {deleted} deleted"
         )
-    if closed_written != changed + deleted:
-        problems.append(f"closed rows written {closed_written} != {changed} changed + {deleted} deleted keys")
-    if max_closed_begin is not None and max_closed_begin >= ds:
+    if closed_written != changed + deleted + intraday:
+        within = f" + {intraday} versions within the day" if "intraday" in kinds else ""
+        problems.append(f"closed rows written {closed_written} != {changed} changed + {deleted} deleted keys{within}")
+    if max_closed_begin is not None and (max_closed_begin > ds or (max_closed_begin == ds and not intraday)):
         problems.append(f"a closed row began on {max_closed_begin}, not before {ds}")
     if problems:
         raise AuditError("audit failed, nothing published: " + "; ".join(problems), table=table, ds=ds)
@@ -100,6 +104,8 @@ def reconcile(
     }
     if "deleted" in kinds:
         summary["deleted"] = deleted
+    if "intraday" in kinds:
+        summary["versions_within_day"] = intraday
     return summary
 
 

@@ -19,7 +19,7 @@ from zipper.tablespec.source import SourceSpec as SourceSpec
 
 OPEN_END_DEFAULT = dt.date(9999, 12, 31)
 # the types of an `updated_at` column (and so of valid_from and valid_to), as Spark names them
-VALIDITY_TYPES = ("date", "timestamp", "timestamp_ntz")
+VALIDITY_TYPES = ("date", "timestamp")
 INTERNAL_PREFIX = "zipper_"  # zipper's own columns (zipper.inputs.column_checks refuses input columns so named)
 
 

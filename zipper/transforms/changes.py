@@ -180,6 +180,90 @@ def collapse(flagged: DataFrame, *, columns: list[str], deletes: bool) -> DataFr
     return last.select(*columns, op.alias(OP), F.col(FIRST), *matched)
 
 
+STEP = "zipper_step"  # a version's number among its key's versions of the day (versions_of_day)
+FINAL = "zipper_final"  # the key's last action of the day: whether it ends the day deleted
+_START = "zipper__start__"
+
+
+def versions_of_day(
+    events: DataFrame,
+    *,
+    keys: list[str],
+    columns: list[str],
+    tracked: list[str],
+    validity: tuple[str, str],
+    open_end: str,
+    deletes: bool,
+    match: list[str] | None = None,
+) -> DataFrame:
+    """Every change of a key in a day kept, in order (`ORDER`, the updated_at column): one row
+    per version the day makes, with its validity (`validity`: the valid-from and valid-to columns,
+    in the table's types). A version is valid from its first change until the next version's (or
+    the delete that ends it), the last one until `open_end` at midnight. Consecutive changes with
+    equal `tracked` values continue one version, its other columns taking the later change's
+    values; a delete ends the version before it and makes none.
+
+    Each row: the table's `columns`, STEP (1, 2, ... within the key), LAST (the key's last row of
+    the day), and with `deletes` OP, FIRST (the key's first action), FINAL (its last) and MATCH
+    (with `match`: the first event's values a first-action delete must find). The first row meets
+    the key's open version (`transforms.daily.day_versions`); the others only follow it."""
+    valid_from, valid_to = validity
+    by_key = Window.partitionBy(*keys).orderBy(ORDER)
+    whole = by_key.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    types = types_of(events)
+    previous = F.lag(ACTION).over(by_key)
+    same_values = reduce(
+        lambda a, b: a & b, [same(F.lag(c).over(by_key), F.col(c), types[c]) for c in tracked], F.lit(True)
+    )
+    starts = previous.isNull() | (previous == DELETE) | (F.col(ACTION) == DELETE) | ~same_values
+    first_values = [F.first(_values_struct(match)).over(whole).alias(MATCH)] if match is not None else []
+    marked = events.select(
+        "*",
+        starts.alias(_START),
+        F.first(ACTION).over(whole).alias(FIRST),
+        F.last(ACTION).over(whole).alias(FINAL),
+        *first_values,
+    )
+    numbered = marked.select(
+        "*", F.sum(F.col(_START).cast("int")).over(by_key.rowsBetween(Window.unboundedPreceding, 0)).alias(STEP)
+    )
+    values = [c for c in columns if c not in keys and c not in validity]
+    begun = [c for c in values if c in tracked] + [ACTION, ORDER, FIRST, FINAL] + ([MATCH] if match else [])
+    later = [c for c in values if c not in tracked]
+    runs = numbered.groupBy(*keys, STEP).agg(
+        F.min_by(F.struct(*begun), F.col(ORDER)).alias("zipper__begun__"),
+        F.max_by(_values_struct(later), F.col(ORDER)).alias("zipper__later__"),
+    )
+    by_step = Window.partitionBy(*keys).orderBy(STEP)
+    begin_at = F.col("zipper__begun__")[ORDER]
+    kind = types[valid_from] if valid_from in types else types[ORDER]
+    next_begin = F.lead(begin_at).over(by_step)
+
+    def column(c: str) -> Column:
+        if c == valid_from:
+            return begin_at.cast(kind).alias(c)
+        if c == valid_to:
+            return F.coalesce(next_begin, F.lit(open_end)).cast(kind).alias(c)
+        if c in keys:
+            return F.col(c)
+        return (F.col("zipper__begun__")[c] if c in tracked else F.col("zipper__later__")[c]).alias(c)
+
+    action = F.col("zipper__begun__")[ACTION]
+    flags = [F.col(STEP), F.lead(STEP).over(by_step).isNull().alias(LAST)]
+    if not deletes:
+        return runs.select(*[column(c) for c in columns], *flags)
+    op = F.when(action == DELETE, F.lit(DELETE)).otherwise(F.lit(UPSERT))
+    ends = [F.col("zipper__begun__")[FIRST].alias(FIRST), F.col("zipper__begun__")[FINAL].alias(FINAL)]
+    first_delete = (F.col(STEP) == 1) & (action == DELETE)
+    matched = [F.when(first_delete, F.col("zipper__begun__")[MATCH]).alias(MATCH)] if match is not None else []
+    return runs.select(*[column(c) for c in columns], *flags, op.alias(OP), *ends, *matched)
+
+
+def last_rows(versions: DataFrame) -> DataFrame:
+    """The last of each key's versions of the day (`versions_of_day`): one row per key."""
+    return versions.where(F.col(LAST))
+
+
 def single_changes(events: DataFrame, *, columns: list[str], match: list[str] | None) -> DataFrame:
     """Events with unique keys (cdc without sequence_by) as a change set, without a window;
     `match` as for `flag_events`."""

@@ -218,6 +218,120 @@ def day_rows(
     )
 
 
+STEP, LAST, FINAL = "zipper_step", "zipper_last", "zipper_final"  # as `changes.versions_of_day` names them
+INTRADAY = "intraday"  # a version the day both opened and closed
+_OLD_ROW, _VERSION, _VANISHED = "old", "version", "vanished"
+_ROLE = "zipper__role__"
+
+
+def day_versions(
+    touched: DataFrame,
+    versions: DataFrame,
+    *,
+    keys: list[str],
+    columns: list[str],
+    tracked: list[str],
+    begin_column: str,
+    validity: tuple[str, str],
+    ds: str,
+    broadcast_increment: bool = True,
+    float_precision: frozenset[str] = frozenset(),
+) -> DataFrame:
+    """`day_rows` for a table with `source.updated_at`: the day's versions of each key
+    (`changes.versions_of_day`: several per key, in order, each with its validity) against the
+    key's open version (`touched`).
+
+    The first version meets the open one: with equal tracked values it continues it (its begin
+    and valid_from kept), else the open version is closed, valid until the first version's
+    valid_from. Every version but the key's last is closed on the run date with the day's closed
+    versions: one the day opened (`intraday`) begins on the run date too. The last one is the
+    key's open version. Kinds as `day_rows` gives them, per key: the open row's
+    (new, changed, updated, unchanged), the closed open version's (closed, or deleted when the day
+    ends with a delete), a delete of a key not open (vanished, slot none); plus `intraday`."""
+    valid_from, valid_to = validity
+    values = [c for c in columns if c not in keys]
+    old = touched.select(
+        *[F.col(k).alias(_OLD + k) for k in keys],
+        *[F.col(c).alias(_OLD + c) for c in values],
+        F.col(begin_column).alias(_OLD + begin_column),
+        F.lit(True).alias(_OLD_HIT),
+    )
+    if broadcast_increment:  # at most as many rows as the day's versions
+        old = F.broadcast(old)
+    joined = versions.join(old, on=_all([versions[k] == F.col(_OLD + k) for k in keys]), how="left")
+
+    was_open = F.col(_OLD_HIT).isNotNull()
+    deletes = OP in versions.columns
+    upsert = (F.col(OP) != DELETE) if deletes else F.lit(True)
+    ends_deleted = (F.col(FINAL) == DELETE) if deletes else F.lit(False)
+    first, last = F.col(STEP) == 1, F.col(LAST)
+    floats = _FloatPrecision(float_precision, types_of(versions))
+    data = [c for c in values if c not in validity]
+    continues = first & was_open & upsert & _all([floats.equal(c) for c in tracked])
+    same_untracked = _all([floats.equal_kept(c) for c in data if c not in tracked])
+    refined = _any([floats.refines(c) for c in tracked])
+    closed_kind = F.when(ends_deleted, F.lit("deleted")).otherwise(F.lit("closed"))
+    roles = F.array_compact(
+        F.array(
+            F.when(first & was_open & ~continues, F.lit(_OLD_ROW)),
+            F.when(upsert, F.lit(_VERSION)),
+            F.when(last & ~was_open & ~upsert, F.lit(_VANISHED)),
+        )
+    )
+    exploded = joined.select("*", F.explode(roles).alias(_ROLE), continues.alias("zipper__continues__"))
+    role, going_on = F.col(_ROLE), F.col("zipper__continues__")
+    is_old, is_version = role == _OLD_ROW, role == _VERSION
+    slot = (
+        F.when(is_old, F.lit(Slot.CLOSED))
+        .when(role == _VANISHED, F.lit(Slot.NONE))
+        .when(last, F.lit(Slot.OPEN))
+        .otherwise(F.lit(Slot.CLOSED))
+    )
+    kind = (
+        F.when(is_old, closed_kind)
+        .when(role == _VANISHED, F.lit("vanished"))
+        .when(going_on & ~last, closed_kind)
+        .when(going_on & same_untracked & ~refined, F.lit("unchanged"))
+        .when(going_on, F.lit("updated"))
+        .when(~last, F.lit(INTRADAY))
+        .when(was_open, F.lit("changed"))
+        .otherwise(F.lit("new"))
+    )
+    kept = is_old | (is_version & going_on)  # the open version's own begin and valid_from
+
+    def value(c: str) -> Column:
+        if c == valid_to:
+            return F.when(is_old, F.col(valid_from)).otherwise(F.col(valid_to)).alias(c)
+        if c == valid_from:
+            return F.when(kept, F.col(_OLD + c)).otherwise(F.col(c)).alias(c)
+        if c in tracked:
+            takes_old = is_old | (going_on & ~floats.refines(c))
+        else:
+            takes_old = is_old | (going_on & floats.keeps_old(c))
+        return F.when(takes_old, F.col(_OLD + c)).otherwise(F.col(c)).alias(c)
+
+    return exploded.select(
+        *[F.col(c) if c in keys else value(c) for c in columns],
+        F.when(kept, F.col(_OLD + begin_column)).otherwise(F.lit(ds)).alias(begin_column),
+        slot.alias(SLOT),
+        kind.alias(KIND),
+    )
+
+
+def late_changes(touched: DataFrame, versions: DataFrame, *, keys: list[str], valid_from: str) -> DataFrame:
+    """The keys whose first change of the day is older than their open version's valid_from (or
+    as old, with other values: the same moment cannot have two versions): keys, the open
+    version's valid_from (`zipper_open_from`) and the change's (`zipper_from`), in key order."""
+    old = touched.select(*[F.col(k).alias(_OLD + k) for k in keys], F.col(valid_from).alias("zipper_open_from"))
+    firsts = versions.where(F.col(STEP) == 1)
+    joined = firsts.join(old, on=_all([firsts[k] == F.col(_OLD + k) for k in keys]), how="inner")
+    return (
+        joined.where(F.col(valid_from) < F.col("zipper_open_from"))
+        .select(*keys, F.col("zipper_open_from"), F.col(valid_from).alias("zipper_from"))
+        .orderBy(*keys)
+    )
+
+
 class _FloatPrecision:
     """How day_rows compares a column's open value with the day's: exactly (`same`), or, for a
     float-precision column, as floats (`equal_at_float_precision`). A value equal only at float
@@ -294,6 +408,14 @@ def classify(
 def kind_counts(kinds: tuple[str, ...]) -> list[Column]:
     """Rows of each kind, for DataFrame.observe on the small job's output."""
     return [F.sum(F.when(F.col(KIND) == kind, 1).otherwise(0)).alias(kind) for kind in kinds]
+
+
+def with_validity(rows: DataFrame, *, updated_at: str, validity: tuple[str, str], open_end: str) -> DataFrame:
+    """Rows each opening a version valid from its `updated_at` value until the open end (`open_end`
+    at midnight in that column's type): a base's rows, valid as the source says."""
+    kind = rows.schema[updated_at].dataType
+    valid_from, valid_to = validity
+    return rows.withColumn(valid_from, F.col(updated_at)).withColumn(valid_to, F.lit(open_end).cast(kind))
 
 
 def opening(rows: DataFrame, columns: list[str], begin_column: str, ds: str) -> DataFrame:

@@ -143,7 +143,12 @@ class SourceStrategy:
             return None
         df = lower_case_columns(df, spec, ds.isoformat(), what)
         check_shape(df, spec, ds.isoformat(), what)
-        return columns_of(df, self.leave_out(spec))
+        return self.input_columns(spec, df)
+
+    def input_columns(self, spec: TableSpec, df) -> list[tuple[str, str]]:
+        """The table's columns an input brings: its data columns, and the validity columns the
+        merge computes from its `updated_at` (`conform.with_validity`)."""
+        return conform.with_validity(spec, columns_of(df, self.leave_out(spec)))
 
     def change_set(self, request: DayRequest, ds: dt.date) -> Day:
         """The change set of `ds`; `request.checked`: the input as a rerun already
@@ -153,6 +158,7 @@ class SourceStrategy:
         spark, spec, st, located = request.spark, request.spec, request.st, request.located
         table_columns, checked, keep = request.table_columns, request.checked, request.keep
         what = f"increment {located.description}"
+        conform.missing_validity(spec, table_columns, ds.isoformat())
         self.refuse_empty(spec, ds, located)
         if located.empty and located.format != SourceFormat.TABLE:
             return Day(None, 0, list(table_columns), conform.ColumnChanges(), located, self.empty_counts(spec))
@@ -165,7 +171,7 @@ class SourceStrategy:
         if checked is None:
             self.check_operations(spec, ds, located, df, what)
         columns, column_changes = conform.evolve(
-            columns_of(df, self.leave_out(spec)), table_columns, spec, ds.isoformat(), what
+            self.input_columns(spec, df), table_columns, spec, ds.isoformat(), what
         )
         changed, seen, counts = self.changes_of(
             DayRead(spark, spec, st, ds, located, df, columns, column_changes, what, checked is not None)
@@ -193,7 +199,7 @@ class SourceStrategy:
         if checked:
             return measure(rows, names)
         if ordered:
-            return validate_order(rows, spec, ds, what, spec.source.sequence_by, names, located.paths)
+            return validate_order(rows, spec, ds, what, spec.source.order_column, names, located.paths)
         return validate_keys(rows, spec, ds, what, names, located.paths)
 
     def writes_change_set(self, spec: TableSpec) -> bool:
@@ -209,6 +215,7 @@ class SourceStrategy:
                 changed, seen.rows, columns, column_changes, located, variable_bytes_per_row=seen.variable_bytes_per_row
             )
         result, count, scratch = materialize(request.spark, changed, request.run_root)
+        keys = changes.last_rows(result).count() if request.spec.validity_columns else None
         counts = dict(counts)
         counts["source_rows"] = seen.rows
         return Day(
@@ -221,6 +228,7 @@ class SourceStrategy:
             check_open=self.checks_open_rows,
             scratch=[scratch],
             variable_bytes_per_row=seen.variable_bytes_per_row,
+            keys=keys,
         )
 
     def check_before_rerun(self, spark, spec: TableSpec, located: dict, table_columns) -> dict[dt.date, CheckedInput]:
@@ -254,6 +262,7 @@ class SourceStrategy:
         those deletes to check, every column). Returns each date's input so read (date ->
         CheckedInput; none for an empty one)."""
         checked, columns, keyed, flagged = {}, list(table_columns), [], {}
+        conform.missing_validity(spec, table_columns, min(located).isoformat() if located else None)
         refused = self.refused_within_day(spec)
         for ds in sorted(located):
             if located[ds].empty and located[ds].format != SourceFormat.TABLE:
@@ -264,7 +273,7 @@ class SourceStrategy:
             # a CSV input is typed by the table's columns it is read for: its merge reads it again when
             # an earlier replayed date has changed them, and then checks it itself
             read_as_merged = located[ds].format != SourceFormat.CSV or columns == list(table_columns)
-            columns = evolved_columns(spec, ds, columns_of(df, self.leave_out(spec)), columns, what)
+            columns = evolved_columns(spec, ds, self.input_columns(spec, df), columns, what)
             checked[ds] = CheckedInput(df, list(table_columns))
             keyed.append(dated_keys(df, spec, columns, ds, read_all=located[ds].format == SourceFormat.CSV))
             if refused and read_as_merged:

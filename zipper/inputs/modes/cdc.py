@@ -8,7 +8,7 @@ import datetime as dt
 from zipper.core import fs
 from zipper.core.errors import InputError
 from zipper.inputs import conform, sources
-from zipper.inputs.changeset import CheckedInput, collapsed
+from zipper.inputs.changeset import CheckedInput, collapsed, versioned
 from zipper.inputs.modes.base import DayRead, SourceStrategy
 from zipper.inputs.refusals import CDC_PREVIOUS, where_of
 from zipper.tablespec.model import TableSpec
@@ -29,7 +29,7 @@ class Cdc(SourceStrategy):
 
     def refused_within_day(self, spec: TableSpec) -> list[str]:
         """A delete that does not match the key's previous change (delete_match: all_columns)."""
-        if spec.source.sequence_by and spec.source.deletes_need_all_columns:
+        if spec.source.order_column and spec.source.deletes_need_all_columns:
             return [changes.DELETE_MISMATCH]
         return []
 
@@ -56,7 +56,7 @@ class Cdc(SourceStrategy):
     def events(self, spec: TableSpec, df, columns: list[tuple[str, str]]):
         """A cdc input (operations checked) as events of the table's `columns`, and the columns a
         delete must carry: all but the keys and the sequence (which orders, and so differs), or None."""
-        op, sequence, names = spec.source.operation_column, spec.source.sequence_by, [c for c, _ in columns]
+        op, sequence, names = spec.source.operation_column, spec.source.order_column, [c for c, _ in columns]
         match = (
             [c for c in names if c not in spec.keys and c != sequence] if spec.source.deletes_need_all_columns else None
         )
@@ -69,12 +69,17 @@ class Cdc(SourceStrategy):
         """Each key's one change of the day; with `sequence_by`, the state its last change leaves,
         the problems between its changes refused or counted first."""
         spec, names = day.spec, day.names
-        sequence = spec.source.sequence_by
+        sequence = spec.source.order_column
         events, match = self.events(spec, day.df, day.columns)
         counts = self.problem_counts(spec)
         seen = self.seen_in(day, events, ordered=bool(sequence))
         if not sequence:
             return changes.single_changes(events, columns=names, match=match), seen, counts
+        if spec.validity_columns:  # every change kept, as its own version
+            kept = versioned(
+                spec, day.ds, day.what, events, day.columns, counts, match, CDC_PREVIOUS, self.reports_anomalies, True
+            )
+            return kept, seen, counts
         collapsed_events = collapsed(
             spec, day.ds, day.what, events, names, counts, match, CDC_PREVIOUS, self.reports_anomalies
         )

@@ -1,12 +1,12 @@
 """upsert: each row is its key's full new state; with `sequence_by`, a key's rows of one day are
-its changes in that order, and the last one stands."""
+its changes in that order, and the last one stands; with `updated_at`, each one stands in turn."""
 
 from __future__ import annotations
 
 import datetime as dt
 
 from zipper.inputs import conform
-from zipper.inputs.changeset import CheckedInput
+from zipper.inputs.changeset import CheckedInput, versioned
 from zipper.inputs.modes.base import DayRead, SourceStrategy
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import SourceMode
@@ -19,30 +19,32 @@ class Upsert(SourceStrategy):
 
     def empty_counts(self, spec: TableSpec) -> dict:
         """Without `sequence_by` the input rows are the change set: none counted apart."""
-        return {"source_rows": 0} if spec.source.sequence_by else {}
+        return {"source_rows": 0} if spec.source.order_column else {}
 
     def rebuilds_in_one_pass(self, spec: TableSpec) -> bool:
         """Without `sequence_by`, each row is its key's full state on its date."""
-        return spec.source.sequence_by is None
+        return spec.source.order_column is None
 
     def writes_change_set(self, spec: TableSpec) -> bool:
         """Without `sequence_by` the input rows are the change set as they are."""
-        return spec.source.sequence_by is not None
+        return spec.source.order_column is not None
 
     def changes_of(self, day: DayRead):
         """The rows as they are; with `sequence_by`, each key's last change of the day."""
         spec, names = day.spec, day.names
         rows = conform.to_columns(day.df, day.columns)
-        sequence = spec.source.sequence_by
+        sequence = spec.source.order_column
         if not sequence:
             return rows, self.seen_in(day, rows, ordered=False), {}
         events = changes.upsert_events(rows, columns=names, order=sequence)
         seen = self.seen_in(day, events, ordered=True)
+        if spec.validity_columns:  # every change kept, as its own version
+            return versioned(spec, day.ds, day.what, events, day.columns, {}, None, "", False, False), seen, {}
         flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=None)
         return changes.collapse(flagged, columns=names, deletes=False), seen, {}
 
     def check_before_rerun(self, spark, spec: TableSpec, located: dict, table_columns) -> dict[dt.date, CheckedInput]:
         """Ordered changes: their sequence values checked too (`check_read_inputs`)."""
-        if spec.source.sequence_by is not None:
+        if spec.source.order_column is not None:
             return self.check_read_inputs(spark, spec, located, table_columns)
         return super().check_before_rerun(spark, spec, located, table_columns)
