@@ -8,7 +8,7 @@ import pytest
 
 from tests.support import TableFixture, day, table_rows
 from zipper.core import fs
-from zipper.core.errors import InputError
+from zipper.core.errors import InputError, SpecError
 from zipper.jobs import merge, replay
 from zipper.jobs.init import init_table
 from zipper.table import catalog, check, state
@@ -313,3 +313,47 @@ def test_updated_at_keeps_every_change_of_a_day_as_a_version_and_a_rerun_makes_t
         " nothing was changed"
     )
     assert snapshot(spark, t) == before
+
+
+def test_updated_at_on_cdc_a_delete_ends_the_chain_and_a_table_made_without_it_is_refused(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name, schema=UPDATED, source={"mode": "cdc", "updated_at": "ts"})
+    t.write_base(spark, [(1, "Oslo", at(0, 9)), (2, "Rome", at(0, 9))])
+    init_table(spark, t.spec)
+    events = [
+        (1, "Paris", at(1, 12), 0),
+        (1, "Bergen", at(1, 11), 1),  # the delete carries the change before it, Bergen
+        (1, "Bergen", at(1, 10), 0),
+        (2, "Rome", at(1, 10), 1),
+        (3, "Nice", at(1, 9), 1),  # inserted at 8:00, deleted at 9:00: one version within the day
+        (3, "Nice", at(1, 8), 0),
+    ]
+    t.write_increment(spark, day(1), events, CDC_UPDATED)
+    result = merge.merge_date(spark, t.spec, day(1))
+    assert {k: result.counts[k] for k in ("input", "new", "changed", "deleted", "closed", "versions_within_day")} == {
+        "input": 6,
+        "new": 0,
+        "changed": 1,
+        "deleted": 1,
+        "closed": 4,
+        "versions_within_day": 2,
+    }
+    d0, d1 = day(0).isoformat(), day(1).isoformat()
+    assert table_rows(spark, t.table) == [
+        (1, "Bergen", at(1, 10), at(1, 10), at(1, 11), d1, d1),  # ended by the delete
+        (1, "Oslo", at(0, 9), at(0, 9), at(1, 10), d0, d1),
+        (1, "Paris", at(1, 12), at(1, 12), END, d1, OPEN),
+        (2, "Rome", at(0, 9), at(0, 9), at(1, 10), d0, d1),
+        (3, "Nice", at(1, 8), at(1, 8), at(1, 9), d1, d1),
+    ]
+
+    # the same table's spec without updated_at, then a new table of the old spec turning it on
+    plain = TableFixture(tmp_path, unique_name + "_plain", schema=UPDATED, source={"mode": "cdc"})
+    plain.write_base(spark, [(1, "Oslo", at(0, 9))])
+    init_table(spark, plain.spec)
+    turned_on = TableFixture(
+        tmp_path, unique_name + "_plain", schema=UPDATED, source={"mode": "cdc", "updated_at": "ts"}
+    )
+    turned_on.write_increment(spark, day(1), [(1, "Rome", at(1, 9), 0)], CDC_UPDATED)
+    with pytest.raises(SpecError, match=r"key 'source.updated_at': the table was made without the columns"):
+        merge.merge_date(spark, turned_on.spec, day(1))
+    assert state.read_state(spark, plain.spec).last_committed == day(0)

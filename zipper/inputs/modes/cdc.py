@@ -55,10 +55,13 @@ class Cdc(SourceStrategy):
 
     def events(self, spec: TableSpec, df, columns: list[tuple[str, str]]):
         """A cdc input (operations checked) as events of the table's `columns`, and the columns a
-        delete must carry: all but the keys and the sequence (which orders, and so differs), or None."""
+        delete must carry: all but the keys, the sequence (which orders, and so differs) and the
+        validity columns (the merge's own), or None."""
         op, sequence, names = spec.source.operation_column, spec.source.order_column, [c for c, _ in columns]
         match = (
-            [c for c in names if c not in spec.keys and c != sequence] if spec.source.deletes_need_all_columns else None
+            [c for c in names if c not in spec.keys and c != sequence and c not in spec.validity_columns]
+            if spec.source.deletes_need_all_columns
+            else None
         )
         events = changes.cdc_events(
             conform.to_columns(df, columns, keep=(op,)), op_column=op, columns=names, order=sequence
