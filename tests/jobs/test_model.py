@@ -8,7 +8,9 @@ every day, and compares the whole table and each day's counts with the model, ro
 
 The same model, given a day's changes in order (`merge_changes`) or a full snapshot
 (`merge_snapshot`), also checks the cdc mode with deletes and `sequence_by` (several changes
-of a key in one day, written out of order) and the snapshot mode, both hard_deletes."""
+of a key in one day, written out of order) and the snapshot mode, both hard_deletes. A model of
+`source.updated_at` (`ValidityModel`) checks that every change of a day, in whatever order it
+arrives, is kept as a version with its validity, on cdc and upsert."""
 
 from __future__ import annotations
 
@@ -385,12 +387,23 @@ def snapshot_scenarios(draw, keys):
 
 
 def run_against_model(
-    spark, root_factory, shape: dict, scenario, *, written=None, schema=None, apply=None, tracked=None, **spec_options
+    spark,
+    root_factory,
+    shape: dict,
+    scenario,
+    *,
+    written=None,
+    schema=None,
+    apply=None,
+    tracked=None,
+    model=None,
+    **spec_options,
 ) -> None:
     """Build a table from the scenario's base, merge each day, compare counts and rows with the model.
 
     Each day's increment is `written(rows)` as `schema` (default: the rows as the shape's
-    schema) and the model takes it as `apply(model, ds, rows)` (default: an upsert increment)."""
+    schema) and the model takes it as `apply(model, ds, rows)` (default: an upsert increment);
+    `model`: one the caller made (default: a `ZipperModel` of the base)."""
     end_style, base, days = scenario
     fixture = TableFixture(
         root_factory.mktemp("m"),
@@ -403,7 +416,7 @@ def run_against_model(
     fixture.write_base(spark, base)
     for n, rows in enumerate(days, start=1):
         fixture.write_increment(spark, day(n), written(rows) if written else rows, schema)
-    model = ZipperModel(end_style, base, len(shape["keys"]), tracked)
+    model = model or ZipperModel(end_style, base, len(shape["keys"]), tracked)
 
     init = init_table(spark, fixture.spec)
     assert init.action == "init" and init.counts["open_after"] == len(base)
@@ -555,3 +568,173 @@ def test_model_updates_untracked_columns_in_place():
     assert m.merge(day(1), [(1, "anna", 5)])["updated_in_place"] == 1
     m.merge(day(2), [(1, "anna", 6)])
     assert m.rows() == [(1, "anna", 5, "2023-12-31", "2024-01-02"), (1, "anna", 6, "2024-01-02", OPEN)]
+
+
+# ---------------------------------------------------------------- updated_at: every change a version
+
+END = dt.datetime(9999, 12, 31)
+UPDATED = {"keys": ("id",), "schema": "id int, name string, score int, ts timestamp"}
+UPDATED_CDC_FILE = "id int, name string, score int, ts timestamp, sys_op int"
+
+
+def changed_at(ds: dt.date, seq: int) -> dt.datetime:
+    """When the day's change number `seq` happened: `seq` minutes into its day."""
+    return dt.datetime.combine(ds, dt.time()) + dt.timedelta(minutes=seq)
+
+
+class ValidityModel(ZipperModel):
+    """The rules of `source.updated_at` in plain Python, walking a day's changes in time order.
+
+    open:   key -> [attrs, begin, valid_from]           attrs: (name, score, ts)
+    closed: [(key, attrs, begin, end, valid_from, valid_to)]
+    A change with other tracked values (name, score) than the key's version ends it at the change's
+    time and opens a new one (begun on the run date); one with equal tracked values updates the
+    version in place (its ts); a delete ends it. A version ended on the day it began is closed with
+    the day's closed versions."""
+
+    def __init__(self, end_style: str, base_rows: list[tuple]):
+        super().__init__(end_style, [], 1, tracked=(0, 1))
+        self.versions: dict[tuple, list] = {}
+        self.ended: list[tuple] = []
+        for row in base_rows:
+            key, attrs = self._split(row)
+            self.versions[key] = [attrs, BASE_DS, attrs[2]]
+
+    def merge_versions(self, ds: dt.date, events: list[tuple[tuple, str]], deletes: bool) -> dict:
+        today, end = ds.isoformat(), self.closed_end(ds)
+        at_start = {key: list(version) for key, version in self.versions.items()}
+        closed_before = len(self.ended)
+        counts = {**self._counts(0), "source_rows": len(events), "open_before": len(self.versions)}
+        if deletes:
+            counts.update(deleted=0, deletes_of_absent_keys=0)
+        runs, previous = 0, {}
+        for row, action in sorted(events, key=lambda e: e[0][-1]):  # in time order, whatever the file's
+            key, attrs = self._split(row)
+            version = self.versions.get(key)
+            last = previous.get(key)
+            same_run = last is not None and last[1] == "upsert" and action == "upsert" and last[0][:2] == attrs[:2]
+            runs += not same_run
+            previous[key] = (attrs, action)
+            if action == "delete":
+                counts["deletes_of_absent_keys"] += version is None
+                self.seen.add("delete" if version else "delete of an absent key")
+                if version:
+                    self.ended.append((key, version[0], version[1], end, version[2], attrs[2]))
+                    del self.versions[key]
+            elif version and version[0][:2] == attrs[:2]:
+                version[0] = attrs  # the same tracked values: the version goes on, its ts updated
+            else:
+                if version:
+                    self.ended.append((key, version[0], version[1], end, version[2], attrs[2]))
+                self.versions[key] = [attrs, today, attrs[2]]
+        for key in previous:
+            before, after = at_start.get(key), self.versions.get(key)
+            went_on = before and after and after[1] == before[1] and after[2] == before[2]
+            if before is None:
+                counts["new"] += after is not None
+            elif after is None:
+                counts["deleted"] += 1
+            elif not went_on:
+                counts["changed"] += 1
+            elif after[0] == before[0]:
+                counts["unchanged"] += 1
+            else:
+                counts["updated_in_place"] += 1
+        within = [v for v in self.ended[closed_before:] if v[2] == today]
+        self.seen.update(["a version within a day"] if within else [])
+        counts.update(
+            input=runs,
+            closed=len(self.ended) - closed_before,
+            versions_within_day=len(within),
+            open_after=len(self.versions),
+        )
+        return counts
+
+    def rows(self) -> list[tuple]:
+        rows = [key + attrs + (vf, END, begin, OPEN) for key, (attrs, begin, vf) in self.versions.items()]
+        rows += [key + attrs + (vf, vt, begin, end) for key, attrs, begin, end, vf, vt in self.ended]
+        return sorted(rows, key=_sort_key)
+
+
+def test_validity_model_follows_the_rules():
+    m = ValidityModel("exclusive", [(1, "x", 5, changed_at(day(0), 0))])
+    t = [changed_at(day(1), n) for n in range(4)]
+    counts = m.merge_versions(
+        day(1),
+        [((1, "y", 5, t[2]), "upsert"), ((1, "y", 5, t[3]), "upsert"), ((1, "x", 5, t[1]), "upsert")],
+        deletes=False,
+    )
+    assert (counts["input"], counts["changed"], counts["closed"], counts["versions_within_day"]) == (2, 1, 1, 0)
+    assert m.rows() == [
+        (1, "x", 5, t[1], changed_at(day(0), 0), t[2], BASE_DS, "2024-01-01"),  # updated in place at t1
+        (1, "y", 5, t[3], t[2], END, "2024-01-01", OPEN),
+    ]
+
+
+def run_versions_against_model(spark, root_factory, scenario, permutation, mode: str) -> None:
+    """cdc or upsert with updated_at: the day's changes happen one minute apart, in order, and
+    are written in the order `permutation` gives; ts is not tracked."""
+    end_style, base, days = scenario
+    deletes = mode == "cdc"
+    if not deletes:  # an upsert's day has no deletes
+        days = [[(row, action) for row, action in events if action == "upsert"] for events in days]
+
+    def timed(ds, events):
+        return [(row + (changed_at(ds, seq),), action) for seq, (row, action) in enumerate(events, start=1)]
+
+    written_days = iter(range(1, len(days) + 1))
+
+    def written(events):
+        rows = [
+            row + ((1 if action == "delete" else 0,) if deletes else ())
+            for row, action in timed(day(next(written_days)), events)
+        ]
+        return [rows[i] for i in permutation(len(rows))]
+
+    model_base = [row + (changed_at(day(0), 0),) for row in base]
+    fixture_options = {"source": {"mode": mode, "updated_at": "ts", **({"delete_match": "key"} if deletes else {})}}
+    model = ValidityModel(end_style, model_base)
+    run_against_model(
+        spark,
+        root_factory,
+        UPDATED,
+        (end_style, model_base, days),
+        written=written,
+        schema=UPDATED_CDC_FILE if deletes else UPDATED["schema"],
+        apply=lambda _, ds, events: model.merge_versions(ds, timed(ds, events), deletes),
+        model=model,
+        track_columns=["name", "score"],
+        **fixture_options,
+    )
+
+
+@pytest.mark.slow
+@settings(MODEL_SETTINGS, max_examples=4)
+@given(scenario=change_scenarios(SINGLE_KEYS), data=st.data())
+@example(
+    scenario=(  # changes and returns within a day; a delete ends a chain; insert then delete; re-sent values
+        "inclusive",
+        [(1, "x", 5), (2, None, None)],
+        [
+            [
+                ((1, "y", 5), "upsert"),
+                ((1, "y", 5), "upsert"),
+                ((1, "x", 5), "upsert"),
+                ((1, "x", 5), "delete"),
+                ((1, None, 0), "upsert"),
+                ((3, "x", 0), "upsert"),
+                ((3, "x", 0), "delete"),
+                ((2, None, None), "upsert"),
+            ],
+            [((2, "y", None), "upsert"), ((1, None, 0), "upsert")],
+        ],
+    ),
+    data=None,
+)
+def test_updated_at_versions_match_the_model(spark, tmp_path_factory, scenario, data):
+    def permutation(n):  # the file order: drawn, or reversed (updated_at decides, not the file)
+        return data.draw(st.permutations(range(n))) if data is not None else list(range(n))[::-1]
+
+    mode = data.draw(st.sampled_from(["cdc", "upsert"])) if data is not None else "cdc"
+    run_versions_against_model(spark, tmp_path_factory, scenario, permutation, mode)
+    event(f"mode {mode}")
