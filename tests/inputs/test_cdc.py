@@ -357,3 +357,21 @@ def test_updated_at_on_cdc_a_delete_ends_the_chain_and_a_table_made_without_it_i
     with pytest.raises(SpecError, match=r"key 'source.updated_at': the table was made without the columns"):
         merge.merge_date(spark, turned_on.spec, day(1))
     assert state.read_state(spark, plain.spec).last_committed == day(0)
+
+
+def test_updated_at_must_be_a_date_or_timestamp_and_never_null(spark, tmp_path, unique_name):
+    t = TableFixture(tmp_path, unique_name, schema=UPDATED, source={"updated_at": "ts"})
+    t.write_base(spark, [(1, "Oslo", at(0, 9)), (2, "Rome", None)])
+    with pytest.raises(
+        InputError, match=r"base .* has NULL in updated_at column 'ts' \(a version's valid_from\); keys \['id'\]: 2$"
+    ):
+        init_table(spark, t.spec)
+    typed = TableFixture(
+        tmp_path, unique_name + "_s", base=False, schema="id bigint, ts string", source={"updated_at": "ts"}
+    )
+    typed.write_increment(spark, day(1), [(1, "today")])
+    with pytest.raises(
+        InputError, match=r"increment .* updated_at column 'ts' has type string; it must be a date or timestamp$"
+    ):
+        merge.merge_date(spark, typed.spec, day(1))
+    assert not spark.catalog.tableExists(typed.table)
