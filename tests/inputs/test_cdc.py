@@ -301,6 +301,7 @@ def test_updated_at_keeps_every_change_of_a_day_as_a_version_and_a_rerun_makes_t
 
     replay.rerun(spark, t.spec, day(1))
     assert table_rows(spark, t.table) == expected
+    assert check.run_checks(spark, t.spec)["failed"] == []  # versions within a day are no empty intervals
 
     t.write_increment(spark, day(3), [(1, "Oslo", at(1, 11)), (2, "Rome", at(1, 9)), (3, "Vic", at(3, 1))])
     before = snapshot(spark, t)
@@ -375,3 +376,7 @@ def test_updated_at_must_be_a_date_or_timestamp_and_never_null(spark, tmp_path, 
     ):
         merge.merge_date(spark, typed.spec, day(1))
     assert not spark.catalog.tableExists(typed.table)
+    twice = TableFixture(tmp_path, unique_name + "_t", base=False, schema=UPDATED, source={"updated_at": "ts"})
+    twice.write_increment(spark, day(1), [(1, "Oslo", at(1, 9)), (1, "Rome", at(1, 9))])
+    with pytest.raises(InputError, match=r"1 key \['id'\] with a repeated value in updated_at column 'ts' \(2 rows\)"):
+        merge.merge_date(spark, twice.spec, day(1))

@@ -37,6 +37,7 @@ def run_checks(spark, spec: TableSpec) -> dict:
         open_end=spec.open_end.isoformat(),
         last_committed=last.isoformat(),
         last_closed_end=spec.closed_end(last).isoformat(),
+        validity=spec.validity_columns,
     )
     results = []
     for template in sqltemplates.template_names("check"):
