@@ -634,6 +634,9 @@ def test_a_snapshot_date_without_input_is_skipped_closes_nothing_and_replays_onc
     t.write_increment(spark, day(2), [(1, "ann", "Oslo")])  # bob left the source on day 2
     merged = merge.merge_date(spark, t.spec, day(2))  # the skipped date counts as committed
     assert "skipped" not in merged.counts and merged.counts["closed"] == 1
+    # a spec that stops skipping keeps its skipped dates as committed: a later merge does not fail on them
+    failing = t.spec.model_copy(update={"source": t.spec.source.model_copy(update={"on_missing_input": None})})
+    assert merge.merge_date(spark, failing, day(2)).action == "noop"
 
     t.write_increment(spark, day(1), [(1, "ann", "Oslo"), (2, "bob", "Paris")])  # day 1's file arrives late
     t.write_increment(spark, day(3), [(1, "ann", "Oslo")])

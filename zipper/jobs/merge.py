@@ -58,6 +58,10 @@ def _planned(run: Run, ds: dt.date) -> Plan:
             try:
                 located = mode_of(spec).locate(spark, spec, st, day)
             except InputError as exc:
+                if isinstance(exc, InputNotFoundError) and committed.get(day.isoformat()) == sources.NO_INPUT:
+                    # skipped while the spec said skip, still not there: as committed (whatever it says now)
+                    fingerprints[day] = sources.NO_INPUT
+                    return fingerprints[day]
                 if day == ds:
                     raise
                 if day < ds:  # a date skipped for want of input, looked for again
