@@ -218,6 +218,7 @@ def test_merge_dag_tasks_order_and_settings(parsed):
     # every task instance shows the date its run merges (the UI's Map Index column), the merge its outcome too
     assert {t.map_index_template for t in (previous, wait, merge, audit)} == {DATE_LABEL}
     assert wait.mode == "reschedule" and wait.poke_interval == 5 and wait.timeout == 600
+    assert wait.skip_after is None  # on_missing_input: fail (the default) waits until the timeout
     assert dag.start_date.date().isoformat() == DATES[0] and dag.end_date.date().isoformat() == DATES[-1]
     assert "CronDataIntervalTimetable" in type(dag.timetable).__name__
     assert "zipper rerun dim_a" in dag.doc_md and "`id`" in dag.doc_md

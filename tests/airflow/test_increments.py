@@ -178,6 +178,42 @@ def waiting_sensor(tmp_path, **options):
     )
 
 
+def test_a_skip_tables_sensor_stops_waiting_for_an_input_that_is_not_there_skip_after_the_date_ends(tmp_path):
+    """on_missing_input: skip. A weekend's file that never comes: the sensor succeeds `skip_after` seconds
+    after the date ends, and the merge commits the date as skipped; a fail table waits until its timeout."""
+    from zipper.airflow.compat import AirflowException
+
+    now = dt.datetime.now(dt.UTC)
+    sensor = waiting_sensor(tmp_path, mode="poke", skip_after=3600)
+
+    def ended(ago: dt.timedelta) -> dict:
+        return {**sensor_context(), "data_interval_end": now - ago}
+
+    assert not sensor.poke(ended(dt.timedelta(minutes=30)))  # within the wait
+    assert sensor.poke(ended(dt.timedelta(hours=2)))  # past it: the merge commits the date as skipped
+    assert not sensor.poke(sensor_context())  # a run without a data interval keeps waiting
+    assert not waiting_sensor(tmp_path, mode="poke").poke(ended(dt.timedelta(days=30)))  # fail: waits
+    writing = tmp_path / "in" / "ds=2024-01-02" / "_temporary"
+    writing.mkdir(parents=True)  # there, and still being written: not missing, waited for
+    assert not sensor.poke(ended(dt.timedelta(hours=2)))
+    writing.rmdir()
+    writing.parent.rmdir()  # gone again: an empty folder would be an empty increment, found
+
+    # deferred: the trigger fires `skipped` past that time, and the sensor then succeeds
+    sensor = waiting_sensor(tmp_path, mode="poke", deferrable=True, skip_after=3600)
+    skip_at = sensor.skip_at(ended(dt.timedelta(hours=2)))
+    assert skip_at == now + dt.timedelta(hours=-1)
+    from zipper.airflow.triggers import IncrementTrigger
+
+    trigger = IncrementTrigger(sensor.spec_path, "2024-01-02", poke_interval=0.05, skip_at=skip_at.timestamp())
+    assert trigger.serialize()[1]["skip_at"] == skip_at.timestamp()
+    event = asyncio.run(asyncio.wait_for(trigger.run().__anext__(), 5))
+    assert event.payload == {"status": "skipped", "checked": str(tmp_path / "in" / "ds=2024-01-02")}
+    sensor.execute_complete(sensor_context(), event.payload)  # succeeds
+    with pytest.raises(AirflowException):
+        sensor.execute_complete(sensor_context(), {"status": "error", "message": "no"})
+
+
 EXPECTED_TIMEOUT = (
     "dw.dim: the increment of 2024-01-02 did not land within the sensor's timeout of 0 s:"
     " {path} ({why}). Once it is there, clear this run and every later one:"

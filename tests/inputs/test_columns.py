@@ -1025,6 +1025,11 @@ def test_csv_with_schema_orc_and_hive_table_partition(spark, tmp_path, unique_na
     missing = hive.spec.table + " " + day(3).isoformat()
     with pytest.raises(InputError, match=rf"^{missing}: increment not found: ods_{unique_name}.user_inc partition"):
         merge.merge_date(spark, hive.spec, day(3))  # no such partition: the message names the table
+    # with on_missing_input: skip, an absent partition is a date without input: committed as skipped
+    skipping = hive.spec.model_copy(update={"source": hive.spec.source.model_copy(update={"on_missing_input": "skip"})})
+    skipped = merge.merge_date(spark, skipping, day(3))
+    assert (skipped.counts["skipped"], skipped.counts["open_after"]) == ("no input", 3)
+    assert skipped.message == f"no input: ods_{unique_name}.user_inc partition {{'ds': '2024-01-03'}} not found"
     for partition, said in (
         ("dt = '{{ ds }}'", "but ods_{0}.user_inc is partitioned by ['ds']: name each of them"),
         ("ds = '{{ ds }}' AND src = 'a'", "names ['ds', 'src'], but"),

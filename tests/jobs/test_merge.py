@@ -609,6 +609,58 @@ def test_a_past_merge_whose_later_input_is_gone_says_why_it_needs_it_and_changes
     assert (snapshot(spark, users), version_dirs(spark, users)) == (before, dirs)
 
 
+def test_a_snapshot_date_without_input_is_skipped_closes_nothing_and_replays_once_its_input_appears(
+    spark, tmp_path, unique_name
+):
+    """on_missing_input: skip. A date whose input is not there commits without changes (a snapshot's
+    missing day closes no key), says so in its report and in the status; the next date merges; the
+    input appearing later changes the skipped date's fingerprint, and the next merge replays it."""
+    t = TableFixture(tmp_path, unique_name, source={"mode": "snapshot", "on_missing_input": "skip"})
+    t.write_base(spark, [(1, "ann", "Oslo"), (2, "bob", "Rome")])
+    skipped = merge.merge_date(spark, t.spec, day(1))
+    assert skipped.counts["skipped"] == "no input" and skipped.counts["closed"] == 0
+    assert skipped.summary().startswith(
+        f"{t.table} 2024-01-01: table created, base loaded as of 2023-12-31: 2 open rows; then skipped: no input:"
+        f" {t.increment_dir(day(1))} not found; committed without changes; 2 open rows after;"
+    )
+    base_rows = [(1, "ann", "Oslo", "2023-12-31", OPEN), (2, "bob", "Rome", "2023-12-31", OPEN)]
+    assert table_rows(spark, t.table) == base_rows
+    status = inspect.status(spark, t.spec, 5)
+    assert status["skipped_dates"] == [{"ds": "2024-01-01", "skipped": "no input"}]
+    assert status["recent_commits"][0]["skipped"] == "no input"
+    assert status["recent_commits"][0]["fingerprint"] == sources.NO_INPUT
+    assert merge.merge_date(spark, t.spec, day(1)).action == "noop"  # still no input: as committed
+
+    t.write_increment(spark, day(2), [(1, "ann", "Oslo")])  # bob left the source on day 2
+    merged = merge.merge_date(spark, t.spec, day(2))  # the skipped date counts as committed
+    assert "skipped" not in merged.counts and merged.counts["closed"] == 1
+    # a spec that stops skipping keeps its skipped dates as committed: a later merge does not fail on them
+    failing = t.spec.model_copy(update={"source": t.spec.source.model_copy(update={"on_missing_input": None})})
+    assert merge.merge_date(spark, failing, day(2)).action == "noop"
+
+    t.write_increment(spark, day(1), [(1, "ann", "Oslo"), (2, "bob", "Paris")])  # day 1's file arrives late
+    t.write_increment(spark, day(3), [(1, "ann", "Oslo")])
+    lines = []
+    merged = merge.merge_date(spark, t.spec, day(3), progress=lines.append)  # a later date's merge replays it
+    assert lines[0] == (
+        f"{t.table} 2024-01-03: table is at 2024-01-02 and the input of 2024-01-01 differs from what was committed"
+    )
+    assert [r.ds for r in merged.replayed] == ["2024-01-01", "2024-01-02"] and merged.ds == "2024-01-03"
+    assert table_rows(spark, t.table) == [
+        (1, "ann", "Oslo", "2023-12-31", OPEN),
+        (2, "bob", "Paris", "2024-01-01", "2024-01-02"),
+        (2, "bob", "Rome", "2023-12-31", "2024-01-01"),
+    ]
+    assert inspect.status(spark, t.spec)["skipped_dates"] == []
+
+    # a date committed with input whose input is gone is not turned into a skipped one by a merge
+    before = snapshot(spark, t)
+    shutil.rmtree(t.increment_dir(day(1)))
+    with pytest.raises(MissingInputError, match="2024-01-01 was committed with input; a merge does not commit"):
+        merge.merge_date(spark, t.spec, day(1))
+    assert snapshot(spark, t) == before
+
+
 def only_file(folder) -> str:
     """The name of the one Parquet file in `folder` (`write_parquet` names it anew each time)."""
     (name,) = [f.name for f in folder.iterdir() if f.suffix == ".parquet"]

@@ -96,6 +96,24 @@ def test_rerun_and_rebuild_of_a_table_whose_columns_are_not_identifiers(spark, t
     assert_equals_a_rebuild(spark, t)
 
 
+def test_a_rerun_and_a_rebuild_over_a_date_skipped_for_want_of_input_keep_it_skipped(spark, tmp_path, unique_name):
+    """on_missing_input: skip. Day 2 has no input: its merge commits it without changes, and a rerun
+    over it and a rebuild give the history the model gives without that day, the day still skipped."""
+    t = TableFixture(tmp_path, unique_name, source={"on_missing_input": "skip"})
+    days = {n: rows for n, rows in DAYS.items() if n != 2}
+    t.write_base(spark, BASE)
+    for n in DAYS:
+        if n in days:
+            t.write_increment(spark, day(n), days[n])
+        merge.merge_date(spark, t.spec, day(n))
+    assert [d for d, c in state.read_state(spark, t.spec).commits.items() if c.skipped] == ["2024-01-02"]
+    assert table_rows(spark, t.table) == model_rows(t, days)
+    replay.rerun(spark, t.spec, day(1))
+    assert table_rows(spark, t.table) == model_rows(t, days)
+    assert state.read_state(spark, t.spec).commits["2024-01-02"].counts["skipped"] == "no input"
+    assert_equals_a_rebuild(spark, t)
+
+
 @pytest.mark.parametrize("end_style", ["exclusive", "inclusive"])
 def test_rerun_restores_the_day_before_and_replays_every_later_date(spark, tmp_path, unique_name, end_style):
     t = TableFixture(tmp_path, unique_name, end_style=end_style)

@@ -202,6 +202,11 @@ def test_identifiers_are_lower_cased(tmp_path):
         ),
         ("mode: snapshot\n  sequence_by: seq\n  path: /x", "key 'source.sequence_by': only for mode cdc or upsert"),
         ("mode: upsert\n  on_anomaly: error\n  path: /x", "key 'source.on_anomaly': only for mode landing_zone"),
+        (
+            "mode: landing_zone\n  on_missing_input: skip\n  path: /x",
+            "key 'source.on_missing_input': only for mode cdc or snapshot or upsert, not 'landing_zone'",
+        ),
+        ("on_missing_input: wait\n  path: /x", "key 'source.on_missing_input': Input should be 'fail' or 'skip'"),
         ("mode: cdc\n  delete_match: some\n  path: /x", "key 'source.delete_match'"),
         (
             "mode: sometimes\n  path: /x",
@@ -308,6 +313,10 @@ def test_airflow_keys_have_defaults_and_are_validated(tmp_path):
     spec = load_spec_file(write(tmp_path, custom))
     assert spec.airflow.schedule == "15 4 * * *" and spec.airflow.tags == ["sales"]
     assert spec.airflow.sensor.mode == "deferrable" and spec.airflow.sensor.poke_interval == 60
+    assert not spec.source.skips_missing_input and spec.airflow.sensor.skip_after_seconds == 6 * 3600
+    skipping = EXAMPLE.replace("mode: upsert", "mode: snapshot\n  on_missing_input: skip")
+    spec = load_spec_file(write(tmp_path, skipping + "airflow:\n  sensor: {skip_after: 600}\n"))
+    assert spec.source.skips_missing_input and spec.airflow.sensor.skip_after_seconds == 600
 
 
 @pytest.mark.parametrize(
@@ -318,6 +327,10 @@ def test_airflow_keys_have_defaults_and_are_validated(tmp_path):
         ("airflow:\n  retries: -1\n", "key 'airflow.retries'"),
         ("airflow:\n  sensor: {mode: sometimes}\n", "key 'airflow.sensor.mode'"),
         ("airflow:\n  owners: [me]\n", "key 'airflow.owners': unknown key"),
+        (  # a table that fails on a missing input never skips it
+            "airflow:\n  sensor: {skip_after: 600}\n",
+            "key 'airflow.sensor.skip_after': only for source.on_missing_input: skip",
+        ),
     ],
 )
 def test_bad_airflow_keys_name_file_and_key(tmp_path, block, expected):

@@ -127,6 +127,8 @@ def build_merge_dag(spec: TableSpec, spec_path: Path, specs: Path):
                 deferrable=sensor.mode == SensorMode.DEFERRABLE,
                 poke_interval=sensor.poke_interval,
                 timeout=sensor.timeout,
+                # on_missing_input: skip: a date whose input never comes is merged as skipped after this wait
+                skip_after=sensor.skip_after_seconds if spec.source.skips_missing_input else None,
                 retries=0,
                 map_index_template=DATE_LABEL,
             )

@@ -34,6 +34,8 @@ REMOTE_ALIASES = {"s3a": "s3", "s3n": "s3"}
 class Readiness:
     ready: bool
     checked: str  # what was looked at, for the task log
+    # there, but still being written: not a missing input, which `on_missing_input: skip` skips
+    writing: bool = False
 
 
 class ExternalMetastore(Exception):
@@ -132,7 +134,9 @@ def check_files(spec: TableSpec, ds: dt.date, warehouse: Path) -> Readiness:
     found = matches(path)
     unfinished = unfinished_writes(path, found)
     if unfinished:
-        return Readiness(False, f"{path} (still being written: it holds {unfinished[0].rsplit('/', 1)[-1]})")
+        return Readiness(
+            False, f"{path} (still being written: it holds {unfinished[0].rsplit('/', 1)[-1]})", writing=True
+        )
     return Readiness(bool(found), path)
 
 

@@ -3,7 +3,7 @@ thrift API, in milliseconds, and leaves the machine's cores to the merges."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from zipper.airflow.compat import (
@@ -14,6 +14,7 @@ from zipper.airflow.compat import (
     BaseSensorOperator,
 )
 from zipper.airflow.docs import is_backfill_run, resume_command
+from zipper.airflow.increments import Readiness
 from zipper.airflow.readiness import increment_ready
 from zipper.airflow.triggers import IncrementTrigger
 from zipper.tablespec.loader import load_spec_file
@@ -25,7 +26,12 @@ class ZipperIncrementSensor(BaseSensorOperator):
     mode `reschedule` (default) frees the worker slot between checks; `deferrable` hands the
     waiting to the triggerer (`airflow triggerer` must run; `airflow standalone` starts one).
     With `merge_task_id`, it also stops the run when the previous date's merge was cleared while
-    it waited (`stop_if_previous_date_queued_behind`)."""
+    it waited (`stop_if_previous_date_queued_behind`).
+
+    With `skip_after` (seconds; a spec with `on_missing_input: skip`), it waits that long after the
+    date ends (the run's data interval end) for an input that is not there at all, then succeeds
+    without it: the merge commits the date as skipped. A weekend's file that never comes does not
+    hold the DAG until the timeout; an input still being written is still waited for."""
 
     template_fields = ("ds",)
     ui_color = "#d9ecf5"
@@ -37,6 +43,7 @@ class ZipperIncrementSensor(BaseSensorOperator):
         ds: str = "{{ ds }}",
         deferrable: bool = False,
         merge_task_id: str | None = None,
+        skip_after: float | None = None,
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
@@ -44,15 +51,41 @@ class ZipperIncrementSensor(BaseSensorOperator):
         self.ds = ds
         self.deferrable = deferrable
         self.merge_task_id = merge_task_id
+        self.skip_after = skip_after
 
     def poke(self, context: Any) -> bool:
         if self.merge_task_id:
             stop_if_previous_date_queued_behind(context, self.merge_task_id)
         readiness = increment_ready(self.spec_path, self.ds)
+        if not readiness.ready and self.gives_up(context, readiness):
+            return True
         if self.merge_task_id and not readiness.ready:
             self.say_if_earlier_date_queued_behind(context)
         self.log.info("%s: %s", "found" if readiness.ready else "not yet", readiness.checked)
         return readiness.ready
+
+    def skip_at(self, context: Any) -> datetime | None:
+        """When a missing input stops being waited for: `skip_after` seconds after the date ends
+        (None: never, a table that fails without its input; or a run without a data interval)."""
+        end = context.get("data_interval_end")
+        if self.skip_after is None or end is None:
+            return None
+        return end + timedelta(seconds=float(self.skip_after))
+
+    def gives_up(self, context: Any, readiness: Readiness) -> bool:
+        """Whether to stop waiting for an input that is not there: past `skip_at`, and nothing is
+        being written (the merge would refuse a half-written input, not skip it)."""
+        skip_at = self.skip_at(context)
+        if skip_at is None or readiness.writing or datetime.now(UTC) < skip_at:
+            return False
+        self.log.warning(
+            "no increment of %s %g s after the date ended (%s): the merge commits the date as skipped, without"
+            " changes (on_missing_input: skip); if its input comes later, the next merge replays from it",
+            self.ds,
+            float(self.skip_after),
+            readiness.checked,
+        )
+        return True
 
     def say_if_earlier_date_queued_behind(self, context: Any) -> None:
         """A cleared earlier date (not the previous one, which stop_if_previous_date_queued_behind handles) waits
@@ -81,8 +114,14 @@ class ZipperIncrementSensor(BaseSensorOperator):
                 return super().execute(context)
             except AirflowSensorTimeout as exc:
                 raise type(exc)(self.timed_out(context, exc)) from None
+        skip_at = self.skip_at(context)
         self.defer(
-            trigger=IncrementTrigger(spec_path=self.spec_path, ds=self.ds, poke_interval=float(self.poke_interval)),
+            trigger=IncrementTrigger(
+                spec_path=self.spec_path,
+                ds=self.ds,
+                poke_interval=float(self.poke_interval),
+                skip_at=skip_at.timestamp() if skip_at is not None else None,
+            ),
             method_name="execute_complete",
             timeout=timedelta(seconds=float(self.timeout)),
         )
@@ -124,6 +163,14 @@ class ZipperIncrementSensor(BaseSensorOperator):
             return self.spec_path
 
     def execute_complete(self, context: Any, event: dict | None = None) -> None:
+        if event and event.get("status") == "skipped":  # the trigger stopped waiting (`skip_after`)
+            self.log.warning(
+                "no increment of %s by %s s after the date ended (%s): the merge commits the date as skipped",
+                self.ds,
+                self.skip_after,
+                event.get("checked"),
+            )
+            return
         if not event or event.get("status") != "ready":
             message = " ".join(str((event or {}).get("message") or event).split())  # one line
             raise AirflowException(f"{self._named()}: cannot check the increment of {self.ds}: {message}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,18 +14,20 @@ from zipper.airflow.readiness import increment_ready
 
 class IncrementTrigger(BaseTrigger):
     """Fires once the increment of `ds` is there; checks every `poke_interval` seconds, the first
-    time one interval after the deferral."""
+    time one interval after the deferral. With `skip_at` (a POSIX time: the sensor's `skip_after`),
+    a check after it that finds nothing there fires `skipped`: the merge commits the date so."""
 
-    def __init__(self, spec_path: str, ds: str, poke_interval: float = 300.0):
+    def __init__(self, spec_path: str, ds: str, poke_interval: float = 300.0, skip_at: float | None = None):
         super().__init__()
         self.spec_path = spec_path
         self.ds = ds
         self.poke_interval = poke_interval
+        self.skip_at = skip_at
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
             f"{type(self).__module__}.{type(self).__qualname__}",
-            {"spec_path": self.spec_path, "ds": self.ds, "poke_interval": self.poke_interval},
+            {"spec_path": self.spec_path, "ds": self.ds, "poke_interval": self.poke_interval, "skip_at": self.skip_at},
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
@@ -40,5 +43,8 @@ class IncrementTrigger(BaseTrigger):
                 return
             if readiness.ready:
                 yield TriggerEvent({"status": "ready", "checked": readiness.checked})
+                return
+            if self.skip_at is not None and not readiness.writing and time.time() >= self.skip_at:
+                yield TriggerEvent({"status": "skipped", "checked": readiness.checked})
                 return
             self.log.info("not yet: %s", readiness.checked)

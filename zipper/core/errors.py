@@ -60,6 +60,16 @@ class MissingInputError(InputError):
     final = False
 
 
+class InputNotFoundError(MissingInputError):
+    """Nothing is there at all: the path matches nothing, or the table's partition is absent. Unlike
+    an input still being written, a table with `on_missing_input: skip` commits its date as skipped.
+    `missing`: what was looked for (the rendered path, the table's partition)."""
+
+    def __init__(self, message: str, *, table: str | None = None, ds: str | None = None, missing: str = ""):
+        super().__init__(message, table=table, ds=ds)
+        self.missing = missing
+
+
 class UnreadableInputError(InputError):
     """Spark or the file system failed reading the input: the cause may pass (an I/O failure)."""
 

@@ -11,6 +11,10 @@ INTERRUPTED = "zipper: interrupted; nothing was published by this run unless it 
 # The exit code of `zipper merge --no-spark` when the merge is not a no-op it could tell without
 # Spark (the Airflow merge task then runs it through spark-submit).
 EXIT_NOT_NOOP = 10
+# A date committed without changes for want of input (`on_missing_input: skip`): its counts hold
+# SKIPPED with the reason, which its report, its commit record, `zipper status` and the view show.
+SKIPPED = "skipped"
+NO_INPUT_REASON = "no input"
 
 
 class RunAction(StrEnum):

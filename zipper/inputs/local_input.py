@@ -41,6 +41,8 @@ def increment_fingerprint(spec: TableSpec, ds: dt.date) -> str:
     rendered = resolve_path(render(source.path, ds, f"{spec_key(source)}.path", spec), spec)
     matches = localfs.glob(rendered)
     if not matches:
+        if source.skips_missing_input:  # as the strategy's `locate`: a date skipped for want of input
+            return sources.NO_INPUT
         raise Unknown(f"{rendered}: not found (the merge says so)")
     if localfs.unfinished_writes(matches):
         raise Unknown(f"{rendered}: still being written (the merge says so)")

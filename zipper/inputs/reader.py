@@ -23,7 +23,10 @@ CORRUPT_RECORD = "zipper_corrupt_record"
 
 def read(spark, located: Input, source: SourceSpec | BaseSpec, schema=None, ds: str | None = None):
     """The input as a DataFrame with lower-case column names. An empty input needs `schema`;
-    `ds` is the date it is read for, named if one of its CSV values does not parse."""
+    `ds` is the date it is read for, named if one of its CSV values does not parse. A missing
+    input a spec skips (`located.missing`) reads as an empty one."""
+    if located.missing:
+        return None if schema is None else spark.createDataFrame([], schema)
     if located.format == SourceFormat.TABLE:
         df = spark.table(located.table)
         for column, value in (located.partition or {}).items():

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from zipper.core import fs
-from zipper.core.errors import InputError, MissingInputError
+from zipper.core.errors import InputError, InputNotFoundError, MissingInputError
 from zipper.core.input_names import is_being_copied
 from zipper.core.paths import local_path, user_path
 from zipper.tablespec.model import BaseSpec, SourceSpec, TableSpec
@@ -33,6 +33,8 @@ class Input:
     # With file filters, the fingerprint of every file, left out or not, as dates committed before
     # only the kept files counted carry it.
     every_file_fingerprint: str | None = None
+    # Nothing was there, and the spec skips such a date (`on_missing_input: skip`): read as no rows.
+    missing: bool = False
 
     @property
     def empty(self) -> bool:
@@ -48,6 +50,16 @@ class Input:
         """The fingerprint to compare with a commit's `recorded` one: `recorded` itself when this
         input `matches` it (in whichever formula it was made), else this input's own."""
         return recorded if self.matches(recorded) else self.fingerprint
+
+
+# The fingerprint of a date whose input was missing and skipped: never a real input's (those are
+# `<n>f-<bytes>b-<hash>`), so the input appearing later changes the date's fingerprint, and replays it.
+NO_INPUT = "no input"
+
+
+def not_found(description: str, format: str) -> Input:
+    """A missing input of a table that skips such dates: no files, the fingerprint `NO_INPUT`."""
+    return Input(description, format, [], [], NO_INPUT, missing=True)
 
 
 # Seeds the fingerprint of the files file filters keep: never that of the same files unfiltered.
@@ -75,7 +87,7 @@ def locate(spark, spec: TableSpec, source: SourceSpec | BaseSpec, ds: dt.date, w
         )
     matches = fs.glob(spark, rendered)
     if not matches:
-        raise MissingInputError(f"{what} not found: {rendered}", table=spec.table, ds=ds.isoformat())
+        raise InputNotFoundError(f"{what} not found: {rendered}", table=spec.table, ds=ds.isoformat(), missing=rendered)
     unfinished = fs.unfinished_writes(spark, matches)
     if unfinished:
         shown = user_path(unfinished[0])
@@ -138,7 +150,9 @@ def _locate_table(spark, spec: TableSpec, source, ds: dt.date, what: str) -> Inp
             )
         found = _location(spark, db, name, partition)
         if found is None:
-            raise MissingInputError(f"{what} not found: {description}", table=spec.table, ds=ds.isoformat())
+            raise InputNotFoundError(
+                f"{what} not found: {description}", table=spec.table, ds=ds.isoformat(), missing=description
+            )
         paths = [found]
     else:
         paths = [_location(spark, db, name)]

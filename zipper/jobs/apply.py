@@ -150,7 +150,9 @@ def apply_date(
         widened_from_float=conform.widened_from_float(day.column_changes),
         carry_params=carry_params,
     )
-    return RunResult(spec.table, ds_text, RunAction.MERGE, "", summary, run.seconds(), run.run_id, join)
+    # a date skipped for want of input says what was not there
+    skipped = f"no input: {day.located.description} not found" if day.located.missing else ""
+    return RunResult(spec.table, ds_text, RunAction.MERGE, skipped, summary, run.seconds(), run.run_id, join)
 
 
 def _write_day(run: Run, ds: dt.date, day: dayinput.Day):

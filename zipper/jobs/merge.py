@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 
 from zipper.core.dates import DAY
-from zipper.core.errors import InputError
+from zipper.core.errors import InputError, InputNotFoundError
 from zipper.core.reports import RunAction
 from zipper.inputs import dayinput, sources
 from zipper.inputs.modes import mode_of
@@ -58,8 +58,19 @@ def _planned(run: Run, ds: dt.date) -> Plan:
             try:
                 located = mode_of(spec).locate(spark, spec, st, day)
             except InputError as exc:
+                if isinstance(exc, InputNotFoundError) and committed.get(day.isoformat()) == sources.NO_INPUT:
+                    # skipped while the spec said skip, still not there: as committed (whatever it says now)
+                    fingerprints[day] = sources.NO_INPUT
+                    return fingerprints[day]
                 if day == ds:
                     raise
+                if day < ds:  # a date skipped for want of input, looked for again
+                    raise exc.reworded(
+                        f"{exc.detail}; {day} was committed without input, and its input is looked for again"
+                        " (to replay it once it is there); nothing was changed",
+                        table=spec.table,
+                        ds=ds.isoformat(),
+                    ) from None
                 # a later date's input, gone (say, past the source's retention): say why this merge needs it
                 raise exc.reworded(
                     f"{exc.detail}; the input of {day}, committed after {ds}, is needed to tell"
@@ -68,10 +79,26 @@ def _planned(run: Run, ds: dt.date) -> Plan:
                     table=spec.table,
                     ds=ds.isoformat(),
                 ) from None
+            if located.missing and committed.get(day.isoformat(), sources.NO_INPUT) != sources.NO_INPUT:
+                _refuse_vanished(spec, ds, day, located)
             fingerprints[day] = located.fingerprint_against(committed.get(day.isoformat()))
         return fingerprints[day]
 
     return plan_from_state(spec, ds, st, current_fingerprint)
+
+
+def _refuse_vanished(spec: TableSpec, ds: dt.date, day: dt.date, located: sources.Input) -> None:
+    """A date committed with input whose input is gone now (past the source's retention, say):
+    `on_missing_input: skip` is for dates not committed yet, and a merge does not replay history
+    away because a file went. A rerun from that date does, when that is what is wanted."""
+    raise InputNotFoundError(
+        f"increment {located.description} not found, but {day} was committed with input; a merge does not"
+        f" commit a committed date again as skipped (on_missing_input: skip is for new dates): put the input"
+        f" back, or `zipper rerun {spec.name} --from {day}` to commit it without; nothing was changed",
+        table=spec.table,
+        ds=ds.isoformat(),
+        missing=located.description,
+    )
 
 
 def _replay_then_merge(run: Run, ds: dt.date, plan: Plan) -> RunResult:
@@ -92,6 +119,10 @@ def _replay_then_merge(run: Run, ds: dt.date, plan: Plan) -> RunResult:
         after = merge_date(spark, spec, ds, run.progress)
         if after.action != RunAction.NOOP:
             return after
+    if ds > plan.replay_to:  # a skipped date's input appeared: replayed first, then the new date merges
+        after = merge_date(spark, spec, ds, run.progress)
+        after.replayed = done.replayed
+        return after
     # the report carries the commit of the run's own date, as a merge's does
     counts = {**_commit_counts(spark, spec, ds), "dates_replayed": done.counts.get("dates", 0)}
     return RunResult(

@@ -9,6 +9,7 @@ from enum import StrEnum
 
 from zipper.core.dates import DAY, date_range, describe_dates
 from zipper.core.errors import RefusedBySpecError, StateError
+from zipper.inputs.sources import NO_INPUT
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import EndStyle, OnPastDate
 
@@ -113,8 +114,6 @@ def plan_merge(
                 **where,
             )
         return Plan(PlanAction.RESUME, f"{interrupted}; finishing it first", first, last)
-    if ds == last_committed + DAY:
-        return Plan(PlanAction.APPLY, f"table is at {last_committed}")
     if ds > last_committed + DAY:
         missing = date_range(last_committed + DAY, ds - DAY)
         raise StateError(
@@ -122,9 +121,13 @@ def plan_merge(
         )
     if init_ds is not None and ds <= init_ds:
         raise StateError(f"date is not after the table's base date {init_ds}; the base already holds it", **where)
-    changed = [
-        d for d in date_range(ds, last_committed) if committed_fingerprints.get(d.isoformat()) != current_fingerprint(d)
-    ]
+    # the dates committed without input before `ds` (on_missing_input: skip): one whose input has
+    # appeared since is replayed from, by this merge as by one of that date
+    skipped = sorted(dt.date.fromisoformat(d) for d, f in committed_fingerprints.items() if f == NO_INPUT)
+    checked = [d for d in skipped if d < ds] + date_range(ds, last_committed)
+    changed = [d for d in checked if committed_fingerprints.get(d.isoformat()) != current_fingerprint(d)]
+    if ds == last_committed + DAY and not changed:
+        return Plan(PlanAction.APPLY, f"table is at {last_committed}")
     if not changed:
         if ds == last_committed:
             return Plan(PlanAction.NOOP, f"already committed with the same input (table is at {last_committed})")

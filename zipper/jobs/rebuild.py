@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from zipper.core import faults, fs, layout
 from zipper.core.dates import DAY, date_range, describe_dates
 from zipper.core.errors import StateError
-from zipper.core.reports import RunAction
+from zipper.core.reports import NO_INPUT_REASON, SKIPPED, RunAction
 from zipper.inputs import conform, dated, file_types, modes
 from zipper.jobs import corrected
 from zipper.jobs.context import quiet
@@ -65,6 +65,9 @@ def rebuild(
     run_root = state.run_dir(st, run_id)
     per_date = _write_versions(spark, spec, st, init_ds, found, run_root)
     counts = _commit_counts(per_date, init_ds, dates)
+    for day in dates:  # a date skipped for want of input is recorded so, as its merge records it
+        if found.increments[day].missing:
+            counts[day][SKIPPED] = NO_INPUT_REASON
     open_dir = layout.slot_dir(run_root, layout.Slot.OPEN)
     closed_dirs = {
         day: layout.slot_dir(run_root, layout.closed_slot(spec.closed_end(day).isoformat())) for day in dates

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from zipper.core.reports import RunAction
+from zipper.core.reports import SKIPPED, RunAction
 
 
 @dataclass
@@ -42,6 +42,13 @@ class RunResult:
                 opened = self.opened or Opening(True, True, self.counts.get("open_after", 0), self.ds)
                 return f"{self.table} {self.ds}: {opened.text()}; {self.seconds:.1f} s"
         c = self.counts
+        if c.get(SKIPPED):  # on_missing_input: skip, and nothing was there
+            return (
+                f"{self.table} {self.ds}: "
+                + (f"{self.opened.text(dated=True)}; then " if self.opened else "")
+                + f"skipped: {self.message or c[SKIPPED]}; committed without changes;"
+                f" {counted(c['open_after'], 'open row')} after; {self.seconds:.1f} s"
+            )
         return (
             f"{self.table} {self.ds}: "
             + (f"{self.opened.text(dated=True)}; then " if self.opened else "")

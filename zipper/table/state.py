@@ -17,6 +17,7 @@ from zipper.core import layout
 from zipper.core.corrections import CorrectionKind
 from zipper.core.errors import StateError
 from zipper.core.properties import P_KEYS
+from zipper.core.reports import SKIPPED
 from zipper.table import catalog
 from zipper.table.catalog import Partition
 from zipper.tablespec.model import TableSpec
@@ -108,6 +109,11 @@ class Commit:
             landing=json.loads(p[LANDING]) if LANDING in p else None,
             action=CommitAction(p.get(ACTION, CommitAction.MERGE)),
         )
+
+    @property
+    def skipped(self) -> str | None:
+        """Why the date was committed without changes (`no input`: `on_missing_input: skip`), or None."""
+        return self.counts.get(SKIPPED)
 
     def params(self) -> dict[str, str]:
         params = {

@@ -56,6 +56,8 @@ def report(st: state.TableState, spec: TableSpec, recent: int = 10) -> dict:
             else None
         ),
         "partitions": partitions,
+        # dates committed without changes for want of input (on_missing_input: skip), oldest first
+        "skipped_dates": [{"ds": c.ds, "skipped": c.skipped} for c in commits if c.skipped],
         "recent_commits": [
             {
                 "ds": c.ds,
@@ -64,6 +66,7 @@ def report(st: state.TableState, spec: TableSpec, recent: int = 10) -> dict:
                 "committed_at": c.committed_at,
                 "fingerprint": c.fingerprint,
                 "counts": c.counts,
+                "skipped": c.skipped,
             }
             for c in commits[::-1][: max(recent, 0)]  # not commits[-recent:]: -0 is 0, which lists them all
         ],

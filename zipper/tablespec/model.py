@@ -20,6 +20,7 @@ from zipper.tablespec.source import SourceSpec as SourceSpec
 OPEN_END_DEFAULT = dt.date(9999, 12, 31)
 # the types of an `updated_at` column (and so of valid_from and valid_to), as Spark names them
 VALIDITY_TYPES = ("date", "timestamp")
+SKIP_AFTER_DEFAULT = 6 * 3600  # seconds a `skip` table's sensor waits for the day's input after the date ends
 INTERNAL_PREFIX = "zipper_"  # zipper's own columns (zipper.inputs.column_checks refuses input columns so named)
 
 
@@ -59,6 +60,17 @@ class SensorSpec(StrictModel):
     )
     poke_interval: int = Field(default=300, ge=1, description="Seconds between checks.")
     timeout: int = Field(default=172800, ge=1, description="Seconds before the sensor fails.")
+    skip_after: int | None = Field(
+        default=None,
+        ge=0,
+        description="`source.on_missing_input: skip` only (default 21600, 6 hours): seconds after the date"
+        " ends (the run's data interval end) that the sensor waits for the day's input; then it succeeds"
+        " without it, and the merge commits the date as skipped.",
+    )
+
+    @property
+    def skip_after_seconds(self) -> int:
+        return SKIP_AFTER_DEFAULT if self.skip_after is None else self.skip_after
 
 
 class AirflowSpec(StrictModel):
@@ -223,6 +235,12 @@ class TableSpec(StrictModel):
                 raise KeyValueError(
                     "track_columns", f"track_columns may not list key or reserved columns: {sorted(clash)}"
                 )
+        if self.airflow.sensor.skip_after is not None and not self.source.skips_missing_input:
+            raise KeyValueError(
+                "airflow.sensor.skip_after",
+                "only for source.on_missing_input: skip (a table that fails on a missing input waits until"
+                " the sensor's timeout)",
+            )
         if self.end_date and self.end_date < self.start_date:
             raise KeyValueError("end_date", f"end_date {self.end_date} is before start_date {self.start_date}")
         last = self.end_date or self.start_date

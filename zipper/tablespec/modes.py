@@ -61,6 +61,14 @@ class OnAnomaly(StrEnum):
     ERROR = "error"
 
 
+class OnMissingInput(StrEnum):
+    """A date whose input is not there: the merge fails (and is retried), or commits the date as
+    a day without changes (weekends, holidays)."""
+
+    FAIL = "fail"
+    SKIP = "skip"
+
+
 class SensorMode(StrEnum):
     """How the DAG's sensor waits: reschedule frees the worker slot between checks, poke holds it,
     deferrable waits in the triggerer."""

@@ -17,7 +17,7 @@ from zipper.tablespec.fields import (
     Template,
     choice,
 )
-from zipper.tablespec.modes import DeleteMatch, HardDeletes, OnAnomaly, SourceFormat, SourceMode
+from zipper.tablespec.modes import DeleteMatch, HardDeletes, OnAnomaly, OnMissingInput, SourceFormat, SourceMode
 
 # Which source keys each mode accepts (besides mode, format, path, table, partition, options).
 MODE_KEYS: dict[str, set[SourceMode]] = {
@@ -27,6 +27,8 @@ MODE_KEYS: dict[str, set[SourceMode]] = {
     "updated_at": {SourceMode.UPSERT, SourceMode.CDC},
     "hard_deletes": {SourceMode.SNAPSHOT},
     "on_anomaly": {SourceMode.LANDING_ZONE},
+    # a landing zone's day without a new file is an ordinary empty day already
+    "on_missing_input": {SourceMode.UPSERT, SourceMode.CDC, SourceMode.SNAPSHOT},
 }
 
 
@@ -107,6 +109,14 @@ class SourceSpec(StrictModel):
         " `error` fails the merge.",
     )
 
+    on_missing_input: choice(OnMissingInput) | None = Field(
+        default=None,
+        description="`upsert`, `cdc` and `snapshot` only (default `fail`): a date whose input is missing (its"
+        " path matches nothing; for `format: table`, its partition is absent) fails the merge; `skip` commits it"
+        " as a day without changes, recorded as skipped (no input). An input that is there but empty is an"
+        " ordinary empty day either way.",
+    )
+
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     @field_validator(*MODE_KEYS)
@@ -167,6 +177,10 @@ class SourceSpec(StrictModel):
     @property
     def anomalies_are_errors(self) -> bool:
         return self.on_anomaly == OnAnomaly.ERROR
+
+    @property
+    def skips_missing_input(self) -> bool:
+        return self.on_missing_input == OnMissingInput.SKIP
 
     @property
     def csv_schema(self) -> dict[str, str]:

@@ -44,6 +44,7 @@ def commit_entry(commit: table_state.Commit) -> dict:
         "fingerprint": commit.fingerprint,
         "counts": commit.counts,
         "rows": commit.rows,
+        "skipped": commit.skipped,  # "no input": committed without changes (on_missing_input: skip)
     }
 
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from functools import reduce
 
 from zipper.core.dates import describe_dates
-from zipper.core.errors import InputError, ZipperError
+from zipper.core.errors import InputError, InputNotFoundError, ZipperError
+from zipper.core.reports import NO_INPUT_REASON, SKIPPED
 from zipper.inputs import conform, dated, reader, sources
 from zipper.inputs.changeset import (
     CheckedInput,
@@ -110,8 +111,18 @@ class SourceStrategy:
         return None
 
     def locate(self, spark, spec: TableSpec, st, ds: dt.date) -> sources.Input:
-        """The increment of `ds` for the table in state `st`."""
-        return sources.locate(spark, spec, spec.source, ds, "increment")
+        """The increment of `ds` for the table in state `st`; with `on_missing_input: skip`, one
+        that is not there at all is `sources.not_found` (an input still being written still fails)."""
+        try:
+            return sources.locate(spark, spec, spec.source, ds, "increment")
+        except InputNotFoundError as exc:
+            if not spec.source.skips_missing_input:
+                raise
+            return sources.not_found(exc.missing, spec.source.format)
+
+    def skipped_counts(self, spec: TableSpec) -> dict:
+        """The counts of a date skipped for want of input: an empty day's, marked so."""
+        return {**self.empty_counts(spec), SKIPPED: NO_INPUT_REASON}
 
     def leave_out(self, spec: TableSpec) -> tuple[str, ...]:
         """The input's columns that are not the table's data."""
@@ -159,6 +170,8 @@ class SourceStrategy:
         table_columns, checked, keep = request.table_columns, request.checked, request.keep
         what = f"increment {located.description}"
         conform.missing_validity(spec, table_columns, ds.isoformat())
+        if located.missing:  # nothing to read: a day without changes (a snapshot's closes nothing)
+            return Day(None, 0, list(table_columns), conform.ColumnChanges(), located, self.skipped_counts(spec))
         self.refuse_empty(spec, ds, located)
         if located.empty and located.format != SourceFormat.TABLE:
             return Day(None, 0, list(table_columns), conform.ColumnChanges(), located, self.empty_counts(spec))
@@ -234,7 +247,9 @@ class SourceStrategy:
     def check_before_rerun(self, spark, spec: TableSpec, located: dict, table_columns) -> dict[dt.date, CheckedInput]:
         """What a rerun checks of the replayed dates' inputs before its restore, as their merges
         would: each date's column types against the table's as the dates before it leave them, and
-        every date's keys in one job. Returns each date's input as read, for its merge to take."""
+        every date's keys in one job. Returns each date's input as read, for its merge to take. A
+        date skipped for want of input has nothing to check."""
+        located = {day: inp for day, inp in located.items() if not inp.missing}
         read, replayed_columns = dated.read_increments(spark, spec, table_columns, located)
         dated.check_keys(
             dated.dated_rows(spark, spec, replayed_columns, located, read=read),
@@ -265,7 +280,7 @@ class SourceStrategy:
         conform.missing_validity(spec, table_columns, min(located).isoformat() if located else None)
         refused = self.refused_within_day(spec)
         for ds in sorted(located):
-            if located[ds].empty and located[ds].format != SourceFormat.TABLE:
+            if located[ds].missing or (located[ds].empty and located[ds].format != SourceFormat.TABLE):
                 continue
             what = f"increment {located[ds].description}"
             df = read_day_input(spark, spec, located[ds], table_columns, ds, what)

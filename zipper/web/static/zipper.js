@@ -388,11 +388,13 @@ const zipper = (() => {
         }
         const button = el("button", { type: "button", class: "link", text: "rerun from here" });
         button.addEventListener("click", () => prefillRerun(c.ds));
+        // a date committed without changes for want of input (on_missing_input: skip) says so
+        const skipped = c.skipped ? { class: "skipped" } : {};
         return el(
           "tr",
-          { "data-ds": c.ds },
+          { "data-ds": c.ds, ...skipped },
           el("td", { text: c.ds }),
-          el("td", { text: c.action }),
+          el("td", { text: c.skipped ? `${c.action} (skipped: ${c.skipped})` : c.action }),
           el("td", { class: "num", text: number(counts.new) }),
           el("td", { class: "num", text: number(counts.changed) }),
           el("td", { class: "num", text: number(counts.unchanged) }),
