@@ -71,6 +71,7 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
         ds=ds.isoformat(),
         broadcast_increment=broadcast,
         float_precision=day.float_precision,
+        fill_nulls=spec.source.fills_null_updates,
     ).observe(observation, *daily.kind_counts(kinds))
     if deletes:  # deletes of keys that were not open: counted above, not written
         rows = rows.where(F.col(layout.SLOT) != Slot.NONE)

@@ -38,7 +38,7 @@ class Upsert(SourceStrategy):
             return rows, self.seen_in(day, rows, ordered=False), {}
         events = changes.upsert_events(rows, columns=names, order=sequence)
         seen = self.seen_in(day, events, ordered=True)
-        flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=None)
+        flagged = changes.flag_events(self.filled(spec, events, names), keys=spec.keys, columns=names, match=None)
         return changes.collapse(flagged, columns=names, deletes=False), seen, {}
 
     def check_before_rerun(self, spark, spec: TableSpec, located: dict, table_columns) -> dict[dt.date, CheckedInput]:
