@@ -177,11 +177,11 @@ def flag_events(events: DataFrame, *, keys: list[str], columns: list[str], match
     if match is not None:
         # filled events (CONTINUES): a value the key's changes that day left NULL is still the open
         # version's, which only the open rows know, so it is not compared here
-        unknown = F.lag(CONTINUES).over(by_key) if CONTINUES in events.columns else F.lit(False)
-
         def previous_value(c: str) -> Column:
             before = F.lag(c).over(by_key)
-            return F.when(unknown & before.isNull(), F.col(c)).otherwise(before)
+            if CONTINUES not in events.columns:
+                return before
+            return F.when(F.lag(CONTINUES).over(by_key) & before.isNull(), F.col(c)).otherwise(before)
 
         diff = F.when(present & (action == DELETE), _differing(match, F.col, previous_value, types_of(events)))
         problem = F.when(F.size(diff) > 0, F.lit(DELETE_MISMATCH)).otherwise(problem)
