@@ -328,6 +328,28 @@ def test_model_follows_the_rules_of_changes_and_snapshots():
     }
 
 
+def test_model_keeps_tombstones():
+    """hard_deletes: new_record: a dropped key's tombstone; still missing, nothing; a delete of it is a
+    delete of an absent key; back with its values, a new version."""
+    m = ZipperModel("exclusive", [(1, "x"), (2, "y")], 1, tombstones=True)
+    assert m.merge_snapshot(day(1), [(2, "y")], True)["tombstones"] == 1
+    assert m.merge_snapshot(day(2), [(2, "y")], True) == {
+        **m._counts(0),
+        "source_rows": 1,
+        "unchanged": 1,
+        "deleted": 0,
+        "open_after": 2,
+    }
+    counts = m.merge_changes(day(3), [((1, "x"), "delete"), ((1, "x"), "upsert")])
+    assert (counts["deletes_of_absent_keys"], counts["changed"], counts["closed"]) == (1, 1, 1)
+    assert m.rows() == [
+        (1, "x", False, "2023-12-31", "2024-01-01"),
+        (1, "x", False, "2024-01-03", OPEN),
+        (1, "x", True, "2024-01-01", "2024-01-03"),
+        (2, "y", False, "2023-12-31", OPEN),
+    ]
+
+
 # ---------------------------------------------------------------- strategies
 
 

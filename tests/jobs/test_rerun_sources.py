@@ -80,7 +80,10 @@ def test_a_changed_past_input_is_replayed_to_the_table_daily_runs_give(spark, tm
     assert check.run_checks(spark, t.spec)["ok"]
     if mode == "snapshot_new_record":
         rows = table_rows(spark, t.table)
-        assert [r[:4] for r in rows if r[3] and r[5] == "9999-12-31"] == [(1, "ann", "Oslo", True), (2, "bob", "Rome", True)]
+        assert [r[:4] for r in rows if r[3] and r[5] == "9999-12-31"] == [
+            (1, "ann", "Oslo", True),
+            (2, "bob", "Rome", True),
+        ]
         assert replay.rerun(spark, t.spec, day(1)).counts["dates"] == 3
         assert table_rows(spark, t.table) == rows
 
