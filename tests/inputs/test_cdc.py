@@ -184,6 +184,41 @@ def test_sequence_by_keeps_the_last_change_and_checks_deletes_against_the_previo
     ]
 
 
+def test_ignore_null_updates_deletes_match_the_filled_state_in_merges_and_reruns(spark, tmp_path, unique_name):
+    """With ignore_null_updates a delete is compared (delete_match: all_columns) with the key's
+    state as its earlier changes filled it; the rerun's up-front check compares the same way."""
+    from zipper.jobs import replay
+
+    t = TableFixture(
+        tmp_path,
+        unique_name,
+        schema="id bigint, name string, city string, seq int",
+        source={"mode": "cdc", "sequence_by": "seq", "ignore_null_updates": True},
+    )
+    t.write_base(spark, [(1, "ann", "Oslo", 0), (2, "bob", "Rome", 0)])
+    init_table(spark, t.spec)
+    t.write_increment(
+        spark,
+        day(1),
+        [
+            (1, None, "Lima", 1, 0),
+            (1, "ann", "Lima", 2, 1),  # deletes the state the update left: ann from the open row
+            (2, None, "Nice", 1, 0),  # bob moves, keeping his name
+        ],
+        SEQ,
+    )
+    expected = [
+        (1, "ann", "Oslo", 0, "2023-12-31", "2024-01-01"),
+        (2, "bob", "Nice", 1, "2024-01-01", OPEN),
+        (2, "bob", "Rome", 0, "2023-12-31", "2024-01-01"),
+    ]
+    result = merge.merge_date(spark, t.spec, day(1))
+    assert (result.counts["deleted"], result.counts["changed"]) == (1, 1)
+    assert table_rows(spark, t.table) == expected
+    assert replay.rerun(spark, t.spec, day(1)).action == "rerun"
+    assert table_rows(spark, t.table) == expected
+
+
 @pytest.mark.parametrize(
     "rows, message",
     [

@@ -192,6 +192,45 @@ def test_several_changes_of_a_key_in_one_day_collapse_in_file_then_row_order(spa
     ]
 
 
+def test_ignore_null_updates_keeps_what_a_null_leaves_out_until_a_delete(spark, tmp_path, unique_name):
+    """A NULL in an update keeps the open value, or the value the key's previous change of the day
+    left; after a delete, and in an insert, NULLs stay NULL."""
+    zone = LandingZone(tmp_path, unique_name, key_columns=("id",), ignore_null_updates=True)
+    files = pa.schema(
+        [("__rowMarker__", pa.int32()), ("id", pa.string()), ("name", pa.string()), ("city", pa.string())]
+    )
+    zone.write(1, [(0, "A", "ann", "Oslo"), (0, "B", "bob", "Rome"), (0, "C", "cid", "Nice")], schema=files)
+    merge.merge_date(spark, zone.spec, day(1))
+    zone.write(
+        2,
+        [
+            (1, "A", None, "Lima"),  # name kept
+            (1, "B", None, None),  # changes nothing
+            (2, "C", None, None),
+            (0, "C", None, "Bergen"),  # deleted, then inserted: its NULL name stays
+            (0, "D", "dan", None),
+            (1, "D", None, "Oslo"),  # keeps the name its insert gave it that day
+        ],
+        schema=files,
+    )
+    result = merge.merge_date(spark, zone.spec, day(2))
+    assert {k: result.counts[k] for k in ("changed", "unchanged", "new", "deleted", "anomalies")} == {
+        "changed": 2,
+        "unchanged": 1,
+        "new": 1,
+        "deleted": 0,
+        "anomalies": 0,
+    }
+    assert table_rows(spark, zone.table) == [
+        ("A", "ann", "Lima", "2024-01-02", OPEN),
+        ("A", "ann", "Oslo", "2024-01-01", "2024-01-02"),
+        ("B", "bob", "Rome", "2024-01-01", OPEN),
+        ("C", None, "Bergen", "2024-01-02", OPEN),
+        ("C", "cid", "Nice", "2024-01-01", "2024-01-02"),
+        ("D", "dan", "Oslo", "2024-01-02", OPEN),
+    ]
+
+
 def test_consumed_range_is_committed_and_kept_for_a_rerun(spark, zone):
     zone.write(1, [(0, "A", "x")])
     zone.write(2, [(0, "B", "x")])

@@ -66,6 +66,7 @@ class ZipperModel:
     open:   key tuple -> (attrs tuple, begin)    the current version of each key
     closed: [(key, attrs, begin, end)]           every version closed so far
     tracked: positions in attrs that open a new version (None: all); the others update in place
+    ignore_nulls: source.ignore_null_updates, a NULL in a change keeps the key's value so far
     tombstones: a deleted key's open version is closed and a tombstone opens (`dead`: key ->
     (attrs, begin)) with its last values, until the key comes back; rows then have the deleted
     flag after the attrs"""
@@ -76,11 +77,13 @@ class ZipperModel:
         base_rows: list[tuple],
         key_count: int,
         tracked: tuple[int, ...] | None = None,
+        ignore_nulls: bool = False,
         tombstones: bool = False,
     ):
         self.end_style = end_style
         self.key_count = key_count
         self.tracked = tracked
+        self.ignore_nulls = ignore_nulls
         self.tombstones = tombstones
         self.dead: dict[tuple, tuple[tuple, str]] = {}
         self.open: dict[tuple, tuple[tuple, str]] = {}
@@ -96,6 +99,15 @@ class ZipperModel:
     def _split(self, row: tuple) -> tuple[tuple, tuple]:
         return tuple(row[: self.key_count]), tuple(row[self.key_count :])
 
+    def _filled(self, attrs: tuple, previous: tuple | None) -> tuple:
+        """With ignore_nulls, a change's NULLs keep the key's values so far (`previous`: its state,
+        or None when it has none: not open, or deleted earlier that day)."""
+        if not self.ignore_nulls or previous is None:
+            return attrs
+        if any(a is None and p is not None for a, p in zip(attrs, previous)):
+            self.seen.add("NULL in an update keeps the value")
+        return tuple(p if a is None else a for a, p in zip(attrs, previous))
+
     def _tracked(self, attrs: tuple) -> tuple:
         return attrs if self.tracked is None else tuple(attrs[i] for i in self.tracked)
 
@@ -108,7 +120,8 @@ class ZipperModel:
         if not rows:
             self.seen.add("empty increment")
         for row in rows:
-            self._upsert(ds, *self._split(row), counts)
+            key, attrs = self._split(row)
+            self._upsert(ds, key, self._filled(attrs, self.open[key][0] if key in self.open else None), counts)
         counts["open_after"] = len(self.open)
         return counts
 
@@ -129,7 +142,7 @@ class ZipperModel:
                 counts["deletes_of_absent_keys"] += not present
                 final[key] = None
             else:
-                final[key] = attrs
+                final[key] = self._filled(attrs, final[key] if key in final else start.get(key))
             if sum(1 for r, _ in events if self._split(r)[0] == key) > 1:
                 self.seen.add("several changes of a key in a day")
         counts["input"], counts["source_rows"] = len(final), len(events)
@@ -457,6 +470,7 @@ def run_against_model(
     apply=None,
     tracked=None,
     model=None,
+    ignore_nulls=False,
     **spec_options,
 ) -> None:
     """Build a table from the scenario's base, merge each day, compare counts and rows with the model.
@@ -476,7 +490,7 @@ def run_against_model(
     fixture.write_base(spark, base)
     for n, rows in enumerate(days, start=1):
         fixture.write_increment(spark, day(n), written(rows) if written else rows, schema)
-    model = model or ZipperModel(end_style, base, len(shape["keys"]), tracked)
+    model = model or ZipperModel(end_style, base, len(shape["keys"]), tracked, ignore_nulls)
 
     init = init_table(spark, fixture.spec)
     assert init.action == "init" and init.counts["open_after"] == len(base)
@@ -808,6 +822,51 @@ def run_versions_against_model(spark, root_factory, scenario, permutation, mode:
     )
 
 
+# ---------------------------------------------------------------- partial updates (ignore_null_updates)
+
+UPSERT_FILE = "id int, name string, score int, seq int"
+
+
+def run_partial_updates_against_model(spark, root_factory, scenario, mode: str, permutation) -> None:
+    """source.ignore_null_updates on `mode`: cdc and upsert with sequence_by take the day's changes
+    as `run_changes_against_model` does (upsert without its deletes); plain upsert takes each
+    key's last change of the day (without deletes) as its increment."""
+    end_style, base, days = scenario
+    if mode == "upsert":
+        increments = [list({row[:1]: row for row, action in events if action != "delete"}.values()) for events in days]
+        source = {"ignore_null_updates": True}
+        run_against_model(spark, root_factory, SINGLE, (end_style, base, increments), ignore_nulls=True, source=source)
+        return
+    deletes = mode == "cdc"
+    days = days if deletes else [[(row, a) for row, a in events if a != "delete"] for events in days]
+
+    def written(events):
+        rows = [
+            row + (seq,) + ((1 if action == "delete" else 0,) if deletes else ())
+            for seq, (row, action) in enumerate(events, start=1)
+        ]
+        return [rows[i] for i in permutation(len(rows))]
+
+    def apply(model, ds, events):
+        ordered = [(row + (seq,), action) for seq, (row, action) in enumerate(events, start=1)]
+        return model.merge_changes(ds, ordered, deletes=deletes)
+
+    source = {"mode": "cdc" if deletes else "upsert", "sequence_by": "seq", "ignore_null_updates": True}
+    run_against_model(
+        spark,
+        root_factory,
+        SEQUENCED,
+        (end_style, [row + (0,) for row in base], days),
+        written=written,
+        schema=CDC_FILE if deletes else UPSERT_FILE,
+        apply=apply,
+        tracked=(0, 1),
+        ignore_nulls=True,
+        source={**source, "delete_match": "key"} if deletes else source,
+        track_columns=["name", "score"],
+    )
+
+
 @pytest.mark.slow
 @settings(MODEL_SETTINGS, max_examples=4)
 @given(scenario=change_scenarios(SINGLE_KEYS), data=st.data())
@@ -838,3 +897,60 @@ def test_updated_at_versions_match_the_model(spark, tmp_path_factory, scenario, 
     mode = data.draw(st.sampled_from(["cdc", "upsert"])) if data is not None else "cdc"
     run_versions_against_model(spark, tmp_path_factory, scenario, permutation, mode)
     event(f"mode {mode}")
+
+
+@pytest.mark.slow
+@settings(MODEL_SETTINGS, max_examples=4)
+@given(scenario=change_scenarios(SINGLE_KEYS), mode=st.sampled_from(["cdc", "upsert_seq", "upsert"]), data=st.data())
+@example(
+    scenario=(  # NULLs keep the open value, then the previous change's; after a delete they stay NULL
+        "exclusive",
+        [(1, "x", 5), (2, "y", 0), (3, "", 0)],
+        [
+            [
+                ((1, None, 0), "upsert"),
+                ((1, "y", None), "upsert"),
+                ((2, None, None), "upsert"),  # changes nothing: unchanged
+                ((3, None, 5), "delete"),
+                ((3, None, 5), "upsert"),  # after its delete: an insert, NULLs kept
+                ((4, "x", None), "upsert"),
+                ((4, None, 0), "upsert"),
+            ],
+            [((1, None, None), "upsert"), ((4, None, 5), "upsert")],
+        ],
+    ),
+    mode="cdc",
+    data=None,
+)
+@example(
+    scenario=(
+        "inclusive",
+        [(1, "x", 5)],
+        [
+            [((1, None, 0), "upsert"), ((1, "y", None), "upsert")],
+            [((1, None, None), "upsert"), ((2, None, 5), "upsert")],
+        ],
+    ),
+    mode="upsert_seq",
+    data=None,
+)
+def test_partial_updates_match_the_model(spark, tmp_path_factory, scenario, mode, data):
+    def permutation(n):  # the file order: drawn, or reversed (seq decides, not the file)
+        return data.draw(st.permutations(range(n))) if data is not None else list(range(n))[::-1]
+
+    run_partial_updates_against_model(spark, tmp_path_factory, scenario, mode, permutation)
+    event(f"mode {mode}")
+
+
+def test_model_keeps_values_a_null_update_leaves_out():
+    m = ZipperModel("exclusive", [(1, "ann", 5)], 1, ignore_nulls=True)
+    assert m.merge(day(1), [(1, None, None)])["unchanged"] == 1
+    counts = m.merge_changes(day(2), [((1, None, 6), "upsert"), ((1, "bo", None), "upsert"), ((2, None, 1), "upsert")])
+    assert (counts["changed"], counts["new"]) == (1, 1)
+    m.merge_changes(day(3), [((1, "x", 7), "delete"), ((1, None, 8), "upsert")])
+    assert m.rows() == [
+        (1, None, 8, "2024-01-03", OPEN),
+        (1, "ann", 5, "2023-12-31", "2024-01-02"),
+        (1, "bo", 6, "2024-01-02", "2024-01-03"),
+        (2, None, 1, "2024-01-02", OPEN),
+    ]

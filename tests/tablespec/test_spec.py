@@ -211,6 +211,12 @@ def test_identifiers_are_lower_cased(tmp_path):
             "key 'source.on_missing_input': only for mode cdc or snapshot or upsert, not 'landing_zone'",
         ),
         ("on_missing_input: wait\n  path: /x", "key 'source.on_missing_input': Input should be 'fail' or 'skip'"),
+        (
+            "mode: snapshot\n  ignore_null_updates: true\n  path: /x",
+            "key 'source.ignore_null_updates': only for mode cdc or landing_zone or upsert, not 'snapshot':"
+            " a snapshot row is the whole state of its key",
+        ),
+        ("ignore_null_updates: perhaps\n  path: /x", "key 'source.ignore_null_updates'"),
         ("mode: cdc\n  delete_match: some\n  path: /x", "key 'source.delete_match'"),
         (
             "mode: sometimes\n  path: /x",
@@ -261,6 +267,11 @@ def test_mode_options_are_checked_per_mode(tmp_path, source, expected):
         ("updated_at: ts\n  path: /x", "columns: {user_id: int, t: date}", "'ts' is not among the declared columns"),
         ("updated_at: ts\n  path: /x", "columns: {user_id: int, ts: date, valid_from: date}", "key 'columns'"),
         ("path: /x", "valid_to_column: until", "key 'valid_to_column': only with source.updated_at"),
+        (
+            "updated_at: ts\n  ignore_null_updates: true\n  path: /x",
+            "",
+            "key 'source.ignore_null_updates': not with source.updated_at yet",
+        ),
     ],
 )
 def test_updated_at_and_its_validity_columns_are_checked(tmp_path, source, top, expected):
@@ -565,6 +576,51 @@ def test_track_columns_match_declared_columns_in_any_case(tmp_path):
         write(tmp_path, EXAMPLE.replace("track_columns: all", "track_columns: [citty]"), "b.yaml")
     )
     assert unchecked.track_columns == ["citty"]  # no columns declared: the merge checks against the table
+
+
+@pytest.mark.parametrize(
+    "keys, expected",
+    [
+        (
+            "track_columns: [name]\ntrack_columns_except: [city]",
+            "key 'track_columns_except': give track_columns (the columns that open a version) or"
+            " track_columns_except (those that do not), not both",
+        ),
+        ("track_columns_except: []", "key 'track_columns_except': give a non-empty list"),
+        ("track_columns_except: [User_Id]", "key 'track_columns_except': track_columns_except may not list key"),
+        ("track_columns_except: [end_dt]", "may not list key or reserved columns: ['end_dt']"),
+        ("track_columns_except: [zipper_x]", "key 'track_columns_except': ['zipper_x']: names starting with 'zipper_'"),
+        (
+            f"track_columns_except: [citty]\n{COLUMNS}",
+            "key 'track_columns_except': not among the declared columns: ['citty']",
+        ),
+        (
+            f"track_columns_except: [name, city]\n{COLUMNS}",
+            "key 'track_columns_except': leaves no column to track: every change would update in place",
+        ),
+    ],
+)
+def test_track_columns_except_is_checked_at_load(tmp_path, keys, expected):
+    path = write(tmp_path, EXAMPLE.replace("track_columns: all", keys))
+    with pytest.raises(SpecError) as err:
+        load_spec_file(path)
+    assert expected in str(err.value)
+    assert str(err.value).startswith(f"{path}: key 'track_columns_except': ") and "\n" not in str(err.value)
+
+
+def test_track_columns_except_and_ignore_null_updates_load(tmp_path):
+    spec = load_spec_file(
+        write(tmp_path, EXAMPLE.replace("track_columns: all", f"track_columns_except: [City]\n{COLUMNS}"))
+    )
+    assert spec.track_columns == "all" and spec.track_columns_except == ["city"]
+    unchecked = load_spec_file(
+        write(tmp_path, EXAMPLE.replace("track_columns: all", "track_columns_except: [citty]"), "b.yaml")
+    )
+    assert unchecked.track_columns_except == ["citty"]  # no columns declared: the merge checks against the table
+    for mode in ("upsert", "cdc"):
+        text = EXAMPLE.replace("mode: upsert", f"mode: {mode}\n  ignore_null_updates: true")
+        assert load_spec_file(write(tmp_path, text, f"{mode}.yaml")).source.fills_null_updates
+    assert not load_spec_file(write(tmp_path, EXAMPLE, "c.yaml")).source.fills_null_updates
 
 
 @pytest.mark.parametrize(

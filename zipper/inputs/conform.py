@@ -80,6 +80,8 @@ def to_table_columns(df, table_columns: list[tuple[str, str]], spec: TableSpec, 
 def tracked_columns(spec: TableSpec, columns: list[str], ds: str | None = None) -> list[str]:
     """The columns whose change makes a new version; a listed one the table lacks is a spec
     error here (of the date `ds` being merged), not an unresolved column deep in Spark's plan."""
+    if spec.track_columns == "all" and spec.track_columns_except is not None:
+        return _tracked_but(spec, columns, ds)
     if spec.track_columns == "all":  # the validity and deleted columns are the merge's own, never compared
         return [c for c in columns if c not in spec.keys and c not in spec.own_columns]
     unknown = [c for c in spec.track_columns if c not in columns]
@@ -91,6 +93,28 @@ def tracked_columns(spec: TableSpec, columns: list[str], ds: str | None = None) 
             ds=ds,
         )
     return list(spec.track_columns)
+
+
+def _tracked_but(spec: TableSpec, columns: list[str], ds: str | None) -> list[str]:
+    """Every data column but the keys and `track_columns_except`: a column added later is tracked
+    too. An excluded column the table lacks is a spec error, as a misspelt tracked one is."""
+    data = [c for c in columns if c not in spec.keys and c not in spec.own_columns]
+    unknown = [c for c in spec.track_columns_except if c not in columns]
+    if unknown:
+        raise SpecError(
+            f"{spec.origin or spec.name}: key 'track_columns_except': {unknown} not among the table's columns {data}",
+            table=spec.table,
+            ds=ds,
+        )
+    tracked = [c for c in data if c not in spec.track_columns_except]
+    if not tracked:
+        raise SpecError(
+            f"{spec.origin or spec.name}: key 'track_columns_except': {list(spec.track_columns_except)} leaves no"
+            " column to track: every change would update in place",
+            table=spec.table,
+            ds=ds,
+        )
+    return tracked
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,13 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
     if versioned:
         rows = daily.day_versions(touched_rows, day.changes, validity=spec.validity_columns, **arguments)
     else:
-        rows = daily.day_rows(touched_rows, day.changes, deleted=spec.tombstone_column, **arguments)
+        rows = daily.day_rows(
+            touched_rows,
+            day.changes,
+            fill_nulls=spec.source.fills_null_updates,
+            deleted=spec.tombstone_column,
+            **arguments,
+        )
     rows = rows.observe(observation, *daily.kind_counts(kinds))
     if deletes:  # deletes of keys that were not open: counted above, not written
         rows = rows.where(F.col(layout.SLOT) != Slot.NONE)

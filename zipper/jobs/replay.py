@@ -316,7 +316,9 @@ def _rebuilt_open_rows(
         )
     names = [c for c, _ in table_columns]
     rows = dated.dated_rows(spark, spec, table_columns, located, base, init_ds)
-    marked = timelines.marked(rows, keys=spec.keys, columns=names, tracked=tracked)
+    marked = timelines.marked(
+        rows, keys=spec.keys, columns=names, tracked=tracked, fill_nulls=spec.source.fills_null_updates
+    )
     open_end = spec.open_end.isoformat()
     return (
         timelines.versions(

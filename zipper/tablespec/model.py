@@ -167,6 +167,12 @@ class TableSpec(StrictModel):
         description="`all`, or the columns that open a new version; changes in the others update the open version"
         " in place. With `columns` declared, each must be one of them and not a key (checked at load).",
     )
+    track_columns_except: list[Identifier] | None = Field(
+        default=None,
+        description="The columns whose changes update the open version in place; every other column (but the"
+        " keys) opens a new version, columns added later included. Not with a `track_columns` list. With"
+        " `columns` declared, each must be one of them (checked at load); without, the merge checks them.",
+    )
     retention_days: int = Field(
         default=7, ge=0, description="How long `zipper vacuum` keeps superseded data directories."
     )
@@ -219,6 +225,7 @@ class TableSpec(StrictModel):
             "begin_column": [self.begin_column],
             "end_column": [self.end_column],
             "track_columns": self.track_columns if isinstance(self.track_columns, list) else [],
+            "track_columns_except": list(self.track_columns_except or []),
             "source.sequence_by": [self.source.sequence_by] if self.source.sequence_by else [],
             "source.updated_at": [self.source.updated_at] if self.source.updated_at else [],
             **{key: [name] for key, name in zip(("valid_from_column", "valid_to_column"), self.validity_columns)},
@@ -243,6 +250,7 @@ class TableSpec(StrictModel):
                 raise KeyValueError(
                     "track_columns", f"track_columns may not list key or reserved columns: {sorted(clash)}"
                 )
+        self._check_track_columns_except(reserved)
         if self.airflow.sensor.skip_after is not None and not self.source.skips_missing_input:
             raise KeyValueError(
                 "airflow.sensor.skip_after",
@@ -297,6 +305,12 @@ class TableSpec(StrictModel):
             if given:
                 raise KeyValueError(given[0], "only with source.updated_at (the versions' validity comes from it)")
             return
+        if self.source.fills_null_updates:
+            raise KeyValueError(
+                "source.ignore_null_updates",
+                "not with source.updated_at yet: a day's versions would each need the values of the one"
+                " before; send full rows, or leave updated_at out",
+            )
         if sequence and sequence != updated_at:
             raise KeyValueError(
                 "source.sequence_by",
@@ -363,6 +377,26 @@ class TableSpec(StrictModel):
             return ()
         return (self.valid_from_column, self.valid_to_column)
 
+    def _check_track_columns_except(self, reserved: set[str]) -> None:
+        """One way of naming the tracked columns at a time: the two lists would contradict."""
+        if self.track_columns_except is None:
+            return
+        if isinstance(self.track_columns, list):
+            raise KeyValueError(
+                "track_columns_except",
+                "give track_columns (the columns that open a version) or track_columns_except (those that"
+                " do not), not both",
+            )
+        if not self.track_columns_except:
+            raise KeyValueError("track_columns_except", "give a non-empty list (or leave it out to track every column)")
+        if len(set(self.track_columns_except)) != len(self.track_columns_except):
+            raise KeyValueError("track_columns_except", f"a column is listed twice: {self.track_columns_except}")
+        clash = (set(self.keys) | reserved) & set(self.track_columns_except)
+        if clash:
+            raise KeyValueError(
+                "track_columns_except", f"track_columns_except may not list key or reserved columns: {sorted(clash)}"
+            )
+
     @property
     def tombstone_columns(self) -> tuple[str, ...]:
         """zipper's own column of a table with `hard_deletes: new_record` (true on tombstones), else
@@ -385,6 +419,14 @@ class TableSpec(StrictModel):
             unknown = [c for c in self.track_columns if c not in self.columns]
             if unknown:
                 raise KeyValueError("track_columns", f"not among the declared columns: {unknown}")
+        if self.track_columns_except is not None:
+            unknown = [c for c in self.track_columns_except if c not in self.columns]
+            if unknown:
+                raise KeyValueError("track_columns_except", f"not among the declared columns: {unknown}")
+            if not [c for c in self.columns if c not in self.keys and c not in self.track_columns_except]:
+                raise KeyValueError(
+                    "track_columns_except", "leaves no column to track: every change would update in place"
+                )
 
     @property
     def database(self) -> str:

@@ -29,6 +29,11 @@ MODE_KEYS: dict[str, set[SourceMode]] = {
     "on_anomaly": {SourceMode.LANDING_ZONE},
     # a landing zone's day without a new file is an ordinary empty day already
     "on_missing_input": {SourceMode.UPSERT, SourceMode.CDC, SourceMode.SNAPSHOT},
+    "ignore_null_updates": {SourceMode.UPSERT, SourceMode.CDC, SourceMode.LANDING_ZONE},
+}
+# Why a mode refuses a key, where the mode's meaning says it (added to the refusal's line).
+MODE_KEY_REASONS: dict[tuple[str, SourceMode], str] = {
+    ("ignore_null_updates", SourceMode.SNAPSHOT): "a snapshot row is the whole state of its key",
 }
 
 
@@ -118,6 +123,13 @@ class SourceSpec(StrictModel):
         " as a day without changes, recorded as skipped (no input). An input that is there but empty is an"
         " ordinary empty day either way.",
     )
+    ignore_null_updates: bool | None = Field(
+        default=None,
+        description="`upsert`, `cdc` and `landing_zone` only (default `false`): a NULL in an update keeps the"
+        " key's current value (the open version's, or what the key's previous change of the day left), for"
+        " sources that send only the changed columns. An insert of a key that is not open keeps its NULLs; a"
+        " delete is still a delete.",
+    )
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -127,7 +139,10 @@ class SourceSpec(StrictModel):
         mode = str(info.data.get("mode", SourceMode.UPSERT))  # as the spec spells it, in the message
         allowed = MODE_KEYS[info.field_name]
         if value is not None and mode not in allowed:
-            raise ValueError(f"only for mode {' or '.join(sorted(allowed))}, not {mode!r}")
+            reason = MODE_KEY_REASONS.get((info.field_name, mode))
+            raise ValueError(
+                f"only for mode {' or '.join(sorted(allowed))}, not {mode!r}{f': {reason}' if reason else ''}"
+            )
         return value
 
     @field_validator("hard_deletes")
@@ -198,6 +213,10 @@ class SourceSpec(StrictModel):
     @property
     def skips_missing_input(self) -> bool:
         return self.on_missing_input == OnMissingInput.SKIP
+
+    @property
+    def fills_null_updates(self) -> bool:
+        return bool(self.ignore_null_updates)
 
     @property
     def csv_schema(self) -> dict[str, str]:

@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType
 
 from zipper.core.layout import SLOT, Slot
+from zipper.transforms.changes import CONTINUES
 from zipper.transforms.equality import equal_at_float_precision, float_exact, same, types_of
 
 KIND = "zipper_kind"
@@ -153,6 +154,7 @@ def day_rows(
     broadcast_increment: bool = True,
     float_precision: frozenset[str] = frozenset(),
     deleted: str | None = None,
+    fill_nulls: bool = False,
 ) -> DataFrame:
     """What the day adds, from the few open rows whose keys the increment names (`touched`):
     one open successor per increment key (a changed or new key opens on ds; an unchanged or
@@ -169,7 +171,11 @@ def day_rows(
     most one row per increment key, so it is the side that is broadcast).
 
     `float_precision`: double columns whose values of this day or of the open rows may have been
-    floats (`conform.float_precision_columns`); see `_FloatPrecision`."""
+    floats (`conform.float_precision_columns`); see `_FloatPrecision`.
+
+    `fill_nulls` (ignore_null_updates): a NULL of the day keeps the open version's value, where the
+    key's changes go on from its open row (no delete that day: `changes.CONTINUES`, when the change
+    set has it); the version rule then compares the filled values."""
     values = [c for c in columns if c not in keys]
     old = touched.select(
         *[F.col(k).alias(_OLD + k) for k in keys],
@@ -185,6 +191,18 @@ def day_rows(
     tombstoned = (was_open & F.col(_OLD + deleted)) if deleted else F.lit(False)
     deletes = OP in increment.columns
     delete = (F.col(OP) == DELETE) if deletes else F.lit(False)
+    if fill_nulls:
+        goes_on = (
+            was_open & ~tombstoned & ~delete & (F.col(CONTINUES) if CONTINUES in increment.columns else F.lit(True))
+        )
+        joined = joined.select(
+            *[
+                F.when(goes_on, F.coalesce(F.col(c), F.col(_OLD + c))).otherwise(F.col(c)).alias(c)
+                if c in values
+                else F.col(c)
+                for c in joined.columns
+            ]
+        )
     types = types_of(increment)
     floats = _FloatPrecision(float_precision, types)
     changed = ~_all([floats.equal(c) for c in tracked]) | tombstoned
@@ -405,6 +423,7 @@ def classify(
     ds: str,
     broadcast_increment: bool = True,
     float_precision: frozenset[str] = frozenset(),
+    fill_nulls: bool = False,
 ) -> DataFrame:
     """Every row of the new open slot and of the day's closed slot, tagged with both: the
     composition the merge runs as two jobs (it writes the routed rows in between).
@@ -426,6 +445,7 @@ def classify(
             ds=ds,
             broadcast_increment=broadcast_increment,
             float_precision=float_precision,
+            fill_nulls=fill_nulls,
         )
     )
 

@@ -84,7 +84,15 @@ class Cdc(SourceStrategy):
             )
             return kept, seen, counts
         collapsed_events = collapsed(
-            spec, day.ds, day.what, events, names, counts, match, CDC_PREVIOUS, self.reports_anomalies
+            spec,
+            day.ds,
+            day.what,
+            self.filled(spec, events, names),
+            names,
+            counts,
+            match,
+            CDC_PREVIOUS,
+            self.reports_anomalies,
         )
         return collapsed_events, seen, counts
 

@@ -40,7 +40,7 @@ class Upsert(SourceStrategy):
         seen = self.seen_in(day, events, ordered=True)
         if spec.validity_columns:  # every change kept, as its own version
             return versioned(spec, day.ds, day.what, events, day.columns, {}, None, "", False, False), seen, {}
-        flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=None)
+        flagged = changes.flag_events(self.filled(spec, events, names), keys=spec.keys, columns=names, match=None)
         return changes.collapse(flagged, columns=names, deletes=False), seen, {}
 
     def check_before_rerun(self, spark, spec: TableSpec, located: dict, table_columns) -> dict[dt.date, CheckedInput]:

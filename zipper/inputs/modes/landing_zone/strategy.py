@@ -104,7 +104,15 @@ class LandingZone(SourceStrategy):
         seen = self.seen(spec, ds, located, what, events, names, checked=False, ordered=True)
         counts["source_rows"] = seen.rows
         collapsed_events = collapsed(
-            spec, ds, what, events, names, counts, None, LANDING_PREVIOUS, self.reports_anomalies
+            spec,
+            ds,
+            what,
+            self.filled(spec, events, names),
+            names,
+            counts,
+            None,
+            LANDING_PREVIOUS,
+            self.reports_anomalies,
         )
         return self.day_of(request, collapsed_events, seen, counts, columns, column_changes)
 
