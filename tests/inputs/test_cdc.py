@@ -95,6 +95,18 @@ def test_a_delete_must_carry_the_open_row_unless_delete_match_is_key(spark, cdc,
     assert merge.merge_date(spark, by_key.spec, day(1)).counts["deleted"] == 3
     assert [r[-1] for r in table_rows(spark, cdc.table)] == ["2024-01-01"] * 3
 
+    # a spec turning hard_deletes: new_record on for this table, made without the deleted column
+    turned_on = TableFixture(tmp_path, cdc.name, source={"mode": "cdc", "hard_deletes": "new_record"})
+    turned_on.write_increment(spark, day(2), [(4, "dan", "Oslo", 0)], CDC)
+    before = snapshot(spark, cdc)
+    with pytest.raises(SpecError) as err:
+        merge.merge_date(spark, turned_on.spec, day(2))
+    assert str(err.value).startswith(
+        f"{cdc.table} 2024-01-02: {turned_on.path}: key 'source.hard_deletes': the table was made without the"
+        " deleted column 'is_deleted' that new_record writes: load it again as a new table"
+    )
+    assert "\n" not in str(err.value) and snapshot(spark, cdc) == before
+
 
 @pytest.mark.parametrize(
     "rows, schema, message",

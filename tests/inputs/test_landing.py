@@ -397,6 +397,42 @@ def test_anomalies_are_applied_and_counted_or_fail_with_on_anomaly_error(spark, 
     assert "1 anomaly (1 update of a key that is not open)" in merge.merge_date(spark, zone.spec, day(3)).summary()
 
 
+def test_new_record_keeps_a_tombstone_until_the_key_comes_back(spark, tmp_path, unique_name):
+    """hard_deletes: new_record: a delete (key only) closes the version and opens a tombstone with its
+    last values; an insert of the tombstoned key is no anomaly and opens a new version even with the
+    same values; a delete of a tombstone is a delete of a key that is not open."""
+    zone = LandingZone(tmp_path, unique_name, hard_deletes="new_record", on_anomaly="error")
+    zone.write(1, [(0, "A", "x"), (0, "B", "x"), (0, "C", "x")])
+    merge.merge_date(spark, zone.spec, day(1))  # creates the table, with its deleted column
+    zone.write(2, [(2, "A", None), (2, "B", None), (1, "C", "y"), (2, "C", None), (0, "C", "z")])
+    second = merge.merge_date(spark, zone.spec, day(2))
+    assert [second.counts[k] for k in ("deleted", "tombstones", "changed", "closed", "open_after")] == [2, 2, 1, 3, 3]
+    assert "2 deleted (2 tombstones)" in second.summary()
+    zone.write(3, [(0, "A", "x")])  # back, as it was: an insert, no anomaly
+    third = merge.merge_date(spark, zone.spec, day(3))
+    assert [third.counts[k] for k in ("anomalies", "new", "changed", "tombstones", "closed")] == [0, 0, 1, 0, 1]
+    zone.write(4, [(2, "B", None)])  # a delete of a tombstone
+    with pytest.raises(InputError, match="1 delete of a key that is not open: B"):
+        merge.merge_date(spark, zone.spec, day(4))
+    warned = zone.spec.model_copy(update={"source": zone.spec.source.model_copy(update={"on_anomaly": "warn"})})
+    zone.write(5, [(2, "A", None), (2, "A", None), (4, "B", "w")])  # deleted, then again; B back by an upsert
+    fourth = merge.merge_date(spark, warned, day(4))
+    assert [fourth.counts[k] for k in ("deletes_of_absent_keys", "deleted", "tombstones", "changed")] == [2, 1, 1, 1]
+    d1, d2, d3, d4 = (day(n).isoformat() for n in range(1, 5))
+    assert [f.name for f in spark.table(zone.table).schema][-3:] == ["is_deleted", "begin_dt", "end_dt"]
+    assert table_rows(spark, zone.table) == [
+        ("A", "x", False, d1, d2),
+        ("A", "x", False, d3, d4),
+        ("A", "x", True, d2, d3),
+        ("A", "x", True, d4, OPEN),
+        ("B", "w", False, d4, OPEN),
+        ("B", "x", False, d1, d2),
+        ("B", "x", True, d2, d4),
+        ("C", "x", False, d1, d2),
+        ("C", "z", False, d2, OPEN),
+    ]
+
+
 def test_bad_change_files_fail_naming_the_file(spark, zone):
     zone.write(1, [(0, "A", "x"), (0, "B", "x")])
     merge.merge_date(spark, zone.spec, day(1))

@@ -198,7 +198,11 @@ def test_identifiers_are_lower_cased(tmp_path):
         ("mode: upsert\n  op_column: op\n  path: /x", "key 'source.op_column': only for mode cdc, not 'upsert'"),
         (
             "mode: cdc\n  hard_deletes: ignore\n  path: /x",
-            "key 'source.hard_deletes': only for mode snapshot, not 'cdc'",
+            "key 'source.hard_deletes': 'ignore' is only for mode snapshot, not 'cdc'",
+        ),
+        (
+            "mode: upsert\n  hard_deletes: new_record\n  path: /x",
+            "key 'source.hard_deletes': only for mode cdc or landing_zone or snapshot, not 'upsert'",
         ),
         ("mode: snapshot\n  sequence_by: seq\n  path: /x", "key 'source.sequence_by': only for mode cdc or upsert"),
         ("mode: upsert\n  on_anomaly: error\n  path: /x", "key 'source.on_anomaly': only for mode landing_zone"),
@@ -276,6 +280,37 @@ def test_updated_at_and_its_validity_columns_are_checked(tmp_path, source, top, 
     with pytest.raises(SpecError) as err:
         load_spec_file(write(tmp_path, text))
     assert expected in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "source, top, expected",
+    [
+        ("mode: cdc\n  path: /x", "deleted_column: gone", "key 'deleted_column': only with source.hard_deletes"),
+        (_NEW := "mode: cdc\n  hard_deletes: new_record\n  path: /x", "keys: [is_deleted]", "key 'keys': keys may"),
+        (_NEW, "track_columns: [is_deleted]", "key 'track_columns': track_columns may not list"),
+        (_NEW, "columns: {user_id: int, is_deleted: boolean}", "key 'columns': columns may not include the reserved"),
+        (_NEW, "deleted_column: begin_dt", "key 'deleted_column': 'begin_dt': the deleted column must differ"),
+        (_NEW, "deleted_column: zipper_gone", "reserved for zipper's own columns"),
+        ("mode: cdc\n  hard_deletes: new_record\n  op_column: is_deleted\n  path: /x", "", "key 'deleted_column'"),
+        ("mode: cdc\n  hard_deletes: new_record\n  updated_at: ts\n  path: /x", "", "new_record cannot be combined"),
+    ],
+)
+def test_new_record_and_its_deleted_column_are_checked(tmp_path, source, top, expected):
+    text = EXAMPLE.replace("mode: upsert\n  format: parquet\n  path: /data/ods/user_inc/ds={{ ds }}", source)
+    name = top.split(":")[0]
+    text = "".join(line for line in text.splitlines(keepends=True) if not name or not line.startswith(name + ":"))
+    with pytest.raises(SpecError) as err:
+        load_spec_file(write(tmp_path, text + top + "\n"))
+    assert expected in str(err.value)
+
+
+def test_new_record_names_the_deleted_column_in_every_deleting_mode(tmp_path):
+    for mode in ("cdc", "snapshot", "landing_zone"):
+        text = EXAMPLE.replace("mode: upsert", f"mode: {mode}\n  hard_deletes: new_record")
+        spec = load_spec_file(write(tmp_path, text + "deleted_column: Gone\n"))
+        assert (spec.tombstone_column, spec.own_columns, spec.source.invalidate_missing) == ("gone", ("gone",), True)
+    plain = load_spec_file(write(tmp_path, EXAMPLE.replace("mode: upsert", "mode: snapshot\n  hard_deletes: ignore")))
+    assert (plain.tombstone_column, plain.own_columns, plain.source.invalidate_missing) == (None, (), False)
 
 
 def test_updated_at_orders_the_day_and_names_the_validity_columns(tmp_path):

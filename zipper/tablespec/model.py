@@ -146,6 +146,12 @@ class TableSpec(StrictModel):
         description="With `source.updated_at`: the column holding the time a version stopped being valid (the next"
         " version's `valid_from`, or the delete's `updated_at`); `open_end` at midnight for open versions.",
     )
+    deleted_column: Identifier = Field(
+        default="is_deleted",
+        description="With `source.hard_deletes: new_record`: the boolean column that is true on a deleted key's"
+        " tombstone version and false on every other; zipper's own, like `begin_column`. A table made without it"
+        " needs to be loaded again to turn `new_record` on.",
+    )
     open_end: dt.date = Field(
         default=OPEN_END_DEFAULT,
         description="The end value (and partition) of open versions; every run date must close versions before"
@@ -212,6 +218,7 @@ class TableSpec(StrictModel):
         if self.begin_column == self.end_column:
             raise KeyValueError("end_column", f"begin_column and end_column must differ (both {self.end_column!r})")
         self._check_validity_columns()
+        self._check_deleted_column()
         named = {
             "keys": list(self.keys),
             "columns": list(self.columns or {}),
@@ -222,6 +229,7 @@ class TableSpec(StrictModel):
             "source.sequence_by": [self.source.sequence_by] if self.source.sequence_by else [],
             "source.updated_at": [self.source.updated_at] if self.source.updated_at else [],
             **{key: [name] for key, name in zip(("valid_from_column", "valid_to_column"), self.validity_columns)},
+            "deleted_column": list(self.tombstone_columns),
         }
         if self.source.mode == SourceMode.CDC:
             named["source.op_column"] = [self.source.operation_column]
@@ -231,7 +239,7 @@ class TableSpec(StrictModel):
                 raise KeyValueError(
                     key, f"{internal}: names starting with {INTERNAL_PREFIX!r} are reserved for zipper's own columns"
                 )
-        reserved = {self.begin_column, self.end_column, *self.validity_columns}
+        reserved = {self.begin_column, self.end_column, *self.own_columns}
         if reserved & set(self.keys):
             raise KeyValueError("keys", f"keys may not use the reserved columns {sorted(reserved)}")
         if isinstance(self.track_columns, list):
@@ -321,6 +329,32 @@ class TableSpec(StrictModel):
                 f"{clash}: the validity columns must differ from begin_column, end_column and source.updated_at",
             )
 
+    def _check_deleted_column(self) -> None:
+        """`deleted_column` names zipper's own column of a table with `hard_deletes: new_record`;
+        without it the name means nothing. A tombstone is one version among a day's several with
+        `updated_at`, which the merge does not make yet."""
+        if not self.source.keeps_tombstones:
+            if "deleted_column" in self.model_fields_set:
+                raise KeyValueError("deleted_column", "only with source.hard_deletes: new_record (its tombstones)")
+            return
+        if self.source.updated_at:
+            raise KeyValueError(
+                "source.hard_deletes",
+                "new_record cannot be combined with source.updated_at yet (a tombstone's validity); use invalidate",
+            )
+        others = {
+            self.begin_column,
+            self.end_column,
+            self.source.sequence_by,
+            self.source.operation_column if self.source.mode == SourceMode.CDC else None,
+        }
+        if self.deleted_column in others:
+            raise KeyValueError(
+                "deleted_column",
+                f"{self.deleted_column!r}: the deleted column must differ from begin_column, end_column,"
+                " source.sequence_by and source.op_column",
+            )
+
     def _check_updated_at_declared(self) -> None:
         """With declared columns, `updated_at` must be one of them, typed date or timestamp: its values
         become the versions' `valid_from`."""
@@ -362,6 +396,21 @@ class TableSpec(StrictModel):
             raise KeyValueError(
                 "track_columns_except", f"track_columns_except may not list key or reserved columns: {sorted(clash)}"
             )
+
+    @property
+    def tombstone_columns(self) -> tuple[str, ...]:
+        """zipper's own column of a table with `hard_deletes: new_record` (true on tombstones), else
+        none. Stored after the data columns, written by the merge, never read from an input."""
+        return (self.deleted_column,) if self.source.keeps_tombstones else ()
+
+    @property
+    def tombstone_column(self) -> str | None:
+        return self.deleted_column if self.source.keeps_tombstones else None
+
+    @property
+    def own_columns(self) -> tuple[str, ...]:
+        """zipper's own data columns: the validity columns and the deleted column, where the spec has them."""
+        return (*self.validity_columns, *self.tombstone_columns)
 
     def _check_tracked_are_declared(self) -> None:
         """A misspelt tracked column fails at load when the spec declares its columns (both sides

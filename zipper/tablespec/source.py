@@ -25,7 +25,7 @@ MODE_KEYS: dict[str, set[SourceMode]] = {
     "delete_match": {SourceMode.CDC},
     "sequence_by": {SourceMode.UPSERT, SourceMode.CDC},
     "updated_at": {SourceMode.UPSERT, SourceMode.CDC},
-    "hard_deletes": {SourceMode.SNAPSHOT},
+    "hard_deletes": {SourceMode.SNAPSHOT, SourceMode.CDC, SourceMode.LANDING_ZONE},
     "on_anomaly": {SourceMode.LANDING_ZONE},
     # a landing zone's day without a new file is an ordinary empty day already
     "on_missing_input": {SourceMode.UPSERT, SourceMode.CDC, SourceMode.SNAPSHOT},
@@ -104,8 +104,10 @@ class SourceSpec(StrictModel):
     )
     hard_deletes: choice(HardDeletes) | None = Field(
         default=None,
-        description="`snapshot` only (default `invalidate`): keys missing from the snapshot are closed;"
-        " `ignore` leaves them open.",
+        description="`snapshot`, `cdc` and `landing_zone` only (default `invalidate`): a deleted key (missing from"
+        " the snapshot, a delete) has its open version closed; `new_record` also opens a tombstone version, its"
+        " last values with `deleted_column` true, until the key comes back; `ignore` (`snapshot` only) leaves"
+        " keys missing from the snapshot open.",
     )
     on_anomaly: choice(OnAnomaly) | None = Field(
         default=None,
@@ -141,6 +143,15 @@ class SourceSpec(StrictModel):
             raise ValueError(
                 f"only for mode {' or '.join(sorted(allowed))}, not {mode!r}{f': {reason}' if reason else ''}"
             )
+        return value
+
+    @field_validator("hard_deletes")
+    @classmethod
+    def _ignore_for_snapshots(cls, value, info: ValidationInfo):
+        """Only a snapshot can leave a deleted key open: a delete that changes nothing is no delete."""
+        mode = info.data.get("mode", SourceMode.UPSERT)
+        if value == HardDeletes.IGNORE and mode is not SourceMode.SNAPSHOT:
+            raise ValueError(f"'ignore' is only for mode snapshot, not {str(mode)!r} (use invalidate or new_record)")
         return value
 
     @field_validator("schema_")
@@ -187,7 +198,13 @@ class SourceSpec(StrictModel):
 
     @property
     def invalidate_missing(self) -> bool:
-        return (self.hard_deletes or HardDeletes.INVALIDATE) == HardDeletes.INVALIDATE
+        """Whether a key missing from a snapshot is closed (invalidate, new_record)."""
+        return self.hard_deletes != HardDeletes.IGNORE
+
+    @property
+    def keeps_tombstones(self) -> bool:
+        """Whether a deleted key gets a tombstone version (`hard_deletes: new_record`)."""
+        return self.hard_deletes == HardDeletes.NEW_RECORD
 
     @property
     def anomalies_are_errors(self) -> bool:

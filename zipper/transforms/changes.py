@@ -323,21 +323,27 @@ def snapshot_changes(
     columns: list[str],
     invalidate: bool,
     float_precision: frozenset[str] = frozenset(),
+    deleted: str | None = None,
 ) -> DataFrame:
     """A full snapshot as a change set against the open rows: new keys and keys whose values
     differ (NULL-safe, every column) upsert; open keys missing from the snapshot are deleted
     (`invalidate`) or left alone; equal keys are not in the change set at all. A
     `float_precision` column's value equal to the open one at float precision differs only
-    where the open value is the float (the version takes the snapshot's, `transforms.day_rows`)."""
-    values = [c for c in columns if c not in keys]
-    opened = open_rows.select(*keys, *[F.col(c).alias(_OPEN + c) for c in values], F.lit(True).alias(_OPEN))
+    where the open value is the float (the version takes the snapshot's, `transforms.day_rows`).
+
+    `deleted`: the deleted column (`hard_deletes: new_record`), not compared. An open row with it
+    true is a tombstone, so not open: its key back in the snapshot upserts (even with equal values),
+    and still missing is no change."""
+    values = [c for c in columns if c not in keys and c != deleted]
+    live = ~F.col(deleted) if deleted else F.lit(True)
+    opened = open_rows.select(*keys, *[F.col(c).alias(_OPEN + c) for c in values], live.alias(_OPEN))
     joined = snapshot.select(*columns, F.lit(True).alias(_SNAP)).join(opened, on=keys, how="full")
-    in_snapshot, was_open = F.col(_SNAP).isNotNull(), F.col(_OPEN).isNotNull()
+    in_snapshot, was_open = F.col(_SNAP).isNotNull(), F.coalesce(F.col(_OPEN), F.lit(False))
     types = types_of(snapshot)
     differs = _any([~_keeps_open_value(F.col(_OPEN + c), F.col(c), types[c], c in float_precision) for c in values])
     wanted = in_snapshot & (~was_open | differs)
     if invalidate:
-        wanted = wanted | ~in_snapshot
+        wanted = wanted | (~in_snapshot & was_open)
     op = F.when(in_snapshot, F.lit(UPSERT)).otherwise(F.lit(DELETE))
     return joined.where(wanted).select(*columns, op.alias(OP))
 
@@ -352,12 +358,16 @@ def open_problems(
     keys: list[str],
     columns: list[str],
     float_precision: frozenset[str] = frozenset(),
+    deleted: str | None = None,
 ) -> DataFrame:
     """Change-set rows whose first action does not fit the open partition: keys, PROBLEM, DIFF.
 
     `touched`: the open rows of the change set's keys (all of them, or all open rows); a delete
-    matches a `float_precision` column's open value when equal at float precision."""
+    matches a `float_precision` column's open value when equal at float precision. `deleted`: the
+    deleted column; an open row with it true is a tombstone, which is not open."""
     values = [c for c in columns if c not in keys]
+    if deleted:
+        touched = touched.where(~F.col(deleted))
     opened = touched.select(*keys, *[F.col(c).alias(_OPEN + c) for c in values], F.lit(True).alias(_OPEN))
     joined = changes.join(opened, on=keys, how="left")
     is_open, first = F.col(_OPEN).isNotNull(), F.col(FIRST)

@@ -170,6 +170,7 @@ class SourceStrategy:
         table_columns, checked, keep = request.table_columns, request.checked, request.keep
         what = f"increment {located.description}"
         conform.missing_validity(spec, table_columns, ds.isoformat())
+        conform.missing_deleted_column(spec, table_columns, ds.isoformat())
         if located.missing:  # nothing to read: a day without changes (a snapshot's closes nothing)
             return Day(None, 0, list(table_columns), conform.ColumnChanges(), located, self.skipped_counts(spec))
         self.refuse_empty(spec, ds, located)

@@ -59,7 +59,7 @@ class Cdc(SourceStrategy):
         validity columns (the merge's own), or None."""
         op, sequence, names = spec.source.operation_column, spec.source.order_column, [c for c, _ in columns]
         match = (
-            [c for c in names if c not in spec.keys and c != sequence and c not in spec.validity_columns]
+            [c for c in names if c not in spec.keys and c != sequence and c not in spec.own_columns]
             if spec.source.deletes_need_all_columns
             else None
         )
