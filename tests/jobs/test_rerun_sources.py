@@ -86,6 +86,11 @@ def test_a_changed_past_input_is_replayed_to_the_table_daily_runs_give(spark, tm
         ]
         assert replay.rerun(spark, t.spec, day(1)).counts["dates"] == 3
         assert table_rows(spark, t.table) == rows
+        # a spec that turns new_record off would read the tombstones as live rows: refused
+        turned_off = TableFixture(tmp_path / "live", unique_name, source={"mode": "snapshot"})
+        with pytest.raises(StateError, match=r"\['is_deleted'\] are zipper's own .* no longer names them"):
+            merge.merge_date(spark, turned_off.spec, day(4))
+        assert table_rows(spark, t.table) == rows
 
 
 def test_a_cdc_rerun_reads_each_replayed_dates_input_once(spark, tmp_path, unique_name, monkeypatch):

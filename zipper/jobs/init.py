@@ -174,6 +174,7 @@ def _created_table(
                 state.P_END_STYLE: str(spec.end_style),
                 state.P_OPEN_END: spec.open_end.isoformat(),
                 state.P_FORMAT: state.FORMAT_VERSION,
+                state.P_OWN_COLUMNS: ",".join(spec.own_columns),
             },
         )
     return state.read_state(spark, spec), created
