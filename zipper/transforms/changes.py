@@ -105,12 +105,16 @@ def bad_markers(rows: DataFrame, *, marker: str, written: str, file: str, row: s
     )
 
 
-def landing_events(rows: DataFrame, *, columns: list[str], marker: str, file: str, row: str) -> DataFrame:
-    """Landing-zone rows (markers checked) as events, in file order, then row order."""
+def landing_events(
+    rows: DataFrame, *, columns: list[str], marker: str, file: str, row: str, order: str | None = None
+) -> DataFrame:
+    """Landing-zone rows (markers checked) as events, in file order, then row order; with `order`
+    (`source.updated_at`), in that column's order, whatever file a change came in."""
     action = F.when(F.col(marker) == 0, F.lit(INSERT))
     for value, name in MARKERS.items():
         action = action.when(F.col(marker) == value, F.lit(name))
-    return rows.select(*columns, action.alias(ACTION), F.struct(F.col(file), F.col(row)).alias(ORDER))
+    ordered = F.col(order) if order else F.struct(F.col(file), F.col(row))
+    return rows.select(*columns, action.alias(ACTION), ordered.alias(ORDER))
 
 
 def order_offenders(events: DataFrame, keys: list[str], read_all_columns: bool = False) -> DataFrame:
