@@ -158,6 +158,34 @@ def fill_null_updates(events: DataFrame, *, keys: list[str], columns: list[str])
     )
 
 
+def fill_from_open(
+    events: DataFrame, open_rows: DataFrame, *, keys: list[str], columns: list[str], deleted: str | None = None
+) -> DataFrame:
+    """Filled events (`fill_null_updates`) whose NULLs left are the key's open version's values,
+    where its changes go on from its open row (CONTINUES) and that row is live (not a tombstone,
+    `deleted`): with `source.updated_at` each change is a version of its own, so each needs the
+    values before it, not only the day's last. CONTINUES is dropped: nothing is left to fill."""
+    values = [c for c in columns if c not in keys and c != deleted]
+    old = open_rows.join(events.select(*keys).distinct(), on=keys, how="left_semi").select(
+        *[F.col(k).alias(_OPEN + k) for k in keys],
+        *[F.col(c).alias(_OPEN + "v_" + c) for c in values],
+        (~F.col(deleted) if deleted else F.lit(True)).alias(_OPEN + "live"),
+    )
+    joined = events.join(old, on=_all_equal(events, keys), how="left")
+    goes_on = F.col(CONTINUES) & F.coalesce(F.col(_OPEN + "live"), F.lit(False))
+
+    def value(c: str) -> Column:
+        if c not in values:
+            return F.col(c)
+        return F.when(goes_on, F.coalesce(F.col(c), F.col(_OPEN + "v_" + c))).otherwise(F.col(c)).alias(c)
+
+    return joined.select(*[value(c) for c in events.columns if c != CONTINUES])
+
+
+def _all_equal(events: DataFrame, keys: list[str]) -> Column:
+    return reduce(lambda a, b: a & b, [events[k] == F.col(_OPEN + k) for k in keys])
+
+
 def flag_events(events: DataFrame, *, keys: list[str], columns: list[str], match: list[str] | None) -> DataFrame:
     """Each event with the problem it meets in the state its key's previous event of the day
     left (none for a key's first event: that one meets the open partition, see `open_problems`),
