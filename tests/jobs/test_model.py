@@ -645,14 +645,15 @@ def test_cdc_tombstones_match_the_model(spark, tmp_path_factory, scenario, data)
 
 @pytest.mark.slow
 @settings(MODEL_SETTINGS, max_examples=4)
-@given(scenario=snapshot_scenarios(SINGLE_KEYS))
+@given(scenario=snapshot_scenarios(SINGLE_KEYS), validity=st.booleans())
 @example(
     scenario=(  # a key dropped and back; all dropped; a NULL that stays NULL
         "exclusive",
         "invalidate",
         [(1, "x", 5), (2, None, None)],
         [[(2, None, None), (3, "y", 0)], [(1, "x", 5)], []],
-    )
+    ),
+    validity=False,
 )
 @example(
     scenario=(  # tombstones: dropped, still missing, back as it was, dropped again, the same snapshot twice
@@ -660,10 +661,25 @@ def test_cdc_tombstones_match_the_model(spark, tmp_path_factory, scenario, data)
         "new_record",
         [(1, "x", 5), (2, None, None)],
         [[(2, None, None), (3, "y", 0)], [(2, None, None), (3, "y", 0)], [(1, "x", 5), (2, None, 0)], [(1, "x", 5)]],
-    )
+    ),
+    validity=False,
 )
-def test_snapshots_match_the_model(spark, tmp_path_factory, scenario):
+@example(
+    scenario=(  # updated_at: changed, dropped (its tombstone), back as it was; a change in place (its ts only)
+        "inclusive",
+        "new_record",
+        [(1, "x", 5), (2, None, None), (3, "y", 0)],
+        [[(1, "y", 5), (3, "y", 0)], [(1, "y", 5), (2, None, None), (3, "y", 0)], [(2, None, None)]],
+    ),
+    validity=True,
+)
+def test_snapshots_match_the_model(spark, tmp_path_factory, scenario, validity):
+    """`validity`: with source.updated_at (`ValidityModel.merge_snapshot_versions`)."""
     end_style, hard_deletes, base, days = scenario
+    if validity:
+        run_snapshot_versions_against_model(spark, tmp_path_factory, scenario)
+        event(f"updated_at, hard_deletes {hard_deletes}")
+        return
     source = {"mode": "snapshot", "hard_deletes": hard_deletes}
     run_against_model(
         spark,
@@ -777,6 +793,43 @@ class ValidityModel(ZipperModel):
         )
         return counts
 
+    def merge_snapshot_versions(self, ds: dt.date, rows: list[tuple], hard_deletes: str) -> dict:
+        """A full snapshot: a new or changed key's version begins at its row's ts; an open key missing
+        from it (but with hard_deletes: ignore) ends at the midnight after `ds`, when its tombstone
+        begins; a tombstone's key back in it closes the tombstone."""
+        today, end = ds.isoformat(), self.closed_end(ds)
+        moment = dt.datetime.combine(ds + dt.timedelta(days=1), dt.time())
+        snapshot = dict(self._split(row) for row in rows)
+        counts = {**self._counts(0), "deleted": 0, "source_rows": len(rows), "open_before": len(self.versions)}
+        for key in sorted(self.versions) if hard_deletes != "ignore" else []:
+            attrs, begin, valid_from, dead = self.versions[key]
+            if key in snapshot or dead:
+                continue
+            self.ended.append((key, attrs, begin, end, valid_from, moment, False))
+            del self.versions[key]
+            counts["deleted"] += 1
+            self.seen.add("key missing from the snapshot")
+            if self.tombstones:
+                self.versions[key] = [attrs, today, moment, True]
+                counts["tombstones"] += 1
+        for key, attrs in snapshot.items():
+            version = self.versions.get(key)
+            if version is not None and not version[3] and version[0][:2] == attrs[:2]:
+                counts["unchanged" if version[0] == attrs else "updated_in_place"] += 1
+                version[0] = attrs
+                continue
+            if version is not None:
+                self.ended.append((key, version[0], version[1], end, version[2], attrs[2], version[3]))
+            counts["changed" if version is not None else "new"] += 1
+            self.versions[key] = [attrs, today, attrs[2], False]
+        counts.update(
+            input=len(rows) - counts["unchanged"] + counts["deleted"],
+            closed=counts["deleted"] + counts["changed"],
+            versions_within_day=0,
+            open_after=len(self.versions),
+        )
+        return counts
+
     def rows(self) -> list[tuple]:
         def flagged(vf, vt, dead):
             return (vf, vt, dead) if self.tombstones else (vf, vt)
@@ -846,6 +899,39 @@ def run_versions_against_model(
         model=model,
         track_columns=["name", "score"],
         **fixture_options,
+    )
+
+
+def run_snapshot_versions_against_model(spark, root_factory, scenario) -> None:
+    """Snapshots with updated_at (ts, not tracked): a row keeps its key's ts while its values and
+    presence stay; a new, changed or returning row gets the time of its change on its day."""
+    end_style, hard_deletes, base, days = scenario
+    stamps: dict[tuple, tuple] = {}  # key -> (name, score, ts) of its last row
+
+    def timed(ds: dt.date, rows: list[tuple], before: set) -> list[tuple]:
+        out = []
+        for n, row in enumerate(rows, start=1):
+            key, attrs = row[:1], row[1:]
+            last = stamps.get(key)
+            kept = last is not None and key in before and last[:2] == attrs
+            stamps[key] = attrs + ((last[2],) if kept else (changed_at(ds, n),))
+            out.append(key + stamps[key])
+        return out
+
+    timed_base = timed(day(0), base, set())
+    timed_days, present = [], {row[:1] for row in base}
+    for n, rows in enumerate(days, start=1):
+        timed_days.append(timed(day(n), rows, present))
+        present = {row[:1] for row in rows} | (present if hard_deletes == "ignore" else set())
+    run_against_model(
+        spark,
+        root_factory,
+        UPDATED,
+        (end_style, timed_base, timed_days),
+        apply=lambda model, ds, rows: model.merge_snapshot_versions(ds, rows, hard_deletes),
+        model=ValidityModel(end_style, timed_base, tombstones=hard_deletes == "new_record"),
+        source={"mode": "snapshot", "hard_deletes": hard_deletes, "updated_at": "ts"},
+        track_columns=["name", "score"],
     )
 
 

@@ -245,11 +245,6 @@ def test_mode_options_are_checked_per_mode(tmp_path, source, expected):
 @pytest.mark.parametrize(
     "source, top, expected",
     [
-        (
-            "mode: snapshot\n  updated_at: ts\n  path: /x",
-            "",
-            "key 'source.updated_at': only for mode cdc or landing_zone or upsert",
-        ),
         ("updated_at: ts\n  sequence_by: seq\n  path: /x", "", "key 'source.sequence_by': source.updated_at 'ts'"),
         (
             "updated_at: user_id\n  path: /x",

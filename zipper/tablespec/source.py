@@ -24,7 +24,7 @@ MODE_KEYS: dict[str, set[SourceMode]] = {
     "op_column": {SourceMode.CDC},
     "delete_match": {SourceMode.CDC},
     "sequence_by": {SourceMode.UPSERT, SourceMode.CDC},
-    "updated_at": {SourceMode.UPSERT, SourceMode.CDC, SourceMode.LANDING_ZONE},
+    "updated_at": {SourceMode.UPSERT, SourceMode.CDC, SourceMode.LANDING_ZONE, SourceMode.SNAPSHOT},
     "hard_deletes": {SourceMode.SNAPSHOT, SourceMode.CDC, SourceMode.LANDING_ZONE},
     "on_anomaly": {SourceMode.LANDING_ZONE},
     # a landing zone's day without a new file is an ordinary empty day already

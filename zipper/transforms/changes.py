@@ -380,6 +380,68 @@ def snapshot_changes(
     return joined.where(wanted).select(*columns, op.alias(OP))
 
 
+def snapshot_versions(
+    diff: DataFrame, *, columns: list[str], updated_at: str, validity: tuple[str, str], day_end: str, open_end: str
+) -> DataFrame:
+    """A snapshot's change set (`snapshot_changes`, of the data columns) as `versions_of_day` gives a
+    day's versions (`source.updated_at`): one per key. A new or changed key's version is valid from
+    its row's `updated_at`; a key missing from the snapshot is deleted at `day_end` (the midnight
+    after the day the snapshot describes: reruns give the same moment). Both valid until `open_end`,
+    in the updated_at column's type."""
+    valid_from, valid_to = validity
+    kind = types_of(diff)[updated_at]
+    deleting = F.col(OP) == DELETE
+
+    def column(c: str) -> Column:
+        if c == valid_from:
+            return F.when(deleting, F.lit(day_end).cast(kind)).otherwise(F.col(updated_at)).alias(c)
+        if c == valid_to:
+            return F.lit(open_end).cast(kind).alias(c)
+        return F.col(c)
+
+    return diff.select(
+        *[column(c) for c in columns],
+        F.lit(1).alias(STEP),
+        F.lit(True).alias(LAST),
+        F.col(OP),
+        F.col(OP).alias(FIRST),
+        F.col(OP).alias(FINAL),
+    )
+
+
+def snapshot_history(
+    open_rows: DataFrame,
+    snapshot: DataFrame,
+    *,
+    keys: list[str],
+    tracked: list[str],
+    updated_at: str,
+    valid_from: str,
+    deleted: str | None = None,
+) -> DataFrame:
+    """The snapshot's rows that would rewrite history (`source.updated_at`): updated_at NULL, older
+    than the key's open version's valid_from, or as old with other tracked values (one moment, two
+    versions). A snapshot holds one row per key, so it cannot carry a version before its open one.
+    A tombstone's key may come back as early as the tombstone's own moment. Keys, the open valid_from
+    (`zipper_open_from`) and the row's updated_at (`zipper_from`), in key order."""
+    live = ~F.col(deleted) if deleted else F.lit(True)
+    opened = open_rows.select(
+        *keys,
+        F.col(valid_from).alias("zipper_open_from"),
+        live.alias(_OPEN),
+        *[F.col(c).alias(_OPEN + c) for c in tracked],
+    )
+    joined = snapshot.join(opened, on=keys, how="left")
+    types = types_of(snapshot)
+    at, since = F.col(updated_at), F.col("zipper_open_from")
+    other_values = ~reduce(
+        lambda a, b: a & b, [same(F.col(_OPEN + c), F.col(c), types[c]) for c in tracked], F.lit(True)
+    )
+    older = F.coalesce(at < since, F.lit(False))
+    as_old = F.coalesce((at == since) & F.col(_OPEN) & other_values, F.lit(False))
+    return joined.where(at.isNull() | older | as_old).select(*keys, since, at.alias("zipper_from")).orderBy(*keys)
+
+
 # ---------------------------------------------------------------- problems
 
 
