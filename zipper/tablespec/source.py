@@ -97,11 +97,11 @@ class SourceSpec(StrictModel):
     )
     updated_at: Identifier | None = Field(
         default=None,
-        description="`upsert`, `cdc` and `landing_zone` only: a date or timestamp column saying when each change"
-        " happened (a landing zone's deletes carry it too). Versions"
-        " get `valid_from` and `valid_to` (`valid_from_column`, `valid_to_column`) in its type, and every change of"
-        " a key in a day is kept as its own version, in this column's order (it orders a day's changes as"
-        " `sequence_by` does). A table made without it needs to be loaded again to turn it on.",
+        description="A date or timestamp column saying when each change happened (a landing zone's deletes carry"
+        " it too). Versions get `valid_from` and `valid_to` (`valid_from_column`, `valid_to_column`) in its type,"
+        " and every change of a key in a day is kept as its own version, in this column's order (it orders a"
+        " day's changes as `sequence_by` does). A key missing from a snapshot is deleted at the midnight after"
+        " the run date. A table made without it needs to be loaded again to turn it on.",
     )
     hard_deletes: choice(HardDeletes) | None = Field(
         default=None,
