@@ -9,7 +9,7 @@ import pytest
 
 from tests.support import TableFixture, day, table_rows
 from zipper.core.errors import InputError
-from zipper.jobs import merge
+from zipper.jobs import merge, replay
 from zipper.jobs.init import init_table
 from zipper.table import catalog, state
 
@@ -106,6 +106,8 @@ def test_updated_at_versions_and_tombstones_of_snapshots(spark, tmp_path, unique
         (3, "cid", day(-1), day(-1), day(2), False, d0, d1),
         (3, "cid", day(-1), day(2), day(2), True, d1, d2),  # the tombstone, until the key came back
     ]
+    assert table_rows(spark, t.table) == expected
+    assert replay.rerun(spark, t.spec, day(1)).counts["dates"] == 2  # the same moments again
     assert table_rows(spark, t.table) == expected
     t.write_increment(spark, day(3), [(1, "ann", day(-6)), (2, "bex", day(1)), (3, "cat", day(2))])
     with pytest.raises(InputError) as refused:
