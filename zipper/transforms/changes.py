@@ -419,13 +419,15 @@ def snapshot_history(
     valid_from: str,
     deleted: str | None = None,
 ) -> DataFrame:
-    """The snapshot's rows that would rewrite history (`source.updated_at`): updated_at NULL, older
+    """The snapshot's rows (its change set's will do: a row equal to its open version is as new as
+    it) that would rewrite history (`source.updated_at`): updated_at NULL, older
     than the key's open version's valid_from, or as old with other tracked values (one moment, two
     versions). A snapshot holds one row per key, so it cannot carry a version before its open one.
     A tombstone's key may come back as early as the tombstone's own moment. Keys, the open valid_from
     (`zipper_open_from`) and the row's updated_at (`zipper_from`), in key order."""
     live = ~F.col(deleted) if deleted else F.lit(True)
-    opened = open_rows.select(
+    # the open rows of the snapshot's keys: the snapshot's side is the change set, the smaller one
+    opened = open_rows.join(snapshot.select(*keys), on=keys, how="left_semi").select(
         *keys,
         F.col(valid_from).alias("zipper_open_from"),
         live.alias(_OPEN),

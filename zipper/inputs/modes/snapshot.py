@@ -7,7 +7,7 @@ import datetime as dt
 
 from zipper.core.errors import InputError, MissingInputError
 from zipper.inputs import conform, sources
-from zipper.inputs.changeset import float_precision
+from zipper.inputs.changeset import Day, DayRequest, float_precision
 from zipper.inputs.modes.base import DayRead, SourceStrategy
 from zipper.inputs.refusals import key_text, value_text, where_of
 from zipper.tablespec.model import TableSpec
@@ -36,8 +36,6 @@ class Snapshot(SourceStrategy):
         seen = self.seen_in(day, rows, ordered=False)
         open_rows = day.spark.read.schema(conform.struct_type(day.columns)).parquet(st.open_partition.location)
         validity = spec.validity_columns
-        if validity:
-            self.refuse_history(day, open_rows, rows)
         diff = changes.snapshot_changes(
             open_rows,
             rows,
@@ -59,16 +57,29 @@ class Snapshot(SourceStrategy):
         )
         return versions, seen, {}
 
-    def refuse_history(self, day: DayRead, open_rows, rows) -> None:
+    def change_set(self, request: DayRequest, ds: dt.date) -> Day:
+        """The change set of `ds`; with `source.updated_at`, once none of its rows would rewrite
+        history (`refuse_history`)."""
+        day = super().change_set(request, ds)
+        if request.spec.validity_columns and day.changes is not None:
+            self.refuse_history(request, ds, day)
+        return day
+
+    def refuse_history(self, request: DayRequest, ds: dt.date, day: Day) -> None:
         """A snapshot row whose updated_at is NULL, older than its key's open version, or as old
-        with other values: a snapshot holds each key's current row, not its history."""
-        spec = day.spec
+        with other values: a snapshot holds each key's current row, not its history. Only the
+        change set's rows can be such (a row equal to its open version is as new as it), so the
+        check reads them and the open rows of their keys, after the change set is written."""
+        spec = request.spec
+        open_rows = request.spark.read.schema(conform.struct_type(day.columns)).parquet(
+            request.st.open_partition.location
+        )
         found = (
             changes.snapshot_history(
                 open_rows,
-                rows,
+                day.changes.where(day.changes[changes.OP] == changes.UPSERT).select(*day.names),
                 keys=spec.keys,
-                tracked=conform.tracked_columns(spec, day.names, day.ds.isoformat()),
+                tracked=conform.tracked_columns(spec, day.names, ds.isoformat()),
                 updated_at=spec.source.updated_at,
                 valid_from=spec.validity_columns[0],
                 deleted=spec.tombstone_column,
@@ -85,10 +96,10 @@ class Snapshot(SourceStrategy):
         )
         more = " (and more)" if len(found) > HISTORY_EXAMPLES else ""
         raise InputError(
-            f"{day.what} has rows whose {spec.source.updated_at} is NULL, older than their key's open version"
-            f" ({spec.validity_columns[0]}), or as old with other values; a snapshot holds each key's current"
-            f" row, not its history; keys {spec.keys}: {shown}{more}; nothing was changed",
-            **where_of(spec, day.ds),
+            f"increment {day.located.description} has rows whose {spec.source.updated_at} is NULL, older than"
+            f" their key's open version ({spec.validity_columns[0]}), or as old with other values; a snapshot"
+            f" holds each key's current row, not its history; keys {spec.keys}: {shown}{more}; nothing was changed",
+            **where_of(spec, ds),
         )
 
 
