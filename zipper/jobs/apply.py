@@ -77,7 +77,9 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
         float_precision=day.float_precision,
     )
     if versioned:
-        rows = daily.day_versions(touched_rows, day.changes, validity=spec.validity_columns, **arguments)
+        rows = daily.day_versions(
+            touched_rows, day.changes, validity=spec.validity_columns, deleted=spec.tombstone_column, **arguments
+        )
     else:
         rows = daily.day_rows(
             touched_rows,
