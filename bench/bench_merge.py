@@ -90,11 +90,15 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def start_session(layout: Layout):
-    """The same session zipper's CLI builds (no tuning), so the merge is timed as users run it."""
+    """The session zipper builds for a driver of its own (no tuning), so the merge is timed as users
+    run it. A classic driver in this process, whatever ZIPPER_SPARK_RUNNER says: the meter reads
+    the driver JVM's heap and CPU, and a Spark Connect client has no JVM here (the default server
+    runner failed the bench before its first round)."""
     from zipper.runtime.session import build_session
-    from zipper.runtime.settings import SessionSettings
+    from zipper.runtime.settings import SessionSettings, SparkRunner
 
-    spark = build_session(SessionSettings(warehouse=str(layout.warehouse), app_name="zipper bench"))
+    settings = SessionSettings(warehouse=str(layout.warehouse), app_name="zipper bench", runner=SparkRunner.DRIVER)
+    spark = build_session(settings)
     spark.sql(f"CREATE DATABASE IF NOT EXISTS `{DATABASE}`")
     return spark
 

@@ -18,7 +18,8 @@ git worktree add --quiet --detach "$root/b" "$b"
 for ((round = 1; round <= rounds; round++)); do
   for side in a b; do
     ref=$([ "$side" = a ] && echo "$a" || echo "$b")
-    line=$(cd "$root/$side" && PYTHONPATH="$root/$side" "$repo/.venv/bin/python" "$script" "$@" 2>/dev/null | grep '^RESULT' | tail -1)
+    line=$(cd "$root/$side" && PYTHONPATH="$root/$side" "$repo/.venv/bin/python" "$script" "$@" 2>"$root/stderr" | grep '^RESULT' | tail -1) || true
     echo "round $round $ref: ${line:-no RESULT line}"
+    [ -n "$line" ] || tail -n 5 "$root/stderr" | sed 's/^/  stderr: /'
   done
 done

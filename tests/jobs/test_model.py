@@ -555,36 +555,48 @@ def test_composite_key_merges_match_the_model(spark, tmp_path_factory, scenario)
 
 SEQUENCED = {"keys": ("id",), "schema": "id int, name string, score int, seq int"}
 CDC_FILE = "id int, name string, score int, seq int, sys_op int"
+UPSERT_FILE = "id int, name string, score int, seq int"
 
 
-def run_changes_against_model(spark, root_factory, scenario, permutation, tombstones: bool = False) -> None:
-    """cdc with sequence_by: day's changes get seq 1, 2, ... in the order they happened and are
-    written in the order `permutation` gives; seq is stored but not tracked (updated in place).
-    `tombstones`: with `hard_deletes: new_record`."""
+def run_changes_against_model(spark, root_factory, scenario, permutation, source: dict) -> None:
+    """Ordered changes on cdc or upsert (`source`: its mode and options) with sequence_by: a day's
+    changes get seq 1, 2, ... in the order they happened and are written in the order
+    `permutation` gives (an upsert's day without its deletes); seq is stored but not tracked
+    (updated in place). The model follows `hard_deletes: new_record` and `ignore_null_updates`."""
     end_style, base, days = scenario
+    deletes = source["mode"] == "cdc"
+    days = days if deletes else [[(row, a) for row, a in events if a != "delete"] for events in days]
 
     def written(events):
-        rows = [row + (seq, 1 if action == "delete" else 0) for seq, (row, action) in enumerate(events, start=1)]
+        rows = [
+            row + (seq,) + ((1 if action == "delete" else 0,) if deletes else ())
+            for seq, (row, action) in enumerate(events, start=1)
+        ]
         return [rows[i] for i in permutation(len(rows))]
 
     def apply(model, ds, events):
-        return model.merge_changes(ds, [(row + (seq,), action) for seq, (row, action) in enumerate(events, start=1)])
+        ordered = [(row + (seq,), action) for seq, (row, action) in enumerate(events, start=1)]
+        return model.merge_changes(ds, ordered, deletes=deletes)
 
+    model_base = [row + (0,) for row in base]
+    model = ZipperModel(
+        end_style,
+        model_base,
+        1,
+        (0, 1),
+        ignore_nulls=bool(source.get("ignore_null_updates")),
+        tombstones=source.get("hard_deletes") == "new_record",
+    )
     run_against_model(
         spark,
         root_factory,
         SEQUENCED,
-        (end_style, [row + (0,) for row in base], days),
+        (end_style, model_base, days),
         written=written,
-        schema=CDC_FILE,
+        schema=CDC_FILE if deletes else UPSERT_FILE,
         apply=apply,
-        model=ZipperModel(end_style, [row + (0,) for row in base], 1, (0, 1), tombstones=tombstones),
-        source={
-            "mode": "cdc",
-            "sequence_by": "seq",
-            "delete_match": "key",
-            **({"hard_deletes": "new_record"} if tombstones else {}),
-        },
+        model=model,
+        source={"sequence_by": "seq", **({"delete_match": "key"} if deletes else {}), **source},
         track_columns=["name", "score"],
     )
 
@@ -615,7 +627,7 @@ def test_cdc_deletes_and_ordered_changes_match_the_model(spark, tmp_path_factory
     def permutation(n):  # the file order: drawn, or reversed (seq decides, not the file)
         return data.draw(st.permutations(range(n))) if data is not None else list(range(n))[::-1]
 
-    run_changes_against_model(spark, tmp_path_factory, scenario, permutation)
+    run_changes_against_model(spark, tmp_path_factory, scenario, permutation, {"mode": "cdc"})
 
 
 @pytest.mark.slow
@@ -640,7 +652,9 @@ def test_cdc_tombstones_match_the_model(spark, tmp_path_factory, scenario, data)
     def permutation(n):
         return data.draw(st.permutations(range(n))) if data is not None else list(range(n))[::-1]
 
-    run_changes_against_model(spark, tmp_path_factory, scenario, permutation, tombstones=True)
+    run_changes_against_model(
+        spark, tmp_path_factory, scenario, permutation, {"mode": "cdc", "hard_deletes": "new_record"}
+    )
 
 
 @pytest.mark.slow
@@ -937,47 +951,19 @@ def run_snapshot_versions_against_model(spark, root_factory, scenario) -> None:
 
 # ---------------------------------------------------------------- partial updates (ignore_null_updates)
 
-UPSERT_FILE = "id int, name string, score int, seq int"
-
 
 def run_partial_updates_against_model(spark, root_factory, scenario, mode: str, permutation) -> None:
-    """source.ignore_null_updates on `mode`: cdc and upsert with sequence_by take the day's changes
-    as `run_changes_against_model` does (upsert without its deletes); plain upsert takes each
-    key's last change of the day (without deletes) as its increment."""
+    """source.ignore_null_updates on `mode`: cdc and upsert with sequence_by (`upsert_seq`) take the
+    day's changes as `run_changes_against_model` does; plain upsert takes each key's last change of
+    the day (without deletes) as its increment."""
     end_style, base, days = scenario
     if mode == "upsert":
         increments = [list({row[:1]: row for row, action in events if action != "delete"}.values()) for events in days]
         source = {"ignore_null_updates": True}
         run_against_model(spark, root_factory, SINGLE, (end_style, base, increments), ignore_nulls=True, source=source)
         return
-    deletes = mode == "cdc"
-    days = days if deletes else [[(row, a) for row, a in events if a != "delete"] for events in days]
-
-    def written(events):
-        rows = [
-            row + (seq,) + ((1 if action == "delete" else 0,) if deletes else ())
-            for seq, (row, action) in enumerate(events, start=1)
-        ]
-        return [rows[i] for i in permutation(len(rows))]
-
-    def apply(model, ds, events):
-        ordered = [(row + (seq,), action) for seq, (row, action) in enumerate(events, start=1)]
-        return model.merge_changes(ds, ordered, deletes=deletes)
-
-    source = {"mode": "cdc" if deletes else "upsert", "sequence_by": "seq", "ignore_null_updates": True}
-    run_against_model(
-        spark,
-        root_factory,
-        SEQUENCED,
-        (end_style, [row + (0,) for row in base], days),
-        written=written,
-        schema=CDC_FILE if deletes else UPSERT_FILE,
-        apply=apply,
-        tracked=(0, 1),
-        ignore_nulls=True,
-        source={**source, "delete_match": "key"} if deletes else source,
-        track_columns=["name", "score"],
-    )
+    source = {"mode": "cdc" if mode == "cdc" else "upsert", "ignore_null_updates": True}
+    run_changes_against_model(spark, root_factory, scenario, permutation, source)
 
 
 @pytest.mark.slow

@@ -197,35 +197,35 @@ def with_validity(spec: TableSpec, columns: list[tuple[str, str]]) -> list[tuple
     return [*columns, *[(name, kind) for name in spec.validity_columns], *tombstone]
 
 
-def missing_validity(spec: TableSpec, table_columns: list[tuple[str, str]], ds: str) -> None:
-    """A table made before its spec turned `source.updated_at` on lacks the validity columns, and its
-    versions' validity can only come from the inputs: refused, nothing changed."""
-    names = {name for name, _ in table_columns}
-    missing = [c for c in spec.validity_columns if c not in names]
-    if missing:
-        raise SpecError(
-            f"{spec.origin or spec.name}: key 'source.updated_at': the table was made without the columns"
-            f" {missing}, and its versions' validity can only be computed from the inputs: load it again as a new"
-            f" table (a new `table:`, or drop this one and its files) from start_date; nothing was changed",
-            table=spec.table,
-            ds=ds,
-        )
+# The rest of the refusal's line for each option that adds zipper's own columns ({missing}: those
+# the table lacks).
+VALIDITY_REFUSAL = (
+    "the table was made without the columns {missing}, and its versions' validity can only be computed"
+    " from the inputs: load it again as a new table (a new `table:`, or drop this one and its files)"
+    " from start_date; nothing was changed"
+)
+TOMBSTONE_REFUSAL = (
+    "the table was made without the deleted column {missing[0]!r} that new_record writes: load it again as"
+    " a new table (a new `table:`, or drop this one and its files, then `zipper init` and merge from"
+    " start_date), or keep hard_deletes: invalidate; nothing was changed"
+)
 
 
-def missing_deleted_column(spec: TableSpec, table_columns: list[tuple[str, str]], ds: str) -> None:
-    """A table made before its spec turned `hard_deletes: new_record` on lacks the deleted column,
-    and its versions closed by deletes cannot say so any more: refused, nothing changed."""
+def missing_own_columns(spec: TableSpec, table_columns: list[tuple[str, str]], ds: str | None) -> None:
+    """A table made before its spec turned `source.updated_at` or `hard_deletes: new_record` on lacks
+    that option's own columns (`spec.own_columns`). Only the inputs could fill them (the versions'
+    validity, the versions closed by deletes), so the day is refused and nothing is changed. The
+    line names the option, `updated_at` first."""
     names = {name for name, _ in table_columns}
-    missing = [c for c in spec.tombstone_columns if c not in names]
-    if missing:
-        raise SpecError(
-            f"{spec.origin or spec.name}: key 'source.hard_deletes': the table was made without the deleted column"
-            f" {missing[0]!r} that new_record writes: load it again as a new table (a new `table:`, or drop this one"
-            " and its files, then `zipper init` and merge from start_date), or keep hard_deletes: invalidate;"
-            " nothing was changed",
-            table=spec.table,
-            ds=ds,
-        )
+    for key, columns, refusal in (
+        ("source.updated_at", spec.validity_columns, VALIDITY_REFUSAL),
+        ("source.hard_deletes", spec.tombstone_columns, TOMBSTONE_REFUSAL),
+    ):
+        missing = [c for c in columns if c not in names]
+        if missing:
+            raise SpecError(
+                f"{spec.origin or spec.name}: key '{key}': {refusal.format(missing=missing)}", table=spec.table, ds=ds
+            )
 
 
 def widened_from_float(changes: ColumnChanges) -> set[str]:

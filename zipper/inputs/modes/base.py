@@ -169,8 +169,7 @@ class SourceStrategy:
         spark, spec, st, located = request.spark, request.spec, request.st, request.located
         table_columns, checked, keep = request.table_columns, request.checked, request.keep
         what = f"increment {located.description}"
-        conform.missing_validity(spec, table_columns, ds.isoformat())
-        conform.missing_deleted_column(spec, table_columns, ds.isoformat())
+        conform.missing_own_columns(spec, table_columns, ds.isoformat())
         if located.missing:  # nothing to read: a day without changes (a snapshot's closes nothing)
             return Day(None, 0, list(table_columns), conform.ColumnChanges(), located, self.skipped_counts(spec))
         self.refuse_empty(spec, ds, located)
@@ -285,7 +284,7 @@ class SourceStrategy:
         those deletes to check, every column). Returns each date's input so read (date ->
         CheckedInput; none for an empty one)."""
         checked, columns, keyed, flagged = {}, list(table_columns), [], {}
-        conform.missing_validity(spec, table_columns, min(located).isoformat() if located else None)
+        conform.missing_own_columns(spec, table_columns, min(located).isoformat() if located else None)
         refused = self.refused_within_day(spec)
         for ds in sorted(located):
             if located[ds].missing or (located[ds].empty and located[ds].format != SourceFormat.TABLE):

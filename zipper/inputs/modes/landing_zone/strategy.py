@@ -89,8 +89,7 @@ class LandingZone(SourceStrategy):
         located = locate.keep(spark, request.located, request.run_root)
         request = dataclasses.replace(request, located=located)
         what = f"landing zone {located.description}"
-        conform.missing_validity(spec, table_columns, ds.isoformat())
-        conform.missing_deleted_column(spec, table_columns, ds.isoformat())
+        conform.missing_own_columns(spec, table_columns, ds.isoformat())
         counts = {**self.problem_counts(spec), "source_rows": 0, "files": len(located.files)}
         if not located.files:
             return Day(None, 0, list(table_columns), conform.ColumnChanges(), located, counts)
