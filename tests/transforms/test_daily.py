@@ -200,6 +200,7 @@ def test_map_columns_compare_by_their_entries_at_any_depth(spark):
 LATE_SCHEMA = "id int, name string, note string, ts timestamp, valid_from timestamp, valid_to timestamp"
 LATE_END = dt.datetime(9999, 12, 31)
 LATE_OPEN = "9999-12-31"
+LATE_TODAY = "2024-03-01"  # the day merging the late changes
 
 
 def _at(minute: int) -> dt.datetime:
@@ -230,6 +231,7 @@ def _late_in_place(spark, history, changes):
         begin_column="begin_dt",
         end_column="end_dt",
         open_end=LATE_OPEN,
+        today=LATE_TODAY,
     )
     return [tuple(r) for r in result.orderBy("id", "valid_from").collect()]
 
@@ -243,8 +245,8 @@ def _reference_in_place(history: list[tuple], changes: list[tuple]) -> list[tupl
     made gaps, the late changes) in time order; an upsert with the tracked value (name) of the
     version before continues it (its note and ts the latest), else starts one; a delete ends it.
     A version holding an event of `history` keeps its days; a late one takes the end day of the
-    version it splits, or in a gap or before the first the begin day of the next version (no
-    days without a history)."""
+    version it splits, or in a gap or before the first the day merging it (no days without a
+    history)."""
     events = []  # (minute, action, name, note, ts, days or None)
     for i, (_, name, note, ts, vf, vt, begin, end) in enumerate(history):
         events.append((vf, "upsert", name, note, ts, (begin, end)))
@@ -272,8 +274,7 @@ def _reference_in_place(history: list[tuple], changes: list[tuple]) -> list[tupl
             if holder is not None and holder[1] == "upsert":
                 days = (holder[5][1], holder[5][1])
             else:
-                after = next((r[5][0] for r in runs[i + 1 :] if r[5]), None)
-                days = (after, after)
+                days = (LATE_TODAY, LATE_TODAY) if history else (None, None)
         rows.append((name, note, ts, at, to, *days))
     return rows
 
@@ -287,9 +288,9 @@ def test_late_changes_split_the_versions_that_hold_them(spark):
     ]
     changes = [
         (1, "z", "y", 4, "upsert"),  # splits a: a[0, 4) z[4, 10), in a's partition
-        (1, "a", "q", 2, "upsert"),  # a's tracked value: a's note updated? no: ts 2 is older than a's ts 5
-        (1, "y", "y", -5, "upsert"),  # before the first version: y[-5, 0), in its begin day's partition
-        (2, "d", "y", 15, "upsert"),  # in the gap: d[15, 20), in the next version's begin day
+        (1, "a", "q", 2, "upsert"),  # a's tracked value: continues a; its note stays (a's ts 5 is later)
+        (1, "y", "y", -5, "upsert"),  # before the first version: y[-5, 0), in the merged day's partition
+        (2, "d", "y", 15, "upsert"),  # in the gap: d[15, 20), in the merged day's partition
         (2, "a", "y", 5, "delete"),  # a late delete: a ends at 5
         (2, "c", "w", 25, "upsert"),  # the same tracked value as c: c's note and ts updated in place
         (2, "c", "x", 20, "upsert"),  # the moment c begins, same values: re-sent, nothing
@@ -299,12 +300,12 @@ def test_late_changes_split_the_versions_that_hold_them(spark):
         for r in _late_in_place(spark, history, changes)
     ]
     assert got == [
-        (1, "y", "y", -5, -5, 0, "2024-01-01", "2024-01-01"),
+        (1, "y", "y", -5, -5, 0, LATE_TODAY, LATE_TODAY),
         (1, "a", "x", 5, 0, 4, "2024-01-01", "2024-01-02"),
         (1, "z", "y", 4, 4, 10, "2024-01-02", "2024-01-02"),
         (1, "b", "x", 10, 10, None, "2024-01-02", LATE_OPEN),
         (2, "a", "x", 0, 0, 5, "2024-01-01", "2024-01-02"),
-        (2, "d", "y", 15, 15, 20, "2024-01-03", "2024-01-03"),
+        (2, "d", "y", 15, 15, 20, LATE_TODAY, LATE_TODAY),
         (2, "c", "w", 25, 20, 30, "2024-01-03", "2024-01-04"),
     ]
     conflicting = late.conflicts(

@@ -13,8 +13,9 @@ on as if every change had arrived in updated_at order, while keeping the days of
   value says when its columns were last updated in place).
 - A version that holds an existing version's event keeps that version's begin and end days: it
   was the open one in those daily loads. A late version, never open in a daily load, gets
-  begin = end = the end day of the version it splits; in a gap or before the key's first version,
-  the begin day of the version after it. So only the partitions of split versions are rewritten.
+  begin = end = the end day of the version it splits; in a gap or before the key's first version
+  (nothing to split), the day being merged (`today`: its closed partition), like a version that
+  began and ended within it. So only the partitions of split versions (and the day's) are written.
 
 Pure DataFrame -> DataFrame; the caller reads the versions (only those whose valid_to is after
 the key's earliest late change) and writes the result in their partitions."""
@@ -99,6 +100,7 @@ def in_place(
     begin_column: str,
     end_column: str,
     open_end: str,
+    today: str,
 ) -> DataFrame:
     """The versions of the late changes' keys with those changes put in place.
 
@@ -144,12 +146,9 @@ def in_place(
         "*",
         F.lead(first[_AT]).over(by_run).alias("zipper__to__"),
         F.last(holder, ignorenulls=True).over(by_run.rowsBetween(Window.unboundedPreceding, -1)).alias(_HOLDER),
-        F.first(F.col(_BEGIN), ignorenulls=True)
-        .over(by_run.rowsBetween(1, Window.unboundedFollowing))
-        .alias("zipper__next_begin__"),
     )
     in_gap = F.col(_HOLDER).isNull() | (F.col(_HOLDER) == _GAP)
-    late_day = F.when(in_gap, F.col("zipper__next_begin__")).otherwise(F.col(_HOLDER))
+    late_day = F.when(in_gap, F.lit(today)).otherwise(F.col(_HOLDER))
 
     def column(c: str) -> Column:
         if c in keys:
