@@ -8,6 +8,8 @@ import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pyspark.sql import functions as F
+
 from zipper.core import fs, layout
 from zipper.core.errors import InputError
 from zipper.inputs import conform, sources
@@ -142,15 +144,22 @@ def versioned(
     against: str,
     anomalies: bool,
     deletes: bool,
+    open_rows=None,
 ):
     """Every change of a key in one day kept as its own version (`source.updated_at`,
     `changes.versions_of_day`); the problems between changes refused or counted first, as
-    `collapsed` does (with `against`: not for an upsert, whose changes cannot conflict)."""
+    `collapsed` does (with `against`: not for an upsert, whose changes cannot conflict).
+
+    `open_rows` (the open partition's keys and valid_from): a change older than its key's open
+    version is marked late, to be put in place by the merge (`transforms.late`) rather than
+    follow the open version."""
     names = [c for c, _ in columns]
     if against:
         flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=match)
         found = collect_problems(flagged, spec.keys)
         add_counts(counts, handle_problems(spec, ds, what, found, against, anomalies))
+    if open_rows is not None:
+        events = late_marked(events, open_rows, spec.keys, spec.validity_columns[0])
     return changes.versions_of_day(
         events,
         keys=spec.keys,
@@ -161,3 +170,25 @@ def versioned(
         deletes=deletes,
         match=match,
     )
+
+
+def open_versions(spark, st, columns: list[tuple[str, str]], spec: TableSpec):
+    """The open partition's keys and valid_from (the latest event of each open key), or None for a
+    table without an open partition yet."""
+    location = getattr(getattr(st, "open_partition", None), "location", None)
+    if location is None:
+        return None
+    wanted = [*spec.keys, spec.validity_columns[0]]
+    return spark.read.schema(conform.struct_type([(c, k) for c, k in columns if c in wanted])).parquet(location)
+
+
+def late_marked(events, open_rows, keys: list[str], valid_from: str):
+    """`events` with LATE: older than their key's open version's valid_from. Only the open rows of
+    the day's keys are joined (the day's keys are few)."""
+    day_keys = events.select(*keys).distinct()
+    opened = open_rows.join(F.broadcast(day_keys), on=keys, how="left_semi").select(
+        *keys, F.col(valid_from).alias("zipper__open_from__")
+    )
+    joined = events.join(opened, on=keys, how="left")
+    late = F.coalesce(F.col(changes.ORDER) < F.col("zipper__open_from__"), F.lit(False))
+    return joined.select(*events.columns, late.alias(changes.LATE))

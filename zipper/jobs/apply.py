@@ -5,6 +5,7 @@ directories; nothing a reader can see changes until the publish."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import secrets
 from dataclasses import dataclass
@@ -18,12 +19,13 @@ from zipper.core.layout import Slot
 from zipper.core.reports import RunAction
 from zipper.inputs import conform, csv_values, dayinput, file_types, metrics, sources
 from zipper.inputs.modes import mode_of
+from zipper.inputs.refusals import key_text, where_of
 from zipper.jobs import corrected
 from zipper.jobs.broadcast import broadcasts
 from zipper.jobs.context import Run
 from zipper.jobs.result import RunResult
 from zipper.table import audit, catalog, publish, state, store
-from zipper.transforms import daily
+from zipper.transforms import changes, daily, late
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,8 @@ class Written:
     kinds: dict[str, int]  # increment keys found open, by what the day does to them
     untouched: int  # open rows the big pass kept as they were (footers)
     touched: int  # open rows the big pass set aside for the small job (footers)
+    rewritten: tuple = ()  # history partitions the day's late changes rewrote (publish.Rewritten)
+    late_only: int = 0  # keys with only late changes: counted with the day's keys
 
 
 def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], broadcast: bool) -> tuple[Written, dict]:
@@ -50,7 +54,13 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
     open_rows = store.read_rows(spark, open_schema, st.open_partition.location)
     # append: the run directory may already hold the day's change set or landing-zone files
     versioned = bool(spec.validity_columns)  # several versions of a key a day: route by its last
-    keyed = day.changes.where(F.col(daily.LAST)) if versioned else day.changes
+    late_rows = None
+    if versioned and changes.LATE in day.changes.columns:  # late changes: put in place (`_put_in_place`)
+        late_rows = day.changes.where(F.col(changes.LATE))
+        day = dataclasses.replace(day, changes=day.changes.where(~F.col(changes.LATE)))
+    keyed = day.changes.where(F.col(daily.LAST)).select(*spec.keys) if versioned else day.changes
+    if late_rows is not None:  # a key with only late changes: its open version may move too
+        keyed = keyed.unionByName(late_rows.select(*spec.keys)).distinct()
     routed = daily.route_open(open_rows, keyed, keys=spec.keys, broadcast_increment=broadcast)
     store.write_slots(routed, run_root, append=True)
     open_dir, touched_dir = (layout.slot_dir(run_root, slot) for slot in (Slot.OPEN, Slot.TOUCHED))
@@ -59,8 +69,11 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
     untouched, touched = fs.written_rows(spark, open_dir), fs.written_rows(spark, touched_dir)
     touched_rows = store.read_rows(spark, open_schema, touched_dir)
     counts = dayinput.check_open(spec, ds, day, touched_rows) if day.check_open else dict(day.counts)
-    if versioned:
-        dayinput.refuse_late(spec, ds, day, touched_rows)
+    placed = None
+    if late_rows is not None:
+        placed = _put_in_place(run, ds, day, touched_rows, late_rows, tracked, open_schema)
+        if placed is not None:
+            touched_rows = placed.touched
 
     deletes = daily.OP in day.changes.columns
     kinds = ("changed", "updated", "unchanged") + (("deleted", "vanished") if deletes else ())
@@ -79,13 +92,130 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
         rows = daily.day_versions(touched_rows, day.changes, validity=spec.validity_columns, **arguments)
     else:
         rows = daily.day_rows(touched_rows, day.changes, **arguments)
+    if placed is not None:  # the keys with only late changes, and the late versions with nothing to split
+        rows = rows.unionByName(placed.rows)
+        kinds += (LATE_KIND,)
     rows = rows.observe(observation, *daily.kind_counts(kinds))
     if deletes:  # deletes of keys that were not open: counted above, not written
         rows = rows.where(F.col(layout.SLOT) != Slot.NONE)
     store.write_slots(rows.drop(daily.KIND), run_root, append=True)
     observed = metrics.observed_metrics(observation)
     fs.delete(spark, touched_dir)
-    return Written({kind: int(observed.get(kind, 0)) for kind in kinds}, untouched, touched), counts
+    if placed is not None:
+        counts.update(late_changes=placed.changes, partitions_rewritten=len(placed.rewritten))
+    written = Written({kind: int(observed.get(kind, 0)) for kind in kinds}, untouched, touched)
+    if placed is None:
+        return written, counts
+    return dataclasses.replace(written, rewritten=placed.rewritten, late_only=placed.late_only), counts
+
+
+LATE_KIND = "late"  # a late version with nothing to split, closed in the day's partition
+
+
+@dataclass(frozen=True)
+class Placed:
+    """The day's late changes put in place: what the day's small job takes instead of the open
+    rows of their keys, the rows it adds, and the history partitions written again."""
+
+    touched: object  # DataFrame: the touched open rows, those of late keys as the late changes leave them
+    rows: object  # DataFrame: open rows of keys with only late changes, late versions for the day's partition
+    changes: int
+    rewritten: tuple  # publish.Rewritten, one per history partition written again
+    late_only: int  # keys with only late changes
+
+
+def _put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, open_schema) -> Placed | None:
+    """Put the day's late changes in their keys' histories (`transforms.late`): read only the closed
+    partitions a late change can reach (a version whose valid_to is after a change at t was closed
+    by the load of date(t) or later), write each partition whose versions changed again, under the
+    run's directory. A late change at the moment a version begins, with other tracked values, is
+    refused with one line."""
+    spark, spec, st, run_root = run.spark, run.spec, run.state, run.root
+    valid_from, valid_to = spec.validity_columns
+    found = late_rows.agg(F.count(F.lit(1)).alias("n"), F.min(valid_from).alias("t")).first()
+    if not found["n"]:
+        return None
+    end, open_end, today = spec.end_column, spec.open_end.isoformat(), spec.closed_end(ds).isoformat()
+    earliest = spec.closed_end(_date_of(found["t"])).isoformat()
+    late_keys = F.broadcast(late_rows.select(*spec.keys).distinct())
+    reachable = [p for p in st.closed if p.end >= earliest]
+    frames = [store.read_rows(spark, open_schema, p.location).withColumn(end, F.lit(p.end)) for p in reachable]
+    opened = touched_rows.join(late_keys, on=spec.keys, how="left_semi").withColumn(end, F.lit(open_end))
+    history = opened
+    for frame in frames:
+        history = history.unionByName(frame.join(late_keys, on=spec.keys, how="left_semi"))
+    starts = late_rows.groupBy(*spec.keys).agg(F.min(valid_from).alias("zipper__from__"))
+    history = history.join(starts, on=spec.keys).where(F.col(valid_to) > F.col("zipper__from__")).drop("zipper__from__")
+    history = history.persist()
+    try:
+        _refuse_conflicts(spec, ds, day, history, late_rows, tracked)
+        result = late.in_place(
+            history,
+            late_rows,
+            keys=spec.keys,
+            columns=day.names,
+            tracked=tracked,
+            validity=spec.validity_columns,
+            updated_at=spec.source.updated_at,
+            begin_column=spec.begin_column,
+            end_column=end,
+            open_end=open_end,
+            today=today,
+        )
+        late_dir = f"{run_root}/zipper_late"
+        store.write_rows(result, late_dir)
+        result = store.read_rows(spark, history.schema, late_dir)
+        before, after = history.select(*result.columns), result
+        changed_ends = {
+            r[end]
+            for r in before.exceptAll(after).unionByName(after.exceptAll(before)).select(end).distinct().collect()
+        }
+    finally:
+        history.unpersist()
+    rewritten = []
+    for part in reachable:
+        if part.end not in changed_ends:
+            continue
+        directory = f"{run_root}/zipper_rewritten/{end}={part.end}"
+        kept = store.read_rows(spark, open_schema, part.location).join(late_keys, on=spec.keys, how="left_anti")
+        store.write_rows(kept.unionByName(result.where(F.col(end) == part.end).drop(end)), directory)
+        rewritten.append(publish.Rewritten(part.end, directory, fs.written_rows(spark, directory), {}))
+    new_open = result.where(F.col(end) == open_end).drop(end)
+    touched = touched_rows.join(late_keys, on=spec.keys, how="left_anti").unionByName(new_open)
+    only_late = new_open.join(day.changes.select(*spec.keys).distinct(), on=spec.keys, how="left_anti")
+    late_only = only_late.count()
+    rows = only_late.select("*", F.lit(Slot.OPEN).alias(layout.SLOT), F.lit("unchanged").alias(daily.KIND))
+    in_day = result.where(F.col(end) == today).drop(end)
+    rows = rows.unionByName(
+        in_day.select("*", F.lit(Slot.CLOSED).alias(layout.SLOT), F.lit(LATE_KIND).alias(daily.KIND))
+    )
+    return Placed(
+        touched,
+        rows.select(*day.names, spec.begin_column, layout.SLOT, daily.KIND),
+        int(found["n"]),
+        tuple(rewritten),
+        late_only,
+    )
+
+
+def _date_of(value) -> dt.date:
+    return value.date() if isinstance(value, dt.datetime) else value
+
+
+def _refuse_conflicts(spec, ds: dt.date, day, history, late_rows, tracked) -> None:
+    """A late change at the moment a version of its key begins, with other tracked values: refused."""
+    found = late.conflicts(history, late_rows, keys=spec.keys, tracked=tracked, validity=spec.validity_columns)
+    shown = found.limit(dayinput.LATE_EXAMPLES + 1).collect()
+    if not shown:
+        return
+    text = "; ".join(f"{key_text([r], spec.keys)} at {r['zipper_from']}" for r in shown[: dayinput.LATE_EXAMPLES])
+    more = " (and more)" if len(shown) > dayinput.LATE_EXAMPLES else ""
+    raise InputError(
+        f"increment {day.located.description} has late changes at the moment a version of their key begins,"
+        f" with other values ({spec.source.updated_at} equal to its {spec.validity_columns[0]}); keys {spec.keys}:"
+        f" {text}{more}; nothing was changed",
+        **where_of(spec, ds),
+    )
 
 
 def apply_date(
@@ -143,6 +273,7 @@ def apply_date(
             day.located.fingerprint,
             mode_of(spec).commit_record(day.located),
             state.CommitAction(action),  # a caller's text (replay's "replay") as its member
+            written.rewritten,
         ),
         day.column_changes,
         table_columns=table_columns,
@@ -188,7 +319,7 @@ def _audit(
         open_recorded=st.open_rows,
         open_read=fs.written_rows(spark, st.open_partition.location),
         input_rows=day.rows,
-        input_keys=day.keys,
+        input_keys=None if day.keys is None else day.keys + written.late_only,
         kinds=written.kinds,
         untouched=written.untouched,
         touched=written.touched,

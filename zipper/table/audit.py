@@ -66,9 +66,11 @@ def reconcile(
     closes one version. `deleted` is in the summary only where the mode can delete.
 
     With `source.updated_at` the increment holds several versions of a key (`input_keys`: its keys),
-    and the versions a day opened and closed (`intraday`, kinds) are closed rows beginning on ds."""
+    and the versions a day opened and closed (`intraday`, kinds) are closed rows beginning on ds, as
+    are late versions with nothing to split (`late`)."""
     changed, updated, unchanged = kinds["changed"], kinds["updated"], kinds["unchanged"]
     deleted, vanished, intraday = kinds.get("deleted", 0), kinds.get("vanished", 0), kinds.get("intraday", 0)
+    late = kinds.get("late", 0)  # late versions with nothing to split, closed in the day's partition
     matched = changed + updated + unchanged + deleted
     keys = input_rows if input_keys is None else input_keys
     new = keys - matched - vanished
@@ -85,10 +87,11 @@ def reconcile(
         problems.append(
             f"open rows written {open_written} != {open_read} open before + {new} new keys - {deleted} deleted"
         )
-    if closed_written != changed + deleted + intraday:
+    if closed_written != changed + deleted + intraday + late:
         within = f" + {intraday} versions within the day" if "intraday" in kinds else ""
+        within += f" + {late} late versions" if late else ""
         problems.append(f"closed rows written {closed_written} != {changed} changed + {deleted} deleted keys{within}")
-    if max_closed_begin is not None and (max_closed_begin > ds or (max_closed_begin == ds and not intraday)):
+    if max_closed_begin is not None and (max_closed_begin > ds or (max_closed_begin == ds and not intraday + late)):
         problems.append(f"a closed row began on {max_closed_begin}, not before {ds}")
     if problems:
         raise AuditError("audit failed, nothing published: " + "; ".join(problems), table=table, ds=ds)

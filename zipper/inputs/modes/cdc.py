@@ -8,7 +8,7 @@ import datetime as dt
 from zipper.core import fs
 from zipper.core.errors import InputError
 from zipper.inputs import conform, sources
-from zipper.inputs.changeset import CheckedInput, collapsed, versioned
+from zipper.inputs.changeset import CheckedInput, collapsed, open_versions, versioned
 from zipper.inputs.modes.base import DayRead, SourceStrategy
 from zipper.inputs.refusals import CDC_PREVIOUS, where_of
 from zipper.tablespec.model import TableSpec
@@ -80,7 +80,17 @@ class Cdc(SourceStrategy):
             return changes.single_changes(events, columns=names, match=match), seen, counts
         if spec.validity_columns:  # every change kept, as its own version
             kept = versioned(
-                spec, day.ds, day.what, events, day.columns, counts, match, CDC_PREVIOUS, self.reports_anomalies, True
+                spec,
+                day.ds,
+                day.what,
+                events,
+                day.columns,
+                counts,
+                match,
+                CDC_PREVIOUS,
+                self.reports_anomalies,
+                True,
+                open_versions(day.spark, day.st, day.columns, spec),
             )
             return kept, seen, counts
         collapsed_events = collapsed(
