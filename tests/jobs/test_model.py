@@ -788,8 +788,7 @@ def late_scenarios(draw):
 def test_late_changes_in_any_order_match_the_sorted_history(spark, tmp_path_factory, scenario):
     """upsert with updated_at (ts untracked): after every day, the table's versions are those of all
     the changes so far sorted by ts, whatever day each arrived on; each day counts the changes
-    older than their key's open version as late; late versions begin and end on one day, and no
-    day's slice holds two versions of a key."""
+    older than their key's open version as late; no day's slice holds two versions of a key."""
     end_style, changes = scenario
     base = [(1, "x", 0, changed_at(day(0), 0)), (2, "x", 0, changed_at(day(0), 0))]
     fixture = TableFixture(
