@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import functools
 import secrets
 from dataclasses import dataclass
 
@@ -140,10 +139,11 @@ def _put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, 
     earliest = spec.closed_end(_date_of(found["t"])).isoformat()
     late_keys = F.broadcast(late_rows.select(*spec.keys).distinct())
     reachable = [p for p in st.closed if p.end >= earliest]
-    history = touched_rows.join(late_keys, on=spec.keys, how="left_semi").withColumn(end, F.lit(open_end))
-    if reachable:
-        closed = _with_end(spark, open_schema, reachable, end).join(late_keys, on=spec.keys, how="left_semi")
-        history = history.unionByName(closed)
+    frames = [store.read_rows(spark, open_schema, p.location).withColumn(end, F.lit(p.end)) for p in reachable]
+    opened = touched_rows.join(late_keys, on=spec.keys, how="left_semi").withColumn(end, F.lit(open_end))
+    history = opened
+    for frame in frames:
+        history = history.unionByName(frame.join(late_keys, on=spec.keys, how="left_semi"))
     starts = late_rows.groupBy(*spec.keys).agg(F.min(valid_from).alias("zipper__from__"))
     history = history.join(starts, on=spec.keys).where(F.col(valid_to) > F.col("zipper__from__")).drop("zipper__from__")
     history = history.persist()
@@ -172,18 +172,14 @@ def _put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, 
         }
     finally:
         history.unpersist()
-    # every partition whose versions changed, written again in one job: its other keys' rows as
-    # they are, and the late keys' versions as put in place
-    parts = [p for p in reachable if p.end in changed_ends]
     rewritten = []
-    if parts:
-        root = f"{run_root}/zipper_rewritten"
-        kept = _with_end(spark, open_schema, parts, end).join(late_keys, on=spec.keys, how="left_anti")
-        store.write_by(kept.unionByName(result.where(F.col(end).isin([p.end for p in parts]))), root, end)
-        for part in parts:
-            directory = f"{root}/{end}={part.end}"
-            fs.mkdirs(spark, directory)
-            rewritten.append(publish.Rewritten(part.end, directory, fs.written_rows(spark, directory), {}))
+    for part in reachable:
+        if part.end not in changed_ends:
+            continue
+        directory = f"{run_root}/zipper_rewritten/{end}={part.end}"
+        kept = store.read_rows(spark, open_schema, part.location).join(late_keys, on=spec.keys, how="left_anti")
+        store.write_rows(kept.unionByName(result.where(F.col(end) == part.end).drop(end)), directory)
+        rewritten.append(publish.Rewritten(part.end, directory, fs.written_rows(spark, directory), {}))
     new_open = result.where(F.col(end) == open_end).drop(end)
     touched = touched_rows.join(late_keys, on=spec.keys, how="left_anti").unionByName(new_open)
     only_late = new_open.join(day.changes.select(*spec.keys).distinct(), on=spec.keys, how="left_anti")
@@ -200,12 +196,6 @@ def _put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, 
         tuple(rewritten),
         late_only,
     )
-
-
-def _with_end(spark, schema, parts, end: str):
-    """The rows of history partitions, each with its partition's end value."""
-    frames = [store.read_rows(spark, schema, p.location).withColumn(end, F.lit(p.end)) for p in parts]
-    return functools.reduce(lambda a, b: a.unionByName(b), frames)
 
 
 def _date_of(value) -> dt.date:
