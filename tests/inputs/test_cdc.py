@@ -95,6 +95,18 @@ def test_a_delete_must_carry_the_open_row_unless_delete_match_is_key(spark, cdc,
     assert merge.merge_date(spark, by_key.spec, day(1)).counts["deleted"] == 3
     assert [r[-1] for r in table_rows(spark, cdc.table)] == ["2024-01-01"] * 3
 
+    # a spec turning hard_deletes: new_record on for this table, made without the deleted column
+    turned_on = TableFixture(tmp_path, cdc.name, source={"mode": "cdc", "hard_deletes": "new_record"})
+    turned_on.write_increment(spark, day(2), [(4, "dan", "Oslo", 0)], CDC)
+    before = snapshot(spark, cdc)
+    with pytest.raises(SpecError) as err:
+        merge.merge_date(spark, turned_on.spec, day(2))
+    assert str(err.value).startswith(
+        f"{cdc.table} 2024-01-02: {turned_on.path}: key 'source.hard_deletes': the table was made without the"
+        " deleted column 'is_deleted' that new_record writes: load it again as a new table"
+    )
+    assert "\n" not in str(err.value) and snapshot(spark, cdc) == before
+
 
 @pytest.mark.parametrize(
     "rows, schema, message",
@@ -170,6 +182,41 @@ def test_sequence_by_keeps_the_last_change_and_checks_deletes_against_the_previo
         (2, "bob", "Rome", 0, "2023-12-31", "2024-01-01"),
         (3, "cid", "Nice", 2, "2023-12-31", OPEN),
     ]
+
+
+def test_ignore_null_updates_deletes_match_the_filled_state_in_merges_and_reruns(spark, tmp_path, unique_name):
+    """With ignore_null_updates a delete is compared (delete_match: all_columns) with the key's
+    state as its earlier changes filled it; the rerun's up-front check compares the same way."""
+    from zipper.jobs import replay
+
+    t = TableFixture(
+        tmp_path,
+        unique_name,
+        schema="id bigint, name string, city string, seq int",
+        source={"mode": "cdc", "sequence_by": "seq", "ignore_null_updates": True},
+    )
+    t.write_base(spark, [(1, "ann", "Oslo", 0), (2, "bob", "Rome", 0)])
+    init_table(spark, t.spec)
+    t.write_increment(
+        spark,
+        day(1),
+        [
+            (1, None, "Lima", 1, 0),
+            (1, "ann", "Lima", 2, 1),  # deletes the state the update left: ann from the open row
+            (2, None, "Nice", 1, 0),  # bob moves, keeping his name
+        ],
+        SEQ,
+    )
+    expected = [
+        (1, "ann", "Oslo", 0, "2023-12-31", "2024-01-01"),
+        (2, "bob", "Nice", 1, "2024-01-01", OPEN),
+        (2, "bob", "Rome", 0, "2023-12-31", "2024-01-01"),
+    ]
+    result = merge.merge_date(spark, t.spec, day(1))
+    assert (result.counts["deleted"], result.counts["changed"]) == (1, 1)
+    assert table_rows(spark, t.table) == expected
+    assert replay.rerun(spark, t.spec, day(1)).action == "rerun"
+    assert table_rows(spark, t.table) == expected
 
 
 @pytest.mark.parametrize(

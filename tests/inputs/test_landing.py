@@ -192,6 +192,45 @@ def test_several_changes_of_a_key_in_one_day_collapse_in_file_then_row_order(spa
     ]
 
 
+def test_ignore_null_updates_keeps_what_a_null_leaves_out_until_a_delete(spark, tmp_path, unique_name):
+    """A NULL in an update keeps the open value, or the value the key's previous change of the day
+    left; after a delete, and in an insert, NULLs stay NULL."""
+    zone = LandingZone(tmp_path, unique_name, key_columns=("id",), ignore_null_updates=True)
+    files = pa.schema(
+        [("__rowMarker__", pa.int32()), ("id", pa.string()), ("name", pa.string()), ("city", pa.string())]
+    )
+    zone.write(1, [(0, "A", "ann", "Oslo"), (0, "B", "bob", "Rome"), (0, "C", "cid", "Nice")], schema=files)
+    merge.merge_date(spark, zone.spec, day(1))
+    zone.write(
+        2,
+        [
+            (1, "A", None, "Lima"),  # name kept
+            (1, "B", None, None),  # changes nothing
+            (2, "C", None, None),
+            (0, "C", None, "Bergen"),  # deleted, then inserted: its NULL name stays
+            (0, "D", "dan", None),
+            (1, "D", None, "Oslo"),  # keeps the name its insert gave it that day
+        ],
+        schema=files,
+    )
+    result = merge.merge_date(spark, zone.spec, day(2))
+    assert {k: result.counts[k] for k in ("changed", "unchanged", "new", "deleted", "anomalies")} == {
+        "changed": 2,
+        "unchanged": 1,
+        "new": 1,
+        "deleted": 0,
+        "anomalies": 0,
+    }
+    assert table_rows(spark, zone.table) == [
+        ("A", "ann", "Lima", "2024-01-02", OPEN),
+        ("A", "ann", "Oslo", "2024-01-01", "2024-01-02"),
+        ("B", "bob", "Rome", "2024-01-01", OPEN),
+        ("C", None, "Bergen", "2024-01-02", OPEN),
+        ("C", "cid", "Nice", "2024-01-01", "2024-01-02"),
+        ("D", "dan", "Oslo", "2024-01-02", OPEN),
+    ]
+
+
 def test_consumed_range_is_committed_and_kept_for_a_rerun(spark, zone):
     zone.write(1, [(0, "A", "x")])
     zone.write(2, [(0, "B", "x")])
@@ -356,6 +395,42 @@ def test_anomalies_are_applied_and_counted_or_fail_with_on_anomaly_error(spark, 
         merge.merge_date(spark, spec, day(3))
     assert str(err.value).endswith("(on_anomaly: error): 1 update of a key that is not open: V"), str(err.value)
     assert "1 anomaly (1 update of a key that is not open)" in merge.merge_date(spark, zone.spec, day(3)).summary()
+
+
+def test_new_record_keeps_a_tombstone_until_the_key_comes_back(spark, tmp_path, unique_name):
+    """hard_deletes: new_record: a delete (key only) closes the version and opens a tombstone with its
+    last values; an insert of the tombstoned key is no anomaly and opens a new version even with the
+    same values; a delete of a tombstone is a delete of a key that is not open."""
+    zone = LandingZone(tmp_path, unique_name, hard_deletes="new_record", on_anomaly="error")
+    zone.write(1, [(0, "A", "x"), (0, "B", "x"), (0, "C", "x")])
+    merge.merge_date(spark, zone.spec, day(1))  # creates the table, with its deleted column
+    zone.write(2, [(2, "A", None), (2, "B", None), (1, "C", "y"), (2, "C", None), (0, "C", "z")])
+    second = merge.merge_date(spark, zone.spec, day(2))
+    assert [second.counts[k] for k in ("deleted", "tombstones", "changed", "closed", "open_after")] == [2, 2, 1, 3, 3]
+    assert "2 deleted (2 tombstones)" in second.summary()
+    zone.write(3, [(0, "A", "x")])  # back, as it was: an insert, no anomaly
+    third = merge.merge_date(spark, zone.spec, day(3))
+    assert [third.counts[k] for k in ("anomalies", "new", "changed", "tombstones", "closed")] == [0, 0, 1, 0, 1]
+    zone.write(4, [(2, "B", None)])  # a delete of a tombstone
+    with pytest.raises(InputError, match="1 delete of a key that is not open: B"):
+        merge.merge_date(spark, zone.spec, day(4))
+    warned = zone.spec.model_copy(update={"source": zone.spec.source.model_copy(update={"on_anomaly": "warn"})})
+    zone.write(5, [(2, "A", None), (2, "A", None), (4, "B", "w")])  # deleted, then again; B back by an upsert
+    fourth = merge.merge_date(spark, warned, day(4))
+    assert [fourth.counts[k] for k in ("deletes_of_absent_keys", "deleted", "tombstones", "changed")] == [2, 1, 1, 1]
+    d1, d2, d3, d4 = (day(n).isoformat() for n in range(1, 5))
+    assert [f.name for f in spark.table(zone.table).schema][-3:] == ["is_deleted", "begin_dt", "end_dt"]
+    assert table_rows(spark, zone.table) == [
+        ("A", "x", False, d1, d2),
+        ("A", "x", False, d3, d4),
+        ("A", "x", True, d2, d3),
+        ("A", "x", True, d4, OPEN),
+        ("B", "w", False, d4, OPEN),
+        ("B", "x", False, d1, d2),
+        ("B", "x", True, d2, d4),
+        ("C", "x", False, d1, d2),
+        ("C", "z", False, d2, OPEN),
+    ]
 
 
 def test_bad_change_files_fail_naming_the_file(spark, zone):

@@ -755,6 +755,44 @@ def test_track_columns_update_others_in_place(spark, tmp_path, unique_name):
     assert table_rows(spark, t.table) == [(1, "anna", "Oslo", "2023-12-31", OPEN)]
 
 
+@pytest.mark.parametrize("mode", ["upsert", "cdc", "landing_zone", "snapshot"])
+def test_track_columns_except_updates_those_in_place_and_versions_the_others(spark, tmp_path, unique_name, mode):
+    """With `track_columns_except: [city]` a new city updates the open version in place and a new
+    name opens a version, on every mode."""
+    import pyarrow as pa
+
+    from tests.inputs.test_landing import LandingZone
+
+    base, changed = [(1, "ann", "Oslo"), (2, "bob", "Rome")], [(1, "ann", "Lima"), (2, "bo", "Rome")]
+    if mode == "landing_zone":
+        zone = LandingZone(tmp_path, unique_name, key_columns=("id",))
+        spec, table, first, second = zone.spec, zone.table, day(1).isoformat(), day(2).isoformat()
+        spec = spec.model_copy(update={"track_columns_except": ["city"]})
+        files = pa.schema(
+            [("__rowMarker__", pa.int32()), ("id", pa.int64()), ("name", pa.string()), ("city", pa.string())]
+        )
+        zone.write(1, [(0, *row) for row in base], schema=files)
+        merge.merge_date(spark, spec, day(1))
+        zone.write(2, [(1, *row) for row in changed], schema=files)
+        result = merge.merge_date(spark, spec, day(2))
+    else:
+        t = TableFixture(tmp_path, unique_name, source={"mode": mode}, track_columns_except=["city"])
+        spec, table, first, second = t.spec, t.table, day(0).isoformat(), day(1).isoformat()
+        t.write_base(spark, base)
+        init_table(spark, spec)
+        if mode == "cdc":
+            t.write_increment(spark, day(1), [(*row, 0) for row in changed], t.schema + ", sys_op int")
+        else:
+            t.write_increment(spark, day(1), changed)
+        result = merge.merge_date(spark, spec, day(1))
+    assert (result.counts["updated_in_place"], result.counts["changed"]) == (1, 1)
+    assert table_rows(spark, table) == [
+        (1, "ann", "Lima", first, OPEN),
+        (2, "bo", "Rome", second, OPEN),
+        (2, "bob", "Rome", first, second),
+    ]
+
+
 def test_table_without_base_is_created_by_the_first_merge(spark, tmp_path, unique_name):
     t = TableFixture(tmp_path, unique_name, base=False)
     t.write_increment(spark, day(1), [(1, "ann", "Oslo")])
@@ -1216,6 +1254,15 @@ def test_track_columns_naming_no_column_is_a_spec_error_and_writes_nothing(spark
         merge.merge_date(spark, t.spec, day(1))
     assert str(raised.value).startswith(f"{t.table} 2024-01-01: {t.path}: ")
     assert snapshot(spark, t) == before and version_dirs(spark, t) == runs
+    # the same check of the columns excluded from tracking, and of an exclusion of every column
+    for excluded, problem in ((["citty"], "not among the table's columns"), (["name", "city"], "leaves no column")):
+        t.spec = t.spec.model_copy(update={"track_columns": "all", "track_columns_except": excluded})
+        with pytest.raises(
+            SpecError,
+            match=rf"^{t.table} 2024-01-01: {re.escape(str(t.path))}: key 'track_columns_except': .*{problem}",
+        ):
+            merge.merge_date(spark, t.spec, day(1))
+        assert snapshot(spark, t) == before and version_dirs(spark, t) == runs
 
 
 def test_reads_refuse_a_changed_end_style_and_dates_before_the_base(spark, users, tmp_path):

@@ -10,7 +10,8 @@ The same model, given a day's changes in order (`merge_changes`) or a full snaps
 (`merge_snapshot`), also checks the cdc mode with deletes and `sequence_by` (several changes
 of a key in one day, written out of order) and the snapshot mode, both hard_deletes. A model of
 `source.updated_at` (`ValidityModel`) checks that every change of a day, in whatever order it
-arrives, is kept as a version with its validity, on cdc and upsert."""
+arrives, is kept as a version with its validity, on cdc and upsert. With `tombstones`, the model
+keeps `hard_deletes: new_record`'s tombstones (cdc and snapshot)."""
 
 from __future__ import annotations
 
@@ -64,12 +65,27 @@ class ZipperModel:
 
     open:   key tuple -> (attrs tuple, begin)    the current version of each key
     closed: [(key, attrs, begin, end)]           every version closed so far
-    tracked: positions in attrs that open a new version (None: all); the others update in place"""
+    tracked: positions in attrs that open a new version (None: all); the others update in place
+    ignore_nulls: source.ignore_null_updates, a NULL in a change keeps the key's value so far
+    tombstones: a deleted key's open version is closed and a tombstone opens (`dead`: key ->
+    (attrs, begin)) with its last values, until the key comes back; rows then have the deleted
+    flag after the attrs"""
 
-    def __init__(self, end_style: str, base_rows: list[tuple], key_count: int, tracked: tuple[int, ...] | None = None):
+    def __init__(
+        self,
+        end_style: str,
+        base_rows: list[tuple],
+        key_count: int,
+        tracked: tuple[int, ...] | None = None,
+        ignore_nulls: bool = False,
+        tombstones: bool = False,
+    ):
         self.end_style = end_style
         self.key_count = key_count
         self.tracked = tracked
+        self.ignore_nulls = ignore_nulls
+        self.tombstones = tombstones
+        self.dead: dict[tuple, tuple[tuple, str]] = {}
         self.open: dict[tuple, tuple[tuple, str]] = {}
         self.closed: list[tuple[tuple, tuple, str, str]] = []
         self.history: dict[tuple, list[tuple]] = {}
@@ -83,6 +99,15 @@ class ZipperModel:
     def _split(self, row: tuple) -> tuple[tuple, tuple]:
         return tuple(row[: self.key_count]), tuple(row[self.key_count :])
 
+    def _filled(self, attrs: tuple, previous: tuple | None) -> tuple:
+        """With ignore_nulls, a change's NULLs keep the key's values so far (`previous`: its state,
+        or None when it has none: not open, or deleted earlier that day)."""
+        if not self.ignore_nulls or previous is None:
+            return attrs
+        if any(a is None and p is not None for a, p in zip(attrs, previous)):
+            self.seen.add("NULL in an update keeps the value")
+        return tuple(p if a is None else a for a, p in zip(attrs, previous))
+
     def _tracked(self, attrs: tuple) -> tuple:
         return attrs if self.tracked is None else tuple(attrs[i] for i in self.tracked)
 
@@ -95,7 +120,8 @@ class ZipperModel:
         if not rows:
             self.seen.add("empty increment")
         for row in rows:
-            self._upsert(ds, *self._split(row), counts)
+            key, attrs = self._split(row)
+            self._upsert(ds, key, self._filled(attrs, self.open[key][0] if key in self.open else None), counts)
         counts["open_after"] = len(self.open)
         return counts
 
@@ -116,7 +142,7 @@ class ZipperModel:
                 counts["deletes_of_absent_keys"] += not present
                 final[key] = None
             else:
-                final[key] = attrs
+                final[key] = self._filled(attrs, final[key] if key in final else start.get(key))
             if sum(1 for r, _ in events if self._split(r)[0] == key) > 1:
                 self.seen.add("several changes of a key in a day")
         counts["input"], counts["source_rows"] = len(final), len(events)
@@ -125,7 +151,7 @@ class ZipperModel:
                 self._upsert(ds, key, attrs, counts)
             elif key in self.open:
                 self._close(ds, key, counts)
-        counts["open_after"] = len(self.open)
+        counts["open_after"] = len(self.open) + len(self.dead)
         return counts
 
     def merge_snapshot(self, ds: dt.date, rows: list[tuple], invalidate: bool) -> dict:
@@ -139,7 +165,7 @@ class ZipperModel:
         for key, attrs in snapshot.items():
             self._upsert(ds, key, attrs, counts)
         counts["input"] = len(rows) - counts["unchanged"] + counts["deleted"]
-        counts["open_after"] = len(self.open)
+        counts["open_after"] = len(self.open) + len(self.dead)
         return counts
 
     def _counts(self, rows: int) -> dict:
@@ -150,21 +176,39 @@ class ZipperModel:
             "unchanged": 0,
             "updated_in_place": 0,
             "closed": 0,
-            "open_before": len(self.open),
+            "open_before": len(self.open) + len(self.dead),
             "open_after": 0,
+            **({"tombstones": 0} if self.tombstones else {}),
         }
+
+    def _flagged(self, attrs: tuple, deleted: bool = False) -> tuple:
+        """A version's attrs as the table stores them: with the deleted flag when tombstones are kept."""
+        return (*attrs, deleted) if self.tombstones else attrs
 
     def _same(self, old: tuple, new: tuple) -> bool:
         return self._tracked(old) == self._tracked(new)
 
     def _close(self, ds: dt.date, key: tuple, counts: dict) -> None:
         attrs, begin = self.open.pop(key)
-        self.closed.append((key, attrs, begin, self.closed_end(ds)))
+        self.closed.append((key, self._flagged(attrs), begin, self.closed_end(ds)))
         counts["deleted"] += 1
         counts["closed"] += 1
+        if self.tombstones:
+            self.dead[key] = (attrs, ds.isoformat())
+            counts["tombstones"] += 1
+            self.seen.add("tombstone")
 
     def _upsert(self, ds: dt.date, key: tuple, attrs: tuple, counts: dict) -> None:
         today = ds.isoformat()
+        if key in self.dead:  # back: its tombstone closes, whatever the values
+            dead_attrs, begin = self.dead.pop(key)
+            self.closed.append((key, self._flagged(dead_attrs, True), begin, self.closed_end(ds)))
+            self.open[key] = (attrs, today)
+            self.history[key].append(attrs)
+            counts["changed"] += 1
+            counts["closed"] += 1
+            self.seen.add("back from a tombstone" + (" with its values" if attrs == dead_attrs else ""))
+            return
         if key not in self.open:
             self.open[key] = (attrs, today)
             self.history[key] = [attrs]
@@ -180,7 +224,7 @@ class ZipperModel:
             self.open[key] = (attrs, begin)
             counts["updated_in_place"] += 1
         else:
-            self.closed.append((key, old_attrs, begin, self.closed_end(ds)))
+            self.closed.append((key, self._flagged(old_attrs), begin, self.closed_end(ds)))
             self.open[key] = (attrs, today)
             counts["changed"] += 1
             counts["closed"] += 1
@@ -199,7 +243,8 @@ class ZipperModel:
                 self.seen.add("NULL -> value")
 
     def rows(self) -> list[tuple]:
-        rows = [key + attrs + (begin, OPEN) for key, (attrs, begin) in self.open.items()]
+        rows = [key + self._flagged(attrs) + (begin, OPEN) for key, (attrs, begin) in self.open.items()]
+        rows += [key + self._flagged(attrs, True) + (begin, OPEN) for key, (attrs, begin) in self.dead.items()]
         rows += [key + attrs + (begin, end) for key, attrs, begin, end in self.closed]
         return sorted(rows, key=_sort_key)
 
@@ -296,6 +341,28 @@ def test_model_follows_the_rules_of_changes_and_snapshots():
     }
 
 
+def test_model_keeps_tombstones():
+    """hard_deletes: new_record: a dropped key's tombstone; still missing, nothing; a delete of it is a
+    delete of an absent key; back with its values, a new version."""
+    m = ZipperModel("exclusive", [(1, "x"), (2, "y")], 1, tombstones=True)
+    assert m.merge_snapshot(day(1), [(2, "y")], True)["tombstones"] == 1
+    assert m.merge_snapshot(day(2), [(2, "y")], True) == {
+        **m._counts(0),
+        "source_rows": 1,
+        "unchanged": 1,
+        "deleted": 0,
+        "open_after": 2,
+    }
+    counts = m.merge_changes(day(3), [((1, "x"), "delete"), ((1, "x"), "upsert")])
+    assert (counts["deletes_of_absent_keys"], counts["changed"], counts["closed"]) == (1, 1, 1)
+    assert m.rows() == [
+        (1, "x", False, "2023-12-31", "2024-01-01"),
+        (1, "x", False, "2024-01-03", OPEN),
+        (1, "x", True, "2024-01-01", "2024-01-03"),
+        (2, "y", False, "2023-12-31", OPEN),
+    ]
+
+
 # ---------------------------------------------------------------- strategies
 
 
@@ -366,9 +433,10 @@ def snapshot_scenarios(draw, keys):
     """(end_style, hard_deletes, base rows, [full snapshots]): each snapshot keeps, changes or
     drops each current key and may add new ones."""
     end_style = draw(st.sampled_from(["exclusive", "inclusive"]))
-    hard_deletes = draw(st.sampled_from(["invalidate", "ignore"]))
+    hard_deletes = draw(st.sampled_from(["invalidate", "ignore", "new_record"]))
     base = draw(st.lists(st.tuples(keys, ATTRS), max_size=6, unique_by=lambda r: r[0]))
     current = dict(base)
+    gone: dict[tuple, tuple] = {}  # keys dropped, with their last values: they may come back as they were
     days = []
     for _ in range(draw(st.integers(1, 3))):
         snapshot = {}
@@ -376,9 +444,14 @@ def snapshot_scenarios(draw, keys):
             how = draw(st.sampled_from(["keep", "change", "drop"]))
             if how != "drop":
                 snapshot[key] = current[key] if how == "keep" else draw(ATTRS)
+        for key in sorted(gone):
+            if draw(st.booleans()):
+                snapshot[key] = gone[key]
         for key in draw(st.lists(keys, max_size=3)):
             snapshot.setdefault(key, draw(ATTRS))
-        current = snapshot if hard_deletes == "invalidate" else {**current, **snapshot}
+        gone = {**gone, **{k: a for k, a in current.items() if k not in snapshot}}
+        gone = {k: a for k, a in gone.items() if k not in snapshot}
+        current = {**current, **snapshot} if hard_deletes == "ignore" else snapshot
         days.append([key + attrs for key, attrs in snapshot.items()])
     return end_style, hard_deletes, [key + attrs for key, attrs in base], days
 
@@ -397,6 +470,7 @@ def run_against_model(
     apply=None,
     tracked=None,
     model=None,
+    ignore_nulls=False,
     **spec_options,
 ) -> None:
     """Build a table from the scenario's base, merge each day, compare counts and rows with the model.
@@ -416,7 +490,7 @@ def run_against_model(
     fixture.write_base(spark, base)
     for n, rows in enumerate(days, start=1):
         fixture.write_increment(spark, day(n), written(rows) if written else rows, schema)
-    model = model or ZipperModel(end_style, base, len(shape["keys"]), tracked)
+    model = model or ZipperModel(end_style, base, len(shape["keys"]), tracked, ignore_nulls)
 
     init = init_table(spark, fixture.spec)
     assert init.action == "init" and init.counts["open_after"] == len(base)
@@ -483,9 +557,10 @@ SEQUENCED = {"keys": ("id",), "schema": "id int, name string, score int, seq int
 CDC_FILE = "id int, name string, score int, seq int, sys_op int"
 
 
-def run_changes_against_model(spark, root_factory, scenario, permutation) -> None:
+def run_changes_against_model(spark, root_factory, scenario, permutation, tombstones: bool = False) -> None:
     """cdc with sequence_by: day's changes get seq 1, 2, ... in the order they happened and are
-    written in the order `permutation` gives; seq is stored but not tracked (updated in place)."""
+    written in the order `permutation` gives; seq is stored but not tracked (updated in place).
+    `tombstones`: with `hard_deletes: new_record`."""
     end_style, base, days = scenario
 
     def written(events):
@@ -503,8 +578,13 @@ def run_changes_against_model(spark, root_factory, scenario, permutation) -> Non
         written=written,
         schema=CDC_FILE,
         apply=apply,
-        tracked=(0, 1),
-        source={"mode": "cdc", "sequence_by": "seq", "delete_match": "key"},
+        model=ZipperModel(end_style, [row + (0,) for row in base], 1, (0, 1), tombstones=tombstones),
+        source={
+            "mode": "cdc",
+            "sequence_by": "seq",
+            "delete_match": "key",
+            **({"hard_deletes": "new_record"} if tombstones else {}),
+        },
         track_columns=["name", "score"],
     )
 
@@ -539,6 +619,31 @@ def test_cdc_deletes_and_ordered_changes_match_the_model(spark, tmp_path_factory
 
 
 @pytest.mark.slow
+@settings(MODEL_SETTINGS, max_examples=3)
+@given(scenario=change_scenarios(SINGLE_KEYS), data=st.data())
+@example(
+    scenario=(  # deleted, deleted again, back as it was, deleted and back within a day, deleted again
+        "inclusive",
+        [(1, "x", 5), (2, None, None)],
+        [
+            [((1, "x", 5), "delete"), ((2, None, None), "upsert")],
+            [((1, "x", 5), "delete"), ((2, None, None), "delete")],
+            [((1, "x", 5), "upsert"), ((2, None, None), "delete"), ((2, "y", 0), "upsert")],
+            [((1, "x", 5), "delete"), ((3, "", 0), "delete")],
+        ],
+    ),
+    data=None,
+)
+def test_cdc_tombstones_match_the_model(spark, tmp_path_factory, scenario, data):
+    """hard_deletes: new_record on cdc: a deleted key's tombstone, kept until the key comes back."""
+
+    def permutation(n):
+        return data.draw(st.permutations(range(n))) if data is not None else list(range(n))[::-1]
+
+    run_changes_against_model(spark, tmp_path_factory, scenario, permutation, tombstones=True)
+
+
+@pytest.mark.slow
 @settings(MODEL_SETTINGS, max_examples=4)
 @given(scenario=snapshot_scenarios(SINGLE_KEYS))
 @example(
@@ -547,6 +652,14 @@ def test_cdc_deletes_and_ordered_changes_match_the_model(spark, tmp_path_factory
         "invalidate",
         [(1, "x", 5), (2, None, None)],
         [[(2, None, None), (3, "y", 0)], [(1, "x", 5)], []],
+    )
+)
+@example(
+    scenario=(  # tombstones: dropped, still missing, back as it was, dropped again, the same snapshot twice
+        "exclusive",
+        "new_record",
+        [(1, "x", 5), (2, None, None)],
+        [[(2, None, None), (3, "y", 0)], [(2, None, None), (3, "y", 0)], [(1, "x", 5), (2, None, 0)], [(1, "x", 5)]],
     )
 )
 def test_snapshots_match_the_model(spark, tmp_path_factory, scenario):
@@ -558,7 +671,8 @@ def test_snapshots_match_the_model(spark, tmp_path_factory, scenario):
         SINGLE,
         (end_style, base, days),
         source=source,
-        apply=lambda model, ds, rows: model.merge_snapshot(ds, rows, hard_deletes == "invalidate"),
+        apply=lambda model, ds, rows: model.merge_snapshot(ds, rows, hard_deletes != "ignore"),
+        model=ZipperModel(end_style, base, 1, tombstones=hard_deletes == "new_record"),
     )
     event(f"hard_deletes {hard_deletes}")
 
@@ -708,6 +822,51 @@ def run_versions_against_model(spark, root_factory, scenario, permutation, mode:
     )
 
 
+# ---------------------------------------------------------------- partial updates (ignore_null_updates)
+
+UPSERT_FILE = "id int, name string, score int, seq int"
+
+
+def run_partial_updates_against_model(spark, root_factory, scenario, mode: str, permutation) -> None:
+    """source.ignore_null_updates on `mode`: cdc and upsert with sequence_by take the day's changes
+    as `run_changes_against_model` does (upsert without its deletes); plain upsert takes each
+    key's last change of the day (without deletes) as its increment."""
+    end_style, base, days = scenario
+    if mode == "upsert":
+        increments = [list({row[:1]: row for row, action in events if action != "delete"}.values()) for events in days]
+        source = {"ignore_null_updates": True}
+        run_against_model(spark, root_factory, SINGLE, (end_style, base, increments), ignore_nulls=True, source=source)
+        return
+    deletes = mode == "cdc"
+    days = days if deletes else [[(row, a) for row, a in events if a != "delete"] for events in days]
+
+    def written(events):
+        rows = [
+            row + (seq,) + ((1 if action == "delete" else 0,) if deletes else ())
+            for seq, (row, action) in enumerate(events, start=1)
+        ]
+        return [rows[i] for i in permutation(len(rows))]
+
+    def apply(model, ds, events):
+        ordered = [(row + (seq,), action) for seq, (row, action) in enumerate(events, start=1)]
+        return model.merge_changes(ds, ordered, deletes=deletes)
+
+    source = {"mode": "cdc" if deletes else "upsert", "sequence_by": "seq", "ignore_null_updates": True}
+    run_against_model(
+        spark,
+        root_factory,
+        SEQUENCED,
+        (end_style, [row + (0,) for row in base], days),
+        written=written,
+        schema=CDC_FILE if deletes else UPSERT_FILE,
+        apply=apply,
+        tracked=(0, 1),
+        ignore_nulls=True,
+        source={**source, "delete_match": "key"} if deletes else source,
+        track_columns=["name", "score"],
+    )
+
+
 @pytest.mark.slow
 @settings(MODEL_SETTINGS, max_examples=4)
 @given(scenario=change_scenarios(SINGLE_KEYS), data=st.data())
@@ -738,6 +897,63 @@ def test_updated_at_versions_match_the_model(spark, tmp_path_factory, scenario, 
     mode = data.draw(st.sampled_from(["cdc", "upsert"])) if data is not None else "cdc"
     run_versions_against_model(spark, tmp_path_factory, scenario, permutation, mode)
     event(f"mode {mode}")
+
+
+@pytest.mark.slow
+@settings(MODEL_SETTINGS, max_examples=4)
+@given(scenario=change_scenarios(SINGLE_KEYS), mode=st.sampled_from(["cdc", "upsert_seq", "upsert"]), data=st.data())
+@example(
+    scenario=(  # NULLs keep the open value, then the previous change's; after a delete they stay NULL
+        "exclusive",
+        [(1, "x", 5), (2, "y", 0), (3, "", 0)],
+        [
+            [
+                ((1, None, 0), "upsert"),
+                ((1, "y", None), "upsert"),
+                ((2, None, None), "upsert"),  # changes nothing: unchanged
+                ((3, None, 5), "delete"),
+                ((3, None, 5), "upsert"),  # after its delete: an insert, NULLs kept
+                ((4, "x", None), "upsert"),
+                ((4, None, 0), "upsert"),
+            ],
+            [((1, None, None), "upsert"), ((4, None, 5), "upsert")],
+        ],
+    ),
+    mode="cdc",
+    data=None,
+)
+@example(
+    scenario=(
+        "inclusive",
+        [(1, "x", 5)],
+        [
+            [((1, None, 0), "upsert"), ((1, "y", None), "upsert")],
+            [((1, None, None), "upsert"), ((2, None, 5), "upsert")],
+        ],
+    ),
+    mode="upsert_seq",
+    data=None,
+)
+def test_partial_updates_match_the_model(spark, tmp_path_factory, scenario, mode, data):
+    def permutation(n):  # the file order: drawn, or reversed (seq decides, not the file)
+        return data.draw(st.permutations(range(n))) if data is not None else list(range(n))[::-1]
+
+    run_partial_updates_against_model(spark, tmp_path_factory, scenario, mode, permutation)
+    event(f"mode {mode}")
+
+
+def test_model_keeps_values_a_null_update_leaves_out():
+    m = ZipperModel("exclusive", [(1, "ann", 5)], 1, ignore_nulls=True)
+    assert m.merge(day(1), [(1, None, None)])["unchanged"] == 1
+    counts = m.merge_changes(day(2), [((1, None, 6), "upsert"), ((1, "bo", None), "upsert"), ((2, None, 1), "upsert")])
+    assert (counts["changed"], counts["new"]) == (1, 1)
+    m.merge_changes(day(3), [((1, "x", 7), "delete"), ((1, None, 8), "upsert")])
+    assert m.rows() == [
+        (1, None, 8, "2024-01-03", OPEN),
+        (1, "ann", 5, "2023-12-31", "2024-01-02"),
+        (1, "bo", 6, "2024-01-02", "2024-01-03"),
+        (2, None, 1, "2024-01-02", OPEN),
+    ]
 
 
 # ---------------------------------------------------------------- updated_at: late changes put in place

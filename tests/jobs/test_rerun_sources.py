@@ -51,11 +51,15 @@ SNAPSHOT_DAYS = {
 }
 
 
-@pytest.mark.parametrize("mode", ["cdc", "snapshot"])
+@pytest.mark.parametrize("mode", ["cdc", "snapshot", "snapshot_new_record"])
 def test_a_changed_past_input_is_replayed_to_the_table_daily_runs_give(spark, tmp_path, unique_name, mode):
+    """With tombstones (`new_record`): keys dropped, back, still missing, dropped by the changed date
+    instead; and a rerun whose inputs did not change changes nothing (no tombstone twice)."""
     source, days, schema = (
         ({"mode": "cdc"}, CDC_DAYS, CDC) if mode == "cdc" else ({"mode": "snapshot"}, SNAPSHOT_DAYS, None)
     )
+    if mode == "snapshot_new_record":
+        source = {"mode": "snapshot", "hard_deletes": "new_record"}
     t = daily_table(spark, tmp_path / "live", unique_name, source, days, schema)
     changed = dict(days)
     changed[2] = (
@@ -74,6 +78,19 @@ def test_a_changed_past_input_is_replayed_to_the_table_daily_runs_give(spark, tm
     }
     assert state.read_state(spark, t.spec).replay is None
     assert check.run_checks(spark, t.spec)["ok"]
+    if mode == "snapshot_new_record":
+        rows = table_rows(spark, t.table)
+        assert [r[:4] for r in rows if r[3] and r[5] == "9999-12-31"] == [
+            (1, "ann", "Oslo", True),
+            (2, "bob", "Rome", True),
+        ]
+        assert replay.rerun(spark, t.spec, day(1)).counts["dates"] == 3
+        assert table_rows(spark, t.table) == rows
+        # a spec that turns new_record off would read the tombstones as live rows: refused
+        turned_off = TableFixture(tmp_path / "live", unique_name, source={"mode": "snapshot"})
+        with pytest.raises(StateError, match=r"\['is_deleted'\] are zipper's own .* no longer names them"):
+            merge.merge_date(spark, turned_off.spec, day(4))
+        assert table_rows(spark, t.table) == rows
 
 
 def test_a_cdc_rerun_reads_each_replayed_dates_input_once(spark, tmp_path, unique_name, monkeypatch):

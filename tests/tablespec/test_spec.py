@@ -198,7 +198,11 @@ def test_identifiers_are_lower_cased(tmp_path):
         ("mode: upsert\n  op_column: op\n  path: /x", "key 'source.op_column': only for mode cdc, not 'upsert'"),
         (
             "mode: cdc\n  hard_deletes: ignore\n  path: /x",
-            "key 'source.hard_deletes': only for mode snapshot, not 'cdc'",
+            "key 'source.hard_deletes': 'ignore' is only for mode snapshot, not 'cdc'",
+        ),
+        (
+            "mode: upsert\n  hard_deletes: new_record\n  path: /x",
+            "key 'source.hard_deletes': only for mode cdc or landing_zone or snapshot, not 'upsert'",
         ),
         ("mode: snapshot\n  sequence_by: seq\n  path: /x", "key 'source.sequence_by': only for mode cdc or upsert"),
         ("mode: upsert\n  on_anomaly: error\n  path: /x", "key 'source.on_anomaly': only for mode landing_zone"),
@@ -207,6 +211,12 @@ def test_identifiers_are_lower_cased(tmp_path):
             "key 'source.on_missing_input': only for mode cdc or snapshot or upsert, not 'landing_zone'",
         ),
         ("on_missing_input: wait\n  path: /x", "key 'source.on_missing_input': Input should be 'fail' or 'skip'"),
+        (
+            "mode: snapshot\n  ignore_null_updates: true\n  path: /x",
+            "key 'source.ignore_null_updates': only for mode cdc or landing_zone or upsert, not 'snapshot':"
+            " a snapshot row is the whole state of its key",
+        ),
+        ("ignore_null_updates: perhaps\n  path: /x", "key 'source.ignore_null_updates'"),
         ("mode: cdc\n  delete_match: some\n  path: /x", "key 'source.delete_match'"),
         (
             "mode: sometimes\n  path: /x",
@@ -257,6 +267,11 @@ def test_mode_options_are_checked_per_mode(tmp_path, source, expected):
         ("updated_at: ts\n  path: /x", "columns: {user_id: int, t: date}", "'ts' is not among the declared columns"),
         ("updated_at: ts\n  path: /x", "columns: {user_id: int, ts: date, valid_from: date}", "key 'columns'"),
         ("path: /x", "valid_to_column: until", "key 'valid_to_column': only with source.updated_at"),
+        (
+            "updated_at: ts\n  ignore_null_updates: true\n  path: /x",
+            "",
+            "key 'source.ignore_null_updates': not with source.updated_at yet",
+        ),
     ],
 )
 def test_updated_at_and_its_validity_columns_are_checked(tmp_path, source, top, expected):
@@ -265,6 +280,37 @@ def test_updated_at_and_its_validity_columns_are_checked(tmp_path, source, top, 
     with pytest.raises(SpecError) as err:
         load_spec_file(write(tmp_path, text))
     assert expected in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "source, top, expected",
+    [
+        ("mode: cdc\n  path: /x", "deleted_column: gone", "key 'deleted_column': only with source.hard_deletes"),
+        (_NEW := "mode: cdc\n  hard_deletes: new_record\n  path: /x", "keys: [is_deleted]", "key 'keys': keys may"),
+        (_NEW, "track_columns: [is_deleted]", "key 'track_columns': track_columns may not list"),
+        (_NEW, "columns: {user_id: int, is_deleted: boolean}", "key 'columns': columns may not include the reserved"),
+        (_NEW, "deleted_column: begin_dt", "key 'deleted_column': 'begin_dt': the deleted column must differ"),
+        (_NEW, "deleted_column: zipper_gone", "reserved for zipper's own columns"),
+        ("mode: cdc\n  hard_deletes: new_record\n  op_column: is_deleted\n  path: /x", "", "key 'deleted_column'"),
+        ("mode: cdc\n  hard_deletes: new_record\n  updated_at: ts\n  path: /x", "", "new_record cannot be combined"),
+    ],
+)
+def test_new_record_and_its_deleted_column_are_checked(tmp_path, source, top, expected):
+    text = EXAMPLE.replace("mode: upsert\n  format: parquet\n  path: /data/ods/user_inc/ds={{ ds }}", source)
+    name = top.split(":")[0]
+    text = "".join(line for line in text.splitlines(keepends=True) if not name or not line.startswith(name + ":"))
+    with pytest.raises(SpecError) as err:
+        load_spec_file(write(tmp_path, text + top + "\n"))
+    assert expected in str(err.value)
+
+
+def test_new_record_names_the_deleted_column_in_every_deleting_mode(tmp_path):
+    for mode in ("cdc", "snapshot", "landing_zone"):
+        text = EXAMPLE.replace("mode: upsert", f"mode: {mode}\n  hard_deletes: new_record")
+        spec = load_spec_file(write(tmp_path, text + "deleted_column: Gone\n"))
+        assert (spec.tombstone_column, spec.own_columns, spec.source.invalidate_missing) == ("gone", ("gone",), True)
+    plain = load_spec_file(write(tmp_path, EXAMPLE.replace("mode: upsert", "mode: snapshot\n  hard_deletes: ignore")))
+    assert (plain.tombstone_column, plain.own_columns, plain.source.invalidate_missing) == (None, (), False)
 
 
 def test_updated_at_orders_the_day_and_names_the_validity_columns(tmp_path):
@@ -530,6 +576,51 @@ def test_track_columns_match_declared_columns_in_any_case(tmp_path):
         write(tmp_path, EXAMPLE.replace("track_columns: all", "track_columns: [citty]"), "b.yaml")
     )
     assert unchecked.track_columns == ["citty"]  # no columns declared: the merge checks against the table
+
+
+@pytest.mark.parametrize(
+    "keys, expected",
+    [
+        (
+            "track_columns: [name]\ntrack_columns_except: [city]",
+            "key 'track_columns_except': give track_columns (the columns that open a version) or"
+            " track_columns_except (those that do not), not both",
+        ),
+        ("track_columns_except: []", "key 'track_columns_except': give a non-empty list"),
+        ("track_columns_except: [User_Id]", "key 'track_columns_except': track_columns_except may not list key"),
+        ("track_columns_except: [end_dt]", "may not list key or reserved columns: ['end_dt']"),
+        ("track_columns_except: [zipper_x]", "key 'track_columns_except': ['zipper_x']: names starting with 'zipper_'"),
+        (
+            f"track_columns_except: [citty]\n{COLUMNS}",
+            "key 'track_columns_except': not among the declared columns: ['citty']",
+        ),
+        (
+            f"track_columns_except: [name, city]\n{COLUMNS}",
+            "key 'track_columns_except': leaves no column to track: every change would update in place",
+        ),
+    ],
+)
+def test_track_columns_except_is_checked_at_load(tmp_path, keys, expected):
+    path = write(tmp_path, EXAMPLE.replace("track_columns: all", keys))
+    with pytest.raises(SpecError) as err:
+        load_spec_file(path)
+    assert expected in str(err.value)
+    assert str(err.value).startswith(f"{path}: key 'track_columns_except': ") and "\n" not in str(err.value)
+
+
+def test_track_columns_except_and_ignore_null_updates_load(tmp_path):
+    spec = load_spec_file(
+        write(tmp_path, EXAMPLE.replace("track_columns: all", f"track_columns_except: [City]\n{COLUMNS}"))
+    )
+    assert spec.track_columns == "all" and spec.track_columns_except == ["city"]
+    unchecked = load_spec_file(
+        write(tmp_path, EXAMPLE.replace("track_columns: all", "track_columns_except: [citty]"), "b.yaml")
+    )
+    assert unchecked.track_columns_except == ["citty"]  # no columns declared: the merge checks against the table
+    for mode in ("upsert", "cdc"):
+        text = EXAMPLE.replace("mode: upsert", f"mode: {mode}\n  ignore_null_updates: true")
+        assert load_spec_file(write(tmp_path, text, f"{mode}.yaml")).source.fills_null_updates
+    assert not load_spec_file(write(tmp_path, EXAMPLE, "c.yaml")).source.fills_null_updates
 
 
 @pytest.mark.parametrize(

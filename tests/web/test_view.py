@@ -97,12 +97,17 @@ def view(tmp_path_factory):
     root = tmp_path_factory.mktemp("view")
     make_spec(root, "dim", end_date=day(len(DAYS)))  # committed through its end date: up to date
     make_spec(root, "orders", table="dw.orders")  # never merged: the tables page flags it
+    # a table that skips a date without input: day 2 has none, and is committed as skipped
+    holiday_source = {"mode": "upsert", "path": str(root / "data" / "hol" / "ds={{ ds }}"), "on_missing_input": "skip"}
+    make_spec(root, "holidays", source=holiday_source, end_date=day(2))
+    write_parquet(root / "data" / "hol" / f"ds={day(1)}", DAYS[1])
     write_parquet(root / "data" / "base", BASE)
     for k, rows in DAYS.items():
         write_parquet(root / "data" / "incr" / f"ds={day(k)}", rows)
     # the table's merges (a JVM) and Airflow's set-up and start are independent: side by side
     merging = ThreadPoolExecutor(1)
     commands = [["merge", "dim", "--ds", day(k)] for k in DAYS]
+    commands += [["merge", "holidays", "--ds", day(k)] for k in (1, 2)]
     commands.append(["correct", "dim", "--set", "city=RIGA", "--where", "id = 6", "--reason", "upper case"])
     merged = merging.submit(zipper_in_one_jvm, root, *commands, timeout=900)
 
@@ -176,7 +181,7 @@ def test_the_tables_api_lists_every_spec_with_its_state_and_latest_run(view):
     status, body = view.get("/zipper/api/tables")
     assert status == 200
     tables = {t["name"]: t for t in body["tables"]}
-    assert list(tables) == ["dim", "orders"]
+    assert list(tables) == ["dim", "holidays", "orders"]
     dim = tables["dim"]
     assert dim["table"] == "dw.dim" and dim["last_committed"] == day(4)
     assert dim["open_rows"] == 6  # ids 1..6, one open version each
@@ -195,7 +200,7 @@ def test_the_tables_api_lists_every_spec_with_its_state_and_latest_run(view):
 def test_the_api_server_read_the_tables_as_it_started(view):
     """The start's read (app.warm_up): the first view answers from memory, not after a read."""
     said = [line for line in view.log.read_text(errors="replace").splitlines() if "zipper view: read" in line]
-    assert said and "read 2 tables from thrift://" in said[0], said
+    assert said and "read 3 tables from thrift://" in said[0], said
 
 
 def test_a_tables_page_has_one_chart_point_and_one_commit_per_committed_date(view):
@@ -276,7 +281,7 @@ def test_the_tables_page_lists_the_tables_and_a_problem_stands_out(view, page):
     page.goto(view.url + "/zipper/tables")
     page.wait_for_selector("#tables tbody tr[data-table='dim']")
     rows = page.locator("#tables tbody tr")
-    assert [rows.nth(i).get_attribute("data-table") for i in range(rows.count())] == ["dim", "orders"]
+    assert [rows.nth(i).get_attribute("data-table") for i in range(rows.count())] == ["dim", "holidays", "orders"]
     dim = page.locator("tr[data-table='dim'] td")
     assert dim.nth(1).inner_text() == day(4) and dim.nth(3).inner_text() == "6"
     assert dim.nth(6).inner_text() == "queued"
@@ -301,6 +306,20 @@ def test_the_table_page_charts_one_point_per_committed_date(view, page):
     assert page.locator("#commits tbody tr").count() == len(DAYS) + 1  # and the correction
     assert "set city=RIGA where" in page.locator("#commits tbody tr.correction").inner_text()
     page.screenshot(path=str(ARTIFACTS / "table.png"), full_page=True)
+
+
+def test_a_date_skipped_for_want_of_input_says_so_in_the_commit_log(view, page):
+    """on_missing_input: skip: the date is committed, without changes, and the view says why."""
+    status, log = view.get("/zipper/api/tables/holidays/commits")
+    assert status == 200
+    assert [(c["ds"], c["skipped"]) for c in log["commits"]] == [(day(2), "no input"), (day(1), None)]
+    page.goto(view.url + "/zipper/tables/holidays")
+    row = page.locator(f"#commits tbody tr[data-ds='{day(2)}']")
+    row.wait_for()
+    assert row.get_attribute("class") == "skipped"
+    assert row.locator("td").nth(1).inner_text() == "merge (skipped: no input)"
+    merged = page.locator(f"#commits tbody tr[data-ds='{day(1)}']")
+    assert merged.get_attribute("class") is None and merged.locator("td").nth(1).inner_text() == "merge"
 
 
 def test_the_key_lookup_draws_every_version_of_the_key(view, page):

@@ -77,6 +77,8 @@ def merge_dag_doc(spec: TableSpec, spec_path: Path, rerun_dag_id: str) -> str:
     a = spec.airflow
     dates = f"{spec.start_date} .. {spec.end_date or '(open)'}"
     tracked = "all columns" if spec.track_columns == "all" else ", ".join(map(_code, spec.track_columns))
+    if spec.track_columns_except:
+        tracked = "all columns but " + ", ".join(map(_code, spec.track_columns_except))
     rows = [
         ("table", _code(spec.table)),
         ("keys", ", ".join(map(_code, spec.keys))),

@@ -155,7 +155,7 @@ def lower_case_columns(df, spec: TableSpec, ds: str, what: str):
 
 
 def check_shape(df, spec: TableSpec, ds: str, what: str) -> None:
-    reserved = sorted({spec.begin_column, spec.end_column, *spec.validity_columns} & set(df.columns))
+    reserved = sorted({spec.begin_column, spec.end_column, *spec.own_columns} & set(df.columns))
     if reserved:
         raise InputError(f"{what} must not contain the table's own columns {reserved}", table=spec.table, ds=ds)
     refuse_bad_names(df.columns, spec, ds, what)

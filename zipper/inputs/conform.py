@@ -80,17 +80,41 @@ def to_table_columns(df, table_columns: list[tuple[str, str]], spec: TableSpec, 
 def tracked_columns(spec: TableSpec, columns: list[str], ds: str | None = None) -> list[str]:
     """The columns whose change makes a new version; a listed one the table lacks is a spec
     error here (of the date `ds` being merged), not an unresolved column deep in Spark's plan."""
-    if spec.track_columns == "all":  # the validity columns are the merge's own, never compared
-        return [c for c in columns if c not in spec.keys and c not in spec.validity_columns]
+    if spec.track_columns == "all" and spec.track_columns_except is not None:
+        return _tracked_but(spec, columns, ds)
+    if spec.track_columns == "all":  # the validity and deleted columns are the merge's own, never compared
+        return [c for c in columns if c not in spec.keys and c not in spec.own_columns]
     unknown = [c for c in spec.track_columns if c not in columns]
     if unknown:
         raise SpecError(
             f"{spec.origin or spec.name}: key 'track_columns': {unknown} not among the table's columns"
-            f" {[c for c in columns if c not in spec.keys and c not in spec.validity_columns]}",
+            f" {[c for c in columns if c not in spec.keys and c not in spec.own_columns]}",
             table=spec.table,
             ds=ds,
         )
     return list(spec.track_columns)
+
+
+def _tracked_but(spec: TableSpec, columns: list[str], ds: str | None) -> list[str]:
+    """Every data column but the keys and `track_columns_except`: a column added later is tracked
+    too. An excluded column the table lacks is a spec error, as a misspelt tracked one is."""
+    data = [c for c in columns if c not in spec.keys and c not in spec.own_columns]
+    unknown = [c for c in spec.track_columns_except if c not in columns]
+    if unknown:
+        raise SpecError(
+            f"{spec.origin or spec.name}: key 'track_columns_except': {unknown} not among the table's columns {data}",
+            table=spec.table,
+            ds=ds,
+        )
+    tracked = [c for c in data if c not in spec.track_columns_except]
+    if not tracked:
+        raise SpecError(
+            f"{spec.origin or spec.name}: key 'track_columns_except': {list(spec.track_columns_except)} leaves no"
+            " column to track: every change would update in place",
+            table=spec.table,
+            ds=ds,
+        )
+    return tracked
 
 
 @dataclass(frozen=True)
@@ -164,11 +188,13 @@ def evolve(
 
 def with_validity(spec: TableSpec, columns: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """An input's (or a base's) data columns, and, with `source.updated_at`, the validity columns
-    the merge writes, in that column's type (they evolve with it; None when the input lacks it)."""
+    the merge writes, in that column's type (they evolve with it; None when the input lacks it);
+    with `hard_deletes: new_record`, the deleted column, a boolean."""
+    tombstone = [(name, "boolean") for name in spec.tombstone_columns]
     kind = dict(columns).get(spec.source.updated_at) if spec.validity_columns else None
     if kind is None:
-        return list(columns)
-    return [*columns, *[(name, kind) for name in spec.validity_columns]]
+        return [*columns, *tombstone]
+    return [*columns, *[(name, kind) for name in spec.validity_columns], *tombstone]
 
 
 def missing_validity(spec: TableSpec, table_columns: list[tuple[str, str]], ds: str) -> None:
@@ -181,6 +207,22 @@ def missing_validity(spec: TableSpec, table_columns: list[tuple[str, str]], ds: 
             f"{spec.origin or spec.name}: key 'source.updated_at': the table was made without the columns"
             f" {missing}, and its versions' validity can only be computed from the inputs: load it again as a new"
             f" table (a new `table:`, or drop this one and its files) from start_date; nothing was changed",
+            table=spec.table,
+            ds=ds,
+        )
+
+
+def missing_deleted_column(spec: TableSpec, table_columns: list[tuple[str, str]], ds: str) -> None:
+    """A table made before its spec turned `hard_deletes: new_record` on lacks the deleted column,
+    and its versions closed by deletes cannot say so any more: refused, nothing changed."""
+    names = {name for name, _ in table_columns}
+    missing = [c for c in spec.tombstone_columns if c not in names]
+    if missing:
+        raise SpecError(
+            f"{spec.origin or spec.name}: key 'source.hard_deletes': the table was made without the deleted column"
+            f" {missing[0]!r} that new_record writes: load it again as a new table (a new `table:`, or drop this one"
+            " and its files, then `zipper init` and merge from start_date), or keep hard_deletes: invalidate;"
+            " nothing was changed",
             table=spec.table,
             ds=ds,
         )

@@ -38,7 +38,12 @@ def check_open(spec: TableSpec, ds: dt.date, day: Day, touched_rows) -> dict:
     error; returns the day's counts with those that are reported added."""
     firsts = day.changes.where(F.col(changes.STEP) == 1) if changes.STEP in day.changes.columns else day.changes
     problems = changes.open_problems(
-        touched_rows, firsts, keys=spec.keys, columns=day.names, float_precision=day.float_precision
+        touched_rows,
+        firsts,
+        keys=spec.keys,
+        columns=day.names,
+        float_precision=day.float_precision,
+        deleted=spec.tombstone_column,
     )
     found = collect_problems(problems, spec.keys)
     what = f"increment {day.located.description}"

@@ -78,6 +78,7 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
     deletes = daily.OP in day.changes.columns
     kinds = ("changed", "updated", "unchanged") + (("deleted", "vanished") if deletes else ())
     kinds += (daily.INTRADAY,) if versioned else ()
+    kinds += (daily.TOMBSTONE, daily.STILL_DELETED) if spec.tombstone_column else ()
     observation = Observation(f"zipper_kinds_{secrets.token_hex(6)}")
     arguments = dict(
         keys=spec.keys,
@@ -91,7 +92,13 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
     if versioned:
         rows = daily.day_versions(touched_rows, day.changes, validity=spec.validity_columns, **arguments)
     else:
-        rows = daily.day_rows(touched_rows, day.changes, **arguments)
+        rows = daily.day_rows(
+            touched_rows,
+            day.changes,
+            fill_nulls=spec.source.fills_null_updates,
+            deleted=spec.tombstone_column,
+            **arguments,
+        )
     if placed is not None:  # the keys with only late changes, and the late versions with nothing to split
         rows = rows.unionByName(placed.rows)
         kinds += (LATE_KIND,)
@@ -300,6 +307,8 @@ def _write_day(run: Run, ds: dt.date, day: dayinput.Day):
             kinds.update(deleted=0, vanished=0)
         if spec.validity_columns:
             kinds[daily.INTRADAY] = 0
+        if spec.tombstone_column:
+            kinds.update({daily.TOMBSTONE: 0, daily.STILL_DELETED: 0})
         fs.mkdirs(spark, closed_dir)
         return Written(kinds, st.open_rows, 0), dict(day.counts), st.open_partition.location, ""
     broadcast = broadcasts(spark, day.rows, day.columns, spec.begin_column, day.variable_bytes_per_row)

@@ -194,7 +194,7 @@ def _assignments(
     spark, spec: TableSpec, request: Request, types: dict[str, str], where: dict
 ) -> tuple[dict[str, str], dict[str, Column]]:
     """--set col=value: a data column that is not a key, its value typed by the column (NULL: none)."""
-    protected = [*spec.keys, spec.begin_column, spec.end_column, *spec.validity_columns]
+    protected = [*spec.keys, spec.begin_column, spec.end_column, *spec.own_columns]
     texts = assignment_texts(request.assignments, types, protected, **where)
     values = corrections.typed_values(texts, types)
     read = spark.range(1).select(*[v.cast("string").alias(f"v{i}") for i, v in enumerate(values.values())]).first()

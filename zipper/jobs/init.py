@@ -111,6 +111,8 @@ def _checked_base(spark, spec: TableSpec, ds: dt.date, base: _Base, columns: lis
     """The base as the table's columns, its NULL and repeated keys refused (with `updated_at`, its
     rows' validity from it, and a NULL in it refused)."""
     df = _with_validity(spec, ds, base) if spec.validity_columns else base.df
+    if spec.tombstone_column:  # the base's keys are live
+        df = df.withColumn(spec.tombstone_column, F.lit(False))
     df = conform.to_table_columns(df, columns, spec, ds.isoformat(), base.what)
     with file_types.explained_column_types(spark, spec, ds.isoformat(), base.located):
         refusals.validate_keys(df, spec, ds, base.what, roots=base.located.paths)
@@ -172,6 +174,7 @@ def _created_table(
                 state.P_END_STYLE: str(spec.end_style),
                 state.P_OPEN_END: spec.open_end.isoformat(),
                 state.P_FORMAT: state.FORMAT_VERSION,
+                state.P_OWN_COLUMNS: ",".join(spec.own_columns),
             },
         )
     return state.read_state(spark, spec), created

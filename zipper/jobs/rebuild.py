@@ -222,7 +222,9 @@ def _marked_inputs(spark, spec: TableSpec, init_ds: dt.date, found: Located, kee
     if keep is not None:
         rows = keep(rows)
     tracked = conform.tracked_columns(spec, names, dates[-1].isoformat() if dates else None)
-    marked = timelines.marked(rows, keys=spec.keys, columns=names, tracked=tracked)
+    marked = timelines.marked(
+        rows, keys=spec.keys, columns=names, tracked=tracked, fill_nulls=spec.source.fills_null_updates
+    )
     return Marked(marked, names, tracked)
 
 

@@ -249,7 +249,7 @@ def _restored(spark, spec: TableSpec, st: state.TableState, first: dt.date, tabl
     from the table itself), for naming a file of theirs that Spark cannot read."""
     names = [c for c, _ in table_columns]
     tracked = conform.tracked_columns(spec, names, first.isoformat())
-    untracked = [c for c in names if c not in tracked and c not in spec.keys and c not in spec.validity_columns]
+    untracked = [c for c in names if c not in tracked and c not in spec.keys and c not in spec.own_columns]
     if untracked:
         if not mode_of(spec).rebuilds_in_one_pass(spec):
             raise StateError(
@@ -316,7 +316,9 @@ def _rebuilt_open_rows(
         )
     names = [c for c, _ in table_columns]
     rows = dated.dated_rows(spark, spec, table_columns, located, base, init_ds)
-    marked = timelines.marked(rows, keys=spec.keys, columns=names, tracked=tracked)
+    marked = timelines.marked(
+        rows, keys=spec.keys, columns=names, tracked=tracked, fill_nulls=spec.source.fills_null_updates
+    )
     open_end = spec.open_end.isoformat()
     return (
         timelines.versions(

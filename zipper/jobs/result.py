@@ -55,6 +55,7 @@ class RunResult:
             + f"{c['new']} new, {c['changed']} changed, {c['unchanged']} re-sent unchanged"
             + (f", {c['updated_in_place']} updated in place" if c.get("updated_in_place") else "")
             + (f", {c['deleted']} deleted" if "deleted" in c else "")
+            + (f" ({c['tombstones']} tombstones)" if c.get("tombstones") else "")
             + f", {c['closed']} closed; {counted(c['open_after'], 'open row')} after"
             + "".join(f"; {note}" for note in _notes(c))
             + f"; {self.seconds:.1f} s"

@@ -67,11 +67,15 @@ def reconcile(
 
     With `source.updated_at` the increment holds several versions of a key (`input_keys`: its keys),
     and the versions a day opened and closed (`intraday`, kinds) are closed rows beginning on ds, as
-    are late versions with nothing to split (`late`)."""
+    are late versions with nothing to split (`late`).
+
+    With tombstones (`hard_deletes: new_record`), each deleted key's tombstone (`tombstone`) is an
+    open row the day writes, and a tombstone deleted again (`still_deleted`) is matched and kept."""
     changed, updated, unchanged = kinds["changed"], kinds["updated"], kinds["unchanged"]
     deleted, vanished, intraday = kinds.get("deleted", 0), kinds.get("vanished", 0), kinds.get("intraday", 0)
+    tombstones, still_deleted = kinds.get("tombstone", 0), kinds.get("still_deleted", 0)
     late = kinds.get("late", 0)  # late versions with nothing to split, closed in the day's partition
-    matched = changed + updated + unchanged + deleted
+    matched = changed + updated + unchanged + deleted + still_deleted
     keys = input_rows if input_keys is None else input_keys
     new = keys - matched - vanished
     problems = []
@@ -83,9 +87,12 @@ def reconcile(
         problems.append(f"open rows set aside {touched} != {matched} matched to the increment")
     if matched + vanished > keys:
         problems.append(f"keys found open {matched} + deletes of keys not open {vanished} > {keys} increment keys")
-    if open_written != open_read + new - deleted:
+    if "tombstone" in kinds and tombstones != deleted:
+        problems.append(f"tombstones written {tombstones} != {deleted} deleted keys")
+    if open_written != open_read + new - deleted + tombstones:
+        plus = f" + {tombstones} tombstones" if "tombstone" in kinds else ""
         problems.append(
-            f"open rows written {open_written} != {open_read} open before + {new} new keys - {deleted} deleted"
+            f"open rows written {open_written} != {open_read} open before + {new} new keys - {deleted} deleted{plus}"
         )
     if closed_written != changed + deleted + intraday + late:
         within = f" + {intraday} versions within the day" if "intraday" in kinds else ""
@@ -109,6 +116,8 @@ def reconcile(
         summary["deleted"] = deleted
     if "intraday" in kinds:
         summary["versions_within_day"] = intraday
+    if "tombstone" in kinds:
+        summary["tombstones"] = tombstones
     return summary
 
 

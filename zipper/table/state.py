@@ -29,6 +29,8 @@ P_SPEC_NAME = "zipper.spec_name"
 P_END_STYLE = "zipper.end_style"
 P_OPEN_END = "zipper.open_end"
 P_FORMAT = "zipper.format_version"
+# zipper's own data columns (validity, deleted), comma-separated: a spec that drops one would read them as data
+P_OWN_COLUMNS = "zipper.own_columns"
 
 # partition parameters
 LAST_COMMITTED = catalog.AT_PARAM
@@ -352,6 +354,16 @@ def check_owned(st: TableState, spec: TableSpec, ds: dt.date | None = None) -> N
         raise StateError(
             f"spec keys {spec.keys} differ from the table's keys {recorded_keys.split(',')}; "
             "keys cannot change on an existing table",
+            **where,
+        )
+    # turning such an option on is refused where the merge finds the column missing (conform)
+    dropped = [c for c in props.get(P_OWN_COLUMNS, "").split(",") if c and c not in spec.own_columns]
+    if dropped:
+        raise StateError(
+            f"the table's column(s) {dropped} are zipper's own (source.updated_at's validity, hard_deletes:"
+            " new_record's deleted flag), and the spec no longer names them: an existing table cannot turn"
+            " these options off or rename their columns (its versions and tombstones would be read as data);"
+            " load it again as a new table",
             **where,
         )
     if props.get(P_END_STYLE, spec.end_style) != spec.end_style:

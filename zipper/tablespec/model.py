@@ -146,6 +146,12 @@ class TableSpec(StrictModel):
         description="With `source.updated_at`: the column holding the time a version stopped being valid (the next"
         " version's `valid_from`, or the delete's `updated_at`); `open_end` at midnight for open versions.",
     )
+    deleted_column: Identifier = Field(
+        default="is_deleted",
+        description="With `source.hard_deletes: new_record`: the boolean column that is true on a deleted key's"
+        " tombstone version and false on every other; zipper's own, like `begin_column`. A table made without it"
+        " needs to be loaded again to turn `new_record` on.",
+    )
     open_end: dt.date = Field(
         default=OPEN_END_DEFAULT,
         description="The end value (and partition) of open versions; every run date must close versions before"
@@ -160,6 +166,12 @@ class TableSpec(StrictModel):
         default="all",
         description="`all`, or the columns that open a new version; changes in the others update the open version"
         " in place. With `columns` declared, each must be one of them and not a key (checked at load).",
+    )
+    track_columns_except: list[Identifier] | None = Field(
+        default=None,
+        description="The columns whose changes update the open version in place; every other column (but the"
+        " keys) opens a new version, columns added later included. Not with a `track_columns` list. With"
+        " `columns` declared, each must be one of them (checked at load); without, the merge checks them.",
     )
     retention_days: int = Field(
         default=7, ge=0, description="How long `zipper vacuum` keeps superseded data directories."
@@ -206,15 +218,18 @@ class TableSpec(StrictModel):
         if self.begin_column == self.end_column:
             raise KeyValueError("end_column", f"begin_column and end_column must differ (both {self.end_column!r})")
         self._check_validity_columns()
+        self._check_deleted_column()
         named = {
             "keys": list(self.keys),
             "columns": list(self.columns or {}),
             "begin_column": [self.begin_column],
             "end_column": [self.end_column],
             "track_columns": self.track_columns if isinstance(self.track_columns, list) else [],
+            "track_columns_except": list(self.track_columns_except or []),
             "source.sequence_by": [self.source.sequence_by] if self.source.sequence_by else [],
             "source.updated_at": [self.source.updated_at] if self.source.updated_at else [],
             **{key: [name] for key, name in zip(("valid_from_column", "valid_to_column"), self.validity_columns)},
+            "deleted_column": list(self.tombstone_columns),
         }
         if self.source.mode == SourceMode.CDC:
             named["source.op_column"] = [self.source.operation_column]
@@ -224,7 +239,7 @@ class TableSpec(StrictModel):
                 raise KeyValueError(
                     key, f"{internal}: names starting with {INTERNAL_PREFIX!r} are reserved for zipper's own columns"
                 )
-        reserved = {self.begin_column, self.end_column, *self.validity_columns}
+        reserved = {self.begin_column, self.end_column, *self.own_columns}
         if reserved & set(self.keys):
             raise KeyValueError("keys", f"keys may not use the reserved columns {sorted(reserved)}")
         if isinstance(self.track_columns, list):
@@ -235,6 +250,7 @@ class TableSpec(StrictModel):
                 raise KeyValueError(
                     "track_columns", f"track_columns may not list key or reserved columns: {sorted(clash)}"
                 )
+        self._check_track_columns_except(reserved)
         if self.airflow.sensor.skip_after is not None and not self.source.skips_missing_input:
             raise KeyValueError(
                 "airflow.sensor.skip_after",
@@ -289,6 +305,12 @@ class TableSpec(StrictModel):
             if given:
                 raise KeyValueError(given[0], "only with source.updated_at (the versions' validity comes from it)")
             return
+        if self.source.fills_null_updates:
+            raise KeyValueError(
+                "source.ignore_null_updates",
+                "not with source.updated_at yet: a day's versions would each need the values of the one"
+                " before; send full rows, or leave updated_at out",
+            )
         if sequence and sequence != updated_at:
             raise KeyValueError(
                 "source.sequence_by",
@@ -305,6 +327,32 @@ class TableSpec(StrictModel):
             raise KeyValueError(
                 "valid_from_column" if self.valid_from_column in clash else "valid_to_column",
                 f"{clash}: the validity columns must differ from begin_column, end_column and source.updated_at",
+            )
+
+    def _check_deleted_column(self) -> None:
+        """`deleted_column` names zipper's own column of a table with `hard_deletes: new_record`;
+        without it the name means nothing. A tombstone is one version among a day's several with
+        `updated_at`, which the merge does not make yet."""
+        if not self.source.keeps_tombstones:
+            if "deleted_column" in self.model_fields_set:
+                raise KeyValueError("deleted_column", "only with source.hard_deletes: new_record (its tombstones)")
+            return
+        if self.source.updated_at:
+            raise KeyValueError(
+                "source.hard_deletes",
+                "new_record cannot be combined with source.updated_at yet (a tombstone's validity); use invalidate",
+            )
+        others = {
+            self.begin_column,
+            self.end_column,
+            self.source.sequence_by,
+            self.source.operation_column if self.source.mode == SourceMode.CDC else None,
+        }
+        if self.deleted_column in others:
+            raise KeyValueError(
+                "deleted_column",
+                f"{self.deleted_column!r}: the deleted column must differ from begin_column, end_column,"
+                " source.sequence_by and source.op_column",
             )
 
     def _check_updated_at_declared(self) -> None:
@@ -329,6 +377,41 @@ class TableSpec(StrictModel):
             return ()
         return (self.valid_from_column, self.valid_to_column)
 
+    def _check_track_columns_except(self, reserved: set[str]) -> None:
+        """One way of naming the tracked columns at a time: the two lists would contradict."""
+        if self.track_columns_except is None:
+            return
+        if isinstance(self.track_columns, list):
+            raise KeyValueError(
+                "track_columns_except",
+                "give track_columns (the columns that open a version) or track_columns_except (those that"
+                " do not), not both",
+            )
+        if not self.track_columns_except:
+            raise KeyValueError("track_columns_except", "give a non-empty list (or leave it out to track every column)")
+        if len(set(self.track_columns_except)) != len(self.track_columns_except):
+            raise KeyValueError("track_columns_except", f"a column is listed twice: {self.track_columns_except}")
+        clash = (set(self.keys) | reserved) & set(self.track_columns_except)
+        if clash:
+            raise KeyValueError(
+                "track_columns_except", f"track_columns_except may not list key or reserved columns: {sorted(clash)}"
+            )
+
+    @property
+    def tombstone_columns(self) -> tuple[str, ...]:
+        """zipper's own column of a table with `hard_deletes: new_record` (true on tombstones), else
+        none. Stored after the data columns, written by the merge, never read from an input."""
+        return (self.deleted_column,) if self.source.keeps_tombstones else ()
+
+    @property
+    def tombstone_column(self) -> str | None:
+        return self.deleted_column if self.source.keeps_tombstones else None
+
+    @property
+    def own_columns(self) -> tuple[str, ...]:
+        """zipper's own data columns: the validity columns and the deleted column, where the spec has them."""
+        return (*self.validity_columns, *self.tombstone_columns)
+
     def _check_tracked_are_declared(self) -> None:
         """A misspelt tracked column fails at load when the spec declares its columns (both sides
         are lower-cased identifiers); without `columns` only the table can tell, at merge."""
@@ -336,6 +419,14 @@ class TableSpec(StrictModel):
             unknown = [c for c in self.track_columns if c not in self.columns]
             if unknown:
                 raise KeyValueError("track_columns", f"not among the declared columns: {unknown}")
+        if self.track_columns_except is not None:
+            unknown = [c for c in self.track_columns_except if c not in self.columns]
+            if unknown:
+                raise KeyValueError("track_columns_except", f"not among the declared columns: {unknown}")
+            if not [c for c in self.columns if c not in self.keys and c not in self.track_columns_except]:
+                raise KeyValueError(
+                    "track_columns_except", "leaves no column to track: every change would update in place"
+                )
 
     @property
     def database(self) -> str:

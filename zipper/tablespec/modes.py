@@ -48,9 +48,12 @@ class DeleteMatch(StrEnum):
 
 
 class HardDeletes(StrEnum):
-    """snapshot: keys missing from the snapshot are closed (invalidate) or left open (ignore)."""
+    """A deleted key (missing from a snapshot, a cdc or landing-zone delete): its open version is
+    closed (invalidate), closed and followed by a tombstone version (new_record), or, for a
+    snapshot only, left open (ignore)."""
 
     INVALIDATE = "invalidate"
+    NEW_RECORD = "new_record"
     IGNORE = "ignore"
 
 

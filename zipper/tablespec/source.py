@@ -25,10 +25,15 @@ MODE_KEYS: dict[str, set[SourceMode]] = {
     "delete_match": {SourceMode.CDC},
     "sequence_by": {SourceMode.UPSERT, SourceMode.CDC},
     "updated_at": {SourceMode.UPSERT, SourceMode.CDC},
-    "hard_deletes": {SourceMode.SNAPSHOT},
+    "hard_deletes": {SourceMode.SNAPSHOT, SourceMode.CDC, SourceMode.LANDING_ZONE},
     "on_anomaly": {SourceMode.LANDING_ZONE},
     # a landing zone's day without a new file is an ordinary empty day already
     "on_missing_input": {SourceMode.UPSERT, SourceMode.CDC, SourceMode.SNAPSHOT},
+    "ignore_null_updates": {SourceMode.UPSERT, SourceMode.CDC, SourceMode.LANDING_ZONE},
+}
+# Why a mode refuses a key, where the mode's meaning says it (added to the refusal's line).
+MODE_KEY_REASONS: dict[tuple[str, SourceMode], str] = {
+    ("ignore_null_updates", SourceMode.SNAPSHOT): "a snapshot row is the whole state of its key",
 }
 
 
@@ -99,8 +104,10 @@ class SourceSpec(StrictModel):
     )
     hard_deletes: choice(HardDeletes) | None = Field(
         default=None,
-        description="`snapshot` only (default `invalidate`): keys missing from the snapshot are closed;"
-        " `ignore` leaves them open.",
+        description="`snapshot`, `cdc` and `landing_zone` only (default `invalidate`): a deleted key (missing from"
+        " the snapshot, a delete) has its open version closed; `new_record` also opens a tombstone version, its"
+        " last values with `deleted_column` true, until the key comes back; `ignore` (`snapshot` only) leaves"
+        " keys missing from the snapshot open.",
     )
     on_anomaly: choice(OnAnomaly) | None = Field(
         default=None,
@@ -116,6 +123,13 @@ class SourceSpec(StrictModel):
         " as a day without changes, recorded as skipped (no input). An input that is there but empty is an"
         " ordinary empty day either way.",
     )
+    ignore_null_updates: bool | None = Field(
+        default=None,
+        description="`upsert`, `cdc` and `landing_zone` only (default `false`): a NULL in an update keeps the"
+        " key's current value (the open version's, or what the key's previous change of the day left), for"
+        " sources that send only the changed columns. An insert of a key that is not open keeps its NULLs; a"
+        " delete is still a delete.",
+    )
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -125,7 +139,19 @@ class SourceSpec(StrictModel):
         mode = str(info.data.get("mode", SourceMode.UPSERT))  # as the spec spells it, in the message
         allowed = MODE_KEYS[info.field_name]
         if value is not None and mode not in allowed:
-            raise ValueError(f"only for mode {' or '.join(sorted(allowed))}, not {mode!r}")
+            reason = MODE_KEY_REASONS.get((info.field_name, mode))
+            raise ValueError(
+                f"only for mode {' or '.join(sorted(allowed))}, not {mode!r}{f': {reason}' if reason else ''}"
+            )
+        return value
+
+    @field_validator("hard_deletes")
+    @classmethod
+    def _ignore_for_snapshots(cls, value, info: ValidationInfo):
+        """Only a snapshot can leave a deleted key open: a delete that changes nothing is no delete."""
+        mode = info.data.get("mode", SourceMode.UPSERT)
+        if value == HardDeletes.IGNORE and mode is not SourceMode.SNAPSHOT:
+            raise ValueError(f"'ignore' is only for mode snapshot, not {str(mode)!r} (use invalidate or new_record)")
         return value
 
     @field_validator("schema_")
@@ -172,7 +198,13 @@ class SourceSpec(StrictModel):
 
     @property
     def invalidate_missing(self) -> bool:
-        return (self.hard_deletes or HardDeletes.INVALIDATE) == HardDeletes.INVALIDATE
+        """Whether a key missing from a snapshot is closed (invalidate, new_record)."""
+        return self.hard_deletes != HardDeletes.IGNORE
+
+    @property
+    def keeps_tombstones(self) -> bool:
+        """Whether a deleted key gets a tombstone version (`hard_deletes: new_record`)."""
+        return self.hard_deletes == HardDeletes.NEW_RECORD
 
     @property
     def anomalies_are_errors(self) -> bool:
@@ -181,6 +213,10 @@ class SourceSpec(StrictModel):
     @property
     def skips_missing_input(self) -> bool:
         return self.on_missing_input == OnMissingInput.SKIP
+
+    @property
+    def fills_null_updates(self) -> bool:
+        return bool(self.ignore_null_updates)
 
     @property
     def csv_schema(self) -> dict[str, str]:

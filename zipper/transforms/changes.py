@@ -35,6 +35,7 @@ ORDER = "zipper_order"
 PROBLEM = "zipper_problem"
 DIFF = "zipper_diff"
 LAST = "zipper_last"
+CONTINUES = "zipper_continues"  # ignore_null_updates: the key's state goes on from its open row (no delete that day)
 UPSERT, DELETE, INSERT, UPDATE = "upsert", "delete", "insert", "update"
 INSERT_OPEN, UPDATE_ABSENT, DELETE_ABSENT, DELETE_MISMATCH = (
     "insert_open",
@@ -45,6 +46,7 @@ INSERT_OPEN, UPDATE_ABSENT, DELETE_ABSENT, DELETE_MISMATCH = (
 # landing-zone __rowMarker__ values
 MARKERS = {0: INSERT, 1: UPDATE, 2: DELETE, 4: UPSERT}
 _OPEN = "zipper__open__"
+_SEGMENT = "zipper__segment__"
 _SNAP = "zipper__snapshot__"
 
 
@@ -129,6 +131,29 @@ def order_offenders(events: DataFrame, keys: list[str], read_all_columns: bool =
 # ---------------------------------------------------------------- events -> change set
 
 
+def fill_null_updates(events: DataFrame, *, keys: list[str], columns: list[str]) -> DataFrame:
+    """ignore_null_updates: ordered events whose NULLs keep what the key's previous change of the
+    day left, each column's last non-NULL value since the key's last delete. A delete's own values
+    stay as sent (it is still a delete, matched as before); a change after it starts afresh.
+    Adds CONTINUES: no delete comes before the event that day, so the merge fills what is still
+    NULL from the key's open version (`daily.day_rows`)."""
+    deleting = F.col(ACTION) == DELETE
+    so_far = Window.partitionBy(*keys).orderBy(ORDER).rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    segmented = events.select("*", F.sum(F.when(deleting, 1).otherwise(0)).over(so_far).alias(_SEGMENT))
+    running = (
+        Window.partitionBy(*keys, _SEGMENT).orderBy(ORDER).rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+
+    def filled(c: str) -> Column:
+        last_sent = F.last(F.when(~deleting, F.col(c)), ignorenulls=True).over(running)
+        return F.when(deleting, F.col(c)).otherwise(last_sent).alias(c)
+
+    values = [c for c in columns if c not in keys]
+    return segmented.select(
+        *[filled(c) if c in values else F.col(c) for c in events.columns], (F.col(_SEGMENT) == 0).alias(CONTINUES)
+    )
+
+
 def flag_events(events: DataFrame, *, keys: list[str], columns: list[str], match: list[str] | None) -> DataFrame:
     """Each event with the problem it meets in the state its key's previous event of the day
     left (none for a key's first event: that one meets the open partition, see `open_problems`),
@@ -150,9 +175,15 @@ def flag_events(events: DataFrame, *, keys: list[str], columns: list[str], match
     diff = F.lit(None).cast("array<string>")
     first_values = []
     if match is not None:
-        diff = F.when(
-            present & (action == DELETE), _differing(match, F.col, lambda c: F.lag(c).over(by_key), types_of(events))
-        )
+        # filled events (CONTINUES): a value the key's changes that day left NULL is still the open
+        # version's, which only the open rows know, so it is not compared here
+        def previous_value(c: str) -> Column:
+            before = F.lag(c).over(by_key)
+            if CONTINUES not in events.columns:
+                return before
+            return F.when(F.lag(CONTINUES).over(by_key) & before.isNull(), F.col(c)).otherwise(before)
+
+        diff = F.when(present & (action == DELETE), _differing(match, F.col, previous_value, types_of(events)))
         problem = F.when(F.size(diff) > 0, F.lit(DELETE_MISMATCH)).otherwise(problem)
         first_values = [F.first(_values_struct(match)).over(whole).alias(MATCH)]
     return events.select(
@@ -163,6 +194,7 @@ def flag_events(events: DataFrame, *, keys: list[str], columns: list[str], match
         F.lead(ACTION).over(by_key).isNull().alias(LAST),
         F.first(ACTION).over(whole).alias(FIRST),
         *first_values,
+        *([F.col(CONTINUES)] if CONTINUES in events.columns else []),
     )
 
 
@@ -171,13 +203,15 @@ def collapse(flagged: DataFrame, *, columns: list[str], deletes: bool) -> DataFr
 
     deletes=False (upsert with sequence_by): the table's columns only, as an upsert increment.
     Otherwise also OP, FIRST and (when `flag_events` had columns to match) MATCH: the values a
-    first-action delete must find in the open row (NULL unless the key's first action is a delete)."""
+    first-action delete must find in the open row (NULL unless the key's first action is a delete),
+    and CONTINUES when the events were filled (`fill_null_updates`)."""
     last = flagged.where(F.col(LAST))
     if not deletes:
         return last.select(*columns)
     op = F.when(F.col(ACTION) == DELETE, F.lit(DELETE)).otherwise(F.lit(UPSERT))
     matched = [F.when(F.col(FIRST) == DELETE, F.col(MATCH)).alias(MATCH)] if MATCH in flagged.columns else []
-    return last.select(*columns, op.alias(OP), F.col(FIRST), *matched)
+    continues = [F.col(CONTINUES)] if CONTINUES in flagged.columns else []
+    return last.select(*columns, op.alias(OP), F.col(FIRST), *matched, *continues)
 
 
 LATE = "zipper_late"  # a change older than its key's latest event in the table (transforms.late)
@@ -298,21 +332,27 @@ def snapshot_changes(
     columns: list[str],
     invalidate: bool,
     float_precision: frozenset[str] = frozenset(),
+    deleted: str | None = None,
 ) -> DataFrame:
     """A full snapshot as a change set against the open rows: new keys and keys whose values
     differ (NULL-safe, every column) upsert; open keys missing from the snapshot are deleted
     (`invalidate`) or left alone; equal keys are not in the change set at all. A
     `float_precision` column's value equal to the open one at float precision differs only
-    where the open value is the float (the version takes the snapshot's, `transforms.day_rows`)."""
-    values = [c for c in columns if c not in keys]
-    opened = open_rows.select(*keys, *[F.col(c).alias(_OPEN + c) for c in values], F.lit(True).alias(_OPEN))
+    where the open value is the float (the version takes the snapshot's, `transforms.day_rows`).
+
+    `deleted`: the deleted column (`hard_deletes: new_record`), not compared. An open row with it
+    true is a tombstone, so not open: its key back in the snapshot upserts (even with equal values),
+    and still missing is no change."""
+    values = [c for c in columns if c not in keys and c != deleted]
+    live = ~F.col(deleted) if deleted else F.lit(True)
+    opened = open_rows.select(*keys, *[F.col(c).alias(_OPEN + c) for c in values], live.alias(_OPEN))
     joined = snapshot.select(*columns, F.lit(True).alias(_SNAP)).join(opened, on=keys, how="full")
-    in_snapshot, was_open = F.col(_SNAP).isNotNull(), F.col(_OPEN).isNotNull()
+    in_snapshot, was_open = F.col(_SNAP).isNotNull(), F.coalesce(F.col(_OPEN), F.lit(False))
     types = types_of(snapshot)
     differs = _any([~_keeps_open_value(F.col(_OPEN + c), F.col(c), types[c], c in float_precision) for c in values])
     wanted = in_snapshot & (~was_open | differs)
     if invalidate:
-        wanted = wanted | ~in_snapshot
+        wanted = wanted | (~in_snapshot & was_open)
     op = F.when(in_snapshot, F.lit(UPSERT)).otherwise(F.lit(DELETE))
     return joined.where(wanted).select(*columns, op.alias(OP))
 
@@ -327,12 +367,16 @@ def open_problems(
     keys: list[str],
     columns: list[str],
     float_precision: frozenset[str] = frozenset(),
+    deleted: str | None = None,
 ) -> DataFrame:
     """Change-set rows whose first action does not fit the open partition: keys, PROBLEM, DIFF.
 
     `touched`: the open rows of the change set's keys (all of them, or all open rows); a delete
-    matches a `float_precision` column's open value when equal at float precision."""
+    matches a `float_precision` column's open value when equal at float precision. `deleted`: the
+    deleted column; an open row with it true is a tombstone, which is not open."""
     values = [c for c in columns if c not in keys]
+    if deleted:
+        touched = touched.where(~F.col(deleted))
     opened = touched.select(*keys, *[F.col(c).alias(_OPEN + c) for c in values], F.lit(True).alias(_OPEN))
     joined = changes.join(opened, on=keys, how="left")
     is_open, first = F.col(_OPEN).isNotNull(), F.col(FIRST)

@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType
 
 from zipper.core.layout import SLOT, Slot
+from zipper.transforms.changes import CONTINUES
 from zipper.transforms.equality import equal_at_float_precision, float_exact, same, types_of
 
 KIND = "zipper_kind"
@@ -30,6 +31,10 @@ DELETE = "delete"
 # values; updated: equal tracked values, other columns updated in place; changed: the new
 # version of a changed key; closed: the old version it replaces; new: a key not open before;
 # deleted: the open version of a deleted key, closed; vanished: a delete of a key not open.
+# With a deleted column (hard_deletes: new_record): tombstone: the open version a deleted key
+# gets, its last values, deleted true; still_deleted: a tombstone deleted again, kept as it is.
+# A key back from its tombstone is `changed` (the tombstone is closed).
+TOMBSTONE, STILL_DELETED = "tombstone", "still_deleted"
 _INC = "zipper__inc__"
 _HIT = _INC + "hit"
 _OLD = "zipper__old__"
@@ -148,17 +153,29 @@ def day_rows(
     ds: str,
     broadcast_increment: bool = True,
     float_precision: frozenset[str] = frozenset(),
+    deleted: str | None = None,
+    fill_nulls: bool = False,
 ) -> DataFrame:
     """What the day adds, from the few open rows whose keys the increment names (`touched`):
     one open successor per increment key (a changed or new key opens on ds; an unchanged or
     updated one keeps its begin), the closed old version of each changed or deleted key, and a
     row in slot `none` for each delete of a key that was not open (counted, not written).
 
+    `deleted`: the deleted column of a table with tombstones (`hard_deletes: new_record`), one of
+    `columns`, not tracked; the increment's value of it is ignored. A deleted key's open version is
+    closed and a tombstone opens on ds with its values and `deleted` true. A tombstone is not
+    open: an upsert closes it and opens a new version (its `deleted` differs, whatever the
+    values), a delete keeps it as it is.
+
     One pass over the increment, each row looking up its key's open version (`touched`, at
     most one row per increment key, so it is the side that is broadcast).
 
     `float_precision`: double columns whose values of this day or of the open rows may have been
-    floats (`conform.float_precision_columns`); see `_FloatPrecision`."""
+    floats (`conform.float_precision_columns`); see `_FloatPrecision`.
+
+    `fill_nulls` (ignore_null_updates): a NULL of the day keeps the open version's value, where the
+    key's changes go on from its open row (no delete that day: `changes.CONTINUES`, when the change
+    set has it); the version rule then compares the filled values."""
     values = [c for c in columns if c not in keys]
     old = touched.select(
         *[F.col(k).alias(_OLD + k) for k in keys],
@@ -171,24 +188,39 @@ def day_rows(
     joined = increment.join(old, on=_all([increment[k] == F.col(_OLD + k) for k in keys]), how="left")
 
     was_open = F.col(_OLD_HIT).isNotNull()
+    tombstoned = (was_open & F.col(_OLD + deleted)) if deleted else F.lit(False)
     deletes = OP in increment.columns
     delete = (F.col(OP) == DELETE) if deletes else F.lit(False)
+    if fill_nulls:
+        goes_on = (
+            was_open & ~tombstoned & ~delete & (F.col(CONTINUES) if CONTINUES in increment.columns else F.lit(True))
+        )
+        joined = joined.select(
+            *[
+                F.when(goes_on, F.coalesce(F.col(c), F.col(_OLD + c))).otherwise(F.col(c)).alias(c)
+                if c in values
+                else F.col(c)
+                for c in joined.columns
+            ]
+        )
     types = types_of(increment)
     floats = _FloatPrecision(float_precision, types)
-    changed = ~_all([floats.equal(c) for c in tracked])
-    same_untracked = _all([floats.equal_kept(c) for c in values if c not in tracked])
+    changed = ~_all([floats.equal(c) for c in tracked]) | tombstoned
+    same_untracked = _all([floats.equal_kept(c) for c in values if c not in tracked and c != deleted])
     refined = _any([floats.refines(c) for c in tracked])
     kind = (
         F.when(~was_open & delete, F.lit("vanished"))
         .when(~was_open, F.lit("new"))
+        .when(tombstoned & delete, F.lit(STILL_DELETED))
         .when(delete, F.lit("deleted"))
         .when(changed, F.lit("changed"))
         .when(same_untracked & ~refined, F.lit("unchanged"))
         .otherwise(F.lit("updated"))
     )
+    deleted_slots = F.array(F.lit(Slot.CLOSED), F.lit(Slot.OPEN)) if deleted else F.array(F.lit(Slot.CLOSED))
     slots = (
         F.when(F.col(KIND) == "vanished", F.array(F.lit(Slot.NONE)))
-        .when(F.col(KIND) == "deleted", F.array(F.lit(Slot.CLOSED)))
+        .when(F.col(KIND) == "deleted", deleted_slots)
         .when(F.col(KIND) == "changed", F.array(F.lit(Slot.OPEN), F.lit(Slot.CLOSED)))
         .otherwise(F.array(F.lit(Slot.OPEN)))
     )
@@ -198,22 +230,33 @@ def day_rows(
     # At float precision a version that goes on takes the more precise of the two values.
     successor = (F.col(SLOT) == Slot.OPEN) | (F.col(SLOT) == Slot.NONE)
     opens_today = F.col(KIND).isin("changed", "new", "vanished")
+    # a tombstone the day opens, and one kept: the old values as they were
+    tombstone = (F.col(KIND) == "deleted") & (F.col(SLOT) == Slot.OPEN)
+    as_it_was = tombstone | (F.col(KIND) == STILL_DELETED)
 
     def value(c: str) -> Column:
+        if c == deleted:
+            return F.when(tombstone, F.lit(True)).when(successor & opens_today, F.lit(False)).otherwise(F.col(_OLD + c))
         if c in tracked:
             takes_new = successor & (opens_today | floats.refines(c))
         else:
             takes_new = successor & (opens_today | ~floats.keeps_old(c))
-        return F.when(takes_new, F.col(c)).otherwise(F.col(_OLD + c)).alias(c)
+        return F.when(takes_new & ~as_it_was, F.col(c)).otherwise(F.col(_OLD + c)).alias(c)
 
+    begins_today = (successor & opens_today) | tombstone
+    out_kind = (
+        F.when(tombstone, F.lit(TOMBSTONE))
+        .when(successor | (F.col(KIND) == "deleted"), F.col(KIND))
+        .otherwise(F.lit("closed"))
+    )
     return (
         joined.select("*", kind.alias(KIND))
         .select("*", F.explode(slots).alias(SLOT))
         .select(
-            *[F.col(c) if c in keys else value(c) for c in columns],
-            F.when(successor & opens_today, F.lit(ds)).otherwise(F.col(_OLD + begin_column)).alias(begin_column),
+            *[F.col(c) if c in keys else value(c).alias(c) for c in columns],
+            F.when(begins_today, F.lit(ds)).otherwise(F.col(_OLD + begin_column)).alias(begin_column),
             F.col(SLOT),
-            F.when(successor | (F.col(KIND) == "deleted"), F.col(KIND)).otherwise(F.lit("closed")).alias(KIND),
+            out_kind.alias(KIND),
         )
     )
 
@@ -366,6 +409,7 @@ def classify(
     ds: str,
     broadcast_increment: bool = True,
     float_precision: frozenset[str] = frozenset(),
+    fill_nulls: bool = False,
 ) -> DataFrame:
     """Every row of the new open slot and of the day's closed slot, tagged with both: the
     composition the merge runs as two jobs (it writes the routed rows in between).
@@ -387,6 +431,7 @@ def classify(
             ds=ds,
             broadcast_increment=broadcast_increment,
             float_precision=float_precision,
+            fill_nulls=fill_nulls,
         )
     )
 

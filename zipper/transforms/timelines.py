@@ -38,11 +38,20 @@ def dated(rows: DataFrame, columns: list[str], ds: str) -> DataFrame:
     return rows.select(*columns, F.lit(ds).alias(DS))
 
 
-def marked(rows: DataFrame, *, keys: list[str], columns: list[str], tracked: list[str]) -> DataFrame:
+def marked(
+    rows: DataFrame, *, keys: list[str], columns: list[str], tracked: list[str], fill_nulls: bool = False
+) -> DataFrame:
     """Each dated row with what it does to its key's open version (one of KINDS).
 
-    `rows`: columns + DS, at most one row per key and date."""
+    `rows`: columns + DS, at most one row per key and date. `fill_nulls` (ignore_null_updates):
+    a row's NULL keeps its key's last non-NULL value of the dates before, as the daily merge fills
+    an update from the open version (the one-pass modes have no deletes to start afresh from)."""
     by_key = Window.partitionBy(*keys).orderBy(DS)
+    if fill_nulls:
+        so_far = by_key.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        rows = rows.select(
+            *[F.col(c) if c in keys else F.last(c, ignorenulls=True).over(so_far).alias(c) for c in columns], DS
+        )
     types = types_of(rows)
 
     def same_as_before(names: list[str]) -> Column:

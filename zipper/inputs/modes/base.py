@@ -170,6 +170,7 @@ class SourceStrategy:
         table_columns, checked, keep = request.table_columns, request.checked, request.keep
         what = f"increment {located.description}"
         conform.missing_validity(spec, table_columns, ds.isoformat())
+        conform.missing_deleted_column(spec, table_columns, ds.isoformat())
         if located.missing:  # nothing to read: a day without changes (a snapshot's closes nothing)
             return Day(None, 0, list(table_columns), conform.ColumnChanges(), located, self.skipped_counts(spec))
         self.refuse_empty(spec, ds, located)
@@ -262,6 +263,13 @@ class SourceStrategy:
     def check_operations(self, spec: TableSpec, ds: dt.date, located: sources.Input, df, what: str) -> None:
         """Refuses what the input's rows say they do, where the mode reads that from a column."""
 
+    def filled(self, spec: TableSpec, events, names: list[str]):
+        """A key's ordered changes of the day with their NULLs filled (ignore_null_updates), so that
+        collapsing them and checking a delete against the previous change see the key's state."""
+        if not spec.source.fills_null_updates or changes.ORDER not in events.columns:
+            return events
+        return changes.fill_null_updates(events, keys=spec.keys, columns=names)
+
     def events(self, spec: TableSpec, df, columns: list[tuple[str, str]]):
         """The input as events of the table's `columns`, and the columns a delete must match."""
         raise NotImplementedError
@@ -293,7 +301,10 @@ class SourceStrategy:
             keyed.append(dated_keys(df, spec, columns, ds, read_all=located[ds].format == SourceFormat.CSV))
             if refused and read_as_merged:
                 events, match = self.events(spec, df, columns)
-                flagged[ds] = changes.flag_events(events, keys=spec.keys, columns=[c for c, _ in columns], match=match)
+                names = [c for c, _ in columns]
+                flagged[ds] = changes.flag_events(
+                    self.filled(spec, events, names), keys=spec.keys, columns=names, match=match
+                )
         descriptions = {ds.isoformat(): f"increment {located[ds].description}" for ds in checked}
         if keyed:  # every date's keys (and sequence values) in one job
             rows = reduce(lambda a, b: a.unionByName(b), keyed)

@@ -59,7 +59,7 @@ class Cdc(SourceStrategy):
         validity columns (the merge's own), or None."""
         op, sequence, names = spec.source.operation_column, spec.source.order_column, [c for c, _ in columns]
         match = (
-            [c for c in names if c not in spec.keys and c != sequence and c not in spec.validity_columns]
+            [c for c in names if c not in spec.keys and c != sequence and c not in spec.own_columns]
             if spec.source.deletes_need_all_columns
             else None
         )
@@ -94,7 +94,15 @@ class Cdc(SourceStrategy):
             )
             return kept, seen, counts
         collapsed_events = collapsed(
-            spec, day.ds, day.what, events, names, counts, match, CDC_PREVIOUS, self.reports_anomalies
+            spec,
+            day.ds,
+            day.what,
+            self.filled(spec, events, names),
+            names,
+            counts,
+            match,
+            CDC_PREVIOUS,
+            self.reports_anomalies,
         )
         return collapsed_events, seen, counts
 

@@ -41,5 +41,6 @@ class Snapshot(SourceStrategy):
             columns=day.names,
             invalidate=spec.source.invalidate_missing,
             float_precision=float_precision(st, day.columns, day.column_changes),
+            deleted=spec.tombstone_column,
         )
         return diff, seen, {}

@@ -42,7 +42,7 @@ class Upsert(SourceStrategy):
             opened = open_versions(day.spark, day.st, day.columns, spec)
             kept = versioned(spec, day.ds, day.what, events, day.columns, {}, None, "", False, False, opened)
             return kept, seen, {}
-        flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=None)
+        flagged = changes.flag_events(self.filled(spec, events, names), keys=spec.keys, columns=names, match=None)
         return changes.collapse(flagged, columns=names, deletes=False), seen, {}
 
     def check_before_rerun(self, spark, spec: TableSpec, located: dict, table_columns) -> dict[dt.date, CheckedInput]:

@@ -52,15 +52,19 @@ def landing_columns(spec: TableSpec, ds: dt.date, what: str, rows, file_columns:
     input_columns = [
         (f.name, f.dataType.simpleString()) for f in rows.schema.fields if f.name not in (*HELPERS, FILE, ROW)
     ]
-    for reserved in (spec.begin_column, spec.end_column):
+    for reserved in (spec.begin_column, spec.end_column, *spec.own_columns):
         if reserved in dict(input_columns):
             raise InputError(f"{what} must not contain the table's own column {reserved!r}", **where_of(spec, ds))
     return input_columns
 
 
 def refuse_partial_updates(rows, spec: TableSpec, ds: dt.date, what: str, file_columns: dict, table_names: list[str]):
-    """Update and upsert rows carry the full row: a file that has them must have every table column."""
-    lacking = {name: [c for c in table_names if c not in present] for name, present in file_columns.items()}
+    """Update and upsert rows carry the full row: a file that has them must have every table column
+    (but zipper's own, which the merge writes)."""
+    own = spec.own_columns
+    lacking = {
+        name: [c for c in table_names if c not in present and c not in own] for name, present in file_columns.items()
+    }
     lacking = {name: missing for name, missing in lacking.items() if missing}
     if not lacking:
         return

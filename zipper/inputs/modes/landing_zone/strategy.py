@@ -78,7 +78,7 @@ class LandingZone(SourceStrategy):
     def first_columns(
         self, spark, spec: TableSpec, located: sources.Input, ds: dt.date
     ) -> list[tuple[str, str]] | None:
-        return read.columns_of(spark, spec, located, ds) or None
+        return conform.with_validity(spec, read.columns_of(spark, spec, located, ds)) if located.files else None
 
     def change_set(self, request: DayRequest, ds: dt.date) -> Day:
         """The change set of the consumed files, read from their copy under the run's directory;
@@ -88,6 +88,7 @@ class LandingZone(SourceStrategy):
         located = locate.keep(spark, request.located, request.run_root)
         request = dataclasses.replace(request, located=located)
         what = f"landing zone {located.description}"
+        conform.missing_deleted_column(spec, table_columns, ds.isoformat())
         counts = {**self.problem_counts(spec), "source_rows": 0, "files": len(located.files)}
         if not located.files:
             return Day(None, 0, list(table_columns), conform.ColumnChanges(), located, counts)
@@ -95,7 +96,7 @@ class LandingZone(SourceStrategy):
         if keep is not None:
             rows = keep(rows)
         refuse_markers(bad_markers(rows).limit(5).collect(), spec, ds, what)
-        input_columns = landing_columns(spec, ds, what, rows, file_columns)
+        input_columns = conform.with_validity(spec, landing_columns(spec, ds, what, rows, file_columns))
         refuse_partial_updates(rows, spec, ds, what, file_columns, [c for c, _ in table_columns])
         columns, column_changes = conform.evolve(input_columns, table_columns, spec, ds.isoformat(), what)
         names = [c for c, _ in columns]
@@ -103,7 +104,15 @@ class LandingZone(SourceStrategy):
         seen = self.seen(spec, ds, located, what, events, names, checked=False, ordered=True)
         counts["source_rows"] = seen.rows
         collapsed_events = collapsed(
-            spec, ds, what, events, names, counts, None, LANDING_PREVIOUS, self.reports_anomalies
+            spec,
+            ds,
+            what,
+            self.filled(spec, events, names),
+            names,
+            counts,
+            None,
+            LANDING_PREVIOUS,
+            self.reports_anomalies,
         )
         return self.day_of(request, collapsed_events, seen, counts, columns, column_changes)
 
@@ -132,7 +141,7 @@ class LandingZone(SourceStrategy):
         refused = self.refused_within_day(spec)
         for ds, (rows, file_columns) in read_rows.items():
             what = descriptions[ds.isoformat()]
-            input_columns = landing_columns(spec, ds, what, rows, file_columns)
+            input_columns = conform.with_validity(spec, landing_columns(spec, ds, what, rows, file_columns))
             refuse_partial_updates(rows, spec, ds, what, file_columns, [c for c, _ in columns])
             columns = evolved_columns(spec, ds, input_columns, columns, what)
             keyed.append(dated_keys(rows, spec, columns, ds, landing_order()))
