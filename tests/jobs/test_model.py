@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from tests.support import TableFixture, day, table_rows
 from zipper.jobs import merge
 from zipper.jobs.init import init_table
+from zipper.table import check
 
 OPEN = "9999-12-31"
 BASE_DS = day(0).isoformat()  # the base opens on start_date - 1 day: 2023-12-31
@@ -991,7 +992,7 @@ def late_scenarios(draw):
 @given(scenario=late_scenarios())
 @example(
     scenario=(  # day 3 brings a change inside key 1's first version, and one before key 2's base
-        "exclusive",
+        "inclusive",
         [
             (1, (1, "y", 0, changed_at(day(1), 60))),
             (2, (1, "x", 1, changed_at(day(2), 60))),
@@ -1038,4 +1039,5 @@ def test_late_changes_in_any_order_match_the_sorted_history(spark, tmp_path_fact
             days = sorted((r[6], r[7]) for r in rows if r[0] == key and r[6] < r[7])
             assert all(a[1] <= b[0] for a, b in zip(days, days[1:])), f"day slices of key {key} after day {n}"
             assert sum(r[7] == OPEN for r in rows if r[0] == key) == 1
+    assert check.run_checks(spark, fixture.spec)["failed"] == []  # no overlapping or empty versions
     event(f"late changes: {min(late_seen, 3)}{'+' if late_seen > 3 else ''}")

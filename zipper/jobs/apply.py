@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import secrets
 from dataclasses import dataclass
 
@@ -168,25 +169,21 @@ def _put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, 
             end_column=end,
             open_end=open_end,
             today=today,
+            end_lag=(ds - spec.closed_end(ds)).days,
         )
         late_dir = f"{run_root}/zipper_late"
+        schema = result.schema
         store.write_rows(result, late_dir)
-        result = store.read_rows(spark, history.schema, late_dir)
-        before, after = history.select(*result.columns), result
-        changed_ends = {
-            r[end]
-            for r in before.exceptAll(after).unionByName(after.exceptAll(before)).select(end).distinct().collect()
-        }
+        result = store.read_rows(spark, schema, late_dir)
+        reached = result.where(F.col(late.CHANGED)).select(
+            F.explode(F.array_union(F.col(late.REPLACES), F.array(F.col(end)))).alias(end)
+        )
+        changed_ends = {r[end] for r in reached.distinct().collect()}
+        parts = [p for p in reachable if p.end in changed_ends]
+        rewritten = _rewrite(run, parts, history.select(*spec.keys, valid_from), result, open_schema) if parts else ()
     finally:
         history.unpersist()
-    rewritten = []
-    for part in reachable:
-        if part.end not in changed_ends:
-            continue
-        directory = f"{run_root}/zipper_rewritten/{end}={part.end}"
-        kept = store.read_rows(spark, open_schema, part.location).join(late_keys, on=spec.keys, how="left_anti")
-        store.write_rows(kept.unionByName(result.where(F.col(end) == part.end).drop(end)), directory)
-        rewritten.append(publish.Rewritten(part.end, directory, fs.written_rows(spark, directory), {}))
+    result = result.drop(late.CHANGED, late.REPLACES)
     new_open = result.where(F.col(end) == open_end).drop(end)
     touched = touched_rows.join(late_keys, on=spec.keys, how="left_anti").unionByName(new_open)
     only_late = new_open.join(day.changes.select(*spec.keys).distinct(), on=spec.keys, how="left_anti")
@@ -203,6 +200,25 @@ def _put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, 
         tuple(rewritten),
         late_only,
     )
+
+
+def _rewrite(run: Run, parts: list, replaced, result, open_schema) -> tuple:
+    """The history partitions `parts` written again in one job under the run's directory: their
+    rows less the versions the late changes replaced (`replaced`: keys and valid_from), and the
+    result's versions that belong in them. One `publish.Rewritten` each."""
+    spark, end = run.spark, run.spec.end_column
+    ends = [p.end for p in parts]
+    frames = [store.read_rows(spark, open_schema, p.location).withColumn(end, F.lit(p.end)) for p in parts]
+    kept = functools.reduce(lambda a, b: a.unionByName(b), frames)
+    kept = kept.join(F.broadcast(replaced), on=list(replaced.columns), how="left_anti")
+    root = f"{run.root}/zipper_rewritten"
+    store.write_by(kept.unionByName(result.where(F.col(end).isin(ends)).select(*kept.columns)), root, end)
+    rewritten = []
+    for value in ends:
+        directory = f"{root}/{end}={value}"
+        fs.mkdirs(spark, directory)  # a partition left without rows is written empty
+        rewritten.append(publish.Rewritten(value, directory, fs.written_rows(spark, directory), {}))
+    return tuple(rewritten)
 
 
 def _date_of(value) -> dt.date:

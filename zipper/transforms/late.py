@@ -15,7 +15,8 @@ on as if every change had arrived in updated_at order, while keeping the days of
   was the open one in those daily loads. A late version, never open in a daily load, gets
   begin = end = the end day of the version it splits; in a gap or before the key's first version
   (nothing to split), the day being merged (`today`: its closed partition), like a version that
-  began and ended within it. So only the partitions of split versions (and the day's) are written.
+  began and ended within it (its begin the date of that load: the end day itself, or the day
+  after with `end_style: inclusive`). So only the partitions of split versions (and the day's) are written.
 
 Pure DataFrame -> DataFrame; the caller reads the versions (only those whose valid_to is after
 the key's earliest late change) and writes the result in their partitions."""
@@ -34,6 +35,9 @@ UPSERT, DELETE = "upsert", "delete"
 LATE = "zipper_late"  # an event of the day (true) or of a version already in the table (false)
 _AT, _ACTION, _START, _RUN = "zipper__at__", "zipper__action__", "zipper__start__", "zipper__run__"
 _BEGIN, _END, _HOLDER = "zipper__begin__", "zipper__end__", "zipper__holder__"
+_OLD_TO = "zipper__old_to__"  # an existing version's valid_to, to tell whether the late changes moved it
+CHANGED = "zipper_changed"  # a version of the result that differs from the table's (or is new)
+REPLACES = "zipper_replaces"  # the end values of the partitions holding the versions a changed one replaces
 _GAP = ""  # a holder that is a delete: the late version is in a gap
 
 
@@ -54,6 +58,7 @@ def _events(history: DataFrame, late: DataFrame, *, keys, values, validity, begi
         F.lit(False).alias(LATE),
         F.col(begin_column).alias(_BEGIN),
         F.col(end_column).alias(_END),
+        F.col(valid_to).alias(_OLD_TO),
     )
     # a version not followed by the next one's start (nor open) was ended by a delete
     followed = history.select(
@@ -70,6 +75,7 @@ def _events(history: DataFrame, late: DataFrame, *, keys, values, validity, begi
         F.lit(False).alias(LATE),
         F.lit(None).cast("string").alias(_BEGIN),
         F.lit(None).cast("string").alias(_END),
+        F.lit(None).cast(kind).alias(_OLD_TO),
     )
     action = F.coalesce(F.col(OP), F.lit(UPSERT)) if OP in late.columns else F.lit(UPSERT)
     changes = late.select(
@@ -80,6 +86,7 @@ def _events(history: DataFrame, late: DataFrame, *, keys, values, validity, begi
         F.lit(True).alias(LATE),
         F.lit(None).cast("string").alias(_BEGIN),
         F.lit(None).cast("string").alias(_END),
+        F.lit(None).cast(kind).alias(_OLD_TO),
     )
     known = starts.unionByName(ended).select(*keys, _AT).distinct()
     # a re-sent change (the same moment as an event the table has) changes nothing; one with
@@ -101,13 +108,18 @@ def in_place(
     end_column: str,
     open_end: str,
     today: str,
+    end_lag: int = 0,
 ) -> DataFrame:
     """The versions of the late changes' keys with those changes put in place.
 
     `history`: the keys' versions from the earliest late change on (columns, begin_column,
     end_column; the open version with the open end). `late`: the day's late changes, one row
     each (columns, valid_from their updated_at, and `zipper_op` for deletes). Returns columns,
-    begin_column and end_column: the rows that replace `history`'s."""
+    begin_column and end_column: the rows that replace `history`'s, with CHANGED (the version is
+    not one of `history`'s as it was) and REPLACES (the end values of the versions it replaces:
+    the partitions a changed version makes the caller write again). `today`: the end value of the
+    day's closed partition; `end_lag`: days from a closed partition's end value to the date whose
+    load closed it (1 with `end_style: inclusive`), a late version's begin day."""
     valid_from, valid_to = validity
     kind = history.schema[valid_from].dataType
     values = [c for c in columns if c not in keys and c not in validity]
@@ -137,6 +149,10 @@ def in_place(
         F.max_by(F.struct(*later), stamp).alias("zipper__later__"),
         F.max(_BEGIN).alias(_BEGIN),
         F.max(_END).alias(_END),
+        F.max(F.col(LATE).cast("int")).alias("zipper__has_late__"),
+        F.count(F.when(~F.col(LATE), F.lit(1))).alias("zipper__kept__"),
+        F.max(_OLD_TO).alias(_OLD_TO),
+        F.collect_set(_END).alias(REPLACES),
     )
     by_run = Window.partitionBy(*keys).orderBy(_RUN)
     first = F.col("zipper__first__")
@@ -148,7 +164,11 @@ def in_place(
         F.last(holder, ignorenulls=True).over(by_run.rowsBetween(Window.unboundedPreceding, -1)).alias(_HOLDER),
     )
     in_gap = F.col(_HOLDER).isNull() | (F.col(_HOLDER) == _GAP)
-    late_day = F.when(in_gap, F.lit(today)).otherwise(F.col(_HOLDER))
+    late_end = F.when(in_gap, F.lit(today)).otherwise(F.col(_HOLDER))
+    # begins on the date whose load closed that partition, as a version within a day does
+    late_begin = F.date_format(F.date_add(F.to_date(late_end), end_lag), "yyyy-MM-dd") if end_lag else late_end
+
+    new_to = F.coalesce(F.col("zipper__to__"), F.lit(open_end).cast(kind))
 
     def column(c: str) -> Column:
         if c in keys:
@@ -156,13 +176,17 @@ def in_place(
         if c == valid_from:
             return first[_AT].cast(kind).alias(c)
         if c == valid_to:
-            return F.coalesce(F.col("zipper__to__"), F.lit(open_end).cast(kind)).alias(c)
+            return new_to.alias(c)
         return (first[c] if c in tracked else F.col("zipper__later__")[c]).alias(c)
 
+    # unchanged: one version of the table, alone in its run, ending where it did
+    changed = (F.col("zipper__has_late__") == 1) | (F.col("zipper__kept__") != 1) | ~new_to.eqNullSafe(F.col(_OLD_TO))
     return held.where(~is_delete).select(
         *[column(c) for c in columns],
-        F.coalesce(F.col(_BEGIN), late_day).alias(begin_column),
-        F.coalesce(F.col(_END), late_day).alias(end_column),
+        F.coalesce(F.col(_BEGIN), late_begin).alias(begin_column),
+        F.coalesce(F.col(_END), late_end).alias(end_column),
+        changed.alias(CHANGED),
+        F.col(REPLACES),
     )
 
 

@@ -8,7 +8,7 @@ import datetime as dt
 from zipper.core import fs
 from zipper.core.errors import InputError
 from zipper.inputs import conform, sources
-from zipper.inputs.changeset import CheckedInput, collapsed, open_versions, versioned
+from zipper.inputs.changeset import CheckedInput, collapsed, latest_events, versioned
 from zipper.inputs.modes.base import DayRead, SourceStrategy
 from zipper.inputs.refusals import CDC_PREVIOUS, where_of
 from zipper.tablespec.model import TableSpec
@@ -90,7 +90,7 @@ class Cdc(SourceStrategy):
                 CDC_PREVIOUS,
                 self.reports_anomalies,
                 True,
-                open_versions(day.spark, day.st, day.columns, spec),
+                latest_events(day.spark, day.st, day.columns, spec, events),
             )
             return kept, seen, counts
         collapsed_events = collapsed(

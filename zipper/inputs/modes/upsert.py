@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 from zipper.inputs import conform
-from zipper.inputs.changeset import CheckedInput, open_versions, versioned
+from zipper.inputs.changeset import CheckedInput, latest_events, versioned
 from zipper.inputs.modes.base import DayRead, SourceStrategy
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import SourceMode
@@ -39,7 +39,7 @@ class Upsert(SourceStrategy):
         events = changes.upsert_events(rows, columns=names, order=sequence)
         seen = self.seen_in(day, events, ordered=True)
         if spec.validity_columns:  # every change kept, as its own version
-            opened = open_versions(day.spark, day.st, day.columns, spec)
+            opened = latest_events(day.spark, day.st, day.columns, spec, events)
             kept = versioned(spec, day.ds, day.what, events, day.columns, {}, None, "", False, False, opened)
             return kept, seen, {}
         flagged = changes.flag_events(self.filled(spec, events, names), keys=spec.keys, columns=names, match=None)
