@@ -398,7 +398,9 @@ def test_updated_at_keeps_every_change_of_a_day_as_a_version_and_a_rerun_makes_t
     assert table_rows(spark, t.table) == expected
 
 
-def test_updated_at_on_cdc_a_delete_ends_the_chain_and_a_table_made_without_it_is_refused(spark, tmp_path, unique_name):
+def test_updated_at_on_cdc_a_delete_ends_the_chain_late_changes_go_before_it_and_a_table_made_without_it_is_refused(
+    spark, tmp_path, unique_name
+):
     t = TableFixture(tmp_path, unique_name, schema=UPDATED, source={"mode": "cdc", "updated_at": "ts"})
     t.write_base(spark, [(1, "Oslo", at(0, 9)), (2, "Rome", at(0, 9))])
     init_table(spark, t.spec)
@@ -428,6 +430,30 @@ def test_updated_at_on_cdc_a_delete_ends_the_chain_and_a_table_made_without_it_i
         (2, "Rome", at(0, 9), at(0, 9), at(1, 10), d0, d1),
         (3, "Nice", at(1, 8), at(1, 8), at(1, 9), d1, d1),
     ]
+
+    # late changes: Pisa is older than the delete that closed key 2, so it splits Rome; Lund splits
+    # Bergen and leaves Oslo, in the same partition, as it was; Gent falls in key 1's gap after
+    # its delete, so it goes in the day's partition
+    half = dt.timedelta(minutes=30)
+    late = [(2, "Pisa", at(0, 12), 0), (1, "Lund", at(1, 10) + half, 0), (1, "Gent", at(1, 11) + half, 0)]
+    t.write_increment(spark, day(2), late, CDC_UPDATED)
+    result = merge.merge_date(spark, t.spec, day(2))
+    assert (result.counts["late_changes"], result.counts["partitions_rewritten"]) == (3, 1)
+    d2 = day(2).isoformat()
+    expected = [
+        (1, "Bergen", at(1, 10), at(1, 10), at(1, 10) + half, d1, d1),
+        (1, "Gent", at(1, 11) + half, at(1, 11) + half, at(1, 12), d2, d2),
+        (1, "Lund", at(1, 10) + half, at(1, 10) + half, at(1, 11), d1, d1),
+        (1, "Oslo", at(0, 9), at(0, 9), at(1, 10), d0, d1),
+        (1, "Paris", at(1, 12), at(1, 12), END, d1, OPEN),
+        (2, "Pisa", at(0, 12), at(0, 12), at(1, 10), d1, d1),
+        (2, "Rome", at(0, 9), at(0, 9), at(0, 12), d0, d1),
+        (3, "Nice", at(1, 8), at(1, 8), at(1, 9), d1, d1),
+    ]
+    assert table_rows(spark, t.table) == expected
+    assert check.run_checks(spark, t.spec)["failed"] == []
+    replay.rerun(spark, t.spec, day(2))
+    assert table_rows(spark, t.table) == expected
 
     # the same table's spec without updated_at, then a new table of the old spec turning it on
     plain = TableFixture(tmp_path, unique_name + "_plain", schema=UPDATED, source={"mode": "cdc"})
