@@ -8,7 +8,7 @@ import pytest
 
 from tests.support import TableFixture, day, table_rows
 from zipper.core import fs
-from zipper.core.errors import InputError, SpecError
+from zipper.core.errors import InputError, SpecError, StateError
 from zipper.jobs import merge, replay
 from zipper.jobs.init import init_table
 from zipper.table import catalog, check, state
@@ -396,6 +396,33 @@ def test_updated_at_keeps_every_change_of_a_day_as_a_version_and_a_rerun_makes_t
     # a rerun from day 3 gives the same history, the late changes found in place already
     replay.rerun(spark, t.spec, day(3))
     assert table_rows(spark, t.table) == expected
+
+    # day 3's input without its late changes: a rerun from day 3 cannot take them out of d1's
+    # partition, and says where to start; from there, the history is as if they never came
+    t.write_increment(spark, day(3), [(3, "Vic", at(3, 1))])
+    before = snapshot(spark, t)
+    with pytest.raises(StateError) as err:
+        replay.rerun(spark, t.spec, day(3))
+    assert str(err.value) == (
+        f"{t.table} {d3}: the late changes of {d3} were put in place in history partitions before {d3}, and that"
+        f" input changed since (or the rerun would leave it uncommitted): a rerun from {d3} cannot take them out;"
+        f" rerun from {d1} instead (`zipper rerun {t.spec.name} --from {d1}`)"
+    )
+    assert snapshot(spark, t) == before
+    replay.rerun(spark, t.spec, day(1))
+    assert table_rows(spark, t.table) == [
+        (1, "Lyon", at(1, 11), at(1, 11), at(1, 12), d1, d1),
+        (1, "Nice", at(1, 12), at(1, 12), END, d1, OPEN),
+        (1, "Oslo", at(0, 9), at(0, 9), at(1, 10), d0, d1),
+        (1, "Rome", at(1, 10), at(1, 10), at(1, 11), d1, d1),
+        (2, "Rome", at(0, 9), at(0, 9), at(1, 10), d0, d1),
+        (2, "Rome", at(1, 10), at(1, 10), END, d1, OPEN),
+        (3, "Pau", at(0, 8), at(0, 8), at(3, 1), d0, d3),
+        (3, "Vic", at(3, 1), at(3, 1), END, d3, OPEN),
+        (4, "Bonn", at(1, 7), at(1, 7), at(1, 8), d1, d1),
+        (4, "Bonn", at(1, 8), at(1, 8), at(2, 6), d1, d2),
+        (4, "Graz", at(2, 6), at(2, 6), END, d2, OPEN),
+    ]
 
 
 def test_updated_at_on_cdc_a_delete_ends_the_chain_late_changes_go_before_it_and_a_table_made_without_it_is_refused(

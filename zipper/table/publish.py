@@ -177,6 +177,17 @@ def _rewritten_partitions(st: state.TableState, day: DayCommit) -> list[Partitio
 LATE_FROM = "zipper.late_from."  # + the date whose late changes rewrote the partition: its run id
 
 
+def late_rewrites(st: state.TableState) -> dict[dt.date, list[str]]:
+    """The dates whose late changes rewrote history partitions, each with those partitions' end
+    values (from the partitions' `LATE_FROM` records)."""
+    found: dict[dt.date, list[str]] = {}
+    for part in st.closed:
+        for name in part.params:
+            if name.startswith(LATE_FROM):
+                found.setdefault(dt.date.fromisoformat(name[len(LATE_FROM) :]), []).append(part.end)
+    return {d: sorted(ends) for d, ends in sorted(found.items())}
+
+
 def publish_marker(spark, spec: TableSpec, st: state.TableState, marker: state.ReplayMarker) -> None:
     """Record a replay that starts right after the last committed date (nothing to restore)."""
     params = {
