@@ -102,7 +102,7 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
         )
     if placed is not None:  # the keys with only late changes, and the late versions with nothing to split
         rows = rows.unionByName(placed.rows)
-        kinds += (LATE_KIND,)
+        kinds += (LATE_KIND, LATE_OPEN_KIND)
     rows = rows.observe(observation, *daily.kind_counts(kinds))
     if deletes:  # deletes of keys that were not open: counted above, not written
         rows = rows.where(F.col(layout.SLOT) != Slot.NONE)
@@ -118,6 +118,7 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
 
 
 LATE_KIND = "late"  # a late version with nothing to split, closed in the day's partition
+LATE_OPEN_KIND = "late_open"  # the open row of a key with only late changes, as they leave it
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,7 @@ def _put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, 
     touched = touched_rows.join(late_keys, on=spec.keys, how="left_anti").unionByName(new_open)
     only_late = new_open.join(day.changes.select(*spec.keys).distinct(), on=spec.keys, how="left_anti")
     late_only = only_late.count()
-    rows = only_late.select("*", F.lit(Slot.OPEN).alias(layout.SLOT), F.lit("unchanged").alias(daily.KIND))
+    rows = only_late.select("*", F.lit(Slot.OPEN).alias(layout.SLOT), F.lit(LATE_OPEN_KIND).alias(daily.KIND))
     in_day = result.where(F.col(end) == today).drop(end)
     rows = rows.unionByName(
         in_day.select("*", F.lit(Slot.CLOSED).alias(layout.SLOT), F.lit(LATE_KIND).alias(daily.KIND))

@@ -75,7 +75,8 @@ def reconcile(
     deleted, vanished, intraday = kinds.get("deleted", 0), kinds.get("vanished", 0), kinds.get("intraday", 0)
     tombstones, still_deleted = kinds.get("tombstone", 0), kinds.get("still_deleted", 0)
     late = kinds.get("late", 0)  # late versions with nothing to split, closed in the day's partition
-    matched = changed + updated + unchanged + deleted + still_deleted
+    # keys with only late changes: their open rows, as the late changes leave them
+    matched = changed + updated + unchanged + deleted + still_deleted + kinds.get("late_open", 0)
     keys = input_rows if input_keys is None else input_keys
     new = keys - matched - vanished
     problems = []
