@@ -17,10 +17,10 @@ lives in a fresh temp directory that is deleted at the end (unless --keep).
     .venv/bin/python bench/bench_merge.py                          # 5,000,000 rows, 3 rounds
     .venv/bin/python bench/bench_merge.py --rows 200000 --repeats 1 --warmup 0  # smoke run
 
-`--late N` times instead a table with `source.updated_at` and N days of history: the day after
-them, 1% of the keys changed, merged twice side by side on two tables built alike, once with
-every change at the day's time and once with every change late (older than its key's open
-version, splitting a version in each of the N history partitions). Target: late/plain <= 1.5.
+`--late N` times instead a table with `source.updated_at` and N days of history (each day changes
+1% of the keys): the day after them, 1% of the keys changed, merged on two tables built alike,
+once with every change at the day's time and once with every change late (older than its key's
+open version, splitting versions in all N history partitions). Target: late/plain <= 1.5.
 
     .venv/bin/python bench/bench_merge.py --rows 1000000 --late 30
 """
@@ -483,28 +483,31 @@ def late_spec(layout: Layout, name: str):
 
 
 def run_late(spark, layout: Layout, rows: int, days: int) -> dict[str, float]:
-    """Two tables built alike over `days` days (each day changes the keys with id % days == its
-    number, closing their base version in that day's partition), then the last day: 1% of the
-    keys, spread over all the days' keys, changed at that day (plain) or at the day before the
-    one their base version closed (late: each splits a version in one of the `days` partitions)."""
+    """Two tables built alike over `days` days (day n changes the 1% of keys with id % 100 == n,
+    closing their base version in that day's partition: a table whose history partitions each
+    hold 1% of its rows), then the last day: 1% of the keys, spread evenly over the days' keys,
+    changed at that day (plain) or at the day before the one their base version closed (late:
+    each splits a version in one of the `days` partitions)."""
     from pyspark.sql import functions as F
 
     from zipper.jobs import merge
     from zipper.jobs.init import init_table
 
+    if not 1 <= days <= 100:
+        raise SystemExit("--late takes 1 to 100 history days")
     base = dimension_rows(spark.range(rows), 0, F.date_sub(F.lit(DAY), 400 + (F.col("id") % 365).cast("int")))
     base.write.parquet(layout.base)
     dates = [DAY + dt.timedelta(days=n) for n in range(days + 1)]
     specs = {kind: late_spec(layout, f"t_late_{kind}") for kind in ("plain", "late")}
     for n, date in enumerate(dates[:-1]):
-        day_rows = dimension_rows(spark.range(rows).where(F.col("id") % days == n), 1, F.lit(date))
+        day_rows = dimension_rows(spark.range(rows).where(F.col("id") % 100 == n), 1, F.lit(date))
         for spec in specs.values():
             day_rows.coalesce(1).write.parquet(f"{layout.data}/{spec.name}/ds={date}")
     last = dates[-1]
-    step = 100  # 1% of the keys: every 100th, whose id % days spreads them over every history day
-    chosen = spark.range(0, rows, step)
+    # 1% of the keys: id = 100 k + k % days, so id % 100 spreads them evenly over the history days
+    chosen = spark.range(0, rows // 100).select((F.col("id") * 100 + F.col("id") % days).alias("id"))
     when = F.element_at(
-        F.array(*[F.lit(d - dt.timedelta(days=1)) for d in dates[:-1]]), (F.col("id") % days + 1).cast("int")
+        F.array(*[F.lit(d - dt.timedelta(days=1)) for d in dates[:-1]]), (F.col("id") % 100 + 1).cast("int")
     )
     dimension_rows(chosen, 2, F.lit(last)).coalesce(1).write.parquet(f"{layout.data}/t_late_plain/ds={last}")
     dimension_rows(chosen, 2, when).coalesce(1).write.parquet(f"{layout.data}/t_late_late/ds={last}")
