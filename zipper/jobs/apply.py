@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import functools
 import secrets
 from dataclasses import dataclass
 
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, BooleanType, StringType, StructField, StructType
 
 from zipper.core import faults, fs, layout
 from zipper.core.errors import InputError, SpecError
@@ -148,42 +148,48 @@ def _put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, 
     earliest = spec.closed_end(_date_of(found["t"])).isoformat()
     late_keys = F.broadcast(late_rows.select(*spec.keys).distinct())
     reachable = [p for p in st.closed if p.end >= earliest]
-    frames = [store.read_rows(spark, open_schema, p.location).withColumn(end, F.lit(p.end)) for p in reachable]
+    table = _table_rows(spark, spec, open_schema)  # every reachable partition in one scan
+    closed = table.where((F.col(end) >= earliest) & (F.col(end) != open_end))
     opened = touched_rows.join(late_keys, on=spec.keys, how="left_semi").withColumn(end, F.lit(open_end))
-    history = opened
-    for frame in frames:
-        history = history.unionByName(frame.join(late_keys, on=spec.keys, how="left_semi"))
+    history = opened.unionByName(closed.join(late_keys, on=spec.keys, how="left_semi"))
     starts = late_rows.groupBy(*spec.keys).agg(F.min(valid_from).alias("zipper__from__"))
     history = history.join(starts, on=spec.keys).where(F.col(valid_to) > F.col("zipper__from__")).drop("zipper__from__")
-    history = history.persist()
-    try:
-        _refuse_conflicts(spec, ds, day, history, late_rows, tracked)
-        result = late.in_place(
-            history,
-            late_rows,
-            keys=spec.keys,
-            columns=day.names,
-            tracked=tracked,
-            validity=spec.validity_columns,
-            updated_at=spec.source.updated_at,
-            begin_column=spec.begin_column,
-            end_column=end,
-            open_end=open_end,
-            today=today,
-            end_lag=(ds - spec.closed_end(ds)).days,
-        )
-        late_dir = f"{run_root}/zipper_late"
-        schema = result.schema
-        store.write_rows(result, late_dir)
-        result = store.read_rows(spark, schema, late_dir)
-        reached = result.where(F.col(late.CHANGED)).select(
-            F.explode(F.array_union(F.col(late.REPLACES), F.array(F.col(end)))).alias(end)
-        )
-        changed_ends = {r[end] for r in reached.distinct().collect()}
-        parts = [p for p in reachable if p.end in changed_ends]
-        rewritten = _rewrite(run, parts, history.select(*spec.keys, valid_from), result, open_schema) if parts else ()
-    finally:
-        history.unpersist()
+    # written once and read back: the steps below read it several times
+    history_schema = StructType([*open_schema.fields, StructField(end, StringType())])
+    store.write_rows(history, f"{run_root}/zipper_history")
+    history = store.read_rows(spark, history_schema, f"{run_root}/zipper_history")
+    _refuse_conflicts(spec, ds, day, history, late_rows, tracked)
+    result = late.in_place(
+        history,
+        late_rows,
+        keys=spec.keys,
+        columns=day.names,
+        tracked=tracked,
+        validity=spec.validity_columns,
+        updated_at=spec.source.updated_at,
+        begin_column=spec.begin_column,
+        end_column=end,
+        open_end=open_end,
+        today=today,
+        end_lag=(ds - spec.closed_end(ds)).days,
+    )
+    late_dir = f"{run_root}/zipper_late"
+    store.write_rows(result, late_dir)
+    result_schema = StructType(
+        [
+            *[history_schema[c] for c in (*day.names, spec.begin_column, end)],
+            StructField(late.CHANGED, BooleanType()),
+            StructField(late.REPLACES, ArrayType(StringType())),
+        ]
+    )
+    result = store.read_rows(spark, result_schema, late_dir)
+    reached = result.where(F.col(late.CHANGED)).select(
+        F.explode(F.array_union(F.col(late.REPLACES), F.array(F.col(end)))).alias(end)
+    )
+    changed_ends = {r[end] for r in reached.distinct().collect()}
+    parts = [p for p in reachable if p.end in changed_ends]
+    replaced = history.select(*spec.keys, valid_from)
+    rewritten = _rewrite(run, table, parts, replaced, result) if parts else ()
     result = result.drop(late.CHANGED, late.REPLACES)
     new_open = result.where(F.col(end) == open_end).drop(end)
     touched = touched_rows.join(late_keys, on=spec.keys, how="left_anti").unionByName(new_open)
@@ -203,17 +209,28 @@ def _put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, 
     )
 
 
-def _rewrite(run: Run, parts: list, replaced, result, open_schema) -> tuple:
-    """The history partitions `parts` written again in one job under the run's directory: their
-    rows less the versions the late changes replaced (`replaced`: keys and valid_from), and the
-    result's versions that belong in them. One `publish.Rewritten` each."""
+def _table_rows(spark, spec, schema):
+    """The table's rows as the day's columns (`schema`: a column the table lacks yet is NULL), with
+    the end column: partitions are read by their end value through the metastore, in one scan."""
+    catalog.refresh(spark, spec)
+    table = spark.table(spec.table)
+    present = set(table.columns)
+    columns = [
+        (F.col(f.name) if f.name in present else F.lit(None)).cast(f.dataType).alias(f.name) for f in schema.fields
+    ]
+    return table.select(*columns, F.col(spec.end_column))
+
+
+def _rewrite(run: Run, table, parts: list, replaced, result) -> tuple:
+    """The history partitions `parts` written again in one job under the run's directory, one file
+    each: their rows (`table`) less the versions the late changes replaced (`replaced`: keys and
+    valid_from), and the result's versions that belong in them. One `publish.Rewritten` each."""
     spark, end = run.spark, run.spec.end_column
     ends = [p.end for p in parts]
-    frames = [store.read_rows(spark, open_schema, p.location).withColumn(end, F.lit(p.end)) for p in parts]
-    kept = functools.reduce(lambda a, b: a.unionByName(b), frames)
-    kept = kept.join(F.broadcast(replaced), on=list(replaced.columns), how="left_anti")
+    kept = table.where(F.col(end).isin(ends)).join(F.broadcast(replaced), on=list(replaced.columns), how="left_anti")
+    rows = kept.unionByName(result.where(F.col(end).isin(ends)).select(*kept.columns))
     root = f"{run.root}/zipper_rewritten"
-    store.write_by(kept.unionByName(result.where(F.col(end).isin(ends)).select(*kept.columns)), root, end)
+    store.write_by(rows.repartition(F.col(end)), root, end)
     rewritten = []
     for value in ends:
         directory = f"{root}/{end}={value}"
