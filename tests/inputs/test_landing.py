@@ -21,7 +21,7 @@ from zipper.core.errors import InputError, MissingInputError
 from zipper.core.input_names import is_hidden
 from zipper.inputs.modes.landing_zone import files as landing
 from zipper.inputs.modes.landing_zone import locate
-from zipper.jobs import merge
+from zipper.jobs import merge, replay
 from zipper.jobs.keys import resolve_keys
 from zipper.table import catalog, inspect, state, vacuum
 from zipper.tablespec.loader import load_spec_file
@@ -229,6 +229,51 @@ def test_ignore_null_updates_keeps_what_a_null_leaves_out_until_a_delete(spark, 
         ("C", "cid", "Nice", "2024-01-01", "2024-01-02"),
         ("D", "dan", "Oslo", "2024-01-02", OPEN),
     ]
+
+
+def test_updated_at_keeps_every_change_as_a_version_in_its_order_across_files(spark, tmp_path, unique_name):
+    """source.updated_at: the day's changes of a key are versions in updated_at order, whatever file
+    they came in; a delete ends the version at its own time and, with new_record, opens its tombstone
+    then; with ignore_null_updates a NULL keeps the previous change's value. A change without its
+    time is refused."""
+    options = {"updated_at": "ts", "hard_deletes": "new_record", "ignore_null_updates": True}
+    zone = LandingZone(tmp_path, unique_name, key_columns=("id",), **options)
+    files = pa.schema(
+        [
+            ("__rowMarker__", pa.int32()),
+            ("id", pa.string()),
+            ("city", pa.string()),
+            ("ts", pa.timestamp("us", tz="UTC")),
+        ]
+    )
+
+    def at(n, hour):
+        return dt.datetime.combine(day(n), dt.time(hour))
+
+    zone.write(1, [(0, "A", "Oslo", at(1, 1)), (0, "B", "Rome", at(1, 2))], schema=files)
+    merge.merge_date(spark, zone.spec, day(1))
+    zone.write(2, [(1, "A", "Lima", at(2, 10)), (2, "B", None, at(2, 9)), (1, "A", None, at(2, 11))], schema=files)
+    # earlier than the file before's changes: A's; B's, whose NULL city keeps its open version's
+    zone.write(3, [(1, "A", "Nice", at(2, 8)), (1, "B", None, at(2, 7))], schema=files)
+    result = merge.merge_date(spark, zone.spec, day(2))
+    counts = ("source_rows", "changed", "deleted", "tombstones", "versions_within_day", "closed", "open_after")
+    assert [result.counts[k] for k in counts] == [5, 1, 1, 1, 3, 5, 2]
+    d1, d2, end = day(1).isoformat(), day(2).isoformat(), dt.datetime(9999, 12, 31)
+    assert table_rows(spark, zone.table) == [
+        ("A", "Lima", at(2, 10), at(2, 10), at(2, 11), False, d2, d2),
+        ("A", "Lima", at(2, 11), at(2, 11), end, False, d2, OPEN),  # its NULL city: Lima, from the change before
+        ("A", "Nice", at(2, 8), at(2, 8), at(2, 10), False, d2, d2),
+        ("A", "Oslo", at(1, 1), at(1, 1), at(2, 8), False, d1, d2),
+        ("B", "Rome", at(1, 2), at(1, 2), at(2, 7), False, d1, d2),
+        ("B", "Rome", at(2, 7), at(2, 7), at(2, 9), False, d2, d2),
+        ("B", "Rome", at(2, 7), at(2, 9), end, True, d2, OPEN),  # the tombstone, from the delete's time
+    ]
+    history = table_rows(spark, zone.table)
+    assert replay.rerun(spark, zone.spec, day(1)).counts["dates"] == 2  # from the kept copies: the same
+    assert table_rows(spark, zone.table) == history
+    zone.write(4, [(2, "A")], schema=pa.schema([("__rowMarker__", pa.int32()), ("id", pa.string())]))  # no ts
+    with pytest.raises(InputError, match=r"NULL in updated_at column 'ts'"):
+        merge.merge_date(spark, zone.spec, day(3))
 
 
 def test_consumed_range_is_committed_and_kept_for_a_rerun(spark, zone):

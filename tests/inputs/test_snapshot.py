@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 
 import pytest
 
 from tests.support import TableFixture, day, table_rows
 from zipper.core.errors import InputError
-from zipper.jobs import merge
+from zipper.jobs import merge, replay
 from zipper.jobs.init import init_table
 from zipper.table import catalog, state
 
@@ -78,3 +79,43 @@ def test_snapshot_without_files_or_with_repeated_keys_fails(spark, tmp_path, uni
     t.write_increment(spark, day(1), [])
     assert merge.merge_date(spark, t.spec, day(1)).counts["deleted"] == 1
     assert state.read_state(spark, t.spec).open_rows == 0
+
+
+def test_updated_at_versions_and_tombstones_of_snapshots(spark, tmp_path, unique_name):
+    """source.updated_at (a date column) with hard_deletes: new_record: a changed key's version begins
+    at its row's updated_at; a missing key is deleted at the end of the day the snapshot describes
+    (ds + 1 for a date), its tombstone open from then until the key comes back; a row older than its
+    key's open version, or as old with other values, is refused and nothing changes."""
+    source = {"mode": "snapshot", "updated_at": "upd", "hard_deletes": "new_record"}
+    t = TableFixture(tmp_path, unique_name, schema="id bigint, name string, upd date", source=source)
+    t.write_base(spark, [(1, "ann", day(-5)), (2, "bob", day(-3)), (3, "cid", day(-1))])
+    init_table(spark, t.spec)
+    t.write_increment(spark, day(1), [(1, "ann", day(-5)), (2, "bea", day(1))])  # 3 is missing
+    first = merge.merge_date(spark, t.spec, day(1))
+    counts = ("input", "new", "changed", "unchanged", "deleted", "tombstones", "closed", "open_after")
+    assert [first.counts[k] for k in counts] == [2, 0, 1, 1, 1, 1, 2, 3]
+    t.write_increment(spark, day(2), [(1, "ann", day(-5)), (2, "bea", day(1)), (3, "cat", day(2))])  # 3 is back
+    second = merge.merge_date(spark, t.spec, day(2))
+    assert [second.counts[k] for k in ("changed", "unchanged", "tombstones", "closed")] == [1, 2, 0, 1]
+    d0, d1, d2, end = "2023-12-31", day(1).isoformat(), day(2).isoformat(), dt.date(9999, 12, 31)
+    expected = [
+        (1, "ann", day(-5), day(-5), end, False, d0, OPEN),
+        (2, "bea", day(1), day(1), end, False, d1, OPEN),
+        (2, "bob", day(-3), day(-3), day(1), False, d0, d1),
+        (3, "cat", day(2), day(2), end, False, d2, OPEN),
+        (3, "cid", day(-1), day(-1), day(2), False, d0, d1),
+        (3, "cid", day(-1), day(2), day(2), True, d1, d2),  # the tombstone, until the key came back
+    ]
+    assert table_rows(spark, t.table) == expected
+    assert replay.rerun(spark, t.spec, day(1)).counts["dates"] == 2  # the same moments again
+    assert table_rows(spark, t.table) == expected
+    t.write_increment(spark, day(3), [(1, "ann", day(-6)), (2, "bex", day(1)), (3, "cat", day(2))])
+    with pytest.raises(InputError) as refused:
+        merge.merge_date(spark, t.spec, day(3))
+    assert str(refused.value).startswith(f"{t.table} {day(3)}: increment ")
+    assert str(refused.value).endswith(
+        "has rows whose upd is NULL, older than their key's open version (valid_from), or as old with other"
+        " values; a snapshot holds each key's current row, not its history; keys ['id']: 1 at 2023-12-25,"
+        " open since 2023-12-26; 2 at 2024-01-01, open since 2024-01-01; nothing was changed"
+    )
+    assert table_rows(spark, t.table) == expected

@@ -646,14 +646,15 @@ def test_cdc_tombstones_match_the_model(spark, tmp_path_factory, scenario, data)
 
 @pytest.mark.slow
 @settings(MODEL_SETTINGS, max_examples=4)
-@given(scenario=snapshot_scenarios(SINGLE_KEYS))
+@given(scenario=snapshot_scenarios(SINGLE_KEYS), validity=st.booleans())
 @example(
     scenario=(  # a key dropped and back; all dropped; a NULL that stays NULL
         "exclusive",
         "invalidate",
         [(1, "x", 5), (2, None, None)],
         [[(2, None, None), (3, "y", 0)], [(1, "x", 5)], []],
-    )
+    ),
+    validity=False,
 )
 @example(
     scenario=(  # tombstones: dropped, still missing, back as it was, dropped again, the same snapshot twice
@@ -661,10 +662,25 @@ def test_cdc_tombstones_match_the_model(spark, tmp_path_factory, scenario, data)
         "new_record",
         [(1, "x", 5), (2, None, None)],
         [[(2, None, None), (3, "y", 0)], [(2, None, None), (3, "y", 0)], [(1, "x", 5), (2, None, 0)], [(1, "x", 5)]],
-    )
+    ),
+    validity=False,
 )
-def test_snapshots_match_the_model(spark, tmp_path_factory, scenario):
+@example(
+    scenario=(  # updated_at: changed, dropped (its tombstone), back as it was; a change in place (its ts only)
+        "inclusive",
+        "new_record",
+        [(1, "x", 5), (2, None, None), (3, "y", 0)],
+        [[(1, "y", 5), (3, "y", 0)], [(1, "y", 5), (2, None, None), (3, "y", 0)], [(2, None, None)]],
+    ),
+    validity=True,
+)
+def test_snapshots_match_the_model(spark, tmp_path_factory, scenario, validity):
+    """`validity`: with source.updated_at (`ValidityModel.merge_snapshot_versions`)."""
     end_style, hard_deletes, base, days = scenario
+    if validity:
+        run_snapshot_versions_against_model(spark, tmp_path_factory, scenario)
+        event(f"updated_at, hard_deletes {hard_deletes}")
+        return
     source = {"mode": "snapshot", "hard_deletes": hard_deletes}
     run_against_model(
         spark,
@@ -700,20 +716,23 @@ def changed_at(ds: dt.date, seq: int) -> dt.datetime:
 class ValidityModel(ZipperModel):
     """The rules of `source.updated_at` in plain Python, walking a day's changes in time order.
 
-    open:   key -> [attrs, begin, valid_from]           attrs: (name, score, ts)
-    closed: [(key, attrs, begin, end, valid_from, valid_to)]
+    open:   key -> [attrs, begin, valid_from, dead]     attrs: (name, score, ts)
+    closed: [(key, attrs, begin, end, valid_from, valid_to, dead)]
     A change with other tracked values (name, score) than the key's version ends it at the change's
     time and opens a new one (begun on the run date); one with equal tracked values updates the
     version in place (its ts); a delete ends it. A version ended on the day it began is closed with
-    the day's closed versions."""
+    the day's closed versions. `tombstones`: a delete of a live version opens a tombstone (`dead`)
+    with its last values at the delete's time, ended by the key's next change; a delete of a key
+    that is not live changes nothing. `ignore_nulls`: a change's NULLs keep the key's values so far
+    (its previous change that day since its last delete, else its live open version's)."""
 
-    def __init__(self, end_style: str, base_rows: list[tuple]):
-        super().__init__(end_style, [], 1, tracked=(0, 1))
+    def __init__(self, end_style: str, base_rows: list[tuple], tombstones: bool = False, ignore_nulls: bool = False):
+        super().__init__(end_style, [], 1, tracked=(0, 1), ignore_nulls=ignore_nulls, tombstones=tombstones)
         self.versions: dict[tuple, list] = {}
         self.ended: list[tuple] = []
         for row in base_rows:
             key, attrs = self._split(row)
-            self.versions[key] = [attrs, BASE_DS, attrs[2]]
+            self.versions[key] = [attrs, BASE_DS, attrs[2], False]
 
     def merge_versions(self, ds: dt.date, events: list[tuple[tuple, str]], deletes: bool) -> dict:
         today, end = ds.isoformat(), self.closed_end(ds)
@@ -726,29 +745,39 @@ class ValidityModel(ZipperModel):
         for row, action in sorted(events, key=lambda e: e[0][-1]):  # in time order, whatever the file's
             key, attrs = self._split(row)
             version = self.versions.get(key)
+            live = version is not None and not version[3]
             last = previous.get(key)
+            if action == "upsert":  # a NULL keeps the key's value so far (none after a delete)
+                so_far = (last[0] if last[1] == "upsert" else None) if last else (version[0] if live else None)
+                attrs = self._filled(attrs[:2], so_far[:2] if so_far else None) + attrs[2:]
             same_run = last is not None and last[1] == "upsert" and action == "upsert" and last[0][:2] == attrs[:2]
             runs += not same_run
             previous[key] = (attrs, action)
             if action == "delete":
-                counts["deletes_of_absent_keys"] += version is None
-                self.seen.add("delete" if version else "delete of an absent key")
-                if version:
-                    self.ended.append((key, version[0], version[1], end, version[2], attrs[2]))
+                counts["deletes_of_absent_keys"] += not live
+                self.seen.add("delete" if live else "delete of an absent key")
+                if live:
+                    self.ended.append((key, version[0], version[1], end, version[2], attrs[2], False))
                     del self.versions[key]
-            elif version and version[0][:2] == attrs[:2]:
+                    if self.tombstones:
+                        self.versions[key] = [version[0], today, attrs[2], True]
+                        self.seen.add("tombstone")
+            elif live and version[0][:2] == attrs[:2]:
                 version[0] = attrs  # the same tracked values: the version goes on, its ts updated
             else:
                 if version:
-                    self.ended.append((key, version[0], version[1], end, version[2], attrs[2]))
-                self.versions[key] = [attrs, today, attrs[2]]
+                    self.ended.append((key, version[0], version[1], end, version[2], attrs[2], version[3]))
+                self.versions[key] = [attrs, today, attrs[2], False]
         for key in previous:
             before, after = at_start.get(key), self.versions.get(key)
             went_on = before and after and after[1] == before[1] and after[2] == before[2]
             if before is None:
                 counts["new"] += after is not None
-            elif after is None:
+            elif went_on and after[3]:
+                pass  # a tombstone deleted again: kept as it is
+            elif after is None or after[3]:
                 counts["deleted"] += 1
+                counts["tombstones"] += after is not None and after[3]
             elif not went_on:
                 counts["changed"] += 1
             elif after[0] == before[0]:
@@ -765,9 +794,54 @@ class ValidityModel(ZipperModel):
         )
         return counts
 
+    def merge_snapshot_versions(self, ds: dt.date, rows: list[tuple], hard_deletes: str) -> dict:
+        """A full snapshot: a new or changed key's version begins at its row's ts; an open key missing
+        from it (but with hard_deletes: ignore) ends at the midnight after `ds`, when its tombstone
+        begins; a tombstone's key back in it closes the tombstone."""
+        today, end = ds.isoformat(), self.closed_end(ds)
+        moment = dt.datetime.combine(ds + dt.timedelta(days=1), dt.time())
+        snapshot = dict(self._split(row) for row in rows)
+        counts = {**self._counts(0), "deleted": 0, "source_rows": len(rows), "open_before": len(self.versions)}
+        for key in sorted(self.versions) if hard_deletes != "ignore" else []:
+            attrs, begin, valid_from, dead = self.versions[key]
+            if key in snapshot or dead:
+                continue
+            self.ended.append((key, attrs, begin, end, valid_from, moment, False))
+            del self.versions[key]
+            counts["deleted"] += 1
+            self.seen.add("key missing from the snapshot")
+            if self.tombstones:
+                self.versions[key] = [attrs, today, moment, True]
+                counts["tombstones"] += 1
+        for key, attrs in snapshot.items():
+            version = self.versions.get(key)
+            if version is not None and not version[3] and version[0][:2] == attrs[:2]:
+                counts["unchanged" if version[0] == attrs else "updated_in_place"] += 1
+                version[0] = attrs
+                continue
+            if version is not None:
+                self.ended.append((key, version[0], version[1], end, version[2], attrs[2], version[3]))
+            counts["changed" if version is not None else "new"] += 1
+            self.versions[key] = [attrs, today, attrs[2], False]
+        counts.update(
+            input=len(rows) - counts["unchanged"] + counts["deleted"],
+            closed=counts["deleted"] + counts["changed"],
+            versions_within_day=0,
+            open_after=len(self.versions),
+        )
+        return counts
+
     def rows(self) -> list[tuple]:
-        rows = [key + attrs + (vf, END, begin, OPEN) for key, (attrs, begin, vf) in self.versions.items()]
-        rows += [key + attrs + (vf, vt, begin, end) for key, attrs, begin, end, vf, vt in self.ended]
+        def flagged(vf, vt, dead):
+            return (vf, vt, dead) if self.tombstones else (vf, vt)
+
+        rows = [
+            key + attrs + flagged(vf, END, dead) + (begin, OPEN)
+            for key, (attrs, begin, vf, dead) in self.versions.items()
+        ]
+        rows += [
+            key + attrs + flagged(vf, vt, dead) + (begin, end) for key, attrs, begin, end, vf, vt, dead in self.ended
+        ]
         return sorted(rows, key=_sort_key)
 
 
@@ -786,9 +860,12 @@ def test_validity_model_follows_the_rules():
     ]
 
 
-def run_versions_against_model(spark, root_factory, scenario, permutation, mode: str) -> None:
+def run_versions_against_model(
+    spark, root_factory, scenario, permutation, mode: str, tombstones: bool = False, ignore_nulls: bool = False
+) -> None:
     """cdc or upsert with updated_at: the day's changes happen one minute apart, in order, and
-    are written in the order `permutation` gives; ts is not tracked."""
+    are written in the order `permutation` gives; ts is not tracked. `tombstones`: with
+    `hard_deletes: new_record`; `ignore_nulls`: with `source.ignore_null_updates`."""
     end_style, base, days = scenario
     deletes = mode == "cdc"
     if not deletes:  # an upsert's day has no deletes
@@ -807,8 +884,11 @@ def run_versions_against_model(spark, root_factory, scenario, permutation, mode:
         return [rows[i] for i in permutation(len(rows))]
 
     model_base = [row + (changed_at(day(0), 0),) for row in base]
-    fixture_options = {"source": {"mode": mode, "updated_at": "ts", **({"delete_match": "key"} if deletes else {})}}
-    model = ValidityModel(end_style, model_base)
+    source = {"mode": mode, "updated_at": "ts", **({"delete_match": "key"} if deletes else {})}
+    source.update({"hard_deletes": "new_record"} if tombstones else {})
+    source.update({"ignore_null_updates": True} if ignore_nulls else {})
+    fixture_options = {"source": source}
+    model = ValidityModel(end_style, model_base, tombstones=tombstones, ignore_nulls=ignore_nulls)
     run_against_model(
         spark,
         root_factory,
@@ -820,6 +900,39 @@ def run_versions_against_model(spark, root_factory, scenario, permutation, mode:
         model=model,
         track_columns=["name", "score"],
         **fixture_options,
+    )
+
+
+def run_snapshot_versions_against_model(spark, root_factory, scenario) -> None:
+    """Snapshots with updated_at (ts, not tracked): a row keeps its key's ts while its values and
+    presence stay; a new, changed or returning row gets the time of its change on its day."""
+    end_style, hard_deletes, base, days = scenario
+    stamps: dict[tuple, tuple] = {}  # key -> (name, score, ts) of its last row
+
+    def timed(ds: dt.date, rows: list[tuple], before: set) -> list[tuple]:
+        out = []
+        for n, row in enumerate(rows, start=1):
+            key, attrs = row[:1], row[1:]
+            last = stamps.get(key)
+            kept = last is not None and key in before and last[:2] == attrs
+            stamps[key] = attrs + ((last[2],) if kept else (changed_at(ds, n),))
+            out.append(key + stamps[key])
+        return out
+
+    timed_base = timed(day(0), base, set())
+    timed_days, present = [], {row[:1] for row in base}
+    for n, rows in enumerate(days, start=1):
+        timed_days.append(timed(day(n), rows, present))
+        present = {row[:1] for row in rows} | (present if hard_deletes == "ignore" else set())
+    run_against_model(
+        spark,
+        root_factory,
+        UPDATED,
+        (end_style, timed_base, timed_days),
+        apply=lambda model, ds, rows: model.merge_snapshot_versions(ds, rows, hard_deletes),
+        model=ValidityModel(end_style, timed_base, tombstones=hard_deletes == "new_record"),
+        source={"mode": "snapshot", "hard_deletes": hard_deletes, "updated_at": "ts"},
+        track_columns=["name", "score"],
     )
 
 
@@ -870,7 +983,6 @@ def run_partial_updates_against_model(spark, root_factory, scenario, mode: str, 
 
 @pytest.mark.slow
 @settings(MODEL_SETTINGS, max_examples=4)
-@given(scenario=change_scenarios(SINGLE_KEYS), data=st.data())
 @example(
     scenario=(  # changes and returns within a day; a delete ends a chain; insert then delete; re-sent values
         "inclusive",
@@ -889,15 +1001,72 @@ def run_partial_updates_against_model(spark, root_factory, scenario, mode: str, 
             [((2, "y", None), "upsert"), ((1, None, 0), "upsert")],
         ],
     ),
+    variant="plain",
     data=None,
 )
-def test_updated_at_versions_match_the_model(spark, tmp_path_factory, scenario, data):
+@example(
+    scenario=(  # tombstones: a delete and its repeat; deleted and back within a day; a key born and deleted;
+        # a delete of a key never open; a tombstone deleted again, then back (its values, or others)
+        "exclusive",
+        [(1, "x", 5), (2, None, None)],
+        [
+            [
+                ((1, "x", 5), "delete"),
+                ((1, "x", 5), "delete"),
+                ((2, "y", 0), "upsert"),
+                ((2, "y", 0), "delete"),
+                ((2, "y", 0), "upsert"),
+                ((3, "x", 0), "upsert"),
+                ((3, "x", 0), "delete"),
+                ((4, None, 0), "delete"),
+            ],
+            [((1, "x", 5), "delete"), ((3, "z", 0), "upsert"), ((1, "x", 5), "upsert"), ((2, "y", 0), "delete")],
+            [((2, "y", 0), "delete")],
+            [((2, "y", 0), "delete"), ((2, "q", 5), "upsert")],
+        ],
+    ),
+    variant="new_record",
+    data=None,
+)
+@example(
+    scenario=(  # NULLs keep the open value, then the previous change's; after a delete they stay NULL;
+        # changes that only differ by what a NULL leaves out are one version
+        "inclusive",
+        [(1, "x", 5), (2, "y", 0), (4, "x", 5)],
+        [
+            [
+                ((1, None, 0), "upsert"),
+                ((1, "y", None), "upsert"),
+                ((2, None, None), "upsert"),
+                ((1, None, None), "delete"),
+                ((1, None, 7), "upsert"),
+                ((3, "x", None), "upsert"),
+                ((3, None, 0), "upsert"),
+                ((4, None, 5), "upsert"),
+                ((4, "x", 5), "upsert"),
+            ],
+            [((1, "y", None), "upsert"), ((4, None, None), "upsert")],
+        ],
+    ),
+    variant="ignore_nulls",
+    data=None,
+)
+@given(
+    scenario=change_scenarios(SINGLE_KEYS),
+    variant=st.sampled_from(["plain", "new_record", "ignore_nulls"]),
+    data=st.data(),
+)
+def test_updated_at_versions_match_the_model(spark, tmp_path_factory, scenario, variant, data):
+    """`variant`: with hard_deletes: new_record (cdc), or with ignore_null_updates."""
+
     def permutation(n):  # the file order: drawn, or reversed (updated_at decides, not the file)
         return data.draw(st.permutations(range(n))) if data is not None else list(range(n))[::-1]
 
     mode = data.draw(st.sampled_from(["cdc", "upsert"])) if data is not None else "cdc"
-    run_versions_against_model(spark, tmp_path_factory, scenario, permutation, mode)
-    event(f"mode {mode}")
+    mode = "cdc" if variant == "new_record" else mode  # upsert deletes nothing
+    tombstones, ignore_nulls = variant == "new_record", variant == "ignore_nulls"
+    run_versions_against_model(spark, tmp_path_factory, scenario, permutation, mode, tombstones, ignore_nulls)
+    event(f"mode {mode}, {variant}")
 
 
 @pytest.mark.slow

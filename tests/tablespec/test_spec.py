@@ -245,12 +245,6 @@ def test_mode_options_are_checked_per_mode(tmp_path, source, expected):
 @pytest.mark.parametrize(
     "source, top, expected",
     [
-        ("mode: snapshot\n  updated_at: ts\n  path: /x", "", "key 'source.updated_at': only for mode cdc or upsert"),
-        (
-            "mode: landing_zone\n  updated_at: ts\n  path: /x",
-            "",
-            "key 'source.updated_at': only for mode cdc or upsert, not 'landing_zone'",
-        ),
         ("updated_at: ts\n  sequence_by: seq\n  path: /x", "", "key 'source.sequence_by': source.updated_at 'ts'"),
         (
             "updated_at: user_id\n  path: /x",
@@ -267,11 +261,6 @@ def test_mode_options_are_checked_per_mode(tmp_path, source, expected):
         ("updated_at: ts\n  path: /x", "columns: {user_id: int, t: date}", "'ts' is not among the declared columns"),
         ("updated_at: ts\n  path: /x", "columns: {user_id: int, ts: date, valid_from: date}", "key 'columns'"),
         ("path: /x", "valid_to_column: until", "key 'valid_to_column': only with source.updated_at"),
-        (
-            "updated_at: ts\n  ignore_null_updates: true\n  path: /x",
-            "",
-            "key 'source.ignore_null_updates': not with source.updated_at yet",
-        ),
     ],
 )
 def test_updated_at_and_its_validity_columns_are_checked(tmp_path, source, top, expected):
@@ -292,7 +281,8 @@ def test_updated_at_and_its_validity_columns_are_checked(tmp_path, source, top, 
         (_NEW, "deleted_column: begin_dt", "key 'deleted_column': 'begin_dt': the deleted column must differ"),
         (_NEW, "deleted_column: zipper_gone", "reserved for zipper's own columns"),
         ("mode: cdc\n  hard_deletes: new_record\n  op_column: is_deleted\n  path: /x", "", "key 'deleted_column'"),
-        ("mode: cdc\n  hard_deletes: new_record\n  updated_at: ts\n  path: /x", "", "new_record cannot be combined"),
+        ("mode: cdc\n  hard_deletes: new_record\n  updated_at: ts\n  path: /x", "deleted_column: ts", "must differ"),
+        ("mode: cdc\n  hard_deletes: new_record\n  updated_at: ts\n  path: /x", "deleted_column: valid_to", "differ"),
     ],
 )
 def test_new_record_and_its_deleted_column_are_checked(tmp_path, source, top, expected):

@@ -105,6 +105,14 @@ def materialize(spark, df, run_root: str):
     return spark.read.schema(df.schema).parquet(directory), fs.written_rows(spark, directory), directory
 
 
+def open_rows_of(spark, st, columns: list[tuple[str, str]]):
+    """The table's open rows as `columns` (None before it has any): with `source.updated_at` and
+    `ignore_null_updates`, a change's NULLs may need its key's open values."""
+    if st is None or st.open_partition is None or not st.open_rows:
+        return None
+    return spark.read.schema(conform.struct_type(columns)).parquet(st.open_partition.location)
+
+
 def float_precision(st, columns: list[tuple[str, str]], column_changes: conform.ColumnChanges) -> frozenset[str]:
     """The double columns a day of a table in state `st` compares at float precision."""
     return conform.float_precision_columns(columns, column_changes, st.widened_from_float)
@@ -145,16 +153,27 @@ def versioned(
     against: str,
     anomalies: bool,
     deletes: bool,
+    open_rows=None,
     latest=None,
 ):
     """Every change of a key in one day kept as its own version (`source.updated_at`,
     `changes.versions_of_day`); the problems between changes refused or counted first, as
     `collapsed` does (with `against`: not for an upsert, whose changes cannot conflict).
 
+    `open_rows` (the table's open rows as `columns`; with `source.ignore_null_updates`): a NULL
+    of a change keeps the value of the key's previous change that day (since its last delete),
+    else its open version's: every version is whole before it is compared with the one before.
+
     `latest` (`latest_events`): a change older than its key's latest moment in the table is
     marked late, to be put in place by the merge (`transforms.late`) rather than follow the open
     version."""
     names = [c for c, _ in columns]
+    if spec.source.fills_null_updates:
+        events = changes.fill_null_updates(events, keys=spec.keys, columns=names)
+        if open_rows is not None:
+            events = changes.fill_from_open(
+                events, open_rows, keys=spec.keys, columns=names, deleted=spec.tombstone_column
+            )
     if against:
         flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=match)
         found = collect_problems(flagged, spec.keys)

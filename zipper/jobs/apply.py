@@ -91,7 +91,9 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
         float_precision=day.float_precision,
     )
     if versioned:
-        rows = daily.day_versions(touched_rows, day.changes, validity=spec.validity_columns, **arguments)
+        rows = daily.day_versions(
+            touched_rows, day.changes, validity=spec.validity_columns, deleted=spec.tombstone_column, **arguments
+        )
     else:
         rows = daily.day_rows(
             touched_rows,
@@ -144,6 +146,7 @@ def _put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, 
     found = late_rows.agg(F.count(F.lit(1)).alias("n"), F.min(valid_from).alias("t")).first()
     if not found["n"]:
         return None
+    _refuse_unplaceable(spec, ds, day, late_rows)
     end, open_end, today = spec.end_column, spec.open_end.isoformat(), spec.closed_end(ds).isoformat()
     earliest = spec.closed_end(_date_of(found["t"])).isoformat()
     late_keys = F.broadcast(late_rows.select(*spec.keys).distinct())
@@ -241,6 +244,31 @@ def _rewrite(run: Run, table, parts: list, replaced, result) -> tuple:
 
 def _date_of(value) -> dt.date:
     return value.date() if isinstance(value, dt.datetime) else value
+
+
+def _refuse_unplaceable(spec, ds: dt.date, day, late_rows) -> None:
+    """Late changes cannot be put in place yet beside tombstones (a late delete would need one) or
+    partial updates (a late change's NULLs would need the values of the version it splits)."""
+    option = (
+        "hard_deletes: new_record"
+        if spec.tombstone_column
+        else "ignore_null_updates"
+        if spec.source.fills_null_updates
+        else None
+    )
+    if option is None:
+        return
+    shown = late_rows.select(*spec.keys, spec.validity_columns[0]).limit(dayinput.LATE_EXAMPLES + 1).collect()
+    text = "; ".join(
+        f"{key_text([r], spec.keys)} at {r[spec.validity_columns[0]]}" for r in shown[: dayinput.LATE_EXAMPLES]
+    )
+    more = " (and more)" if len(shown) > dayinput.LATE_EXAMPLES else ""
+    raise InputError(
+        f"increment {day.located.description} has changes older than their key's latest version"
+        f" ({spec.source.updated_at}), which cannot be put in place with {option} yet; keys {spec.keys}: {text}{more};"
+        " nothing was changed",
+        **where_of(spec, ds),
+    )
 
 
 def _refuse_conflicts(spec, ds: dt.date, day, history, late_rows, tracked) -> None:

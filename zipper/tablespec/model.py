@@ -305,12 +305,6 @@ class TableSpec(StrictModel):
             if given:
                 raise KeyValueError(given[0], "only with source.updated_at (the versions' validity comes from it)")
             return
-        if self.source.fills_null_updates:
-            raise KeyValueError(
-                "source.ignore_null_updates",
-                "not with source.updated_at yet: a day's versions would each need the values of the one"
-                " before; send full rows, or leave updated_at out",
-            )
         if sequence and sequence != updated_at:
             raise KeyValueError(
                 "source.sequence_by",
@@ -331,28 +325,24 @@ class TableSpec(StrictModel):
 
     def _check_deleted_column(self) -> None:
         """`deleted_column` names zipper's own column of a table with `hard_deletes: new_record`;
-        without it the name means nothing. A tombstone is one version among a day's several with
-        `updated_at`, which the merge does not make yet."""
+        without it the name means nothing."""
         if not self.source.keeps_tombstones:
             if "deleted_column" in self.model_fields_set:
                 raise KeyValueError("deleted_column", "only with source.hard_deletes: new_record (its tombstones)")
             return
-        if self.source.updated_at:
-            raise KeyValueError(
-                "source.hard_deletes",
-                "new_record cannot be combined with source.updated_at yet (a tombstone's validity); use invalidate",
-            )
         others = {
             self.begin_column,
             self.end_column,
             self.source.sequence_by,
+            self.source.updated_at,
+            *self.validity_columns,
             self.source.operation_column if self.source.mode == SourceMode.CDC else None,
         }
         if self.deleted_column in others:
             raise KeyValueError(
                 "deleted_column",
                 f"{self.deleted_column!r}: the deleted column must differ from begin_column, end_column,"
-                " source.sequence_by and source.op_column",
+                " source.sequence_by, source.updated_at, the validity columns and source.op_column",
             )
 
     def _check_updated_at_declared(self) -> None:

@@ -24,7 +24,7 @@ MODE_KEYS: dict[str, set[SourceMode]] = {
     "op_column": {SourceMode.CDC},
     "delete_match": {SourceMode.CDC},
     "sequence_by": {SourceMode.UPSERT, SourceMode.CDC},
-    "updated_at": {SourceMode.UPSERT, SourceMode.CDC},
+    "updated_at": {SourceMode.UPSERT, SourceMode.CDC, SourceMode.LANDING_ZONE, SourceMode.SNAPSHOT},
     "hard_deletes": {SourceMode.SNAPSHOT, SourceMode.CDC, SourceMode.LANDING_ZONE},
     "on_anomaly": {SourceMode.LANDING_ZONE},
     # a landing zone's day without a new file is an ordinary empty day already
@@ -97,10 +97,11 @@ class SourceSpec(StrictModel):
     )
     updated_at: Identifier | None = Field(
         default=None,
-        description="`upsert` and `cdc` only: a date or timestamp column saying when each change happened. Versions"
-        " get `valid_from` and `valid_to` (`valid_from_column`, `valid_to_column`) in its type, and every change of"
-        " a key in a day is kept as its own version, in this column's order (it orders a day's changes as"
-        " `sequence_by` does). A table made without it needs to be loaded again to turn it on.",
+        description="A date or timestamp column saying when each change happened (a landing zone's deletes carry"
+        " it too). Versions get `valid_from` and `valid_to` (`valid_from_column`, `valid_to_column`) in its type,"
+        " and every change of a key in a day is kept as its own version, in this column's order (it orders a"
+        " day's changes as `sequence_by` does). A key missing from a snapshot is deleted at the midnight after"
+        " the run date. A table made without it needs to be loaded again to turn it on.",
     )
     hard_deletes: choice(HardDeletes) | None = Field(
         default=None,

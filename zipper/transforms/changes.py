@@ -105,12 +105,16 @@ def bad_markers(rows: DataFrame, *, marker: str, written: str, file: str, row: s
     )
 
 
-def landing_events(rows: DataFrame, *, columns: list[str], marker: str, file: str, row: str) -> DataFrame:
-    """Landing-zone rows (markers checked) as events, in file order, then row order."""
+def landing_events(
+    rows: DataFrame, *, columns: list[str], marker: str, file: str, row: str, order: str | None = None
+) -> DataFrame:
+    """Landing-zone rows (markers checked) as events, in file order, then row order; with `order`
+    (`source.updated_at`), in that column's order, whatever file a change came in."""
     action = F.when(F.col(marker) == 0, F.lit(INSERT))
     for value, name in MARKERS.items():
         action = action.when(F.col(marker) == value, F.lit(name))
-    return rows.select(*columns, action.alias(ACTION), F.struct(F.col(file), F.col(row)).alias(ORDER))
+    ordered = F.col(order) if order else F.struct(F.col(file), F.col(row))
+    return rows.select(*columns, action.alias(ACTION), ordered.alias(ORDER))
 
 
 def order_offenders(events: DataFrame, keys: list[str], read_all_columns: bool = False) -> DataFrame:
@@ -152,6 +156,34 @@ def fill_null_updates(events: DataFrame, *, keys: list[str], columns: list[str])
     return segmented.select(
         *[filled(c) if c in values else F.col(c) for c in events.columns], (F.col(_SEGMENT) == 0).alias(CONTINUES)
     )
+
+
+def fill_from_open(
+    events: DataFrame, open_rows: DataFrame, *, keys: list[str], columns: list[str], deleted: str | None = None
+) -> DataFrame:
+    """Filled events (`fill_null_updates`) whose NULLs left are the key's open version's values,
+    where its changes go on from its open row (CONTINUES) and that row is live (not a tombstone,
+    `deleted`): with `source.updated_at` each change is a version of its own, so each needs the
+    values before it, not only the day's last. CONTINUES is dropped: nothing is left to fill."""
+    values = [c for c in columns if c not in keys and c != deleted]
+    old = open_rows.join(events.select(*keys).distinct(), on=keys, how="left_semi").select(
+        *[F.col(k).alias(_OPEN + k) for k in keys],
+        *[F.col(c).alias(_OPEN + "v_" + c) for c in values],
+        (~F.col(deleted) if deleted else F.lit(True)).alias(_OPEN + "live"),
+    )
+    joined = events.join(old, on=_all_equal(events, keys), how="left")
+    goes_on = F.col(CONTINUES) & F.coalesce(F.col(_OPEN + "live"), F.lit(False))
+
+    def value(c: str) -> Column:
+        if c not in values:
+            return F.col(c)
+        return F.when(goes_on, F.coalesce(F.col(c), F.col(_OPEN + "v_" + c))).otherwise(F.col(c)).alias(c)
+
+    return joined.select(*[value(c) for c in events.columns if c != CONTINUES])
+
+
+def _all_equal(events: DataFrame, keys: list[str]) -> Column:
+    return reduce(lambda a, b: a & b, [events[k] == F.col(_OPEN + k) for k in keys])
 
 
 def flag_events(events: DataFrame, *, keys: list[str], columns: list[str], match: list[str] | None) -> DataFrame:
@@ -355,6 +387,70 @@ def snapshot_changes(
         wanted = wanted | (~in_snapshot & was_open)
     op = F.when(in_snapshot, F.lit(UPSERT)).otherwise(F.lit(DELETE))
     return joined.where(wanted).select(*columns, op.alias(OP))
+
+
+def snapshot_versions(
+    diff: DataFrame, *, columns: list[str], updated_at: str, validity: tuple[str, str], day_end: str, open_end: str
+) -> DataFrame:
+    """A snapshot's change set (`snapshot_changes`, of the data columns) as `versions_of_day` gives a
+    day's versions (`source.updated_at`): one per key. A new or changed key's version is valid from
+    its row's `updated_at`; a key missing from the snapshot is deleted at `day_end` (the midnight
+    after the day the snapshot describes: reruns give the same moment). Both valid until `open_end`,
+    in the updated_at column's type."""
+    valid_from, valid_to = validity
+    kind = types_of(diff)[updated_at]
+    deleting = F.col(OP) == DELETE
+
+    def column(c: str) -> Column:
+        if c == valid_from:
+            return F.when(deleting, F.lit(day_end).cast(kind)).otherwise(F.col(updated_at)).alias(c)
+        if c == valid_to:
+            return F.lit(open_end).cast(kind).alias(c)
+        return F.col(c)
+
+    return diff.select(
+        *[column(c) for c in columns],
+        F.lit(1).alias(STEP),
+        F.lit(True).alias(LAST),
+        F.col(OP),
+        F.col(OP).alias(FIRST),
+        F.col(OP).alias(FINAL),
+    )
+
+
+def snapshot_history(
+    open_rows: DataFrame,
+    snapshot: DataFrame,
+    *,
+    keys: list[str],
+    tracked: list[str],
+    updated_at: str,
+    valid_from: str,
+    deleted: str | None = None,
+) -> DataFrame:
+    """The snapshot's rows (its change set's will do: a row equal to its open version is as new as
+    it) that would rewrite history (`source.updated_at`): updated_at NULL, older
+    than the key's open version's valid_from, or as old with other tracked values (one moment, two
+    versions). A snapshot holds one row per key, so it cannot carry a version before its open one.
+    A tombstone's key may come back as early as the tombstone's own moment. Keys, the open valid_from
+    (`zipper_open_from`) and the row's updated_at (`zipper_from`), in key order."""
+    live = ~F.col(deleted) if deleted else F.lit(True)
+    # the open rows of the snapshot's keys: the snapshot's side is the change set, the smaller one
+    opened = open_rows.join(snapshot.select(*keys), on=keys, how="left_semi").select(
+        *keys,
+        F.col(valid_from).alias("zipper_open_from"),
+        live.alias(_OPEN),
+        *[F.col(c).alias(_OPEN + c) for c in tracked],
+    )
+    joined = snapshot.join(opened, on=keys, how="left")
+    types = types_of(snapshot)
+    at, since = F.col(updated_at), F.col("zipper_open_from")
+    other_values = ~reduce(
+        lambda a, b: a & b, [same(F.col(_OPEN + c), F.col(c), types[c]) for c in tracked], F.lit(True)
+    )
+    older = F.coalesce(at < since, F.lit(False))
+    as_old = F.coalesce((at == since) & F.col(_OPEN) & other_values, F.lit(False))
+    return joined.where(at.isNull() | older | as_old).select(*keys, since, at.alias("zipper_from")).orderBy(*keys)
 
 
 # ---------------------------------------------------------------- problems

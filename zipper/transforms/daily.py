@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType
 
@@ -279,6 +279,7 @@ def day_versions(
     ds: str,
     broadcast_increment: bool = True,
     float_precision: frozenset[str] = frozenset(),
+    deleted: str | None = None,
 ) -> DataFrame:
     """`day_rows` for a table with `source.updated_at`: the day's versions of each key
     (`changes.versions_of_day`: several per key, in order, each with its validity) against the
@@ -290,7 +291,14 @@ def day_versions(
     versions: one the day opened (`intraday`) begins on the run date too. The last one is the
     key's open version. Kinds as `day_rows` gives them, per key: the open row's
     (new, changed, updated, unchanged), the closed open version's (closed, or deleted when the day
-    ends with a delete), a delete of a key not open (vanished, slot none); plus `intraday`."""
+    ends with a delete), a delete of a key not open (vanished, slot none); plus `intraday`.
+
+    `deleted` (`hard_deletes: new_record`): a delete of a live version is a version too, the
+    key's tombstone: its last values with `deleted` true, valid from the delete's moment until
+    the key's next version (or the open end). A delete that meets no live version (the key not
+    open, tombstoned, or deleted before that day) makes nothing: a tombstone open before stays as
+    it is (`still_deleted`), unless a later change of the day closes it. A key the day both
+    opens and ends deleted opens as its tombstone, counted `new`."""
     valid_from, valid_to = validity
     values = [c for c in columns if c not in keys]
     old = touched.select(
@@ -308,45 +316,65 @@ def day_versions(
     upsert = (F.col(OP) != DELETE) if deletes else F.lit(True)
     ends_deleted = (F.col(FINAL) == DELETE) if deletes else F.lit(False)
     first, last = F.col(STEP) == 1, F.col(LAST)
+    tombstoned, tomb, kept_tombstone, vanished = F.lit(False), F.lit(False), F.lit(False), last & ~was_open & ~upsert
+    if deleted:
+        joined = _live_versions(joined, keys, validity, tombstoned=was_open & F.col(_OLD + deleted))
+        tombstoned = was_open & F.col(_OLD + deleted)
+        first, last = F.col(_FIRST_LIVE), F.col(_LAST_LIVE)
+        nothing = ~F.col(_ANY_LIVE)  # every change of the day a delete that meets no live version
+        tomb, kept_tombstone, vanished = ~upsert & ~nothing, nothing & was_open, nothing & ~was_open
     floats = _FloatPrecision(float_precision, types_of(versions))
-    data = [c for c in values if c not in validity]
-    continues = first & was_open & upsert & _all([floats.equal(c) for c in tracked])
+    data = [c for c in values if c not in validity and c != deleted]
+    continues = first & was_open & upsert & ~tombstoned & _all([floats.equal(c) for c in tracked])
     same_untracked = _all([floats.equal_kept(c) for c in data if c not in tracked])
     refined = _any([floats.refines(c) for c in tracked])
     closed_kind = F.when(ends_deleted, F.lit("deleted")).otherwise(F.lit("closed"))
     roles = F.array_compact(
         F.array(
             F.when(first & was_open & ~continues, F.lit(_OLD_ROW)),
-            F.when(upsert, F.lit(_VERSION)),
-            F.when(last & ~was_open & ~upsert, F.lit(_VANISHED)),
+            F.when(upsert | tomb, F.lit(_VERSION)),
+            F.when(vanished, F.lit(_VANISHED)),
+            F.when(kept_tombstone, F.lit(_KEPT)),
         )
     )
     exploded = joined.select("*", F.explode(roles).alias(_ROLE), continues.alias("zipper__continues__"))
     role, going_on = F.col(_ROLE), F.col("zipper__continues__")
-    is_old, is_version = role == _OLD_ROW, role == _VERSION
+    is_old, is_version, is_kept = role == _OLD_ROW, role == _VERSION, role == _KEPT
     slot = (
         F.when(is_old, F.lit(Slot.CLOSED))
         .when(role == _VANISHED, F.lit(Slot.NONE))
-        .when(last, F.lit(Slot.OPEN))
+        .when(last | is_kept, F.lit(Slot.OPEN))
         .otherwise(F.lit(Slot.CLOSED))
     )
     kind = (
         F.when(is_old, closed_kind)
         .when(role == _VANISHED, F.lit("vanished"))
+        .when(is_kept, F.lit(STILL_DELETED))
         .when(going_on & ~last, closed_kind)
         .when(going_on & same_untracked & ~refined, F.lit("unchanged"))
         .when(going_on, F.lit("updated"))
         .when(~last, F.lit(INTRADAY))
+        .when(tomb & was_open, F.lit(TOMBSTONE))
         .when(was_open, F.lit("changed"))
         .otherwise(F.lit("new"))
     )
-    kept = is_old | (is_version & going_on)  # the open version's own begin and valid_from
+    kept = is_old | is_kept | (is_version & going_on)  # the open version's own begin and valid_from
 
     def value(c: str) -> Column:
         if c == valid_to:
-            return F.when(is_old, F.col(valid_from)).otherwise(F.col(valid_to)).alias(c)
+            ends = F.col(_NEXT_FROM) if deleted else F.col(valid_to)
+            return F.when(is_old, F.col(valid_from)).when(is_kept, F.col(_OLD + c)).otherwise(ends).alias(c)
         if c == valid_from:
             return F.when(kept, F.col(_OLD + c)).otherwise(F.col(c)).alias(c)
+        if c == deleted:
+            return F.when(is_old | is_kept, F.col(_OLD + c)).otherwise(tomb).alias(c)
+        if deleted and c in data:  # a tombstone: the values of the live version it ends
+            tombstone_value = F.when(first, F.col(_OLD + c)).otherwise(F.col(_BEFORE + c))
+            if c in tracked:
+                takes_old = is_old | is_kept | (going_on & ~floats.refines(c))
+            else:
+                takes_old = is_old | is_kept | (going_on & floats.keeps_old(c))
+            return F.when(takes_old, F.col(_OLD + c)).when(tomb, tombstone_value).otherwise(F.col(c)).alias(c)
         if c in tracked:
             takes_old = is_old | (going_on & ~floats.refines(c))
         else:
@@ -359,6 +387,45 @@ def day_versions(
         slot.alias(SLOT),
         kind.alias(KIND),
     )
+
+
+_KEPT = "kept"
+_LIVE, _FIRST_LIVE, _LAST_LIVE, _ANY_LIVE = "zipper__live__", "zipper__first__", "zipper__last__", "zipper__any__"
+_NEXT_FROM, _BEFORE = "zipper__next_from__", "zipper__before__"
+
+
+def _live_versions(joined: DataFrame, keys: list[str], validity: tuple[str, str], tombstoned: Column) -> DataFrame:
+    """The day's versions of a table with tombstones, each joined to its key's open version,
+    without the deletes that meet no live version (the key not open, tombstoned, or deleted by
+    the change before): those make nothing. A key with nothing else keeps one of them. Adds the
+    first and last of the rest (`_FIRST_LIVE`, `_LAST_LIVE`), whether there is any (`_ANY_LIVE`),
+    the valid_from of the next one (`_NEXT_FROM`, else the open end) and the values of the one
+    before (`_BEFORE` + column: a tombstone's values)."""
+    valid_from, valid_to = validity
+    by_step = Window.partitionBy(*keys).orderBy(STEP)
+    before = by_step.rowsBetween(Window.unboundedPreceding, -1)
+    after = by_step.rowsBetween(1, Window.unboundedFollowing)
+    whole = by_step.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    was_open = F.col(_OLD_HIT).isNotNull()
+    live_before = F.when(F.col(STEP) == 1, was_open & ~tombstoned).otherwise(F.lag(OP).over(by_step) != DELETE)
+    marked = joined.select("*", ((F.col(OP) != DELETE) | live_before).alias(_LIVE))
+    live = F.col(_LIVE)
+
+    def live_count(frame) -> Column:
+        return F.coalesce(F.sum(live.cast("int")).over(frame), F.lit(0))
+
+    counted = marked.select(
+        "*",
+        (live & (live_count(before) == 0)).alias(_FIRST_LIVE),
+        (live & (live_count(after) == 0)).alias(_LAST_LIVE),
+        F.max(live).over(whole).alias(_ANY_LIVE),
+        F.coalesce(
+            F.first(F.when(live, F.col(valid_from)), ignorenulls=True).over(after), F.last(valid_to).over(whole)
+        ).alias(_NEXT_FROM),
+    )
+    kept = counted.where(live | (F.col(LAST) & ~F.col(_ANY_LIVE)))
+    data = [c for c in joined.columns if c not in keys and not c.startswith("zipper_")]  # not the marks
+    return kept.select("*", *[F.lag(c).over(by_step).alias(_BEFORE + c) for c in data])
 
 
 class _FloatPrecision:

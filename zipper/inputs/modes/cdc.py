@@ -8,7 +8,7 @@ import datetime as dt
 from zipper.core import fs
 from zipper.core.errors import InputError
 from zipper.inputs import conform, sources
-from zipper.inputs.changeset import CheckedInput, collapsed, latest_events, versioned
+from zipper.inputs.changeset import CheckedInput, collapsed, latest_events, open_rows_of, versioned
 from zipper.inputs.modes.base import DayRead, SourceStrategy
 from zipper.inputs.refusals import CDC_PREVIOUS, where_of
 from zipper.tablespec.model import TableSpec
@@ -79,6 +79,7 @@ class Cdc(SourceStrategy):
         if not sequence:
             return changes.single_changes(events, columns=names, match=match), seen, counts
         if spec.validity_columns:  # every change kept, as its own version
+            open_rows = open_rows_of(day.spark, day.st, day.columns) if spec.source.fills_null_updates else None
             kept = versioned(
                 spec,
                 day.ds,
@@ -90,7 +91,8 @@ class Cdc(SourceStrategy):
                 CDC_PREVIOUS,
                 self.reports_anomalies,
                 True,
-                latest_events(day.spark, day.st, day.columns, spec, events),
+                open_rows,
+                latest=latest_events(day.spark, day.st, day.columns, spec, events),
             )
             return kept, seen, counts
         collapsed_events = collapsed(

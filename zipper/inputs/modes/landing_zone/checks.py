@@ -11,19 +11,37 @@ from zipper.core.errors import InputError
 from zipper.inputs import conform
 from zipper.inputs.modes.landing_zone.read import FILE, HELPERS, MARKER, MARKER_TEXT, ROW
 from zipper.inputs.refusals import where_of
-from zipper.tablespec.model import TableSpec
+from zipper.tablespec.model import VALIDITY_TYPES, TableSpec
 from zipper.transforms import changes
 
 
-def landing_events(rows, columns: list[tuple[str, str]]):
-    """A landing zone's rows (`read.read`, markers checked) as events of the table's `columns`."""
+def landing_events(rows, columns: list[tuple[str, str]], updated_at: str | None = None):
+    """A landing zone's rows (`read.read`, markers checked) as events of the table's `columns`;
+    with `updated_at` (a column of `columns`), ordered by it rather than by file and row."""
     return changes.landing_events(
         conform.to_columns(rows, columns, keep=(MARKER, FILE, ROW)),
         columns=[c for c, _ in columns],
         marker=MARKER,
         file=FILE,
         row=ROW,
+        order=updated_at,
     )
+
+
+def refuse_updated_at(spec: TableSpec, ds: dt.date, what: str, columns: list[tuple[str, str]]) -> None:
+    """With `source.updated_at`, the zone's files must have that column, typed date or timestamp:
+    it orders a key's changes across the day's files and becomes the versions' valid_from."""
+    updated_at = spec.source.updated_at
+    if not updated_at:
+        return
+    kind = dict(columns).get(updated_at)
+    if kind is None:
+        raise InputError(f"{what} lacks the updated_at column {updated_at!r}", **where_of(spec, ds))
+    if kind not in VALIDITY_TYPES:
+        raise InputError(
+            f"{what} updated_at column {updated_at!r} has type {kind}; it must be a date or timestamp",
+            **where_of(spec, ds),
+        )
 
 
 def bad_markers(rows):

@@ -8,7 +8,16 @@ import datetime as dt
 from functools import reduce
 
 from zipper.inputs import conform, sources
-from zipper.inputs.changeset import CheckedInput, Day, DayRequest, collapsed, evolved_columns
+from zipper.inputs.changeset import (
+    CheckedInput,
+    Day,
+    DayRequest,
+    collapsed,
+    evolved_columns,
+    latest_events,
+    open_rows_of,
+    versioned,
+)
 from zipper.inputs.dated_checks import check_dated_keys, check_within_days, dated_keys
 from zipper.inputs.modes.base import SourceStrategy
 from zipper.inputs.modes.landing_zone import keys, locate, read
@@ -19,6 +28,7 @@ from zipper.inputs.modes.landing_zone.checks import (
     landing_order,
     refuse_markers,
     refuse_partial_updates,
+    refuse_updated_at,
 )
 from zipper.inputs.refusals import ANOMALY_COUNTS, LANDING_PREVIOUS
 from zipper.tablespec.model import TableSpec
@@ -88,6 +98,7 @@ class LandingZone(SourceStrategy):
         located = locate.keep(spark, request.located, request.run_root)
         request = dataclasses.replace(request, located=located)
         what = f"landing zone {located.description}"
+        conform.missing_validity(spec, table_columns, ds.isoformat())
         conform.missing_deleted_column(spec, table_columns, ds.isoformat())
         counts = {**self.problem_counts(spec), "source_rows": 0, "files": len(located.files)}
         if not located.files:
@@ -100,9 +111,28 @@ class LandingZone(SourceStrategy):
         refuse_partial_updates(rows, spec, ds, what, file_columns, [c for c, _ in table_columns])
         columns, column_changes = conform.evolve(input_columns, table_columns, spec, ds.isoformat(), what)
         names = [c for c, _ in columns]
-        events = landing_events(rows, columns)
+        refuse_updated_at(spec, ds, what, columns)
+        events = landing_events(rows, columns, spec.source.updated_at)
         seen = self.seen(spec, ds, located, what, events, names, checked=False, ordered=True)
         counts["source_rows"] = seen.rows
+        if spec.validity_columns:  # every change kept, as its own version, in updated_at order
+            open_rows = open_rows_of(spark, request.st, columns) if spec.source.fills_null_updates else None
+            latest = latest_events(spark, request.st, columns, spec, events)
+            kept = versioned(
+                spec,
+                ds,
+                what,
+                events,
+                columns,
+                counts,
+                None,
+                LANDING_PREVIOUS,
+                self.reports_anomalies,
+                True,
+                open_rows,
+                latest=latest,
+            )
+            return self.day_of(request, kept, seen, counts, columns, column_changes)
         collapsed_events = collapsed(
             spec,
             ds,
@@ -144,11 +174,13 @@ class LandingZone(SourceStrategy):
             input_columns = conform.with_validity(spec, landing_columns(spec, ds, what, rows, file_columns))
             refuse_partial_updates(rows, spec, ds, what, file_columns, [c for c, _ in columns])
             columns = evolved_columns(spec, ds, input_columns, columns, what)
-            keyed.append(dated_keys(rows, spec, columns, ds, landing_order()))
-            if refused:  # the anomalies need only the keys and the actions
-                key_columns = [(c, kind) for c, kind in columns if c in spec.keys]
+            refuse_updated_at(spec, ds, what, columns)
+            updated_at = spec.source.updated_at  # orders the changes (dated_keys: the order column)
+            keyed.append(dated_keys(rows, spec, columns, ds, None if updated_at else landing_order()))
+            if refused:  # the anomalies need only the keys and the actions (and their order)
+                key_columns = [(c, kind) for c, kind in columns if c in spec.keys or c == updated_at]
                 flagged[ds] = changes.flag_events(
-                    landing_events(rows, key_columns), keys=spec.keys, columns=spec.keys, match=None
+                    landing_events(rows, key_columns, updated_at), keys=spec.keys, columns=spec.keys, match=None
                 )
         roots = {ds.isoformat(): list(located[ds].paths) for ds in read_rows}
         check_dated_keys(reduce(lambda a, b: a.unionByName(b), keyed), spec, descriptions, roots=roots)
