@@ -515,3 +515,22 @@ def test_updated_at_must_be_a_date_or_timestamp_and_never_null(spark, tmp_path, 
     twice.write_increment(spark, day(1), [(1, "Oslo", at(1, 9)), (1, "Rome", at(1, 9))])
     with pytest.raises(InputError, match=r"1 key \['id'\] with a repeated value in updated_at column 'ts' \(2 rows\)"):
         merge.merge_date(spark, twice.spec, day(1))
+
+
+def test_late_changes_beside_tombstones_are_refused_in_one_line(spark, tmp_path, unique_name):
+    source = {"mode": "cdc", "updated_at": "ts", "hard_deletes": "new_record"}
+    t = TableFixture(tmp_path, unique_name, schema=UPDATED, source=source)
+    t.write_base(spark, [(1, "Oslo", at(0, 9))])
+    init_table(spark, t.spec)
+    t.write_increment(spark, day(1), [(1, "Rome", at(1, 10), 0)], CDC_UPDATED)
+    merge.merge_date(spark, t.spec, day(1))
+    t.write_increment(spark, day(2), [(1, "Pisa", at(0, 12), 0)], CDC_UPDATED)  # inside Oslo's version
+    before = snapshot(spark, t)
+    with pytest.raises(InputError) as err:
+        merge.merge_date(spark, t.spec, day(2))
+    assert str(err.value) == (
+        f"{t.table} {day(2)}: increment {t.increment_dir(day(2))} has changes older than their key's latest version"
+        " (ts), which cannot be put in place with hard_deletes: new_record yet; keys ['id']: 1 at 2023-12-31"
+        " 12:00:00; nothing was changed"
+    )
+    assert snapshot(spark, t) == before
