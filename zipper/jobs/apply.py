@@ -37,7 +37,6 @@ class Written:
     untouched: int  # open rows the big pass kept as they were (footers)
     touched: int  # open rows the big pass set aside for the small job (footers)
     rewritten: tuple = ()  # history partitions the day's late changes rewrote (publish.Rewritten)
-    late_only: int = 0  # keys with only late changes: counted with the day's keys
 
 
 def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], broadcast: bool) -> tuple[Written, dict]:
@@ -116,7 +115,7 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
     written = Written({kind: int(observed.get(kind, 0)) for kind in kinds}, untouched, touched)
     if placed is None:
         return written, counts
-    return dataclasses.replace(written, rewritten=placed.rewritten, late_only=placed.late_only), counts
+    return dataclasses.replace(written, rewritten=placed.rewritten), counts
 
 
 LATE_KIND = "late"  # a late version with nothing to split, closed in the day's partition
@@ -132,7 +131,6 @@ class Placed:
     rows: object  # DataFrame: open rows of keys with only late changes, late versions for the day's partition
     changes: int
     rewritten: tuple  # publish.Rewritten, one per history partition written again
-    late_only: int  # keys with only late changes
 
 
 def _put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, open_schema) -> Placed | None:
@@ -197,7 +195,6 @@ def _put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, 
     new_open = result.where(F.col(end) == open_end).drop(end)
     touched = touched_rows.join(late_keys, on=spec.keys, how="left_anti").unionByName(new_open)
     only_late = new_open.join(day.changes.select(*spec.keys).distinct(), on=spec.keys, how="left_anti")
-    late_only = only_late.count()
     rows = only_late.select("*", F.lit(Slot.OPEN).alias(layout.SLOT), F.lit(LATE_OPEN_KIND).alias(daily.KIND))
     in_day = result.where(F.col(end) == today).drop(end)
     rows = rows.unionByName(
@@ -208,7 +205,6 @@ def _put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, 
         rows.select(*day.names, spec.begin_column, layout.SLOT, daily.KIND),
         int(found["n"]),
         tuple(rewritten),
-        late_only,
     )
 
 
@@ -390,7 +386,8 @@ def _audit(
         open_recorded=st.open_rows,
         open_read=fs.written_rows(spark, st.open_partition.location),
         input_rows=day.rows,
-        input_keys=None if day.keys is None else day.keys + written.late_only,
+        # keys with only late changes (their open rows counted as written) count with the day's keys
+        input_keys=None if day.keys is None else day.keys + written.kinds.get(LATE_OPEN_KIND, 0),
         kinds=written.kinds,
         untouched=written.untouched,
         touched=written.touched,
