@@ -133,6 +133,8 @@ def in_place(
         end_column=end_column,
         open_end=open_end,
     )
+    # one exchange by key: every window and aggregate below is by key, and needs no other
+    events = events.repartition(*keys)
     types = types_of(events)
     by_time = Window.partitionBy(*keys).orderBy(_AT, LATE)
     previous = F.lag(_ACTION).over(by_time)
