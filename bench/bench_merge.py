@@ -16,6 +16,13 @@ lives in a fresh temp directory that is deleted at the end (unless --keep).
 
     .venv/bin/python bench/bench_merge.py                          # 5,000,000 rows, 3 rounds
     .venv/bin/python bench/bench_merge.py --rows 200000 --repeats 1 --warmup 0  # smoke run
+
+`--late N` times instead a table with `source.updated_at` and N days of history (each day changes
+1% of the keys): the day after them, 1% of the keys changed, merged on two tables built alike,
+once with every change at the day's time and once with every change late (older than its key's
+open version, splitting versions in all N history partitions). Target: late/plain <= 1.5.
+
+    .venv/bin/python bench/bench_merge.py --rows 1000000 --late 30
 """
 
 from __future__ import annotations
@@ -83,6 +90,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="rounds run first and left out of the medians (JIT and caches warm for all three)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the temp directory (logs, data) for inspection")
+    parser.add_argument(
+        "--late", type=int, default=0, help="history days: time a day of 1%% late changes against the same day on time"
+    )
     args = parser.parse_args(argv)
     if args.rows < 1000 or args.repeats < 1 or args.warmup < 0:
         parser.error("--rows must be >= 1000, --repeats >= 1 and --warmup >= 0")
@@ -455,6 +465,75 @@ def report(args, samples: Samples, article: Article, meter: HeapMeter) -> None:
     )
 
 
+# ---------------------------------------------------------------- late changes (--late)
+
+
+def late_spec(layout: Layout, name: str):
+    """A table with `source.updated_at`: every change of a key its own version, validity from `updated`."""
+    from zipper.tablespec.model import TableSpec
+
+    return TableSpec.model_validate(
+        dict(
+            name=name,
+            table=f"{DATABASE}.{name}",
+            keys=KEYS,
+            source=dict(
+                mode="upsert", format="parquet", path=f"{layout.data}/{name}/ds={{{{ ds }}}}", updated_at="updated"
+            ),
+            base=dict(format="parquet", path=layout.base),
+            start_date=DAY,
+        )
+    )
+
+
+def run_late(spark, layout: Layout, rows: int, days: int) -> dict[str, float]:
+    """Two tables built alike over `days` days (day n changes the 1% of keys with id % 100 == n,
+    closing their base version in that day's partition: a table whose history partitions each
+    hold 1% of its rows), then the last day: 1% of the keys, spread evenly over the days' keys,
+    changed at that day (plain) or at the day before the one their base version closed (late:
+    each splits a version in one of the `days` partitions)."""
+    from pyspark.sql import functions as F
+
+    from zipper.jobs import merge
+    from zipper.jobs.init import init_table
+
+    if not 1 <= days <= 100:
+        raise SystemExit("--late takes 1 to 100 history days")
+    base = dimension_rows(spark.range(rows), 0, F.date_sub(F.lit(DAY), 400 + (F.col("id") % 365).cast("int")))
+    base.write.parquet(layout.base)
+    dates = [DAY + dt.timedelta(days=n) for n in range(days + 1)]
+    specs = {kind: late_spec(layout, f"t_late_{kind}") for kind in ("plain", "late")}
+    for n, date in enumerate(dates[:-1]):
+        day_rows = dimension_rows(spark.range(rows).where(F.col("id") % 100 == n), 1, F.lit(date))
+        for spec in specs.values():
+            day_rows.coalesce(1).write.parquet(f"{layout.data}/{spec.name}/ds={date}")
+    last = dates[-1]
+    # 1% of the keys: id = 100 k + k % days, so id % 100 spreads them evenly over the history days
+    chosen = spark.range(0, rows // 100).select((F.col("id") * 100 + F.col("id") % days).alias("id"))
+    when = F.element_at(
+        F.array(*[F.lit(d - dt.timedelta(days=1)) for d in dates[:-1]]), (F.col("id") % 100 + 1).cast("int")
+    )
+    dimension_rows(chosen, 2, F.lit(last)).coalesce(1).write.parquet(f"{layout.data}/t_late_plain/ds={last}")
+    dimension_rows(chosen, 2, when).coalesce(1).write.parquet(f"{layout.data}/t_late_late/ds={last}")
+    started = time.perf_counter()
+    for spec in specs.values():
+        init_table(spark, spec)
+        for date in dates[:-1]:
+            merge.merge_date(spark, spec, date)
+    print(f"built two tables of {days} history days in {time.perf_counter() - started:.1f} s", flush=True)
+    seconds = {}
+    for kind in ("plain", "late"):
+        started = time.perf_counter()
+        result = merge.merge_date(spark, specs[kind], last)
+        seconds[kind] = time.perf_counter() - started
+        print(f"  {kind:<6} {seconds[kind]:8.2f} s  {result.summary()}", flush=True)
+    print(
+        f"RESULT rows={rows} history_days={days} plain={seconds['plain']:.1f}s late={seconds['late']:.1f}s"
+        f" late/plain={seconds['late'] / seconds['plain']:.2f}"
+    )
+    return seconds
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     layout = Layout(Path(tempfile.mkdtemp(prefix="zipper-bench-")))
@@ -465,6 +544,9 @@ def main(argv=None) -> int:
     try:
         server.ensure()  # the warehouse's metastore server, stopped by its pid at the end
         spark = start_session(layout)
+        if args.late:
+            run_late(spark, layout, args.rows, args.late)
+            return 0
         meter = HeapMeter(spark)
         started = time.perf_counter()
         sizes = generate(spark, layout, args.rows)

@@ -8,5 +8,10 @@ FROM (
            ORDER BY {{ begin_column | ident }}, {{ end_column | ident }}
          ) AS previous_end
   FROM {{ table | ident }}
+{% if validity %}
+  -- a version within a day (updated_at), or a late one put in place, is in no day's slice
+  WHERE NOT ({{ begin_column | ident }} = {{ end_column | ident if end_style == "exclusive" else "DATE_FORMAT(DATE_ADD(" ~ (end_column | ident) ~ ", 1), 'yyyy-MM-dd')" }}
+             AND {{ validity[0] | ident }} < {{ validity[1] | ident }})
+{% endif %}
 ) versions
 WHERE previous_end {{ ">" if end_style == "exclusive" else ">=" }} {{ begin_column | ident }}

@@ -8,7 +8,7 @@ import pytest
 
 from tests.support import TableFixture, day, table_rows
 from zipper.core import fs
-from zipper.core.errors import InputError, SpecError
+from zipper.core.errors import InputError, SpecError, StateError
 from zipper.jobs import merge, replay
 from zipper.jobs.init import init_table
 from zipper.table import catalog, check, state
@@ -350,20 +350,84 @@ def test_updated_at_keeps_every_change_of_a_day_as_a_version_and_a_rerun_makes_t
     assert table_rows(spark, t.table) == expected
     assert check.run_checks(spark, t.spec)["failed"] == []  # versions within a day are no empty intervals
 
+    # a late change at the moment a version begins, with other values: refused
     t.write_increment(spark, day(3), [(1, "Oslo", at(1, 11)), (2, "Rome", at(1, 9)), (3, "Vic", at(3, 1))])
     before = snapshot(spark, t)
     with pytest.raises(InputError) as err:
         merge.merge_date(spark, t.spec, day(3))
     assert str(err.value) == (
-        f"{t.table} {day(3)}: increment {t.increment_dir(day(3))} has changes older than their key's open version"
-        " (ts before its valid_from), which cannot be put in place yet; keys ['id']: 1 at 2024-01-01 11:00:00,"
-        " open since 2024-01-01 12:00:00; 2 at 2024-01-01 09:00:00, open since 2024-01-01 10:00:00;"
+        f"{t.table} {day(3)}: increment {t.increment_dir(day(3))} has late changes at the moment a version of"
+        " their key begins, with other values (ts equal to its valid_from); keys ['id']: 1 at 2024-01-01 11:00:00;"
         " nothing was changed"
     )
     assert snapshot(spark, t) == before
 
+    # late changes put in place: Bern splits Oslo (in Oslo's partition, d1); Rome at 9:00 splits key 2's
+    # first version (ts is tracked); Kiel, before key 3's first version, goes in the day's partition;
+    # Vic follows as usual. Only partition d1 is written again.
+    t.write_increment(
+        spark,
+        day(3),
+        [(1, "Bern", at(0, 12)), (2, "Rome", at(1, 9)), (3, "Kiel", at(0, 7)), (3, "Vic", at(3, 1))],
+    )
+    merge.merge_date(spark, t.spec, day(3))
+    d3 = day(3).isoformat()
+    counts = state.read_state(spark, t.spec).commits[d3].counts
+    assert (counts["late_changes"], counts["partitions_rewritten"], counts["changed"], counts["closed"]) == (3, 1, 1, 2)
+    expected = [
+        (1, "Bern", at(0, 12), at(0, 12), at(1, 10), d1, d1),
+        (1, "Lyon", at(1, 11), at(1, 11), at(1, 12), d1, d1),
+        (1, "Nice", at(1, 12), at(1, 12), END, d1, OPEN),
+        (1, "Oslo", at(0, 9), at(0, 9), at(0, 12), d0, d1),
+        (1, "Rome", at(1, 10), at(1, 10), at(1, 11), d1, d1),
+        (2, "Rome", at(0, 9), at(0, 9), at(1, 9), d0, d1),
+        (2, "Rome", at(1, 9), at(1, 9), at(1, 10), d1, d1),
+        (2, "Rome", at(1, 10), at(1, 10), END, d1, OPEN),
+        (3, "Kiel", at(0, 7), at(0, 7), at(0, 8), d3, d3),
+        (3, "Pau", at(0, 8), at(0, 8), at(3, 1), d0, d3),
+        (3, "Vic", at(3, 1), at(3, 1), END, d3, OPEN),
+        (4, "Bonn", at(1, 7), at(1, 7), at(1, 8), d1, d1),
+        (4, "Bonn", at(1, 8), at(1, 8), at(2, 6), d1, d2),
+        (4, "Graz", at(2, 6), at(2, 6), END, d2, OPEN),
+    ]
+    assert table_rows(spark, t.table) == expected
+    assert spark.table(t.table).where(f"begin_dt <= '{d1}' AND '{d1}' < end_dt").count() == 4  # day slices as before
+    assert check.run_checks(spark, t.spec)["failed"] == []
+    # a rerun from day 3 gives the same history, the late changes found in place already
+    replay.rerun(spark, t.spec, day(3))
+    assert table_rows(spark, t.table) == expected
 
-def test_updated_at_on_cdc_a_delete_ends_the_chain_and_a_table_made_without_it_is_refused(spark, tmp_path, unique_name):
+    # day 3's input without its late changes: a rerun from day 3 cannot take them out of d1's
+    # partition, and says where to start; from there, the history is as if they never came
+    t.write_increment(spark, day(3), [(3, "Vic", at(3, 1))])
+    before = snapshot(spark, t)
+    with pytest.raises(StateError) as err:
+        replay.rerun(spark, t.spec, day(3))
+    assert str(err.value) == (
+        f"{t.table} {d3}: the late changes of {d3} were put in place in history partitions before {d3}, and that"
+        f" input changed since (or the rerun would leave it uncommitted): a rerun from {d3} cannot take them out;"
+        f" rerun from {d1} instead (`zipper rerun {t.spec.name} --from {d1}`)"
+    )
+    assert snapshot(spark, t) == before
+    replay.rerun(spark, t.spec, day(1))
+    assert table_rows(spark, t.table) == [
+        (1, "Lyon", at(1, 11), at(1, 11), at(1, 12), d1, d1),
+        (1, "Nice", at(1, 12), at(1, 12), END, d1, OPEN),
+        (1, "Oslo", at(0, 9), at(0, 9), at(1, 10), d0, d1),
+        (1, "Rome", at(1, 10), at(1, 10), at(1, 11), d1, d1),
+        (2, "Rome", at(0, 9), at(0, 9), at(1, 10), d0, d1),
+        (2, "Rome", at(1, 10), at(1, 10), END, d1, OPEN),
+        (3, "Pau", at(0, 8), at(0, 8), at(3, 1), d0, d3),
+        (3, "Vic", at(3, 1), at(3, 1), END, d3, OPEN),
+        (4, "Bonn", at(1, 7), at(1, 7), at(1, 8), d1, d1),
+        (4, "Bonn", at(1, 8), at(1, 8), at(2, 6), d1, d2),
+        (4, "Graz", at(2, 6), at(2, 6), END, d2, OPEN),
+    ]
+
+
+def test_updated_at_on_cdc_a_delete_ends_the_chain_late_changes_go_before_it_and_a_table_made_without_it_is_refused(
+    spark, tmp_path, unique_name
+):
     t = TableFixture(tmp_path, unique_name, schema=UPDATED, source={"mode": "cdc", "updated_at": "ts"})
     t.write_base(spark, [(1, "Oslo", at(0, 9)), (2, "Rome", at(0, 9))])
     init_table(spark, t.spec)
@@ -393,6 +457,30 @@ def test_updated_at_on_cdc_a_delete_ends_the_chain_and_a_table_made_without_it_i
         (2, "Rome", at(0, 9), at(0, 9), at(1, 10), d0, d1),
         (3, "Nice", at(1, 8), at(1, 8), at(1, 9), d1, d1),
     ]
+
+    # late changes: Pisa is older than the delete that closed key 2, so it splits Rome; Lund splits
+    # Bergen and leaves Oslo, in the same partition, as it was; Gent falls in key 1's gap after
+    # its delete, so it goes in the day's partition
+    half = dt.timedelta(minutes=30)
+    late = [(2, "Pisa", at(0, 12), 0), (1, "Lund", at(1, 10) + half, 0), (1, "Gent", at(1, 11) + half, 0)]
+    t.write_increment(spark, day(2), late, CDC_UPDATED)
+    result = merge.merge_date(spark, t.spec, day(2))
+    assert (result.counts["late_changes"], result.counts["partitions_rewritten"]) == (3, 1)
+    d2 = day(2).isoformat()
+    expected = [
+        (1, "Bergen", at(1, 10), at(1, 10), at(1, 10) + half, d1, d1),
+        (1, "Gent", at(1, 11) + half, at(1, 11) + half, at(1, 12), d2, d2),
+        (1, "Lund", at(1, 10) + half, at(1, 10) + half, at(1, 11), d1, d1),
+        (1, "Oslo", at(0, 9), at(0, 9), at(1, 10), d0, d1),
+        (1, "Paris", at(1, 12), at(1, 12), END, d1, OPEN),
+        (2, "Pisa", at(0, 12), at(0, 12), at(1, 10), d1, d1),
+        (2, "Rome", at(0, 9), at(0, 9), at(0, 12), d0, d1),
+        (3, "Nice", at(1, 8), at(1, 8), at(1, 9), d1, d1),
+    ]
+    assert table_rows(spark, t.table) == expected
+    assert check.run_checks(spark, t.spec)["failed"] == []
+    replay.rerun(spark, t.spec, day(2))
+    assert table_rows(spark, t.table) == expected
 
     # the same table's spec without updated_at, then a new table of the old spec turning it on
     plain = TableFixture(tmp_path, unique_name + "_plain", schema=UPDATED, source={"mode": "cdc"})
@@ -427,3 +515,22 @@ def test_updated_at_must_be_a_date_or_timestamp_and_never_null(spark, tmp_path, 
     twice.write_increment(spark, day(1), [(1, "Oslo", at(1, 9)), (1, "Rome", at(1, 9))])
     with pytest.raises(InputError, match=r"1 key \['id'\] with a repeated value in updated_at column 'ts' \(2 rows\)"):
         merge.merge_date(spark, twice.spec, day(1))
+
+
+def test_late_changes_beside_tombstones_are_refused_in_one_line(spark, tmp_path, unique_name):
+    source = {"mode": "cdc", "updated_at": "ts", "hard_deletes": "new_record"}
+    t = TableFixture(tmp_path, unique_name, schema=UPDATED, source=source)
+    t.write_base(spark, [(1, "Oslo", at(0, 9))])
+    init_table(spark, t.spec)
+    t.write_increment(spark, day(1), [(1, "Rome", at(1, 10), 0)], CDC_UPDATED)
+    merge.merge_date(spark, t.spec, day(1))
+    t.write_increment(spark, day(2), [(1, "Pisa", at(0, 12), 0)], CDC_UPDATED)  # inside Oslo's version
+    before = snapshot(spark, t)
+    with pytest.raises(InputError) as err:
+        merge.merge_date(spark, t.spec, day(2))
+    assert str(err.value) == (
+        f"{t.table} {day(2)}: increment {t.increment_dir(day(2))} has changes older than their key's latest version"
+        " (ts), which cannot be put in place with hard_deletes: new_record yet; keys ['id']: 1 at 2023-12-31"
+        " 12:00:00; nothing was changed"
+    )
+    assert snapshot(spark, t) == before

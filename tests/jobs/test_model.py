@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from tests.support import TableFixture, day, table_rows
 from zipper.jobs import merge
 from zipper.jobs.init import init_table
+from zipper.table import check
 
 OPEN = "9999-12-31"
 BASE_DS = day(0).isoformat()  # the base opens on start_date - 1 day: 2023-12-31
@@ -1109,3 +1110,89 @@ def test_model_keeps_values_a_null_update_leaves_out():
         (1, "bo", 6, "2024-01-02", "2024-01-03"),
         (2, None, 1, "2024-01-02", OPEN),
     ]
+
+
+# ---------------------------------------------------------------- updated_at: late changes put in place
+
+
+def sorted_history(changes: list[tuple]) -> list[tuple]:
+    """A key's versions from all its changes (name, score, ts) sorted by ts: a change with the
+    tracked values (name, score) of the version before continues it (its ts the later), else
+    starts one, valid until the next one starts."""
+    runs: list[list] = []
+    for name, score, ts in sorted(changes, key=lambda c: c[2]):
+        if runs and runs[-1][:2] == [name, score]:
+            runs[-1][2] = ts
+        else:
+            runs.append([name, score, ts, ts])
+    return [(n, s, ts, vf, runs[i + 1][3] if i + 1 < len(runs) else END) for i, (n, s, ts, vf) in enumerate(runs)]
+
+
+@st.composite
+def late_scenarios(draw):
+    """Changes of two keys at distinct times over days 0..3, each arriving on a drawn day between
+    its own and day 3: a day's input may hold changes older than what earlier days brought."""
+    changes = []
+    for key in (1, 2):
+        minutes = draw(st.lists(st.integers(1, 4 * 24 * 60 - 1), min_size=1, max_size=5, unique=True))
+        for m in minutes:
+            at = changed_at(day(0), m)
+            arrives = draw(st.integers(max((at.date() - day(0)).days, 1), 3))
+            changes.append((arrives, (key, draw(st.sampled_from("xy")), draw(st.integers(0, 1)), at)))
+    return draw(st.sampled_from(["exclusive", "inclusive"])), changes
+
+
+@pytest.mark.slow
+@settings(MODEL_SETTINGS, max_examples=4)
+@given(scenario=late_scenarios())
+@example(
+    scenario=(  # day 3 brings a change inside key 1's first version, and one before key 2's base
+        "inclusive",
+        [
+            (1, (1, "y", 0, changed_at(day(1), 60))),
+            (2, (1, "x", 1, changed_at(day(2), 60))),
+            (3, (1, "y", 1, changed_at(day(0), 600))),
+            (3, (2, "y", 0, changed_at(day(0), 0) - dt.timedelta(minutes=5))),
+            (3, (2, "x", 0, changed_at(day(1), 5))),  # equal to the base: continues it, its ts later
+        ],
+    )
+)
+def test_late_changes_in_any_order_match_the_sorted_history(spark, tmp_path_factory, scenario):
+    """upsert with updated_at (ts untracked): after every day, the table's versions are those of all
+    the changes so far sorted by ts, whatever day each arrived on; each day counts the changes
+    older than their key's open version as late; no day's slice holds two versions of a key."""
+    end_style, changes = scenario
+    base = [(1, "x", 0, changed_at(day(0), 0)), (2, "x", 0, changed_at(day(0), 0))]
+    fixture = TableFixture(
+        tmp_path_factory.mktemp("late"),
+        f"late_{os.getpid()}_{next(_tables)}",
+        keys=UPDATED["keys"],
+        schema=UPDATED["schema"],
+        end_style=end_style,
+        source={"mode": "upsert", "updated_at": "ts"},
+        track_columns=["name", "score"],
+    )
+    fixture.write_base(spark, base)
+    for n in (1, 2, 3):
+        fixture.write_increment(spark, day(n), [row for arrives, row in changes if arrives == n], UPDATED["schema"])
+    init_table(spark, fixture.spec)
+    arrived = {key: [row[1:]] for key, *row in [(r[0], *r) for r in base]}
+    late_seen = 0
+    for n in (1, 2, 3):
+        today = [row for arrives, row in changes if arrives == n]
+        open_from = {key: sorted_history(rows)[-1][3] for key, rows in arrived.items()}
+        late = sum(1 for key, *_, ts in today if key in open_from and ts < open_from[key])
+        late_seen += late
+        counts = merge.merge_date(spark, fixture.spec, day(n)).counts
+        assert counts.get("late_changes", 0) == late, f"late changes of day {n}"
+        for key, *values in today:
+            arrived.setdefault(key, []).append(tuple(values))
+        rows = table_rows(spark, fixture.table)
+        expected = sorted((key, *version) for key, rows_ in arrived.items() for version in sorted_history(rows_))
+        assert sorted(r[:6] for r in rows) == expected, f"versions after day {n}"
+        for key in arrived:
+            days = sorted((r[6], r[7]) for r in rows if r[0] == key and r[6] < r[7])
+            assert all(a[1] <= b[0] for a, b in zip(days, days[1:])), f"day slices of key {key} after day {n}"
+            assert sum(r[7] == OPEN for r in rows if r[0] == key) == 1
+    assert check.run_checks(spark, fixture.spec)["failed"] == []  # no overlapping or empty versions
+    event(f"late changes: {min(late_seen, 3)}{'+' if late_seen > 3 else ''}")

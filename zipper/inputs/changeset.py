@@ -7,6 +7,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import reduce
+
+from pyspark.sql import functions as F
 
 from zipper.core import fs, layout
 from zipper.core.errors import InputError
@@ -151,6 +154,7 @@ def versioned(
     anomalies: bool,
     deletes: bool,
     open_rows=None,
+    latest=None,
 ):
     """Every change of a key in one day kept as its own version (`source.updated_at`,
     `changes.versions_of_day`); the problems between changes refused or counted first, as
@@ -158,7 +162,11 @@ def versioned(
 
     `open_rows` (the table's open rows as `columns`; with `source.ignore_null_updates`): a NULL
     of a change keeps the value of the key's previous change that day (since its last delete),
-    else its open version's: every version is whole before it is compared with the one before."""
+    else its open version's: every version is whole before it is compared with the one before.
+
+    `latest` (`latest_events`): a change older than its key's latest moment in the table is
+    marked late, to be put in place by the merge (`transforms.late`) rather than follow the open
+    version."""
     names = [c for c, _ in columns]
     if spec.source.fills_null_updates:
         events = changes.fill_null_updates(events, keys=spec.keys, columns=names)
@@ -170,6 +178,8 @@ def versioned(
         flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=match)
         found = collect_problems(flagged, spec.keys)
         add_counts(counts, handle_problems(spec, ds, what, found, against, anomalies))
+    if latest is not None:
+        events = late_marked(events, latest, spec.keys)
     return changes.versions_of_day(
         events,
         keys=spec.keys,
@@ -180,3 +190,36 @@ def versioned(
         deletes=deletes,
         match=match,
     )
+
+
+def latest_events(spark, st, columns: list[tuple[str, str]], spec: TableSpec, events):
+    """Each of the day's keys' latest moment in the table: the open version's valid_from, or for a
+    key a delete closed, its last version's valid_to (keys and LATEST_AT). None for a table
+    without an open partition yet. A version ending after a change at t was closed by the load
+    of date(t) or later, so only the closed partitions from the day's earliest change on are read."""
+    location = getattr(getattr(st, "open_partition", None), "location", None)
+    if location is None:
+        return None
+    valid_from, valid_to = spec.validity_columns
+    schema = conform.struct_type([(c, k) for c, k in columns if c in (*spec.keys, valid_from, valid_to)])
+    day_keys = F.broadcast(events.select(*spec.keys).distinct())
+    moments = [spark.read.schema(schema).parquet(location).select(*spec.keys, F.col(valid_from).alias(LATEST_AT))]
+    earliest = events.agg(F.min(changes.ORDER)).first()[0]
+    if earliest is not None:
+        day = earliest.date() if isinstance(earliest, dt.datetime) else earliest
+        reachable = [p.location for p in st.closed if p.end >= spec.closed_end(day).isoformat()]
+        if reachable:
+            closed = spark.read.schema(schema).parquet(*reachable)
+            moments.append(closed.select(*spec.keys, F.col(valid_to).alias(LATEST_AT)))
+    return reduce(lambda a, b: a.unionByName(b), moments).join(day_keys, on=spec.keys, how="left_semi")
+
+
+LATEST_AT = "zipper__latest_at__"
+
+
+def late_marked(events, latest, keys: list[str]):
+    """`events` with LATE: older than their key's latest moment in the table (`latest_events`)."""
+    last = latest.groupBy(*keys).agg(F.max(LATEST_AT).alias(LATEST_AT))
+    joined = events.join(last, on=keys, how="left")
+    late = F.coalesce(F.col(changes.ORDER) < F.col(LATEST_AT), F.lit(False))
+    return joined.select(*events.columns, late.alias(changes.LATE))

@@ -13,13 +13,12 @@ import datetime as dt
 
 from pyspark.sql import functions as F
 
-from zipper.core.errors import InputError
 from zipper.inputs import sources
 from zipper.inputs.changeset import CheckedInput, Day, DayRequest, float_precision
 from zipper.inputs.modes import mode_of
-from zipper.inputs.refusals import add_counts, collect_problems, handle_problems, key_text, where_of
+from zipper.inputs.refusals import add_counts, collect_problems, handle_problems
 from zipper.tablespec.model import TableSpec
-from zipper.transforms import changes, daily
+from zipper.transforms import changes
 
 # the types the merge takes and gives
 __all__ = ["CheckedInput", "Day", "DayRequest", "check_open", "first_columns", "prepare"]
@@ -52,28 +51,7 @@ def check_open(spec: TableSpec, ds: dt.date, day: Day, touched_rows) -> dict:
     return add_counts(dict(day.counts), reported)
 
 
-LATE_EXAMPLES = 5
-
-
-def refuse_late(spec: TableSpec, ds: dt.date, day: Day, touched_rows) -> None:
-    """With `source.updated_at`, a change older than its key's open version (a late change) cannot
-    be put in place yet: the day is refused, naming the first keys and both times."""
-    valid_from = spec.validity_columns[0]
-    late = daily.late_changes(touched_rows, day.changes, keys=spec.keys, valid_from=valid_from)
-    found = late.limit(LATE_EXAMPLES + 1).collect()
-    if not found:
-        return
-    what = f"increment {day.located.description}"
-    shown = "; ".join(
-        f"{key_text([row], spec.keys)} at {row['zipper_from']}, open since {row['zipper_open_from']}"
-        for row in found[:LATE_EXAMPLES]
-    )
-    more = " (and more)" if len(found) > LATE_EXAMPLES else ""
-    raise InputError(
-        f"{what} has changes older than their key's open version ({spec.source.updated_at} before its"
-        f" {valid_from}), which cannot be put in place yet; keys {spec.keys}: {shown}{more}; nothing was changed",
-        **where_of(spec, ds),
-    )
+LATE_EXAMPLES = 5  # keys a refusal of late changes names
 
 
 def first_columns(spark, spec: TableSpec, st, located: sources.Input, ds: dt.date) -> list[tuple[str, str]] | None:

@@ -5,12 +5,14 @@ directories; nothing a reader can see changes until the publish."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import secrets
 from dataclasses import dataclass
 
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, BooleanType, StringType, StructField, StructType
 
 from zipper.core import faults, fs, layout
 from zipper.core.errors import InputError, SpecError
@@ -18,12 +20,13 @@ from zipper.core.layout import Slot
 from zipper.core.reports import RunAction
 from zipper.inputs import conform, csv_values, dayinput, file_types, metrics, sources
 from zipper.inputs.modes import mode_of
+from zipper.inputs.refusals import key_text, where_of
 from zipper.jobs import corrected
 from zipper.jobs.broadcast import broadcasts
 from zipper.jobs.context import Run
 from zipper.jobs.result import RunResult
 from zipper.table import audit, catalog, publish, state, store
-from zipper.transforms import daily
+from zipper.transforms import changes, daily, late
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,7 @@ class Written:
     kinds: dict[str, int]  # increment keys found open, by what the day does to them
     untouched: int  # open rows the big pass kept as they were (footers)
     touched: int  # open rows the big pass set aside for the small job (footers)
+    rewritten: tuple = ()  # history partitions the day's late changes rewrote (publish.Rewritten)
 
 
 def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], broadcast: bool) -> tuple[Written, dict]:
@@ -50,7 +54,13 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
     open_rows = store.read_rows(spark, open_schema, st.open_partition.location)
     # append: the run directory may already hold the day's change set or landing-zone files
     versioned = bool(spec.validity_columns)  # several versions of a key a day: route by its last
-    keyed = day.changes.where(F.col(daily.LAST)) if versioned else day.changes
+    late_rows = None
+    if versioned and changes.LATE in day.changes.columns:  # late changes: put in place (`_put_in_place`)
+        late_rows = day.changes.where(F.col(changes.LATE))
+        day = dataclasses.replace(day, changes=day.changes.where(~F.col(changes.LATE)))
+    keyed = day.changes.where(F.col(daily.LAST)).select(*spec.keys) if versioned else day.changes
+    if late_rows is not None:  # a key with only late changes: its open version may move too
+        keyed = keyed.unionByName(late_rows.select(*spec.keys)).distinct()
     routed = daily.route_open(open_rows, keyed, keys=spec.keys, broadcast_increment=broadcast)
     store.write_slots(routed, run_root, append=True)
     open_dir, touched_dir = (layout.slot_dir(run_root, slot) for slot in (Slot.OPEN, Slot.TOUCHED))
@@ -59,8 +69,11 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
     untouched, touched = fs.written_rows(spark, open_dir), fs.written_rows(spark, touched_dir)
     touched_rows = store.read_rows(spark, open_schema, touched_dir)
     counts = dayinput.check_open(spec, ds, day, touched_rows) if day.check_open else dict(day.counts)
-    if versioned:
-        dayinput.refuse_late(spec, ds, day, touched_rows)
+    placed = None
+    if late_rows is not None:
+        placed = _put_in_place(run, ds, day, touched_rows, late_rows, tracked, open_schema)
+        if placed is not None:
+            touched_rows = placed.touched
 
     deletes = daily.OP in day.changes.columns
     kinds = ("changed", "updated", "unchanged") + (("deleted", "vanished") if deletes else ())
@@ -88,13 +101,186 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
             deleted=spec.tombstone_column,
             **arguments,
         )
+    if placed is not None:  # the keys with only late changes, and the late versions with nothing to split
+        rows = rows.unionByName(placed.rows)
+        kinds += (LATE_KIND, LATE_OPEN_KIND)
     rows = rows.observe(observation, *daily.kind_counts(kinds))
     if deletes:  # deletes of keys that were not open: counted above, not written
         rows = rows.where(F.col(layout.SLOT) != Slot.NONE)
     store.write_slots(rows.drop(daily.KIND), run_root, append=True)
     observed = metrics.observed_metrics(observation)
     fs.delete(spark, touched_dir)
-    return Written({kind: int(observed.get(kind, 0)) for kind in kinds}, untouched, touched), counts
+    if placed is not None:
+        counts.update(late_changes=placed.changes, partitions_rewritten=len(placed.rewritten))
+    written = Written({kind: int(observed.get(kind, 0)) for kind in kinds}, untouched, touched)
+    if placed is None:
+        return written, counts
+    return dataclasses.replace(written, rewritten=placed.rewritten), counts
+
+
+LATE_KIND = "late"  # a late version with nothing to split, closed in the day's partition
+LATE_OPEN_KIND = "late_open"  # the open row of a key with only late changes, as they leave it
+
+
+@dataclass(frozen=True)
+class Placed:
+    """The day's late changes put in place: what the day's small job takes instead of the open
+    rows of their keys, the rows it adds, and the history partitions written again."""
+
+    touched: object  # DataFrame: the touched open rows, those of late keys as the late changes leave them
+    rows: object  # DataFrame: open rows of keys with only late changes, late versions for the day's partition
+    changes: int
+    rewritten: tuple  # publish.Rewritten, one per history partition written again
+
+
+def _put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, open_schema) -> Placed | None:
+    """Put the day's late changes in their keys' histories (`transforms.late`): read only the closed
+    partitions a late change can reach (a version whose valid_to is after a change at t was closed
+    by the load of date(t) or later), write each partition whose versions changed again, under the
+    run's directory. A late change at the moment a version begins, with other tracked values, is
+    refused with one line."""
+    spark, spec, st, run_root = run.spark, run.spec, run.state, run.root
+    valid_from, valid_to = spec.validity_columns
+    found = late_rows.agg(F.count(F.lit(1)).alias("n"), F.min(valid_from).alias("t")).first()
+    if not found["n"]:
+        return None
+    _refuse_unplaceable(spec, ds, day, late_rows)
+    end, open_end, today = spec.end_column, spec.open_end.isoformat(), spec.closed_end(ds).isoformat()
+    earliest = spec.closed_end(_date_of(found["t"])).isoformat()
+    late_keys = F.broadcast(late_rows.select(*spec.keys).distinct())
+    reachable = [p for p in st.closed if p.end >= earliest]
+    table = _table_rows(spark, spec, open_schema)  # every reachable partition in one scan
+    closed = table.where((F.col(end) >= earliest) & (F.col(end) != open_end))
+    opened = touched_rows.join(late_keys, on=spec.keys, how="left_semi").withColumn(end, F.lit(open_end))
+    history = opened.unionByName(closed.join(late_keys, on=spec.keys, how="left_semi"))
+    starts = late_rows.groupBy(*spec.keys).agg(F.min(valid_from).alias("zipper__from__"))
+    history = history.join(starts, on=spec.keys).where(F.col(valid_to) > F.col("zipper__from__")).drop("zipper__from__")
+    # written once and read back: the steps below read it several times
+    history_schema = StructType([*open_schema.fields, StructField(end, StringType())])
+    store.write_rows(history, f"{run_root}/zipper_history")
+    history = store.read_rows(spark, history_schema, f"{run_root}/zipper_history")
+    _refuse_conflicts(spec, ds, day, history, late_rows, tracked)
+    result = late.in_place(
+        history,
+        late_rows,
+        keys=spec.keys,
+        columns=day.names,
+        tracked=tracked,
+        validity=spec.validity_columns,
+        updated_at=spec.source.updated_at,
+        begin_column=spec.begin_column,
+        end_column=end,
+        open_end=open_end,
+        today=today,
+        end_lag=(ds - spec.closed_end(ds)).days,
+    )
+    late_dir = f"{run_root}/zipper_late"
+    store.write_rows(result, late_dir)
+    result_schema = StructType(
+        [
+            *[history_schema[c] for c in (*day.names, spec.begin_column, end)],
+            StructField(late.CHANGED, BooleanType()),
+            StructField(late.REPLACES, ArrayType(StringType())),
+        ]
+    )
+    result = store.read_rows(spark, result_schema, late_dir)
+    reached = result.where(F.col(late.CHANGED)).select(
+        F.explode(F.array_union(F.col(late.REPLACES), F.array(F.col(end)))).alias(end)
+    )
+    changed_ends = {r[end] for r in reached.distinct().collect()}
+    parts = [p for p in reachable if p.end in changed_ends]
+    replaced = history.select(*spec.keys, valid_from)
+    rewritten = _rewrite(run, table, parts, replaced, result) if parts else ()
+    result = result.drop(late.CHANGED, late.REPLACES)
+    new_open = result.where(F.col(end) == open_end).drop(end)
+    touched = touched_rows.join(late_keys, on=spec.keys, how="left_anti").unionByName(new_open)
+    only_late = new_open.join(day.changes.select(*spec.keys).distinct(), on=spec.keys, how="left_anti")
+    rows = only_late.select("*", F.lit(Slot.OPEN).alias(layout.SLOT), F.lit(LATE_OPEN_KIND).alias(daily.KIND))
+    in_day = result.where(F.col(end) == today).drop(end)
+    rows = rows.unionByName(
+        in_day.select("*", F.lit(Slot.CLOSED).alias(layout.SLOT), F.lit(LATE_KIND).alias(daily.KIND))
+    )
+    return Placed(
+        touched,
+        rows.select(*day.names, spec.begin_column, layout.SLOT, daily.KIND),
+        int(found["n"]),
+        tuple(rewritten),
+    )
+
+
+def _table_rows(spark, spec, schema):
+    """The table's rows as the day's columns (`schema`: a column the table lacks yet is NULL), with
+    the end column: partitions are read by their end value through the metastore, in one scan."""
+    catalog.refresh(spark, spec)
+    table = spark.table(spec.table)
+    present = set(table.columns)
+    columns = [
+        (F.col(f.name) if f.name in present else F.lit(None)).cast(f.dataType).alias(f.name) for f in schema.fields
+    ]
+    return table.select(*columns, F.col(spec.end_column))
+
+
+def _rewrite(run: Run, table, parts: list, replaced, result) -> tuple:
+    """The history partitions `parts` written again in one job under the run's directory, one file
+    each: their rows (`table`) less the versions the late changes replaced (`replaced`: keys and
+    valid_from), and the result's versions that belong in them. One `publish.Rewritten` each."""
+    spark, end = run.spark, run.spec.end_column
+    ends = [p.end for p in parts]
+    kept = table.where(F.col(end).isin(ends)).join(F.broadcast(replaced), on=list(replaced.columns), how="left_anti")
+    rows = kept.unionByName(result.where(F.col(end).isin(ends)).select(*kept.columns))
+    root = f"{run.root}/zipper_rewritten"
+    store.write_by(rows.repartition(F.col(end)), root, end)
+    rewritten = []
+    for value in ends:
+        directory = f"{root}/{end}={value}"
+        fs.mkdirs(spark, directory)  # a partition left without rows is written empty
+        rewritten.append(publish.Rewritten(value, directory, fs.written_rows(spark, directory), {}))
+    return tuple(rewritten)
+
+
+def _date_of(value) -> dt.date:
+    return value.date() if isinstance(value, dt.datetime) else value
+
+
+def _refuse_unplaceable(spec, ds: dt.date, day, late_rows) -> None:
+    """Late changes cannot be put in place yet beside tombstones (a late delete would need one) or
+    partial updates (a late change's NULLs would need the values of the version it splits)."""
+    option = (
+        "hard_deletes: new_record"
+        if spec.tombstone_column
+        else "ignore_null_updates"
+        if spec.source.fills_null_updates
+        else None
+    )
+    if option is None:
+        return
+    shown = late_rows.select(*spec.keys, spec.validity_columns[0]).limit(dayinput.LATE_EXAMPLES + 1).collect()
+    text = "; ".join(
+        f"{key_text([r], spec.keys)} at {r[spec.validity_columns[0]]}" for r in shown[: dayinput.LATE_EXAMPLES]
+    )
+    more = " (and more)" if len(shown) > dayinput.LATE_EXAMPLES else ""
+    raise InputError(
+        f"increment {day.located.description} has changes older than their key's latest version"
+        f" ({spec.source.updated_at}), which cannot be put in place with {option} yet; keys {spec.keys}: {text}{more};"
+        " nothing was changed",
+        **where_of(spec, ds),
+    )
+
+
+def _refuse_conflicts(spec, ds: dt.date, day, history, late_rows, tracked) -> None:
+    """A late change at the moment a version of its key begins, with other tracked values: refused."""
+    found = late.conflicts(history, late_rows, keys=spec.keys, tracked=tracked, validity=spec.validity_columns)
+    shown = found.limit(dayinput.LATE_EXAMPLES + 1).collect()
+    if not shown:
+        return
+    text = "; ".join(f"{key_text([r], spec.keys)} at {r['zipper_from']}" for r in shown[: dayinput.LATE_EXAMPLES])
+    more = " (and more)" if len(shown) > dayinput.LATE_EXAMPLES else ""
+    raise InputError(
+        f"increment {day.located.description} has late changes at the moment a version of their key begins,"
+        f" with other values ({spec.source.updated_at} equal to its {spec.validity_columns[0]}); keys {spec.keys}:"
+        f" {text}{more}; nothing was changed",
+        **where_of(spec, ds),
+    )
 
 
 def apply_date(
@@ -152,6 +338,7 @@ def apply_date(
             day.located.fingerprint,
             mode_of(spec).commit_record(day.located),
             state.CommitAction(action),  # a caller's text (replay's "replay") as its member
+            written.rewritten,
         ),
         day.column_changes,
         table_columns=table_columns,
@@ -199,7 +386,8 @@ def _audit(
         open_recorded=st.open_rows,
         open_read=fs.written_rows(spark, st.open_partition.location),
         input_rows=day.rows,
-        input_keys=day.keys,
+        # keys with only late changes (their open rows counted as written) count with the day's keys
+        input_keys=None if day.keys is None else day.keys + written.kinds.get(LATE_OPEN_KIND, 0),
         kinds=written.kinds,
         untouched=written.untouched,
         touched=written.touched,

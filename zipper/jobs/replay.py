@@ -111,7 +111,36 @@ def _plan(spark, spec: TableSpec, st: state.TableState, first: dt.date, last: dt
         current_fingerprint=current_fingerprint,
         uncommit_later=uncommit_later,
     )
+    if plan.restore_from is not None:
+        changed = {d for d in publish.late_rewrites(st) if d >= plan.restore_from}
+        changed = {d for d in changed if d > plan.dates[-1] or current_fingerprint(d) != committed.get(d.isoformat())}
+        _refuse_late_reach(spec, st, plan.restore_from, changed)
     return plan, located
+
+
+def _refuse_late_reach(spec: TableSpec, st: state.TableState, first: dt.date, changed: set[dt.date]) -> None:
+    """The restore drops the partitions from `first` on; late changes a later date put in place in
+    partitions before them stay. A date replayed with the same input finds them in place (re-sent),
+    so that is refused only for a date whose input changed, or that the rerun leaves uncommitted
+    (`changed`): the rerun must start at the earliest partition they reached."""
+    rewrites = {d: ends for d, ends in publish.late_rewrites(st).items() if d in changed}
+    start = first
+    while True:  # a rerun from an earlier date drops more partitions: until none is left behind
+        bound = spec.closed_end(start).isoformat()
+        behind = sorted(end for ends in rewrites.values() for end in ends if end < bound)
+        if not behind:
+            break
+        start = spec.closed_by(dt.date.fromisoformat(behind[0]))
+    if start == first:
+        return
+    dates = describe_dates(sorted(rewrites))
+    raise StateError(
+        f"the late changes of {dates} were put in place in history partitions before {first}, and that input"
+        f" changed since (or the rerun would leave it uncommitted): a rerun from {first} cannot take them out;"
+        f" rerun from {start} instead (`zipper rerun {spec.name} --from {start}`)",
+        table=spec.table,
+        ds=first.isoformat(),
+    )
 
 
 def _start_replay(spark, spec: TableSpec, st: state.TableState, plan, marker: state.ReplayMarker, undone, progress):

@@ -120,6 +120,12 @@ def _notes(c: dict) -> list[str]:
     elif c.get("deletes_of_absent_keys"):
         n = c["deletes_of_absent_keys"]
         notes.append(f"{n} {'delete of a key that was' if n == 1 else 'deletes of keys that were'} not open (ignored)")
+    if c.get("late_changes"):
+        rewritten = c.get("partitions_rewritten", 0)
+        notes.append(
+            f"{counted(c['late_changes'], 'late change')} put in place"
+            f" ({counted(rewritten, 'history partition')} rewritten)"
+        )
     if "files" in c:
         notes.append(f"{counted(c['files'], 'landing-zone file')}, {counted(c['source_rows'], 'change')}")
     for key, text in (

@@ -66,14 +66,17 @@ def reconcile(
     closes one version. `deleted` is in the summary only where the mode can delete.
 
     With `source.updated_at` the increment holds several versions of a key (`input_keys`: its keys),
-    and the versions a day opened and closed (`intraday`, kinds) are closed rows beginning on ds.
+    and the versions a day opened and closed (`intraday`, kinds) are closed rows beginning on ds, as
+    are late versions with nothing to split (`late`).
 
     With tombstones (`hard_deletes: new_record`), each deleted key's tombstone (`tombstone`) is an
     open row the day writes, and a tombstone deleted again (`still_deleted`) is matched and kept."""
     changed, updated, unchanged = kinds["changed"], kinds["updated"], kinds["unchanged"]
     deleted, vanished, intraday = kinds.get("deleted", 0), kinds.get("vanished", 0), kinds.get("intraday", 0)
     tombstones, still_deleted = kinds.get("tombstone", 0), kinds.get("still_deleted", 0)
-    matched = changed + updated + unchanged + deleted + still_deleted
+    late = kinds.get("late", 0)  # late versions with nothing to split, closed in the day's partition
+    # keys with only late changes: their open rows, as the late changes leave them
+    matched = changed + updated + unchanged + deleted + still_deleted + kinds.get("late_open", 0)
     keys = input_rows if input_keys is None else input_keys
     new = keys - matched - vanished
     problems = []
@@ -92,10 +95,11 @@ def reconcile(
         problems.append(
             f"open rows written {open_written} != {open_read} open before + {new} new keys - {deleted} deleted{plus}"
         )
-    if closed_written != changed + deleted + intraday:
+    if closed_written != changed + deleted + intraday + late:
         within = f" + {intraday} versions within the day" if "intraday" in kinds else ""
+        within += f" + {late} late versions" if late else ""
         problems.append(f"closed rows written {closed_written} != {changed} changed + {deleted} deleted keys{within}")
-    if max_closed_begin is not None and (max_closed_begin > ds or (max_closed_begin == ds and not intraday)):
+    if max_closed_begin is not None and (max_closed_begin > ds or (max_closed_begin == ds and not intraday + late)):
         problems.append(f"a closed row began on {max_closed_begin}, not before {ds}")
     if problems:
         raise AuditError("audit failed, nothing published: " + "; ".join(problems), table=table, ds=ds)

@@ -38,6 +38,7 @@ class DayCommit:
     fingerprint: str  # of the day's input
     landing: dict | None = None  # a landing zone's record of the files the day consumed
     action: state.CommitAction = state.CommitAction.MERGE  # or REPLAY: a rerun's date (the commit log shows which)
+    rewritten: tuple = ()  # history partitions the day's late changes wrote again (`Rewritten`), published with it
 
 
 def _open_params(
@@ -149,6 +150,7 @@ def publish_day(
             [
                 Partition(spec.open_end.isoformat(), day.open_dir, open_params),
                 Partition(closed_end, day.closed_dir, commit.params()),
+                *_rewritten_partitions(st, day),
             ],
             expected_run=st.open_run,
             ds=ds_text,
@@ -157,6 +159,33 @@ def publish_day(
         faults.checkpoint("before_add_columns")
         catalog.alter_data_columns(spark, spec, day_columns)
     faults.checkpoint("after_publish")
+
+
+def _rewritten_partitions(st: state.TableState, day: DayCommit) -> list[Partition]:
+    """History partitions a day's late changes wrote again: at their new directories, each keeping
+    its commit record with its new row count, and noting the date that rewrote it."""
+    by_end = {p.end: p for p in st.closed}
+    partitions = []
+    for part in day.rewritten:
+        params = {k: v for k, v in by_end[part.end].params.items() if k.startswith("zipper.")}
+        params[state.ROWS] = str(part.rows)
+        params[LATE_FROM + day.ds.isoformat()] = day.run_id
+        partitions.append(Partition(part.end, part.directory, params))
+    return partitions
+
+
+LATE_FROM = "zipper.late_from."  # + the date whose late changes rewrote the partition: its run id
+
+
+def late_rewrites(st: state.TableState) -> dict[dt.date, list[str]]:
+    """The dates whose late changes rewrote history partitions, each with those partitions' end
+    values (from the partitions' `LATE_FROM` records)."""
+    found: dict[dt.date, list[str]] = {}
+    for part in st.closed:
+        for name in part.params:
+            if name.startswith(LATE_FROM):
+                found.setdefault(dt.date.fromisoformat(name[len(LATE_FROM) :]), []).append(part.end)
+    return {d: sorted(ends) for d, ends in sorted(found.items())}
 
 
 def publish_marker(spark, spec: TableSpec, st: state.TableState, marker: state.ReplayMarker) -> None:

@@ -30,6 +30,12 @@ def write_rows(rows: DataFrame, directory: str, single_file: bool = False) -> No
     (rows.coalesce(1) if single_file else rows).write.parquet(directory)
 
 
+def write_by(rows: DataFrame, directory: str, column: str) -> None:
+    """Write `rows` into a new `directory`, one `<column>=<value>/` directory per value (a value
+    without a row gets none)."""
+    rows.write.partitionBy(column).parquet(directory)
+
+
 def write_counted(rows: DataFrame, directory: str, name: str) -> Observation:
     """Write `rows` into a new `directory`, counting them as they are written, in the same job.
     Returns the Observation whose `rows` metric is the count (`inputs.metrics.observed_metrics`

@@ -430,6 +430,10 @@ class TableSpec(StrictModel):
         """The end value (and partition) of versions closed by the run of `ds`."""
         return ds if self.end_style == EndStyle.EXCLUSIVE else ds - dt.timedelta(days=1)
 
+    def closed_by(self, end: dt.date) -> dt.date:
+        """The date whose run closes versions with this end value (`closed_end`'s inverse)."""
+        return end if self.end_style == EndStyle.EXCLUSIVE else end + dt.timedelta(days=1)
+
     def first_merge_date(self) -> dt.date:
         return self.start_date
 

@@ -246,6 +246,7 @@ def collapse(flagged: DataFrame, *, columns: list[str], deletes: bool) -> DataFr
     return last.select(*columns, op.alias(OP), F.col(FIRST), *matched, *continues)
 
 
+LATE = "zipper_late"  # a change older than its key's latest event in the table (transforms.late)
 STEP = "zipper_step"  # a version's number among its key's versions of the day (versions_of_day)
 FINAL = "zipper_final"  # the key's last action of the day: whether it ends the day deleted
 _START = "zipper__start__"
@@ -272,9 +273,14 @@ def versions_of_day(
     Each row: the table's `columns`, STEP (1, 2, ... within the key), LAST (the key's last row of
     the day), and with `deletes` OP, FIRST (the key's first action), FINAL (its last) and MATCH
     (with `match`: the first event's values a first-action delete must find). The first row meets
-    the key's open version (`transforms.daily.day_versions`); the others only follow it."""
+    the key's open version (`transforms.daily.day_versions`); the others only follow it.
+
+    With a LATE column (changes older than their key's latest event, `transforms.late`): each late
+    change is a row of its own (LATE true, LAST false), numbered apart from the others, which
+    make the key's versions of the day as above."""
     valid_from, valid_to = validity
-    by_key = Window.partitionBy(*keys).orderBy(ORDER)
+    lateness = [LATE] if LATE in events.columns else []
+    by_key = Window.partitionBy(*keys, *lateness).orderBy(ORDER)
     whole = by_key.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     types = types_of(events)
     previous = F.lag(ACTION).over(by_key)
@@ -282,6 +288,8 @@ def versions_of_day(
         lambda a, b: a & b, [same(F.lag(c).over(by_key), F.col(c), types[c]) for c in tracked], F.lit(True)
     )
     starts = previous.isNull() | (previous == DELETE) | (F.col(ACTION) == DELETE) | ~same_values
+    if lateness:
+        starts = starts | F.col(LATE)
     first_values = [F.first(_values_struct(match)).over(whole).alias(MATCH)] if match is not None else []
     marked = events.select(
         "*",
@@ -296,11 +304,11 @@ def versions_of_day(
     values = [c for c in columns if c not in keys and c not in validity]
     begun = [c for c in values if c in tracked] + [ACTION, ORDER, FIRST, FINAL] + ([MATCH] if match else [])
     later = [c for c in values if c not in tracked]
-    runs = numbered.groupBy(*keys, STEP).agg(
+    runs = numbered.groupBy(*keys, *lateness, STEP).agg(
         F.min_by(F.struct(*begun), F.col(ORDER)).alias("zipper__begun__"),
         F.max_by(_values_struct(later), F.col(ORDER)).alias("zipper__later__"),
     )
-    by_step = Window.partitionBy(*keys).orderBy(STEP)
+    by_step = Window.partitionBy(*keys, *lateness).orderBy(STEP)
     begin_at = F.col("zipper__begun__")[ORDER]
     kind = types[valid_from] if valid_from in types else types[ORDER]
     next_begin = F.lead(begin_at).over(by_step)
@@ -315,7 +323,8 @@ def versions_of_day(
         return (F.col("zipper__begun__")[c] if c in tracked else F.col("zipper__later__")[c]).alias(c)
 
     action = F.col("zipper__begun__")[ACTION]
-    flags = [F.col(STEP), F.lead(STEP).over(by_step).isNull().alias(LAST)]
+    last = F.lead(STEP).over(by_step).isNull()
+    flags = [F.col(STEP), (last & ~F.col(LATE) if lateness else last).alias(LAST), *[F.col(c) for c in lateness]]
     if not deletes:
         return runs.select(*[column(c) for c in columns], *flags)
     op = F.when(action == DELETE, F.lit(DELETE)).otherwise(F.lit(UPSERT))

@@ -428,20 +428,6 @@ def _live_versions(joined: DataFrame, keys: list[str], validity: tuple[str, str]
     return kept.select("*", *[F.lag(c).over(by_step).alias(_BEFORE + c) for c in data])
 
 
-def late_changes(touched: DataFrame, versions: DataFrame, *, keys: list[str], valid_from: str) -> DataFrame:
-    """The keys whose first change of the day is older than their open version's valid_from (or
-    as old, with other values: the same moment cannot have two versions): keys, the open
-    version's valid_from (`zipper_open_from`) and the change's (`zipper_from`), in key order."""
-    old = touched.select(*[F.col(k).alias(_OLD + k) for k in keys], F.col(valid_from).alias("zipper_open_from"))
-    firsts = versions.where(F.col(STEP) == 1)
-    joined = firsts.join(old, on=_all([firsts[k] == F.col(_OLD + k) for k in keys]), how="inner")
-    return (
-        joined.where(F.col(valid_from) < F.col("zipper_open_from"))
-        .select(*keys, F.col("zipper_open_from"), F.col(valid_from).alias("zipper_from"))
-        .orderBy(*keys)
-    )
-
-
 class _FloatPrecision:
     """How day_rows compares a column's open value with the day's: exactly (`same`), or, for a
     float-precision column, as floats (`equal_at_float_precision`). A value equal only at float

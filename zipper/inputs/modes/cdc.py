@@ -8,7 +8,7 @@ import datetime as dt
 from zipper.core import fs
 from zipper.core.errors import InputError
 from zipper.inputs import conform, sources
-from zipper.inputs.changeset import CheckedInput, collapsed, open_rows_of, versioned
+from zipper.inputs.changeset import CheckedInput, collapsed, latest_events, open_rows_of, versioned
 from zipper.inputs.modes.base import DayRead, SourceStrategy
 from zipper.inputs.refusals import CDC_PREVIOUS, where_of
 from zipper.tablespec.model import TableSpec
@@ -92,6 +92,7 @@ class Cdc(SourceStrategy):
                 self.reports_anomalies,
                 True,
                 open_rows,
+                latest=latest_events(day.spark, day.st, day.columns, spec, events),
             )
             return kept, seen, counts
         collapsed_events = collapsed(

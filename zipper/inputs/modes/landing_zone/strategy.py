@@ -8,7 +8,16 @@ import datetime as dt
 from functools import reduce
 
 from zipper.inputs import conform, sources
-from zipper.inputs.changeset import CheckedInput, Day, DayRequest, collapsed, evolved_columns, open_rows_of, versioned
+from zipper.inputs.changeset import (
+    CheckedInput,
+    Day,
+    DayRequest,
+    collapsed,
+    evolved_columns,
+    latest_events,
+    open_rows_of,
+    versioned,
+)
 from zipper.inputs.dated_checks import check_dated_keys, check_within_days, dated_keys
 from zipper.inputs.modes.base import SourceStrategy
 from zipper.inputs.modes.landing_zone import keys, locate, read
@@ -107,8 +116,20 @@ class LandingZone(SourceStrategy):
         counts["source_rows"] = seen.rows
         if spec.validity_columns:  # every change kept, as its own version, in updated_at order
             open_rows = open_rows_of(spark, request.st, columns) if spec.source.fills_null_updates else None
+            latest = latest_events(spark, request.st, columns, spec, events)
             kept = versioned(
-                spec, ds, what, events, columns, counts, None, LANDING_PREVIOUS, self.reports_anomalies, True, open_rows
+                spec,
+                ds,
+                what,
+                events,
+                columns,
+                counts,
+                None,
+                LANDING_PREVIOUS,
+                self.reports_anomalies,
+                True,
+                open_rows,
+                latest=latest,
             )
             return self.day_of(request, kept, seen, counts, columns, column_changes)
         collapsed_events = collapsed(
