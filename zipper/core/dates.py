@@ -17,6 +17,11 @@ def iso_date(text: str) -> dt.date:
     return dt.date.fromisoformat(text)
 
 
+def date_of(value: dt.date | dt.datetime) -> dt.date:
+    """The day of a date or timestamp value (a source's `updated_at`)."""
+    return value.date() if isinstance(value, dt.datetime) else value
+
+
 def date_range(first: dt.date, last: dt.date) -> list[dt.date]:
     return [first + DAY * i for i in range((last - first).days + 1)]
 

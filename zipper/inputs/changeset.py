@@ -12,6 +12,7 @@ from functools import reduce
 from pyspark.sql import functions as F
 
 from zipper.core import fs, layout
+from zipper.core.dates import date_of
 from zipper.core.errors import InputError
 from zipper.inputs import conform, sources
 from zipper.inputs.refusals import add_counts, collect_problems, handle_problems, where_of
@@ -206,8 +207,7 @@ def latest_events(spark, st, columns: list[tuple[str, str]], spec: TableSpec, ev
     moments = [spark.read.schema(schema).parquet(location).select(*spec.keys, F.col(valid_from).alias(LATEST_AT))]
     earliest = events.agg(F.min(changes.ORDER)).first()[0]
     if earliest is not None:
-        day = earliest.date() if isinstance(earliest, dt.datetime) else earliest
-        reachable = [p.location for p in st.closed if p.end >= spec.closed_end(day).isoformat()]
+        reachable = [p.location for p in st.closed if p.end >= spec.closed_end(date_of(earliest)).isoformat()]
         if reachable:
             closed = spark.read.schema(schema).parquet(*reachable)
             moments.append(closed.select(*spec.keys, F.col(valid_to).alias(LATEST_AT)))

@@ -51,9 +51,6 @@ def check_open(spec: TableSpec, ds: dt.date, day: Day, touched_rows) -> dict:
     return add_counts(dict(day.counts), reported)
 
 
-LATE_EXAMPLES = 5  # keys a refusal of late changes names
-
-
 def first_columns(spark, spec: TableSpec, st, located: sources.Input, ds: dt.date) -> list[tuple[str, str]] | None:
     """The data columns of a day's input, for a table created from it (None when it has none)."""
     return mode_of(spec).first_columns(spark, spec, located, ds)

@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BooleanType, StringType, StructField, StructType
 
 from zipper.core import faults, fs, layout
+from zipper.core.dates import date_of
 from zipper.core.errors import InputError, SpecError
 from zipper.core.layout import Slot
 from zipper.core.reports import RunAction
@@ -146,7 +147,7 @@ def _put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, 
         return None
     _refuse_unplaceable(spec, ds, day, late_rows)
     end, open_end, today = spec.end_column, spec.open_end.isoformat(), spec.closed_end(ds).isoformat()
-    earliest = spec.closed_end(_date_of(found["t"])).isoformat()
+    earliest = spec.closed_end(date_of(found["t"])).isoformat()
     late_keys = F.broadcast(late_rows.select(*spec.keys).distinct())
     reachable = [p for p in st.closed if p.end >= earliest]
     table = _table_rows(spark, spec, open_schema)  # every reachable partition in one scan
@@ -238,8 +239,14 @@ def _rewrite(run: Run, table, parts: list, replaced, result) -> tuple:
     return tuple(rewritten)
 
 
-def _date_of(value) -> dt.date:
-    return value.date() if isinstance(value, dt.datetime) else value
+LATE_EXAMPLES = 5  # keys a refusal of late changes names
+
+
+def _keys_at(rows, spec, moment: str) -> str:
+    """The first keys of `rows` (a DataFrame) with their `moment` column, for a refusal's line."""
+    shown = rows.select(*spec.keys, moment).limit(LATE_EXAMPLES + 1).collect()
+    text = "; ".join(f"{key_text([r], spec.keys)} at {r[moment]}" for r in shown[:LATE_EXAMPLES])
+    return text + (" (and more)" if len(shown) > LATE_EXAMPLES else "")
 
 
 def _refuse_unplaceable(spec, ds: dt.date, day, late_rows) -> None:
@@ -254,14 +261,10 @@ def _refuse_unplaceable(spec, ds: dt.date, day, late_rows) -> None:
     )
     if option is None:
         return
-    shown = late_rows.select(*spec.keys, spec.validity_columns[0]).limit(dayinput.LATE_EXAMPLES + 1).collect()
-    text = "; ".join(
-        f"{key_text([r], spec.keys)} at {r[spec.validity_columns[0]]}" for r in shown[: dayinput.LATE_EXAMPLES]
-    )
-    more = " (and more)" if len(shown) > dayinput.LATE_EXAMPLES else ""
     raise InputError(
         f"increment {day.located.description} has changes older than their key's latest version"
-        f" ({spec.source.updated_at}), which cannot be put in place with {option} yet; keys {spec.keys}: {text}{more};"
+        f" ({spec.source.updated_at}), which cannot be put in place with {option} yet; keys {spec.keys}:"
+        f" {_keys_at(late_rows, spec, spec.validity_columns[0])};"
         " nothing was changed",
         **where_of(spec, ds),
     )
@@ -270,15 +273,13 @@ def _refuse_unplaceable(spec, ds: dt.date, day, late_rows) -> None:
 def _refuse_conflicts(spec, ds: dt.date, day, history, late_rows, tracked) -> None:
     """A late change at the moment a version of its key begins, with other tracked values: refused."""
     found = late.conflicts(history, late_rows, keys=spec.keys, tracked=tracked, validity=spec.validity_columns)
-    shown = found.limit(dayinput.LATE_EXAMPLES + 1).collect()
-    if not shown:
+    text = _keys_at(found, spec, "zipper_from")
+    if not text:
         return
-    text = "; ".join(f"{key_text([r], spec.keys)} at {r['zipper_from']}" for r in shown[: dayinput.LATE_EXAMPLES])
-    more = " (and more)" if len(shown) > dayinput.LATE_EXAMPLES else ""
     raise InputError(
         f"increment {day.located.description} has late changes at the moment a version of their key begins,"
         f" with other values ({spec.source.updated_at} equal to its {spec.validity_columns[0]}); keys {spec.keys}:"
-        f" {text}{more}; nothing was changed",
+        f" {text}; nothing was changed",
         **where_of(spec, ds),
     )
 

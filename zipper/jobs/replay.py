@@ -112,18 +112,21 @@ def _plan(spark, spec: TableSpec, st: state.TableState, first: dt.date, last: dt
         uncommit_later=uncommit_later,
     )
     if plan.restore_from is not None:
-        changed = {d for d in publish.late_rewrites(st) if d >= plan.restore_from}
-        changed = {d for d in changed if d > plan.dates[-1] or current_fingerprint(d) != committed.get(d.isoformat())}
-        _refuse_late_reach(spec, st, plan.restore_from, changed)
+        rewrites = {
+            d: ends
+            for d, ends in publish.late_rewrites(st).items()
+            if d >= plan.restore_from and (d > plan.dates[-1] or current_fingerprint(d) != committed.get(d.isoformat()))
+        }
+        _refuse_late_reach(spec, plan.restore_from, rewrites)
     return plan, located
 
 
-def _refuse_late_reach(spec: TableSpec, st: state.TableState, first: dt.date, changed: set[dt.date]) -> None:
+def _refuse_late_reach(spec: TableSpec, first: dt.date, rewrites: dict[dt.date, list[str]]) -> None:
     """The restore drops the partitions from `first` on; late changes a later date put in place in
     partitions before them stay. A date replayed with the same input finds them in place (re-sent),
     so that is refused only for a date whose input changed, or that the rerun leaves uncommitted
-    (`changed`): the rerun must start at the earliest partition they reached."""
-    rewrites = {d: ends for d, ends in publish.late_rewrites(st).items() if d in changed}
+    (`rewrites`: those dates, with the partitions their late changes rewrote): the rerun must
+    start at the earliest partition they reached."""
     start = first
     while True:  # a rerun from an earlier date drops more partitions: until none is left behind
         bound = spec.closed_end(start).isoformat()
