@@ -20,7 +20,9 @@ lives in a fresh temp directory that is deleted at the end (unless --keep).
 `--late N` times instead a table with `source.updated_at` and N days of history (each day changes
 1% of the keys): the day after them, 1% of the keys changed, merged on two tables built alike,
 once with every change at the day's time and once with every change late (older than its key's
-open version, splitting versions in all N history partitions). Target: late/plain <= 1.5.
+open version, splitting versions in all N history partitions). Target: late/plain <= 1.5. It also
+times a plain copy of those N partitions (read and written back, no logic): the least a day that
+rewrites them could cost on top of the plain day, whatever the merge does.
 
     .venv/bin/python bench/bench_merge.py --rows 1000000 --late 30
 """
@@ -527,11 +529,30 @@ def run_late(spark, layout: Layout, rows: int, days: int) -> dict[str, float]:
         result = merge.merge_date(spark, specs[kind], last)
         seconds[kind] = time.perf_counter() - started
         print(f"  {kind:<6} {seconds[kind]:8.2f} s  {result.summary()}", flush=True)
+    seconds["copy"] = copy_history(spark, layout, specs["late"], dates[-1])
     print(
         f"RESULT rows={rows} history_days={days} plain={seconds['plain']:.1f}s late={seconds['late']:.1f}s"
-        f" late/plain={seconds['late'] / seconds['plain']:.2f}"
+        f" late/plain={seconds['late'] / seconds['plain']:.2f} history_copy={seconds['copy']:.1f}s"
+        f" (plain+copy)/plain={(seconds['plain'] + seconds['copy']) / seconds['plain']:.2f}"
     )
     return seconds
+
+
+def copy_history(spark, layout: Layout, spec, last: dt.date) -> float:
+    """The least a day that rewrites the history partitions costs on top of a day without: one Spark
+    job that reads them (every closed partition but the day's) and writes them back, one directory
+    each, with no logic at all. Timed twice; the faster is reported."""
+    from pyspark.sql import functions as F
+
+    end = spec.end_column
+    history = spark.table(spec.table).where((F.col(end) < last.isoformat()) & (F.col(end) != spec.open_end.isoformat()))
+    timings = []
+    for n in range(2):
+        started = time.perf_counter()
+        history.repartition(F.col(end)).write.partitionBy(end).parquet(f"{layout.root}/history_copy_{n}")
+        timings.append(time.perf_counter() - started)
+    print(f"  copy of the history partitions (no logic) {min(timings):8.2f} s", flush=True)
+    return min(timings)
 
 
 def main(argv=None) -> int:

@@ -156,7 +156,8 @@ def _put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, 
     history = opened.unionByName(closed.join(late_keys, on=spec.keys, how="left_semi"))
     starts = late_rows.groupBy(*spec.keys).agg(F.min(valid_from).alias("zipper__from__"))
     history = history.join(starts, on=spec.keys).where(F.col(valid_to) > F.col("zipper__from__")).drop("zipper__from__")
-    # written once and read back: the steps below read it several times
+    # written once and read back: the steps below read it several times (Spark would scan the
+    # table for each; measured slower than the write)
     history_schema = StructType([*open_schema.fields, StructField(end, StringType())])
     store.write_rows(history, f"{run_root}/zipper_history")
     history = store.read_rows(spark, history_schema, f"{run_root}/zipper_history")
@@ -175,8 +176,6 @@ def _put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, 
         today=today,
         end_lag=(ds - spec.closed_end(ds)).days,
     )
-    late_dir = f"{run_root}/zipper_late"
-    store.write_rows(result, late_dir)
     result_schema = StructType(
         [
             *[history_schema[c] for c in (*day.names, spec.begin_column, end)],
@@ -184,11 +183,11 @@ def _put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, 
             StructField(late.REPLACES, ArrayType(StringType())),
         ]
     )
+    late_dir = f"{run_root}/zipper_late"
+    observation = Observation(f"zipper_late_{secrets.token_hex(6)}")  # the partitions changed, as it is written
+    store.write_rows(result.observe(observation, F.flatten(F.collect_set(_reached(end))).alias("ends")), late_dir)
     result = store.read_rows(spark, result_schema, late_dir)
-    reached = result.where(F.col(late.CHANGED)).select(
-        F.explode(F.array_union(F.col(late.REPLACES), F.array(F.col(end)))).alias(end)
-    )
-    changed_ends = {r[end] for r in reached.distinct().collect()}
+    changed_ends = _changed_ends(observation, result, end)
     parts = [p for p in reachable if p.end in changed_ends]
     replaced = history.select(*spec.keys, valid_from)
     rewritten = _rewrite(run, table, parts, replaced, result) if parts else ()
@@ -207,6 +206,21 @@ def _put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, 
         int(found["n"]),
         tuple(rewritten),
     )
+
+
+def _reached(end: str):
+    """The end values of the partitions a version of `transforms.late.in_place`'s result makes the
+    merge write again: its own and those of the versions it replaces, when it changed (else NULL)."""
+    return F.when(F.col(late.CHANGED), F.array_union(F.col(late.REPLACES), F.array(F.col(end))))
+
+
+def _changed_ends(observation, result, end: str) -> set[str]:
+    """The end values of the partitions whose versions the late changes changed: observed as the
+    result was written, or read off it when the metrics were not handed over."""
+    observed = metrics.observed_metrics(observation)
+    if "ends" in observed:
+        return set(observed["ends"] or ())
+    return {r[end] for r in result.select(F.explode(_reached(end)).alias(end)).distinct().collect()}
 
 
 def _table_rows(spark, spec, schema):
