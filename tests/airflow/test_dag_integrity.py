@@ -331,16 +331,30 @@ def test_a_good_trigger_conf_reaches_the_job_as_iso_dates(parsed):
     ]
 
 
-def test_undo_corrections_on_the_rerun_form_reaches_the_job(parsed):
-    """A rerun over versions a `zipper correct` fix or delete changed is refused without --undo-corrections."""
+@pytest.mark.parametrize(
+    "toggle, flag",
+    [
+        # a rerun over versions a `zipper correct` fix or delete changed is refused without it
+        ("undo_corrections", "--undo-corrections"),
+        # a replayed day the change-volume guard refuses is published with it
+        ("accept_large_change", "--accept-large-change"),
+    ],
+)
+def test_the_rerun_forms_toggles_reach_the_job(parsed, toggle, flag):
     dag = parsed["bag"].dags["zipper_dim_a_rerun"]
-    params = trigger_params(dag, {"from_date": DATES[0], "undo_corrections": True})
+    assert dag.params[toggle] is False
+    params = trigger_params(dag, {"from_date": DATES[0], toggle: True})
     assert rerun_args("dim_a", params, table="dw.dim_a") == [
-        "rerun", "dim_a", "--from", DATES[0], "--undo-corrections", "--json-report"
-    ]  # fmt: skip
+        "rerun",
+        "dim_a",
+        "--from",
+        DATES[0],
+        flag,
+        "--json-report",
+    ]
     for left in (False, None):  # off, or the toggle left empty
-        params = trigger_params(dag, {"from_date": DATES[0], "undo_corrections": left})
-        assert "--undo-corrections" not in rerun_args("dim_a", params, table="dw.dim_a")
+        params = trigger_params(dag, {"from_date": DATES[0], toggle: left})
+        assert flag not in rerun_args("dim_a", params, table="dw.dim_a")
 
 
 def test_correct_dag_takes_its_correction_from_its_trigger_form(parsed):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 
@@ -398,6 +400,16 @@ def _scheduler_saw_exit(af3, dag: str, task: str) -> bool:
     )
 
 
+# The Zipper view's reading of a failed task's reason, in Airflow's own environment (its database)
+VIEW_REASONS = """
+import sys
+from airflow.utils.session import create_session
+from zipper.web.airflow_runs import _failure_reasons
+with create_session() as session:
+    print(_failure_reasons(session, {(sys.argv[1], sys.argv[2]): "merge"})[(sys.argv[1], sys.argv[2])])
+"""
+
+
 def test_a_failed_date_fails_the_later_runs_at_once_and_clearing_it_with_them_converges(af3, workspace, backfilled):
     """A later run that waited on the failed date would hold the DAG's one active-run place and
     keep the cleared date queued for ever; its first task fails it instead."""
@@ -435,6 +447,25 @@ def test_a_failed_date_fails_the_later_runs_at_once_and_clearing_it_with_them_co
     bad_date = logs / f"run_id={merges[1]['run_id']}" / "task_id=merge"
     assert merges[1]["try_number"] == 1 and sorted(p.name for p in bad_date.glob("attempt=*.log")) == ["attempt=1.log"]
     assert "Not retried: another try would fail the same way." in merge_log
+    # the job's line is left for the Zipper view, which shows it as why the latest run failed
+    recorded = af3.query(
+        "SELECT value FROM xcom WHERE dag_id = ? AND run_id = ? AND task_id = 'merge' AND key = 'zipper_failure'",
+        dag,
+        merges[1]["run_id"],
+    )
+    reason = recorded[0][0] if len(recorded) == 1 else None
+    while isinstance(reason, str) and reason.startswith('"'):  # stored as JSON text
+        reason = json.loads(reason)
+    assert reason and reason.startswith(f"dw.{STUCK} {DATES[1]}: "), recorded
+    shown = subprocess.run(
+        [sys.executable, "-c", VIEW_REASONS, dag, merges[1]["run_id"]],
+        env=af3.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    assert shown.stdout.strip().splitlines()[-1] == reason, shown.stdout
     # a new date: its later runs stopped at their gate, so they are cleared with it
     assert (
         "then clear this run and every later one (they stop at their first task until this date has merged):"

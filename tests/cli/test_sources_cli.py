@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from tests.cli.helpers import day, probe, zipper
+from tests.cli.helpers import day, make_spec, probe, write_parquet, zipper, zipper_in_one_jvm
 
 pytestmark = pytest.mark.subprocess
 OPEN = "9999-12-31"
@@ -60,3 +60,30 @@ def test_landing_zone_merge_and_a_refused_change_file(tmp_path):
         in lines[0]
     )
     assert refused["after"] == refused["before"] == first["after"]
+
+
+def test_the_change_volume_guard_refuses_a_half_loaded_snapshot_in_one_line_until_accepted(tmp_path):
+    rows = [(k, f"user{k}", "Oslo") for k in range(1, 201)]
+    write_parquet(tmp_path / "data" / "base", rows)
+    moved = [(k, name, "Rome" if k % 40 == 0 else city) for k, name, city in rows]  # an ordinary day: 5 keys
+    write_parquet(tmp_path / "data" / "incr" / f"ds={day(1)}", moved)
+    write_parquet(tmp_path / "data" / "incr" / f"ds={day(2)}", moved[:80])  # the extract stopped at key 80
+    source = {"mode": "snapshot", "format": "parquet", "path": str(tmp_path / "data" / "incr" / "ds={{ ds }}")}
+    make_spec(tmp_path, "snap", source=source, guard={"min_days": 1})  # one committed day is its usual
+    assert zipper_in_one_jvm(tmp_path, ["merge", "snap", "--ds", day(1)]) == [0]
+
+    refused = probe(tmp_path, "dw.snap", "merge", "snap", "--ds", day(2))
+    assert refused["exit"] == 1
+    lines = refused["stderr"].strip().splitlines()
+    assert lines == [
+        "zipper: error: dw.snap 2024-01-02: change-volume guard: the day closes, deletes or updates 120 of 200 open"
+        " rows (60%; limit 30%), 24.0x the median of its last 1 committed days (5; limit 10x); nothing was"
+        " published. If the change is real, accept it: zipper merge snap --ds 2024-01-02 --accept-large-change (in"
+        " Airflow, then clear the failed task: the date is committed)"
+    ]
+    assert refused["after"] == refused["before"]
+
+    accepted = probe(tmp_path, "dw.snap", "merge", "snap", "--ds", day(2), "--accept-large-change")
+    assert accepted["exit"] == 0, accepted["stderr"]
+    assert "120 deleted" in accepted["stdout"]
+    assert len([r for r in accepted["after"]["rows"] if r[-1] == OPEN]) == 80

@@ -8,7 +8,8 @@ import os
 import pytest
 
 from tests.support import TableFixture, day, table_rows
-from zipper.core.errors import InputError
+from zipper.core.errors import InputError, LargeChangeError
+from zipper.core.paths import local_path
 from zipper.jobs import merge, replay
 from zipper.jobs.init import init_table
 from zipper.table import catalog, state
@@ -119,3 +120,43 @@ def test_updated_at_versions_and_tombstones_of_snapshots(spark, tmp_path, unique
         " open since 2023-12-26; 2 at 2024-01-01, open since 2024-01-01; nothing was changed"
     )
     assert table_rows(spark, t.table) == expected
+
+
+def test_a_snapshot_that_lost_most_keys_is_refused_by_the_guard_until_accepted(spark, tmp_path, unique_name):
+    """A half-loaded extract would close most of the table with exit 0. The guard refuses the day
+    in one line with its figures and how to accept it; nothing is published or left behind. The
+    merge and the rerun that replays it publish it once accepted."""
+    t = TableFixture(tmp_path, unique_name, source={"mode": "snapshot"})
+    rows = [(k, f"user{k}", "Oslo") for k in range(1, 201)]
+    t.write_base(spark, rows)
+    for n in range(1, 6):  # ordinary days: five keys move each day (exempt or not, never refused)
+        rows = [(k, name, f"city{n}" if k % 40 == n else city) for k, name, city in rows]
+        t.write_increment(spark, day(n), rows)
+        assert merge.merge_date(spark, t.spec, day(n)).counts["changed"] == 5
+    t.write_increment(spark, day(6), rows[:80])  # the extract stopped at key 80
+    before = (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec))
+    location = local_path(state.read_state(spark, t.spec).location)
+    runs_before = sorted(os.listdir(location))
+    with pytest.raises(LargeChangeError) as refused:
+        merge.merge_date(spark, t.spec, day(6))
+    message = str(refused.value)
+    assert message.startswith(f"{t.table} {day(6)}: change-volume guard: the day closes, deletes or updates 120 of")
+    assert "200 open rows (60%; limit 30%), 24.0x the median of its last 5 committed days (5; limit 10x)" in message
+    assert message.endswith(f"zipper merge {t.name} --ds {day(6)} --accept-large-change (in Airflow, then clear the"
+                            " failed task: the date is committed)")  # fmt: skip
+    assert "\n" not in message and refused.value.final  # a scheduler does not retry it
+    assert (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec)) == before
+    assert sorted(os.listdir(location)) == runs_before  # nothing left behind
+
+    accepted = merge.merge_date(spark, t.spec, day(6), accept_large_change=True)
+    assert (accepted.counts["deleted"], accepted.counts["open_after"]) == (120, 80)
+    # a rerun replays the day: refused again, then published once accepted, with the same history
+    after = table_rows(spark, t.table)
+    with pytest.raises(LargeChangeError, match="run the same merge or rerun again with --accept-large-change"):
+        replay.rerun(spark, t.spec, day(6))
+    replay.rerun(spark, t.spec, day(6), accept_large_change=True)
+    assert table_rows(spark, t.table) == after
+    # with the guard off, nothing is refused
+    off = t.spec.model_copy(update={"guard": t.spec.guard.model_copy(update={"enabled": False})})
+    replay.rerun(spark, off, day(6))
+    assert table_rows(spark, t.table) == after

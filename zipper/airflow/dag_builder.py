@@ -203,6 +203,15 @@ def rerun_params() -> dict[str, Any]:
                 " correction is marked undone (a rerun over them is refused without this)."
             ),
         ),
+        "accept_large_change": Param(
+            False,
+            type=["null", "boolean"],
+            title="Accept a large change",
+            description=(
+                "Publish replayed days even if one changes far more open rows than the table's usual (the"
+                " spec's guard refuses such a day otherwise, naming its figures)."
+            ),
+        ),
     }
 
 

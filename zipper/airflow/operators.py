@@ -31,6 +31,8 @@ from zipper.runtime.settings import LOG_FILE_ENV, SessionSettings, log_dir, spar
 from zipper.runtime.spark_server import SparkServerService
 
 NOT_RETRIED = "Not retried: another try would fail the same way."
+# The XCom a failed zipper task leaves: the job's own one-line reason, which the Zipper view shows
+FAILURE_XCOM = "zipper_failure"
 # What a task instance shows in the UI's "Map Index" column (its rendered map_index_template): the date
 # its run merges, which neither the run's id nor its "Run After" is (both are the end of its interval).
 # A zipper task sets LABEL in its context once it knows more ("2024-01-05: merged"); Airflow renders
@@ -112,10 +114,22 @@ class ZipperSparkJobOperator(SparkSubmitOperator):
             if not failure:
                 raise
             # the job's own reason, not "Cannot execute: <command>": what the UI and alerts show
+            self.record_failure(context, failure)
             reason = f"{failure} (the zipper job failed; its log is above{self._spark_log_said()})"
             if self._hook.final_failure:  # bad input or spec: a retry would only page later
                 raise AirflowFailException(f"{reason}. {NOT_RETRIED} {self.after_fixing(context)}") from None
             raise AirflowException(reason) from None
+
+    def record_failure(self, context: Any, failure: str) -> None:
+        """Leave the job's one-line reason in an XCom of this try, for the Zipper view (a page cannot
+        read the task's log). A failure to record it must not hide the job's own."""
+        ti = context.get("ti")
+        if ti is None:
+            return
+        try:
+            ti.xcom_push(key=FAILURE_XCOM, value=failure)
+        except Exception as exc:  # noqa: BLE001 - the job's failure is what the task must report
+            self.log.warning("Could not record the failure for the Zipper view: %s", exc)
 
     def run_on_spark_connect(self, settings: SessionSettings) -> list[dict]:
         """The job in a plain Python process, a client of the connection's Spark Connect server or of the

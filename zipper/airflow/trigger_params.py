@@ -29,7 +29,7 @@ def _date_param(params: dict, key: str, required: bool, table: str, form: str = 
         ) from None
 
 
-RERUN_PARAMS = ("from_date", "to_date", "uncommit_later", "undo_corrections")
+RERUN_PARAMS = ("from_date", "to_date", "uncommit_later", "undo_corrections", "accept_large_change")
 
 
 def _is_true(value: Any) -> bool:
@@ -38,16 +38,16 @@ def _is_true(value: Any) -> bool:
 
 
 def rerun_args(table_name: str, params: dict, *, table: str) -> list[str]:
-    """`rerun NAME --from D [--to E] [--uncommit-later] [--undo-corrections] --json-report` from the trigger
-    form's params, dates checked; the report line says whether a failure is final. The params' schema takes any
-    string, so that a bad date or name typed in `--conf` is refused here, in one line, rather than by Airflow's
-    trigger."""
+    """`rerun NAME --from D [--to E] [--uncommit-later] [--undo-corrections] [--accept-large-change] --json-report`
+    from the trigger form's params, dates checked; the report line says whether a failure is final. The params'
+    schema takes any string, so that a bad date or name typed in `--conf` is refused here, in one line, rather than
+    by Airflow's trigger."""
     unknown = sorted(set(params) - set(RERUN_PARAMS))
     if unknown:
         raise AirflowException(
             f"{table}: rerun param {unknown[0]!r} is not a param of this DAG: from_date (YYYY-MM-DD, required),"
-            " to_date (YYYY-MM-DD), uncommit_later (true or false), undo_corrections (true or false); nothing"
-            " was changed"
+            " to_date (YYYY-MM-DD), uncommit_later (true or false), undo_corrections (true or false),"
+            " accept_large_change (true or false); nothing was changed"
         )
     first = _date_param(params, "from_date", required=True, table=table)
     last = _date_param(params, "to_date", required=False, table=table)
@@ -56,6 +56,7 @@ def rerun_args(table_name: str, params: dict, *, table: str) -> list[str]:
         + (["--to", last] if last else [])
         + (["--uncommit-later"] if _is_true(params.get("uncommit_later")) else [])
         + (["--undo-corrections"] if _is_true(params.get("undo_corrections")) else [])
+        + (["--accept-large-change"] if _is_true(params.get("accept_large_change")) else [])
         + ["--json-report"]
     )
 

@@ -42,6 +42,16 @@ def add_replay_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_accept_large_change(parser: argparse.ArgumentParser) -> None:
+    """`merge` and `rerun` publish days the change-volume guard checks (the spec's `guard`)."""
+    parser.add_argument(
+        "--accept-large-change",
+        action="store_true",
+        dest="accept_large_change",
+        help="publish a day even if it changes far more open rows than the table's usual (the spec's guard)",
+    )
+
+
 def non_negative(text: str, unit: str = "days") -> int:
     try:
         value = int(text)

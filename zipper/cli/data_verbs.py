@@ -12,7 +12,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from zipper.cli.arguments import add_json_report, add_name, add_replay_flags, parse_date
+from zipper.cli.arguments import add_accept_large_change, add_json_report, add_name, add_replay_flags, parse_date
 from zipper.cli.runner import progress
 from zipper.core.corrections import CorrectionKind, CorrectionRequest
 from zipper.core.reports import EXIT_NOT_NOOP
@@ -46,6 +46,7 @@ def run_init(runner: Runner) -> int:
 def merge_arguments(parser: argparse.ArgumentParser) -> None:
     add_name(parser)
     parser.add_argument("--ds", required=True, help="the run date, YYYY-MM-DD")
+    add_accept_large_change(parser)
     add_json_report(parser)
     parser.add_argument(
         "--no-spark",
@@ -73,7 +74,7 @@ def run_merge(runner: Runner) -> int:
         )
         return EXIT_NOT_NOOP
     if result is None:
-        result = runner.table().merge(ds, progress=progress)
+        result = runner.table().merge(ds, progress=progress, accept_large_change=runner.args.accept_large_change)
     print(result.summary())
     runner.report(result)
     return 0
@@ -100,6 +101,7 @@ def rerun_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from", required=True, dest="first", metavar="D", help="first date to replay, YYYY-MM-DD")
     parser.add_argument("--to", dest="last", metavar="E", help="last date to replay (default: the last committed date)")
     add_replay_flags(parser)
+    add_accept_large_change(parser)
     add_json_report(parser)
 
 
@@ -119,6 +121,7 @@ def run_rerun(runner: Runner) -> int:
         progress=progress,
         uncommit_later=args.uncommit_later,
         undo_corrections=args.undo_corrections,
+        accept_large_change=args.accept_large_change,
     )
     print(result.summary())
     runner.report(result)

@@ -88,6 +88,13 @@ class RefusedBySpecError(StateError):
     final = True
 
 
+class LargeChangeError(ZipperError):
+    """A day whose change volume is far above the table's usual (the change-volume guard): the same
+    inputs are refused the same way until someone accepts the change, so a scheduler does not retry."""
+
+    final = True
+
+
 class AuditError(ZipperError):
     """Written data does not reconcile; nothing was published."""
 

@@ -16,7 +16,7 @@ from pyspark.sql.types import ArrayType, BooleanType, StringType, StructField, S
 
 from zipper.core import faults, fs, layout
 from zipper.core.dates import date_of
-from zipper.core.errors import InputError, SpecError
+from zipper.core.errors import InputError, LargeChangeError, SpecError
 from zipper.core.layout import Slot
 from zipper.core.reports import RunAction
 from zipper.inputs import conform, csv_values, dayinput, file_types, metrics, sources
@@ -26,7 +26,7 @@ from zipper.jobs import corrected
 from zipper.jobs.broadcast import broadcasts
 from zipper.jobs.context import Run
 from zipper.jobs.result import RunResult
-from zipper.table import audit, catalog, publish, state, store
+from zipper.table import audit, catalog, guard, publish, state, store
 from zipper.transforms import changes, daily, late
 
 
@@ -337,6 +337,11 @@ def apply_date(
     faults.checkpoint("after_write")
 
     summary = _audit(run, ds, day, written, counts, open_dir, closed_dir)
+    try:
+        guard.check(spec, st, ds, summary, accepted=run.accept_large_change, accept=_how_to_accept(spec, ds, action))
+    except LargeChangeError:
+        fs.delete(spark, run_root)  # refused: nothing of this run is published, nothing left behind
+        raise
     faults.checkpoint("after_audit")
 
     publish.publish_day(
@@ -364,6 +369,16 @@ def apply_date(
     # a date skipped for want of input says what was not there
     skipped = f"no input: {day.located.description} not found" if day.located.missing else ""
     return RunResult(spec.table, ds_text, RunAction.MERGE, skipped, summary, run.seconds(), run.run_id, join)
+
+
+def _how_to_accept(spec, ds: dt.date, action: state.CommitAction) -> str:
+    """The command that accepts a day the change-volume guard refused, for its message."""
+    if state.CommitAction(action) == state.CommitAction.REPLAY:
+        return "run the same merge or rerun again with --accept-large-change (in Airflow: the rerun form's accept_large_change)"
+    return (
+        f"zipper merge {spec.name} --ds {ds.isoformat()} --accept-large-change"
+        " (in Airflow, then clear the failed task: the date is committed)"
+    )
 
 
 def _write_day(run: Run, ds: dt.date, day: dayinput.Day):

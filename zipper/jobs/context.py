@@ -32,6 +32,7 @@ class Run:
     spec: TableSpec
     state: state.TableState
     progress: Callable[[str], None] = quiet
+    accept_large_change: bool = False  # the change-volume guard lets this run's days through (`table.guard`)
     run_id: str = field(default_factory=state.new_run_id)
     started: float = field(default_factory=time.monotonic)
 
@@ -61,7 +62,13 @@ class Run:
         return replace(self, state=st, run_id=state.new_run_id(), started=time.monotonic())
 
 
-def open_run(spark, spec: TableSpec, ds: dt.date | None = None, progress: Callable[[str], None] = quiet) -> Run:
+def open_run(
+    spark,
+    spec: TableSpec,
+    ds: dt.date | None = None,
+    progress: Callable[[str], None] = quiet,
+    accept_large_change: bool = False,
+) -> Run:
     """The run of `spec` from `ds` on (None: at the table's last committed date, for a table that
     must exist): keys resolved, state read once, checked to be this spec's, a killed run's debris
     cleared."""
@@ -72,4 +79,4 @@ def open_run(spark, spec: TableSpec, ds: dt.date | None = None, progress: Callab
     at = ds or st.last_committed
     state.check_owned(st, spec, at)
     st = recovery.recover(spark, spec, st, at)
-    return Run(spark, spec, st, progress)
+    return Run(spark, spec, st, progress, accept_large_change)

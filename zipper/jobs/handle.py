@@ -32,9 +32,12 @@ class ZipperTable:
         """Create the table and load its base as of `ds` (default: the day before `start_date`)."""
         return init.init_table(self.spark, self.spec, ds)
 
-    def merge(self, ds: dt.date, progress: Callable[[str], None] = quiet) -> RunResult:
-        """The daily run of one date (`merge.merge_date`)."""
-        return merge.merge_date(self.spark, self.spec, ds, progress)
+    def merge(
+        self, ds: dt.date, progress: Callable[[str], None] = quiet, accept_large_change: bool = False
+    ) -> RunResult:
+        """The daily run of one date (`merge.merge_date`); `accept_large_change` lets a day the
+        change-volume guard would refuse through."""
+        return merge.merge_date(self.spark, self.spec, ds, progress, accept_large_change)
 
     def rerun(
         self,
@@ -43,6 +46,7 @@ class ZipperTable:
         progress: Callable[[str], None] = quiet,
         uncommit_later: bool = False,
         undo_corrections: bool = False,
+        accept_large_change: bool = False,
     ) -> RunResult:
         """Replay committed dates from their inputs as they are now (`replay.rerun`)."""
         return replay.rerun(
@@ -53,6 +57,7 @@ class ZipperTable:
             progress=progress,
             uncommit_later=uncommit_later,
             undo_corrections=undo_corrections,
+            accept_large_change=accept_large_change,
         )
 
     def rebuild(

@@ -22,10 +22,10 @@ from zipper.table import catalog, state
 from zipper.tablespec.model import TableSpec
 
 
-def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None) -> RunResult:
+def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None, accept_large_change: bool = False) -> RunResult:
     """Merge one date. A past date whose input (or a later date's) changed is replayed, per
     `on_past_date`; `progress` receives one line per replayed date."""
-    run = open_run(spark, spec, ds, progress or quiet)
+    run = open_run(spark, spec, ds, progress or quiet, accept_large_change)
     run = _recovered(run, ds)
     plan = _planned(run, ds)
     match plan.action:
@@ -114,13 +114,14 @@ def _replay_then_merge(run: Run, ds: dt.date, plan: Plan) -> RunResult:
         plan.replay_to,
         progress=run.progress,
         resume_said=plan.action == PlanAction.RESUME,
+        accept_large_change=run.accept_large_change,
     )
     if plan.action == PlanAction.RESUME:  # the table is where the interrupted replay was going: plan again
-        after = merge_date(spark, spec, ds, run.progress)
+        after = merge_date(spark, spec, ds, run.progress, run.accept_large_change)
         if after.action != RunAction.NOOP:
             return after
     if ds > plan.replay_to:  # a skipped date's input appeared: replayed first, then the new date merges
-        after = merge_date(spark, spec, ds, run.progress)
+        after = merge_date(spark, spec, ds, run.progress, run.accept_large_change)
         after.replayed = done.replayed
         return after
     # the report carries the commit of the run's own date, as a merge's does

@@ -47,6 +47,7 @@ def rerun(
     uncommit_later: bool = False,
     resume_said: bool = False,
     undo_corrections: bool = False,
+    accept_large_change: bool = False,
 ) -> RunResult:
     """Restore to first - 1 (unless the table is there already) and replay first..last
     (default: the last committed date, or where an interrupted replay was going). A `last`
@@ -54,7 +55,7 @@ def rerun(
     has said that an interrupted replay is being finished (a merge's first line), so the
     rerun's own notes do not say it again. A value fix or row delete the replay would undo is
     refused unless `undo_corrections` (`corrected.undone`)."""
-    run = open_run(spark, spec, first, progress)
+    run = open_run(spark, spec, first, progress, accept_large_change)
     spec, st = run.spec, run.state
     plan, located = _plan(spark, spec, st, first, last, uncommit_later)
     marker_run = run.run_id  # names the rerun on the table until its last date

@@ -105,6 +105,36 @@ class AirflowSpec(StrictModel):
     sensor: SensorSpec = Field(default=SensorSpec(), description="How the DAG waits for the day's increment.")
 
 
+class GuardSpec(StrictModel):
+    """The change-volume guard: a day that closes, deletes or changes far more of the open rows than
+    the table's usual is refused before it is published (`zipper.table.guard`). Both limits must be
+    passed: a share of the open rows, and a multiple of the median of the recent committed days."""
+
+    enabled: bool = Field(default=True, description="Refuse a day whose change volume is far above the table's usual.")
+    max_fraction: float = Field(
+        default=0.3,
+        gt=0,
+        le=1,
+        description="Share of the open rows a day may close, delete or update in place before it is refused"
+        " (when it also passes `max_median_multiple`).",
+    )
+    max_median_multiple: float = Field(
+        default=10,
+        gt=0,
+        description="Multiple of the median of the recent committed days' changed open rows (a median under 1"
+        " counts as 1) a day may reach before it is refused (when it also passes `max_fraction`).",
+    )
+    min_rows: int = Field(default=100, ge=0, description="A day changing fewer open rows than this is never refused.")
+    recent_days: int = Field(
+        default=30, ge=1, description="How many of the latest committed days the median is taken over."
+    )
+    min_days: int = Field(
+        default=5,
+        ge=1,
+        description="A table with fewer committed days than this (its first days) is exempt: it has no usual yet.",
+    )
+
+
 class TableSpec(StrictModel):
     """One zipper table: where its daily input comes from, its keys, and how its versions are dated."""
 
@@ -187,6 +217,10 @@ class TableSpec(StrictModel):
     )
     description: str = Field(default="", description="Free text, shown as the DAG's description.")
     airflow: AirflowSpec = Field(default=AirflowSpec(), description="How the table's DAG is scheduled.")
+    guard: GuardSpec = Field(
+        default=GuardSpec(),
+        description="The change-volume guard: a day that changes far more open rows than usual is refused.",
+    )
     _origin: Path | None = PrivateAttr(default=None)
 
     @property

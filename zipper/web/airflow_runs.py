@@ -8,10 +8,12 @@ from __future__ import annotations
 from airflow.models.dagrun import DagRun
 from airflow.models.pool import Pool
 from airflow.models.taskinstance import TaskInstance
+from airflow.models.xcom import XComModel
 from airflow.utils.session import create_session
 from sqlalchemy import func, select
 
 MERGE_TASK = "merge"
+FAILURE_XCOM = "zipper_failure"  # the failed task's one-line reason (zipper.airflow.operators.FAILURE_XCOM)
 
 
 def latest_runs(dag_ids: list[str]) -> dict[str, dict]:
@@ -40,6 +42,7 @@ def latest_runs(dag_ids: list[str]) -> dict[str, dict]:
                 .order_by(TaskInstance.end_date)
             ):
                 failed.setdefault((dag_id, run_id), task_id)
+        reasons = _failure_reasons(session, failed)
         found = {}
         for run in runs:
             found[run.dag_id] = {
@@ -52,8 +55,35 @@ def latest_runs(dag_ids: list[str]) -> dict[str, dict]:
                 "end_date": run.end_date.isoformat() if run.end_date else None,
                 "note": run.note,
                 "failed_task": failed.get((run.dag_id, run.run_id)),
+                "failure": reasons.get((run.dag_id, run.run_id)),
             }
         return found
+
+
+def _failure_reasons(session, failed: dict[tuple[str, str], str]) -> dict[tuple[str, str], str]:
+    """The one-line reason each failed task left (its `zipper_failure` XCom), by (dag_id, run_id)."""
+    if not failed:
+        return {}
+    rows = session.execute(
+        select(XComModel.dag_id, XComModel.run_id, XComModel.task_id, XComModel.value).where(
+            XComModel.key == FAILURE_XCOM,
+            XComModel.dag_id.in_(sorted({dag_id for dag_id, _ in failed})),
+            XComModel.run_id.in_(sorted({run_id for _, run_id in failed})),
+        )
+    )
+    reasons = {}
+    for dag_id, run_id, task_id, value in rows:
+        if failed.get((dag_id, run_id)) == task_id:
+            reason = XComModel.deserialize_value(_Stored(value))
+            reasons[(dag_id, run_id)] = str(reason)
+    return reasons
+
+
+class _Stored:
+    """A stored XCom value as `XComModel.deserialize_value` takes it (a result with `.value`)."""
+
+    def __init__(self, value):
+        self.value = value
 
 
 def pool_slots(name: str) -> int | None:

@@ -86,8 +86,9 @@ def table_summary(spec: TableSpec, st: table_state.TableState, today: dt.date, r
 def _problem(summary: dict) -> str | None:
     """What makes a table stand out on the tables page, in words; None when all is well."""
     run = summary["latest_run"] or {}
-    if run.get("state") == "failed":
-        return f"latest run failed ({run.get('failed_task') or 'a task'})"
+    if run.get("state") == "failed":  # with the job's own reason when its task left one
+        reason = f": {run['failure']}" if run.get("failure") else ""
+        return f"latest run failed ({run.get('failed_task') or 'a task'}){reason}"
     if summary["replay_interrupted"]:
         return "a replay was interrupted: run the same rerun (or any merge) to finish it"
     if summary["lag_days"]:
