@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from tests.support import TableFixture, day, table_rows
+from tests.table.test_hive_reader import hive_serde_reads
 from zipper.core import faults
 from zipper.core.alter import AlterKind, AlterRequest
 from zipper.core.errors import InputError
@@ -52,6 +53,13 @@ def test_a_rename_killed_between_its_publish_and_the_column_change_is_completed_
     merge.merge_date(spark, t.spec, day(2))  # the next run (a no-op here) first completes the column change
     assert [name for name, _ in catalog.data_columns(spark, t.spec)] == ["id", "name", "town"]
     assert table_rows(spark, t.table) == BEFORE  # history, slice and status the same but for the name
+    with hive_serde_reads(spark):  # Hive's own Parquet reader (ParquetHiveSerDe) reads the new names too
+        spark.catalog.refreshTable(t.table)
+        assert "Scan hive" in spark.sql(f"EXPLAIN SELECT * FROM {t.table}").first()[0]
+        assert table_rows(spark, t.table) == BEFORE
+    with catalog._metastore(spark) as metastore:  # each partition's own column list, as Hive keeps it
+        parts = metastore.partitions(t.spec.database, t.spec.table_name)
+    assert {tuple(c.name for c in p.sd.cols if c.name in ("city", "town")) for p in parts} == {("town",)}
     assert check.run_checks(spark, t.spec)["ok"]
     [record] = status.report(read_state(spark, t.spec), t.spec)["alters"]
     assert (record["kind"], record["column"], record["new_name"], record["reason"]) == (

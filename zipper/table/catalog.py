@@ -49,8 +49,8 @@ class Partition:
     end: str
     location: str
     params: dict[str, str] = field(default_factory=dict)
-    # `zipper alter`: the partition's own Hive columns renamed (old -> new) or dropped (old -> None),
-    # so that Hive's reader, which reads a partition by its own columns, finds the new files' names
+    # `zipper alter`: the partition's own Hive columns renamed (old -> new) or dropped (old -> None):
+    # Hive keeps a column list per partition, and it must name what the new files hold
     column_edits: dict[str, str | None] | None = None
 
 
