@@ -46,6 +46,11 @@ BEFORE = [
 def test_a_rename_killed_between_its_publish_and_the_column_change_is_completed_by_the_next_run(spark, tmp_path):
     t = people(spark, tmp_path, "renamed")
     request = AlterRequest(AlterKind.RENAME, "city", "town", reason="crm naming", by="tester")
+    for step in faults.ALTER_STEPS[:2]:  # killed before the publish: the table as it was
+        with faults.crash_at(step), pytest.raises(faults.SimulatedCrash):
+            alter.alter_table(spark, t.spec, request)
+        assert [name for name, _ in catalog.data_columns(spark, t.spec)] == ["id", "name", "city"]
+        assert table_rows(spark, t.table) == BEFORE and not read_state(spark, t.spec).alters
     with faults.crash_at("before_alter_columns"), pytest.raises(faults.SimulatedCrash):
         alter.alter_table(spark, t.spec, request)
     # the partitions are published under the new name; the table's columns are not yet
