@@ -4,6 +4,7 @@ spec still names."""
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 
@@ -112,3 +113,31 @@ def test_a_drop_merges_the_versions_that_only_the_column_made_and_refusals_chang
         (2, "rob", day(2).isoformat(), OPEN),
     ]
     assert check.run_checks(spark, spec)["ok"]
+
+
+def test_a_drop_the_metastore_would_refuse_by_position_is_refused_before_anything_is_written(spark, tmp_path):
+    """The validity columns (timestamps) follow the data columns, and `begin_dt` (text) follows
+    them: dropping a text column would move a timestamp into its place."""
+    t = TableFixture(
+        tmp_path,
+        f"timed_{os.getpid()}",
+        schema="id bigint, city string, phone string, ts timestamp",
+        source={"updated_at": "ts"},
+    )
+    t.write_base(spark, [(1, "Oslo", "1", at(0, 9))])
+    t.write_increment(spark, day(1), [(1, "Oslo", "2", at(1, 10))])
+    merge.merge_date(spark, t.spec, day(1))
+    before = table_rows(spark, t.table)
+    with pytest.raises(
+        InputError,
+        match=re.escape(
+            f"{t.table} {day(1)}: drop of column 'phone': the metastore compares column types by position:"
+            " without 'phone', 'ts' (timestamp) would take the place of 'phone' (string); nothing was changed"
+        ),
+    ):
+        alter.alter_table(spark, t.spec, AlterRequest(AlterKind.DROP, "phone"))
+    assert table_rows(spark, t.table) == before
+
+
+def at(day_number: int, hour: int) -> dt.datetime:
+    return dt.datetime.combine(day(day_number), dt.time(hour))

@@ -77,3 +77,42 @@ def test_a_drop_merges_consecutive_versions_that_differed_only_in_the_dropped_co
             "id bigint, city string, begin_dt string, end_dt string",
         ),
     )
+
+
+def test_a_drop_on_a_table_with_validity_times_follows_them_within_a_day(spark):
+    """With `source.updated_at` a day holds several versions of a key (begin = end): they follow
+    one another when one's valid_to is the next's valid_from. Key 1's three versions differed only
+    in the phone: one version, from the first valid_from and begin to the last valid_to and end.
+    Key 2's second version does not start where its first ended: both stay."""
+    schema = "id bigint, city string, phone string, vf string, vt string, begin_dt string, end_dt string"
+    rows = [
+        (1, "Oslo", "1", "01-01 09:00", "01-02 10:00", "2024-01-01", "2024-01-02"),
+        (1, "Oslo", "2", "01-02 10:00", "01-02 11:00", "2024-01-02", "2024-01-02"),
+        (1, "Oslo", "3", "01-02 11:00", "END", "2024-01-02", OPEN),
+        (2, "Rome", "1", "01-01 09:00", "01-02 10:00", "2024-01-01", "2024-01-02"),
+        (2, "Rome", "2", "01-02 12:00", "END", "2024-01-02", OPEN),
+    ]
+    versions = spark.createDataFrame(rows, schema)
+    got = alter.dropped(
+        versions,
+        "phone",
+        keys=["id"],
+        begin_column="begin_dt",
+        end_column="end_dt",
+        tracked=["city", "phone"],
+        types={f.name: f.dataType for f in versions.schema.fields},
+        inclusive=False,
+        validity=("vf", "vt"),
+    )
+    assertDataFrameEqual(
+        alter.merged_away(got),
+        spark.createDataFrame(
+            [
+                (1, "Oslo", "01-01 09:00", "END", "2024-01-01", OPEN),
+                (2, "Rome", "01-01 09:00", "01-02 10:00", "2024-01-01", "2024-01-02"),
+                (2, "Rome", "01-02 12:00", "END", "2024-01-02", OPEN),
+            ],
+            "id bigint, city string, vf string, vt string, begin_dt string, end_dt string",
+        ),
+    )
+    assert sorted(r[alter.STATUS] for r in got.collect()) == ["absorbed", "absorbed", "changed", "same", "same"]
