@@ -16,7 +16,7 @@ from tests.table.test_hive_reader import hive_serde_reads
 from zipper.core import faults
 from zipper.core.alter import AlterKind, AlterRequest
 from zipper.core.errors import InputError
-from zipper.jobs import alter, merge
+from zipper.jobs import alter, merge, replay
 from zipper.table import catalog, check, status
 from zipper.table.state import read_state
 from zipper.tablespec.loader import load_spec_file
@@ -82,6 +82,10 @@ def test_a_rename_killed_between_its_publish_and_the_column_change_is_completed_
     assert (1, "ann", "Nice", day(3).isoformat(), OPEN) in table_rows(spark, t.table)
     assert len(spark.table(t.table).columns) == 5
     assert len(status.report(read_state(spark, t.spec), t.spec)["alters"]) == 1  # carried by the merge
+    after = table_rows(spark, t.table)
+    replay.rerun(spark, t.spec, day(3))  # a date after the alter replays from the renamed table
+    assert table_rows(spark, t.table) == after
+    assert len(read_state(spark, t.spec).alters) == 1  # and by the rerun
 
 
 def test_a_drop_merges_the_versions_that_only_the_column_made_and_refusals_change_nothing(spark, tmp_path):
