@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from zipper.core.alter import AlterKind
 from zipper.core.corrections import CorrectionKind
 from zipper.core.layout import Slot
 from zipper.core.predicate import ValueKind
@@ -45,6 +46,7 @@ EXEMPT: dict[type[StrEnum], dict[str, str]] = {
 }
 ENUMS = [
     CorrectionKind,
+    AlterKind,
     RunAction,
     PlanAction,
     CommitAction,

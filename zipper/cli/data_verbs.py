@@ -1,4 +1,4 @@
-"""The verbs that run a Spark job writing the table: `init`, `merge`, `rerun`, `rebuild`, `correct`.
+"""The verbs that run a Spark job writing the table: `init`, `merge`, `rerun`, `rebuild`, `correct`, `alter`.
 
 Each has its arguments, the check of its dates (made before the table's lock or Spark, so that a
 typo costs nothing) and its run. The jobs run through the table handle (`runner.table()`), imported on use: `--help` loads no pyspark."""
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from zipper.cli.arguments import add_accept_large_change, add_json_report, add_name, add_replay_flags, parse_date
 from zipper.cli.runner import progress
+from zipper.core.alter import AlterRequest
 from zipper.core.corrections import CorrectionKind, CorrectionRequest
 from zipper.core.reports import EXIT_NOT_NOOP
 from zipper.jobs.plan import check_in_schedule
@@ -245,6 +246,54 @@ def run_correct(runner: Runner) -> int:
                 f"{spec.table}: the directories this erasure superseded still hold the erased rows;"
                 f" run `zipper vacuum {spec.name}` to remove them now"
             )
+    return 0
+
+
+# -- alter --------------------------------------------------------------------------------------
+
+ALTER_DESCRIPTION = (
+    "Rename or drop a column in every version of the table, published in one metastore transaction"
+    " (docs/alter.md). Edit the spec first: a column the spec still names, a key and zipper's own"
+    " columns are refused."
+)
+
+
+def alter_arguments(parser: argparse.ArgumentParser) -> None:
+    add_name(parser)
+    parser.add_argument(
+        "--rename-column", dest="rename", metavar="OLD=NEW", help="give column OLD the name NEW in every version"
+    )
+    parser.add_argument(
+        "--drop-column",
+        dest="drop",
+        metavar="COLUMN",
+        help="remove COLUMN from every version; versions that differed only in it become one",
+    )
+    parser.add_argument("--reason", default="", help="why: kept in the alter's record")
+    add_json_report(parser)
+
+
+def alter_request(runner: Runner) -> AlterRequest:
+    """The alter asked for, its flags checked before the lock or Spark."""
+    a = runner.args
+    return AlterRequest.from_flags(
+        rename=a.rename,
+        drop=a.drop,
+        table=runner.spec.table,
+        reason=a.reason,
+        by=os.environ.get("ZIPPER_RUN_BY") or _user(),
+    )
+
+
+def alter_dates(runner: Runner) -> None:
+    """An alter's flags, checked before the lock: the request is built and dropped."""
+    alter_request(runner)
+
+
+def run_alter(runner: Runner) -> int:
+    result = runner.table().alter(alter_request(runner), progress=progress)
+    print(result.summary())
+    runner.report(result)
     return 0
 
 

@@ -50,6 +50,16 @@ VERBS: tuple[Verb, ...] = (
         check_dates=data_verbs.correct_dates,
     ),
     Verb(
+        "alter",
+        "rename or drop a column in every version: one commit",
+        data_verbs.run_alter,
+        data_verbs.alter_arguments,
+        description=data_verbs.ALTER_DESCRIPTION,
+        writes=True,
+        check_dates=data_verbs.alter_dates,
+        refuses_new_metastore=True,
+    ),
+    Verb(
         "status",
         "committed state as JSON",
         table_verbs.run_status,

@@ -26,6 +26,9 @@ RERUN_STEPS = ("after_restore_write", "after_restore_publish", "after_replayed_d
 REBUILD_STEPS = ("after_rebuild_write", "before_rebuild_publish", "after_rebuild_publish")
 # A row-level correction: written and audited; published.
 CORRECT_STEPS = ("after_correct_write", "before_correct_publish", "after_correct_publish")
+# A column rename or drop: written and audited; about to publish; published, the table's columns not yet
+# changed; done.
+ALTER_STEPS = ("after_alter_write", "before_alter_publish", "before_alter_columns", "after_alter_publish")
 # A merge that adds columns: published, the columns not yet added to the table.
 COLUMN_STEPS = ("before_add_columns",)
 

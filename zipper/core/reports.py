@@ -29,3 +29,4 @@ class RunAction(StrEnum):
     REPLAY = "replay"
     REBUILD = "rebuild"
     CORRECT = "correct"
+    ALTER = "alter"

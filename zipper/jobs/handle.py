@@ -2,7 +2,7 @@
 
 In the spirit of delta's `DeltaTable`: callers (the CLI, notebooks) hold the session and the
 spec once and call the operations by name, the writing ones (init, merge, rerun, rebuild,
-correct) beside the reading and upkeep ones (status, history, slice, check, vacuum). Each
+correct, alter) beside the reading and upkeep ones (status, history, slice, check, vacuum). Each
 method is the entry of the job or reader that does the work, with the same arguments; it lives
 with the jobs because the writing verbs are jobs."""
 
@@ -11,8 +11,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 
+from zipper.core.alter import AlterRequest
 from zipper.core.corrections import CorrectionRequest
-from zipper.jobs import correct, init, merge, rebuild, replay
+from zipper.jobs import alter, correct, init, merge, rebuild, replay
 from zipper.jobs.context import quiet
 from zipper.jobs.result import RunResult
 from zipper.table import check, inspect, vacuum
@@ -80,6 +81,10 @@ class ZipperTable:
     def correct(self, request: CorrectionRequest, progress: Callable[[str], None] = quiet) -> RunResult:
         """Erase keys, fix values or delete versions (`correct.correct`)."""
         return correct.correct(self.spark, self.spec, request, progress)
+
+    def alter(self, request: AlterRequest, progress: Callable[[str], None] = quiet) -> RunResult:
+        """Rename or drop a column in every version (`alter.alter_table`)."""
+        return alter.alter_table(self.spark, self.spec, request, progress)
 
     # -- reading and upkeep ----------------------------------------------------------------------
 

@@ -49,7 +49,9 @@ def _columns_complete(st: state.TableState, types: dict[str, str]) -> bool:
     """Whether the table has the columns the last commit recorded as added or widened."""
     recorded = st.recorded_column_change
     wanted = recorded["added"] + recorded["widened"]
-    return all(_type_name(types.get(name.lower(), "")) == _type_name(kind) for name, kind in wanted)
+    altered = all(old.lower() not in types and new.lower() in types for old, new in recorded["renamed"])
+    altered = altered and all(name.lower() not in types for name, _ in recorded["dropped"])
+    return altered and all(_type_name(types.get(name.lower(), "")) == _type_name(kind) for name, kind in wanted)
 
 
 def _type_name(kind: str) -> str:

@@ -184,3 +184,34 @@ def reconcile_correction(
     if problems:
         shown = "; ".join(problems[:10]) + (f" ... ({len(problems)} problems)" if len(problems) > 10 else "")
         raise AuditError("correction audit failed, nothing published: " + shown, table=table, ds=ds)
+
+
+def reconcile_alter(
+    *,
+    end_column: str,
+    counts: dict[str, dict[str, int]],
+    recorded: dict[str, str | None],
+    rows_written: tuple[int, int],
+    rows_read_back: tuple[int, int],
+    table: str,
+    ds: str,
+) -> None:
+    """A column rename's or drop's identities, per partition: rows before minus the versions a
+    drop merged into their next equals rows written (a rename merges none); the rows read equal
+    the rows its commit recorded; and every row written reads back the same (count and the sum
+    of the rows' hashes, each row hashed with its partition)."""
+    problems = []
+    for end, c in sorted(counts.items()):
+        where = f"{end_column}={end}"
+        if c["after"] != c["before"] - c["merged"]:
+            problems.append(f"{where}: {c['after']} rows written != {c['before']} before - {c['merged']} merged")
+        if recorded.get(end) not in (None, str(c["before"])):
+            problems.append(f"{where}: {c['before']} rows read != {recorded[end]} its commit recorded")
+    if rows_written != rows_read_back:
+        problems.append(
+            f"the rows read back differ from those written ({rows_written[0]} written, {rows_read_back[0]} read"
+            " back, or their values)"
+        )
+    if problems:
+        shown = "; ".join(problems[:10]) + (f" ... ({len(problems)} problems)" if len(problems) > 10 else "")
+        raise AuditError("alter audit failed, nothing published: " + shown, table=table, ds=ds)

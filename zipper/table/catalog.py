@@ -49,6 +49,9 @@ class Partition:
     end: str
     location: str
     params: dict[str, str] = field(default_factory=dict)
+    # `zipper alter`: the partition's own Hive columns renamed (old -> new) or dropped (old -> None):
+    # Hive keeps a column list per partition, and it must name what the new files hold
+    column_edits: dict[str, str | None] | None = None
 
 
 def metastore_uri(spark) -> str:
@@ -276,6 +279,8 @@ def repoint(
             # as Spark's Hive client stores a location: the qualified path, not its URI escapes
             part.sd.location = fs.qualify(spark, change.location)
             part.parameters = kept
+            if change.column_edits:
+                part.sd.cols = _edited_columns(part.sd.cols or [], change.column_edits)
         metastore.alter_partitions(spec.database, spec.table_name, parts)
     refresh(spark, spec)
 
@@ -333,10 +338,37 @@ def alter_data_columns(spark, spec: TableSpec, columns: list[tuple[str, str]]) -
     fields = [(name, wanted.get(name, kind)) for name, kind in current] + [
         (name, wanted[name]) for name, _ in columns if name not in have
     ]
+    _write_data_columns(spark, spec, fields)
+
+
+def edit_data_columns(spark, spec: TableSpec, edits: dict[str, str | None]) -> None:
+    """Rename (old -> new) or drop (old -> None) data columns of the table, each renamed one in
+    its place with its type and comment: `zipper alter`, after its partitions were published with
+    files under the new names. One metastore call."""
+    current = [(f.name, f.dataType) for f in spark.table(spec.table).schema.fields if f.name != spec.end_column]
+    fields = [(edits.get(name, name), kind) for name, kind in current if edits.get(name, name) is not None]
+    _write_data_columns(spark, spec, fields, {old: new for old, new in edits.items() if new})
+
+
+def _edited_columns(columns: list, edits: dict[str, str | None]) -> list:
+    """Hive columns (FieldSchema) with `edits` applied: renamed in place, dropped ones left out."""
+    kept = []
+    for column in columns:
+        name = edits.get(column.name, column.name)
+        if name is not None:
+            column.name = name
+            kept.append(column)
+    return kept
+
+
+def _write_data_columns(spark, spec: TableSpec, fields: list, renamed: dict[str, str] | None = None) -> None:
+    """The table's data columns made `fields` ((name, Spark DataType)), Hive's and Spark's alike;
+    `renamed`: old -> new names, whose comments follow them."""
     threshold = int(spark.conf.get(SCHEMA_THRESHOLD_CONF, None) or SCHEMA_THRESHOLD_DEFAULT)
     with _metastore(spark) as metastore:
         table = _existing_table(metastore, spec)
-        table.sd.cols = _hive_columns(fields, table.sd.cols or [])
+        existing = _edited_columns(table.sd.cols or [], dict(renamed or {}))
+        table.sd.cols = _hive_columns(fields, existing)
         partition_fields = _partition_fields(table)
         schema = {"type": "struct", "fields": [_schema_field(name, kind) for name, kind in fields] + partition_fields}
         params = {k: v for k, v in (table.parameters or {}).items() if not _is_schema_param(k) and k != DDL_TIME_PARAM}

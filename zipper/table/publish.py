@@ -60,9 +60,14 @@ def _open_params(
 
 
 def _init_params(st: state.TableState) -> dict[str, str]:
-    """The base's record (date and fingerprint) and the corrections' records: every commit carries them on."""
+    """The base's record (date and fingerprint), the corrections' and the alters' records: every commit
+    carries them on."""
     params = st.open_partition.params
-    return {k: v for k, v in params.items() if k.startswith("zipper.init_")} | state.correction_params(params)
+    return (
+        {k: v for k, v in params.items() if k.startswith("zipper.init_")}
+        | state.correction_params(params)
+        | state.alter_params(params)
+    )
 
 
 @contextlib.contextmanager
@@ -344,3 +349,46 @@ def publish_correction(
     with _discarded_if_overtaken(spark, run_root):
         catalog.repoint(spark, spec, changes, expected_run=st.open_run, ds=correction.as_of)
     faults.checkpoint("after_correct_publish")
+
+
+def publish_alter(
+    spark,
+    spec: TableSpec,
+    st: state.TableState,
+    run_id: str,
+    record: dict,
+    run_root: str,
+    rewritten: list[Rewritten],
+    edits: dict[str, str | None],
+    column_record: dict,
+) -> None:
+    """Every partition of the table at its rewritten directory (files under the new column names,
+    or without the dropped column), with the alter's record, in one metastore transaction; then
+    the table's columns renamed or dropped to match.
+
+    The open partition records the column change (`state.COLUMNS`), so a run killed between
+    the two metastore calls is completed by the next run of the table (`recovery.recover`).
+    Its run id becomes the alter's, so a merge that read the table before fails its publish
+    (`ConcurrentChange`). The table's date does not move."""
+    open_end = spec.open_end.isoformat()
+    by_end = {p.end: p for p in [st.open_partition, *st.closed]}
+    changes = []
+    for part in rewritten:
+        params = {k: v for k, v in by_end[part.end].params.items() if k.startswith("zipper.")}
+        params[state.ROWS] = str(part.rows)
+        params[state.ALTERED + run_id] = json.dumps(part.counts, sort_keys=True)
+        changes.append(Partition(part.end, part.directory, params, column_edits=edits))
+    opened = next(change for change in changes if change.end == open_end)
+    opened.params.update(
+        {
+            state.RUN_ID: run_id,
+            state.ALTER + run_id: json.dumps(record, sort_keys=True),
+            state.COLUMNS: json.dumps(column_record, sort_keys=True),
+        }
+    )
+    faults.checkpoint("before_alter_publish")
+    with _discarded_if_overtaken(spark, run_root):
+        catalog.repoint(spark, spec, changes, expected_run=st.open_run, ds=record["as_of"])
+    faults.checkpoint("before_alter_columns")
+    catalog.edit_data_columns(spark, spec, edits)
+    faults.checkpoint("after_alter_publish")

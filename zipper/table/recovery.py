@@ -38,6 +38,8 @@ def complete_columns(spark, spec: TableSpec, st: state.TableState) -> bool:
     if not st.initialized:
         return False
     recorded = st.recorded_column_change
+    if recorded["renamed"] or recorded["dropped"]:
+        return _complete_alter(spark, spec, recorded)
     if not (recorded["added"] or recorded["widened"]):
         return False
     current = catalog.data_columns(spark, spec)
@@ -47,4 +49,16 @@ def complete_columns(spark, spec: TableSpec, st: state.TableState) -> bool:
     if columns == current:
         return False
     catalog.alter_data_columns(spark, spec, columns)
+    return True
+
+
+def _complete_alter(spark, spec: TableSpec, recorded: dict) -> bool:
+    """Rename or drop the columns a `zipper alter` published files without, if the table still
+    has them: its partitions already hold the new files, so the table's columns follow them."""
+    have = {name for name, _ in catalog.data_columns(spark, spec)}
+    edits: dict[str, str | None] = {old: new for old, new in recorded["renamed"] if old in have and new not in have}
+    edits.update({name: None for name, _ in recorded["dropped"] if name in have})
+    if not edits:
+        return False
+    catalog.edit_data_columns(spark, spec, edits)
     return True

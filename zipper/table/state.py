@@ -54,6 +54,10 @@ REPLAY_LANDING = "zipper.replay_landing."  # + ds: the landing-zone files a repl
 CORRECTION = "zipper.correction."
 # on each partition a correction rewrote (+ its run id): the rows it held before and after, and what went
 CORRECTED = "zipper.corrected."
+# on the open partition: one record per column rename or drop (`zipper alter`; + its run id), carried by every
+# later commit; on each partition it rewrote (+ its run id): the rows it held before and after
+ALTER = "zipper.alter."
+ALTERED = "zipper.altered."
 
 
 RUN_ID_TIME = "%Y%m%dT%H%M%S.%fZ"
@@ -257,6 +261,11 @@ def correction_params(params: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in params.items() if k.startswith(CORRECTION)}
 
 
+def alter_params(params: dict[str, str]) -> dict[str, str]:
+    """The `zipper alter` records among an open partition's parameters: every commit carries them on."""
+    return {k: v for k, v in params.items() if k.startswith(ALTER)}
+
+
 @dataclass(frozen=True)
 class TableState:
     exists: bool
@@ -298,10 +307,12 @@ class TableState:
     @property
     def recorded_column_change(self) -> dict[str, list[tuple[str, str]]]:
         """Columns the last commit added or widened ({"added": [(name, type)], "widened": [...]}),
-        so a run can finish a schema change that a crash interrupted after the publish."""
+        or that `zipper alter` renamed ({"renamed": [(old, new)]}) or dropped ({"dropped":
+        [(name, type)]}), so a run can finish a schema change that a crash interrupted after the
+        publish."""
         value = self.open_partition.params.get(COLUMNS) if self.open_partition else None
         raw = json.loads(value) if value else {}
-        return {kind: [tuple(c) for c in raw.get(kind, [])] for kind in ("added", "widened")}
+        return {kind: [tuple(c) for c in raw.get(kind, [])] for kind in ("added", "widened", "renamed", "dropped")}
 
     @property
     def widened_from_float(self) -> frozenset[str]:
@@ -332,6 +343,12 @@ class TableState:
         """The row-level corrections published to the table, oldest first (run ids sort by time)."""
         params = self.open_partition.params if self.open_partition else {}
         return [Correction.from_param(k, v) for k, v in sorted(correction_params(params).items())]
+
+    @property
+    def alters(self) -> list[dict]:
+        """The column renames and drops published to the table (`zipper alter`), oldest first."""
+        params = self.open_partition.params if self.open_partition else {}
+        return [{"run_id": k[len(ALTER) :]} | json.loads(v) for k, v in sorted(alter_params(params).items())]
 
     @property
     def init_ds(self) -> dt.date | None:

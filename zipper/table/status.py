@@ -86,4 +86,6 @@ def report(st: state.TableState, spec: TableSpec, recent: int = 10) -> dict:
             }
             for c in st.corrections[::-1]
         ],
+        # column renames and drops (`zipper alter`), newest first
+        "alters": st.alters[::-1],
     }
