@@ -32,7 +32,7 @@ from zipper.airflow.sensors import next_logical_dates
 from zipper.airflow.trigger_params import rerun_args
 from zipper.core.reports import REPORT_PREFIX
 from zipper.jobs.result import RunResult
-from zipper.runtime import spark_server
+from zipper.runtime import metastore, spark_server
 from zipper.runtime.settings import LOG_CONFIG, LOG_FILE_ENV, SessionSettings, new_log_file
 
 APP = "/repo/spark_jobs/zipper_job.py"
@@ -694,6 +694,48 @@ def test_a_merge_through_spark_connect_commits_and_logs_its_counts_and_asset_eve
     assert not [m for m in messages if REPORT_PREFIX in m]
     assert any(m.startswith("The job runs as a client of the warehouse's Spark Connect server") for m in messages)
     assert "open_after=3" in describe(reports[-1])
+
+
+def test_the_merge_reports_its_openlineage_datasets_through_the_providers_file_transport(
+    merged_first_date, connect_table, connect_warehouse, monkeypatch, tmp_path
+):
+    # Given the provider's file transport, configured as a worker would be (env)
+    from airflow.providers.openlineage.extractors.manager import ExtractorManager
+    from airflow.providers.openlineage.plugins.adapter import OpenLineageAdapter
+    from airflow.utils.state import TaskInstanceState
+
+    events = tmp_path / "lineage.jsonl"
+    transport = {"type": "file", "log_file_path": str(events), "append": True}
+    monkeypatch.setenv("AIRFLOW__OPENLINEAGE__TRANSPORT", json.dumps(transport))
+    merge, reports = merged_first_date["merge"], merged_first_date["reports"]
+    # When the provider collects the merge task's lineage (as its listener does on success) and emits it
+    manager = ExtractorManager()
+    dag_run = SimpleNamespace(run_id=f"scheduled__{DATES[0]}")
+    lineage = manager.extract_metadata(dag_run, merge, TaskInstanceState.SUCCESS, task_instance=SimpleNamespace())
+    OpenLineageAdapter().complete_task(
+        run_id="019ad5f0-0000-7000-8000-000000000001",
+        job_name="zipper_dim.merge",
+        end_time="2026-01-01T00:00:00+00:00",
+        task=lineage,
+        nominal_start_time=None,
+        nominal_end_time=None,
+        owners=None,
+        tags=None,
+        job_description=None,
+    )
+    # Then the COMPLETE event names the day's input folder and the Hive table, its columns and rows written
+    event = json.loads(events.read_text().splitlines()[-1])
+    assert event["eventType"] == "COMPLETE"
+    data = Path(connect_table["specs"]).parent / "data"
+    assert [(d["namespace"], d["name"]) for d in event["inputs"]] == [("file", str(data / "incr" / f"ds={DATES[0]}"))]
+    [output] = event["outputs"]
+    server = metastore.MetastoreService(connect_warehouse.warehouse_path).recorded()
+    assert output["name"] == "dw.dim" and output["namespace"] == f"hive://127.0.0.1:{server.port}"
+    fields = {f["name"]: f["type"] for f in output["facets"]["schema"]["fields"]}
+    assert fields["id"] in ("bigint", "int") and {"begin_dt", "end_dt"} <= set(fields)
+    counts = reports[-1]["counts"]
+    rows = output["outputFacets"]["outputStatistics"]["rowCount"]
+    assert rows == counts["open_after"] + counts["closed"] == 3 + counts["closed"]
 
 
 def test_a_committed_date_through_spark_connect_is_a_no_op_without_an_asset_event(
