@@ -20,6 +20,7 @@ from tests.cli.helpers import write_parquet
 from tests.jvm import QUICK_JIT, spark_env
 from zipper.airflow.compat import AirflowException, AirflowFailException, make_asset
 from zipper.airflow.hooks import ZipperSparkConnectHook, ZipperSparkSubmitHook, runs_on_spark_connect
+from zipper.airflow.lineage import hive_namespace, run_datasets
 from zipper.airflow.operators import (
     LABEL,
     ZipperAuditOperator,
@@ -34,6 +35,7 @@ from zipper.core.reports import REPORT_PREFIX
 from zipper.jobs.result import RunResult
 from zipper.runtime import metastore, spark_server
 from zipper.runtime.settings import LOG_CONFIG, LOG_FILE_ENV, SessionSettings, new_log_file
+from zipper.tablespec.loader import load_spec_file
 
 APP = "/repo/spark_jobs/zipper_job.py"
 PYSPARK_HOME = str(Path(pyspark.__file__).parent)
@@ -451,6 +453,28 @@ def test_a_final_failure_of_a_rerun_is_not_retried_either(monkeypatch, tmp_path)
         " with the same params"
     )
     assert rerun.application_args[-1] == "--json-report"  # the job reports whether its failure is final
+
+
+def test_a_rerun_names_each_replayed_dates_input_and_a_correction_the_table_it_rewrote(tmp_path):
+    # Given a spec whose input is a folder per date, a rerun's reports and a correction's
+    spec = load_spec_file(write_spec(tmp_path / "specs", "dim", tmp_path / "data"))
+    dates = [RunResult("dw.dim", d, "merge", counts=counts(4)) for d in ("2024-01-02", "2024-01-03")]
+    rerun = RunResult("dw.dim", "2024-01-02..2024-01-03", "rerun", replayed=dates).report()
+    fixed = {"table": "dw.dim", "ds": "2024-01-03", "action": "correct", "counts": {"matched": 1, "rows_after": 9}}
+    dry = {**fixed, "counts": {"matched": 1, "dry_run": True}}
+    # When their datasets are named
+    inputs, [output] = run_datasets("rerun", spec, "dw.dim", [*rerun.pop("replayed"), rerun], "hive://h:9083")
+    corrected_inputs, [corrected] = run_datasets("correct", spec, "dw.dim", [fixed], "hive://h:9083")
+    # Then a rerun read each date's folder and wrote both dates' partitions; a correction read and wrote the table
+    incr = tmp_path / "data" / "incr"
+    assert [(d.namespace, d.name) for d in inputs] == [
+        ("file", f"{incr}/ds=2024-01-02"),
+        ("file", f"{incr}/ds=2024-01-03"),
+    ]
+    assert (output.namespace, output.name, output.row_count) == ("hive://h:9083", "dw.dim", 2 * (4 + 1))
+    assert [d.name for d in corrected_inputs] == ["dw.dim"] and corrected.row_count == 9
+    assert run_datasets("correct", spec, "dw.dim", [dry], "hive") == ([], [])  # a dry run wrote nothing
+    assert hive_namespace("thrift://meta.example:9083,thrift://other:9083") == "hive://meta.example:9083"
 
 
 def test_rerun_arguments_come_from_the_trigger_form():
