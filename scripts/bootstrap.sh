@@ -28,7 +28,7 @@ if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$WANT" ]]; then
   [[ -x .venv/bin/python ]] || "$PYTHON" -m venv .venv
   export PIP_DISABLE_PIP_VERSION_CHECK=1
   .venv/bin/python -m pip install --quiet -c constraints.txt pip setuptools wheel
-  .venv/bin/python -m pip install --quiet -c constraints.txt --no-build-isolation -e ".[airflow,test,lint,docs]"
+  .venv/bin/python -m pip install --quiet -c constraints.txt --no-build-isolation -e ".[airflow,lineage,test,lint,docs]"
   .venv/bin/python scripts/check_install.py
   echo "$WANT" > "$STAMP"
 fi

@@ -17,7 +17,7 @@ if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$WANT" ]]; then
   export PIP_DISABLE_PIP_VERSION_CHECK=1
   "$VENV/bin/python" -m pip install --quiet -c constraints-airflow2.txt pip setuptools wheel
   "$VENV/bin/python" -m pip install --quiet -c constraints-airflow2.txt --no-build-isolation -e ".[test]" \
-    apache-airflow apache-airflow-providers-apache-spark
+    apache-airflow apache-airflow-providers-apache-spark apache-airflow-providers-openlineage
   "$VENV/bin/python" scripts/check_install.py 2.11
   echo "$WANT" > "$STAMP"
 fi

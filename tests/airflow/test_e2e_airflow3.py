@@ -131,6 +131,9 @@ def workspace(tmp_path_factory):
 @pytest.fixture(scope="module")
 def af3(workspace):
     env = minimal_env(workspace["root"], workspace["specs"], workspace["warehouse"])
+    # the OpenLineage provider's file transport: every task's events, one JSON line each
+    transport = {"type": "file", "log_file_path": str(workspace["root"] / "lineage.jsonl"), "append": True}
+    env["AIRFLOW__OPENLINEAGE__TRANSPORT"] = json.dumps(transport)
     instance = LocalAirflow(workspace["root"] / "airflow", env)
     instance.cli("db", "migrate")
     instance.cli("pools", "set", DEFAULT_POOL, "1", "zipper merges")
@@ -238,6 +241,26 @@ def test_each_run_shows_its_date_and_emits_its_commit_as_an_asset_event_of_the_t
         # the job's summary once; its report line (the same, as JSON) is read, not logged
         assert sum(e.startswith(f"dw.{BACKFILLED} {ds}: ") for e in said) == 1, said
         assert not [e for e in said if "zipper-report" in e]
+
+
+def test_each_merge_reports_its_input_and_the_table_to_openlineage(af3, workspace, backfilled):
+    """The provider's listener sends each merge's COMPLETE event: the day's input folder, the Hive table with
+    its columns and the rows the day wrote (as the run's asset event counts them)."""
+    lines = (workspace["root"] / "lineage.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines]
+    completes = [
+        e for e in events if e["eventType"] == "COMPLETE" and e["job"]["name"] == f"{DAG}.merge" and e["outputs"]
+    ]
+    by_input = {e["inputs"][0]["name"]: e for e in completes}
+    for run, ds in zip(backfilled["runs"], DATES):
+        [event] = [e for name, e in by_input.items() if name.endswith(f"ds={ds}")]
+        assert [i["namespace"] for i in event["inputs"]] == ["file"]
+        [output] = event["outputs"]
+        assert output["name"] == f"dw.{BACKFILLED}" and output["namespace"].startswith("hive://127.0.0.1:")
+        assert {"id", "begin_dt", "end_dt"} <= {f["name"] for f in output["facets"]["schema"]["fields"]}
+        counts = _asset_events(af3, f"dw.{BACKFILLED}", run["run_id"])[0]["counts"]
+        rows = output["outputFacets"]["outputStatistics"]["rowCount"]
+        assert rows == counts["open_after"] + counts["closed"]
 
 
 def test_backfill_produces_the_table_of_daily_runs(tables):

@@ -20,6 +20,7 @@ from tests.cli.helpers import write_parquet
 from tests.jvm import QUICK_JIT, spark_env
 from zipper.airflow.compat import AirflowException, AirflowFailException, make_asset
 from zipper.airflow.hooks import ZipperSparkConnectHook, ZipperSparkSubmitHook, runs_on_spark_connect
+from zipper.airflow.lineage import hive_namespace, run_datasets
 from zipper.airflow.operators import (
     LABEL,
     ZipperAuditOperator,
@@ -32,8 +33,9 @@ from zipper.airflow.sensors import next_logical_dates
 from zipper.airflow.trigger_params import rerun_args
 from zipper.core.reports import REPORT_PREFIX
 from zipper.jobs.result import RunResult
-from zipper.runtime import spark_server
+from zipper.runtime import metastore, spark_server
 from zipper.runtime.settings import LOG_CONFIG, LOG_FILE_ENV, SessionSettings, new_log_file
+from zipper.tablespec.loader import load_spec_file
 
 APP = "/repo/spark_jobs/zipper_job.py"
 PYSPARK_HOME = str(Path(pyspark.__file__).parent)
@@ -453,6 +455,28 @@ def test_a_final_failure_of_a_rerun_is_not_retried_either(monkeypatch, tmp_path)
     assert rerun.application_args[-1] == "--json-report"  # the job reports whether its failure is final
 
 
+def test_a_rerun_names_each_replayed_dates_input_and_a_correction_the_table_it_rewrote(tmp_path):
+    # Given a spec whose input is a folder per date, a rerun's reports and a correction's
+    spec = load_spec_file(write_spec(tmp_path / "specs", "dim", tmp_path / "data"))
+    dates = [RunResult("dw.dim", d, "merge", counts=counts(4)) for d in ("2024-01-02", "2024-01-03")]
+    rerun = RunResult("dw.dim", "2024-01-02..2024-01-03", "rerun", replayed=dates).report()
+    fixed = {"table": "dw.dim", "ds": "2024-01-03", "action": "correct", "counts": {"matched": 1, "rows_after": 9}}
+    dry = {**fixed, "counts": {"matched": 1, "dry_run": True}}
+    # When their datasets are named
+    inputs, [output] = run_datasets("rerun", spec, "dw.dim", [*rerun.pop("replayed"), rerun], "hive://h:9083")
+    corrected_inputs, [corrected] = run_datasets("correct", spec, "dw.dim", [fixed], "hive://h:9083")
+    # Then a rerun read each date's folder and wrote both dates' partitions; a correction read and wrote the table
+    incr = tmp_path / "data" / "incr"
+    assert [(d.namespace, d.name) for d in inputs] == [
+        ("file", f"{incr}/ds=2024-01-02"),
+        ("file", f"{incr}/ds=2024-01-03"),
+    ]
+    assert (output.namespace, output.name, output.row_count) == ("hive://h:9083", "dw.dim", 2 * (4 + 1))
+    assert [d.name for d in corrected_inputs] == ["dw.dim"] and corrected.row_count == 9
+    assert run_datasets("correct", spec, "dw.dim", [dry], "hive") == ([], [])  # a dry run wrote nothing
+    assert hive_namespace("thrift://meta.example:9083,thrift://other:9083") == "hive://meta.example:9083"
+
+
 def test_rerun_arguments_come_from_the_trigger_form():
     assert rerun_args("dim", {"from_date": "2024-01-02", "to_date": None}, table="dw.dim") == [
         "rerun",
@@ -694,6 +718,48 @@ def test_a_merge_through_spark_connect_commits_and_logs_its_counts_and_asset_eve
     assert not [m for m in messages if REPORT_PREFIX in m]
     assert any(m.startswith("The job runs as a client of the warehouse's Spark Connect server") for m in messages)
     assert "open_after=3" in describe(reports[-1])
+
+
+def test_the_merge_reports_its_openlineage_datasets_through_the_providers_file_transport(
+    merged_first_date, connect_table, connect_warehouse, monkeypatch, tmp_path
+):
+    # Given the provider's file transport, configured as a worker would be (env)
+    from airflow.providers.openlineage.extractors.manager import ExtractorManager
+    from airflow.providers.openlineage.plugins.adapter import OpenLineageAdapter
+    from airflow.utils.state import TaskInstanceState
+
+    events = tmp_path / "lineage.jsonl"
+    transport = {"type": "file", "log_file_path": str(events), "append": True}
+    monkeypatch.setenv("AIRFLOW__OPENLINEAGE__TRANSPORT", json.dumps(transport))
+    merge, reports = merged_first_date["merge"], merged_first_date["reports"]
+    # When the provider collects the merge task's lineage (as its listener does on success) and emits it
+    manager = ExtractorManager()
+    dag_run = SimpleNamespace(run_id=f"scheduled__{DATES[0]}")
+    lineage = manager.extract_metadata(dag_run, merge, TaskInstanceState.SUCCESS, task_instance=SimpleNamespace())
+    OpenLineageAdapter().complete_task(
+        run_id="019ad5f0-0000-7000-8000-000000000001",
+        job_name="zipper_dim.merge",
+        end_time="2026-01-01T00:00:00+00:00",
+        task=lineage,
+        nominal_start_time=None,
+        nominal_end_time=None,
+        owners=None,
+        tags=None,
+        job_description=None,
+    )
+    # Then the COMPLETE event names the day's input folder and the Hive table, its columns and rows written
+    event = json.loads(events.read_text().splitlines()[-1])
+    assert event["eventType"] == "COMPLETE"
+    data = Path(connect_table["specs"]).parent / "data"
+    assert [(d["namespace"], d["name"]) for d in event["inputs"]] == [("file", str(data / "incr" / f"ds={DATES[0]}"))]
+    [output] = event["outputs"]
+    server = metastore.MetastoreService(connect_warehouse.warehouse_path).recorded()
+    assert output["name"] == "dw.dim" and output["namespace"] == f"hive://127.0.0.1:{server.port}"
+    fields = {f["name"]: f["type"] for f in output["facets"]["schema"]["fields"]}
+    assert fields["id"] in ("bigint", "int") and {"begin_dt", "end_dt"} <= set(fields)
+    counts = reports[-1]["counts"]
+    rows = output["outputFacets"]["outputStatistics"]["rowCount"]
+    assert rows == counts["open_after"] + counts["closed"] == 3 + counts["closed"]
 
 
 def test_a_committed_date_through_spark_connect_is_a_no_op_without_an_asset_event(

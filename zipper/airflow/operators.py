@@ -21,6 +21,7 @@ from zipper.airflow import environment
 from zipper.airflow.compat import AIRFLOW_3, AirflowException, AirflowFailException, BaseOperator
 from zipper.airflow.docs import is_backfill_run, resume_command
 from zipper.airflow.hooks import ZipperSparkConnectHook, ZipperSparkSubmitHook, runs_on_spark_connect
+from zipper.airflow.lineage import hive_namespace, operator_lineage, run_datasets
 from zipper.airflow.run_reports import asset_extra, describe, final_state, outcome
 from zipper.airflow.sensors import next_date_merged
 from zipper.airflow.trigger_params import correct_args, correct_label, rerun_args
@@ -29,6 +30,7 @@ from zipper.core.reports import EXIT_NOT_NOOP, REPORT_PREFIX, RunAction
 from zipper.runtime import metastore
 from zipper.runtime.settings import LOG_FILE_ENV, SessionSettings, log_dir, spark_submit_conf
 from zipper.runtime.spark_server import SparkServerService
+from zipper.tablespec.loader import find_spec
 
 NOT_RETRIED = "Not retried: another try would fail the same way."
 # The XCom a failed zipper task leaves: the job's own one-line reason, which the Zipper view shows
@@ -97,7 +99,29 @@ class ZipperSparkJobOperator(SparkSubmitOperator):
             raise
         context[LABEL] = self.label(context, reports)
         self.record_asset_event(context, reports)
+        self.reports = reports
         return reports
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any):
+        """The run's OpenLineage datasets (Airflow's OpenLineage provider calls this after `execute`, in the
+        task's process): the input of the dates it wrote and the Hive table, with its columns and the rows
+        it wrote (zipper.airflow.lineage). Only the provider calls it, so only it imports the provider."""
+        reports = getattr(self, "reports", None) or []
+        _, spec = find_spec(self.table_name, self.specs_dir)
+        inputs, outputs = run_datasets(self.verb, spec, self.table, reports, hive_namespace(self.metastore_uri()))
+        return operator_lineage(inputs, outputs)
+
+    def metastore_uri(self) -> str | None:
+        """The metastore the job wrote to: the warehouse's own server as recorded (not started for this),
+        or an external one's `hive.metastore.uris` in the task's Spark conf; None when neither says."""
+        try:
+            if metastore.mode() == metastore.MetastoreMode.LOCAL:
+                server = metastore.MetastoreService(environment.warehouse()).recorded()
+                return server.uri if server is not None else None
+        except StateError:
+            return None
+        conf = self.conf or {}
+        return conf.get("spark.hadoop.hive.metastore.uris") or conf.get("spark.hive.metastore.uris")
 
     def run_job(self, context: Any) -> list[dict]:
         """The job, as a Spark Connect client or through spark-submit, as the task's connection says (hooks);

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from zipper.cli.failures import report_line
 from zipper.core.errors import StateError, ZipperError
+from zipper.core.reports import RunAction
 from zipper.runtime import client_runs, locks, metastore
 from zipper.runtime.session import build_session, is_connect, release_session, start_server_early
 from zipper.runtime.settings import SessionSettings
@@ -136,7 +137,12 @@ class Runner:
                 raise
 
     def report(self, result) -> None:
-        report_line(self.args, result.report())
+        """The run's report; one that changed the table also names its columns and types (`columns`), which
+        the Airflow tasks give their lineage events (a catalog lookup on the open session, no Spark job)."""
+        report = result.report()
+        if getattr(self.args, "json_report", False) and self._spark is not None and result.action != RunAction.NOOP:
+            report["columns"] = table_columns(self._spark, self.spec.table)
+        report_line(self.args, report)
 
     def table(self):
         """The table's handle, whose verbs run the jobs; opens Spark (and so resolves the keys) first."""
@@ -146,3 +152,12 @@ class Runner:
 
         spark = self.spark
         return ZipperTable(spark, self.spec)
+
+
+def table_columns(spark, table: str) -> list[list[str]]:
+    """`[[name, type], ...]` of the table as the catalog has it; none when it cannot be read (the run has
+    already committed: a report without columns is still its report)."""
+    try:
+        return [[f.name, f.dataType.simpleString()] for f in spark.table(table).schema.fields]
+    except Exception:  # noqa: BLE001 - lineage detail only; the run's outcome stands
+        return []
