@@ -1,6 +1,7 @@
-"""`zipper merge --dry-run` end to end: the date written and audited, its counts and a sample of
-keys whose history would differ (before and after) printed and reported, and nothing published:
-the table's rows, partitions and commits as they were, no directory left under the table."""
+"""`zipper merge --dry-run` end to end: the date written and audited, its counts, the change-volume
+guard's verdict and a sample of keys whose history would differ (before and after) printed and
+reported, and nothing published: the table's rows, partitions and commits as they were, no
+directory left under the table."""
 
 from __future__ import annotations
 
@@ -18,18 +19,22 @@ pytestmark = pytest.mark.subprocess
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
     root = tmp_path_factory.mktemp("dryrun")
-    make_spec(root)
+    # a guard that refuses day 2 (2 of 3 open rows, 2x the median of day 1's 1): shown, not failed
+    make_spec(root, guard={"max_fraction": 0.5, "max_median_multiple": 1.5, "min_rows": 0, "min_days": 1})
     write_parquet(root / "data" / "base", [(1, "ann", "Oslo"), (2, "bob", "Rome")])
     write_parquet(root / "data" / "incr" / f"ds={day(1)}", [(2, "bob", "Paris"), (3, "cid", "Nice")])
-    assert zipper_in_one_jvm(root, ["init", "dim"]) == [0]
+    write_parquet(
+        root / "data" / "incr" / f"ds={day(2)}", [(1, "ann", "Bergen"), (2, "bob", "Lyon"), (3, "cid", "Nice")]
+    )
+    assert zipper_in_one_jvm(root, ["init", "dim"], ["merge", "dim", "--ds", day(1)]) == [0, 0]
     return root
 
 
 def _files(root) -> list[str]:
-    """Every path under the warehouse but the metastore's own and Spark's logs."""
+    """Every path under the table's database folder."""
     found = []
     for folder, dirs, files in os.walk(root / "warehouse"):
-        dirs[:] = [d for d in dirs if d not in ("metastore_db",) and not d.startswith((".", "spark"))]
+        dirs[:] = [d for d in dirs if d not in ("metastore_db", "metastore", "logs")]
         found += [os.path.relpath(os.path.join(folder, name), root) for name in dirs + files]
     return sorted(p for p in found if ".db" in p)
 
@@ -37,25 +42,30 @@ def _files(root) -> list[str]:
 def test_a_dry_run_merge_shows_the_day_and_publishes_nothing(workspace):
     status = zipper(workspace, "status", "dim").stdout
     files = _files(workspace)
-    assert any("zipper_slot=open" in p for p in files), files  # the open partition, as init wrote it
+    assert any("zipper_slot=open" in p for p in files), files  # the open partition, as the merge wrote it
 
-    seen = probe(workspace, "dw.dim", "merge", "dim", "--ds", day(1), "--dry-run", "--json-report")
+    seen = probe(workspace, "dw.dim", "merge", "dim", "--ds", day(2), "--dry-run", "--json-report")
     assert seen["exit"] == 0, seen["stderr"]
     out = seen["stdout"]
-    assert f"dw.dim {day(1)}: dry run, would commit: 1 new, 1 changed, 0 re-sent unchanged, 1 closed;" in out
-    assert f"dw.dim {day(1)}: dry run: nothing was published; change-volume guard: passes" in out
+    assert f"dw.dim {day(2)}: dry run, would commit: 0 new, 2 changed, 1 re-sent unchanged, 2 closed;" in out
+    assert (
+        f"dw.dim {day(2)}: dry run: nothing was published; change-volume guard: would refuse: the day closes,"
+        " deletes or updates 2 of 3 open rows (67%; limit 50%), 2.0x the median"
+    ) in out
     lines = out.splitlines()
     at = lines.index("  key id=2")
-    assert lines[at + 1].startswith("    before id=2, name=bob, city=Rome, begin_dt=2023-12-31, end_dt=9999-12-31")
-    assert lines[at + 2].startswith("    after  id=2, name=bob, city=Rome, begin_dt=2023-12-31, end_dt=2024-01-01")
-    assert lines[at + 3].startswith("    after  id=2, name=bob, city=Paris, begin_dt=2024-01-01, end_dt=9999-12-31")
-    assert lines[lines.index("  key id=3") + 1] == "    before (none)"
-    assert "  key id=1" not in lines  # re-sent nowhere: its history does not differ
-    report = json.loads(next(line for line in lines if line.startswith(REPORT_PREFIX))[len(REPORT_PREFIX) :])
-    assert report["counts"]["dry_run"] is True and [s["key"] for s in report["counts"]["sample"]] == [
-        {"id": "2"},
-        {"id": "3"},
+    assert lines[at + 1 : at + 6] == [
+        f"    before id=2, name=bob, city=Rome, begin_dt={day(0)}, end_dt={day(1)}",
+        f"    before id=2, name=bob, city=Paris, begin_dt={day(1)}, end_dt=9999-12-31",
+        f"    after  id=2, name=bob, city=Rome, begin_dt={day(0)}, end_dt={day(1)}",
+        f"    after  id=2, name=bob, city=Paris, begin_dt={day(1)}, end_dt={day(2)}",
+        f"    after  id=2, name=bob, city=Lyon, begin_dt={day(2)}, end_dt=9999-12-31",
     ]
+    assert "  key id=1" in lines and "  key id=3" not in lines  # re-sent unchanged: its history does not differ
+    report = json.loads(next(line for line in lines if line.startswith(REPORT_PREFIX))[len(REPORT_PREFIX) :])
+    counts = report["counts"]
+    assert counts["dry_run"] is True and counts["guard"].startswith("would refuse: ")
+    assert [s["key"] for s in counts["sample"]] == [{"id": "1"}, {"id": "2"}]
 
     assert seen["after"] == seen["before"]  # rows and partitions
     assert zipper(workspace, "status", "dim").stdout == status  # commits and the open partition's params
