@@ -50,6 +50,12 @@ def merge_arguments(parser: argparse.ArgumentParser) -> None:
     add_accept_large_change(parser)
     add_json_report(parser)
     parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="write and audit the date, print its counts and a sample of keys whose history would differ"
+        " (before and after); publish nothing, leave nothing behind",
+    )
+    parser.add_argument(
         "--no-spark",
         action="store_true",
         dest="no_spark",
@@ -66,7 +72,7 @@ def run_merge(runner: Runner) -> int:
     spec = runner.spec
     ds = parse_date(runner.args.ds, "--ds", spec.table)
     check_in_schedule(spec, ds)  # a date outside the spec's dates fails before Spark starts
-    result = noop_without_spark(runner, ds)
+    result = None if runner.args.dry_run else noop_without_spark(runner, ds)
     if result is None and runner.args.no_spark:
         print(
             f"zipper: {spec.table} {ds}: not a no-op told without Spark; nothing was done"
@@ -75,8 +81,15 @@ def run_merge(runner: Runner) -> int:
         )
         return EXIT_NOT_NOOP
     if result is None:
-        result = runner.table().merge(ds, progress=progress, accept_large_change=runner.args.accept_large_change)
+        result = runner.table().merge(
+            ds, progress=progress, accept_large_change=runner.args.accept_large_change, dry_run=runner.args.dry_run
+        )
     print(result.summary())
+    if result.counts.get("dry_run"):
+        from zipper.jobs import preview  # on use: --help loads no table code
+
+        for line in preview.lines(spec.table, result.ds, result.counts["sample"], result.counts["guard"]):
+            print(line)
     runner.report(result)
     return 0
 

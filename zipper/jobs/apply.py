@@ -22,7 +22,7 @@ from zipper.core.reports import RunAction
 from zipper.inputs import conform, csv_values, dayinput, file_types, metrics, sources
 from zipper.inputs.modes import mode_of
 from zipper.inputs.refusals import key_text, where_of
-from zipper.jobs import corrected
+from zipper.jobs import corrected, preview
 from zipper.jobs.broadcast import broadcasts
 from zipper.jobs.context import Run
 from zipper.jobs.result import RunResult
@@ -329,6 +329,8 @@ def apply_date(
                 dayinput.DayRequest(spark, spec, st, located, table_columns, run_root, checked, keep), ds
             )
             written, counts, open_dir, join = _write_day(run, ds, day)
+            if run.dry_run:
+                preview.keep_keys(run, day)
     except (InputError, SpecError):
         fs.delete(spark, run_root)  # bad input or spec: nothing of this run is worth keeping
         raise
@@ -337,6 +339,8 @@ def apply_date(
     faults.checkpoint("after_write")
 
     summary = _audit(run, ds, day, written, counts, open_dir, closed_dir)
+    if run.dry_run:
+        return _dry_run(run, ds, day, written, summary, open_dir, join)
     try:
         guard.check(spec, st, ds, summary, accepted=run.accept_large_change, accept=_how_to_accept(spec, ds, action))
     except LargeChangeError:
@@ -369,6 +373,23 @@ def apply_date(
     # a date skipped for want of input says what was not there
     skipped = f"no input: {day.located.description} not found" if day.located.missing else ""
     return RunResult(spec.table, ds_text, RunAction.MERGE, skipped, summary, run.seconds(), run.run_id, join)
+
+
+def _dry_run(run: Run, ds: dt.date, day, written: Written, summary: dict, open_dir: str, join: str) -> RunResult:
+    """The day as the merge would publish it, without the publish: its counts, the guard's verdict
+    as a line (not a refusal) and a sample of keys whose history would differ, before and after.
+    The run's directory is deleted: nothing is published, nothing is left behind."""
+    spec = run.spec
+    try:
+        why = guard.refusal(spec, guard.volume(spec, run.state, ds, summary))
+        verdict = "passes" if why is None or run.accept_large_change else f"would refuse: {why}"
+        schema = conform.struct_type(day.columns, spec.begin_column)
+        closed_dir = layout.slot_dir(run.root, Slot.CLOSED)
+        found = preview.sample(run, ds, schema, open_dir, closed_dir, written.rewritten)
+    finally:
+        preview.clean(run)
+    counts = dict(summary, dry_run=True, guard=verdict, sample=found)
+    return RunResult(spec.table, ds.isoformat(), RunAction.MERGE, "dry run", counts, run.seconds(), run.run_id, join)
 
 
 def _how_to_accept(spec, ds: dt.date, action: state.CommitAction) -> str:

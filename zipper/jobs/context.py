@@ -33,6 +33,7 @@ class Run:
     state: state.TableState
     progress: Callable[[str], None] = quiet
     accept_large_change: bool = False  # the change-volume guard lets this run's days through (`table.guard`)
+    dry_run: bool = False  # write and audit each date, show what would change, publish nothing (`jobs.preview`)
     run_id: str = field(default_factory=state.new_run_id)
     started: float = field(default_factory=time.monotonic)
 
@@ -68,6 +69,7 @@ def open_run(
     ds: dt.date | None = None,
     progress: Callable[[str], None] = quiet,
     accept_large_change: bool = False,
+    dry_run: bool = False,
 ) -> Run:
     """The run of `spec` from `ds` on (None: at the table's last committed date, for a table that
     must exist): keys resolved, state read once, checked to be this spec's, a killed run's debris
@@ -79,4 +81,4 @@ def open_run(
     at = ds or st.last_committed
     state.check_owned(st, spec, at)
     st = recovery.recover(spark, spec, st, at)
-    return Run(spark, spec, st, progress, accept_large_change)
+    return Run(spark, spec, st, progress, accept_large_change, dry_run)

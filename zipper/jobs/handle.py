@@ -34,11 +34,15 @@ class ZipperTable:
         return init.init_table(self.spark, self.spec, ds)
 
     def merge(
-        self, ds: dt.date, progress: Callable[[str], None] = quiet, accept_large_change: bool = False
+        self,
+        ds: dt.date,
+        progress: Callable[[str], None] = quiet,
+        accept_large_change: bool = False,
+        dry_run: bool = False,
     ) -> RunResult:
         """The daily run of one date (`merge.merge_date`); `accept_large_change` lets a day the
-        change-volume guard would refuse through."""
-        return merge.merge_date(self.spark, self.spec, ds, progress, accept_large_change)
+        change-volume guard would refuse through; `dry_run` publishes nothing and shows what would change."""
+        return merge.merge_date(self.spark, self.spec, ds, progress, accept_large_change, dry_run)
 
     def rerun(
         self,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 
 from zipper.core.dates import DAY
-from zipper.core.errors import InputError, InputNotFoundError
+from zipper.core.errors import InputError, InputNotFoundError, StateError
 from zipper.core.reports import RunAction
 from zipper.inputs import dayinput, sources
 from zipper.inputs.modes import mode_of
@@ -22,15 +22,27 @@ from zipper.table import catalog, state
 from zipper.tablespec.model import TableSpec
 
 
-def merge_date(spark, spec: TableSpec, ds: dt.date, progress=None, accept_large_change: bool = False) -> RunResult:
+def merge_date(
+    spark, spec: TableSpec, ds: dt.date, progress=None, accept_large_change: bool = False, dry_run: bool = False
+) -> RunResult:
     """Merge one date. A past date whose input (or a later date's) changed is replayed, per
-    `on_past_date`; `progress` receives one line per replayed date."""
-    run = open_run(spark, spec, ds, progress or quiet, accept_large_change)
-    run = _recovered(run, ds)
+    `on_past_date`; `progress` receives one line per replayed date. `dry_run`: write and audit the
+    date, show what would change, publish nothing (`apply._dry_run`)."""
+    run = open_run(spark, spec, ds, progress or quiet, accept_large_change, dry_run)
+    if not dry_run:
+        run = _recovered(run, ds)
     plan = _planned(run, ds)
     match plan.action:
         case PlanAction.NOOP:
             return RunResult(run.spec.table, ds.isoformat(), RunAction.NOOP, plan.reason, seconds=run.seconds())
+    if dry_run and plan.action != PlanAction.APPLY:
+        raise StateError(
+            f"a dry run shows the merge of the next date of an initialized table only; this one would"
+            f" {plan.action.value.replace('_', ' ')}; nothing was done",
+            table=spec.table,
+            ds=ds.isoformat(),
+        )
+    match plan.action:
         case PlanAction.REPLAY | PlanAction.RESUME:
             return _replay_then_merge(run, ds, plan)
     located = mode_of(run.spec).locate(spark, run.spec, run.state, ds)  # fails before anything is created

@@ -51,6 +51,7 @@ class RunResult:
             )
         return (
             f"{self.table} {self.ds}: "
+            + ("dry run, would commit: " if c.get("dry_run") else "")
             + (f"{self.opened.text(dated=True)}; then " if self.opened else "")
             + f"{c['new']} new, {c['changed']} changed, {c['unchanged']} re-sent unchanged"
             + (f", {c['updated_in_place']} updated in place" if c.get("updated_in_place") else "")
