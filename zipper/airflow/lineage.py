@@ -104,7 +104,7 @@ def run_datasets(
         return [], []
     columns = [(str(name), str(kind)) for name, kind in final.get("columns") or []]
     output = LineageDataset(namespace, final.get("table") or table, columns, rows_written(reports))
-    if verb == "correct":  # it rewrites the table's own versions
+    if verb == RunAction.CORRECT:  # it rewrites the table's own versions
         return [LineageDataset(namespace, output.name)], [output]
     return input_datasets(spec, written_dates(reports), namespace), [output]
 
