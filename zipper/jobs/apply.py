@@ -150,7 +150,7 @@ def _put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, 
     earliest = spec.closed_end(date_of(found["t"])).isoformat()
     late_keys = F.broadcast(late_rows.select(*spec.keys).distinct())
     reachable = [p for p in st.closed if p.end >= earliest]
-    table = _table_rows(spark, spec, open_schema)  # every reachable partition in one scan
+    table = store.table_rows(spark, spec, open_schema)  # every reachable partition in one scan
     closed = table.where((F.col(end) >= earliest) & (F.col(end) != open_end))
     opened = touched_rows.join(late_keys, on=spec.keys, how="left_semi").withColumn(end, F.lit(open_end))
     history = opened.unionByName(closed.join(late_keys, on=spec.keys, how="left_semi"))
@@ -221,18 +221,6 @@ def _changed_ends(observation, result, end: str) -> set[str]:
     if "ends" in observed:
         return set(observed["ends"] or ())
     return {r[end] for r in result.select(F.explode(_reached(end)).alias(end)).distinct().collect()}
-
-
-def _table_rows(spark, spec, schema):
-    """The table's rows as the day's columns (`schema`: a column the table lacks yet is NULL), with
-    the end column: partitions are read by their end value through the metastore, in one scan."""
-    catalog.refresh(spark, spec)
-    table = spark.table(spec.table)
-    present = set(table.columns)
-    columns = [
-        (F.col(f.name) if f.name in present else F.lit(None)).cast(f.dataType).alias(f.name) for f in schema.fields
-    ]
-    return table.select(*columns, F.col(spec.end_column))
 
 
 def _rewrite(run: Run, table, parts: list, replaced, result) -> tuple:

@@ -14,6 +14,7 @@ import datetime as dt
 from pyspark.sql import functions as F
 
 from zipper.core import fs
+from zipper.table import store
 from zipper.transforms.collected import as_collected, as_written
 
 SAMPLE_KEYS = 5  # keys whose history a dry run shows, before and after
@@ -28,17 +29,6 @@ def keep_keys(run, day) -> None:
     keys.write.mode("overwrite").parquet(f"{run.root}/{KEYS_DIR}")
 
 
-def _table(run, schema):
-    """The table's rows as the day's columns, with the end column, for the day's candidate keys."""
-    spark, spec = run.spark, run.spec
-    table = spark.table(spec.table)
-    present = set(table.columns)
-    columns = [
-        (F.col(f.name) if f.name in present else F.lit(None)).cast(f.dataType).alias(f.name) for f in schema.fields
-    ]
-    return table.select(*columns, F.col(spec.end_column))
-
-
 def sample(run, ds: dt.date, schema, open_dir: str, closed_dir: str, rewritten: tuple) -> list[dict]:
     """Up to SAMPLE_KEYS keys whose versions the day changes: `{"key": {...}, "before": [...], "after": [...]}`,
     versions as {column: text}, in begin order."""
@@ -46,7 +36,7 @@ def sample(run, ds: dt.date, schema, open_dir: str, closed_dir: str, rewritten: 
     end = spec.end_column
     open_end = spec.open_end.isoformat()
     keys = spark.read.parquet(f"{run.root}/{KEYS_DIR}")
-    before = _table(run, schema).join(F.broadcast(keys), on=spec.keys, how="left_semi")
+    before = store.table_rows(spark, spec, schema).join(F.broadcast(keys), on=spec.keys, how="left_semi")
     replaced = [r.end for r in rewritten]
     kept = before.where((F.col(end) != open_end) & ~F.col(end).isin(replaced))
     parts = [

@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from zipper.core import layout
+from zipper.table import catalog
 
 
 def write_slots(rows: DataFrame, run_root: str, append: bool = False) -> None:
@@ -51,3 +52,15 @@ def read_rows(spark, schema, *directories: str) -> DataFrame:
     files' own, so that a directory with no file reads as no rows, with the columns it should
     have)."""
     return spark.read.schema(schema).parquet(*directories)
+
+
+def table_rows(spark, spec, schema) -> DataFrame:
+    """The table's rows as `schema`'s columns (a column the table lacks yet is NULL), with the end
+    column: read through the metastore, so a filter on the end column reads only its partitions."""
+    catalog.refresh(spark, spec)
+    table = spark.table(spec.table)
+    present = set(table.columns)
+    columns = [
+        (F.col(f.name) if f.name in present else F.lit(None)).cast(f.dataType).alias(f.name) for f in schema.fields
+    ]
+    return table.select(*columns, F.col(spec.end_column))
