@@ -231,7 +231,7 @@ def test_a_metastore_without_lock_support_publishes_after_the_check_with_one_war
     assert catalog.list_partitions(spark, spec)[0].location == f"file:{tmp_path}/p2"
     warnings = [r.getMessage() for r in caplog.records if r.name == catalog.__name__]
     assert len(warnings) == 1 and warnings[0].startswith(
-        f"the metastore at {catalog.metastore_uri(spark)} refused a table lock (MetaException: Unable to update"
+        f"zipper: warning: the metastore at {catalog.metastore_uri(spark)} refused a table lock (MetaException: Unable to update"
         " transaction database"
     )
 

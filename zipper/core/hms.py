@@ -172,6 +172,7 @@ class MetastoreClient:
             NoSuchLockException,
         )
         from thrift.Thrift import TApplicationException
+        from thrift.transport.TTransport import TTransportException
 
         component = LockComponent(
             type=LockType.EXCLUSIVE, level=LockLevel.TABLE, dbname=database.lower(), tablename=name.lower()
@@ -183,6 +184,13 @@ class MetastoreClient:
             response = self.client.lock(request)
         except (MetaException, TApplicationException) as exc:
             raise LocksUnsupported(_first_line(exc)) from None
+        except TTransportException as exc:
+            # A Hive server whose lock call fails with a Java Error (its transaction store's JDBC
+            # pool missing from its classpath, as Hive's default BoneCP is from Spark's jars) ends
+            # the connection. A server that answers a new one is up: that call is what it lacks.
+            self.__exit__(None, None, None)
+            self.__enter__()  # MetastoreUnreachable if the server itself is gone
+            raise LocksUnsupported(f"the connection closed on the lock call ({_first_line(exc)})") from None
         lock_id = response.lockid
         try:
             state, pause = response.state, LOCK_FIRST_PAUSE_S

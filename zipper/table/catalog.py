@@ -324,9 +324,9 @@ def _publish_lock(metastore: MetastoreClient, spec: TableSpec, ds: str | None) -
             if metastore.uri not in _without_locks:
                 _without_locks.add(metastore.uri)
                 log.warning(
-                    "the metastore at %s refused a table lock (%s): publishes check the table's last run without"
-                    " it (two publishes within milliseconds are not told apart); docs: The metastore service,"
-                    " The publish's lock",
+                    "zipper: warning: the metastore at %s refused a table lock (%s): publishes check the"
+                    " table's last run without it, and two publishes within milliseconds are not told apart"
+                    " (docs: The metastore service, The publish's lock)",
                     metastore.uri,
                     unsupported,
                 )
