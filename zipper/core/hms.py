@@ -208,13 +208,15 @@ class MetastoreClient:
                     f"the metastore did not grant the table's lock in {wait_s:g} s ({holder})", holder=holder
                 )
             yield lock_id
-        finally:
-            self.unlock(lock_id)
+        except BaseException:
+            self.unlock(lock_id, quiet=True)  # the failure in flight is what the caller tells
+            raise
+        self.unlock(lock_id)
 
-    def unlock(self, lock_id: int) -> None:
+    def unlock(self, lock_id: int, *, quiet: bool = False) -> None:
         """Release a lock. One the metastore has already let go of is fine; one that cannot be
-        released now (the connection broke) is left to expire, and said in the log: the caller's
-        own outcome stands."""
+        released now (the connection broke) is left to expire, and said in the log unless
+        `quiet`: the caller's own outcome stands."""
         from pymetastore.hive_metastore.ttypes import NoSuchLockException, UnlockRequest
 
         try:
@@ -222,12 +224,14 @@ class MetastoreClient:
         except NoSuchLockException:
             pass
         except Exception as exc:  # noqa: BLE001 - any failure: the lock expires on its own
-            log.warning(
-                "metastore lock %s on %s was not released (%s): it expires after the metastore's hive.txn.timeout",
-                lock_id,
-                self.uri,
-                _first_line(exc),
-            )
+            if not quiet:
+                log.warning(
+                    "zipper: warning: metastore lock %s on %s was not released (%s): it expires after the"
+                    " metastore's hive.txn.timeout",
+                    lock_id,
+                    self.uri,
+                    _first_line(exc),
+                )
 
     def lock_holder(self, database: str, name: str, waiting: int | None = None) -> str:
         """Who holds the table's lock, in a few words: the metastore's user, host and agent of the
@@ -240,7 +244,7 @@ class MetastoreClient:
             return f"its holder could not be listed: {_first_line(exc)}"
         held = [lock for lock in locks or [] if lock.state == LockState.ACQUIRED and lock.lockid != waiting]
         if not held:
-            return "held by a lock released or timed out meanwhile"
+            return "its holder has let go of it meanwhile"
         lock = held[0]
         since = dt.datetime.fromtimestamp((lock.acquiredat or 0) / 1000, dt.UTC).isoformat(timespec="seconds")
         return f"lock {lock.lockid} of `{lock.agentInfo}` by {lock.user}@{lock.hostname}, since {since}"
