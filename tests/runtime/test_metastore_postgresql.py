@@ -1,7 +1,8 @@
 """PostgreSQL as the database of the warehouse's metastore server (`ZIPPER_METASTORE_DB`), through
 the real CLI against a private PostgreSQL server (tests/postgres.py, Debian's packages): a table
 made and merged, its metadata in PostgreSQL and not in Derby, read back by a restarted server,
-the database named without its password, and a wrong setting refused with one line."""
+the table locks of its publishes kept in PostgreSQL too, the database named without its password,
+and a wrong setting refused with one line."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from tests import postgres
 from tests.cli.helpers import day, make_spec, write_parquet, zipper
 from tests.cli.test_cli import assert_one_line_error
+from zipper.core.hms import LockNotGranted, MetastoreClient
 from zipper.runtime.metastore import DATABASE_ENV, JDBC_JAR_ENV, METASTORE_ENV, MetastoreService
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.slow]
@@ -67,6 +69,23 @@ def test_the_metadata_is_in_postgresql_not_in_derby(pg, merged):
     assert MetastoreService(root / "warehouse").stop() is not None
     assert status(root, pg)["last_committed"] == day(1)
     assert not (root / "warehouse" / "metastore_db").exists()
+
+
+def test_table_locks_are_kept_in_postgresql(pg, merged):
+    """The server created Hive's transaction tables in PostgreSQL: a second client waiting for a
+    table's lock is refused while the first holds it, and gets it once released."""
+    root, _ = merged
+    assert status(root, pg)["last_committed"] == day(1)  # the server runs (a test above restarts it)
+    uri = MetastoreService(root / "warehouse").running().uri
+    with MetastoreClient(uri) as first, MetastoreClient(uri) as second:
+        with first.exclusive_lock("dw", "dim", wait_s=0, agent="first publish") as held:
+            assert pg.psql("SELECT hl_lock_ext_id, hl_agent_info FROM hive_locks") == [[str(held), "first publish"]]
+            with pytest.raises(LockNotGranted, match=f"lock {held} of `first publish` by "):
+                with second.exclusive_lock("dw", "dim", wait_s=0.2, agent="second publish"):
+                    pass
+        with second.exclusive_lock("dw", "dim", wait_s=0, agent="second publish"):
+            assert pg.psql("SELECT hl_agent_info, hl_lock_state FROM hive_locks") == [["second publish", "a"]]
+    assert pg.psql("SELECT count(*) FROM hive_locks") == [["0"]]
 
 
 def test_status_names_the_postgresql_database_and_never_its_password(pg, merged):

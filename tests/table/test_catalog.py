@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import socket
+import threading
+import time
 
 import pytest
 
@@ -111,6 +115,125 @@ def test_repoint_refuses_after_another_run_published_and_changes_nothing(spark, 
         catalog.repoint(spark, spec, [Partition("2024-01-01", str(tmp_path / "mine"), {})], expected_run="")
 
     assert catalog.list_partitions(spark, spec)[0].location == f"file:{tmp_path}/old/2024-01-01"
+
+
+def _locks(uri, spec) -> list:
+    from pymetastore.hive_metastore.ttypes import ShowLocksRequest
+
+    with MetastoreClient(uri) as metastore:
+        request = ShowLocksRequest(dbname=spec.database, tablename=spec.table_name)
+        return metastore.client.show_locks(request).locks or []
+
+
+def test_two_clients_publishing_at_once_take_turns_and_the_second_is_refused(spark, tmp_path, unique_name, monkeypatch):
+    """Two publishes of one table through one metastore server, each on its own connection, both
+    expecting the same run: the first holds the table's metastore lock from its read to its
+    `alter_partitions`, the second waits for it there, then reads the first one's run and
+    publishes nothing. (Without the lock the second would pass its check and overwrite.)"""
+    from pymetastore.hive_metastore.ttypes import LockState
+
+    spec = _table(spark, tmp_path, unique_name, ["2024-01-01", "9999-12-31"])
+    catalog.repoint(
+        spark, spec, [Partition("9999-12-31", str(tmp_path / "r0"), {state.RUN_ID: "r0"})], expected_run=None
+    )
+    uri = catalog.metastore_uri(spark)
+    outcome, seen_waiting = {}, []
+
+    def publish(run: str) -> None:
+        changes = [
+            Partition("2024-01-01", str(tmp_path / run / "history"), {state.RUN_ID: run}),
+            Partition("9999-12-31", str(tmp_path / run / "open"), {state.RUN_ID: run}),
+        ]
+        try:
+            catalog.repoint(spark, spec, changes, expected_run="r0", ds="2024-01-02")
+            outcome[run] = "published"
+        except catalog.ConcurrentChange as refused:
+            outcome[run] = str(refused)
+
+    sent = MetastoreClient.alter_partitions
+    second = threading.Thread(target=publish, args=("second",))
+
+    def alter_once_the_second_waits(self, database, name, partitions):
+        if threading.current_thread().name == "first":  # checked, holding the lock, about to write
+            second.start()
+            deadline = time.monotonic() + 60  # bounds a broken run only: the second asks at once
+            while not seen_waiting and time.monotonic() < deadline:
+                seen_waiting.extend(lock for lock in _locks(uri, spec) if lock.state == LockState.WAITING)
+                time.sleep(0.05)
+        sent(self, database, name, partitions)
+
+    monkeypatch.setattr(MetastoreClient, "alter_partitions", alter_once_the_second_waits)
+    first = threading.Thread(target=publish, args=("first",), name="first")
+    first.start()
+    first.join()
+    second.join()
+
+    assert [lock.agentInfo for lock in seen_waiting] == [f"zipper publish {spec.table} 2024-01-02 pid {os.getpid()}"]
+    assert outcome["first"] == "published"
+    assert outcome["second"].startswith(
+        f"{spec.table} 2024-01-02: another run (first, table now at no date) published to the table"
+    )
+    listed = {p.end: p for p in catalog.list_partitions(spark, spec)}
+    assert {end: p.location for end, p in listed.items()} == {
+        "2024-01-01": f"file:{tmp_path}/first/history",
+        "9999-12-31": f"file:{tmp_path}/first/open",
+    }
+    assert {p.params[state.RUN_ID] for p in listed.values()} == {"first"}
+    assert _locks(uri, spec) == []  # both released
+
+
+def test_a_publish_that_cannot_get_the_table_lock_in_time_is_refused(spark, tmp_path, unique_name, monkeypatch):
+    spec = _table(spark, tmp_path, unique_name, ["2024-01-01", "9999-12-31"])
+    uri = catalog.metastore_uri(spark)
+    monkeypatch.setattr(catalog, "PUBLISH_LOCK_WAIT_S", 0.5)
+    change = [Partition("2024-01-01", str(tmp_path / "mine"), {})]
+    with MetastoreClient(uri) as other:
+        with other.exclusive_lock(spec.database, spec.table_name, wait_s=0, agent="a publish elsewhere") as held:
+            with pytest.raises(catalog.TableLocked) as err:
+                catalog.repoint(spark, spec, change, expected_run="", ds="2024-01-02")
+            assert [lock.lockid for lock in _locks(uri, spec)] == [held]  # the refused request withdrawn
+
+    assert isinstance(err.value, catalog.ConcurrentChange)
+    assert re.fullmatch(
+        rf"{spec.table} 2024-01-02: another client held the table's metastore lock for more than 0.5 s"
+        rf" \(lock {held} of `a publish elsewhere` by \S+@\S+, since \S+\); nothing of this run was published\."
+        r" Run it again: it plans from the table as it is then \(a date already committed is a no-op\)",
+        str(err.value),
+    )
+    assert catalog.list_partitions(spark, spec)[0].location == f"file:{tmp_path}/old/2024-01-01"
+    catalog.repoint(spark, spec, change, expected_run="", ds="2024-01-02")  # released: the next try publishes
+    assert catalog.list_partitions(spark, spec)[0].location == f"file:{tmp_path}/mine"
+
+
+def test_a_metastore_without_lock_support_publishes_after_the_check_with_one_warning(
+    spark, tmp_path, unique_name, monkeypatch, caplog
+):
+    """As a Hive metastore whose transaction tables were never created answers the lock call."""
+    from pymetastore.hive_metastore.ThriftHiveMetastore import Client
+    from pymetastore.hive_metastore.ttypes import MetaException
+
+    spec = _table(spark, tmp_path, unique_name, ["2024-01-01", "9999-12-31"])
+
+    def no_transaction_tables(self, request):
+        raise MetaException(
+            "Unable to update transaction database java.sql.SQLSyntaxErrorException: Table/View 'NEXT_LOCK_ID'"
+            " does not exist."
+        )
+
+    monkeypatch.setattr(Client, "lock", no_transaction_tables)
+    monkeypatch.setattr(catalog, "_without_locks", set())
+    with caplog.at_level(logging.WARNING, logger=catalog.__name__):
+        for n in (1, 2):
+            catalog.repoint(spark, spec, [Partition("2024-01-01", str(tmp_path / f"p{n}"), {})], expected_run="")
+        with pytest.raises(catalog.ConcurrentChange):  # the check remains
+            catalog.repoint(spark, spec, [Partition("2024-01-01", str(tmp_path / "p3"), {})], expected_run="other")
+
+    assert catalog.list_partitions(spark, spec)[0].location == f"file:{tmp_path}/p2"
+    warnings = [r.getMessage() for r in caplog.records if r.name == catalog.__name__]
+    assert len(warnings) == 1 and warnings[0].startswith(
+        f"zipper: warning: the metastore at {catalog.metastore_uri(spark)} refused a table lock (MetaException: Unable to update"
+        " transaction database"
+    )
 
 
 def test_alter_data_columns_writes_the_schema_spark_reads_split_when_long(spark, tmp_path, unique_name):

@@ -2,15 +2,22 @@
 
 The bindings are pymetastore's, generated from the metastore's interface definition; only calls
 that Hive 2.3's server has are used (`get_database`, `get_table`, `get_partitions`,
-`get_partition`, `alter_partitions`, `alter_table`). No JVM and no pyspark: the CLI's `status`,
+`get_partition`, `alter_partitions`, `alter_table`, and the table locks' `lock`, `check_lock`,
+`show_locks`, `unlock`). No JVM and no pyspark: the CLI's `status`,
 the Airflow sensors and the merge task's no-op check ask the metastore here in milliseconds,
 while a merge of the same table runs; the catalog of the data path (zipper.table.catalog) reads
 and publishes here too, so that it needs no JVM on the client."""
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
+import getpass
 import logging
+import os
 import socket
+import time
+from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 from zipper.core.errors import StateError
@@ -21,11 +28,31 @@ from zipper.core.errors import StateError
 logging.getLogger("thrift").addHandler(logging.NullHandler())
 
 CONNECT_TIMEOUT_MS = 10_000
+# A waiting lock is asked again after these pauses, doubling: a publish holds it for milliseconds.
+LOCK_FIRST_PAUSE_S = 0.05
+LOCK_MAX_PAUSE_S = 1.0
+AGENT_MAX = 128  # the metastore's column for a lock's agent is varchar(128)
+
+log = logging.getLogger(__name__)
 
 
 class MetastoreUnreachable(StateError):
     """The metastore did not answer, or stopped answering during a call: nothing it had not
     applied was published. The CLI tells it as the warehouse's server stopping, where it is."""
+
+
+class LockNotGranted(StateError):
+    """Another client held the table's lock for longer than the caller would wait. `holder`: who,
+    as the metastore lists it. Nothing was locked by the caller."""
+
+    def __init__(self, message: str, *, holder: str = "", table: str | None = None, ds: str | None = None):
+        self.holder = holder
+        super().__init__(message, table=table, ds=ds)
+
+
+class LocksUnsupported(Exception):
+    """The metastore refused the `lock` call itself: it keeps no transaction tables (Hive's schema
+    scripts create them; DataNucleus does not), or it is not a Hive metastore that has the call."""
 
 
 class MetastoreClient:
@@ -123,3 +150,113 @@ class MetastoreClient:
     def alter_table(self, database: str, name: str, table) -> None:
         """Replace the table's definition (a thrift `Table`, as read and edited)."""
         self.client.alter_table(database, name, table)
+
+    @contextlib.contextmanager
+    def exclusive_lock(self, database: str, name: str, *, wait_s: float, agent: str) -> Iterator[int]:
+        """Hold the metastore's exclusive lock on a table for the block (its lock id).
+
+        As Hive's own clients and Iceberg's Hive catalog take it: `lock` with one EXCLUSIVE
+        TABLE component and no transaction, then `check_lock` while it is WAITING, for at most
+        `wait_s` seconds (LockNotGranted, naming the holder), and `unlock` at the end, whatever
+        happens. No heartbeat: the block lasts milliseconds. A lock whose client is killed
+        stays until the metastore's housekeeping removes locks not heartbeated for
+        `hive.txn.timeout`. LocksUnsupported when the metastore cannot lock at all."""
+        from pymetastore.hive_metastore.ttypes import (
+            CheckLockRequest,
+            LockComponent,
+            LockLevel,
+            LockRequest,
+            LockState,
+            LockType,
+            MetaException,
+            NoSuchLockException,
+        )
+        from thrift.Thrift import TApplicationException
+        from thrift.transport.TTransport import TTransportException
+
+        component = LockComponent(
+            type=LockType.EXCLUSIVE, level=LockLevel.TABLE, dbname=database.lower(), tablename=name.lower()
+        )
+        request = LockRequest(
+            component=[component], user=_user(), hostname=socket.gethostname(), agentInfo=agent[:AGENT_MAX]
+        )
+        try:
+            response = self.client.lock(request)
+        except (MetaException, TApplicationException) as exc:
+            raise LocksUnsupported(_first_line(exc)) from None
+        except TTransportException as exc:
+            # A Hive server whose lock call fails with a Java Error (its transaction store's JDBC
+            # pool missing from its classpath, as Hive's default BoneCP is from Spark's jars) ends
+            # the connection. A server that answers a new one is up: that call is what it lacks.
+            self.__exit__(None, None, None)
+            self.__enter__()  # MetastoreUnreachable if the server itself is gone
+            raise LocksUnsupported(f"the connection closed on the lock call ({_first_line(exc)})") from None
+        lock_id = response.lockid
+        try:
+            state, pause = response.state, LOCK_FIRST_PAUSE_S
+            deadline = time.monotonic() + wait_s
+            while state == LockState.WAITING and time.monotonic() < deadline:
+                time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+                pause = min(pause * 2, LOCK_MAX_PAUSE_S)
+                try:
+                    state = self.client.check_lock(CheckLockRequest(lockid=lock_id)).state
+                except NoSuchLockException:  # timed out by the metastore meanwhile
+                    state = LockState.NOT_ACQUIRED
+            if state != LockState.ACQUIRED:
+                holder = self.lock_holder(database, name, lock_id)
+                raise LockNotGranted(
+                    f"the metastore did not grant the table's lock in {wait_s:g} s ({holder})", holder=holder
+                )
+            yield lock_id
+        except BaseException:
+            self.unlock(lock_id, quiet=True)  # the failure in flight is what the caller tells
+            raise
+        self.unlock(lock_id)
+
+    def unlock(self, lock_id: int, *, quiet: bool = False) -> None:
+        """Release a lock. One the metastore has already let go of is fine; one that cannot be
+        released now (the connection broke) is left to expire, and said in the log unless
+        `quiet`: the caller's own outcome stands."""
+        from pymetastore.hive_metastore.ttypes import NoSuchLockException, UnlockRequest
+
+        try:
+            self.client.unlock(UnlockRequest(lockid=lock_id))
+        except NoSuchLockException:
+            pass
+        except Exception as exc:  # noqa: BLE001 - any failure: the lock expires on its own
+            if not quiet:
+                log.warning(
+                    "zipper: warning: metastore lock %s on %s was not released (%s): it expires after the"
+                    " metastore's hive.txn.timeout",
+                    lock_id,
+                    self.uri,
+                    _first_line(exc),
+                )
+
+    def lock_holder(self, database: str, name: str, waiting: int | None = None) -> str:
+        """Who holds the table's lock, in a few words: the metastore's user, host and agent of the
+        granted lock (another than `waiting`), and since when."""
+        from pymetastore.hive_metastore.ttypes import LockState, ShowLocksRequest
+
+        try:
+            locks = self.client.show_locks(ShowLocksRequest(dbname=database.lower(), tablename=name.lower())).locks
+        except Exception as exc:  # noqa: BLE001 - a description only
+            return f"its holder could not be listed: {_first_line(exc)}"
+        held = [lock for lock in locks or [] if lock.state == LockState.ACQUIRED and lock.lockid != waiting]
+        if not held:
+            return "its holder has let go of it meanwhile"
+        lock = held[0]
+        since = dt.datetime.fromtimestamp((lock.acquiredat or 0) / 1000, dt.UTC).isoformat(timespec="seconds")
+        return f"lock {lock.lockid} of `{lock.agentInfo}` by {lock.user}@{lock.hostname}, since {since}"
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (a container's random uid)
+        return str(os.getuid())
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "message", None) or exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"

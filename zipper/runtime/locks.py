@@ -3,14 +3,15 @@
 The daily merge, a rerun, a rebuild, init and vacuum of one table read its state, write new
 directories and publish them. With the warehouse's metastore served to many processes, two such
 runs of one table could otherwise both start; the publish's own check (catalog.repoint's
-expected run) refuses the second to publish, but only after it did all its work, and two
-publishes within the same milliseconds are not told apart. The lock refuses the second at once,
+expected run, under the metastore's table lock) refuses the second to publish, but only after it
+did all its work. This lock, the fast path on one machine, refuses the second at once,
 before any Spark starts, and names the run that holds it. Runs of different tables never wait.
 
 The lock is a file under the warehouse's metastore folder (`metastore/locks/<table>.lock`),
 locked with flock: the kernel releases it when its process ends, however it ends. It covers the
 processes of one machine, which is what the warehouse's own metastore serves; with an external
-metastore shared by several machines the publish's check is what remains."""
+metastore shared by several machines the publish's check, under the metastore's own table lock,
+is what remains."""
 
 from __future__ import annotations
 

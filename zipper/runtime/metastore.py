@@ -31,13 +31,16 @@ from urllib.parse import unquote, urlsplit
 
 from zipper.core.dates import utc_now_iso
 from zipper.core.errors import StateError
-from zipper.runtime import jvm, metastore_server, processes
+from zipper.runtime import jvm, metastore_server, metastore_txn, processes
 from zipper.runtime.processes import LOCAL_HOST
 
 # The server JVM's main class (py4j's gateway, shut down once Hive's metastore serves on loopback);
 # an earlier zipper's server ran Hive's own main, on every interface, and is replaced at the next start.
 MAIN_CLASS = metastore_server.GATEWAY_MAIN
 EARLIER_MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
+# A server with table locks (its transaction tables and settings) has this argument; one an earlier
+# zipper started, without them, is replaced at the next start.
+LOCKS_MARKER = "-Dzipper.metastore.locks=hive-txn"
 METASTORE_ENV = "ZIPPER_METASTORE"  # local (default) | external
 DATABASE_ENV = "ZIPPER_METASTORE_DB"  # postgresql://user:password@host:port/database; default Derby
 JDBC_JAR_ENV = "ZIPPER_POSTGRESQL_JDBC"
@@ -185,7 +188,7 @@ class MetastoreService:
     def running(self) -> Server | None:
         """The recorded server if it is alive, this warehouse's, and answering on its port."""
         server = self.recorded()
-        if server is None or not self._is_our_process(server.pid, (MAIN_CLASS,)):
+        if server is None or not processes.has_cmdline(server.pid, MAIN_CLASS, self._marker(), LOCKS_MARKER):
             return None
         return server if processes.accepts(server.port) else None
 
@@ -280,6 +283,7 @@ class MetastoreService:
             f"-Dderby.system.home={self.warehouse}",
             f"-Dderby.stream.error.file={self.warehouse / 'derby.log'}",
             self._marker(),
+            LOCKS_MARKER,
         ]
         return metastore_server.gateway_command(str(java), options, classpath)
 
@@ -293,7 +297,8 @@ class MetastoreService:
             # a partition move is one alter_partitions call; its statistics are Spark's business
             "hive.stats.autogather=false",
         ]
-        return dict(pair.split("=", 1) for pair in pairs)
+        # the publish's table lock: its JDBC pool and the time-out of a killed client's lock
+        return dict(pair.split("=", 1) for pair in pairs) | dict(metastore_txn.SETTINGS)
 
     def _log_tail(self) -> str:
         return processes.log_tail(self.log_path)

@@ -8,11 +8,13 @@ from `HiveAuthUtils.getServerSocket(null, port)`, whose null host is the wildcar
 So the server's JVM runs py4j's `GatewayServer` (pyspark's py4j jar), which listens on 127.0.0.1
 and takes only callers with the random token it prints to its starter's pipe. The starter connects
 and builds what `startMetaStore` builds with Hive's defaults, in its order: the retrying
-`HMSHandler` (which opens the database, creating its schema), the set-UGI processor and transport,
+`HMSHandler` (which opens the database, creating its schema; the transaction tables of its locks
+are created first, zipper.runtime.metastore_txn), the set-UGI processor and transport,
 a `TThreadPoolServer` with the configured worker threads and Hive's connection-closing event
 handler, but on a socket bound to 127.0.0.1 (port 0: the kernel picks a free one, so no race for
 it). `serve()` runs on a thread of the JVM's own (a `java.beans.EventHandler` is the Runnable, so
-no Python stays behind), then the gateway is shut down. What is left is a Java process serving the
+no Python stays behind), with Hive's housekeeping of transactions and locks beside it, as a
+metastore with its compactor on runs it; then the gateway is shut down. What is left is a Java process serving the
 metastore on loopback alone and nothing else; SIGTERM ends it as it ended Hive's own main, whose
 shutdown hooks only log.
 
@@ -29,6 +31,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from zipper.runtime import metastore_txn
 from zipper.runtime.processes import LOCAL_HOST
 
 GATEWAY_MAIN = "py4j.GatewayServer"
@@ -128,6 +131,10 @@ def _serve(gateway, settings: Mapping[str, str], log_path: Path) -> int:
     jvm.java.lang.System.setOut(jvm.java.io.PrintStream(log_stream, True))
     conf = _hive_conf(jvm, settings)
     _refuse_unsupported(jvm, conf)
+    created = metastore_txn.ensure_tables(jvm, conf)  # before any request can ask for a lock
+    if created:
+        with open(log_path, "a") as log:
+            log.write(f"created the transaction tables of the metastore's locks: {', '.join(created)}\n")
     server_class = jvm.java.lang.Class.forName(f"{HIVE}.metastore.HiveMetaStore")
     remote = server_class.getDeclaredField("isMetaStoreRemote")  # startMetaStore's first step
     remote.setAccessible(True)
@@ -148,6 +155,7 @@ def _serve(gateway, settings: Mapping[str, str], log_path: Path) -> int:
     )
     serving.setDaemon(False)  # it keeps the JVM alive once the gateway has gone
     serving.start()
+    metastore_txn.start_housekeeping(jvm, conf)
     return port
 
 

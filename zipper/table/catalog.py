@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import threading
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 
 from zipper.core import fs, sqltemplates
 from zipper.core.errors import StateError
-from zipper.core.hms import MetastoreClient, MetastoreUnreachable
+from zipper.core.hms import LockNotGranted, LocksUnsupported, MetastoreClient, MetastoreUnreachable
 from zipper.core.paths import hadoop_path
 from zipper.tablespec.model import TableSpec
 
@@ -32,6 +33,9 @@ DDL_TIME_PARAM = "transient_lastDdlTime"
 # metastore configured in hive-site.xml, which a session's conf does not show).
 URIS_CONF = "spark.hadoop.hive.metastore.uris"
 URI_ENV = "ZIPPER_METASTORE_URI"
+# How long a publish waits for the table's metastore lock, which another publish holds for
+# milliseconds (one killed while holding it: until the metastore times the lock out).
+PUBLISH_LOCK_WAIT_S = 30.0
 # Spark keeps a Hive table's Spark schema in these table properties (HiveExternalCatalog), split
 # into parts above the threshold, as the metastore's parameter values are limited in length.
 SCHEMA_PARAM = "spark.sql.sources.schema"
@@ -68,6 +72,8 @@ def metastore_uri(spark) -> str:
 
 
 _kept = threading.local()  # this thread's open connections, by (process, URI)
+_without_locks: set[str] = set()  # metastores that refused the lock call, told once per process
+log = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
@@ -249,9 +255,14 @@ def repoint(
     ("" before the first commit; None: no check, for repairs). If another run has published since
     (a rerun and a merge of one table at once, with an external metastore), nothing is published:
     ConcurrentChange. The check reads the open partition as fetched for the publish, so it costs
-    no extra call; two runs publishing within the milliseconds between that fetch and
-    `alter_partitions` are not told apart."""
-    with _metastore(spark) as metastore:
+    no extra call.
+
+    The read, the check and `alter_partitions` hold the metastore's exclusive lock on the table
+    (`_publish_lock`), so that two clients publishing at the same moment take turns: the second
+    reads what the first published and is refused. One that waits longer than
+    PUBLISH_LOCK_WAIT_S is refused as well (TableLocked). A metastore without lock support
+    publishes after the check alone, with one warning."""
+    with _metastore(spark) as metastore, _publish_lock(metastore, spec, ds):
         table = _existing_table(metastore, spec)
         position = _end_position(spec, table)
         if len(changes) <= FETCH_ONE_BY_ONE:  # the daily merge: two partitions
@@ -283,6 +294,43 @@ def repoint(
                 part.sd.cols = _edited_columns(part.sd.cols or [], change.column_edits)
         metastore.alter_partitions(spec.database, spec.table_name, parts)
     refresh(spark, spec)
+
+
+class TableLocked(ConcurrentChange):
+    """Another client held the table's metastore lock for longer than a publish waits: nothing of
+    this run was published. Not final: the next try finds the lock free."""
+
+
+@contextlib.contextmanager
+def _publish_lock(metastore: MetastoreClient, spec: TableSpec, ds: str | None) -> Iterator[None]:
+    """The metastore's exclusive lock on the table for the block, or nothing (and one warning per
+    metastore and process) when the metastore has no lock support: an external one whose
+    transaction tables were never created."""
+    agent = f"zipper publish {spec.table} {ds or ''} pid {os.getpid()}".replace("  ", " ")
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(
+                metastore.exclusive_lock(spec.database, spec.table_name, wait_s=PUBLISH_LOCK_WAIT_S, agent=agent)
+            )
+        except LockNotGranted as refused:
+            raise TableLocked(
+                f"another client held the table's metastore lock for more than {PUBLISH_LOCK_WAIT_S:g} s"
+                f" ({refused.holder}); nothing of this run was published. Run it again: it plans from the table"
+                " as it is then (a date already committed is a no-op)",
+                table=spec.table,
+                ds=ds,
+            ) from None
+        except LocksUnsupported as unsupported:
+            if metastore.uri not in _without_locks:
+                _without_locks.add(metastore.uri)
+                log.warning(
+                    "zipper: warning: the metastore at %s refused a table lock (%s): publishes check the"
+                    " table's last run without it, and two publishes within milliseconds are not told apart"
+                    " (docs: The metastore service, The publish's lock)",
+                    metastore.uri,
+                    unsupported,
+                )
+        yield
 
 
 def require_unchanged(spark, spec: TableSpec, expected_run: str, ds: str | None = None) -> None:
