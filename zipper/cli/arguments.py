@@ -42,6 +42,17 @@ def add_replay_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_dry_run(parser: argparse.ArgumentParser, what: str) -> None:
+    """`merge`, `rerun` and `rebuild` show what they would change, publishing nothing."""
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        dest="dry_run",
+        help=f"{what}, print the counts and a sample of keys whose history would differ (before and after);"
+        " publish nothing, leave nothing behind",
+    )
+
+
 def add_accept_large_change(parser: argparse.ArgumentParser) -> None:
     """`merge` and `rerun` publish days the change-volume guard checks (the spec's `guard`)."""
     parser.add_argument(

@@ -12,7 +12,14 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from zipper.cli.arguments import add_accept_large_change, add_json_report, add_name, add_replay_flags, parse_date
+from zipper.cli.arguments import (
+    add_accept_large_change,
+    add_dry_run,
+    add_json_report,
+    add_name,
+    add_replay_flags,
+    parse_date,
+)
 from zipper.cli.runner import progress
 from zipper.core.alter import AlterRequest
 from zipper.core.corrections import CorrectionKind, CorrectionRequest
@@ -49,12 +56,7 @@ def merge_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ds", required=True, help="the run date, YYYY-MM-DD")
     add_accept_large_change(parser)
     add_json_report(parser)
-    parser.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="write and audit the date, print its counts and a sample of keys whose history would differ"
-        " (before and after); publish nothing, leave nothing behind",
-    )
+    add_dry_run(parser, "write and audit the date")
     parser.add_argument(
         "--no-spark",
         action="store_true",
@@ -84,14 +86,19 @@ def run_merge(runner: Runner) -> int:
         result = runner.table().merge(
             ds, progress=progress, accept_large_change=runner.args.accept_large_change, dry_run=runner.args.dry_run
         )
+    print_result(result)
+    runner.report(result)
+    return 0
+
+
+def print_result(result) -> None:
+    """The run's summary; a dry run's also the guard's verdict and the sample of keys it would change."""
     print(result.summary())
     if result.counts.get("dry_run"):
         from zipper.jobs import preview  # on use: --help loads no table code
 
-        for line in preview.lines(spec.table, result.ds, result.counts["sample"], result.counts["guard"]):
+        for line in preview.lines(result.table, result.ds, result.counts["sample"], result.counts.get("guard")):
             print(line)
-    runner.report(result)
-    return 0
 
 
 def noop_without_spark(runner: Runner, ds: dt.date):
@@ -117,6 +124,7 @@ def rerun_arguments(parser: argparse.ArgumentParser) -> None:
     add_replay_flags(parser)
     add_accept_large_change(parser)
     add_json_report(parser)
+    add_dry_run(parser, "replay the dates on a copy of the table's metastore entry")
 
 
 def rerun_dates(runner: Runner) -> None:
@@ -136,8 +144,9 @@ def run_rerun(runner: Runner) -> int:
         uncommit_later=args.uncommit_later,
         undo_corrections=args.undo_corrections,
         accept_large_change=args.accept_large_change,
+        dry_run=args.dry_run,
     )
-    print(result.summary())
+    print_result(result)
     runner.report(result)
     return 0
 
@@ -151,6 +160,7 @@ def rebuild_arguments(parser: argparse.ArgumentParser) -> None:
         help="last date to build (default: the last committed date; required for a new table)",
     )
     add_replay_flags(parser)
+    add_dry_run(parser, "rebuild on a copy of the table's metastore entry")
 
 
 def rebuild_dates(runner: Runner) -> None:
@@ -159,16 +169,14 @@ def rebuild_dates(runner: Runner) -> None:
 
 def run_rebuild(runner: Runner) -> int:
     last = parse_date(runner.args.last, "--to", runner.spec.table)
-    print(
-        runner.table()
-        .rebuild(
-            last,
-            progress=progress,
-            uncommit_later=runner.args.uncommit_later,
-            undo_corrections=runner.args.undo_corrections,
-        )
-        .summary()
+    result = runner.table().rebuild(
+        last,
+        progress=progress,
+        uncommit_later=runner.args.uncommit_later,
+        undo_corrections=runner.args.undo_corrections,
+        dry_run=runner.args.dry_run,
     )
+    print_result(result)
     return 0
 
 

@@ -2,7 +2,8 @@
 
 The bindings are pymetastore's, generated from the metastore's interface definition; only calls
 that Hive 2.3's server has are used (`get_database`, `get_table`, `get_partitions`,
-`get_partition`, `alter_partitions`, `alter_table`, and the table locks' `lock`, `check_lock`,
+`get_partition`, `alter_partitions`, `alter_table`; `create_table`, `add_partitions`, `drop_table` and
+`get_tables` for a dry run's copy of a table; and the table locks' `lock`, `check_lock`,
 `show_locks`, `unlock`). No JVM and no pyspark: the CLI's `status`,
 the Airflow sensors and the merge task's no-op check ask the metastore here in milliseconds,
 while a merge of the same table runs; the catalog of the data path (zipper.table.catalog) reads
@@ -150,6 +151,27 @@ class MetastoreClient:
     def alter_table(self, database: str, name: str, table) -> None:
         """Replace the table's definition (a thrift `Table`, as read and edited)."""
         self.client.alter_table(database, name, table)
+
+    def create_table(self, table) -> None:
+        """Create a table from a thrift `Table` (a copy of another's, edited)."""
+        self.client.create_table(table)
+
+    def add_partitions(self, partitions: list) -> None:
+        """Add thrift `Partition`s, with their locations, columns and parameters, in one call."""
+        self.client.add_partitions(partitions)
+
+    def drop_table(self, database: str, name: str) -> None:
+        """Drop a table's entry, and its partitions', deleting no file (an external table's stay anyway)."""
+        from pymetastore.hive_metastore.ttypes import NoSuchObjectException
+
+        try:
+            self.client.drop_table(database, name, False)
+        except NoSuchObjectException:
+            pass
+
+    def table_names(self, database: str, pattern: str) -> list[str]:
+        """The names of the database's tables matching `pattern` (`*` for any characters)."""
+        return list(self.client.get_tables(database, pattern))
 
     @contextlib.contextmanager
     def exclusive_lock(self, database: str, name: str, *, wait_s: float, agent: str) -> Iterator[int]:

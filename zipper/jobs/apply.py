@@ -26,7 +26,7 @@ from zipper.jobs import corrected, preview
 from zipper.jobs.broadcast import broadcasts
 from zipper.jobs.context import Run
 from zipper.jobs.result import RunResult
-from zipper.table import audit, catalog, guard, publish, state, store
+from zipper.table import audit, catalog, clone, guard, publish, state, store
 from zipper.transforms import changes, daily, late
 
 
@@ -329,11 +329,16 @@ def apply_date(
     summary = _audit(run, ds, day, written, counts, open_dir, closed_dir)
     if run.dry_run:
         return _dry_run(run, ds, day, written, summary, open_dir, join)
-    try:
-        guard.check(spec, st, ds, summary, accepted=run.accept_large_change, accept=_how_to_accept(spec, ds, action))
-    except LargeChangeError:
-        fs.delete(spark, run_root)  # refused: nothing of this run is published, nothing left behind
-        raise
+    if clone.is_copy(st):  # a rerun's or rebuild's dry run (`preview.on_copy`): the verdict is shown, not enforced
+        summary["guard"] = _guard_verdict(run, ds, summary)
+    else:
+        try:
+            guard.check(
+                spec, st, ds, summary, accepted=run.accept_large_change, accept=_how_to_accept(spec, ds, action)
+            )
+        except LargeChangeError:
+            fs.delete(spark, run_root)  # refused: nothing of this run is published, nothing left behind
+            raise
     faults.checkpoint("after_audit")
 
     publish.publish_day(
@@ -369,8 +374,7 @@ def _dry_run(run: Run, ds: dt.date, day, written: Written, summary: dict, open_d
     The run's directory is deleted: nothing is published, nothing is left behind."""
     spec = run.spec
     try:
-        why = guard.refusal(spec, guard.volume(spec, run.state, ds, summary))
-        verdict = "passes" if why is None or run.accept_large_change else f"would refuse: {why}"
+        verdict = _guard_verdict(run, ds, summary)
         schema = conform.struct_type(day.columns, spec.begin_column)
         closed_dir = layout.slot_dir(run.root, Slot.CLOSED)
         found = preview.sample(run, ds, schema, open_dir, closed_dir, written.rewritten)
@@ -378,6 +382,12 @@ def _dry_run(run: Run, ds: dt.date, day, written: Written, summary: dict, open_d
         preview.clean(run)
     counts = dict(summary, dry_run=True, guard=verdict, sample=found)
     return RunResult(spec.table, ds.isoformat(), RunAction.MERGE, "dry run", counts, run.seconds(), run.run_id, join)
+
+
+def _guard_verdict(run: Run, ds: dt.date, summary: dict) -> str:
+    """What the change-volume guard says of a dry run's day: `passes`, or `would refuse: <why>`."""
+    why = guard.refusal(run.spec, guard.volume(run.spec, run.state, ds, summary))
+    return "passes" if why is None or run.accept_large_change else f"would refuse: {why}"
 
 
 def _how_to_accept(spec, ds: dt.date, action: state.CommitAction) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from zipper.core.alter import AlterRequest
 from zipper.core.corrections import CorrectionRequest
-from zipper.jobs import alter, correct, init, merge, rebuild, replay
+from zipper.jobs import alter, correct, init, merge, preview, rebuild, replay
 from zipper.jobs.context import quiet
 from zipper.jobs.result import RunResult
 from zipper.table import check, inspect, vacuum
@@ -52,18 +52,24 @@ class ZipperTable:
         uncommit_later: bool = False,
         undo_corrections: bool = False,
         accept_large_change: bool = False,
+        dry_run: bool = False,
     ) -> RunResult:
-        """Replay committed dates from their inputs as they are now (`replay.rerun`)."""
-        return replay.rerun(
-            self.spark,
-            self.spec,
-            first,
-            last,
-            progress=progress,
-            uncommit_later=uncommit_later,
-            undo_corrections=undo_corrections,
-            accept_large_change=accept_large_change,
-        )
+        """Replay committed dates from their inputs as they are now (`replay.rerun`); `dry_run`: on a
+        copy of the table, showing what would change (`preview.on_copy`)."""
+
+        def job(spec: TableSpec, said: Callable[[str], None]) -> RunResult:
+            return replay.rerun(
+                self.spark,
+                spec,
+                first,
+                last,
+                progress=said,
+                uncommit_later=uncommit_later,
+                undo_corrections=undo_corrections,
+                accept_large_change=accept_large_change,
+            )
+
+        return preview.on_copy(self.spark, self.spec, job, progress) if dry_run else job(self.spec, progress)
 
     def rebuild(
         self,
@@ -71,16 +77,17 @@ class ZipperTable:
         progress: Callable[[str], None] = quiet,
         uncommit_later: bool = False,
         undo_corrections: bool = False,
+        dry_run: bool = False,
     ) -> RunResult:
-        """The whole history again from the base and every input, in one pass where the mode allows."""
-        return rebuild.rebuild(
-            self.spark,
-            self.spec,
-            last,
-            progress=progress,
-            uncommit_later=uncommit_later,
-            undo_corrections=undo_corrections,
-        )
+        """The whole history again from the base and every input, in one pass where the mode allows;
+        `dry_run`: on a copy of the table, showing what would change (`preview.on_copy`)."""
+
+        def job(spec: TableSpec, said: Callable[[str], None]) -> RunResult:
+            return rebuild.rebuild(
+                self.spark, spec, last, progress=said, uncommit_later=uncommit_later, undo_corrections=undo_corrections
+            )
+
+        return preview.on_copy(self.spark, self.spec, job, progress) if dry_run else job(self.spec, progress)
 
     def correct(self, request: CorrectionRequest, progress: Callable[[str], None] = quiet) -> RunResult:
         """Erase keys, fix values or delete versions (`correct.correct`)."""

@@ -1,20 +1,32 @@
-"""A dry run's view of one date: what the merge would publish, without publishing it.
+"""Dry runs: what a merge, rerun or rebuild would publish, without publishing it.
 
-The day is written under the run's directory and audited as a real merge would; then, instead of
-the publish, the histories of a few of the day's keys are read twice: as the table has them
-("before") and as the run's slots would leave them ("after": the new open slot, the day's closed
-slot, the history partitions the day's late changes rewrote, the table's other partitions). Keys
-whose versions differ are shown, up to SAMPLE_KEYS. The run's directory is deleted afterwards, so
-nothing is published and nothing is left behind."""
+A merge's dry run writes and audits its day under the run's directory as a real merge would; then,
+instead of the publish, the histories of a few of the day's keys are read twice: as the table has
+them ("before") and as the run's slots would leave them ("after": the new open slot, the day's
+closed slot, the history partitions the day's late changes rewrote, the table's other partitions).
+
+A rerun or rebuild publishes many times (a restore, then each date), and each date reads what the
+one before published. Its dry run therefore runs the job itself on a copy of the table's metastore
+entry (`table.clone`: the same partitions, no file copied), then compares the copy with the table.
+
+Either way keys whose versions differ are shown, up to SAMPLE_KEYS, and the run's directory is
+deleted afterwards: nothing is published and nothing is left behind."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+from collections.abc import Callable
 
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from zipper.core import fs
-from zipper.table import store
+from zipper.core.errors import StateError, ZipperError
+from zipper.jobs.keys import resolve_keys
+from zipper.jobs.result import RunResult
+from zipper.table import clone, state, store
+from zipper.tablespec.model import TableSpec
 from zipper.transforms.collected import as_collected, as_written
 
 SAMPLE_KEYS = 5  # keys whose history a dry run shows, before and after
@@ -47,17 +59,30 @@ def sample(run, ds: dt.date, schema, open_dir: str, closed_dir: str, rewritten: 
     after = kept
     for part in parts:
         after = after.unionByName(part.join(F.broadcast(keys), on=spec.keys, how="left_semi"))
-    differing = before.exceptAll(after).unionByName(after.exceptAll(before)).select(*spec.keys).distinct()
-    chosen = [r.asDict() for r in as_collected(differing.orderBy(*spec.keys).limit(SAMPLE_KEYS)).collect()]
+    return _histories(spark, spec, before, after, _differing_keys(spec, before, after))
+
+
+def _differing_keys(spec, before: DataFrame, after: DataFrame) -> DataFrame:
+    """The first SAMPLE_KEYS keys (in key order) with a version on one side and not the other: one
+    aggregation of both sides, each row counted +1 before and -1 after."""
+    side = "zipper__side__"
+    tagged = before.withColumn(side, F.lit(1)).unionByName(after.withColumn(side, F.lit(-1)))
+    rows = tagged.groupBy(*before.columns).agg(F.sum(side).alias(side)).where(F.col(side) != 0)
+    return rows.select(*spec.keys).distinct().orderBy(*spec.keys).limit(SAMPLE_KEYS)
+
+
+def _histories(spark, spec, before: DataFrame, after: DataFrame, differing: DataFrame) -> list[dict]:
+    """Every version of the `differing` keys on both sides, as {column: text} in begin order."""
+    chosen = [r.asDict() for r in as_collected(differing).collect()]
     if not chosen:
         return []
     picked = spark.createDataFrame(chosen, schema=differing.schema)
     shown = {}
-    for side, rows in (("before", before), ("after", after)):
+    for name, rows in (("before", before), ("after", after)):
         for row in as_collected(rows.join(F.broadcast(picked), on=spec.keys, how="left_semi")).collect():
             values = {k: _text(v) for k, v in row.asDict().items()}
             key = tuple(values[k] for k in spec.keys)
-            shown.setdefault(key, {"before": [], "after": []})[side].append(values)
+            shown.setdefault(key, {"before": [], "after": []})[name].append(values)
     found = []
     for key in sorted(shown, key=str):
         entry = shown[key]
@@ -72,9 +97,89 @@ def sample(run, ds: dt.date, schema, open_dir: str, closed_dir: str, rewritten: 
     return found
 
 
+def on_copy(
+    spark, spec: TableSpec, job: Callable[[TableSpec, Callable[[str], None]], RunResult], progress
+) -> RunResult:
+    """A rerun's or rebuild's dry run: `job` (given a spec and a progress) runs on a copy of the
+    table's metastore entry (`table.clone`), publishing there as it would on the table; then up to
+    SAMPLE_KEYS keys whose history differs between the table and the copy are read from both, and
+    the copy is dropped. The table is not changed. Its lines and errors name the table, not the copy."""
+    spec = resolve_keys(spark, spec)
+    st = state.read_state(spark, spec)
+    if not st.initialized:
+        raise StateError(
+            f"a dry run shows what a rerun or rebuild would change in an initialized table, and this one is not"
+            f" (`zipper init {spec.name}`, or the rebuild itself)",
+            table=spec.table,
+        )
+    state.check_owned(st, spec)
+    run_id = state.new_run_id()
+    copied = clone.make(spark, spec, st, run_id)
+
+    def named(text: str) -> str:
+        return text.replace(copied.table, spec.table)
+
+    try:
+        progress(
+            f"{spec.table}: dry run, on a copy of the table's metastore entry ({copied.table}); the table is not changed"
+        )
+        try:
+            result = job(copied, lambda line: progress(named(line)))
+        except ZipperError as exc:
+            detail = named(exc.detail) + DRY_RUN_FAILED
+            raise exc.reworded(detail, table=spec.table, ds=exc.ds) from exc
+        found = copy_sample(spark, spec, copied, st, state.read_state(spark, copied))
+    finally:
+        clone.drop(spark, copied, st, run_id)
+    return _dry_result(result, spec, found)
+
+
+DRY_RUN_FAILED = "; this was a dry run: the table is not changed"
+
+
+def copy_sample(
+    spark, spec: TableSpec, copied: TableSpec, before: state.TableState, after: state.TableState
+) -> list[dict]:
+    """Up to SAMPLE_KEYS keys whose versions differ between the table (`before`) and its copy after
+    the job (`after`). Only the partitions the job re-pointed, added or dropped are compared (one
+    the copy still points at the table's directory holds the same rows); both sides' columns are
+    compared as text when the job changed them."""
+
+    def where(st):
+        return {p.end: p.location for p in (st.open_partition, *st.closed) if p is not None}
+
+    was, now = where(before), where(after)
+    changed = sorted(end for end in set(was) | set(now) if was.get(end) != now.get(end))
+    if not changed:
+        return []
+    old, new = spark.table(spec.table), spark.table(copied.table)
+    if old.dtypes != new.dtypes:
+        columns = list(dict.fromkeys(new.columns + old.columns))
+        old, new = (
+            side.select(*[(F.col(c) if c in side.columns else F.lit(None)).cast("string").alias(c) for c in columns])
+            for side in (old, new)
+        )
+    end = F.col(spec.end_column)
+    differing = _differing_keys(spec, old.where(end.isin(changed)), new.where(end.isin(changed)))
+    return _histories(spark, spec, old, new, differing)
+
+
+def _dry_result(result: RunResult, spec: TableSpec, found: list[dict]) -> RunResult:
+    """The job's result as its dry run's: the table's name, `dry_run` and the sample in its counts,
+    and each replayed date's marked as a dry run's with the change-volume guard's verdict."""
+    replayed = [dataclasses.replace(r, table=spec.table, counts=dict(r.counts, dry_run=True)) for r in result.replayed]
+    refused = [f"{r.ds}: {r.counts['guard']}" for r in replayed if str(r.counts.get("guard", "")).startswith("would")]
+    verdict = ("; ".join(refused) if refused else "passes") if any("guard" in r.counts for r in replayed) else ""
+    counts = dict(result.counts, dry_run=True, sample=found, guard=verdict)
+    return dataclasses.replace(
+        result, table=spec.table, message=f"dry run: {result.message}", counts=counts, replayed=replayed
+    )
+
+
 def lines(table: str, ds: str, found: list[dict], verdict: str) -> list[str]:
-    """The sample and the guard's verdict, as the CLI prints them after the day's counts."""
-    out = [f"{table} {ds}: dry run: nothing was published; change-volume guard: {verdict}"]
+    """The sample and the guard's verdict (none: not checked, as for a rebuild), as the CLI prints
+    them after the counts."""
+    out = [f"{table} {ds}: dry run: nothing was published" + (f"; change-volume guard: {verdict}" if verdict else "")]
     if not found:
         out.append("  no key's history differs")
     for entry in found:

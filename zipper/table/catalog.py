@@ -8,6 +8,7 @@ Connect session. The metastore is the one the session uses (its `hive.metastore.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import logging
 import os
@@ -226,6 +227,52 @@ def add_partitions(spark, spec: TableSpec, locations: dict[str, str]) -> None:
 def drop_table(spark, spec: TableSpec) -> None:
     """The table's metastore entry (external: its files stay, for the caller to delete)."""
     spark.sql(f"DROP TABLE IF EXISTS {sqltemplates.quote_identifier(spec.table)}")
+
+
+def copy_table(spark, spec: TableSpec, name: str, location: str, properties: dict[str, str]) -> None:
+    """Create table `name` in the spec's database as a copy of the table's metastore entry: its
+    definition and every partition as the metastore holds them (locations, columns, parameters),
+    external, at `location`, with `properties` added. No file is copied: the copy's partitions
+    point at the table's directories. Three metastore calls, however many partitions."""
+    with _metastore(spark) as metastore:
+        table = _existing_table(metastore, spec)
+        parts = metastore.partitions(spec.database, spec.table_name)
+        made = copy.deepcopy(table)
+        made.tableName = name
+        made.tableType = "EXTERNAL_TABLE"
+        made.sd.location = fs.qualify(spark, location)
+        made.parameters = {
+            k: v for k, v in (table.parameters or {}).items() if k not in STATS_PARAMS and k != DDL_TIME_PARAM
+        }
+        made.parameters.update({"EXTERNAL": "TRUE", **properties})
+        made.createTime = made.lastAccessTime = 0
+        metastore.create_table(made)
+        copies = []
+        for part in parts:
+            part = copy.deepcopy(part)
+            part.tableName = name
+            part.parameters = {k: v for k, v in (part.parameters or {}).items() if k != DDL_TIME_PARAM}
+            part.createTime = part.lastAccessTime = 0
+            copies.append(part)
+        if copies:
+            metastore.add_partitions(copies)
+
+
+def tables_named(spark, database: str, pattern: str) -> dict[str, dict[str, str]]:
+    """The database's tables whose names match `pattern` (`*` for any characters), with their properties."""
+    with _metastore(spark) as metastore:
+        found = {}
+        for name in metastore.table_names(database, pattern):
+            table = metastore.table(database, name)
+            if table is not None:
+                found[name] = _properties_of(table)
+        return found
+
+
+def drop_entry(spark, database: str, name: str) -> None:
+    """Drop a table's metastore entry and its partitions', deleting no file."""
+    with _metastore(spark) as metastore:
+        metastore.drop_table(database, name)
 
 
 def drop_partitions(spark, spec: TableSpec, ends: list[str]) -> None:

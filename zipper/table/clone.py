@@ -1,0 +1,80 @@
+"""A dry run's copy of a table: a second metastore entry whose partitions point at the table's own
+directories, on which a rerun or a rebuild runs as it would on the table.
+
+Making it copies no data: the table's definition and every partition (location, columns,
+parameters) are sent to the metastore as they are, under another name (`<table>__zipper_dry_<id>`,
+in the same database) and with a location of its own, the dry run's directory under the table's
+versions. A job run on the copy writes only there and re-points only the copy's partitions; the
+table and its files are not changed (the copy is an external table: dropping it or its partitions
+deletes no file). At the end the copy's entry is dropped and its directory deleted.
+
+A copy a killed dry run left is dropped by the next dry run of the table once it is an hour old
+(younger, it may be another dry run's, running); its directory goes with `zipper vacuum`."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from zipper.core import fs
+from zipper.core.dates import utc_now_iso
+from zipper.table import catalog, state
+from zipper.tablespec.model import TableSpec
+
+SUFFIX = "__zipper_dry_"  # between the table's name and the dry run's id, in the copy's name
+DRY_RUN_OF = "zipper.dry_run_of"  # the copy's property: the table it copies
+STARTED = "zipper.dry_run_started"  # the copy's property: when it was made (UTC, ISO)
+LEFTOVER_AGE = dt.timedelta(hours=1)
+MAX_NAME = 128  # the metastore's limit on a table's name
+TAG = 20  # characters of the run's id in the copy's name
+
+
+def _prefix(spec: TableSpec) -> str:
+    return spec.table_name[: MAX_NAME - len(SUFFIX) - TAG] + SUFFIX
+
+
+def copy_name(spec: TableSpec, run_id: str) -> str:
+    """The copy's table name (without its database): the table's, the suffix and the run's id."""
+    return _prefix(spec) + "".join(c for c in run_id.lower() if c.isalnum())[-TAG:]
+
+
+def make(spark, spec: TableSpec, st: state.TableState, run_id: str) -> TableSpec:
+    """Copy the table's metastore entry and every partition under a new name; returns the spec of
+    the copy (the same spec, naming the copy's table)."""
+    drop_leftovers(spark, spec)
+    name = copy_name(spec, run_id)
+    location = f"{state.run_dir(st, run_id)}/zipper_dry"
+    fs.mkdirs(spark, location)
+    catalog.copy_table(spark, spec, name, location, {DRY_RUN_OF: spec.table, STARTED: utc_now_iso()})
+    return spec.model_copy(update={"table": f"{spec.database}.{name}"})
+
+
+def drop(spark, copied: TableSpec, st: state.TableState, run_id: str) -> None:
+    """Drop the copy's metastore entry (its partitions' files stay: they are the table's, or the
+    dry run's own) and delete the dry run's directory."""
+    catalog.drop_entry(spark, copied.database, copied.table_name)
+    fs.delete(spark, state.run_dir(st, run_id))
+
+
+def drop_leftovers(spark, spec: TableSpec, now: dt.datetime | None = None) -> list[str]:
+    """Drop the copies of this table that killed dry runs left, once LEFTOVER_AGE old. Returns their names."""
+    now = now or dt.datetime.now(dt.UTC)
+    dropped = []
+    for name, properties in catalog.tables_named(spark, spec.database, _prefix(spec) + "*").items():
+        if properties.get(DRY_RUN_OF) != spec.table:
+            continue  # not a copy of this table: another's whose name starts alike
+        started = dt.datetime.fromisoformat(properties.get(STARTED) or "1970-01-01T00:00:00+00:00")
+        if now - started >= LEFTOVER_AGE:
+            catalog.drop_entry(spark, spec.database, name)
+            dropped.append(name)
+    return dropped
+
+
+def is_copy(st: state.TableState) -> bool:
+    """Whether a table's state is that of a dry run's copy: its days publish whatever the guard says
+    (the guard's verdict is reported instead), and a failure leaves no replay to resume."""
+    return DRY_RUN_OF in st.properties
+
+
+def original(st: state.TableState) -> str | None:
+    """The table a dry run's copy copies (None for a table that is no copy)."""
+    return st.properties.get(DRY_RUN_OF)
