@@ -70,3 +70,36 @@ def test_a_dry_run_merge_shows_the_day_and_publishes_nothing(workspace):
     assert seen["after"] == seen["before"]  # rows and partitions
     assert zipper(workspace, "status", "dim").stdout == status  # commits and the open partition's params
     assert _files(workspace) == files  # no run directory left behind
+
+
+def test_a_dry_run_rerun_shows_each_date_and_the_keys_it_would_change_and_publishes_nothing(workspace):
+    """`zipper rerun --dry-run`: the rerun on a copy of the table's metastore entry, its dates' counts,
+    the sample, and the table, its commits and its files as they were, no copy left in the metastore."""
+    increment = workspace / "data" / "incr" / f"ds={day(1)}"
+    status = zipper(workspace, "status", "dim").stdout
+    files = _files(workspace)
+    write_parquet(increment, [(2, "bob", "Milan"), (3, "cid", "Nice")])  # bob moved elsewhere that day
+    try:
+        seen = probe(workspace, "dw.dim", "rerun", "dim", "--from", day(1), "--dry-run", "--json-report")
+    finally:
+        write_parquet(increment, [(2, "bob", "Paris"), (3, "cid", "Nice")])
+    assert seen["exit"] == 0, seen["stderr"]
+    out = seen["stdout"]
+    assert "dw.dim: dry run: replayed 2024-01-01 (1 date); table at 2024-01-01;" in out, out
+    assert f"dw.dim {day(1)}: dry run: nothing was published; change-volume guard: passes" in out
+    lines = out.splitlines()
+    at = lines.index("  key id=2")
+    assert lines[at + 1 : at + 5] == [
+        f"    before id=2, name=bob, city=Rome, begin_dt={day(0)}, end_dt={day(1)}",
+        f"    before id=2, name=bob, city=Paris, begin_dt={day(1)}, end_dt=9999-12-31",
+        f"    after  id=2, name=bob, city=Rome, begin_dt={day(0)}, end_dt={day(1)}",
+        f"    after  id=2, name=bob, city=Milan, begin_dt={day(1)}, end_dt=9999-12-31",
+    ]
+    assert "  key id=1" not in lines and "  key id=3" not in lines
+    report = json.loads(next(line for line in lines if line.startswith(REPORT_PREFIX))[len(REPORT_PREFIX) :])
+    assert report["counts"]["dry_run"] is True and [s["key"] for s in report["counts"]["sample"]] == [{"id": "2"}]
+    assert report["replayed"][0]["counts"]["changed"] == 1 and report["replayed"][0]["counts"]["dry_run"] is True
+
+    assert seen["after"] == seen["before"]
+    assert zipper(workspace, "status", "dim").stdout == status
+    assert _files(workspace) == files
