@@ -338,6 +338,8 @@ def test_a_good_trigger_conf_reaches_the_job_as_iso_dates(parsed):
         ("undo_corrections", "--undo-corrections"),
         # a replayed day the change-volume guard refuses is published with it
         ("accept_large_change", "--accept-large-change"),
+        # the rerun on a copy of the table, nothing published
+        ("dry_run", "--dry-run"),
     ],
 )
 def test_the_rerun_forms_toggles_reach_the_job(parsed, toggle, flag):

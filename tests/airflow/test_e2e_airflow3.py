@@ -368,6 +368,32 @@ def test_rerun_dag_from_the_trigger_form(af3, workspace, backfilled):
 
     write_parquet(workspace["data"] / "incr" / f"ds={DATES[2]}", [(4, "dan", "Lviv")])
     ref = _freeze_data(workspace, "rerun")
+    # first a dry run from the form's toggle: on a copy of the table, nothing published, no asset event; its
+    # dates and the keys it would change are in the task's log and in the XCom the Zipper view reads
+    dry_id = f"manual__dry_run_from_{DATES[2]}"
+    conf = json.dumps({"from_date": DATES[2], "dry_run": True})
+    af3.cli("dags", "trigger", rerun_dag, "--run-id", dry_id, "--conf", conf)
+    af3.wait_until(
+        lambda: {r["run_id"]: r["state"] for r in af3.dag_runs(rerun_dag)}.get(dry_id) in ("success", "failed"),
+        600,
+        "the dry run",
+    )
+    assert {r["run_id"]: r["state"] for r in af3.dag_runs(rerun_dag)}[dry_id] == "success"
+    assert _asset_events(af3, f"dw.{BACKFILLED}", dry_id) == []
+    assert _labels(af3, rerun_dag, "rerun")[-1] == f"dry run: would replay {DATES[2]}"
+    dry_log = "".join(
+        p.read_text() for p in (af3.home / "logs" / f"dag_id={rerun_dag}" / f"run_id={dry_id}").glob("*/*.log")
+    )
+    assert f"dw.{BACKFILLED} {DATES[2]}: dry run: nothing was published; change-volume guard: passes" in dry_log
+    shown = subprocess.run(
+        [sys.executable, "-c", VIEW_DRY_RUN, rerun_dag], env=af3.env, capture_output=True, text=True, timeout=300
+    )
+    seen = json.loads(shown.stdout.strip().splitlines()[-1])
+    assert seen["run_id"] == dry_id and [d["ds"] for d in seen["dates"]] == [DATES[2]], seen
+    assert {"id": "4"} in [entry["key"] for entry in seen["sample"]], seen
+    dan = next(entry for entry in seen["sample"] if entry["key"] == {"id": "4"})
+    assert dan["after"][-1]["city"] == "Lviv" and dan["before"][-1]["city"] != "Lviv", dan
+
     run_id = f"manual__rerun_from_{DATES[2]}"  # named, so a retry after a lock error cannot start a second run
     af3.cli("dags", "trigger", rerun_dag, "--run-id", run_id, "--conf", json.dumps({"from_date": DATES[2]}))
 
@@ -430,6 +456,13 @@ from airflow.utils.session import create_session
 from zipper.web.airflow_runs import _failure_reasons
 with create_session() as session:
     print(_failure_reasons(session, {(sys.argv[1], sys.argv[2]): "merge"})[(sys.argv[1], sys.argv[2])])
+"""
+
+
+VIEW_DRY_RUN = """
+import json, sys
+from zipper.web.airflow_runs import latest_dry_run
+print(json.dumps(latest_dry_run(sys.argv[1])))
 """
 
 

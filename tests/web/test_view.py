@@ -22,8 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.helpers import day, make_spec, write_parquet, zipper_in_one_jvm
+from tests.cli.helpers import day, make_spec, write_parquet, zipper, zipper_in_one_jvm
 from tests.web.browser import ARGS, require_chromium
+from zipper.core.reports import REPORT_PREFIX
 from zipper.devtools.airflow_home import airflow, airflow_env, setup
 from zipper.devtools.local_airflow import free_port
 from zipper.runtime.metastore import MetastoreService
@@ -92,6 +93,29 @@ def _token(url: str, home: Path) -> str:
         return json.loads(response.read())["access_token"]
 
 
+DRY_RUN_ID = "manual__dry_run"
+RECORD_XCOM = """
+import json, sys
+from airflow.models.xcom import XComModel
+from zipper.airflow.operators import DRY_RUN_XCOM
+from zipper.airflow.run_reports import dry_run_record
+XComModel.set(key=DRY_RUN_XCOM, value=dry_run_record([json.loads(sys.argv[2])]), dag_id="zipper_dim_rerun",
+              task_id="rerun", run_id=sys.argv[1])
+"""
+
+
+def _record_a_dry_run(root: Path, home: Path, env: dict) -> None:
+    """A rerun's dry run made by the CLI (undoing the correction of key 6), recorded as the rerun DAG's task
+    records it: a run of the DAG (queued: no scheduler here) and its task's XCom of the job's report."""
+    done = zipper(root, "rerun", "dim", "--from", day(4), "--undo-corrections", "--dry-run", "--json-report")
+    assert done.returncode == 0, done.stderr
+    report = next(line for line in done.stdout.splitlines() if line.startswith(REPORT_PREFIX))[len(REPORT_PREFIX) :]
+    conf = json.dumps({"from_date": day(4), "dry_run": True})
+    airflow(home, "dags", "trigger", "zipper_dim_rerun", "--run-id", DRY_RUN_ID, "--conf", conf, env=env)
+    python = Path(env["PATH"].split(os.pathsep)[0]) / "python"
+    subprocess.run([str(python), "-c", RECORD_XCOM, DRY_RUN_ID, report], env=env, check=True, timeout=300)
+
+
 @pytest.fixture(scope="module")
 def view(tmp_path_factory):
     root = tmp_path_factory.mktemp("view")
@@ -136,6 +160,7 @@ def view(tmp_path_factory):
         url = f"http://127.0.0.1:{port}"
         _wait_until_serving(url, server, log)
         assert merged.result() == [0] * len(commands)
+        _record_a_dry_run(root, home, env)
         merges_done = time.time()
         served = View(url, _token(url, home), home, env, log)
         # The tables page answers from its last read: until that read is one made after the merges
@@ -354,4 +379,39 @@ def test_rerun_from_a_commit_triggers_the_rerun_dag_with_that_date(view, page):
     page.wait_for_selector("#rerun-message a")
     run_id = page.inner_text("#rerun-message a")
     status, run = view.get(f"/api/v2/dags/zipper_dim_rerun/dagRuns/{run_id}")
-    assert status == 200 and run["conf"] == {"from_date": day(3), "to_date": None, "uncommit_later": False}
+    assert status == 200 and run["conf"] == {
+        "from_date": day(3),
+        "to_date": None,
+        "uncommit_later": False,
+        "dry_run": False,
+    }
+
+
+def test_the_rerun_forms_dry_run_box_triggers_a_dry_run(view, page):
+    page.goto(view.url + "/zipper/tables/dim")
+    page.fill("#rerun input[name='from_date']", day(2))
+    page.check("#rerun input[name='dry_run']")
+    asked = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
+    page.click("#rerun button[type='submit']")
+    page.wait_for_selector("#rerun-message a")
+    assert asked == [f"Trigger zipper_dim_rerun: dry run of a replay {day(2)} … the last committed date?"]
+    status, run = view.get(f"/api/v2/dags/zipper_dim_rerun/dagRuns/{page.inner_text('#rerun-message a')}")
+    assert status == 200 and run["conf"]["dry_run"] is True and run["conf"]["from_date"] == day(2)
+
+
+def test_the_table_page_shows_the_latest_dry_run_with_the_keys_it_would_change(view, page):
+    """The dry run the set-up made (`zipper rerun --dry-run`, its report recorded as the rerun task's XCom):
+    undoing the correction of key 6 would give it back its lower-case city."""
+    status, detail = view.get("/zipper/api/tables/dim")
+    assert status == 200 and detail["latest_dry_run"]["run_id"] == DRY_RUN_ID
+    page.goto(view.url + "/zipper/tables/dim")
+    page.wait_for_selector("#dry-run:not([hidden])")
+    assert page.inner_text("#dry-run-summary").startswith(f"dw.dim: dry run: replayed {day(4)} (1 date)")
+    assert page.locator(f"#dry-run-dates tr[data-ds='{day(4)}'] td").all_inner_texts()[2] == "passes"
+    cities = {
+        side: page.locator(f"#dry-run-sample tr[data-key='6'][data-side='{side}'] td").all_inner_texts()
+        for side in ("before", "after")
+    }
+    assert "RIGA" in cities["before"] and "riga" in cities["after"], cities
+    page.screenshot(path=str(ARTIFACTS / "dry-run.png"), full_page=True)

@@ -212,6 +212,16 @@ def rerun_params() -> dict[str, Any]:
                 " spec's guard refuses such a day otherwise, naming its figures)."
             ),
         ),
+        "dry_run": Param(
+            False,
+            type=["null", "boolean"],
+            title="Dry run",
+            description=(
+                "Replay on a copy of the table and show what would change, publishing nothing: each date's"
+                " counts, the change-volume guard's verdicts and up to 5 keys' versions before and after,"
+                " in the task log and on the table's Zipper page."
+            ),
+        ),
     }
 
 

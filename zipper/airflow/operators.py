@@ -22,11 +22,11 @@ from zipper.airflow.compat import AIRFLOW_3, AirflowException, AirflowFailExcept
 from zipper.airflow.docs import is_backfill_run, resume_command
 from zipper.airflow.hooks import ZipperSparkConnectHook, ZipperSparkSubmitHook, runs_on_spark_connect
 from zipper.airflow.lineage import hive_namespace, operator_lineage, run_datasets
-from zipper.airflow.run_reports import asset_extra, describe, final_state, outcome
+from zipper.airflow.run_reports import asset_extra, describe, dry_run_record, final_state, outcome
 from zipper.airflow.sensors import next_date_merged
 from zipper.airflow.trigger_params import correct_args, correct_label, rerun_args
 from zipper.core.errors import StateError
-from zipper.core.reports import EXIT_NOT_NOOP, REPORT_PREFIX, RunAction
+from zipper.core.reports import EXIT_NOT_NOOP, REPORT_PREFIX, RunAction, dry_run_lines
 from zipper.runtime import metastore
 from zipper.runtime.settings import LOG_FILE_ENV, SessionSettings, log_dir, spark_submit_conf
 from zipper.runtime.spark_server import SparkServerService
@@ -35,6 +35,8 @@ from zipper.tablespec.loader import find_spec
 NOT_RETRIED = "Not retried: another try would fail the same way."
 # The XCom a failed zipper task leaves: the job's own one-line reason, which the Zipper view shows
 FAILURE_XCOM = "zipper_failure"
+# The XCom a rerun's dry run leaves: its summary, the guard's verdicts and the sample (`dry_run_record`)
+DRY_RUN_XCOM = "zipper_dry_run"
 # What a task instance shows in the UI's "Map Index" column (its rendered map_index_template): the date
 # its run merges, which neither the run's id nor its "Run After" is (both are the end of its interval).
 # A zipper task sets LABEL in its context once it knows more ("2024-01-05: merged"); Airflow renders
@@ -198,8 +200,12 @@ class ZipperSparkJobOperator(SparkSubmitOperator):
         return f"{ds}: {outcome(reports)}" if ds else outcome(reports)
 
     def record_asset_event(self, context: Any, reports: list[dict]) -> None:
-        """The outlet's event carries what the run did (`asset_extra`). A no-op changed nothing: it emits
-        none (Airflow emits one per outlet of the task that ran, so the run drops its outlets)."""
+        """The outlet's event carries what the run did (`asset_extra`). A no-op or a dry run changed nothing:
+        it emits none (Airflow emits one per outlet of the task that ran, so the run drops its outlets)."""
+        if reports and (reports[-1].get("counts") or {}).get("dry_run"):
+            self.outlets = []
+            self.log.info("No asset event: a dry run writes nothing to %s", self.table)
+            return
         if not self.outlets:
             return
         if reports and reports[-1].get("action") == RunAction.NOOP:
@@ -382,14 +388,29 @@ REPLAY_PENDING = " pending: "
 
 
 class ZipperRerunOperator(ZipperSparkJobOperator):
-    """`zipper rerun NAME --from D [--to E] [--uncommit-later] [--undo-corrections] --json-report` with the
-    run's params (the trigger form). `table` (the Hive table) names it in the form's refusals."""
+    """`zipper rerun NAME --from D [--to E] [--uncommit-later] [--undo-corrections] [--dry-run] --json-report`
+    with the run's params (the trigger form). `table` (the Hive table) names it in the form's refusals. A dry
+    run publishes nothing: its dates' counts and sample go to the task log and to an XCom the Zipper view
+    shows (DRY_RUN_XCOM), and it emits no asset event."""
 
     verb = "rerun"
 
     def run_job(self, context: Any) -> list[dict]:
         self.application_args = rerun_args(self.table_name, context["params"], table=self.table)
         return super().run_job(context)
+
+    def execute(self, context: Any) -> list[dict]:
+        reports = super().execute(context)
+        final = reports[-1] if reports else {}
+        counts = final.get("counts") or {}
+        if counts.get("dry_run"):
+            lines = dry_run_lines(self.table, final.get("ds", ""), counts.get("sample") or [], counts.get("guard"))
+            for line in lines:
+                self.log.info("%s", line)
+            ti = context.get("ti")
+            if ti is not None:
+                ti.xcom_push(key=DRY_RUN_XCOM, value=dry_run_record(reports))
+        return reports
 
     def log_tag(self, context: Any) -> str:
         return f"from-{self.application_args[3]}"  # a triggered run has no date of its own (Airflow 3's CLI)
@@ -422,14 +443,6 @@ class ZipperCorrectOperator(ZipperSparkJobOperator):
             return f"{what}: done"
         matched = counts["matched"]
         return f"{what}: {matched} version{'s' if matched != 1 else ''} matched"
-
-    def record_asset_event(self, context: Any, reports: list[dict]) -> None:
-        """A dry run changed nothing: no asset event (the task drops its outlets, as a no-op's does)."""
-        if reports and (reports[-1].get("counts") or {}).get("dry_run"):
-            self.outlets = []
-            self.log.info("No asset event: a dry run writes nothing to %s", self.table)
-            return
-        super().record_asset_event(context, reports)
 
 
 def spark_log_file(settings: SessionSettings, dag_id: str, tag: str, ti: Any = None) -> Path:

@@ -26,9 +26,29 @@ def outcome(reports: list[dict] | None) -> str:
             return "no-op (already committed with the same input)"
         case RunAction.REPLAY:
             return f"replayed {_span(replayed)}" if replayed else "replayed"
+        case RunAction.RERUN if (final.get("counts") or {}).get("dry_run"):
+            return f"dry run: would replay {final.get('ds', '?')}"
         case RunAction.RERUN:
             return f"replayed {final.get('ds', '?')}"
     return "merged"
+
+
+def dry_run_record(reports: list[dict]) -> dict:
+    """What the Zipper view shows of a rerun's dry run: its summary, the dates it would replay with
+    their counts and the guard's verdicts, and the sample of keys whose history would differ."""
+    final = reports[-1] if reports else {}
+    counts = final.get("counts") or {}
+    dates = [
+        {"ds": r.get("ds"), "summary": r.get("summary", ""), "guard": (r.get("counts") or {}).get("guard", "")}
+        for r in final.get("replayed") or reports[:-1]
+    ]
+    return {
+        "summary": final.get("summary", ""),
+        "span": final.get("ds", ""),
+        "guard": counts.get("guard", ""),
+        "dates": dates,
+        "sample": counts.get("sample") or [],
+    }
 
 
 def asset_extra(reports: list[dict], table: str, ds: str) -> dict:

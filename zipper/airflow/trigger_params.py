@@ -29,7 +29,7 @@ def _date_param(params: dict, key: str, required: bool, table: str, form: str = 
         ) from None
 
 
-RERUN_PARAMS = ("from_date", "to_date", "uncommit_later", "undo_corrections", "accept_large_change")
+RERUN_PARAMS = ("from_date", "to_date", "uncommit_later", "undo_corrections", "accept_large_change", "dry_run")
 
 
 def _is_true(value: Any) -> bool:
@@ -38,7 +38,8 @@ def _is_true(value: Any) -> bool:
 
 
 def rerun_args(table_name: str, params: dict, *, table: str) -> list[str]:
-    """`rerun NAME --from D [--to E] [--uncommit-later] [--undo-corrections] [--accept-large-change] --json-report`
+    """`rerun NAME --from D [--to E] [--uncommit-later] [--undo-corrections] [--accept-large-change] [--dry-run]
+    --json-report`
     from the trigger form's params, dates checked; the report line says whether a failure is final. The params'
     schema takes any string, so that a bad date or name typed in `--conf` is refused here, in one line, rather than
     by Airflow's trigger."""
@@ -47,7 +48,7 @@ def rerun_args(table_name: str, params: dict, *, table: str) -> list[str]:
         raise AirflowException(
             f"{table}: rerun param {unknown[0]!r} is not a param of this DAG: from_date (YYYY-MM-DD, required),"
             " to_date (YYYY-MM-DD), uncommit_later (true or false), undo_corrections (true or false),"
-            " accept_large_change (true or false); nothing was changed"
+            " accept_large_change (true or false), dry_run (true or false); nothing was changed"
         )
     first = _date_param(params, "from_date", required=True, table=table)
     last = _date_param(params, "to_date", required=False, table=table)
@@ -57,6 +58,7 @@ def rerun_args(table_name: str, params: dict, *, table: str) -> list[str]:
         + (["--uncommit-later"] if _is_true(params.get("uncommit_later")) else [])
         + (["--undo-corrections"] if _is_true(params.get("undo_corrections")) else [])
         + (["--accept-large-change"] if _is_true(params.get("accept_large_change")) else [])
+        + (["--dry-run"] if _is_true(params.get("dry_run")) else [])
         + ["--json-report"]
     )
 

@@ -23,7 +23,7 @@ from zipper.cli.arguments import (
 from zipper.cli.runner import progress
 from zipper.core.alter import AlterRequest
 from zipper.core.corrections import CorrectionKind, CorrectionRequest
-from zipper.core.reports import EXIT_NOT_NOOP
+from zipper.core.reports import EXIT_NOT_NOOP, dry_run_lines
 from zipper.jobs.plan import check_in_schedule
 from zipper.runtime import metastore
 
@@ -95,9 +95,7 @@ def print_result(result) -> None:
     """The run's summary; a dry run's also the guard's verdict and the sample of keys it would change."""
     print(result.summary())
     if result.counts.get("dry_run"):
-        from zipper.jobs import preview  # on use: --help loads no table code
-
-        for line in preview.lines(result.table, result.ds, result.counts["sample"], result.counts.get("guard")):
+        for line in dry_run_lines(result.table, result.ds, result.counts["sample"], result.counts.get("guard")):
             print(line)
 
 

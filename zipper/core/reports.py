@@ -30,3 +30,19 @@ class RunAction(StrEnum):
     REBUILD = "rebuild"
     CORRECT = "correct"
     ALTER = "alter"
+
+
+def dry_run_lines(table: str, ds: str, sample: list[dict], verdict: str | None) -> list[str]:
+    """A dry run's last lines, after its counts: that nothing was published, the change-volume guard's
+    verdict (none: not checked, as for a rebuild) and the sample of keys whose history would differ,
+    each key's versions before and after. The CLI prints them; the Airflow rerun task logs them."""
+    out = [f"{table} {ds}: dry run: nothing was published" + (f"; change-volume guard: {verdict}" if verdict else "")]
+    if not sample:
+        out.append("  no key's history differs")
+    for entry in sample:
+        out.append("  key " + ", ".join(f"{k}={v}" for k, v in entry["key"].items()))
+        for side in ("before", "after"):
+            for version in entry[side] or [{}]:
+                text = ", ".join(f"{k}={v}" for k, v in version.items()) if version else "(none)"
+                out.append(f"    {side:6} {text}")
+    return out

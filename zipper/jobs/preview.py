@@ -176,22 +176,6 @@ def _dry_result(result: RunResult, spec: TableSpec, found: list[dict]) -> RunRes
     )
 
 
-def lines(table: str, ds: str, found: list[dict], verdict: str) -> list[str]:
-    """The sample and the guard's verdict (none: not checked, as for a rebuild), as the CLI prints
-    them after the counts."""
-    out = [f"{table} {ds}: dry run: nothing was published" + (f"; change-volume guard: {verdict}" if verdict else "")]
-    if not found:
-        out.append("  no key's history differs")
-    for entry in found:
-        out.append("  key " + ", ".join(f"{k}={v}" for k, v in entry["key"].items()))
-        for side in ("before", "after"):
-            versions = entry[side] or [{}]
-            for version in versions:
-                text = ", ".join(f"{k}={v}" for k, v in version.items()) if version else "(none)"
-                out.append(f"    {side:6} {text}")
-    return out
-
-
 def clean(run) -> None:
     """Delete the run's directory: a dry run leaves nothing behind."""
     fs.delete(run.spark, run.root)

@@ -5,6 +5,8 @@ pages (no extra connection, no REST round trip). Airflow 3 only, as the view is.
 
 from __future__ import annotations
 
+import json
+
 from airflow.models.dagrun import DagRun
 from airflow.models.pool import Pool
 from airflow.models.taskinstance import TaskInstance
@@ -14,6 +16,7 @@ from sqlalchemy import func, select
 
 MERGE_TASK = "merge"
 FAILURE_XCOM = "zipper_failure"  # the failed task's one-line reason (zipper.airflow.operators.FAILURE_XCOM)
+DRY_RUN_XCOM = "zipper_dry_run"  # a rerun's dry run's result (zipper.airflow.operators.DRY_RUN_XCOM)
 
 
 def latest_runs(dag_ids: list[str]) -> dict[str, dict]:
@@ -77,6 +80,24 @@ def _failure_reasons(session, failed: dict[tuple[str, str], str]) -> dict[tuple[
             reason = XComModel.deserialize_value(_Stored(value))
             reasons[(dag_id, run_id)] = str(reason)
     return reasons
+
+
+def latest_dry_run(dag_id: str) -> dict | None:
+    """The newest dry run of a rerun DAG (its task's `zipper_dry_run` XCom): its run id, when it
+    ended, its summary, dates and sample; None when the DAG never made one."""
+    with create_session() as session:
+        row = session.execute(
+            select(XComModel.run_id, XComModel.value, XComModel.timestamp)
+            .where(XComModel.key == DRY_RUN_XCOM, XComModel.dag_id == dag_id)
+            .order_by(XComModel.timestamp.desc())
+            .limit(1)
+        ).first()
+    if row is None:
+        return None
+    value = XComModel.deserialize_value(_Stored(row.value))
+    while isinstance(value, str):  # stored as JSON text
+        value = json.loads(value)
+    return {"run_id": row.run_id, "at": row.timestamp.isoformat() if row.timestamp else None, **value}
 
 
 class _Stored:

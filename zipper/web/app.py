@@ -127,6 +127,7 @@ def table(name: str) -> dict:
         dag_id=merge_dag_id(spec),
         rerun_dag_id=rerun_dag_id(spec),
         latest_rerun=runs.get(rerun_dag_id(spec)),
+        latest_dry_run=airflow_runs.latest_dry_run(rerun_dag_id(spec)),
     )
     return detail
 

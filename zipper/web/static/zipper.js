@@ -160,6 +160,7 @@ const zipper = (() => {
     drawOpenRows(detail.series);
     lookupForm(detail);
     rerunForm(detail);
+    dryRun(detail.latest_dry_run);
     commitLog(log.commits);
   }
 
@@ -339,9 +340,11 @@ const zipper = (() => {
         from_date: data.get("from_date"),
         to_date: data.get("to_date") || null,
         uncommit_later: data.get("uncommit_later") === "on",
+        dry_run: data.get("dry_run") === "on",
       };
       const message = document.getElementById("rerun-message");
-      if (!confirm(`Trigger ${d.rerun_dag_id}: replay ${conf.from_date} … ${conf.to_date || "the last committed date"}?`)) return;
+      const what = `${conf.dry_run ? "dry run of a " : ""}replay ${conf.from_date} … ${conf.to_date || "the last committed date"}`;
+      if (!confirm(`Trigger ${d.rerun_dag_id}: ${what}?`)) return;
       try {
         const response = await fetch(`${airflowRoot()}/api/v2/dags/${encodeURIComponent(d.rerun_dag_id)}/dagRuns`, {
           method: "POST",
@@ -357,6 +360,40 @@ const zipper = (() => {
         message.textContent = `Not triggered: ${error.message}`;
       }
     });
+  }
+
+  // The newest dry run of the rerun DAG: what it would commit per date, and the keys it would change
+  // (each key's versions before and after, as the CLI prints them).
+  function dryRun(result) {
+    if (!result) return;
+    document.getElementById("dry-run").hidden = false;
+    document.getElementById("dry-run-summary").replaceChildren(
+      `${result.summary} `,
+      el("span", { class: "muted", text: `(run ${result.run_id}${result.at ? ", " + result.at : ""}; nothing was published)` }),
+    );
+    document.querySelector("#dry-run-dates tbody").replaceChildren(
+      ...result.dates.map((d) => el("tr", { "data-ds": d.ds }, el("td", { text: d.ds }), el("td", { text: d.summary }), el("td", { text: d.guard || "—" }))),
+    );
+    const table = document.getElementById("dry-run-sample");
+    const rows = result.sample.flatMap((entry) =>
+      ["before", "after"].flatMap((side) =>
+        (entry[side].length ? entry[side] : [null]).map((version) => ({ key: entry.key, side, version })),
+      ),
+    );
+    const first = rows.find((r) => r.version);
+    const columns = first ? Object.keys(first.version) : [];
+    table.tHead.replaceChildren(el("tr", {}, el("th", { text: "" }), ...columns.map((c) => el("th", { text: c }))));
+    table.tBodies[0].replaceChildren(
+      ...rows.map((r) =>
+        el(
+          "tr",
+          { "data-side": r.side, "data-key": Object.values(r.key).join(",") },
+          el("td", { text: r.side }),
+          ...(r.version ? columns.map((c) => el("td", { text: r.version[c] ?? "" })) : [el("td", { colspan: columns.length, text: "(none)" })]),
+        ),
+      ),
+    );
+    if (!rows.length) table.tBodies[0].replaceChildren(el("tr", {}, el("td", { text: "no key's history would differ" })));
   }
 
   function prefillRerun(ds) {
