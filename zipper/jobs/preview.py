@@ -72,21 +72,28 @@ def _differing_keys(spec, before: DataFrame, after: DataFrame) -> DataFrame:
 
 
 def _histories(spark, spec, before: DataFrame, after: DataFrame, differing: DataFrame) -> list[dict]:
-    """Every version of the `differing` keys on both sides, as {column: text} in begin order."""
+    """Every version of the `differing` keys (a DataFrame of keys) on both sides, as {column: text} in
+    begin order."""
     chosen = [r.asDict() for r in as_collected(differing).collect()]
+    return _versions_of(spark, spec, before, after, chosen, differing.schema)
+
+
+def _versions_of(spark, spec, before: DataFrame, after: DataFrame, chosen: list[dict], key_schema) -> list[dict]:
+    """Every version of the `chosen` keys on both sides, read in one job, as {column: text} in begin order."""
     if not chosen:
         return []
-    picked = spark.createDataFrame(chosen, schema=differing.schema)
+    picked = F.broadcast(spark.createDataFrame(chosen, schema=key_schema))
+    side = "zipper__side__"
+    both = before.withColumn(side, F.lit("before")).unionByName(after.withColumn(side, F.lit("after")))
     shown = {}
-    for name, rows in (("before", before), ("after", after)):
-        for row in as_collected(rows.join(F.broadcast(picked), on=spec.keys, how="left_semi")).collect():
-            values = {k: _text(v) for k, v in row.asDict().items()}
-            key = tuple(values[k] for k in spec.keys)
-            shown.setdefault(key, {"before": [], "after": []})[name].append(values)
+    for row in as_collected(both.join(picked, on=spec.keys, how="left_semi")).collect():
+        values = {k: _text(v) for k, v in row.asDict().items() if k != side}
+        key = tuple(values[k] for k in spec.keys)
+        shown.setdefault(key, {"before": [], "after": []})[row[side]].append(values)
     found = []
     for key in sorted(shown, key=str):
         entry = shown[key]
-        order = lambda v: str(v.get(spec.begin_column))  # noqa: E731
+        order = lambda v: (str(v.get(spec.begin_column)), str(v.get(spec.end_column)))  # noqa: E731
         found.append(
             {
                 "key": dict(zip(spec.keys, key)),
@@ -141,14 +148,15 @@ def copy_sample(
     spark, spec: TableSpec, copied: TableSpec, before: state.TableState, after: state.TableState
 ) -> list[dict]:
     """Up to SAMPLE_KEYS keys whose versions differ between the table (`before`) and its copy after
-    the job (`after`). Only the partitions the job re-pointed, added or dropped are compared (one
-    the copy still points at the table's directory holds the same rows); both sides' columns are
-    compared as text when the job changed them."""
+    the job (`after`), with all their versions on both sides.
 
-    def where(st):
-        return {p.end: p.location for p in (st.open_partition, *st.closed) if p is not None}
-
-    was, now = where(before), where(after)
+    Only the partitions the job re-pointed, added or dropped are compared (one the copy still
+    points at the table's directory holds the same rows), each row as its key and a hash of all
+    its columns. Each partition's row count and hash sum on both sides tell which still differ, in
+    one job; keys are then looked for in those history partitions (small) and, when they give fewer
+    than SAMPLE_KEYS, in the open partition. Both sides' columns are compared as text when the job
+    changed them."""
+    was, now = _locations(before), _locations(after)
     changed = sorted(end for end in set(was) | set(now) if was.get(end) != now.get(end))
     if not changed:
         return []
@@ -159,9 +167,42 @@ def copy_sample(
             side.select(*[(F.col(c) if c in side.columns else F.lit(None)).cast("string").alias(c) for c in columns])
             for side in (old, new)
         )
-    end = F.col(spec.end_column)
-    differing = _differing_keys(spec, old.where(end.isin(changed)), new.where(end.isin(changed)))
-    return _histories(spark, spec, old, new, differing)
+    end, open_end = F.col(spec.end_column), spec.open_end.isoformat()
+    hashed = _hashed(spec, old.where(end.isin(changed)), 1).unionByName(_hashed(spec, new.where(end.isin(changed)), -1))
+    # per partition, each side's rows and hash sum: those that still differ (one job, a few rows back)
+    totals = hashed.groupBy(spec.end_column).agg(
+        F.sum(SIDE).alias("rows"), F.sum(F.col(HASH).cast("decimal(38,0)") * F.col(SIDE)).alias("hashes")
+    )
+    differing = sorted(r[spec.end_column] for r in totals.where("rows != 0 OR hashes != 0").collect())
+    history = [e for e in differing if e != open_end]
+    chosen = _keys_of(spec, hashed.where(end.isin(history)), SAMPLE_KEYS) if history else []
+    if len(chosen) < SAMPLE_KEYS and open_end in differing:
+        found = _keys_of(spec, hashed.where(end == open_end), SAMPLE_KEYS)
+        merged = {tuple(c.items()): c for c in chosen + found}
+        chosen = sorted(merged.values(), key=lambda c: [str(v) for v in c.values()])[:SAMPLE_KEYS]
+    return _versions_of(spark, spec, old, new, chosen, old.select(*spec.keys).schema)
+
+
+HASH, SIDE = "zipper__hash__", "zipper__side__"
+
+
+def _locations(st: state.TableState) -> dict[str, str]:
+    return {p.end: p.location for p in (st.open_partition, *st.closed) if p is not None}
+
+
+def _hashed(spec, rows: DataFrame, side: int) -> DataFrame:
+    """`rows` as their keys, the end column, a hash of every column (with which ones are NULL, which
+    the hash itself skips) and `side` (+1 the table's, -1 the copy's)."""
+    columns = [F.col(c) for c in rows.columns]
+    digest = F.xxhash64(*columns, *[F.isnull(c) for c in columns])
+    return rows.select(*spec.keys, spec.end_column, digest.alias(HASH), F.lit(side).alias(SIDE))
+
+
+def _keys_of(spec, hashed: DataFrame, limit: int) -> list[dict]:
+    """The first `limit` keys (in key order) with a row on one side and not the other."""
+    rows = hashed.groupBy(*spec.keys, HASH).agg(F.sum(SIDE).alias(SIDE)).where(F.col(SIDE) != 0)
+    found = rows.select(*spec.keys).distinct().orderBy(*spec.keys).limit(limit)
+    return [r.asDict() for r in as_collected(found).collect()]
 
 
 def _dry_result(result: RunResult, spec: TableSpec, found: list[dict]) -> RunResult:
