@@ -1,5 +1,5 @@
 # The two commands: `make demo` and `make test`. Both create or reuse .venv.
-.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test docs bench bench-floor bench-parse bench-replay bench-startup bench-metastore bench-backfill bench-view bench-correct clean
+.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test docs bench bench-floor bench-parse bench-replay bench-startup bench-metastore bench-backfill bench-view bench-correct bench-dry-run clean
 
 AIRFLOW_HOME ?= $(CURDIR)/airflow_home
 ZIPPER_SPECS ?= $(CURDIR)/dags/tables
@@ -66,6 +66,9 @@ bench-view: setup
 
 bench-correct: setup
 	.venv/bin/python bench/bench_correct.py
+
+bench-dry-run: setup
+	.venv/bin/python bench/bench_dry_run.py
 
 # The warehouse's Spark Connect and metastore servers are stopped (by their pids) before its folder goes.
 clean:

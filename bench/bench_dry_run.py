@@ -11,8 +11,8 @@ Each is one command's wall time (the same warehouse, the same Spark as every com
 counts each date reports must agree between the two (checked). Everything lives in a fresh temp
 directory that is deleted at the end (unless --keep).
 
-    .venv/bin/python -m bench.bench_dry_run                         # 1,000,000 rows, 30 days, 2 rounds
-    .venv/bin/python -m bench.bench_dry_run --rows 20000 --days 5   # smoke run
+    .venv/bin/python bench/bench_dry_run.py                         # 1,000,000 rows, 30 days, 2 rounds
+    .venv/bin/python bench/bench_dry_run.py --rows 20000 --days 5   # smoke run
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.bench_replay import NAME, START, generate, per_date, write_spec, zipper
+from bench_replay import NAME, START, generate, per_date, write_spec, zipper  # bench/, the scripts' folder
 
 
 def parse_args(argv=None) -> argparse.Namespace:
