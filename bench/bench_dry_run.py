@@ -27,7 +27,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_replay import NAME, START, generate, per_date, write_spec, zipper  # bench/, the scripts' folder
+from bench_replay import (  # bench/, the scripts' folder
+    NAME,
+    START,
+    generate,
+    per_date,
+    stop_servers,
+    write_spec,
+    zipper,
+)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -83,6 +91,7 @@ def main(argv=None) -> int:
         )
         return 0 if same else 1
     finally:
+        stop_servers(root)
         if args.keep:
             print(f"kept {root}")
         else:

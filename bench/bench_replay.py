@@ -124,6 +124,14 @@ def zipper(root: Path, *args: str) -> tuple[float, list[str]]:
     return seconds, result.stdout.splitlines()
 
 
+def stop_servers(root: Path) -> None:
+    """Stop the warehouse's Spark and metastore servers the commands started (by their recorded
+    process ids), before the warehouse is deleted: they would otherwise outlive the benchmark."""
+    env = dict(os.environ, ZIPPER_SPECS=str(root / "specs"), ZIPPER_WAREHOUSE=str(root / "warehouse"))
+    for service in ("spark", "metastore"):
+        subprocess.run([str(BIN / "zipper"), service, "stop"], env=env, capture_output=True, cwd=root, timeout=300)
+
+
 def per_date(lines: list[str]) -> dict[str, tuple[str, float]]:
     """date -> (counts text, seconds the engine reported) from merge summary lines."""
     found = {}
@@ -182,6 +190,7 @@ def main(argv=None) -> int:
         )
         return 0 if same else 1
     finally:
+        stop_servers(root)
         if args.keep:
             print(f"kept {root}")
         else:
