@@ -44,7 +44,8 @@ def test_rebuild_takes_uncommit_later_as_rerun_does(monkeypatch):
     calls = []
     fake = types.ModuleType("zipper.jobs.rebuild")
     fake.rebuild = lambda spark, spec, last, progress, uncommit_later, undo_corrections: (
-        calls.append((last, uncommit_later, undo_corrections)) or types.SimpleNamespace(summary=lambda: "rebuilt")
+        calls.append((last, uncommit_later, undo_corrections))
+        or types.SimpleNamespace(summary=lambda: "rebuilt", counts={})
     )
     from zipper.jobs import handle  # the CLI reaches the job through the table handle
 
