@@ -80,10 +80,10 @@ def main(argv=None) -> int:
         same = counts["dry run"] == counts["rerun"] and len(counts["rerun"]) == len(dates)
         dry, real = statistics.median(times["dry run"]), statistics.median(times["rerun"])
         print()
-        print(f"{'method':<32}{'median s':>10}{'runs s':>24}")
+        print(f"{'method':<32}{'median s':>10}  runs s")
         for name, label in (("dry run", "zipper rerun --dry-run"), ("rerun", "zipper rerun")):
             shown = ", ".join(f"{s:.1f}" for s in times[name])
-            print(f"{label:<32}{statistics.median(times[name]):>10.1f}{shown:>24}")
+            print(f"{label:<32}{statistics.median(times[name]):>10.1f}  {shown}")
         print(f"dry run / rerun {dry / real:.2f}; same counts for every date: {'yes' if same else 'NO'}")
         print(
             f"RESULT days={args.days} rows={args.rows} dry_run={dry:.1f}s rerun={real:.1f}s ratio={dry / real:.2f}"
