@@ -30,6 +30,7 @@ from zipper.tablespec.model import TableSpec
 from zipper.transforms.collected import as_collected, as_written
 
 SAMPLE_KEYS = 5  # keys whose history a dry run shows, before and after
+HASH, SIDE = "zipper__hash__", "zipper__side__"  # a row's hash; its side (+1 or "before", -1 or "after")
 CANDIDATES = 1000  # the day's keys compared for the sample
 KEYS_DIR = "zipper_dry_keys"  # under the run's directory: the day's keys, kept past the change set's scratch
 
@@ -59,23 +60,9 @@ def sample(run, ds: dt.date, schema, open_dir: str, closed_dir: str, rewritten: 
     after = kept
     for part in parts:
         after = after.unionByName(part.join(F.broadcast(keys), on=spec.keys, how="left_semi"))
-    return _histories(spark, spec, before, after, _differing_keys(spec, before, after))
-
-
-def _differing_keys(spec, before: DataFrame, after: DataFrame) -> DataFrame:
-    """The first SAMPLE_KEYS keys (in key order) with a version on one side and not the other: one
-    aggregation of both sides, each row counted +1 before and -1 after."""
-    side = "zipper__side__"
-    tagged = before.withColumn(side, F.lit(1)).unionByName(after.withColumn(side, F.lit(-1)))
-    rows = tagged.groupBy(*before.columns).agg(F.sum(side).alias(side)).where(F.col(side) != 0)
-    return rows.select(*spec.keys).distinct().orderBy(*spec.keys).limit(SAMPLE_KEYS)
-
-
-def _histories(spark, spec, before: DataFrame, after: DataFrame, differing: DataFrame) -> list[dict]:
-    """Every version of the `differing` keys (a DataFrame of keys) on both sides, as {column: text} in
-    begin order."""
-    chosen = [r.asDict() for r in as_collected(differing).collect()]
-    return _versions_of(spark, spec, before, after, chosen, differing.schema)
+    hashed = _hashed(spec, before, 1).unionByName(_hashed(spec, after, -1))
+    chosen = _keys_of(spec, hashed, SAMPLE_KEYS)
+    return _versions_of(spark, spec, before, after, chosen, before.select(*spec.keys).schema)
 
 
 def _versions_of(spark, spec, before: DataFrame, after: DataFrame, chosen: list[dict], key_schema) -> list[dict]:
@@ -83,13 +70,12 @@ def _versions_of(spark, spec, before: DataFrame, after: DataFrame, chosen: list[
     if not chosen:
         return []
     picked = F.broadcast(spark.createDataFrame(chosen, schema=key_schema))
-    side = "zipper__side__"
-    both = before.withColumn(side, F.lit("before")).unionByName(after.withColumn(side, F.lit("after")))
+    both = before.withColumn(SIDE, F.lit("before")).unionByName(after.withColumn(SIDE, F.lit("after")))
     shown = {}
     for row in as_collected(both.join(picked, on=spec.keys, how="left_semi")).collect():
-        values = {k: _text(v) for k, v in row.asDict().items() if k != side}
+        values = {k: _text(v) for k, v in row.asDict().items() if k != SIDE}
         key = tuple(values[k] for k in spec.keys)
-        shown.setdefault(key, {"before": [], "after": []})[row[side]].append(values)
+        shown.setdefault(key, {"before": [], "after": []})[row[SIDE]].append(values)
     found = []
     for key in sorted(shown, key=str):
         entry = shown[key]
@@ -181,9 +167,6 @@ def copy_sample(
         merged = {tuple(c.items()): c for c in chosen + found}
         chosen = sorted(merged.values(), key=lambda c: [str(v) for v in c.values()])[:SAMPLE_KEYS]
     return _versions_of(spark, spec, old, new, chosen, old.select(*spec.keys).schema)
-
-
-HASH, SIDE = "zipper__hash__", "zipper__side__"
 
 
 def _locations(st: state.TableState) -> dict[str, str]:
