@@ -73,8 +73,3 @@ def is_copy(st: state.TableState) -> bool:
     """Whether a table's state is that of a dry run's copy: its days publish whatever the guard says
     (the guard's verdict is reported instead), and a failure leaves no replay to resume."""
     return DRY_RUN_OF in st.properties
-
-
-def original(st: state.TableState) -> str | None:
-    """The table a dry run's copy copies (None for a table that is no copy)."""
-    return st.properties.get(DRY_RUN_OF)
