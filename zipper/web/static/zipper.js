@@ -360,6 +360,8 @@ const zipper = (() => {
         message.textContent = `Not triggered: ${error.message}`;
       }
     });
+    // Disabled in the page until now: a click before the table is known would submit the form as a plain GET
+    form.querySelector("button[type='submit']").disabled = false;
   }
 
   // The newest dry run of the rerun DAG: what it would commit per date, and the keys it would change
