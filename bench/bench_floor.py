@@ -8,7 +8,10 @@ side in one local SparkSession, alternating, median of the rounds after a warm-u
   lookup    the same plus the broadcast key lookup, writing only the rows the increment does
             not name (one output): what any merge that reads each open row once must do;
   big pass  zipper's big pass as the merge runs it (`daily.route_open`, both slots written
-            by one partitioned write).
+            by one partitioned write);
+  hashed    the big pass observing, as it writes, a row count and a sum of row hashes (the
+            hash a dry run compares rows by): what recording each partition's content hash at
+            every write would add to every merge.
 
 lookup/copy bounds every single-pass design from below; big pass/copy is what zipper pays
 before its small job, key validation and metastore calls.
@@ -30,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_merge as common  # noqa: E402  (bench/ is not a package on the path when run as a script)
 
-METHODS = ("copy", "lookup", "big pass")
+METHODS = ("copy", "lookup", "big pass", "hashed")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -53,11 +56,14 @@ def main(argv=None) -> None:
 
 
 def run(args, layout: common.Layout) -> None:
+    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
+    from zipper.core.layout import SLOT, Slot
     from zipper.inputs import conform, dayinput
     from zipper.inputs.modes import mode_of
     from zipper.jobs.init import init_table
+    from zipper.jobs.preview import row_digest
     from zipper.table import catalog, state
     from zipper.transforms import daily
 
@@ -84,6 +90,14 @@ def run(args, layout: common.Layout) -> None:
     def routed():
         return daily.route_open(open_rows(), day.changes, keys=spec.keys)
 
+    def hashed_pass():
+        rows = routed()
+        observation = Observation(f"bench_hash_{next(outputs)}")
+        digest = row_digest(rows.drop(SLOT)).cast("decimal(38,0)")
+        observed = rows.observe(observation, F.count(F.lit(1)).alias("rows"), F.sum(digest).alias("hash"))
+        observed.write.mode("append").partitionBy(SLOT).parquet(target())
+        observation.get  # noqa: B018  (the figures, as a writer recording them would read them)
+
     def timed(write):
         started = time.perf_counter()
         write()
@@ -91,10 +105,9 @@ def run(args, layout: common.Layout) -> None:
 
     runs = {
         "copy": lambda: common.time_copy(spark, spec.table, target()),
-        "lookup": lambda: timed(
-            lambda: routed().where(F.col(daily.SLOT) == daily.OPEN).drop(daily.SLOT).write.parquet(target())
-        ),
-        "big pass": lambda: timed(lambda: routed().write.mode("append").partitionBy(daily.SLOT).parquet(target())),
+        "lookup": lambda: timed(lambda: routed().where(F.col(SLOT) == Slot.OPEN).drop(SLOT).write.parquet(target())),
+        "big pass": lambda: timed(lambda: routed().write.mode("append").partitionBy(SLOT).parquet(target())),
+        "hashed": lambda: timed(hashed_pass),
     }
     print(
         f"{args.rows:,} open rows, increment of {day.rows:,} rows; Spark {spark.version},"
@@ -102,7 +115,7 @@ def run(args, layout: common.Layout) -> None:
         flush=True,
     )
     samples, discarded = common.Samples(), common.Samples()
-    for round_no in range(args.repeats + 1):  # round 0 warms the JVM up for all three
+    for round_no in range(args.repeats + 1):  # round 0 warms the JVM up for every method
         print(f"  {'warm-up round (not counted)' if round_no == 0 else f'round {round_no}/{args.repeats}'}", flush=True)
         for method in METHODS:
             common.measured(meter, samples if round_no else discarded, method, runs[method])

@@ -176,9 +176,13 @@ def _locations(st: state.TableState) -> dict[str, str]:
 def _hashed(spec, rows: DataFrame, side: int) -> DataFrame:
     """`rows` as their keys, the end column, a hash of every column (with which ones are NULL, which
     the hash itself skips) and `side` (+1 the table's, -1 the copy's)."""
+    return rows.select(*spec.keys, spec.end_column, row_digest(rows).alias(HASH), F.lit(side).alias(SIDE))
+
+
+def row_digest(rows: DataFrame):
+    """A 64-bit hash of each row's columns and of which ones are NULL (the hash itself skips NULLs)."""
     columns = [F.col(c) for c in rows.columns]
-    digest = F.xxhash64(*columns, *[F.isnull(c) for c in columns])
-    return rows.select(*spec.keys, spec.end_column, digest.alias(HASH), F.lit(side).alias(SIDE))
+    return F.xxhash64(*columns, *[F.isnull(c) for c in columns])
 
 
 def _keys_of(spec, hashed: DataFrame, limit: int) -> list[dict]:
