@@ -49,9 +49,14 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> None:
     args = parse_args(argv)
     layout = common.Layout(Path(tempfile.mkdtemp(prefix="zipper-floor-")))
+    from zipper.runtime.metastore import MetastoreService
+
+    server = MetastoreService(layout.warehouse)
     try:
+        server.ensure()  # the warehouse's metastore server, stopped by its pid at the end
         run(args, layout)
     finally:
+        server.stop()
         shutil.rmtree(layout.root, ignore_errors=True)
 
 
@@ -119,6 +124,7 @@ def run(args, layout: common.Layout) -> None:
         print(f"  {'warm-up round (not counted)' if round_no == 0 else f'round {round_no}/{args.repeats}'}", flush=True)
         for method in METHODS:
             common.measured(meter, samples if round_no else discarded, method, runs[method])
+    spark.stop()
     report(samples)
 
 
