@@ -389,6 +389,7 @@ def test_rerun_from_a_commit_triggers_the_rerun_dag_with_that_date(view, page):
 
 def test_the_rerun_forms_dry_run_box_triggers_a_dry_run(view, page):
     page.goto(view.url + "/zipper/tables/dim")
+    page.wait_for_selector("#commits tbody tr")  # drawn last: nothing moves the form after this
     page.fill("#rerun input[name='from_date']", day(2))
     page.check("#rerun input[name='dry_run']")
     asked = []
