@@ -24,7 +24,7 @@ fi
 .venv/bin/lint-imports --no-cache >/dev/null || .venv/bin/lint-imports --no-cache
 # The documentation site, strictly: a broken link or anchor, a page outside the nav, or a generated
 # reference that fails to render stops the run here (mkdocs.yml; a second or two).
-NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir build/site
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir build/site
 
 # The whole suite as three pytest processes at once. The engine's tests run Spark in-process and
 # use a core; the Airflow and CLI tests spend much of their time waiting on subprocesses (JVM
