@@ -1,10 +1,13 @@
 """The documentation agrees with the product: the README stays short and its links resolve, and
-every spec shown in the README or the docs loads as a real spec would (`mkdocs build --strict` in
-the test command checks the site's own links)."""
+every spec shown in the README or the docs loads as a real spec would. The test command's strict
+site build checks the site's own links; here a copy of the site shows that it can fail."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -59,3 +62,55 @@ def test_every_spec_shown_in_the_docs_loads(raw):
         TableSpec.model_validate(spec)
     except Exception as exc:  # the loader's words would name the key; pydantic's are enough here
         raise SpecError(f"a spec in the docs does not load: {exc}") from None
+
+
+def _strict_build_command() -> str:
+    """The site build exactly as the test command runs it, so a flag that hides warnings shows here."""
+    lines = [
+        line.strip()
+        for line in (REPO / "scripts" / "test.sh").read_text(encoding="utf-8").splitlines()
+        if "mkdocs build" in line and not line.lstrip().startswith("#")
+    ]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def _build_site(root: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(["bash", "-c", _strict_build_command()], cwd=root, env=env, capture_output=True, text=True)
+
+
+@pytest.fixture
+def site_copy(tmp_path):
+    """The site's sources in a folder of their own: docs/, mkdocs.yml and the root files the pages show."""
+    shutil.copytree(REPO / "docs", tmp_path / "docs")
+    for path in [REPO / "mkdocs.yml", *REPO.glob("*.md")]:
+        shutil.copy(path, tmp_path / path.name)
+    (tmp_path / "zipper").symlink_to(REPO / "zipper")  # the build hook, by its path in mkdocs.yml
+    (tmp_path / ".venv").symlink_to(REPO / ".venv")
+    return tmp_path
+
+
+def test_the_site_builds_strictly_with_the_changelogs_links_working(site_copy):
+    result = _build_site(site_copy)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "WARNING" not in output
+    # CHANGELOG.md links `docs/dry-runs.md#...`, right where GitHub shows it; inside the site that is the page beside.
+    changelog = (site_copy / "build" / "site" / "changelog" / "index.html").read_text(encoding="utf-8")
+    assert 'href="../dry-runs/#reruns-and-rebuilds"' in changelog
+    assert 'href="docs/' not in changelog
+
+
+def test_a_broken_link_fails_the_strict_build(site_copy):
+    index = site_copy / "docs" / "index.md"
+    index.write_text(index.read_text(encoding="utf-8") + "\n[gone](no-such-page.md)\n", encoding="utf-8")
+    changelog = site_copy / "CHANGELOG.md"
+    changelog.write_text(
+        changelog.read_text(encoding="utf-8") + "\n- [gone](docs/no-such-section.md)\n", encoding="utf-8"
+    )
+    result = _build_site(site_copy)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "'index.md' contains a link 'no-such-page.md'" in output
+    assert "'changelog.md' contains a link 'no-such-section.md'" in output
