@@ -26,6 +26,16 @@ def add_json_report(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_profile(parser: argparse.ArgumentParser) -> None:
+    """`merge`, `rerun`, `rebuild` and `correct` can say where their time went."""
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="at the end, print to stderr the run's Spark executions (each with its step), plan analyses,"
+        " metastore and file-system calls, counted and timed (also in --json-report as `profile`)",
+    )
+
+
 def add_replay_flags(parser: argparse.ArgumentParser) -> None:
     """`rerun` and `rebuild` replay dates alike, so they take the same two permissions."""
     parser.add_argument(

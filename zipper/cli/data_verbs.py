@@ -17,6 +17,7 @@ from zipper.cli.arguments import (
     add_dry_run,
     add_json_report,
     add_name,
+    add_profile,
     add_replay_flags,
     parse_date,
 )
@@ -57,6 +58,7 @@ def merge_arguments(parser: argparse.ArgumentParser) -> None:
     add_accept_large_change(parser)
     add_json_report(parser)
     add_dry_run(parser, "write and audit the date")
+    add_profile(parser)
     parser.add_argument(
         "--no-spark",
         action="store_true",
@@ -123,6 +125,7 @@ def rerun_arguments(parser: argparse.ArgumentParser) -> None:
     add_accept_large_change(parser)
     add_json_report(parser)
     add_dry_run(parser, "replay the dates on a copy of the table's metastore entry")
+    add_profile(parser)
 
 
 def rerun_dates(runner: Runner) -> None:
@@ -159,6 +162,7 @@ def rebuild_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_replay_flags(parser)
     add_dry_run(parser, "rebuild on a copy of the table's metastore entry")
+    add_profile(parser)
 
 
 def rebuild_dates(runner: Runner) -> None:
@@ -219,6 +223,7 @@ def correct_arguments(parser: argparse.ArgumentParser) -> None:
         help="after an erasure, remove at once the superseded directories that still hold the erased rows",
     )
     add_json_report(parser)
+    add_profile(parser)
 
 
 def correction_request(runner: Runner) -> CorrectionRequest:

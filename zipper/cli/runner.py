@@ -4,12 +4,14 @@ it, and for a verb that writes, the table's lock taken after the dates are check
 from __future__ import annotations
 
 import argparse
+import contextlib
+import sys
 from typing import TYPE_CHECKING
 
 from zipper.cli.failures import report_line
 from zipper.core.errors import StateError, ZipperError
 from zipper.core.reports import RunAction
-from zipper.runtime import client_runs, locks, metastore
+from zipper.runtime import client_runs, locks, metastore, profile
 from zipper.runtime.session import build_session, is_connect, release_session, start_server_early
 from zipper.runtime.settings import SessionSettings
 from zipper.tablespec.loader import find_spec
@@ -38,6 +40,7 @@ class Runner:
         self._spark = None
         self._lock: locks.HeldLock | None = None  # the table's lock, while a writing verb holds it
         self.new_metastore: str | None = None  # the Derby database this command had to create, if any
+        self.profile: profile.Profile | None = None  # --profile: the run's calls, counted as it runs
 
     def settings(self) -> SessionSettings:
         """Where the table is; for a verb that needs a table, refused when the warehouse never had a metastore."""
@@ -114,6 +117,17 @@ class Runner:
         return "zipper " + " ".join(shown)
 
     def run_verb(self) -> int:
+        if not getattr(self.args, "profile", False):
+            return self._run_verb()
+        with profile.recording(lambda: self._spark) as self.profile:
+            try:
+                return self._run_verb()
+            finally:
+                self.profile.seconds = self.profile.elapsed()
+                with contextlib.suppress(Exception):  # said on the way out: never the run's failure
+                    print("\n".join(self.profile.lines(self.describe())), file=sys.stderr, flush=True)
+
+    def _run_verb(self) -> int:
         try:
             return self.verb.run(self)
         except StateError as exc:
@@ -142,6 +156,8 @@ class Runner:
         report = result.report()
         if getattr(self.args, "json_report", False) and self._spark is not None and result.action != RunAction.NOOP:
             report["columns"] = table_columns(self._spark, self.spec.table)
+        if self.profile is not None:
+            report["profile"] = self.profile.report()
         report_line(self.args, report)
 
     def table(self):
