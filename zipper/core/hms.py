@@ -156,9 +156,18 @@ class MetastoreClient:
         """Create a table from a thrift `Table` (a copy of another's, edited)."""
         self.client.create_table(table)
 
-    def add_partitions(self, partitions: list) -> None:
-        """Add thrift `Partition`s, with their locations, columns and parameters, in one call."""
-        self.client.add_partitions(partitions)
+    def add_partitions(self, partitions: list, if_not_exists: bool = False) -> None:
+        """Add thrift `Partition`s, with their locations, columns and parameters, in one call.
+        `if_not_exists`: one the table has already is left as it is (else the call fails)."""
+        if not if_not_exists:
+            self.client.add_partitions(partitions)
+            return
+        from pymetastore.hive_metastore.ttypes import AddPartitionsRequest
+
+        first = partitions[0]
+        self.client.add_partitions_req(
+            AddPartitionsRequest(first.dbName, first.tableName, partitions, ifNotExists=True, needResult=False)
+        )
 
     def drop_table(self, database: str, name: str) -> None:
         """Drop a table's entry, and its partitions', deleting no file (an external table's stay anyway)."""

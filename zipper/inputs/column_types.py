@@ -3,9 +3,10 @@ without losing a value, and which conversions can lose one. Pure: no session, no
 
 from __future__ import annotations
 
+import functools
 import re
 
-from pyspark.sql.types import ArrayType, MapType, StructType
+from pyspark.sql.types import ArrayType, DataType, MapType, StructType, _parse_datatype_string
 
 # (from, to) pairs that never lose information.
 SAFE_WIDENINGS = {
@@ -20,6 +21,16 @@ SAFE_WIDENINGS = {
     ("smallint", "double"),
     ("int", "double"),
 }
+
+
+@functools.lru_cache(maxsize=1024)
+def data_type(kind: str) -> DataType:
+    """The Spark type a type name spells (`bigint`, `decimal(10,2)`, `array<string>`), parsed once
+    per process: on a Spark Connect client every parse is a round trip to the server's parser,
+    and a merge spells the same few types over and over."""
+    return _parse_datatype_string(kind)
+
+
 _DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")
 
 

@@ -9,19 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField, StructType, _parse_datatype_string
+from pyspark.sql.types import StringType, StructField, StructType
 
 from zipper.core.errors import InputError, SpecError
 from zipper.inputs import csv_values, reader
 from zipper.inputs.column_checks import check_shape, lower_case_columns
-from zipper.inputs.column_types import SAFE_WIDENINGS, float_and_double, reads_as
+from zipper.inputs.column_types import SAFE_WIDENINGS, data_type, float_and_double, reads_as
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import SourceFormat
 
 
 def struct_type(columns: list[tuple[str, str]], begin_column: str | None = None):
     """The Spark schema of `columns` (name, Spark SQL type), plus the string begin column."""
-    fields = [StructField(name, _parse_datatype_string(kind), True) for name, kind in columns]
+    fields = [StructField(name, data_type(kind), True) for name, kind in columns]
     if begin_column:
         fields.append(StructField(begin_column, StringType(), True))
     return StructType(fields)

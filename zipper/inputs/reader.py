@@ -6,12 +6,13 @@ from __future__ import annotations
 import re
 
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField, StructType, _parse_datatype_string
+from pyspark.sql.types import StringType, StructField, StructType
 
 from zipper.core import fs
 from zipper.core.errors import InputError, MissingInputError, UnreadableInputError, java_messages, read_failure
 from zipper.core.input_names import COPYING
 from zipper.inputs import csv_header, csv_values, file_types
+from zipper.inputs.column_types import data_type
 from zipper.inputs.footers import nanosecond_columns
 from zipper.inputs.sources import Input, files_to_read, merges_schemas
 from zipper.tablespec.model import BaseSpec, SourceSpec
@@ -230,7 +231,7 @@ def _csv_schema(spark, located: Input, options: dict[str, str], declared: dict[s
     options.setdefault("header", "true")
     options.setdefault("mode", "FAILFAST")
     known = {f.name.lower(): f.dataType for f in table_schema.fields} if table_schema is not None else {}
-    known.update({name.lower(): _parse_datatype_string(kind) for name, kind in declared.items()})
+    known.update({name.lower(): data_type(kind) for name, kind in declared.items()})
     if not known:
         return None
     if options["header"].lower() != "true":  # no names: the columns are the declared ones, in order

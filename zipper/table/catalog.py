@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -59,10 +60,20 @@ class Partition:
     column_edits: dict[str, str | None] | None = None
 
 
+_session_uris: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a session's metastore setting
+
+
 def metastore_uri(spark) -> str:
     """The thrift URI of the session's metastore: the session's conf (the warehouse's own server,
-    or an external one given to Spark), else ZIPPER_METASTORE_URI."""
-    configured = spark.conf.get(URIS_CONF, None) or os.environ.get(URI_ENV, "")
+    or an external one given to Spark), else ZIPPER_METASTORE_URI. The session's setting is asked
+    once (on a Spark Connect client each ask is a round trip; a merge makes several calls)."""
+    try:
+        setting = _session_uris[spark]
+    except (KeyError, TypeError):  # not asked yet (or a session that cannot be weakly referenced)
+        setting = spark.conf.get(URIS_CONF, None) or ""
+        with contextlib.suppress(TypeError):
+            _session_uris[spark] = setting
+    configured = setting or os.environ.get(URI_ENV, "")
     uri = next((u.strip() for u in configured.split(",") if u.strip()), "")
     if not uri:
         raise StateError(
@@ -213,15 +224,29 @@ def _end_position(spec: TableSpec, table) -> int:
 
 
 def add_partitions(spark, spec: TableSpec, locations: dict[str, str]) -> None:
-    """Add partitions (end value -> location) in one statement."""
+    """Add partitions (end value -> location) in one metastore call, each as Hive adds one: the
+    table's storage (columns, formats, serde) at its own location; one the table has is left as
+    it is. Over thrift, as the publish itself: a Spark SQL statement was a Spark execution."""
     if not locations:
         return
-    clauses = " ".join(
-        f"PARTITION ({sqltemplates.quote_identifier(spec.end_column)} = {sqltemplates.quote_literal(end)})"
-        f" LOCATION {sqltemplates.quote_literal(loc)}"
-        for end, loc in sorted(locations.items())
-    )
-    spark.sql(f"ALTER TABLE {sqltemplates.quote_identifier(spec.table)} ADD IF NOT EXISTS {clauses}")
+    from pymetastore.hive_metastore.ttypes import Partition as HivePartition  # on use: as zipper.core.hms
+
+    with _metastore(spark) as metastore:
+        table = _existing_table(metastore, spec)
+        if [column.name for column in table.partitionKeys or []] != [spec.end_column]:
+            raise StateError(
+                f"the table is partitioned by {[c.name for c in table.partitionKeys or []]}, not by"
+                f" {spec.end_column} alone",
+                table=spec.table,
+            )
+        added = []
+        for end, location in sorted(locations.items()):
+            storage = copy.deepcopy(table.sd)
+            storage.location = fs.qualify(spark, location)
+            added.append(
+                HivePartition(values=[end], dbName=table.dbName, tableName=table.tableName, sd=storage, parameters={})
+            )
+        metastore.add_partitions(added, if_not_exists=True)
 
 
 def drop_table(spark, spec: TableSpec) -> None:
@@ -340,7 +365,10 @@ def repoint(
             if change.column_edits:
                 part.sd.cols = _edited_columns(part.sd.cols or [], change.column_edits)
         metastore.alter_partitions(spec.database, spec.table_name, parts)
-    refresh(spark, spec)
+    # No refresh of the session's catalog: Spark lists a Hive table's partitions from the metastore
+    # at every query, and a publish points them at new directories, which no listing cache holds.
+    # A change of columns refreshes it (`_write_data_columns`); reads of the rows refresh first
+    # (`table.store.table_rows`).
 
 
 class TableLocked(ConcurrentChange):
@@ -411,11 +439,18 @@ def refresh(spark, spec: TableSpec) -> None:
 
 
 def data_columns(spark, spec: TableSpec) -> list[tuple[str, str]]:
-    """(name, Spark SQL type) of the stored data columns, without begin and end."""
-    schema = spark.table(spec.table).schema
-    return [
-        (f.name, f.dataType.simpleString()) for f in schema.fields if f.name not in (spec.begin_column, spec.end_column)
-    ]
+    """(name, Spark SQL type) of the stored data columns, without begin and end: read from the
+    Spark schema the table keeps in its properties (one metastore call, where asking Spark is a
+    plan analysis on the server), else as Spark reads the table."""
+    with _metastore(spark) as metastore:
+        stored = _stored_schema(_existing_table(metastore, spec).parameters or {})
+    if stored is not None:
+        from pyspark.sql.types import StructType  # on use: as _data_type
+
+        fields = StructType.fromJson(stored).fields
+    else:  # a table whose Spark schema is not in its properties: as Spark reads it
+        fields = spark.table(spec.table).schema.fields
+    return [(f.name, f.dataType.simpleString()) for f in fields if f.name not in (spec.begin_column, spec.end_column)]
 
 
 def alter_data_columns(spark, spec: TableSpec, columns: list[tuple[str, str]]) -> None:
