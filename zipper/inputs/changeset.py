@@ -40,6 +40,8 @@ class Day:
     float_precision: frozenset[str] = frozenset()
     # with source.updated_at: the keys of the change set, which holds each key's versions of the day
     keys: int | None = None
+    # counted from its files' footers: the merge's write checks the keys (`refusals.checked_as_read`)
+    keys_unchecked: bool = False
 
     @property
     def names(self) -> list[str]:

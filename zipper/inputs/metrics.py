@@ -29,6 +29,9 @@ class Seen:
 
     rows: int
     variable_bytes: int | None = None
+    # counted from the files' footers: the keys are not checked yet, the merge's write checks them
+    # as it reads them (`refusals.checked_as_read`)
+    keys_unchecked: bool = False
 
     @property
     def variable_bytes_per_row(self) -> float | None:
@@ -53,8 +56,13 @@ def metrics_of(variable: list[str]) -> list:
 
 
 def observe(df, name: str, variable: list[str]):
+    return observe_with(df, name, *metrics_of(variable))
+
+
+def observe_with(df, name: str, *metrics):
+    """`df` observing `metrics` as a job reads it, and the Observation that holds them after."""
     observation = Observation(f"zipper_{name}_{secrets.token_hex(6)}")
-    return df.observe(observation, *metrics_of(variable)), observation
+    return df.observe(observation, *metrics), observation
 
 
 def seen_by(observation, df) -> Seen:

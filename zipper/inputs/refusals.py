@@ -8,7 +8,7 @@ import datetime as dt
 
 from zipper.core import fs
 from zipper.core.errors import InputError, MissingInputError
-from zipper.inputs.metrics import Seen, observe, seen_by, variable_columns
+from zipper.inputs.metrics import Seen, observe, observe_with, observed_metrics, seen_by, variable_columns
 from zipper.tablespec.model import TableSpec
 from zipper.transforms import changes, daily
 from zipper.transforms.collected import as_collected, as_written
@@ -68,6 +68,77 @@ def validate_keys(
     if daily.key_offenders(counted, spec.keys).limit(1).collect():
         refuse_key_problems(collect_key_problems(df, spec.keys), spec, ds, what, roots)
     return seen_by(observation, df)
+
+
+# A local Parquet input up to this size is counted from its files' footers, and its keys are checked
+# by the merge's own write as it reads them (`checked_as_read`): on a small day the key check's job
+# of its own costs more than the rest of the merge's reading. Larger, the job also measures the
+# rows' strings, which size the broadcast of the day's rows.
+CHECKED_AS_READ_ROWS = 100_000
+CHECKED_AS_READ_BYTES = 16 << 20  # the files' uncompressed size, as their footers give it
+KEYS_SEEN = "zipper_key_problem_rows"
+
+
+def footer_seen(located, columns: list[str]) -> Seen | None:
+    """The rows of a small local Parquet input, from its files' footers (no Spark job), and the
+    bytes of its top-level string and binary `columns` as stored before compression (they size
+    the broadcast of the day's rows, as the key check's job measures them); its keys left for the
+    write to check (`Seen.keys_unchecked`). None where the input is not such a one."""
+    import pyarrow.parquet as pq  # the footers only
+
+    from zipper.core.paths import local_path
+
+    if located.format != "parquet" or located.missing:
+        return None
+    files = located.kept if located.kept is not None else located.files
+    paths = [local_path(f.path) for f in files]
+    if not paths or not all(paths):
+        return None
+    wanted = {c.lower() for c in columns}
+    rows = size = variable = 0
+    for path in paths:
+        try:
+            metadata = pq.read_metadata(path)
+        except (OSError, ValueError):  # gone, or not Parquet: the reading job says it as it always does
+            return None
+        rows += metadata.num_rows
+        for group in (metadata.row_group(g) for g in range(metadata.num_row_groups)):
+            size += group.total_byte_size
+            for chunk in (group.column(c) for c in range(group.num_columns)):
+                top = chunk.path_in_schema.split(".")[0].lower()
+                if chunk.physical_type == "BYTE_ARRAY" and top in wanted and "." not in chunk.path_in_schema:
+                    variable += chunk.total_uncompressed_size
+        if rows > CHECKED_AS_READ_ROWS or size > CHECKED_AS_READ_BYTES:
+            return None
+    return Seen(rows, variable, keys_unchecked=True)
+
+
+def checked_as_read(df, keys: list[str]):
+    """`df` counting, as a job reads it, its rows whose key is NULL or repeated (`key_problems_seen`
+    reads the count once the job has run): the key check of an input counted from its footers,
+    made by the merge's own write rather than a job of its own."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    copies = F.count(F.lit(1)).over(Window.partitionBy(*keys))
+    bad = F.sum(F.when(daily.null_key(keys) | (F.col(_COPIES) > 1), 1).otherwise(0)).alias(KEYS_SEEN)
+    counted, observation = observe_with(df.withColumn(_COPIES, copies), "keys", bad)
+    return counted.drop(_COPIES), observation
+
+
+_COPIES = "zipper__copies__"
+
+
+def refuse_if_seen(observation, df, spec: TableSpec, ds: dt.date, what: str, roots: list[str] = ()) -> None:
+    """After the write that read it (`checked_as_read`), refuse the input's NULL and repeated keys as
+    `validate_keys` does, naming them all."""
+    observed = observed_metrics(observation)
+    if KEYS_SEEN in observed:
+        found = bool(observed[KEYS_SEEN])
+    else:  # the metrics were not handed over: the check's own job
+        found = bool(daily.key_offenders(df, spec.keys).limit(1).collect())
+    if found:
+        refuse_key_problems(collect_key_problems(df, spec.keys), spec, ds, what, roots)
 
 
 def validate_order(

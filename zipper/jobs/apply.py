@@ -19,7 +19,7 @@ from zipper.core.dates import date_of
 from zipper.core.errors import InputError, LargeChangeError, SpecError
 from zipper.core.layout import Slot
 from zipper.core.reports import RunAction
-from zipper.inputs import conform, csv_values, dayinput, file_types, metrics, sources
+from zipper.inputs import conform, csv_values, dayinput, file_types, metrics, refusals, sources
 from zipper.inputs.modes import mode_of
 from zipper.inputs.refusals import key_text, where_of
 from zipper.jobs import corrected, preview
@@ -40,16 +40,25 @@ class Written:
     rewritten: tuple = ()  # history partitions the day's late changes rewrote (publish.Rewritten)
 
 
+# At most this many open rows, a day is written in one job: the open partition is read twice in it
+# (the rows it keeps, the few the day's keys touch) instead of written and read back between two
+# jobs. A Spark job costs a small day more than reading a small partition again.
+ONE_PASS_OPEN_ROWS = 250_000
+CARRIED_KIND = "carried"  # an open row whose key the day does not name, written as it is
+
+
 def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], broadcast: bool) -> tuple[Written, dict]:
-    """Write the new open and closed slots under the run's directory in two jobs; return what
-    was written and the day's counts (with what the open rows showed about its changes).
+    """Write the new open and closed slots under the run's directory; return what was written and
+    the day's counts (with what the open rows showed about its changes).
 
     The big pass copies the open partition into the new open slot, setting aside the rows whose
-    keys the change set names (`zipper_slot=touched`, a scratch directory no partition points
-    to). Between the jobs, the change set's first actions are checked against those rows (cdc
-    and landing zone). The small job reads them back, decides each one against the change set,
-    counts the outcome as it writes, and appends successors and new keys to the open slot and
-    old versions to the closed slot."""
+    keys the change set names (the touched rows). The small job decides each touched row against
+    the change set, counts the outcome as it writes, and appends successors and new keys to the
+    open slot and old versions to the closed slot. On a small open partition both are one job
+    (`ONE_PASS_OPEN_ROWS`); on a larger one the big pass writes the touched rows to a scratch
+    directory (`zipper_slot=touched`, which no partition points to) and the small job reads them
+    back. Between them, the change set's first actions are checked against the touched rows (cdc
+    and landing zone), and late changes are put in place (always two jobs)."""
     spark, spec, st, run_root = run.spark, run.spec, run.state, run.root
     open_schema = conform.struct_type(day.columns, spec.begin_column)
     open_rows = store.read_rows(spark, open_schema, st.open_partition.location)
@@ -63,18 +72,26 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
     if late_rows is not None:  # a key with only late changes: its open version may move too
         keyed = keyed.unionByName(late_rows.select(*spec.keys)).distinct()
     routed = daily.route_open(open_rows, keyed, keys=spec.keys, broadcast_increment=broadcast)
-    store.write_slots(routed, run_root, append=True)
-    open_dir, touched_dir = (layout.slot_dir(run_root, slot) for slot in (Slot.OPEN, Slot.TOUCHED))
-    for directory in (open_dir, touched_dir):
-        fs.mkdirs(spark, directory)
-    untouched, touched = fs.written_rows(spark, open_dir), fs.written_rows(spark, touched_dir)
-    touched_rows = store.read_rows(spark, open_schema, touched_dir)
+    one_pass = late_rows is None and st.open_rows <= ONE_PASS_OPEN_ROWS
+    touched_dir = layout.slot_dir(run_root, Slot.TOUCHED)
+    if one_pass:
+        touched_rows = routed.where(F.col(layout.SLOT) == Slot.TOUCHED).drop(layout.SLOT)
+    else:
+        store.write_slots(routed, run_root, append=True)
+        open_dir = layout.slot_dir(run_root, Slot.OPEN)
+        for directory in (open_dir, touched_dir):
+            fs.mkdirs(spark, directory)
+        untouched, touched = fs.written_rows(spark, open_dir), fs.written_rows(spark, touched_dir)
+        touched_rows = store.read_rows(spark, open_schema, touched_dir)
     counts = dayinput.check_open(spec, ds, day, touched_rows) if day.check_open else dict(day.counts)
     placed = None
     if late_rows is not None:
         placed = _put_in_place(run, ds, day, touched_rows, late_rows, tracked, open_schema)
         if placed is not None:
             touched_rows = placed.touched
+    touched_seen, unobserved = Observation(f"zipper_touched_{secrets.token_hex(6)}"), touched_rows
+    if one_pass:  # counted as the job reads them, for the audit
+        touched_rows = touched_rows.observe(touched_seen, F.count(F.lit(1)).alias("rows"))
 
     deletes = daily.OP in day.changes.columns
     kinds = ("changed", "updated", "unchanged") + (("deleted", "vanished") if deletes else ())
@@ -95,9 +112,12 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
             touched_rows, day.changes, validity=spec.validity_columns, deleted=spec.tombstone_column, **arguments
         )
     else:
+        increment, keys_seen = day.changes, None
+        if day.keys_unchecked:  # counted from footers: its keys are checked as this job reads them
+            increment, keys_seen = refusals.checked_as_read(day.changes, spec.keys)
         rows = daily.day_rows(
             touched_rows,
-            day.changes,
+            increment,
             fill_nulls=spec.source.fills_null_updates,
             deleted=spec.tombstone_column,
             **arguments,
@@ -105,12 +125,27 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
     if placed is not None:  # the keys with only late changes, and the late versions with nothing to split
         rows = rows.unionByName(placed.rows)
         kinds += (LATE_KIND, LATE_OPEN_KIND)
-    rows = rows.observe(observation, *daily.kind_counts(kinds))
+    observed_kinds = kinds
+    if one_pass:  # the open rows the day leaves as they are, in the same write
+        carried = routed.where(F.col(layout.SLOT) == Slot.OPEN).withColumn(daily.KIND, F.lit(CARRIED_KIND))
+        rows = rows.unionByName(carried)
+        observed_kinds += (CARRIED_KIND,)
+    rows = rows.observe(observation, *daily.kind_counts(observed_kinds))
     if deletes:  # deletes of keys that were not open: counted above, not written
         rows = rows.where(F.col(layout.SLOT) != Slot.NONE)
     store.write_slots(rows.drop(daily.KIND), run_root, append=True)
+    if day.keys_unchecked and not versioned:  # before the counts: repeated keys would put them out
+        refusals.refuse_if_seen(
+            keys_seen, day.changes, spec, ds, f"increment {day.located.description}", day.located.paths
+        )
     observed = metrics.observed_metrics(observation)
-    fs.delete(spark, touched_dir)
+    if one_pass:
+        untouched = int(observed.get(CARRIED_KIND, -1))
+        # Spark hands over no metrics of a branch it found empty as it planned (an empty open partition)
+        touched = metrics.observed_metrics(touched_seen).get("rows")
+        touched = int(touched) if touched is not None else unobserved.count()
+    else:
+        fs.delete(spark, touched_dir)
     if placed is not None:
         counts.update(late_changes=placed.changes, partitions_rewritten=len(placed.rewritten))
     written = Written({kind: int(observed.get(kind, 0)) for kind in kinds}, untouched, touched)

@@ -49,6 +49,11 @@ def _any(conditions: list[Column]) -> Column:
     return reduce(lambda a, b: a | b, conditions, F.lit(False))
 
 
+def null_key(keys: list[str]) -> Column:
+    """A row whose key has a NULL in any of its columns."""
+    return _any([F.col(k).isNull() for k in keys])
+
+
 def key_offenders(increment: DataFrame, keys: list[str], read_all_columns: bool = False) -> DataFrame:
     """Keys that are NULL or appear more than once, with their copies, in one aggregation.
 
@@ -62,7 +67,7 @@ def key_offenders(increment: DataFrame, keys: list[str], read_all_columns: bool 
     return (
         increment.groupBy(*keys)
         .agg(F.count(F.lit(1)).alias("copies"), *readers)
-        .where(_any([F.col(k).isNull() for k in keys]) | (F.col("copies") > 1))
+        .where(null_key(keys) | (F.col("copies") > 1))
         .orderBy(*keys)
     )
 

@@ -5,6 +5,7 @@ checks."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass
 from functools import reduce
@@ -25,7 +26,7 @@ from zipper.inputs.changeset import (
 from zipper.inputs.column_checks import check_shape, lower_case_columns
 from zipper.inputs.dated_checks import check_dated_keys, check_within_days, dated_keys
 from zipper.inputs.metrics import Seen, measure
-from zipper.inputs.refusals import validate_keys, validate_order, where_of
+from zipper.inputs.refusals import footer_seen, validate_keys, validate_order, where_of
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import SourceFormat, SourceMode
 from zipper.transforms import changes
@@ -46,6 +47,7 @@ class DayRead:
     column_changes: conform.ColumnChanges
     what: str  # how errors name the input
     checked: bool  # a rerun has checked the keys already
+    filtered: bool = False  # rows were left out as read (a replayed date's keys erased since)
 
     @property
     def names(self) -> list[str]:
@@ -187,7 +189,9 @@ class SourceStrategy:
             self.input_columns(spec, df), table_columns, spec, ds.isoformat(), what
         )
         changed, seen, counts = self.changes_of(
-            DayRead(spark, spec, st, ds, located, df, columns, column_changes, what, checked is not None)
+            DayRead(
+                spark, spec, st, ds, located, df, columns, column_changes, what, checked is not None, keep is not None
+            )
         )
         return self.day_of(request, changed, seen, counts, columns, column_changes)
 
@@ -200,7 +204,17 @@ class SourceStrategy:
         raise NotImplementedError
 
     def seen_in(self, day: DayRead, rows, ordered: bool) -> Seen:
-        """`seen` of rows made from the day's input."""
+        """`seen` of rows made from the day's input. Rows that are the change set as they are, of a
+        small Parquet input, are counted from its footers, and the merge's write checks their keys
+        (`refusals.footer_seen`): one Spark job less. So is an input a rerun checked already."""
+        if day.checked and not day.filtered:  # its keys checked already: the footers count it
+            counted = footer_seen(day.located, day.names)
+            if counted is not None:
+                return dataclasses.replace(counted, keys_unchecked=False)
+        elif not (ordered or day.filtered or self.writes_change_set(day.spec)):
+            counted = footer_seen(day.located, day.names)
+            if counted is not None:
+                return counted
         return self.seen(day.spec, day.ds, day.located, day.what, rows, day.names, day.checked, ordered)
 
     def seen(
@@ -225,7 +239,13 @@ class SourceStrategy:
         located = request.located
         if not self.writes_change_set(request.spec):
             return Day(
-                changed, seen.rows, columns, column_changes, located, variable_bytes_per_row=seen.variable_bytes_per_row
+                changed,
+                seen.rows,
+                columns,
+                column_changes,
+                located,
+                variable_bytes_per_row=seen.variable_bytes_per_row,
+                keys_unchecked=seen.keys_unchecked,
             )
         result, count, scratch = materialize(request.spark, changed, request.run_root)
         keys = changes.last_rows(result).count() if request.spec.validity_columns else None
