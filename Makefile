@@ -1,5 +1,5 @@
 # The two commands: `make demo` and `make test`. Both create or reuse .venv.
-.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test docs bench bench-floor bench-parse bench-replay bench-startup bench-metastore bench-backfill bench-view bench-correct bench-dry-run clean
+.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test docs bench bench-floor bench-parse bench-replay bench-startup bench-metastore bench-backfill bench-view bench-correct bench-dry-run bench-small clean
 
 AIRFLOW_HOME ?= $(CURDIR)/airflow_home
 ZIPPER_SPECS ?= $(CURDIR)/dags/tables
@@ -69,6 +69,10 @@ bench-correct: setup
 
 bench-dry-run: setup
 	.venv/bin/python bench/bench_dry_run.py
+
+# A 20-row day of a 1,000-row table: merges in a warm session, and a whole merge process beside a dbt snapshot.
+bench-small: setup
+	.venv/bin/python bench/bench_small.py
 
 # The warehouse's Spark Connect and metastore servers are stopped (by their pids) before its folder goes.
 clean:

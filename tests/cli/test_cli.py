@@ -219,6 +219,21 @@ def test_reads_name_the_warehouse_and_check_key_values(workspace, merged, tmp_pa
     assert result.stdout.strip().endswith("(1 version)")
 
 
+def test_profile_says_where_the_runs_time_went(workspace, merged):
+    """A committed date's merge is a no-op told over thrift: the profile counts its metastore calls, no Spark."""
+    result = zipper(workspace, "merge", "dim", "--ds", day(1), "--profile", "--json-report")
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(f"profile of zipper merge dim --ds {day(1)}: "), result.stderr
+    assert re.fullmatch(r"  metastore calls +[1-9]\d* +[\d.]+ s", lines[1]), lines
+    assert not any("spark executions" in line for line in lines), lines
+    report = json.loads(
+        next(x for x in result.stdout.splitlines() if x.startswith(REPORT_PREFIX))[len(REPORT_PREFIX) :]
+    )
+    assert report["action"] == "noop" and report["profile"]["metastore calls"]["calls"] >= 1
+    assert report["profile"]["spark_executions"] == []
+
+
 def test_history_of_a_key_the_table_never_held_says_so(workspace, merged):
     """It printed an empty table (or a lone CSV header) and exited 0, as if the key had no columns set."""
     result = zipper(workspace, "history", "dim", "--key", "id=99", "--format", "csv")

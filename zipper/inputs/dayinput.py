@@ -21,7 +21,7 @@ from zipper.tablespec.model import TableSpec
 from zipper.transforms import changes
 
 # the types the merge takes and gives
-__all__ = ["CheckedInput", "Day", "DayRequest", "check_open", "first_columns", "prepare"]
+__all__ = ["CheckedInput", "Day", "DayRequest", "check_open", "first_columns", "fits_open", "open_problems", "prepare"]
 
 
 def prepare(request: DayRequest, ds: dt.date) -> Day:
@@ -32,12 +32,11 @@ def prepare(request: DayRequest, ds: dt.date) -> Day:
     return day
 
 
-def check_open(spec: TableSpec, ds: dt.date, day: Day, touched_rows) -> dict:
-    """The first action of each key against the open rows (`touched_rows`: the open rows of the
-    day's keys): fails on a delete that does not match, or on an anomaly with on_anomaly:
-    error; returns the day's counts with those that are reported added."""
+def open_problems(spec: TableSpec, day: Day, touched_rows):
+    """The change set's rows whose first action does not fit the open rows (`touched_rows`: the
+    open rows of the day's keys): keys, `changes.PROBLEM`, `changes.DIFF`."""
     firsts = day.changes.where(F.col(changes.STEP) == 1) if changes.STEP in day.changes.columns else day.changes
-    problems = changes.open_problems(
+    return changes.open_problems(
         touched_rows,
         firsts,
         keys=spec.keys,
@@ -45,10 +44,22 @@ def check_open(spec: TableSpec, ds: dt.date, day: Day, touched_rows) -> dict:
         float_precision=day.float_precision,
         deleted=spec.tombstone_column,
     )
-    found = collect_problems(problems, spec.keys)
+
+
+def check_open(spec: TableSpec, ds: dt.date, day: Day, touched_rows) -> dict:
+    """The first action of each key against the open rows (`touched_rows`: the open rows of the
+    day's keys): fails on a delete that does not match, or on an anomaly with on_anomaly:
+    error; returns the day's counts with those that are reported added."""
+    found = collect_problems(open_problems(spec, day, touched_rows), spec.keys)
     what = f"increment {day.located.description}"
     reported = handle_problems(spec, ds, what, found, "the open row", mode_of(spec).reports_anomalies)
     return add_counts(dict(day.counts), reported)
+
+
+def fits_open(day: Day) -> dict:
+    """`check_open`'s counts of a day whose every first action fits the open rows, as a write
+    that counted the problems found none (no job of its own)."""
+    return add_counts(dict(day.counts), {})
 
 
 def first_columns(spark, spec: TableSpec, st, located: sources.Input, ds: dt.date) -> list[tuple[str, str]] | None:

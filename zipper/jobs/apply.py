@@ -45,6 +45,8 @@ class Written:
 # jobs. A Spark job costs a small day more than reading a small partition again.
 ONE_PASS_OPEN_ROWS = 250_000
 CARRIED_KIND = "carried"  # an open row whose key the day does not name, written as it is
+# a change whose first action does not fit the open rows (`dayinput.open_problems`), counted by the write
+PROBLEM_KINDS = (changes.INSERT_OPEN, changes.UPDATE_ABSENT, changes.DELETE_ABSENT, changes.DELETE_MISMATCH)
 
 
 def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], broadcast: bool) -> tuple[Written, dict]:
@@ -71,7 +73,9 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
     keyed = day.changes.where(F.col(daily.LAST)).select(*spec.keys) if versioned else day.changes
     if late_rows is not None:  # a key with only late changes: its open version may move too
         keyed = keyed.unionByName(late_rows.select(*spec.keys)).distinct()
-    routed = daily.route_open(open_rows, keyed, keys=spec.keys, broadcast_increment=broadcast)
+    routed = daily.route_open(
+        open_rows, keyed, keys=spec.keys, broadcast_increment=broadcast, columns=open_schema.fieldNames()
+    )
     one_pass = late_rows is None and st.open_rows <= ONE_PASS_OPEN_ROWS
     touched_dir = layout.slot_dir(run_root, Slot.TOUCHED)
     if one_pass:
@@ -83,7 +87,12 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
             fs.mkdirs(spark, directory)
         untouched, touched = fs.written_rows(spark, open_dir), fs.written_rows(spark, touched_dir)
         touched_rows = store.read_rows(spark, open_schema, touched_dir)
-    counts = dayinput.check_open(spec, ds, day, touched_rows) if day.check_open else dict(day.counts)
+    problems = None  # in one job, the first actions' problems are counted by the write itself
+    if day.check_open and one_pass:
+        problems = dayinput.open_problems(spec, day, touched_rows)
+        counts = None
+    else:
+        counts = dayinput.check_open(spec, ds, day, touched_rows) if day.check_open else dict(day.counts)
     placed = None
     if late_rows is not None:
         placed = _put_in_place(run, ds, day, touched_rows, late_rows, tracked, open_schema)
@@ -130,8 +139,12 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
         carried = routed.where(F.col(layout.SLOT) == Slot.OPEN).withColumn(daily.KIND, F.lit(CARRIED_KIND))
         rows = rows.unionByName(carried)
         observed_kinds += (CARRIED_KIND,)
+    if problems is not None:  # counted in no slot, as vanished deletes are
+        flagged = problems.select(F.lit(Slot.NONE).alias(layout.SLOT), F.col(changes.PROBLEM).alias(daily.KIND))
+        rows = rows.unionByName(flagged, allowMissingColumns=True)
+        observed_kinds += PROBLEM_KINDS
     rows = rows.observe(observation, *daily.kind_counts(observed_kinds))
-    if deletes:  # deletes of keys that were not open: counted above, not written
+    if deletes or problems is not None:  # counted above, not written
         rows = rows.where(F.col(layout.SLOT) != Slot.NONE)
     store.write_slots(rows.drop(daily.KIND), run_root, append=True)
     if day.keys_unchecked and not versioned:  # before the counts: repeated keys would put them out
@@ -139,6 +152,9 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
             keys_seen, day.changes, spec, ds, f"increment {day.located.description}", day.located.paths
         )
     observed = metrics.observed_metrics(observation)
+    if problems is not None:  # any found (or not handed over): looked up, refused or counted as before
+        found = any(int(observed.get(kind, 1)) for kind in PROBLEM_KINDS)
+        counts = dayinput.check_open(spec, ds, day, unobserved) if found else dayinput.fits_open(day)
     if one_pass:
         untouched = int(observed.get(CARRIED_KIND, -1))
         # Spark hands over no metrics of a branch it found empty as it planned (an empty open partition)

@@ -133,10 +133,17 @@ def _files_of(file_sets: Column) -> Column:
 
 
 def route_open(
-    open_rows: DataFrame, increment: DataFrame, *, keys: list[str], broadcast_increment: bool = True
+    open_rows: DataFrame,
+    increment: DataFrame,
+    *,
+    keys: list[str],
+    broadcast_increment: bool = True,
+    columns: list[str] | None = None,
 ) -> DataFrame:
     """The open rows, each tagged for the big pass: `open` when the increment does not name its
-    key (it stays as it is), `touched` when it does (the small job decides its fate).
+    key (it stays as it is), `touched` when it does (the small job decides its fate). `columns`:
+    the open rows' columns when the caller knows them (asking the DataFrame is a plan analysis on
+    a Spark Connect client).
 
     One lookup per row and no value changes, so this pass costs little more than a copy."""
     flags = increment.select(*[F.col(k).alias(_INC + k) for k in keys], F.lit(True).alias(_HIT))
@@ -144,7 +151,7 @@ def route_open(
         flags = F.broadcast(flags)
     joined = open_rows.join(flags, on=_all([open_rows[k] == F.col(_INC + k) for k in keys]), how="left")
     slot = F.when(F.col(_HIT).isNull(), F.lit(Slot.OPEN)).otherwise(F.lit(Slot.TOUCHED))
-    return joined.select(*[open_rows[c] for c in open_rows.columns], slot.alias(SLOT))
+    return joined.select(*[open_rows[c] for c in columns or open_rows.columns], slot.alias(SLOT))
 
 
 def day_rows(
