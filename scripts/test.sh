@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Set up (if needed) and run the whole test suite; with arguments, run pytest with them instead.
+# Every run writes where its time went to build/test-times (tests/durations_plugin.py): each test's
+# set-up, call and teardown in <group>.json, and, for the whole suite, each group's wall and CPU
+# time in groups.txt (scripts/durations_ledger.py makes tests/durations.txt from it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+started="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+times=build/test-times
+mkdir -p "$times"
 if [ $# -eq 0 ]; then
   scripts/bootstrap.sh --no-archive
   # The class data sharing archive every Spark driver starts with (zipper/devtools/jvm_archive.py; a
@@ -12,7 +18,7 @@ else
 fi
 scripts/bootstrap_airflow2.sh --no-archive  # the Airflow 2.11 tests run the same DAGs in .venv-airflow2
 export PATH="$PWD/.venv/bin:$PATH"
-pytest=(.venv/bin/python -m pytest -p no:cacheprovider)
+pytest=(.venv/bin/python -m pytest -p no:cacheprovider -p tests.durations_plugin)
 if [ $# -gt 0 ]; then
   exec "${pytest[@]}" "$@"
 fi
@@ -31,17 +37,25 @@ NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir build/s
 # starts, scheduler loops, the metastore's retries, a browser), so two groups of those overlap
 # their waits with the engine's work. Each test has its own warehouse, metastore and ports.
 # Together the groups are every file under tests/ (test_environment checks that). CHANGELOG.md
-# has the figures of clean-clone runs.
+# has the figures of clean-clone runs, tests/durations.txt the slowest tests of the latest.
 with_airflow=(tests/airflow/test_dag_integrity.py tests/airflow/test_e2e_airflow2.py tests/airflow/test_e2e_airflow3.py tests/airflow/test_increments.py tests/airflow/test_operators.py tests/devtools/test_docs_commands.py tests/devtools/test_standalone.py tests/web/test_plugin_airflow2.py)
 with_subprocesses=(tests/cli/test_cli.py tests/cli/test_sources_cli.py tests/cli/test_failure_reports.py tests/devtools/test_jvm_archive.py tests/cli/test_paths_with_spaces.py tests/cli/test_metastore_service.py tests/web/test_view.py tests/cli/test_rerun_cli.py tests/cli/test_faults.py tests/cli/test_connect_faults.py tests/cli/test_external_metastore.py tests/airflow/test_embedded_config.py tests/cli/test_merge_without_spark.py tests/cli/test_correct_cli.py tests/cli/test_alter_cli.py tests/cli/test_connect_standalone.py tests/cli/test_dry_run_cli.py)
-in_line=(tests/core tests/tablespec tests/inputs tests/transforms tests/table tests/jobs tests/runtime tests/devtools/test_environment.py tests/devtools/test_reference.py tests/devtools/test_docs.py tests/cli/test_spec_verbs.py tests/cli/test_cli_output.py tests/cli/test_cli_values.py tests/cli/test_output.py tests/airflow/test_table_increments.py tests/airflow/test_merge_noop_operator.py tests/web/test_model.py tests/web/test_reading.py tests/web/test_plugins_folder.py)
-# Each group ends with its wall time and the CPU time of its processes (the drivers, servers and
-# Airflow processes it started and reaped included): where the suite's time goes, for the next cut.
+in_line=(tests/core tests/tablespec tests/inputs tests/transforms tests/table tests/jobs tests/runtime tests/devtools/test_environment.py tests/devtools/test_durations.py tests/devtools/test_reference.py tests/devtools/test_docs.py tests/cli/test_spec_verbs.py tests/cli/test_cli_output.py tests/cli/test_cli_values.py tests/cli/test_output.py tests/airflow/test_table_increments.py tests/airflow/test_merge_noop_operator.py tests/web/test_model.py tests/web/test_reading.py tests/web/test_plugins_folder.py)
+# One pytest process; its output ends with its slowest tests and its wall time and the CPU time of
+# its processes (the drivers, servers and Airflow processes it started and reaped included), a
+# line also kept in $times/NAME.time for groups.txt.
 group() {
-  local TIMEFORMAT="group $1: %R s wall, %U s user CPU, %S s system CPU"
+  local -x ZIPPER_TEST_GROUP="$1"
+  local TIMEFORMAT="group $1: %R s wall, %U s user CPU, %S s system CPU" status=0
   shift
-  time "${pytest[@]}" --durations=30 "$@"
+  { time "${pytest[@]}" --durations=30 "$@" 2>&3; } 3>&2 2>"$times/$ZIPPER_TEST_GROUP.time" || status=$?
+  cat "$times/$ZIPPER_TEST_GROUP.time"
+  return "$status"
 }
+
+commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+git diff --quiet HEAD -- 2>/dev/null || commit="$commit with uncommitted changes"
+rm -f "$times"/*.json "$times"/*.time "$times"/groups.txt
 airflow_log=$(mktemp -t zipper-tests-airflow-XXXXXX.log)
 subprocess_log=$(mktemp -t zipper-tests-subprocesses-XXXXXX.log)
 group with_airflow "${with_airflow[@]}" >"$airflow_log" 2>&1 &
@@ -64,6 +78,14 @@ echo
 echo "=================== ${with_subprocesses[*]} (run alongside) ==================="
 cat "$subprocess_log"
 rm -f "$airflow_log" "$subprocess_log"
+{
+  echo "commit $commit"
+  echo "started $started"
+  cat "$times/in_line.time" "$times/with_airflow.time" "$times/with_subprocesses.time" 2>/dev/null || true
+  echo "total: $SECONDS s wall (set-up, code checks and the three groups)"
+} >"$times/groups.txt"
 echo
+cat "$times/groups.txt"
+echo "(each test's set-up, call and teardown: $times/<group>.json; the ledger: scripts/durations_ledger.py $times)"
 echo "in_line: exit $in_process; with_airflow: exit $airflow_exit; with_subprocesses: exit $subprocess_exit"
 [ "$in_process" -eq 0 ] && [ "$airflow_exit" -eq 0 ] && [ "$subprocess_exit" -eq 0 ]
