@@ -1,5 +1,6 @@
 """Where the test suite's time goes: the pytest plugin that writes each test's set-up, call and
-teardown to build/test-times (tests/durations_plugin.py), and the ledger made from a run
+teardown to build/test-times (tests/durations_plugin.py), the wait of the Airflow 2.11 tests for
+their virtualenv (tests/airflow2_setup.py), and the ledger made from a run
 (scripts/durations_ledger.py). Small pytest runs in subprocesses, no Spark."""
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
-from tests import durations_plugin
+from tests import airflow2_setup, durations_plugin
 
 REPO = Path(__file__).resolve().parents[2]
 PYTEST_DURATION = re.compile(r"^(?P<seconds>[\d.]+)s (?P<phase>setup|call|teardown)\s+(?P<test>\S+)$", re.M)
@@ -115,6 +117,49 @@ def test_without_a_group_the_plugin_writes_the_default_file(tmp_path):
     assert result.returncode == 0, result.stdout
     record = json.loads((times / f"{durations_plugin.DEFAULT_GROUP}.json").read_text())
     assert [test["id"] for test in record["tests"]] == ["test_tiny.py::test_one"]
+
+
+def test_the_airflow2_tests_wait_for_the_set_up_and_fail_with_it(tmp_path):
+    """A listed file's tests run once the set-up has written its exit status; if it failed, they
+    fail naming it, and the other files' tests do not wait."""
+    (tmp_path / "test_first.py").write_text(
+        textwrap.dedent("""
+            from pathlib import Path
+
+            def test_runs_before_the_set_up_ends():
+                Path("started").touch()
+        """)
+    )
+    (tmp_path / "test_needs_it.py").write_text(
+        textwrap.dedent("""
+            import os
+            from pathlib import Path
+
+            def test_runs_after_the_set_up():
+                assert Path(os.environ["ZIPPER_TEST_AIRFLOW2_SETUP"]).read_text().strip() == "0"
+        """)
+    )
+    status = tmp_path / "setup.exit"
+    env = {airflow2_setup.STATUS_ENV: str(status), airflow2_setup.FILES_ENV: "test_needs_it.py"}
+    with subprocess.Popen(
+        pytest_command(tmp_path, "-p", "tests.airflow2_setup", "test_first.py", "test_needs_it.py"),
+        cwd=tmp_path,
+        env=pytest_env(**env),
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as waiting:
+        started = tmp_path / "started"
+        while not started.exists() and waiting.poll() is None:
+            time.sleep(0.05)
+        status.write_text("0\n")  # the set-up ends only after the first file's test has run
+        out, _ = waiting.communicate(timeout=120)
+    assert waiting.returncode == 0, out
+
+    status.write_text("2\n")
+    failed = run_pytest(tmp_path, "-p", "tests.airflow2_setup", "test_first.py", "test_needs_it.py", **env)
+    assert failed.returncode == 1
+    assert "1 passed, 1 error" in failed.stdout, failed.stdout
+    assert "the set-up of .venv-airflow2 failed (scripts/bootstrap_airflow2.sh, exit 2)" in failed.stdout
 
 
 GROUPS_TXT = """\
