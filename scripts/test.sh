@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up (if needed) and run the whole test suite; with arguments, run pytest with them instead.
+# Set up (if needed) and run the whole test suite; with arguments, run pytest with them instead;
+# `--fast` (make test-fast): the code checks and the engine's rule tests, for the loop while working.
 # Every run writes where its time went to build/test-times (tests/durations_plugin.py): each test's
 # set-up, call and teardown in <group>.json, and, for the whole suite, each group's wall and CPU
 # time in groups.txt (scripts/durations_ledger.py makes tests/durations.txt from it).
@@ -8,7 +9,7 @@ cd "$(dirname "$0")/.."
 started="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 times=build/test-times
 mkdir -p "$times"
-if [ $# -gt 0 ]; then
+if [ $# -gt 0 ] && [ "$*" != --fast ]; then
   scripts/bootstrap.sh
   scripts/bootstrap_airflow2.sh --no-archive  # the Airflow 2.11 tests run the same DAGs in .venv-airflow2
   export PATH="$PWD/.venv/bin:$PATH"
@@ -34,14 +35,19 @@ NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir build/s
 # use a core; the Airflow and CLI tests spend much of their time waiting on subprocesses (JVM
 # starts, scheduler loops, the metastore's retries, a browser), so two groups of those overlap
 # their waits with the engine's work. Each test has its own warehouse, metastore and ports.
-# Together the groups are every file under tests/ (test_environment checks that). CHANGELOG.md
-# has the figures of clean-clone runs, tests/durations.txt the slowest tests of the latest.
-with_airflow=(tests/airflow/test_e2e_airflow3.py tests/airflow/test_increments.py tests/airflow/test_operators.py tests/devtools/test_docs_commands.py tests/devtools/test_standalone.py tests/airflow/test_dag_integrity.py tests/airflow/test_e2e_airflow2.py tests/web/test_plugin_airflow2.py)
-with_subprocesses=(tests/cli/test_cli.py tests/cli/test_sources_cli.py tests/cli/test_failure_reports.py tests/devtools/test_jvm_archive.py tests/cli/test_paths_with_spaces.py tests/cli/test_metastore_service.py tests/web/test_view.py tests/cli/test_rerun_cli.py tests/cli/test_faults.py tests/cli/test_connect_faults.py tests/cli/test_external_metastore.py tests/cli/test_merge_without_spark.py tests/cli/test_correct_cli.py tests/cli/test_alter_cli.py tests/cli/test_connect_standalone.py tests/cli/test_dry_run_cli.py tests/airflow/test_embedded_config.py)
-in_line=(tests/core tests/tablespec tests/inputs tests/transforms tests/table tests/jobs tests/runtime tests/devtools/test_environment.py tests/devtools/test_durations.py tests/devtools/test_reference.py tests/devtools/test_docs.py tests/cli/test_spec_verbs.py tests/cli/test_cli_output.py tests/cli/test_cli_values.py tests/cli/test_output.py tests/airflow/test_table_increments.py tests/airflow/test_merge_noop_operator.py tests/web/test_model.py tests/web/test_reading.py tests/web/test_plugins_folder.py)
+# Together the groups are every file under tests/ (test_environment checks that). The groups are
+# balanced by the measured durations (tests/durations.txt); CHANGELOG.md has the figures of
+# clean-clone runs.
+with_airflow=(tests/airflow/test_e2e_airflow3.py tests/airflow/test_increments.py tests/airflow/test_operators.py tests/devtools/test_docs_commands.py tests/devtools/test_standalone.py tests/cli/test_faults.py tests/cli/test_rerun_cli.py tests/airflow/test_dag_integrity.py tests/airflow/test_e2e_airflow2.py tests/web/test_plugin_airflow2.py)
+with_subprocesses=(tests/cli/test_cli.py tests/cli/test_sources_cli.py tests/cli/test_failure_reports.py tests/devtools/test_jvm_archive.py tests/cli/test_paths_with_spaces.py tests/cli/test_metastore_service.py tests/runtime/test_spark_server.py tests/runtime/test_metastore_postgresql.py tests/runtime/test_submit_options.py tests/web/test_view.py tests/cli/test_connect_faults.py tests/cli/test_external_metastore.py tests/jobs/test_model.py tests/cli/test_merge_without_spark.py tests/cli/test_correct_cli.py tests/cli/test_alter_cli.py tests/cli/test_connect_standalone.py tests/cli/test_dry_run_cli.py tests/airflow/test_embedded_config.py)
+in_line=(tests/core tests/tablespec tests/inputs tests/transforms tests/table tests/jobs/test_alter.py tests/jobs/test_commit_actions.py tests/jobs/test_concurrent_runs.py tests/jobs/test_correct.py tests/jobs/test_correct_model.py tests/jobs/test_dry_run.py tests/jobs/test_handle.py tests/jobs/test_merge.py tests/jobs/test_plan.py tests/jobs/test_rerun.py tests/jobs/test_rerun_checks.py tests/jobs/test_rerun_model.py tests/jobs/test_rerun_sources.py tests/runtime/test_jvm_options.py tests/devtools/test_environment.py tests/devtools/test_durations.py tests/devtools/test_reference.py tests/devtools/test_docs.py tests/cli/test_spec_verbs.py tests/cli/test_cli_output.py tests/cli/test_cli_values.py tests/cli/test_output.py tests/airflow/test_table_increments.py tests/airflow/test_merge_noop_operator.py tests/web/test_model.py tests/web/test_reading.py tests/web/test_plugins_folder.py)
 # The files that run Airflow 2.11 (in .venv-airflow2, set up in the background while the groups
 # start; their tests wait for it: tests/airflow2_setup.py). Each comes last in its group.
 needs_airflow2=(tests/airflow/test_dag_integrity.py tests/airflow/test_e2e_airflow2.py tests/web/test_plugin_airflow2.py tests/airflow/test_embedded_config.py)
+# The engine's rule tests for the loop while working (`--fast`, make test-fast): no Airflow, no
+# browser, no JVM but the session's Spark and metastore servers; at most 5 minutes with a set-up
+# .venv (CONTRIBUTING.md). `make test` runs them too, in the in-line group.
+fast=(tests/core tests/tablespec tests/transforms tests/table tests/runtime/test_jvm_options.py tests/jobs/test_plan.py)
 
 pytest=(.venv/bin/python -m pytest -p no:cacheprovider -p tests.durations_plugin -p tests.airflow2_setup)
 # One pytest process; its output ends with its slowest tests and its wall time and the CPU time of
@@ -55,6 +61,12 @@ group() {
   cat "$times/$ZIPPER_TEST_GROUP.time"
   return "$status"
 }
+
+if [ "$*" = --fast ]; then
+  # the engine's tests as a Spark Connect client of their warehouse's server, as in the in-line group
+  ZIPPER_TEST_SPARK=connect group fast "${fast[@]}"
+  exit
+fi
 
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 git diff --quiet HEAD -- 2>/dev/null || commit="$commit with uncommitted changes"

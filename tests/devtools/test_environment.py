@@ -90,3 +90,17 @@ def test_the_files_that_use_airflow2_wait_for_its_set_up_at_the_end_of_their_gro
         group = lists[name]
         waiting = [i for i, p in enumerate(group) if p in lists["needs_airflow2"]]
         assert waiting == list(range(len(group) - len(waiting), len(group))), (name, waiting)
+
+
+def test_the_fast_tests_are_in_line_tests_that_start_no_server_of_their_own():
+    """`make test-fast` runs engine tests of the in-line group in one process: no Airflow, no
+    browser, no subprocess JVM but the session's servers."""
+    lists = script_lists("fast", "in_line")
+    assert all(p.exists() for p in lists["fast"]), lists["fast"]
+    fast_files = [f for f in TEST_FILES if under(f, lists["fast"])]
+    assert fast_files and [f for f in fast_files if not under(f, lists["in_line"])] == []
+    starting = re.compile(
+        r"\bsubprocess\b|MetastoreService|SparkServerService|spark_submit_conf|postgres|playwright|^(from|import) airflow",
+        flags=re.M,
+    )
+    assert [f for f in fast_files if starting.search(f.read_text())] == []
