@@ -1,5 +1,5 @@
 # The two commands: `make demo` and `make test`. Both create or reuse .venv.
-.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test docs bench bench-floor bench-parse bench-replay bench-startup bench-metastore bench-backfill bench-view bench-correct bench-dry-run bench-small clean
+.PHONY: setup setup-airflow2 airflow-setup airflow demo demo-direct test test-fast docs bench bench-floor bench-parse bench-replay bench-startup bench-metastore bench-backfill bench-view bench-correct bench-dry-run bench-small clean
 
 AIRFLOW_HOME ?= $(CURDIR)/airflow_home
 ZIPPER_SPECS ?= $(CURDIR)/dags/tables
@@ -32,6 +32,11 @@ demo-direct: setup
 
 test:
 	scripts/test.sh
+
+# The loop while working: the code checks and the engine's rule tests (no Airflow, no browser), at
+# most 5 minutes with a set-up .venv; `make test` before a change lands (CONTRIBUTING.md).
+test-fast:
+	scripts/test.sh --fast
 
 # The documentation site on http://127.0.0.1:8000, rebuilt as pages change (`make test` builds it strictly).
 docs: setup

@@ -52,14 +52,55 @@ def test_the_command_starts_without_spark():
     assert result.stdout.strip() == "[]"
 
 
+def script_lists(*names: str) -> dict[str, list[Path]]:
+    """The lists of test files and folders in scripts/test.sh, by name."""
+    script = (REPO / "scripts" / "test.sh").read_text()
+    return {
+        name: [REPO / p for p in re.search(rf"^{name}=\((.*)\)$", script, flags=re.M).group(1).split()]
+        for name in names
+    }
+
+
+def under(file: Path, paths: list[Path]) -> list[Path]:
+    return [p for p in paths if file == p or p in file.parents]
+
+
+GROUPS = ("with_airflow", "with_subprocesses", "in_line")
+TEST_FILES = sorted(REPO.glob("tests/**/test_*.py"))
+
+
 def test_the_groups_of_the_test_command_cover_every_test_file():
     """scripts/test.sh runs the suite as three pytest processes: a file in none would never run."""
-    script = (REPO / "scripts" / "test.sh").read_text()
-    names = ("with_airflow", "with_subprocesses", "in_line")
-    groups = {name: re.search(rf"^{name}=\((.*)\)$", script, flags=re.M).group(1).split() for name in names}
-    paths = [REPO / p for name in names for p in groups[name]]
+    groups = script_lists(*GROUPS)
+    paths = [p for name in GROUPS for p in groups[name]]
     assert all(p.exists() for p in paths), paths
-    files = sorted(REPO.glob("tests/**/test_*.py"))
-    covered = [f for f in files if any(f == p or p in f.parents for p in paths)]
-    twice = [f for f in files if sum(f == p or p in f.parents for p in paths) > 1]
-    assert covered == files and not twice, (sorted(set(files) - set(covered)), twice)
+    covered = [f for f in TEST_FILES if under(f, paths)]
+    twice = [f for f in TEST_FILES if len(under(f, paths)) > 1]
+    assert covered == TEST_FILES and not twice, (sorted(set(TEST_FILES) - set(covered)), twice)
+
+
+def test_the_files_that_use_airflow2_wait_for_its_set_up_at_the_end_of_their_groups():
+    """.venv-airflow2 is set up while the groups run, and only the files of needs_airflow2 wait for
+    it: a file that uses it unlisted would start before it is ready; one early in its group would
+    hold the group's other tests back on a fresh machine."""
+    lists = script_lists("needs_airflow2", *GROUPS)
+    users = [f for f in TEST_FILES if "AIRFLOW2_VENV" in f.read_text() and f != Path(__file__).resolve()]
+    assert sorted(lists["needs_airflow2"]) == users
+    for name in GROUPS:
+        group = lists[name]
+        waiting = [i for i, p in enumerate(group) if p in lists["needs_airflow2"]]
+        assert waiting == list(range(len(group) - len(waiting), len(group))), (name, waiting)
+
+
+def test_the_fast_tests_are_in_line_tests_that_start_no_server_of_their_own():
+    """`make test-fast` runs engine tests of the in-line group in one process: no Airflow, no
+    browser, no subprocess JVM but the session's servers."""
+    lists = script_lists("fast", "in_line")
+    assert all(p.exists() for p in lists["fast"]), lists["fast"]
+    fast_files = [f for f in TEST_FILES if under(f, lists["fast"])]
+    assert fast_files and [f for f in fast_files if not under(f, lists["in_line"])] == []
+    starting = re.compile(
+        r"\bsubprocess\b|MetastoreService|SparkServerService|spark_submit_conf|postgres|playwright|^(from|import) airflow",
+        flags=re.M,
+    )
+    assert [f for f in fast_files if starting.search(f.read_text())] == []
