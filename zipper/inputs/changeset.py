@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from zipper.core import fs, layout
 from zipper.core.dates import date_of
 from zipper.core.errors import InputError
-from zipper.inputs import conform, sources
+from zipper.inputs import conform, metrics, sources
 from zipper.inputs.refusals import add_counts, collect_problems, handle_problems, where_of
 from zipper.tablespec.model import VALIDITY_TYPES, TableSpec
 from zipper.transforms import changes
@@ -42,6 +42,9 @@ class Day:
     keys: int | None = None
     # counted from its files' footers: the merge's write checks the keys (`refusals.checked_as_read`)
     keys_unchecked: bool = False
+    # with source.updated_at: the change set's late changes (`changes.LATE`), counted as it was
+    # written; None when not counted (they are then looked for)
+    late: int | None = None
 
     @property
     def names(self) -> list[str]:
@@ -99,13 +102,19 @@ def columns_of(df, leave_out: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     return [(f.name, f.dataType.simpleString()) for f in df.schema.fields if f.name not in leave_out]
 
 
-def materialize(spark, df, run_root: str):
+def materialize(spark, df, run_root: str, counted: tuple = ()):
     """Write a change set to a scratch directory of the run and read it back: later steps read
-    it several times, and its row count comes from the footers."""
+    it several times, and its row count comes from the footers. `counted`: aggregate columns
+    observed as it is written; returns their values by name too (none when Spark handed none over)."""
     directory = f"{run_root}/{layout.CHANGE_SET}"
+    schema = df.schema
+    observation = None
+    if counted:
+        df, observation = metrics.observe_with(df, "change_set", *counted)
     df.write.parquet(directory)
     fs.mkdirs(spark, directory)
-    return spark.read.schema(df.schema).parquet(directory), fs.written_rows(spark, directory), directory
+    observed = metrics.observed_metrics(observation) if observation is not None else {}
+    return spark.read.schema(schema).parquet(directory), fs.written_rows(spark, directory), directory, observed
 
 
 def open_rows_of(spark, st, columns: list[tuple[str, str]]):
@@ -195,11 +204,12 @@ def versioned(
     )
 
 
-def latest_events(spark, st, columns: list[tuple[str, str]], spec: TableSpec, events):
+def latest_events(spark, st, columns: list[tuple[str, str]], spec: TableSpec, events, seen=None):
     """Each of the day's keys' latest moment in the table: the open version's valid_from, or for a
     key a delete closed, its last version's valid_to (keys and LATEST_AT). None for a table
     without an open partition yet. A version ending after a change at t was closed by the load
-    of date(t) or later, so only the closed partitions from the day's earliest change on are read."""
+    of date(t) or later, so only the closed partitions from the day's earliest change on are read:
+    the earliest as the key check's pass saw it (`seen`, a `metrics.Seen`), else looked for."""
     location = getattr(getattr(st, "open_partition", None), "location", None)
     if location is None:
         return None
@@ -207,7 +217,10 @@ def latest_events(spark, st, columns: list[tuple[str, str]], spec: TableSpec, ev
     schema = conform.struct_type([(c, k) for c, k in columns if c in (*spec.keys, valid_from, valid_to)])
     day_keys = F.broadcast(events.select(*spec.keys).distinct())
     moments = [spark.read.schema(schema).parquet(location).select(*spec.keys, F.col(valid_from).alias(LATEST_AT))]
-    earliest = events.agg(F.min(changes.ORDER)).first()[0]
+    if seen is not None and seen.first_order_seen:
+        earliest = seen.first_order
+    else:
+        earliest = events.agg(F.min(changes.ORDER)).first()[0]
     if earliest is not None:
         reachable = [p.location for p in st.closed if p.end >= spec.closed_end(date_of(earliest)).isoformat()]
         if reachable:

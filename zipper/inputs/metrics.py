@@ -32,6 +32,10 @@ class Seen:
     # counted from the files' footers: the keys are not checked yet, the merge's write checks them
     # as it reads them (`refusals.checked_as_read`)
     keys_unchecked: bool = False
+    # ordered events: their earliest order value, seen in the same pass (`first_order_seen` says
+    # whether it was; None then means every order value was NULL)
+    first_order: object = None
+    first_order_seen: bool = False
 
     @property
     def variable_bytes_per_row(self) -> float | None:
@@ -65,12 +69,18 @@ def observe_with(df, name: str, *metrics):
     return df.observe(observation, *metrics), observation
 
 
+FIRST_ORDER = "first_order"  # the metric of an ordered pass: its smallest order value
+
+
 def seen_by(observation, df) -> Seen:
     observed = observed_metrics(observation)
     if "rows" not in observed:
         return Seen(df.count())
     variable = observed.get("variable_bytes", 0)
-    return Seen(int(observed["rows"]), int(variable or 0))
+    seen = Seen(int(observed["rows"]), int(variable or 0))
+    if FIRST_ORDER in observed:
+        return Seen(seen.rows, seen.variable_bytes, first_order=observed[FIRST_ORDER], first_order_seen=True)
+    return seen
 
 
 def measure(df, columns: list[str]) -> Seen:

@@ -6,9 +6,20 @@ from __future__ import annotations
 
 import datetime as dt
 
+from pyspark.sql import functions as F
+
 from zipper.core import fs
 from zipper.core.errors import InputError, MissingInputError
-from zipper.inputs.metrics import Seen, observe, observe_with, observed_metrics, seen_by, variable_columns
+from zipper.inputs.metrics import (
+    FIRST_ORDER,
+    Seen,
+    metrics_of,
+    observe,
+    observe_with,
+    observed_metrics,
+    seen_by,
+    variable_columns,
+)
 from zipper.tablespec.model import TableSpec
 from zipper.transforms import changes, daily
 from zipper.transforms.collected import as_collected, as_written
@@ -118,7 +129,6 @@ def checked_as_read(df, keys: list[str]):
     reads the count once the job has run): the key check of an input counted from its footers,
     made by the merge's own write rather than a job of its own."""
     from pyspark.sql import Window
-    from pyspark.sql import functions as F
 
     copies = F.count(F.lit(1)).over(Window.partitionBy(*keys))
     bad = F.sum(F.when(daily.null_key(keys) | (F.col(_COPIES) > 1), 1).otherwise(0)).alias(KEYS_SEEN)
@@ -147,7 +157,10 @@ def validate_order(
     """Rows (and string bytes of the table's `columns`) of the events; fails naming every NULL
     key and (with a sequence column, `order_name`) every key whose sequence value is NULL or
     repeated, all in one refusal (`refuse_key_problems`)."""
-    counted, observation = observe(events, "events", variable_columns(events.schema, columns))
+    # the earliest change too, which tells a day of `source.updated_at` which closed partitions its
+    # late changes can reach (`changeset.latest_events`), without a pass of its own
+    first = [F.min(changes.ORDER).alias(FIRST_ORDER)] if changes.ORDER in events.columns else []
+    counted, observation = observe_with(events, "events", *metrics_of(variable_columns(events.schema, columns)), *first)
     if changes.order_offenders(counted, spec.keys).limit(1).collect():
         found = collect_key_problems(events, spec.keys, order=changes.ORDER)
         refuse_key_problems(found, spec, ds, what, roots, order_name)

@@ -67,7 +67,8 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
     # append: the run directory may already hold the day's change set or landing-zone files
     versioned = bool(spec.validity_columns)  # several versions of a key a day: route by its last
     late_rows = None
-    if versioned and changes.LATE in day.changes.columns:  # late changes: put in place (`_put_in_place`)
+    # late changes: put in place (`_put_in_place`), unless the change set counted none as it was written
+    if versioned and changes.LATE in day.changes.columns and day.late != 0:
         late_rows = day.changes.where(F.col(changes.LATE))
         day = dataclasses.replace(day, changes=day.changes.where(~F.col(changes.LATE)))
     keyed = day.changes.where(F.col(daily.LAST)).select(*spec.keys) if versioned else day.changes

@@ -10,6 +10,8 @@ import datetime as dt
 from dataclasses import dataclass
 from functools import reduce
 
+from pyspark.sql import functions as F
+
 from zipper.core.dates import describe_dates
 from zipper.core.errors import InputError, InputNotFoundError, ZipperError
 from zipper.core.reports import NO_INPUT_REASON, SKIPPED
@@ -247,8 +249,16 @@ class SourceStrategy:
                 variable_bytes_per_row=seen.variable_bytes_per_row,
                 keys_unchecked=seen.keys_unchecked,
             )
-        result, count, scratch = materialize(request.spark, changed, request.run_root)
-        keys = changes.last_rows(result).count() if request.spec.validity_columns else None
+        counted = ()
+        if request.spec.validity_columns:  # its keys, and its late changes, counted as it is written
+            counted = (F.sum(F.when(F.col(changes.LAST), 1).otherwise(0)).alias("keys"),)
+            if changes.LATE in changed.columns:
+                counted += (F.sum(F.when(F.col(changes.LATE), 1).otherwise(0)).alias("late"),)
+        result, count, scratch, observed = materialize(request.spark, changed, request.run_root, counted)
+        keys = None
+        if request.spec.validity_columns:
+            keys = int(observed["keys"] or 0) if "keys" in observed else changes.last_rows(result).count()
+        late = int(observed["late"] or 0) if "late" in observed else None
         counts = dict(counts)
         counts["source_rows"] = seen.rows
         return Day(
@@ -262,6 +272,7 @@ class SourceStrategy:
             scratch=[scratch],
             variable_bytes_per_row=seen.variable_bytes_per_row,
             keys=keys,
+            late=late,
         )
 
     def check_before_rerun(self, spark, spec: TableSpec, located: dict, table_columns) -> dict[dt.date, CheckedInput]:

@@ -92,7 +92,7 @@ class Cdc(SourceStrategy):
                 self.reports_anomalies,
                 True,
                 open_rows,
-                latest=latest_events(day.spark, day.st, day.columns, spec, events),
+                latest=latest_events(day.spark, day.st, day.columns, spec, events, seen),
             )
             return kept, seen, counts
         collapsed_events = collapsed(

@@ -40,7 +40,7 @@ class Upsert(SourceStrategy):
         seen = self.seen_in(day, events, ordered=True)
         if spec.validity_columns:  # every change kept, as its own version
             open_rows = open_rows_of(day.spark, day.st, day.columns) if spec.source.fills_null_updates else None
-            latest = latest_events(day.spark, day.st, day.columns, spec, events)
+            latest = latest_events(day.spark, day.st, day.columns, spec, events, seen)
             kept = versioned(
                 spec, day.ds, day.what, events, day.columns, {}, None, "", False, False, open_rows, latest=latest
             )

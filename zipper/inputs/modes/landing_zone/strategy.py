@@ -116,7 +116,7 @@ class LandingZone(SourceStrategy):
         counts["source_rows"] = seen.rows
         if spec.validity_columns:  # every change kept, as its own version, in updated_at order
             open_rows = open_rows_of(spark, request.st, columns) if spec.source.fills_null_updates else None
-            latest = latest_events(spark, request.st, columns, spec, events)
+            latest = latest_events(spark, request.st, columns, spec, events, seen)
             kept = versioned(
                 spec,
                 ds,
