@@ -212,7 +212,8 @@ class SharedTable:
         spec = self.table.spec
         name = f"{spec.table_name}_c{next(self._copies)}"
         location = root / "copy_of_table"
-        Path(layout.versions_root(str(location))).mkdir(parents=True)  # as a table's location holds it
+        # the folders a table's location holds from its init: its versions and the empty one pending partitions use
+        Path(layout.empty_dir(str(location))).mkdir(parents=True)
         catalog.copy_table(self.spark, spec, name, str(location), {})
         options = {**self.table.options, **spec_options, "table": f"{spec.database}.{name}"}
         try:
