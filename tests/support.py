@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import itertools
+import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -22,7 +26,8 @@ def day(n: int) -> dt.date:
 
 
 class TableFixture:
-    """A spec file plus the folders holding its base and increments."""
+    """A spec file plus the folders holding its base and increments (`data`: another table's, which
+    a copy of it reads, see SharedTable; `table=` in `spec_options` names another table)."""
 
     def __init__(
         self,
@@ -33,12 +38,14 @@ class TableFixture:
         schema="id bigint, name string, city string",
         base=True,
         source=None,
+        data: Path | None = None,
         **spec_options,
     ):
         self.root = root
         self.name = name
         self.schema = schema
-        self.data = root / "data" / name
+        self.options = {"keys": keys, "schema": schema, "base": base, "source": source, **spec_options}
+        self.data = data or root / "data" / name  # the base's and the increments' folder
         self.specs = root / "specs"
         self.specs.mkdir(parents=True, exist_ok=True)
         raw = {
@@ -61,6 +68,10 @@ class TableFixture:
     @property
     def table(self) -> str:
         return self.spec.table
+
+    def with_options(self, **spec_options) -> TableFixture:
+        """The same table and inputs under a spec with other options (a spec file of its own)."""
+        return TableFixture(self.root, self.name, data=self.data, **{**self.options, **spec_options})
 
     def increment_dir(self, ds: dt.date) -> Path:
         return self.data / "incr" / f"ds={ds.isoformat()}"
@@ -151,3 +162,64 @@ def plan_section(df, section: str) -> str:
     start = text.index(f"== {section} ==\n") + len(f"== {section} ==\n")
     end = text.find("\n== ", start)
     return text[start : end if end >= 0 else len(text)].strip()
+
+
+class SharedTable:
+    """A table built once for a module's tests (its init and the merges they share), each of which
+    gets a metastore copy of it (`copy`): the table's entry and every partition under another name,
+    pointing at the same directories, no file copied (as a dry run's, `zipper.table.clone`). A
+    job run on the copy writes into the copy's own folder and re-points only the copy's partitions.
+
+    A copy reads the table's own input folder (its inputs' fingerprints hold their paths, so the
+    dates committed would look changed elsewhere); what a test writes there is undone after it (the
+    folder as built, file times included). After each test the copy is dropped and the table
+    checked: its partitions, properties and files as they were built. A test that lists, vacuums or
+    checks the table's own files, or needs another spec, builds its own."""
+
+    def __init__(self, spark, table: TableFixture):
+        self.spark = spark
+        self.table = table
+        self._built = table.root / "inputs_as_built"
+        shutil.copytree(table.data, self._built, copy_function=shutil.copy2)
+        self._as_built = self._state()
+        self._copies = itertools.count()
+
+    def _state(self) -> tuple:
+        """The table as no copy may change it: partitions (end, location, parameters), properties,
+        and every file under its location (path, size, modification time)."""
+        from zipper.core.paths import local_path
+        from zipper.table import catalog
+
+        spec = self.table.spec
+        location = local_path(catalog.table_location(self.spark, spec))
+        files = sorted(
+            (os.path.relpath(os.path.join(folder, name), location), os.stat(os.path.join(folder, name)).st_size)
+            + (os.stat(os.path.join(folder, name)).st_mtime_ns,)
+            for folder, dirs, names in os.walk(location)
+            for name in names
+        )
+        partitions = [(p.end, p.location, p.params) for p in catalog.list_partitions(self.spark, spec)]
+        return partitions, catalog.table_properties(self.spark, spec), files
+
+    @contextlib.contextmanager
+    def copy(self, root: Path, **spec_options) -> Iterator[TableFixture]:
+        """A copy of the table for one test (`root`: its folder, where the copy's spec and writes go),
+        as a TableFixture naming the copy (`spec_options`: changed for the copy; such options are
+        read when a job runs, so the table need not have been built with them)."""
+        from zipper.core import layout
+        from zipper.table import catalog
+
+        spec = self.table.spec
+        name = f"{spec.table_name}_c{next(self._copies)}"
+        location = root / "copy_of_table"
+        # the folders a table's location holds from its init: its versions and the empty one pending partitions use
+        Path(layout.empty_dir(str(location))).mkdir(parents=True)
+        catalog.copy_table(self.spark, spec, name, str(location), {})
+        options = {**self.table.options, **spec_options, "table": f"{spec.database}.{name}"}
+        try:
+            yield TableFixture(root, self.table.name, data=self.table.data, **options)
+        finally:
+            catalog.drop_entry(self.spark, spec.database, name)
+            shutil.rmtree(self.table.data)
+            shutil.copytree(self._built, self.table.data, copy_function=shutil.copy2)
+        assert self._state() == self._as_built, f"a test changed {spec.table}, not only its copy {name}"

@@ -6,11 +6,12 @@ last step before its publish."""
 from __future__ import annotations
 
 import contextlib
+import os
 
 import pytest
 
 from tests.jobs.test_rerun import DAYS, build, model_rows, snapshot
-from tests.support import TableFixture, day, table_rows
+from tests.support import SharedTable, TableFixture, day, table_rows
 from zipper.core import faults
 from zipper.core.errors import StateError
 from zipper.jobs import merge, replay
@@ -35,12 +36,20 @@ def other_run_at(monkeypatch, step: str, other):
     assert not pending, f"the run never reached {step}"
 
 
-@pytest.fixture
-def table(spark, tmp_path, unique_name):
-    t = TableFixture(tmp_path, unique_name)
+@pytest.fixture(scope="module")
+def built(spark, tmp_path_factory):
+    """The table of test_rerun at day 3, day 4's input waiting, built once: each test gets a copy
+    (`table`), whose runs write their directories under the copy's own location."""
+    t = TableFixture(tmp_path_factory.mktemp("concurrent"), f"concurrent_{os.getpid()}")
     build(spark, t, days={n: DAYS[n] for n in (1, 2, 3)})
     t.write_increment(spark, day(4), DAYS[4])
-    return t
+    return SharedTable(spark, t)
+
+
+@pytest.fixture
+def table(built, tmp_path):
+    with built.copy(tmp_path) as copy:
+        yield copy
 
 
 def run_dirs(spark, t) -> set[str]:

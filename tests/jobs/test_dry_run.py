@@ -11,7 +11,7 @@ import os
 import pytest
 
 from tests.jobs.test_rerun import DAYS, build, model_counts, model_rows
-from tests.support import TableFixture, day, table_rows
+from tests.support import SharedTable, TableFixture, day, table_rows
 from zipper.core.errors import InputError
 from zipper.core.paths import local_path
 from zipper.jobs.handle import ZipperTable
@@ -20,18 +20,37 @@ from zipper.table import catalog, clone, state
 CHANGED = {**DAYS, 2: [(1, "ann", "Tromso"), (5, "eve", None)]}
 
 
+@pytest.fixture(scope="module")
+def built(spark, tmp_path_factory):
+    """The table of test_rerun's base and days, built once: each test gets a copy of it."""
+    t = TableFixture(tmp_path_factory.mktemp("dry_run"), f"dry_{os.getpid()}")
+    build(spark, t)
+    return SharedTable(spark, t)
+
+
+@pytest.fixture
+def t(built, tmp_path):
+    with built.copy(tmp_path) as copy:
+        yield copy
+
+
 def _seen(spark, t) -> tuple:
     """Everything a dry run must leave as it was: rows, partitions with their parameters, the
-    table's properties, the files under its location, and the database's tables."""
+    table's properties, the files under its location and its partitions' (a copy's partitions
+    point at another table's directories), and the database's tables."""
     st = state.read_state(spark, t.spec)
+    partitions = catalog.list_partitions(spark, t.spec)
     files = sorted(
-        os.path.relpath(os.path.join(folder, name), local_path(st.location))
-        for folder, dirs, names in os.walk(local_path(st.location))
-        for name in dirs + names
+        {
+            os.path.join(folder, name)
+            for top in [st.location, *(p.location for p in partitions)]
+            for folder, dirs, names in os.walk(local_path(top))
+            for name in dirs + names
+        }
     )
     return (
         table_rows(spark, t.table),
-        [(p.end, p.location, p.params) for p in catalog.list_partitions(spark, t.spec)],
+        [(p.end, p.location, p.params) for p in partitions],
         catalog.table_properties(spark, t.spec),
         files,
         sorted(catalog.tables_named(spark, t.spec.database, "*")),
@@ -47,9 +66,7 @@ def _shown(entry: dict, side: str) -> list[tuple]:
     return sorted(tuple(v.values()) for v in entry[side])
 
 
-def test_a_dry_run_rerun_shows_what_the_rerun_then_does_and_changes_nothing(spark, tmp_path, unique_name):
-    t = TableFixture(tmp_path, unique_name)
-    build(spark, t)
+def test_a_dry_run_rerun_shows_what_the_rerun_then_does_and_changes_nothing(spark, t):
     t.write_increment(spark, day(2), CHANGED[2])  # day 2's input changed since it was merged
     before = _seen(spark, t)
     lines = []
@@ -79,9 +96,7 @@ def test_a_dry_run_rerun_shows_what_the_rerun_then_does_and_changes_nothing(spar
         assert _shown(entry, "after") == _versions(after, key)
 
 
-def test_a_dry_run_rebuild_shows_what_the_rebuild_then_does_and_changes_nothing(spark, tmp_path, unique_name):
-    t = TableFixture(tmp_path, unique_name)
-    build(spark, t)
+def test_a_dry_run_rebuild_shows_what_the_rebuild_then_does_and_changes_nothing(spark, t):
     t.write_increment(spark, day(3), [(2, "bob", "Lyon"), (4, "dan", "Nice"), (3, "cid", "Bergen")])
     before = _seen(spark, t)
     result = ZipperTable(spark, t.spec).rebuild(dry_run=True)
@@ -92,18 +107,14 @@ def test_a_dry_run_rebuild_shows_what_the_rebuild_then_does_and_changes_nothing(
     assert _shown(result.counts["sample"][0], "after") == _versions(table_rows(spark, t.table), 3)
 
 
-def test_a_dry_run_rerun_of_nothing_different_shows_no_key(spark, tmp_path, unique_name):
-    t = TableFixture(tmp_path, unique_name)
-    build(spark, t)
+def test_a_dry_run_rerun_of_nothing_different_shows_no_key(spark, t):
     before = _seen(spark, t)
     result = ZipperTable(spark, t.spec).rerun(day(3), dry_run=True)
     assert result.counts["sample"] == [] and len(result.replayed) == 2
     assert _seen(spark, t) == before
 
 
-def test_a_dry_run_that_fails_names_the_table_says_it_is_unchanged_and_leaves_no_copy(spark, tmp_path, unique_name):
-    t = TableFixture(tmp_path, unique_name)
-    build(spark, t)
+def test_a_dry_run_that_fails_names_the_table_says_it_is_unchanged_and_leaves_no_copy(spark, t):
     t.write_increment(spark, day(3), [(2, "bob", "Lyon"), (2, "bob", "Nice")])  # a repeated key
     before = _seen(spark, t)
     with pytest.raises(InputError) as failed:
@@ -115,16 +126,16 @@ def test_a_dry_run_that_fails_names_the_table_says_it_is_unchanged_and_leaves_no
     assert _seen(spark, t) == before
 
 
-def test_a_dry_run_shows_the_guards_verdict_of_each_date_instead_of_stopping(spark, tmp_path, unique_name):
-    t = TableFixture(
-        tmp_path, unique_name, guard={"max_fraction": 0.3, "max_median_multiple": 1.5, "min_rows": 0, "min_days": 3}
-    )
-    build(spark, t)
-    t.write_increment(spark, day(4), [(1, "ann", "Lima"), (2, "bob", "Lima"), (3, "cid", "Lima"), (4, "dan", "Lima")])
-    result = ZipperTable(spark, t.spec).rerun(day(4), dry_run=True)
-    assert result.replayed[0].counts["guard"].startswith("would refuse: the day closes, deletes or updates 4 of 4")
-    assert result.counts["guard"].startswith("2024-01-04: would refuse: ")
-    assert result.replayed[0].counts["changed"] == 4  # the date was replayed on the copy, not stopped
+def test_a_dry_run_shows_the_guards_verdict_of_each_date_instead_of_stopping(spark, built, tmp_path):
+    guard = {"max_fraction": 0.3, "max_median_multiple": 1.5, "min_rows": 0, "min_days": 3}
+    with built.copy(tmp_path, guard=guard) as t:  # the guard's settings are read when a day runs
+        t.write_increment(
+            spark, day(4), [(1, "ann", "Lima"), (2, "bob", "Lima"), (3, "cid", "Lima"), (4, "dan", "Lima")]
+        )
+        result = ZipperTable(spark, t.spec).rerun(day(4), dry_run=True)
+        assert result.replayed[0].counts["guard"].startswith("would refuse: the day closes, deletes or updates 4 of 4")
+        assert result.counts["guard"].startswith("2024-01-04: would refuse: ")
+        assert result.replayed[0].counts["changed"] == 4  # the date was replayed on the copy, not stopped
 
 
 def test_a_copy_a_killed_dry_run_left_is_dropped_by_the_next_once_an_hour_old(spark, tmp_path, unique_name):

@@ -4,6 +4,7 @@ crashes mid-replay, and the rebuild that all of them must equal."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 from pyspark.testing import assertDataFrameEqual
 
 from tests.jobs.test_model import ZipperModel
-from tests.support import TableFixture, day, sorted_rows, table_rows
+from tests.support import SharedTable, TableFixture, day, sorted_rows, table_rows
 from zipper.core import faults
 from zipper.core.errors import AuditError, InputError, StateError, ZipperError
 from zipper.core.paths import local_path
@@ -50,6 +51,34 @@ def model_rows(t, days, base=BASE, tracked=None) -> list[tuple]:
 def model_counts(t, days, base=BASE, tracked=None) -> dict[str, dict]:
     model = ZipperModel(t.spec.end_style, base, len(t.spec.keys), tracked)
     return {day(n).isoformat(): model.merge(day(n), days[n]) for n in sorted(days)}
+
+
+@pytest.fixture(scope="module")
+def built(spark, tmp_path_factory):
+    """A table of BASE and DAYS, built once: each test of it gets a copy (`t`)."""
+    t = TableFixture(tmp_path_factory.mktemp("rerun"), f"rerun_{os.getpid()}")
+    build(spark, t)
+    return SharedTable(spark, t)
+
+
+@pytest.fixture
+def t(built, tmp_path):
+    with built.copy(tmp_path) as copy:
+        yield copy
+
+
+@pytest.fixture(scope="module", params=["inputs", "in puts 100%"])  # Spark's message URL-encodes the path
+def built_in_folder(request, spark, tmp_path_factory):
+    """The same table with its inputs in a folder of that name."""
+    t = TableFixture(tmp_path_factory.mktemp("rerun") / request.param, f"rerun_{os.getpid()}_{request.param_index}")
+    build(spark, t)
+    return SharedTable(spark, t)
+
+
+@pytest.fixture
+def t_in_folder(built_in_folder, tmp_path):
+    with built_in_folder.copy(tmp_path) as copy:
+        yield copy
 
 
 def snapshot(spark, t):
@@ -115,9 +144,12 @@ def test_a_rerun_and_a_rebuild_over_a_date_skipped_for_want_of_input_keep_it_ski
 
 
 @pytest.mark.parametrize("end_style", ["exclusive", "inclusive"])
-def test_rerun_restores_the_day_before_and_replays_every_later_date(spark, tmp_path, unique_name, end_style):
-    t = TableFixture(tmp_path, unique_name, end_style=end_style)
-    build(spark, t)
+def test_rerun_restores_the_day_before_and_replays_every_later_date(spark, tmp_path, unique_name, end_style, request):
+    if end_style == "exclusive":  # the module's table, whose ends are exclusive
+        t = request.getfixturevalue("t")
+    else:
+        t = TableFixture(tmp_path, unique_name, end_style=end_style)
+        build(spark, t)
     st = state.read_state(spark, t.spec)
     columns = catalog.data_columns(spark, t.spec)
     for n in (1, 3, 4):  # the restored open partition is the table's slice as of the day before
@@ -142,9 +174,7 @@ def test_rerun_restores_the_day_before_and_replays_every_later_date(spark, tmp_p
     assert_equals_what_a_rebuild_writes(spark, t)
 
 
-def test_a_rerun_that_would_leave_later_dates_uncommitted_needs_uncommit_later(spark, tmp_path, unique_name):
-    t = TableFixture(tmp_path, unique_name)
-    build(spark, t)
+def test_a_rerun_that_would_leave_later_dates_uncommitted_needs_uncommit_later(spark, t):
     changed = {**DAYS, 2: [(1, "ann", "Tromso")]}
     t.write_increment(spark, day(2), changed[2])
     before = snapshot(spark, t)
@@ -204,10 +234,8 @@ def test_bad_inputs_and_a_failed_restore_audit_change_nothing(spark, tmp_path, u
     assert snapshot(spark, t) == before
 
 
-def test_past_merges_replay_changed_inputs_and_later_clears_are_noops(spark, tmp_path, unique_name):
+def test_past_merges_replay_changed_inputs_and_later_clears_are_noops(spark, t):
     """What clearing dates in the Airflow UI does: a content check, then a replay or a no-op."""
-    t = TableFixture(tmp_path, unique_name)
-    build(spark, t)
     unchanged = merge.merge_date(spark, t.spec, day(2))
     assert (
         unchanged.action == "noop"
@@ -226,7 +254,7 @@ def test_past_merges_replay_changed_inputs_and_later_clears_are_noops(spark, tmp
         assert merge.merge_date(spark, t.spec, day(n)).action == "noop"
     assert table_rows(spark, t.table) == model_rows(t, changed)
 
-    cautious = TableFixture(tmp_path, unique_name, on_past_date="error")
+    cautious = t.with_options(on_past_date="error")
     t.write_increment(spark, day(4), [(3, "cid", "Rome")])
     before = snapshot(spark, t)
     with pytest.raises(
@@ -236,10 +264,8 @@ def test_past_merges_replay_changed_inputs_and_later_clears_are_noops(spark, tmp
     assert snapshot(spark, t) == before
 
 
-def test_a_replaying_merge_says_why_first_and_what_came_of_it_last(spark, tmp_path, unique_name):
+def test_a_replaying_merge_says_why_first_and_what_came_of_it_last(spark, t):
     """The last line repeated the first one's reason before saying what was replayed."""
-    t = TableFixture(tmp_path, unique_name)
-    build(spark, t)
     t.write_increment(spark, day(3), [(2, "bob", "Lyon"), (6, "fay", "Oslo")])
     lines = []
     result = merge.merge_date(spark, t.spec, day(2), progress=lines.append)
@@ -253,9 +279,7 @@ def test_a_replaying_merge_says_why_first_and_what_came_of_it_last(spark, tmp_pa
     ), result.summary()
 
 
-def test_a_crash_mid_replay_leaves_a_consistent_table_and_the_same_command_resumes(spark, tmp_path, unique_name):
-    t = TableFixture(tmp_path, unique_name)
-    build(spark, t)
+def test_a_crash_mid_replay_leaves_a_consistent_table_and_the_same_command_resumes(spark, t):
     changed = {**DAYS, 2: [(1, "ann", "Tromso")], 4: [(3, "cid", "Nice"), (7, "gus", None)]}
     for n in (2, 4):
         t.write_increment(spark, day(n), changed[n])
@@ -319,12 +343,10 @@ def merge_lines(t, days, dates) -> list[str]:
     ]
 
 
-def test_a_merge_that_resumes_an_interrupted_replay_says_so_once(spark, tmp_path, unique_name):
+def test_a_merge_that_resumes_an_interrupted_replay_says_so_once(spark, t):
     """The merge's first line says it finishes the interrupted replay; the replay's own note
     ('resuming the interrupted replay of ...') said it again. What the merge cannot know, an
     input changed since its date was replayed, is still said."""
-    t = TableFixture(tmp_path, unique_name)
-    build(spark, t)
     changed = {**DAYS, 2: [(1, "ann", "Tromso")], 5: [(1, "ann", "Oslo")]}
     for n in (2, 5):
         t.write_increment(spark, day(n), changed[n])
@@ -367,13 +389,9 @@ def break_first_page(t, ds, column: int) -> None:
     part.write_bytes(bytes(data))
 
 
-def test_a_replay_that_fails_for_another_cause_than_its_input_does_not_blame_the_input(
-    spark, tmp_path, unique_name, monkeypatch
-):
+def test_a_replay_that_fails_for_another_cause_than_its_input_does_not_blame_the_input(spark, t, monkeypatch):
     """A warehouse that cannot be written (a full disk, say; not reproducible as root here, so
     the write's failure is raised in its place) is not the input's fault."""
-    t = TableFixture(tmp_path, unique_name)
-    build(spark, t)
     t.write_increment(spark, day(2), [(1, "ann", "Tromso")])
     apply_date = apply.apply_date
 
@@ -394,21 +412,17 @@ def test_a_replay_that_fails_for_another_cause_than_its_input_does_not_blame_the
     assert replay.rerun(spark, t.spec, day(2)).ds.endswith(str(day(4)))
 
 
-@pytest.mark.parametrize("folder", ["inputs", "in puts 100%"])  # Spark's message URL-encodes the path
-def test_a_file_spark_cannot_read_mid_replay_names_its_date_and_where_the_table_is(
-    spark, tmp_path, unique_name, folder
-):
+def test_a_file_spark_cannot_read_mid_replay_names_its_date_and_where_the_table_is(spark, t_in_folder):
     """The up-front check reads only the key columns of Parquet; a broken page of another column
     fails the replay at its date, after the restore: the message must say so."""
-    t = TableFixture(tmp_path / folder, unique_name)
-    build(spark, t)
+    t = t_in_folder
     t.write_increment(spark, day(2), [(1, "ann", "Tromso")])
     break_first_page(t, day(3), column=1)  # `name`, not the key
     with pytest.raises(ZipperError) as err:
         replay.rerun(spark, t.spec, day(2))
     message = str(err.value)
     assert message.startswith(f"{t.table} {day(3)}: cannot read file ") and f"ds={day(3)}/" in message, message
-    assert f"{tmp_path / folder}/" in message, message
+    assert f"{t.data}/" in message, message  # the folder's name as it is
     assert message.endswith(
         f"the table is at {day(2)}, the replay of {day(2)}..{day(4)} pending: fix the input,"
         f" then `zipper rerun {t.spec.name} --from {day(2)}` (or the next merge) resumes it"
@@ -416,10 +430,8 @@ def test_a_file_spark_cannot_read_mid_replay_names_its_date_and_where_the_table_
     assert state.read_state(spark, t.spec).last_committed == day(2)
 
 
-@pytest.mark.parametrize("folder", ["inputs", "in puts 100%"])
-def test_a_file_the_up_front_check_cannot_read_names_its_date_and_changes_nothing(spark, tmp_path, unique_name, folder):
-    t = TableFixture(tmp_path / folder, unique_name)
-    build(spark, t)
+def test_a_file_the_up_front_check_cannot_read_names_its_date_and_changes_nothing(spark, t_in_folder):
+    t = t_in_folder
     before = table_rows(spark, t.table)
     break_first_page(t, day(3), column=0)  # the key, which the check reads
     with pytest.raises(ZipperError) as err:

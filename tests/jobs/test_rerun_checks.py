@@ -5,6 +5,7 @@ input or file and the column, and ending `; nothing was changed`."""
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pyarrow as pa
@@ -13,7 +14,7 @@ import pytest
 from tests.inputs.test_columns import replace_files, rewritten_alike, table_and_partitions
 from tests.inputs.test_landing import LandingZone
 from tests.jobs.test_merge import only_file
-from tests.support import TableFixture, day, table_rows, write_parquet
+from tests.support import SharedTable, TableFixture, day, table_rows, write_parquet
 from zipper.core.errors import InputError
 from zipper.jobs import merge, replay
 from zipper.jobs.keys import resolve_keys
@@ -41,6 +42,18 @@ def ordered_table(spark, root, name, **source) -> TableFixture:
     return t
 
 
+@pytest.fixture(scope="module")
+def ordered_built(spark, tmp_path_factory):
+    """`ordered_table`, built once: each test of it gets a copy (`ordered`)."""
+    return SharedTable(spark, ordered_table(spark, tmp_path_factory.mktemp("ordered"), f"ordered_{os.getpid()}"))
+
+
+@pytest.fixture
+def ordered(ordered_built, tmp_path):
+    with ordered_built.copy(tmp_path) as copy:
+        yield copy
+
+
 def refused_with_nothing_changed(spark, t, spec, first, last=None) -> str:
     """The rerun's refusal, after checking that it left the table, its partitions and its commit
     records as they were, with no replay pending."""
@@ -61,13 +74,11 @@ def arrays(rows: list[tuple], types: dict) -> dict:
 ORDERED_TYPES = {"id": pa.int64(), "name": pa.string(), "city": pa.string(), "seq": pa.int64()}
 
 
-def test_an_ordered_upsert_rerun_refuses_a_replayed_column_of_another_type_before_anything_changes(
-    spark, tmp_path, unique_name
-):
+def test_an_ordered_upsert_rerun_refuses_a_replayed_column_of_another_type_before_anything_changes(spark, ordered):
     """With sequence_by the check before the restore read nothing: a later date whose input holds
     `city` as bigint (the table's is string) failed at its merge, after the restore, leaving a
     replay pending."""
-    t = ordered_table(spark, tmp_path, unique_name)
+    t = ordered
     t.write_increment(spark, day(3), [(2, "bob", 7, 5)], "id bigint, name string, city bigint, seq bigint")
     message = refused_with_nothing_changed(spark, t, t.spec, day(2))
     assert message == (
@@ -80,10 +91,10 @@ def test_an_ordered_upsert_rerun_refuses_a_replayed_column_of_another_type_befor
     assert (2, "bob", "Bern", 6, day(3).isoformat(), "9999-12-31") in table_rows(spark, t.table)
 
 
-def test_an_ordered_upsert_rerun_refuses_files_of_a_replayed_date_that_disagree_on_a_type(spark, tmp_path, unique_name):
+def test_an_ordered_upsert_rerun_refuses_files_of_a_replayed_date_that_disagree_on_a_type(spark, ordered):
     """Files of one input merged by Spark (mergeSchema, the default for several files) that type
     `city` differently: refused as the input is opened, which the check did not do."""
-    t = ordered_table(spark, tmp_path, unique_name)
+    t = ordered
     folder = t.increment_dir(day(3))
     replace_files(
         folder,
@@ -323,13 +334,13 @@ ORDER_REFUSALS = {
 @pytest.mark.parametrize("how", ["rerun", "merge"])
 @pytest.mark.parametrize("bad", list(ORDER_REFUSALS))
 def test_an_ordered_upsert_rerun_refuses_a_later_dates_null_key_or_sequence_before_anything_changes(
-    spark, tmp_path, unique_name, bad, how
+    spark, ordered, bad, how
 ):
     """NULL keys, and NULL or repeated sequence values of one key, were checked date by date in the
     merge, after the restore: a bad later date left the table restored and the replay half done.
     Checked for every replayed date up front (a rerun, or a merge of a changed past date), refused
     as the date's merge refuses it, and nothing changed; the status says so too."""
-    t = ordered_table(spark, tmp_path, unique_name)
+    t = ordered
     rows, refusal = ORDER_REFUSALS[bad]
     t.write_increment(spark, day(3), rows)
     refusal = refusal.format(part=only_file(t.increment_dir(day(3))))

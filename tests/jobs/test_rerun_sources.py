@@ -5,12 +5,13 @@ cleaned and a crash interrupted the replay), and column changes under a rebuild.
 from __future__ import annotations
 
 import collections
+import os
 import shutil
 
 import pytest
 
 from tests.inputs.test_landing import LandingZone
-from tests.support import TableFixture, day, table_rows
+from tests.support import SharedTable, TableFixture, day, table_rows
 from zipper.core import faults
 from zipper.core.errors import InputError, StateError
 from zipper.inputs import reader
@@ -44,6 +45,21 @@ CDC_DAYS = {
     2: [(3, "cid", None, 1), (2, "bob", "Nice", 0)],
     3: [(4, "dan", "Oslo", 1), (1, "ann", "Lyon", 0)],
 }
+
+
+@pytest.fixture(scope="module")
+def cdc_built(spark, tmp_path_factory):
+    """The cdc table of CDC_DAYS, merged once: each test of it gets a copy (`cdc_daily`)."""
+    t = daily_table(spark, tmp_path_factory.mktemp("cdc"), f"cdc_{os.getpid()}", {"mode": "cdc"}, CDC_DAYS, CDC)
+    return SharedTable(spark, t)
+
+
+@pytest.fixture
+def cdc_daily(cdc_built, tmp_path):
+    with cdc_built.copy(tmp_path) as copy:
+        yield copy
+
+
 SNAPSHOT_DAYS = {
     1: [(1, "ann", "Bergen"), (2, "bob", "Rome")],
     2: [(1, "ann", "Bergen"), (3, "cid", "Nice"), (4, "dan", "Oslo")],
@@ -52,7 +68,7 @@ SNAPSHOT_DAYS = {
 
 
 @pytest.mark.parametrize("mode", ["cdc", "snapshot", "snapshot_new_record"])
-def test_a_changed_past_input_is_replayed_to_the_table_daily_runs_give(spark, tmp_path, unique_name, mode):
+def test_a_changed_past_input_is_replayed_to_the_table_daily_runs_give(spark, tmp_path, unique_name, mode, request):
     """With tombstones (`new_record`): keys dropped, back, still missing, dropped by the changed date
     instead; and a rerun whose inputs did not change changes nothing (no tombstone twice)."""
     source, days, schema = (
@@ -60,7 +76,10 @@ def test_a_changed_past_input_is_replayed_to_the_table_daily_runs_give(spark, tm
     )
     if mode == "snapshot_new_record":
         source = {"mode": "snapshot", "hard_deletes": "new_record"}
-    t = daily_table(spark, tmp_path / "live", unique_name, source, days, schema)
+    if mode == "cdc":
+        t = request.getfixturevalue("cdc_daily")
+    else:
+        t = daily_table(spark, tmp_path / "live", unique_name, source, days, schema)
     changed = dict(days)
     changed[2] = (
         [(3, "cid", "Bern", 0), (2, "bob", "Rome", 1)]
@@ -93,10 +112,10 @@ def test_a_changed_past_input_is_replayed_to_the_table_daily_runs_give(spark, tm
         assert table_rows(spark, t.table) == rows
 
 
-def test_a_cdc_rerun_reads_each_replayed_dates_input_once(spark, tmp_path, unique_name, monkeypatch):
+def test_a_cdc_rerun_reads_each_replayed_dates_input_once(spark, cdc_daily, tmp_path, unique_name, monkeypatch):
     """The rerun reads every date's input to check its operations before the restore; the merge
     of each date read it again (and checked the operations again) instead of taking that read."""
-    t = daily_table(spark, tmp_path / "live", unique_name, {"mode": "cdc"}, CDC_DAYS, CDC)
+    t = cdc_daily
     changed = {**CDC_DAYS, 2: [(3, "cid", "Bern", 0), (2, "bob", "Rome", 1)]}
     t.write_increment(spark, day(2), changed[2], CDC)
     reads = collections.Counter()
@@ -148,11 +167,11 @@ def test_an_upsert_or_snapshot_rerun_reads_and_checks_each_replayed_dates_input_
     }
 
 
-def test_a_replay_stopped_by_a_later_dates_bad_input_says_where_the_table_is(spark, tmp_path, unique_name):
+def test_a_replay_stopped_by_a_later_dates_bad_input_says_where_the_table_is(spark, cdc_daily):
     """cdc operations are checked for every date before the restore; what depends on the open
     rows (a delete whose columns do not match) only when its date's turn comes: a bad later date
     then stops the replay part way, and the error says the table's date and how to resume."""
-    t = daily_table(spark, tmp_path, unique_name, {"mode": "cdc"}, CDC_DAYS, CDC)
+    t = cdc_daily
     before = (table_rows(spark, t.table), partitions(spark, t))
     t.write_increment(spark, day(2), [(3, "cid", "Bern", 0)], CDC)
     t.write_increment(spark, day(3), [(4, "dan", "Oslo", 7)], CDC)  # 7: not an operation
@@ -172,13 +191,13 @@ def test_a_replay_stopped_by_a_later_dates_bad_input_says_where_the_table_is(spa
     assert st.last_committed == day(2) and (st.replay.first, st.replay.last) == (day(2), day(3))
 
 
-def test_a_cdc_rerun_refuses_a_later_dates_changed_column_type_before_it_changes_anything(spark, tmp_path, unique_name):
+def test_a_cdc_rerun_refuses_a_later_dates_changed_column_type_before_it_changes_anything(spark, cdc_daily):
     """The check before the restore read a cdc input's operations only: a later date whose files
     all hold `city` as int (the table's is string) failed at its merge, after the restore and the
     earlier dates' merges. The types are compared up front, as the replayed dates change them: a
     column an earlier replayed date adds is that date's type for the later ones, and a safe
     widening still replays."""
-    t = daily_table(spark, tmp_path, unique_name, {"mode": "cdc"}, CDC_DAYS, CDC)
+    t = cdc_daily
     before = (table_rows(spark, t.table), partitions(spark, t))
     with_zip = "id bigint, name string, city string, zip int, sys_op int"
     t.write_increment(spark, day(2), [(3, "cid", "Bern", 3000, 0)], with_zip)  # adds zip int
@@ -210,8 +229,8 @@ def test_a_cdc_rerun_refuses_a_later_dates_changed_column_type_before_it_changes
     assert (1, "ann", "Lyon", day(3).isoformat(), 69000, "9999-12-31") in table_rows(spark, t.table)  # zip after begin
 
 
-def test_rebuild_refuses_modes_it_cannot_compute_and_changes_nothing(spark, tmp_path, unique_name):
-    t = daily_table(spark, tmp_path, unique_name, {"mode": "cdc"}, CDC_DAYS, CDC)
+def test_rebuild_refuses_modes_it_cannot_compute_and_changes_nothing(spark, cdc_daily):
+    t = cdc_daily
     before = table_rows(spark, t.table), partitions(spark, t)
     with pytest.raises(
         StateError,
