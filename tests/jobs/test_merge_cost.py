@@ -1,15 +1,15 @@
-"""What a small day's merge costs, counted rather than timed: its Spark executions, and the two
-ways a day is written (one job on a small open partition, two on a larger one) giving the same
-table. A merge's time on a warm server is its count of jobs and round trips (docs/benchmarks.md)."""
+"""What a small day's merge costs, counted rather than timed: its Spark executions, each with the
+step that asked for it. A merge's time on a warm server is its count of jobs and round trips
+(docs/performance.md)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.support import TableFixture, day, table_rows
+from tests.support import TableFixture, day
 from zipper.core import fs
 from zipper.core.errors import InputError
-from zipper.jobs import apply, merge
+from zipper.jobs import merge
 from zipper.jobs.init import init_table
 from zipper.runtime import profile
 from zipper.runtime.session import is_connect
@@ -36,17 +36,38 @@ def _table(spark, root, name, cdc: bool = False) -> TableFixture:
     return t
 
 
-def test_a_small_upsert_day_is_one_spark_execution(spark, tmp_path, unique_name):
+WRITES = ["store.write_slots < apply._write_merge"] * 2  # the big pass and the small job
+
+
+def _steps(spark, t, ds):
+    """The merge of `ds`: its counts, and the steps of its Spark executions (None on a classic driver,
+    which counts jobs instead: at least one)."""
+    with profile.recording(lambda: spark) as counted:
+        result = merge.merge_date(spark, t.spec, ds)
+    if not is_connect(spark):
+        assert counted.tallies[profile.CallKind.SPARK_JOB].count >= 1
+        return result.counts, None
+    return result.counts, [step for step, _ in counted.steps]
+
+
+def test_a_small_upsert_day_is_its_two_writes_and_nothing_else(spark, tmp_path, unique_name):
+    """The key check and its counts are in the small job; the publish makes no Spark call."""
     t = _table(spark, tmp_path, unique_name)
     merge.merge_date(spark, t.spec, day(1))  # the table's first day: the plan of every later one
-    with profile.recording(lambda: spark) as counted:
-        result = merge.merge_date(spark, t.spec, day(2))
-    assert result.counts["changed"] == 2 and result.counts["new"] == 1 and result.counts["unchanged"] == 1
-    if is_connect(spark):  # a Spark Connect client counts its executions (a classic driver, its jobs)
-        assert counted.tallies[profile.CallKind.EXECUTION].count == 1, counted.lines("the merge")
-        assert [step for step, _ in counted.steps] == ["store.write_slots < apply._write_merge"]
-    else:
-        assert counted.tallies[profile.CallKind.SPARK_JOB].count >= 1
+    counts, steps = _steps(spark, t, day(2))
+    assert counts["changed"] == 2 and counts["new"] == 1 and counts["unchanged"] == 1
+    assert steps in (None, WRITES), steps
+
+
+def test_a_small_cdc_day_checks_its_first_actions_in_its_small_job(spark, tmp_path, unique_name):
+    """The operations and the keys are checked by a pass over the input, the change set is written
+    once, and the deletes against the open rows are counted by the small job."""
+    t = _table(spark, tmp_path, unique_name, cdc=True)
+    merge.merge_date(spark, t.spec, day(1))
+    counts, steps = _steps(spark, t, day(2))
+    assert counts["deleted"] == 1 and counts["deletes_of_absent_keys"] == 1 and counts["changed"] == 2
+    checks = ["cdc.check_operations < base.change_set", "refusals.validate_keys < base.seen"]
+    assert steps in (None, [*checks, "changeset.materialize < base.day_of", *WRITES]), steps
 
 
 def test_a_repeated_key_found_by_the_write_is_refused_as_before_and_nothing_is_left(spark, tmp_path, unique_name):
@@ -61,15 +82,3 @@ def test_a_repeated_key_found_by_the_write_is_refused_as_before_and_nothing_is_l
     assert after.open_partition == before.open_partition and after.commits == before.commits
     runs = [fs.name_of(d) for d, _ in fs.list_dirs(spark, state.versions_root(after))]
     assert sorted(runs) == sorted([after.open_run, "empty"]), runs  # the init's: the refused day's is gone
-
-
-@pytest.mark.parametrize("cdc", [False, True], ids=["upsert", "cdc"])
-def test_one_job_and_two_jobs_write_the_same_days(spark, tmp_path, unique_name, monkeypatch, cdc):
-    one, two = (_table(spark, tmp_path / side, f"{unique_name}{side}", cdc) for side in ("a", "b"))
-    counts = {}
-    for t, open_rows in ((one, apply.ONE_PASS_OPEN_ROWS), (two, 0)):
-        monkeypatch.setattr(apply, "ONE_PASS_OPEN_ROWS", open_rows)
-        counts[open_rows] = [merge.merge_date(spark, t.spec, day(n)).counts for n in DAYS]
-    assert counts[0] == counts[apply.ONE_PASS_OPEN_ROWS]
-    assert table_rows(spark, one.table) == table_rows(spark, two.table)
-    assert counts[0][0]["changed"] == 2 and counts[0][0]["new"] == 1

@@ -16,12 +16,21 @@ from pyspark.sql import functions as F
 from zipper.inputs import sources
 from zipper.inputs.changeset import CheckedInput, Day, DayRequest, float_precision
 from zipper.inputs.modes import mode_of
-from zipper.inputs.refusals import add_counts, collect_problems, handle_problems
+from zipper.inputs.refusals import add_counts, collect_problems, handle_problems, refused_problems
 from zipper.tablespec.model import TableSpec
 from zipper.transforms import changes
 
 # the types the merge takes and gives
-__all__ = ["CheckedInput", "Day", "DayRequest", "check_open", "first_columns", "fits_open", "open_problems", "prepare"]
+__all__ = [
+    "CheckedInput",
+    "Day",
+    "DayRequest",
+    "check_open",
+    "counted_open",
+    "first_columns",
+    "open_problems",
+    "prepare",
+]
 
 
 def prepare(request: DayRequest, ds: dt.date) -> Day:
@@ -56,10 +65,16 @@ def check_open(spec: TableSpec, ds: dt.date, day: Day, touched_rows) -> dict:
     return add_counts(dict(day.counts), reported)
 
 
-def fits_open(day: Day) -> dict:
-    """`check_open`'s counts of a day whose every first action fits the open rows, as a write
-    that counted the problems found none (no job of its own)."""
-    return add_counts(dict(day.counts), {})
+def counted_open(spec: TableSpec, ds: dt.date, day: Day, counted: dict[str, int], touched_rows) -> dict:
+    """`check_open`'s outcome from the problems a write counted (`counted`: problem -> rows): one that
+    fails the day is looked up, so that its refusal names its keys; those only counted need no job."""
+    anomalies = mode_of(spec).reports_anomalies
+    found = {problem: rows for problem, rows in counted.items() if rows}
+    if found.keys() & refused_problems(spec, anomalies):
+        return check_open(spec, ds, day, touched_rows)
+    what = f"increment {day.located.description}"
+    reported = handle_problems(spec, ds, what, {p: (n, []) for p, n in found.items()}, "the open row", anomalies)
+    return add_counts(dict(day.counts), reported)
 
 
 def first_columns(spark, spec: TableSpec, st, located: sources.Input, ds: dt.date) -> list[tuple[str, str]] | None:

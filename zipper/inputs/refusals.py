@@ -274,6 +274,15 @@ def collect_problems(problems, keys: list[str]) -> dict:
     return {r[changes.PROBLEM]: (int(r["count"]), r["examples"]) for r in rows}
 
 
+def refused_problems(spec: TableSpec, anomalies: bool) -> set[str]:
+    """The problems that fail a day in `handle_problems` (the others are only counted): a delete that
+    does not match, and with on_anomaly: error, a landing zone's anomalies."""
+    refused = {changes.DELETE_MISMATCH}
+    if anomalies and spec.source.anomalies_are_errors:
+        refused |= set(ANOMALY_COUNTS)
+    return refused
+
+
 def handle_problems(spec: TableSpec, ds: dt.date, what: str, found: dict, against: str, anomalies: bool) -> dict:
     """Fail on the problems that are errors; return the counts of those that are only reported.
     `anomalies`: the mode reports a landing zone's anomalies (`SourceStrategy.reports_anomalies`)."""
