@@ -20,7 +20,7 @@ from zipper.devtools.local_airflow import LocalAirflow
 from zipper.runtime.metastore import MetastoreService
 from zipper.runtime.session import build_session, release_session
 from zipper.runtime.settings import SessionSettings
-from zipper.runtime.spark_server import SparkServerService, start_early
+from zipper.runtime.spark_server import SparkServerService
 from zipper.tablespec.loader import find_spec
 
 DAG_ID = "zipper_dim_user"
@@ -44,9 +44,6 @@ def main() -> int:
 def _backfill_week(spec, specs, started: float) -> int:
     home = airflow_home()
     setup(home)
-    # the warehouse's Spark server boots while Airflow starts, so the first merge task finds it warm
-    # rather than paying its start (about 10 s) itself
-    start_early(SessionSettings(warehouse=str(warehouse())))
     env = {"ZIPPER_SPECS": str(specs), "ZIPPER_WAREHOUSE": str(warehouse())}
     airflow = LocalAirflow(home, env={**os.environ, **env})
     print(

@@ -1,5 +1,5 @@
 """`make airflow`: `airflow standalone` with this package's DAGs, and the warehouse's metastore
-server for as long as it runs (its Spark server started beside Airflow, so the first task finds it).
+server for as long as it runs.
 
 The server is started first (the UI's tasks and an analyst's queries all use it) and stopped at
 the end if this command started it. Airflow's processes are stopped as a process group: stopping
@@ -17,8 +17,6 @@ from pathlib import Path
 
 from zipper.airflow.environment import warehouse
 from zipper.runtime.metastore import MetastoreService
-from zipper.runtime.settings import SessionSettings
-from zipper.runtime.spark_server import start_early
 
 STOP_TIMEOUT_S = 30
 
@@ -28,8 +26,6 @@ def main() -> int:
     airflow = Path(sys.executable).parent / "airflow"
     with MetastoreService(warehouse()).for_this_run() as server:
         print(f"metastore server for {warehouse()}: {server.uri} (pid {server.pid})", flush=True)
-        # the Spark server boots while Airflow starts: the first merge task finds it warm
-        start_early(SessionSettings(warehouse=str(warehouse())))
         process = subprocess.Popen([str(airflow), "standalone"], start_new_session=True)
         try:
             return process.wait()
