@@ -76,7 +76,7 @@ def standalone_cluster(root: Path) -> Iterator[Cluster]:
 def _has_a_live_worker(cluster: Cluster) -> bool:
     try:
         return any(worker["state"] == "ALIVE" for worker in cluster.state()["workers"])
-    except OSError:  # its web UI starts a moment after its port
+    except (OSError, ValueError):  # its web UI starts a moment after its port (and answers a page before its JSON)
         return False
 
 

@@ -98,7 +98,7 @@ def test_reruns_match_the_model_and_a_rebuild(spark, tmp_path_factory, scenario)
     options = {"track_columns": ["score"]} if tracking == "score" else {}
     t = TableFixture(
         tmp_path_factory.mktemp("r"),
-        f"rerun_{os.getpid()}_{next(_tables)}",
+        f"rerun_model_{os.getpid()}_{next(_tables)}",
         keys=SINGLE["keys"],
         schema=SINGLE["schema"],
         end_style=end_style,
