@@ -21,6 +21,7 @@ from zipper.inputs.metrics import (
     variable_columns,
 )
 from zipper.tablespec.model import TableSpec
+from zipper.tablespec.modes import SourceFormat
 from zipper.transforms import changes, daily
 from zipper.transforms.collected import as_collected, as_written
 
@@ -99,7 +100,7 @@ def footer_seen(located, columns: list[str]) -> Seen | None:
 
     from zipper.core.paths import local_path
 
-    if located.format != "parquet" or located.missing:
+    if located.format != SourceFormat.PARQUET or located.missing:
         return None
     files = located.kept if located.kept is not None else located.files
     paths = [local_path(f.path) for f in files]
