@@ -24,9 +24,9 @@ SAFE_WIDENINGS = {
 
 def data_type(kind: str) -> DataType:
     """The Spark type a type name spells (`bigint`, `decimal(10,2)`, `array<string>`). Parsed by
-    the session each time, a round trip on a Spark Connect client: a process-wide cache of the
-    parses was tried and a late-changes model test then merged a late change inside a closed
-    version wrongly (its cause not found; docs/performance.md), so it is not taken."""
+    the session each time, a round trip on a Spark Connect client: with a process-wide cache of
+    the parses a late-changes model test failed on a scenario that passed without it (cause not
+    found; docs/performance.md), so it is not taken for now."""
     return _parse_datatype_string(kind)
 
 
