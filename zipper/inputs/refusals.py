@@ -133,7 +133,9 @@ def checked_as_read(df, keys: list[str]):
 
     copies = F.count(F.lit(1)).over(Window.partitionBy(*keys))
     bad = F.sum(F.when(daily.null_key(keys) | (F.col(_COPIES) > 1), 1).otherwise(0)).alias(KEYS_SEEN)
-    counted, observation = observe_with(df.withColumn(_COPIES, copies), "keys", bad)
+    # one partition (the input is small: CHECKED_AS_READ_ROWS): the window then needs no shuffle,
+    # whose stage would cost the write a second planning pass
+    counted, observation = observe_with(df.coalesce(1).withColumn(_COPIES, copies), "keys", bad)
     return counted.drop(_COPIES), observation
 
 
