@@ -24,6 +24,10 @@ out, then the median of `--rounds`:
   dbt snapshot        `dbt snapshot` of the same day's Parquet file (read by DuckDB), after a
                       snapshot of the base; dbt-duckdb from bench/requirements-dbt.txt in
                       bench/.venv-dbt, made by this script (`--no-dbt` leaves dbt out);
+  copy, Connect       a whole Python process, a Connect client of the same warm server as zipper
+                      configures it, that reads the Connect twin's open partition (through the
+                      metastore) and writes it to a fresh directory: the floor of any day that
+                      rewrites the open partition (left out with --no-connect);
   status, thrift      `zipper status NAME` against the running server (no JVM), after the merges.
 
 Each is the wall time of the whole process. State before a merge: a fresh date each round. Round
@@ -79,6 +83,9 @@ DBT_FINISHED = re.compile(r"Finished running .*\(([\d.]+)s\)")
 MERGE_SERVICE, DBT = "merge, own driver", "dbt snapshot (DuckDB)"
 MERGE_CONNECT = "merge, Connect client"
 MERGE_COLD = "merge, cold server"
+# the floor of a day that rewrites the open partition, as a whole process like the merge: a Python
+# process, a Connect client of the same warm server, that copies the Connect twin's open partition
+COPY_CONNECT = "copy, Connect client"
 # the twin tables (same data, same history) the Connect variants merge
 TWINS = {MERGE_CONNECT: f"{NAME}_connect", MERGE_COLD: f"{NAME}_cold"}
 STATUS_THRIFT = "status, thrift (service)"
@@ -105,6 +112,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--no-connect", action="store_true", help="leave the Spark Connect client's merge out")
     parser.add_argument("--keep", action="store_true", help="keep the temp directory (data, logs) for inspection")
     parser.add_argument("--probe", metavar="TABLE", help=argparse.SUPPRESS)  # the start-up split's child process
+    parser.add_argument("--copy-probe", nargs=2, metavar=("TABLE", "OUT"), help=argparse.SUPPRESS)  # COPY_CONNECT's
     args = parser.parse_args(argv)
     if args.rows < 1000 or args.rounds < 1 or args.warmup < 0:
         parser.error("--rows must be >= 1000, --rounds >= 1 and --warmup >= 0")
@@ -359,6 +367,20 @@ def run_rounds(layout: Layout, rounds: int, warmup: int, merges: tuple[str, ...]
                 point_dbt_at(layout, layout.increment_file(day))
                 seconds, inner = dbt_snapshot(layout)
                 shown = f"dbt reports {inner:.2f} s" if inner is not None else ""
+            elif method == COPY_CONNECT:
+                service.start()
+                out = layout.root / "copies" / ds
+                command = [
+                    sys.executable,
+                    str(Path(__file__).resolve()),
+                    "--copy-probe",
+                    TWINS[MERGE_CONNECT],
+                    str(out),
+                ]
+                seconds, lines = run(command, zipper_env(layout), layout.root)
+                inner = float(lines[-1].split()[1])
+                shown = f"copy {inner:.2f} s"
+                shutil.rmtree(out, ignore_errors=True)
             elif method in TWINS:
                 if method == MERGE_COLD:
                     service.stop()  # the merge starts it
@@ -396,6 +418,20 @@ def check_dbt_against_zipper(layout: Layout, rows: int, totals: dict[str, int]) 
         f"dbt snapshot table: {found[0]:,} versions, {found[1]:,} closed;"
         f" expected from zipper's counts {expected[0]:,}, {expected[1]:,}: {verdict}"
     )
+
+
+def copy_probe(table: str, out: str) -> None:
+    """COPY_CONNECT's process: a Connect client of the warehouse's warm server, as zipper builds
+    it, copies the table's open partition to `out`; prints `COPY <seconds of the copy>`."""
+    from zipper.runtime.session import build_session, release_session
+    from zipper.runtime.settings import SessionSettings
+
+    spark = build_session(SessionSettings.from_env(app_name="zipper bench copy"))  # ZIPPER_SPARK_RUNNER=server
+    started = time.perf_counter()
+    rows = spark.table(f"bench.{table}").where("end_dt = '9999-12-31'").drop("end_dt")
+    rows.write.parquet(out)
+    print(f"COPY {time.perf_counter() - started:.3f}", flush=True)
+    release_session(spark)
 
 
 # ---------------------------------------------------------------- step 5: where a driver's start-up goes
@@ -473,7 +509,7 @@ def machine_line(load_at_start: tuple[float, float, float]) -> str:
 def report(args, samples: Samples, split, notes: list[str], load_at_start, dbt_version: str | None) -> None:
     methods = (
         (MERGE_SERVICE,)
-        + (() if args.no_connect else (MERGE_CONNECT, MERGE_COLD))
+        + (() if args.no_connect else (MERGE_CONNECT, MERGE_COLD, COPY_CONNECT))
         + (() if args.no_dbt else (DBT,))
         + (STATUS_THRIFT,)
     )
@@ -504,7 +540,10 @@ def report(args, samples: Samples, split, notes: list[str], load_at_start, dbt_v
         connect, cold = samples.median(MERGE_CONNECT), samples.median(MERGE_COLD)
         print(f"Connect client merge/own driver's merge {connect / svc:.2f}")
         print(f"merge with the server's start/own driver's merge {cold / svc:.2f} (goal <= 1.0)")
-        result += f" merge_connect={connect:.2f}s merge_cold_server={cold:.2f}s"
+        copy = samples.median(COPY_CONNECT)
+        print(f"Connect client merge/copy of its open partition {connect / copy:.2f}")
+        result += f" merge_connect={connect:.2f}s merge_cold_server={cold:.2f}s copy_connect={copy:.2f}s"
+        result += f" connect/copy={connect / copy:.2f}"
     result += f" status_thrift={thrift:.2f}s"
     if not args.no_dbt:
         result += f" service/dbt={svc / dbt:.2f}"
@@ -531,6 +570,9 @@ def main(argv=None) -> int:
     if args.probe:
         probe(args.probe)
         return 0
+    if args.copy_probe:
+        copy_probe(*args.copy_probe)
+        return 0
     from zipper.runtime.metastore import MetastoreService
 
     stop_on_sigterm()
@@ -546,7 +588,7 @@ def main(argv=None) -> int:
             snapshot_base(layout)
         if not args.no_connect:
             prepare_connect(layout)
-        connect = () if args.no_connect else (MERGE_CONNECT, MERGE_COLD)
+        connect = () if args.no_connect else (MERGE_CONNECT, MERGE_COLD, COPY_CONNECT)
         merges = (MERGE_SERVICE, *connect) + (() if args.no_dbt else (DBT,))
         samples, totals = run_rounds(layout, args.rounds, args.warmup, merges)
         if not args.no_dbt:
