@@ -26,17 +26,16 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType
 
 from zipper.transforms.equality import equal_at_float_precision, float_exact, same, types_of
+from zipper.transforms.vocabulary import DELETE, FINAL, LAST, LATE, OP, STEP, UPSERT
 
-OP = "zipper_op"
 FIRST = "zipper_first"
 MATCH = "zipper_match"
 ACTION = "zipper_action"
 ORDER = "zipper_order"
 PROBLEM = "zipper_problem"
 DIFF = "zipper_diff"
-LAST = "zipper_last"
 CONTINUES = "zipper_continues"  # ignore_null_updates: the key's state goes on from its open row (no delete that day)
-UPSERT, DELETE, INSERT, UPDATE = "upsert", "delete", "insert", "update"
+INSERT, UPDATE = "insert", "update"
 INSERT_OPEN, UPDATE_ABSENT, DELETE_ABSENT, DELETE_MISMATCH = (
     "insert_open",
     "update_absent",
@@ -246,9 +245,6 @@ def collapse(flagged: DataFrame, *, columns: list[str], deletes: bool) -> DataFr
     return last.select(*columns, op.alias(OP), F.col(FIRST), *matched, *continues)
 
 
-LATE = "zipper_late"  # a change older than its key's latest event in the table (transforms.late)
-STEP = "zipper_step"  # a version's number among its key's versions of the day (versions_of_day)
-FINAL = "zipper_final"  # the key's last action of the day: whether it ends the day deleted
 _START = "zipper__start__"
 
 

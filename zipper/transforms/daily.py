@@ -23,10 +23,8 @@ from pyspark.sql.types import DoubleType
 from zipper.core.layout import SLOT, Slot
 from zipper.transforms.changes import CONTINUES
 from zipper.transforms.equality import equal_at_float_precision, float_exact, same, types_of
+from zipper.transforms.vocabulary import DELETE, FINAL, KIND, LAST, OP, STEP
 
-KIND = "zipper_kind"
-OP = "zipper_op"
-DELETE = "delete"
 # carried: open row whose key is not in the increment; unchanged: re-sent with equal tracked
 # values; updated: equal tracked values, other columns updated in place; changed: the new
 # version of a changed key; closed: the old version it replaces; new: a key not open before;
@@ -273,7 +271,6 @@ def day_rows(
     )
 
 
-STEP, LAST, FINAL = "zipper_step", "zipper_last", "zipper_final"  # as `changes.versions_of_day` names them
 INTRADAY = "intraday"  # a version the day both opened and closed
 _OLD_ROW, _VERSION, _VANISHED = "old", "version", "vanished"
 _ROLE = "zipper__role__"

@@ -29,10 +29,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from zipper.transforms.equality import same, types_of
+from zipper.transforms.vocabulary import DELETE, LATE, OP, UPSERT
 
-OP = "zipper_op"  # as `changes` names it
-UPSERT, DELETE = "upsert", "delete"
-LATE = "zipper_late"  # an event of the day (true) or of a version already in the table (false)
 _AT, _ACTION, _START, _RUN = "zipper__at__", "zipper__action__", "zipper__start__", "zipper__run__"
 _BEGIN, _END, _HOLDER = "zipper__begin__", "zipper__end__", "zipper__holder__"
 _OLD_TO = "zipper__old_to__"  # an existing version's valid_to, to tell whether the late changes moved it

@@ -18,9 +18,9 @@ from pyspark.sql import functions as F
 from zipper.core.layout import CLOSED_PREFIX, SLOT, Slot
 from zipper.tablespec.modes import EndStyle
 from zipper.transforms.equality import same, types_of
+from zipper.transforms.vocabulary import KIND
 
 DS = "zipper_ds"  # the date a row was loaded: the base date or an increment's run date
-KIND = "zipper_kind"
 VERSION = "zipper_version"
 # new: first row of its key; changed: tracked columns differ from the previous row's;
 # unchanged: every column equal; updated: only untracked columns differ (updated in place).
