@@ -12,7 +12,6 @@ from functools import reduce
 from pyspark.sql import functions as F
 
 from zipper.core import fs, layout
-from zipper.core.dates import date_of
 from zipper.core.errors import InputError
 from zipper.inputs import conform, metrics, sources
 from zipper.inputs.refusals import add_counts, collect_problems, handle_problems, where_of
@@ -222,7 +221,7 @@ def latest_events(spark, st, columns: list[tuple[str, str]], spec: TableSpec, ev
     else:
         earliest = events.agg(F.min(changes.ORDER)).first()[0]
     if earliest is not None:
-        reachable = [p.location for p in st.closed if p.end >= spec.closed_end(date_of(earliest)).isoformat()]
+        reachable = [p.location for p in st.reachable_from(spec, earliest)]
         if reachable:
             closed = spark.read.schema(schema).parquet(*reachable)
             moments.append(closed.select(*spec.keys, F.col(valid_to).alias(LATEST_AT)))

@@ -12,22 +12,19 @@ from dataclasses import dataclass
 
 from pyspark.sql import Observation
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, BooleanType, StringType, StructField, StructType
 
 from zipper.core import faults, fs, layout
-from zipper.core.dates import date_of
 from zipper.core.errors import InputError, LargeChangeError, SpecError
 from zipper.core.layout import Slot
 from zipper.core.reports import RunAction
 from zipper.inputs import conform, csv_values, dayinput, file_types, metrics, refusals, sources
 from zipper.inputs.modes import mode_of
-from zipper.inputs.refusals import key_text, where_of
-from zipper.jobs import corrected, preview
+from zipper.jobs import corrected, late_changes, preview
 from zipper.jobs.broadcast import broadcasts
 from zipper.jobs.context import Run
 from zipper.jobs.result import RunResult
 from zipper.table import audit, catalog, clone, guard, publish, state, store
-from zipper.transforms import changes, daily, late
+from zipper.transforms import changes, daily
 
 
 @dataclass(frozen=True)
@@ -65,7 +62,7 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
     # append: the run directory may already hold the day's change set or landing-zone files
     versioned = bool(spec.validity_columns)  # several versions of a key a day: route by its last
     late_rows = None
-    # late changes: put in place (`_put_in_place`), unless the change set counted none as it was written
+    # late changes: put in place (`late_changes`), unless the change set counted none as it was written
     if versioned and changes.LATE in day.changes.columns and day.late != 0:
         late_rows = day.changes.where(F.col(changes.LATE))
         day = dataclasses.replace(day, changes=day.changes.where(~F.col(changes.LATE)))
@@ -89,7 +86,7 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
     unplaced = touched_rows
     placed = None
     if late_rows is not None:
-        placed = _put_in_place(run, ds, day, touched_rows, late_rows, tracked, open_schema)
+        placed = late_changes.put_in_place(run, ds, day, touched_rows, late_rows, tracked, open_schema)
         if placed is not None:
             touched_rows = placed.touched
 
@@ -124,7 +121,7 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
         )
     if placed is not None:  # the keys with only late changes, and the late versions with nothing to split
         rows = rows.unionByName(placed.rows)
-        kinds += (LATE_KIND, LATE_OPEN_KIND)
+        kinds += (late_changes.LATE_KIND, late_changes.LATE_OPEN_KIND)
     observed_kinds = kinds
     if problems is not None:  # counted in no slot, as vanished deletes are
         flagged = problems.select(F.lit(Slot.NONE).alias(layout.SLOT), F.col(changes.PROBLEM).alias(daily.KIND))
@@ -152,173 +149,6 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
     if placed is None:
         return written, counts
     return dataclasses.replace(written, rewritten=placed.rewritten), counts
-
-
-LATE_KIND = "late"  # a late version with nothing to split, closed in the day's partition
-LATE_OPEN_KIND = "late_open"  # the open row of a key with only late changes, as they leave it
-
-
-@dataclass(frozen=True)
-class Placed:
-    """The day's late changes put in place: what the day's small job takes instead of the open
-    rows of their keys, the rows it adds, and the history partitions written again."""
-
-    touched: object  # DataFrame: the touched open rows, those of late keys as the late changes leave them
-    rows: object  # DataFrame: open rows of keys with only late changes, late versions for the day's partition
-    changes: int
-    rewritten: tuple  # publish.Rewritten, one per history partition written again
-
-
-def _put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, open_schema) -> Placed | None:
-    """Put the day's late changes in their keys' histories (`transforms.late`): read only the closed
-    partitions a late change can reach (a version whose valid_to is after a change at t was closed
-    by the load of date(t) or later), write each partition whose versions changed again, under the
-    run's directory. A late change at the moment a version begins, with other tracked values, is
-    refused with one line."""
-    spark, spec, st, run_root = run.spark, run.spec, run.state, run.root
-    valid_from, valid_to = spec.validity_columns
-    found = late_rows.agg(F.count(F.lit(1)).alias("n"), F.min(valid_from).alias("t")).first()
-    if not found["n"]:
-        return None
-    _refuse_unplaceable(spec, ds, day, late_rows)
-    end, open_end, today = spec.end_column, spec.open_end.isoformat(), spec.closed_end(ds).isoformat()
-    earliest = spec.closed_end(date_of(found["t"])).isoformat()
-    late_keys = F.broadcast(late_rows.select(*spec.keys).distinct())
-    reachable = [p for p in st.closed if p.end >= earliest]
-    table = store.table_rows(spark, spec, open_schema)  # every reachable partition in one scan
-    closed = table.where((F.col(end) >= earliest) & (F.col(end) != open_end))
-    opened = touched_rows.join(late_keys, on=spec.keys, how="left_semi").withColumn(end, F.lit(open_end))
-    history = opened.unionByName(closed.join(late_keys, on=spec.keys, how="left_semi"))
-    starts = late_rows.groupBy(*spec.keys).agg(F.min(valid_from).alias("zipper__from__"))
-    history = history.join(starts, on=spec.keys).where(F.col(valid_to) > F.col("zipper__from__")).drop("zipper__from__")
-    # written once and read back: the steps below read it several times (Spark would scan the
-    # table for each; measured slower than the write)
-    history_schema = StructType([*open_schema.fields, StructField(end, StringType())])
-    store.write_rows(history, f"{run_root}/zipper_history")
-    history = store.read_rows(spark, history_schema, f"{run_root}/zipper_history")
-    _refuse_conflicts(spec, ds, day, history, late_rows, tracked)
-    result = late.in_place(
-        history,
-        late_rows,
-        keys=spec.keys,
-        columns=day.names,
-        tracked=tracked,
-        validity=spec.validity_columns,
-        updated_at=spec.source.updated_at,
-        begin_column=spec.begin_column,
-        end_column=end,
-        open_end=open_end,
-        today=today,
-        end_lag=(ds - spec.closed_end(ds)).days,
-    )
-    result_schema = StructType(
-        [
-            *[history_schema[c] for c in (*day.names, spec.begin_column, end)],
-            StructField(late.CHANGED, BooleanType()),
-            StructField(late.REPLACES, ArrayType(StringType())),
-        ]
-    )
-    late_dir = f"{run_root}/zipper_late"
-    observation = Observation(f"zipper_late_{secrets.token_hex(6)}")  # the partitions changed, as it is written
-    store.write_rows(result.observe(observation, F.flatten(F.collect_set(_reached(end))).alias("ends")), late_dir)
-    result = store.read_rows(spark, result_schema, late_dir)
-    changed_ends = _changed_ends(observation, result, end)
-    parts = [p for p in reachable if p.end in changed_ends]
-    replaced = history.select(*spec.keys, valid_from)
-    rewritten = _rewrite(run, table, parts, replaced, result) if parts else ()
-    result = result.drop(late.CHANGED, late.REPLACES)
-    new_open = result.where(F.col(end) == open_end).drop(end)
-    touched = touched_rows.join(late_keys, on=spec.keys, how="left_anti").unionByName(new_open)
-    only_late = new_open.join(day.changes.select(*spec.keys).distinct(), on=spec.keys, how="left_anti")
-    rows = only_late.select("*", F.lit(Slot.OPEN).alias(layout.SLOT), F.lit(LATE_OPEN_KIND).alias(daily.KIND))
-    in_day = result.where(F.col(end) == today).drop(end)
-    rows = rows.unionByName(
-        in_day.select("*", F.lit(Slot.CLOSED).alias(layout.SLOT), F.lit(LATE_KIND).alias(daily.KIND))
-    )
-    return Placed(
-        touched,
-        rows.select(*day.names, spec.begin_column, layout.SLOT, daily.KIND),
-        int(found["n"]),
-        tuple(rewritten),
-    )
-
-
-def _reached(end: str):
-    """The end values of the partitions a version of `transforms.late.in_place`'s result makes the
-    merge write again: its own and those of the versions it replaces, when it changed (else NULL)."""
-    return F.when(F.col(late.CHANGED), F.array_union(F.col(late.REPLACES), F.array(F.col(end))))
-
-
-def _changed_ends(observation, result, end: str) -> set[str]:
-    """The end values of the partitions whose versions the late changes changed: observed as the
-    result was written, or read off it when the metrics were not handed over."""
-    observed = metrics.observed_metrics(observation)
-    if "ends" in observed:
-        return set(observed["ends"] or ())
-    return {r[end] for r in result.select(F.explode(_reached(end)).alias(end)).distinct().collect()}
-
-
-def _rewrite(run: Run, table, parts: list, replaced, result) -> tuple:
-    """The history partitions `parts` written again in one job under the run's directory, one file
-    each: their rows (`table`) less the versions the late changes replaced (`replaced`: keys and
-    valid_from), and the result's versions that belong in them. One `publish.Rewritten` each."""
-    spark, end = run.spark, run.spec.end_column
-    ends = [p.end for p in parts]
-    kept = table.where(F.col(end).isin(ends)).join(F.broadcast(replaced), on=list(replaced.columns), how="left_anti")
-    rows = kept.unionByName(result.where(F.col(end).isin(ends)).select(*kept.columns))
-    root = f"{run.root}/zipper_rewritten"
-    store.write_by(rows.repartition(F.col(end)), root, end)
-    rewritten = []
-    for value in ends:
-        directory = f"{root}/{end}={value}"
-        fs.mkdirs(spark, directory)  # a partition left without rows is written empty
-        rewritten.append(publish.Rewritten(value, directory, fs.written_rows(spark, directory), {}))
-    return tuple(rewritten)
-
-
-LATE_EXAMPLES = 5  # keys a refusal of late changes names
-
-
-def _keys_at(rows, spec, moment: str) -> str:
-    """The first keys of `rows` (a DataFrame) with their `moment` column, for a refusal's line."""
-    shown = rows.select(*spec.keys, moment).limit(LATE_EXAMPLES + 1).collect()
-    text = "; ".join(f"{key_text([r], spec.keys)} at {r[moment]}" for r in shown[:LATE_EXAMPLES])
-    return text + (" (and more)" if len(shown) > LATE_EXAMPLES else "")
-
-
-def _refuse_unplaceable(spec, ds: dt.date, day, late_rows) -> None:
-    """Late changes cannot be put in place yet beside tombstones (a late delete would need one) or
-    partial updates (a late change's NULLs would need the values of the version it splits)."""
-    option = (
-        "hard_deletes: new_record"
-        if spec.tombstone_column
-        else "ignore_null_updates"
-        if spec.source.fills_null_updates
-        else None
-    )
-    if option is None:
-        return
-    raise InputError(
-        f"increment {day.located.description} has changes older than their key's latest version"
-        f" ({spec.source.updated_at}), which cannot be put in place with {option} yet; keys {spec.keys}:"
-        f" {_keys_at(late_rows, spec, spec.validity_columns[0])};"
-        " nothing was changed",
-        **where_of(spec, ds),
-    )
-
-
-def _refuse_conflicts(spec, ds: dt.date, day, history, late_rows, tracked) -> None:
-    """A late change at the moment a version of its key begins, with other tracked values: refused."""
-    found = late.conflicts(history, late_rows, keys=spec.keys, tracked=tracked, validity=spec.validity_columns)
-    text = _keys_at(found, spec, "zipper_from")
-    if not text:
-        return
-    raise InputError(
-        f"increment {day.located.description} has late changes at the moment a version of their key begins,"
-        f" with other values ({spec.source.updated_at} equal to its {spec.validity_columns[0]}); keys {spec.keys}:"
-        f" {text}; nothing was changed",
-        **where_of(spec, ds),
-    )
 
 
 def apply_date(
@@ -471,7 +301,7 @@ def _audit(
         open_read=fs.written_rows(spark, st.open_partition.location),
         input_rows=day.rows,
         # keys with only late changes (their open rows counted as written) count with the day's keys
-        input_keys=None if day.keys is None else day.keys + written.kinds.get(LATE_OPEN_KIND, 0),
+        input_keys=None if day.keys is None else day.keys + written.kinds.get(late_changes.LATE_OPEN_KIND, 0),
         kinds=written.kinds,
         untouched=written.untouched,
         touched=written.touched,

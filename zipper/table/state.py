@@ -15,6 +15,7 @@ from typing import Protocol
 
 from zipper.core import layout
 from zipper.core.corrections import CorrectionKind
+from zipper.core.dates import date_of
 from zipper.core.errors import StateError
 from zipper.core.properties import P_KEYS
 from zipper.core.reports import SKIPPED
@@ -266,6 +267,14 @@ def alter_params(params: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in params.items() if k.startswith(ALTER)}
 
 
+def earliest_reachable_end(spec: TableSpec, moment) -> str:
+    """The end value of the first closed partition a change at `moment` (a validity timestamp) can
+    reach: a version that ends after `moment` was closed by the load of its date or later, so it
+    is in that load's partition (`spec.closed_end`) or a later one. The one rule of which history a
+    late change reads, for the change set's latest events and for putting late changes in place."""
+    return spec.closed_end(date_of(moment)).isoformat()
+
+
 @dataclass(frozen=True)
 class TableState:
     exists: bool
@@ -295,6 +304,11 @@ class TableState:
     @property
     def open_rows(self) -> int:
         return int(self.open_partition.params.get(ROWS, "0")) if self.open_partition else 0
+
+    def reachable_from(self, spec: TableSpec, moment) -> list[Partition]:
+        """The closed partitions a change at `moment` can reach (`earliest_reachable_end`)."""
+        earliest = earliest_reachable_end(spec, moment)
+        return [p for p in self.closed if p.end >= earliest]
 
     def kept_input_copies(self) -> list[str]:
         """The copies of their inputs that dates read from (a landing zone's consumed files),
