@@ -49,6 +49,11 @@ else:
         raise ImportError(f"zipper needs Airflow 2.11 or 3.x; this is Airflow {AIRFLOW_VERSION}")
 
 
+# Airflow's own closed sets of run and task states and run types, the same in both versions
+from airflow.utils.state import DagRunState, TaskInstanceState  # noqa: E402
+from airflow.utils.types import DagRunType  # noqa: E402
+
+
 def make_asset(uri: str, name: str):
     """An outlet for the table: `Asset(name=, uri=)` on Airflow 3, `Dataset(uri)` on 2.11."""
     return Asset(name=name, uri=uri) if AIRFLOW_3 else Asset(uri)
@@ -67,7 +72,10 @@ __all__ = [
     "BaseOperator",
     "BaseSensorOperator",
     "CronDataIntervalTimetable",
+    "DagRunState",
+    "DagRunType",
     "Param",
+    "TaskInstanceState",
     "get_parsing_context",
     "make_asset",
 ]

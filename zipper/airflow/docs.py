@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zipper.airflow.compat import AIRFLOW_3
+from zipper.airflow.compat import AIRFLOW_3, DagRunType
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import OnPastDate, SourceFormat
 from zipper.tablespec.paths import resolve_path
@@ -22,7 +22,7 @@ def resume_command(dag_id: str, date: str, backfill: bool, ui: str = "") -> str:
 def is_backfill_run(context) -> bool:
     """Whether the task's run is a backfill run (Airflow 2 then needs a backfill after the clear)."""
     run_type = getattr(context.get("dag_run"), "run_type", None)
-    return getattr(run_type, "value", run_type) == "backfill"
+    return getattr(run_type, "value", run_type) == DagRunType.BACKFILL_JOB
 
 
 def _code(value: object) -> str:

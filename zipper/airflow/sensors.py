@@ -12,6 +12,9 @@ from zipper.airflow.compat import (
     AirflowFailException,
     AirflowSensorTimeout,
     BaseSensorOperator,
+    DagRunState,
+    DagRunType,
+    TaskInstanceState,
 )
 from zipper.airflow.docs import is_backfill_run, resume_command
 from zipper.airflow.increments import Readiness
@@ -91,7 +94,7 @@ class ZipperIncrementSensor(BaseSensorOperator):
         """A cleared earlier date (not the previous one, which stop_if_previous_date_queued_behind handles) waits
         for this run's place; nothing deadlocks, but it starts only once this run ends, however long the
         increment takes: say so at each check, and what replays that date now."""
-        queued = _previous_merge(context, self.merge_task_id, state="queued")
+        queued = _previous_merge(context, self.merge_task_id, state=DagRunState.QUEUED.value)
         if queued is None or not queued.queued_behind or queued.merge_state in PASSED_STATES:
             return
         rerun = context["dag"].dag_id + "_rerun"
@@ -184,8 +187,8 @@ PREVIOUS_DATE_TASK = "wait_for_previous_date"
 
 # The previous run's merge has ended without committing its date: waiting for it would hold
 # this run's place (max_active_runs=1) and keep the cleared earlier run from ever starting.
-FAILED_STATES = {"failed", "upstream_failed", "removed"}
-PASSED_STATES = {"success", "skipped"}
+FAILED_STATES = {TaskInstanceState.FAILED, TaskInstanceState.UPSTREAM_FAILED, TaskInstanceState.REMOVED}
+PASSED_STATES = {TaskInstanceState.SUCCESS, TaskInstanceState.SKIPPED}
 
 
 class PreviousDateSensor(BaseSensorOperator):
@@ -253,13 +256,13 @@ def _failed_previous(dag_id: str, previous: PreviousRun) -> str:
     """Why this run stops, and what clears it, from what failed in the previous run."""
     logical, run_id, state = previous.logical, previous.run_id, previous.merge_state
     clear = resume_command(dag_id, logical, previous.backfill, ui="UI: clear its merge task with Upstream and Future")
-    if state == "upstream_failed" and INCREMENT_TASK in previous.failed_tasks:
+    if state == TaskInstanceState.UPSTREAM_FAILED and INCREMENT_TASK in previous.failed_tasks:
         return (
             f"the merge of the previous date {logical} (run {run_id}) did not run: its {INCREMENT_TASK} failed"
             f" (its log says why: its increment did not land in time, or an earlier date was cleared while it"
             f" waited); dates merge in order. Once that is resolved, clear that run and every later one: {clear}"
         )
-    if state == "upstream_failed" and PREVIOUS_DATE_TASK in previous.failed_tasks:
+    if state == TaskInstanceState.UPSTREAM_FAILED and PREVIOUS_DATE_TASK in previous.failed_tasks:
         return (
             f"the merge of the previous date {logical} (run {run_id}) did not run: an earlier date has not"
             f" merged (that run's {PREVIOUS_DATE_TASK} log names it); dates merge in order. Fix the earliest"
@@ -345,10 +348,15 @@ def _previous_merge(context: Any, task_id: str, state: str | None = None) -> Pre
             return None
         states = {found.task_id: _text(found.state) for found in previous.get_task_instances()}
     logical = previous.logical_date.date().isoformat() if getattr(previous, "logical_date", None) else "?"
-    backfill = "backfill" in (_text(previous.run_type), _text(getattr(context.get("dag_run"), "run_type", None)))
-    queued_behind = _text(previous.state) == "queued" and (not AIRFLOW_3 or not backfill)
-    failed = sorted(task for task, state in states.items() if state == "failed" and task != task_id)
-    queued_backfill = _text(previous.state) == "queued" and _text(previous.run_type) == "backfill"
+    backfill = DagRunType.BACKFILL_JOB in (
+        _text(previous.run_type),
+        _text(getattr(context.get("dag_run"), "run_type", None)),
+    )
+    queued_behind = _text(previous.state) == DagRunState.QUEUED and (not AIRFLOW_3 or not backfill)
+    failed = sorted(task for task, state in states.items() if state == TaskInstanceState.FAILED and task != task_id)
+    queued_backfill = (
+        _text(previous.state) == DagRunState.QUEUED and _text(previous.run_type) == DagRunType.BACKFILL_JOB
+    )
     return PreviousRun(logical, previous.run_id, states.get(task_id), queued_behind, failed, backfill, queued_backfill)
 
 
@@ -364,13 +372,15 @@ def next_date_merged(context: Any, task_id: str) -> bool:
         return False
     if AIRFLOW_3:
         ti = context["ti"]
-        merged = ti.get_ti_count(dag_id=ti.dag_id, task_ids=[task_id], logical_dates=following, states=["success"])
+        merged = ti.get_ti_count(
+            dag_id=ti.dag_id, task_ids=[task_id], logical_dates=following, states=[TaskInstanceState.SUCCESS.value]
+        )
         return merged > 0
     from airflow.models.dagrun import DagRun  # on use: Airflow 2.11 only, where tasks read the database
 
     for run in DagRun.find(dag_id=context["dag"].dag_id, execution_date=following):
         merge = run.get_task_instance(task_id)
-        if merge is not None and _text(merge.state) == "success":
+        if merge is not None and _text(merge.state) == TaskInstanceState.SUCCESS:
             return True
     return False
 

@@ -12,6 +12,7 @@ from airflow.models.pool import Pool
 from airflow.models.taskinstance import TaskInstance
 from airflow.models.xcom import XComModel
 from airflow.utils.session import create_session
+from airflow.utils.state import TaskInstanceState
 from sqlalchemy import func, select
 
 MERGE_TASK = "merge"
@@ -40,7 +41,7 @@ def latest_runs(dag_ids: list[str]) -> dict[str, dict]:
                 .where(
                     TaskInstance.dag_id.in_(sorted({run.dag_id for run in runs})),
                     TaskInstance.run_id.in_(sorted({run.run_id for run in runs})),
-                    TaskInstance.state.in_(("failed", "upstream_failed")),
+                    TaskInstance.state.in_((TaskInstanceState.FAILED, TaskInstanceState.UPSTREAM_FAILED)),
                 )
                 .order_by(TaskInstance.end_date)
             ):
