@@ -25,7 +25,11 @@ from zipper.airflow.environment import python_bin
 SERVICES = ("api-server", "scheduler", "dag-processor", "triggerer")
 FINISHED = {"success", "failed"}
 LOCKED = "database is locked"
-LOCK_RETRIES = 4
+# A writer that began as a reader gets "database is locked" at once when another process holds the
+# write lock (SQLite cannot wait there without a deadlock), whatever the busy timeout: on a loaded
+# machine the scheduler and the dag-processor hold it often, so a command is tried up to 9 times
+# over about 70 s (a clean-clone test run saw 5 tries over 20 s all fail).
+LOCK_RETRIES = 8
 
 
 def wait_before_retry(seconds: float) -> None:
@@ -102,7 +106,7 @@ class LocalAirflow:
             )
             if result.returncode == 0 or LOCKED not in result.stderr or attempt == retries_when_locked:
                 break
-            wait = 2.0 * (attempt + 1)
+            wait = min(2.0 * (attempt + 1), 15.0)
             print(
                 f"airflow {' '.join(args[:2])}: {LOCKED}; again in {wait:.0f} s"
                 f" ({attempt + 2} of {retries_when_locked + 1})",
