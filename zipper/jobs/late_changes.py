@@ -44,8 +44,8 @@ class Placed:
 def put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, open_schema) -> Placed | None:
     """Put the day's late changes in their keys' histories (`transforms.late`): read only the closed
     partitions a late change can reach (`TableState.reachable_from`), write each partition whose
-    versions changed again, under the run's directory. A late change at the moment a version begins, with other tracked values, is
-    refused with one line."""
+    versions changed again, under the run's directory. A late change at the moment a version
+    begins, with other tracked values, is refused with one line."""
     spark, spec, st, run_root = run.spark, run.spec, run.state, run.root
     valid_from, valid_to = spec.validity_columns
     found = late_rows.agg(F.count(F.lit(1)).alias("n"), F.min(valid_from).alias("t")).first()
