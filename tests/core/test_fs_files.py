@@ -13,9 +13,9 @@ from zipper.core import fs
 
 def test_paths_are_spelled_as_hadoop_and_the_metastore_spell_them(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert fs.qualify(None, "a b/c") == f"file:{tmp_path}/a b/c"
-    assert fs.qualify(None, "file:///x//y/") == "file:/x/y"
-    assert fs.location_uri(None, "/a b/50%/é#") == "file:/a%20b/50%25/é%23"
+    assert fs.qualify("a b/c") == f"file:{tmp_path}/a b/c"
+    assert fs.qualify("file:///x//y/") == "file:/x/y"
+    assert fs.location_uri("/a b/50%/é#") == "file:/a%20b/50%25/é%23"
 
 
 def test_file_heads_are_decompressed_as_their_names_say(tmp_path):
@@ -37,15 +37,15 @@ def test_file_heads_are_decompressed_as_their_names_say(tmp_path):
 def test_checksum_files_are_neither_listed_nor_counted(tmp_path):
     (tmp_path / "part-0").write_bytes(b"x" * 5)
     (tmp_path / ".part-0.crc").write_bytes(b"c" * 3)
-    assert [fs.name_of(f.path) for f in fs.list_files(None, str(tmp_path))] == ["part-0"]
-    assert fs.glob(None, f"{tmp_path}/*") == [f"file:{tmp_path}/part-0"]
-    assert fs.du(None, str(tmp_path)) == 5
+    assert [fs.name_of(f.path) for f in fs.list_files(str(tmp_path))] == ["part-0"]
+    assert fs.glob(f"{tmp_path}/*") == [f"file:{tmp_path}/part-0"]
+    assert fs.du(str(tmp_path)) == 5
 
 
 def test_a_copy_makes_its_folder_and_never_overwrites(tmp_path):
     (tmp_path / "a").write_text("one")
-    fs.copy(None, str(tmp_path / "a"), str(tmp_path / "kept" / "a"))
+    fs.copy(str(tmp_path / "a"), str(tmp_path / "kept" / "a"))
     assert (tmp_path / "kept" / "a").read_text() == "one"
     with pytest.raises(OSError, match="already exists"):
-        fs.copy(None, str(tmp_path / "a"), str(tmp_path / "kept" / "a"))
-    assert fs.delete(None, str(tmp_path / "kept")) and not fs.delete(None, str(tmp_path / "kept"))
+        fs.copy(str(tmp_path / "a"), str(tmp_path / "kept" / "a"))
+    assert fs.delete(str(tmp_path / "kept")) and not fs.delete(str(tmp_path / "kept"))

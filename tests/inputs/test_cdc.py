@@ -25,7 +25,7 @@ def snapshot(spark, t):
         table_rows(spark, t.table),
         [(p.end, p.location) for p in catalog.list_partitions(spark, t.spec)],
         st.last_committed,
-        sorted(d for d, _ in fs.list_dirs(spark, state.versions_root(st))),
+        sorted(d for d, _ in fs.list_dirs(state.versions_root(st))),
     )
 
 

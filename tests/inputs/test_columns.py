@@ -38,7 +38,7 @@ def test_a_csv_value_that_does_not_parse_names_its_column_value_file_and_row(spa
     t.write_base(spark, [(1, "ann", 1), (2, "bob", 2)])
     init_table(spark, t.spec)
     before = (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec))
-    runs_before = sorted(d for d, _ in fs.list_dirs(spark, state.versions_root(state.read_state(spark, t.spec))))
+    runs_before = sorted(d for d, _ in fs.list_dirs(state.versions_root(state.read_state(spark, t.spec))))
     t.increment_dir(day(1)).mkdir(parents=True)
     # a quoted separator, then a value the int column cannot hold, on the third record
     (t.increment_dir(day(1)) / "part 7.csv").write_text('id;name;level\n1;"ann; jr";3\n2;bob;2\n3;cy;x9\n')
@@ -49,9 +49,7 @@ def test_a_csv_value_that_does_not_parse_names_its_column_value_file_and_row(spa
         " column 'level' (int) cannot hold 'x9' (row with id=3)"
     )
     assert (table_rows(spark, t.table), catalog.list_partitions(spark, t.spec)) == before
-    assert (
-        sorted(d for d, _ in fs.list_dirs(spark, state.versions_root(state.read_state(spark, t.spec)))) == runs_before
-    )
+    assert sorted(d for d, _ in fs.list_dirs(state.versions_root(state.read_state(spark, t.spec)))) == runs_before
 
     # a bad key and a bad attribute in one record: both named, the row by its text
     (t.increment_dir(day(1)) / "part 7.csv").write_text("id;name;level\n1;ann;3\nB2;bob;two\n")

@@ -284,7 +284,7 @@ def test_consumed_range_is_committed_and_kept_for_a_rerun(spark, zone):
     record = st.commits["2024-01-01"].landing
     assert (record["first"], record["last"], record["files"]) == (1, 2, 2)
     kept = record["kept"]
-    assert sorted(fs.name_of(f.path) for f in fs.list_files(spark, kept) if not is_hidden(fs.name_of(f.path))) == [
+    assert sorted(fs.name_of(f.path) for f in fs.list_files(kept) if not is_hidden(fs.name_of(f.path))) == [
         landing.file_name(1),
         landing.file_name(2),
     ]
@@ -307,7 +307,7 @@ def test_consumed_range_is_committed_and_kept_for_a_rerun(spark, zone):
         spark, resolve_keys(spark, zone.spec), retention_days=0, now=dt.datetime.now(dt.UTC) + dt.timedelta(days=30)
     )
     assert all("zipper_landing" not in r["directory"] for r in later["removed"])
-    assert fs.exists(spark, kept)
+    assert fs.exists(kept)
 
     zone.write(4, [(0, "C", "x")])  # 3 is missing
     before = state_of(spark, zone)

@@ -74,13 +74,13 @@ def patterns(root: Path) -> list[str]:
 
 def test_the_listing_is_hadoops_on_every_layout(spark, layout):
     for pattern in patterns(layout):
-        matches = fs.glob(spark, pattern)
+        matches = fs.glob(pattern)
         assert localfs.glob(pattern) == sorted(matches), pattern
         if not matches:
             continue
-        assert localfs.unfinished_writes(matches) == fs.unfinished_writes(spark, matches), pattern
-        assert localfs.list_data_files(matches) == fs.list_data_files(spark, matches), pattern
-    some = fs.list_data_files(spark, fs.glob(spark, str(layout)))
+        assert localfs.unfinished_writes(matches) == fs.unfinished_writes(matches), pattern
+        assert localfs.list_data_files(matches) == fs.list_data_files(matches), pattern
+    some = fs.list_data_files(fs.glob(str(layout)))
     assert any(" " in f.path and f.path.startswith("file:/") for f in some)  # spelled as Hadoop spells it
     assert "file:" + str(layout / "ds=2024-01-01" / "part-0000.parquet") in {f.path for f in some}
     assert [f.modified_ms for f in some if f.path.endswith("part-0000.parquet")] == [1_700_000_000_987]

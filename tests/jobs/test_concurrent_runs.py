@@ -55,7 +55,7 @@ def table(built, tmp_path):
 def run_dirs(spark, t) -> set[str]:
     from zipper.core import fs
 
-    return {d for d, _ in fs.list_dirs(spark, state.versions_root(state.read_state(spark, t.spec)))}
+    return {d for d, _ in fs.list_dirs(state.versions_root(state.read_state(spark, t.spec)))}
 
 
 def test_a_merge_that_another_merge_of_its_date_overtook_publishes_nothing(spark, table, monkeypatch):

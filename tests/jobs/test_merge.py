@@ -46,7 +46,7 @@ def snapshot(spark, t):
 
 def version_dirs(spark, t):
     st = state.read_state(spark, t.spec)
-    return sorted(d for d, _ in fs.list_dirs(spark, state.versions_root(st)))
+    return sorted(d for d, _ in fs.list_dirs(state.versions_root(st)))
 
 
 def test_changed_unchanged_new_and_absent_keys(spark, users):
@@ -479,7 +479,7 @@ def test_an_inputs_files_are_listed_in_as_many_jvm_calls_for_many_files_as_for_f
         found = listing(spark, folder)
         return len(calls), found
 
-    listed = {name: counted(lambda s, f: fs.list_data_files(s, [f]), str(tmp_path / name)) for name in ("few", "many")}
+    listed = {name: counted(lambda s, f: fs.list_data_files([f]), str(tmp_path / name)) for name in ("few", "many")}
     flat = {name: counted(fs.list_files, str(tmp_path / name)) for name in ("few", "many")}
     monkeypatch.undo()
     assert listed["many"][0] == listed["few"][0]
@@ -833,7 +833,7 @@ def record_as_committed_before(spark, t, ds):
     """The fingerprint a merge recorded before file filters were heeded: every file counted."""
     commit = state.read_state(spark, t.spec).commits[ds.isoformat()]
     part = next(p for p in catalog.list_partitions(spark, t.spec) if p.end == commit.end)
-    every_file = sources.fingerprint(fs.list_data_files(spark, [str(t.increment_dir(ds))]))
+    every_file = sources.fingerprint(fs.list_data_files([str(t.increment_dir(ds))]))
     params = {k: v for k, v in part.params.items() if k.startswith("zipper.")}
     catalog.repoint(
         spark,
@@ -927,7 +927,7 @@ def test_files_a_filter_leaves_out_beside_the_base_do_not_change_it(spark, tmp_p
     assert table_rows(spark, t.table) == before
 
     st = state.read_state(spark, t.spec)
-    every_file = sources.fingerprint(fs.list_data_files(spark, [str(t.data / "base")]))
+    every_file = sources.fingerprint(fs.list_data_files([str(t.data / "base")]))
     params = {k: v for k, v in st.open_partition.params.items() if k.startswith("zipper.")}
     catalog.repoint(
         spark,
@@ -1171,7 +1171,7 @@ def test_status_slice_and_vacuum(spark, users):
     assert all(r["directory"].endswith("zipper_slot=open") for r in dry["removed"][1:])
     done = vacuum.vacuum(spark, users.spec, now=later)
     assert [r["directory"] for r in done["removed"]] == [r["directory"] for r in dry["removed"]]
-    assert all(not fs.exists(spark, r["directory"]) for r in done["removed"])
+    assert all(not fs.exists(r["directory"]) for r in done["removed"])
     catalog.refresh(spark, users.spec)
     assert table_rows(spark, users.table) == before
     assert check.run_checks(spark, users.spec)["ok"]
@@ -1448,7 +1448,7 @@ def test_a_failed_first_merge_leaves_no_table_so_the_fixed_input_defines_it(spar
     with pytest.raises(InputError, match="more than once"):
         merge.merge_date(spark, t.spec, day(1))
     assert not spark.catalog.tableExists(t.table)
-    assert not fs.exists(spark, catalog.default_table_location(spark, t.spec))
+    assert not fs.exists(catalog.default_table_location(spark, t.spec))
     t.write_increment(spark, day(1), [(1, "ann", 41), (2, "bob", 42)], schema="id bigint, name string, age bigint")
     assert merge.merge_date(spark, t.spec, day(1)).counts["new"] == 2
     assert [(f.name, f.dataType.simpleString()) for f in spark.table(t.table).schema][:3] == [

@@ -80,5 +80,5 @@ def test_a_repeated_key_found_by_the_write_is_refused_as_before_and_nothing_is_l
     assert "1 row with NULL in key column 'id'" in line and "1 key ['id'] more than once (2 rows)" in line, line
     after = state.read_state(spark, t.spec)
     assert after.open_partition == before.open_partition and after.commits == before.commits
-    runs = [fs.name_of(d) for d, _ in fs.list_dirs(spark, state.versions_root(after))]
+    runs = [fs.name_of(d) for d, _ in fs.list_dirs(state.versions_root(after))]
     assert sorted(runs) == sorted([after.open_run, "empty"]), runs  # the init's: the refused day's is gone

@@ -231,12 +231,12 @@ def write_rows(df, fmt: str, out: str | None, table: str) -> None:
         if not out:
             raise InputError("--format parquet needs --out DIR", table=table)
         # Spark's own refusal speaks of a save mode zipper has no flag for
-        if Path(out).exists() or fs.exists(df.sparkSession, out):
+        if Path(out).exists() or fs.exists(out):
             raise InputError(f"--out {out} already exists; give a new directory", table=table)
         try:
             df.write.mode("error").parquet(out)  # "error": the spelling a Spark Connect client knows too
         except BaseException:
-            fs.delete(df.sparkSession, out)  # the folder a failed write leaves would refuse the next try
+            fs.delete(out)  # the folder a failed write leaves would refuse the next try
             raise
         return
     df = as_collected(df)

@@ -13,7 +13,7 @@ import zlib
 from zipper.core.filesystems import exists, locate, name_of
 
 
-def read_text(spark, path: str) -> str:
+def read_text(path: str) -> str:
     filesystem, inner, _ = locate(path)
     with filesystem.open_input_stream(inner) as stream:
         return stream.read().decode("utf-8", errors="replace")
@@ -56,9 +56,6 @@ class FileHeads:
     """The first bytes of files, decompressed as their names say (`.gz`, `.bz2`, `.deflate`,
     `.zst`) as Spark's readers do: a CSV header without reading the file."""
 
-    def __init__(self, spark=None):
-        pass
-
     def read(self, path: str, size: int) -> bytes:
         """At most `size` bytes from the start of the file's content, fewer only at its end."""
         filesystem, inner, _ = locate(path)
@@ -92,9 +89,9 @@ def _read_up_to(stream, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def copy(spark, source: str, target: str) -> None:
+def copy(source: str, target: str) -> None:
     """Copy one file (across file systems if need be); the target must not exist."""
-    if exists(spark, target):
+    if exists(target):
         raise OSError(f"could not copy {source} to {target}: {target} already exists")
     src_fs, src, _ = locate(source)
     dst_fs, dst, _ = locate(target)

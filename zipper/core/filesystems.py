@@ -50,7 +50,7 @@ def located_info(path: str):
     return filesystem, inner, prefix, filesystem.get_file_info(inner)
 
 
-def exists(spark, path: str) -> bool:
+def exists(path: str) -> bool:
     import pyarrow.fs as pafs
 
     return located_info(path)[3].type != pafs.FileType.NotFound

@@ -2,8 +2,8 @@
 alike, and no call goes through a JVM (the data path must run on a Spark Connect client too).
 
 Paths are spelled as Hadoop spells them, which is how Spark names files in its messages and how
-zipper passes them back: a local path `file:/a b`, a remote one its URI (`hdfs://nn/a`). The
-`spark` arguments are kept for the callers' sake; no file operation uses the session.
+zipper passes them back: a local path `file:/a b`, a remote one its URI (`hdfs://nn/a`). No
+function takes a Spark session: none needs one.
 
 This module names, lists and globs files. Where a path lives is `filesystems`; what a file holds
 (its text, a compressed head, a copy) is `filecontents`. Their public names are importable here too."""
@@ -35,17 +35,17 @@ class FileInfo:
     modified_ms: int
 
 
-def qualify(spark, path: str) -> str:
+def qualify(path: str) -> str:
     """An absolute URI (file:/..., hdfs://...) for a path."""
     _, inner, prefix = locate(path)
     return spelled(prefix, inner)
 
 
-def location_uri(spark, path: str) -> str:
+def location_uri(path: str) -> str:
     """A path as the metastore takes a location: qualified, and a URI (`file:/a%20b`), escaped
     as Java's URI escapes a path: what a path may not hold (a space, `%`, `#`, `?`) as UTF-8
     escapes, other letters (`é`) as they are."""
-    scheme, rest = qualify(spark, path).split(":", 1)
+    scheme, rest = qualify(path).split(":", 1)
     return f"{scheme}:" + "".join(_uri_char(c) for c in rest)
 
 
@@ -58,12 +58,12 @@ def _uri_char(c: str) -> str:
     return "".join(f"%{b:02X}" for b in c.encode())
 
 
-def mkdirs(spark, path: str) -> None:
+def mkdirs(path: str) -> None:
     filesystem, inner, _ = locate(path)
     filesystem.create_dir(inner, recursive=True)
 
 
-def delete(spark, path: str) -> bool:
+def delete(path: str) -> bool:
     """Deletes a file or a folder with all it holds; False when there was nothing to delete."""
     import pyarrow.fs as pafs
 
@@ -77,7 +77,7 @@ def delete(spark, path: str) -> bool:
     return True
 
 
-def unfinished_writes(spark, matches: list[str]) -> list[str]:
+def unfinished_writes(matches: list[str]) -> list[str]:
     """What a write still under way keeps in the folders of `matches` (a matched folder, or a
     matched file's folder): a job's uncommitted output, a file being copied in
     (`input_names.unfinished_writes` decides, as for the sensor)."""
@@ -86,7 +86,7 @@ def unfinished_writes(spark, matches: list[str]) -> list[str]:
     folders = set()
     for match in matches:
         is_dir = located_info(match)[3].type == pafs.FileType.Directory
-        folders.add(qualify(spark, match) if is_dir else qualify(spark, match).rstrip("/").rsplit("/", 1)[0])
+        folders.add(qualify(match) if is_dir else qualify(match).rstrip("/").rsplit("/", 1)[0])
     found = set()
     for folder in folders:
         found.update(input_names.unfinished_writes(folder, partial(_names_in, folder)))
@@ -100,7 +100,7 @@ def _names_in(folder: str) -> list[str]:
 _GLOB_CHARS = re.compile(r"[*?\[{]")
 
 
-def glob(spark, pattern: str) -> list[str]:
+def glob(pattern: str) -> list[str]:
     """The files and folders a Hadoop glob matches (`*`, `?`, `[ab]`, `{a,b}` in any part of the
     path), sorted within each part as Hadoop's `globStatus` gives them; a path without glob
     characters matches itself if it exists."""
@@ -108,7 +108,7 @@ def glob(spark, pattern: str) -> list[str]:
     parts = inner.split("/")
     first = next((i for i, part in enumerate(parts) if _GLOB_CHARS.search(part)), None)
     if first is None:
-        return [spelled(prefix, inner)] if exists(spark, pattern) else []
+        return [spelled(prefix, inner)] if exists(pattern) else []
     found = ["/".join(parts[:first]) or "/"]
     for part in parts[first:]:
         if not part:
@@ -271,7 +271,7 @@ def _entries(folder: str) -> list[_Entry]:
     ]
 
 
-def list_data_files(spark, roots: list[str]) -> list[FileInfo]:
+def list_data_files(roots: list[str]) -> list[FileInfo]:
     """Every visible file under the roots, recursively; Spark's rule hides names starting with _
     or . (a partition folder `_a=1` is visible)."""
     import pyarrow.fs as pafs
@@ -324,14 +324,14 @@ def broken_links(roots: list[str]) -> list[str]:
     return sorted(broken)
 
 
-def list_dirs(spark, root: str) -> list[tuple[str, int]]:
+def list_dirs(root: str) -> list[tuple[str, int]]:
     """Immediate subdirectories of root with their modification times."""
-    if not exists(spark, root):
+    if not exists(root):
         return []
     return [(e.path, e.modified_ms) for e in _entries(root) if e.is_dir]
 
 
-def du(spark, path: str) -> int:
+def du(path: str) -> int:
     """Bytes of a file, or of every file under a folder (hidden ones too)."""
     import pyarrow.fs as pafs
 
@@ -344,9 +344,9 @@ def du(spark, path: str) -> int:
     return sum(i.size or 0 for i in listed if i.type == pafs.FileType.File and not _is_checksum(filesystem, i.path))
 
 
-def list_files(spark, directory: str) -> list[FileInfo]:
+def list_files(directory: str) -> list[FileInfo]:
     """The files directly inside a directory (not recursive), by name."""
-    if not exists(spark, directory):
+    if not exists(directory):
         return []
     return sorted((e.info for e in _entries(directory) if e.is_file), key=lambda f: f.path)
 
@@ -363,12 +363,15 @@ def is_under(path: str, folder: str) -> bool:
     return spelled_alike(path).startswith(spelled_alike(folder).rstrip("/") + "/")
 
 
-def written_rows(spark, directory: str) -> int:
-    """Rows in the Parquet files of a directory, from the footers."""
-    files = list_data_files(spark, [directory]) if exists(spark, directory) else []
-    local = [local_path(f.path) for f in files]
-    if all(local):
-        import pyarrow.parquet as pq  # core loads without pyspark: imported on use
+def written_rows(directory: str) -> int:
+    """Rows in the Parquet files of a directory, from the footers (through the directory's own
+    file system: no Spark job)."""
+    import pyarrow.parquet as pq  # core loads without pyarrow's parquet: imported on use
 
-        return sum(pq.ParquetFile(path).metadata.num_rows for path in local)
-    return spark.read.parquet(directory).count()
+    files = list_data_files([directory]) if exists(directory) else []
+    total = 0
+    for found in files:
+        filesystem, inner, _ = locate(found.path)
+        with filesystem.open_input_file(inner) as handle:
+            total += pq.ParquetFile(handle).metadata.num_rows
+    return total

@@ -111,9 +111,9 @@ def materialize(spark, df, run_root: str, counted: tuple = ()):
     if counted:
         df, observation = metrics.observe_with(df, "change_set", *counted)
     df.write.parquet(directory)
-    fs.mkdirs(spark, directory)
+    fs.mkdirs(directory)
     observed = metrics.observed_metrics(observation) if observation is not None else {}
-    return spark.read.schema(schema).parquet(directory), fs.written_rows(spark, directory), directory, observed
+    return spark.read.schema(schema).parquet(directory), fs.written_rows(directory), directory, observed
 
 
 def open_rows_of(spark, st, columns: list[tuple[str, str]]):

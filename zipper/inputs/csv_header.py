@@ -109,7 +109,7 @@ def _headers(spark, paths: list[str], options: dict[str, str]) -> list[tuple[str
         codecs.lookup(_python_charset(charset))
     except LookupError:  # a charset Python does not know: Spark's own read says why
         return []
-    heads = fs.FileHeads(spark)
+    heads = fs.FileHeads()
     headers = []
     for path in paths:
         try:

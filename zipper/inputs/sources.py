@@ -85,10 +85,10 @@ def locate(spark, spec: TableSpec, source: SourceSpec | BaseSpec, ds: dt.date, w
             table=spec.table,
             ds=ds.isoformat(),
         )
-    matches = fs.glob(spark, rendered)
+    matches = fs.glob(rendered)
     if not matches:
         raise InputNotFoundError(f"{what} not found: {rendered}", table=spec.table, ds=ds.isoformat(), missing=rendered)
-    unfinished = fs.unfinished_writes(spark, matches)
+    unfinished = fs.unfinished_writes(matches)
     if unfinished:
         shown = user_path(unfinished[0])
         if is_being_copied(shown):
@@ -105,7 +105,7 @@ def locate(spark, spec: TableSpec, source: SourceSpec | BaseSpec, ds: dt.date, w
             table=spec.table,
             ds=ds.isoformat(),
         )
-    files = fs.list_data_files(spark, matches)
+    files = fs.list_data_files(matches)
     broken = fs.broken_links(matches)
     if broken:
         raise MissingInputError(
@@ -156,7 +156,7 @@ def _locate_table(spark, spec: TableSpec, source, ds: dt.date, what: str) -> Inp
         paths = [found]
     else:
         paths = [_location(spark, db, name)]
-    files = fs.list_data_files(spark, paths)
+    files = fs.list_data_files(paths)
     return Input(description, "table", paths, files, fingerprint(files, description), source.table, partition)
 
 

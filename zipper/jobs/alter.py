@@ -55,11 +55,11 @@ def alter_table(spark, spec: TableSpec, request: AlterRequest, progress=quiet) -
         store.write_slots(rewrite.observe(observation, *fingerprint), run.root)
         ends = [p.end for p in [st.open_partition, *st.closed]]
         for end in ends:
-            fs.mkdirs(spark, layout.slot_dir(run.root, layout.corrected_slot(end)))  # a partition left with no row
+            fs.mkdirs(layout.slot_dir(run.root, layout.corrected_slot(end)))  # a partition left with no row
         faults.checkpoint("after_alter_write")
         rewritten = _audited(run, ends, rewrite, observation, persisted["merged"])
     except BaseException:
-        fs.delete(spark, run.root)
+        fs.delete(run.root)
         raise
     finally:
         for cached in persisted["cached"]:
@@ -208,8 +208,8 @@ def _audited(
     spark, spec, st = run.spark, run.spec, run.state
     by_end = {p.end: p for p in [st.open_partition, *st.closed]}
     directories = {e: layout.slot_dir(run.root, layout.corrected_slot(e)) for e in ends}
-    before = {e: fs.written_rows(spark, by_end[e].location) for e in ends}
-    written = {e: fs.written_rows(spark, d) for e, d in directories.items()}
+    before = {e: fs.written_rows(by_end[e].location) for e in ends}
+    written = {e: fs.written_rows(d) for e, d in directories.items()}
     schema = rewrite.drop(layout.SLOT).schema
     read_back = corrections.with_slot_from_path(store.read_rows(spark, schema, *directories.values()), spec.end_column)
     read_back = read_back.select(*[column_ref(c) for c in rewrite.columns])

@@ -75,8 +75,8 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
     store.write_slots(routed, run_root, append=True)
     open_dir, touched_dir = (layout.slot_dir(run_root, slot) for slot in (Slot.OPEN, Slot.TOUCHED))
     for directory in (open_dir, touched_dir):
-        fs.mkdirs(spark, directory)
-    untouched, touched = fs.written_rows(spark, open_dir), fs.written_rows(spark, touched_dir)
+        fs.mkdirs(directory)
+    untouched, touched = fs.written_rows(open_dir), fs.written_rows(touched_dir)
     touched_rows = store.read_rows(spark, open_schema, touched_dir)
     problems = None  # the first actions' problems, counted by the small job
     if day.check_open and late_rows is None:
@@ -142,7 +142,7 @@ def _write_merge(run: Run, ds: dt.date, day: dayinput.Day, tracked: list[str], b
             counts = dayinput.counted_open(spec, ds, day, counted, unplaced)
         else:  # the metrics were not handed over: the check's own job
             counts = dayinput.check_open(spec, ds, day, unplaced)
-    fs.delete(spark, touched_dir)
+    fs.delete(touched_dir)
     if placed is not None:
         counts.update(late_changes=placed.changes, partitions_rewritten=len(placed.rewritten))
     written = Written({kind: int(observed.get(kind, 0)) for kind in kinds}, untouched, touched)
@@ -185,10 +185,10 @@ def apply_date(
             if run.dry_run:
                 preview.keep_keys(run, day)
     except (InputError, SpecError):
-        fs.delete(spark, run_root)  # bad input or spec: nothing of this run is worth keeping
+        fs.delete(run_root)  # bad input or spec: nothing of this run is worth keeping
         raise
     for directory in day.scratch:
-        fs.delete(spark, directory)
+        fs.delete(directory)
     faults.checkpoint("after_write")
 
     summary = _audit(run, ds, day, written, counts, open_dir, closed_dir)
@@ -202,7 +202,7 @@ def apply_date(
                 spec, st, ds, summary, accepted=run.accept_large_change, accept=_how_to_accept(spec, ds, action)
             )
         except LargeChangeError:
-            fs.delete(spark, run_root)  # refused: nothing of this run is published, nothing left behind
+            fs.delete(run_root)  # refused: nothing of this run is published, nothing left behind
             raise
     faults.checkpoint("after_audit")
 
@@ -281,12 +281,12 @@ def _write_day(run: Run, ds: dt.date, day: dayinput.Day):
             kinds[daily.INTRADAY] = 0
         if spec.tombstone_column:
             kinds.update({daily.TOMBSTONE: 0, daily.STILL_DELETED: 0})
-        fs.mkdirs(spark, closed_dir)
+        fs.mkdirs(closed_dir)
         return Written(kinds, st.open_rows, 0), dict(day.counts), st.open_partition.location, ""
     broadcast = broadcasts(spark, day.rows, day.columns, spec.begin_column, day.variable_bytes_per_row)
     written, counts = _write_merge(run, ds, day, tracked, broadcast=broadcast)
     for directory in (open_dir, closed_dir):
-        fs.mkdirs(spark, directory)
+        fs.mkdirs(directory)
     return written, counts, open_dir, "broadcast" if broadcast else "shuffle"
 
 
@@ -298,15 +298,15 @@ def _audit(
     spark, spec, st = run.spark, run.spec, run.state
     summary = audit.reconcile(
         open_recorded=st.open_rows,
-        open_read=fs.written_rows(spark, st.open_partition.location),
+        open_read=fs.written_rows(st.open_partition.location),
         input_rows=day.rows,
         # keys with only late changes (their open rows counted as written) count with the day's keys
         input_keys=None if day.keys is None else day.keys + written.kinds.get(late_changes.LATE_OPEN_KIND, 0),
         kinds=written.kinds,
         untouched=written.untouched,
         touched=written.touched,
-        open_written=fs.written_rows(spark, open_dir),
-        closed_written=fs.written_rows(spark, closed_dir),
+        open_written=fs.written_rows(open_dir),
+        closed_written=fs.written_rows(closed_dir),
         max_closed_begin=audit.max_value(spark, closed_dir, spec.begin_column),
         ds=ds.isoformat(),
         table=spec.table,

@@ -81,7 +81,7 @@ def _apply(run: Run, request: Request, table: DataFrame, selection: Selection) -
         faults.checkpoint("after_correct_write")
         rewritten = _audited(run, rewrite, table)
     except BaseException:
-        fs.delete(spark, run.root)
+        fs.delete(run.root)
         raise
     finally:
         for cached in rewrite.persisted:
@@ -296,7 +296,7 @@ def _write(
     rows = passed if rewrite.changes is None else passed.unionByName(rewrite.changes)
     store.write_slots(rows, run_root)
     for end in rewrite.removed:
-        fs.mkdirs(spark, layout.slot_dir(run_root, layout.corrected_slot(end)))  # a partition left with no row
+        fs.mkdirs(layout.slot_dir(run_root, layout.corrected_slot(end)))  # a partition left with no row
     if request.kind == CorrectionKind.SET:
         return None
     # a later rerun's restore counts the open rows it expects by these (`corrected.removed_open_at`)
@@ -319,9 +319,9 @@ def _audited(run: Run, rewrite: Rewrite, table: DataFrame) -> list[publish.Rewri
     where = run.where(st.last_committed)
     by_end = {p.end: p for p in [st.open_partition, *st.closed]}
     ends = sorted(rewrite.removed)
-    before_rows = {e: fs.written_rows(spark, by_end[e].location) for e in ends}
+    before_rows = {e: fs.written_rows(by_end[e].location) for e in ends}
     directories = {e: layout.slot_dir(run_root, layout.corrected_slot(e)) for e in ends}
-    written = {e: fs.written_rows(spark, d) for e, d in directories.items()}
+    written = {e: fs.written_rows(d) for e, d in directories.items()}
     schema = table.drop(spec.end_column).schema
     read_back = store.read_rows(spark, schema, *directories.values())
     read_back = corrections.with_slot_from_path(read_back, spec.end_column)

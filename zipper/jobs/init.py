@@ -63,8 +63,8 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
         with file_types.explained_column_types(spark, spec, ds.isoformat(), base.located):
             store.write_rows(daily.opening(base.df, names, spec.begin_column, ds.isoformat()), open_dir)
     else:
-        fs.mkdirs(spark, open_dir)
-    rows = fs.written_rows(spark, open_dir)
+        fs.mkdirs(open_dir)
+    rows = fs.written_rows(open_dir)
 
     publish.publish_init(spark, spec, st, ds, run_id, open_dir, rows, base.fingerprint)
     opened = Opening(created, base.df is not None, rows, ds.isoformat())
@@ -206,7 +206,7 @@ def drop_new_table(spark, spec: TableSpec, location: str) -> None:
     """Undo the table a failed first merge created: its columns (and a landing zone's keys) came
     from the input that failed, and would refuse the corrected one."""
     catalog.drop_table(spark, spec)
-    fs.delete(spark, location)
+    fs.delete(location)
 
 
 def _spec_columns(spec: TableSpec) -> list[tuple[str, str]]:

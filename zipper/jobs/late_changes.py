@@ -133,7 +133,7 @@ def _rewrite(run: Run, table, parts: list, replaced, result) -> tuple:
     """The history partitions `parts` written again in one job under the run's directory, one file
     each: their rows (`table`) less the versions the late changes replaced (`replaced`: keys and
     valid_from), and the result's versions that belong in them. One `publish.Rewritten` each."""
-    spark, end = run.spark, run.spec.end_column
+    end = run.spec.end_column
     ends = [p.end for p in parts]
     kept = table.where(F.col(end).isin(ends)).join(F.broadcast(replaced), on=list(replaced.columns), how="left_anti")
     rows = kept.unionByName(result.where(F.col(end).isin(ends)).select(*kept.columns))
@@ -142,8 +142,8 @@ def _rewrite(run: Run, table, parts: list, replaced, result) -> tuple:
     rewritten = []
     for value in ends:
         directory = f"{root}/{end}={value}"
-        fs.mkdirs(spark, directory)  # a partition left without rows is written empty
-        rewritten.append(publish.Rewritten(value, directory, fs.written_rows(spark, directory), {}))
+        fs.mkdirs(directory)  # a partition left without rows is written empty
+        rewritten.append(publish.Rewritten(value, directory, fs.written_rows(directory), {}))
     return tuple(rewritten)
 
 

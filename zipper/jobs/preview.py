@@ -206,7 +206,7 @@ def _dry_result(result: RunResult, spec: TableSpec, found: list[dict]) -> RunRes
 
 def clean(run) -> None:
     """Delete the run's directory: a dry run leaves nothing behind."""
-    fs.delete(run.spark, run.root)
+    fs.delete(run.root)
 
 
 def _text(value) -> str:

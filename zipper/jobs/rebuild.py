@@ -173,8 +173,8 @@ def _audit(spark, spec: TableSpec, end: dt.date, expected: dict[str, int]) -> No
     """Every slot directory made (an empty one too), and its rows as the counts expect, before
     anything is published (`audit.reconcile_rebuild`)."""
     for directory in expected:
-        fs.mkdirs(spark, directory)
-    written = {directory: fs.written_rows(spark, directory) for directory in expected}
+        fs.mkdirs(directory)
+    written = {directory: fs.written_rows(directory) for directory in expected}
     audit.reconcile_rebuild(expected=expected, written=written, last=end.isoformat(), table=spec.table)
     faults.checkpoint("after_rebuild_write")
 

@@ -395,9 +395,9 @@ def restore(
     # holding a column in another type than its input is read as fails naming it, as a rebuild's does
     with file_types.explained_column_types_of(spark, spec, read_from, NOTHING_CHANGED):
         observation = store.write_counted(rows, open_dir, "restore")
-    fs.mkdirs(spark, open_dir)
+    fs.mkdirs(open_dir)
     rows_read = int(metrics.observed_metrics(observation).get("rows") or 0)
-    rows_written = fs.written_rows(spark, open_dir)
+    rows_written = fs.written_rows(open_dir)
     faults.checkpoint("after_restore_write")
     audit.reconcile_restore(
         rows_read=rows_read,

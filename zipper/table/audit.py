@@ -17,7 +17,7 @@ from zipper.core.paths import local_path
 def max_value(spark, directory: str, column: str) -> str | None:
     """The largest value of a column in a directory's Parquet files, from the footer statistics
     (a small Spark read where the files are not local or carry no statistics)."""
-    files = fs.list_data_files(spark, [directory]) if fs.exists(spark, directory) else []
+    files = fs.list_data_files([directory]) if fs.exists(directory) else []
     if not files:
         return None
     local = [local_path(f.path) for f in files]

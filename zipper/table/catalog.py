@@ -242,7 +242,7 @@ def add_partitions(spark, spec: TableSpec, locations: dict[str, str]) -> None:
         added = []
         for end, location in sorted(locations.items()):
             storage = copy.deepcopy(table.sd)
-            storage.location = fs.qualify(spark, location)
+            storage.location = fs.qualify(location)
             added.append(
                 HivePartition(values=[end], dbName=table.dbName, tableName=table.tableName, sd=storage, parameters={})
             )
@@ -265,7 +265,7 @@ def copy_table(spark, spec: TableSpec, name: str, location: str, properties: dic
         made = copy.deepcopy(table)
         made.tableName = name
         made.tableType = "EXTERNAL_TABLE"
-        made.sd.location = fs.qualify(spark, location)
+        made.sd.location = fs.qualify(location)
         made.parameters = {
             k: v for k, v in (table.parameters or {}).items() if k not in STATS_PARAMS and k != DDL_TIME_PARAM
         }
@@ -360,7 +360,7 @@ def repoint(
             }
             kept.update(change.params)
             # as Spark's Hive client stores a location: the qualified path, not its URI escapes
-            part.sd.location = fs.qualify(spark, change.location)
+            part.sd.location = fs.qualify(change.location)
             part.parameters = kept
             if change.column_edits:
                 part.sd.cols = _edited_columns(part.sd.cols or [], change.column_edits)

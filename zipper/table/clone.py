@@ -43,7 +43,7 @@ def make(spark, spec: TableSpec, st: state.TableState, run_id: str) -> TableSpec
     drop_leftovers(spark, spec)
     name = copy_name(spec, run_id)
     location = f"{state.run_dir(st, run_id)}/zipper_dry"
-    fs.mkdirs(spark, location)
+    fs.mkdirs(location)
     catalog.copy_table(spark, spec, name, location, {DRY_RUN_OF: spec.table, STARTED: utc_now_iso()})
     return spec.model_copy(update={"table": f"{spec.database}.{name}"})
 
@@ -52,7 +52,7 @@ def drop(spark, copied: TableSpec, st: state.TableState, run_id: str) -> None:
     """Drop the copy's metastore entry (its partitions' files stay: they are the table's, or the
     dry run's own) and delete the dry run's directory."""
     catalog.drop_entry(spark, copied.database, copied.table_name)
-    fs.delete(spark, state.run_dir(st, run_id))
+    fs.delete(state.run_dir(st, run_id))
 
 
 def drop_leftovers(spark, spec: TableSpec, now: dt.datetime | None = None) -> list[str]:

@@ -76,7 +76,7 @@ def _discarded_if_overtaken(spark, run_root: str):
     try:
         yield
     except catalog.ConcurrentChange:
-        fs.delete(spark, run_root)  # written for a table state that is gone
+        fs.delete(run_root)  # written for a table state that is gone
         raise
 
 
@@ -86,7 +86,7 @@ def publish_init(
     """The table's first state: the base's rows (or none) open as of `ds`."""
     open_end = spec.open_end.isoformat()
     catalog.add_partitions(spark, spec, {open_end: state.empty_dir(st.location)})
-    fs.mkdirs(spark, state.empty_dir(st.location))
+    fs.mkdirs(state.empty_dir(st.location))
     params = _open_params(
         {},
         ds.isoformat(),
@@ -125,7 +125,7 @@ def publish_day(
             f"partition {spec.end_column}={closed_end} already holds a commit", table=spec.table, ds=ds_text
         )
     if closed_end not in {p.end for p in st.pending}:
-        fs.mkdirs(spark, state.empty_dir(st.location))
+        fs.mkdirs(state.empty_dir(st.location))
         catalog.add_partitions(spark, spec, {closed_end: state.empty_dir(st.location)})
     faults.checkpoint("before_publish")
 
@@ -226,7 +226,7 @@ def publish_restore(
     closed_end = spec.closed_end(first).isoformat()
     dropped = [p.end for p in st.closed if p.end >= closed_end]
     empty = state.empty_dir(st.location)
-    fs.mkdirs(spark, empty)
+    fs.mkdirs(empty)
     open_params = _open_params(
         _init_params(st),
         (first - DAY).isoformat(),
@@ -268,7 +268,7 @@ def publish_rebuild(
     with a commit record per date; partitions that no longer belong at the empty directory, then
     dropped."""
     empty = state.empty_dir(st.location)
-    fs.mkdirs(spark, empty)
+    fs.mkdirs(empty)
     now = utc_now_iso()
     wanted = {
         spec.closed_end(day).isoformat(): Partition(

@@ -20,7 +20,7 @@ def recover(spark, spec: TableSpec, st: state.TableState, ds: dt.date) -> state.
     complete_columns(spark, spec, st)
     if not st.pending:
         return st
-    stray = [p for p in st.pending if fs.written_rows(spark, p.location) > 0]
+    stray = [p for p in st.pending if fs.written_rows(p.location) > 0]
     if stray:
         raise StateError(
             f"partitions {[p.end for p in stray]} hold data but no zipper commit record;"

@@ -28,17 +28,17 @@ def vacuum(
     st = inspect.require_initialized(spark, spec)
     retention = spec.retention_days if retention_days is None else retention_days
     now = now or dt.datetime.now(dt.UTC)
-    root = fs.qualify(spark, state.versions_root(st)).rstrip("/")
-    live = {fs.qualify(spark, p.location).rstrip("/") for p in [st.open_partition, *st.closed, *st.pending]}
+    root = fs.qualify(state.versions_root(st)).rstrip("/")
+    live = {fs.qualify(p.location).rstrip("/") for p in [st.open_partition, *st.closed, *st.pending]}
     # the inputs' copies dates read from (a landing zone's), kept so that they can be read again
-    live |= {fs.qualify(spark, kept).rstrip("/") for kept in st.kept_input_copies()}
+    live |= {fs.qualify(kept).rstrip("/") for kept in st.kept_input_copies()}
     # the salted hashes of erased keys, read by every later rerun and rebuild
-    live |= {fs.qualify(spark, c.hashes).rstrip("/") for c in st.corrections if c.hashes}
+    live |= {fs.qualify(c.hashes).rstrip("/") for c in st.corrections if c.hashes}
     # the dates of the versions a correction removed, read by a later rerun's restore audit
-    live |= {fs.qualify(spark, c.removed).rstrip("/") for c in st.corrections if c.removed}
+    live |= {fs.qualify(c.removed).rstrip("/") for c in st.corrections if c.removed}
     erasures = sorted(c.run_id for c in st.corrections if c.kind == CorrectionKind.ERASE)
     removed, kept, kept_young, purged = [], 0, 0, 0
-    for run_dir, modified_ms in sorted(fs.list_dirs(spark, root)):
+    for run_dir, modified_ms in sorted(fs.list_dirs(root)):
         run_dir = run_dir.rstrip("/")
         run = run_dir.rsplit("/", 1)[-1]
         started = state.run_time(run) or dt.datetime.fromtimestamp(modified_ms / 1000, dt.UTC)
@@ -50,14 +50,14 @@ def vacuum(
             kept += 1
             kept_young += run != "empty" and now - started < MIN_AGE
             continue
-        children = [d.rstrip("/") for d, _ in fs.list_dirs(spark, run_dir)]
+        children = [d.rstrip("/") for d, _ in fs.list_dirs(run_dir)]
         referenced = [c for c in children if c in live]
         targets = [run_dir] if not referenced else [c for c in children if c not in live]
         for target in targets:
-            removed.append({"directory": target, "bytes": fs.du(spark, target)})
+            removed.append({"directory": target, "bytes": fs.du(target)})
             purged += erased and not old_enough
             if not dry_run:
-                fs.delete(spark, target)
+                fs.delete(target)
         kept += bool(referenced)
     return {
         "table": spec.table,

@@ -73,4 +73,4 @@ def numbered_files(spark, folder: str | None) -> list:
     """The change files (20-digit names) directly in `folder`, by name; none when it is missing."""
     if not folder:
         return []
-    return [f for f in fs.list_files(spark, folder) if number(fs.name_of(f.path)) is not None]
+    return [f for f in fs.list_files(folder) if number(fs.name_of(f.path)) is not None]

@@ -18,10 +18,10 @@ def key_columns(spark, folder: str, spec: TableSpec | None = None, ds: dt.date |
     Errors name the table and date when given."""
     where = {"table": spec.table if spec else None, "ds": ds.isoformat() if ds else None}
     path = folder.rstrip("/") + "/" + METADATA
-    if not fs.exists(spark, path):
+    if not fs.exists(path):
         return None
     try:
-        keys = json.loads(fs.read_text(spark, path)).get("keyColumns")
+        keys = json.loads(fs.read_text(path)).get("keyColumns")
     except (ValueError, AttributeError) as exc:
         raise InputError(f"{path} is not a JSON object with keyColumns: {exc}", **where) from None
     if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and k for k in keys):

@@ -75,7 +75,7 @@ def _kept_sizes(spark, record: dict) -> list[tuple[str, int]]:
 def require_folder(spark, spec: TableSpec, ds: dt.date) -> str:
     """The table's landing-zone folder for `ds`; fails before anything is changed if it is missing."""
     folder = folder_of(spec, ds)
-    if not fs.exists(spark, folder):
+    if not fs.exists(folder):
         raise MissingInputError(
             f"landing zone not found: {folder}; nothing was changed", table=spec.table, ds=ds.isoformat()
         )
@@ -97,7 +97,7 @@ def locate(spark, spec: TableSpec, st, ds: dt.date) -> sources.Input:
     check_keys(spark, spec, st, folder, ds)
     previous = consumed_before(st, ds)
     last = previous["last"] if previous else 0
-    numbered = {number(fs.name_of(f.path)): f for f in fs.list_files(spark, folder)}
+    numbered = {number(fs.name_of(f.path)): f for f in fs.list_files(folder)}
     numbered.pop(None, None)
     _refuse_reset(spark, st, folder, previous, numbered, where)
     new = sorted(n for n in numbered if n > last)
@@ -162,10 +162,10 @@ def keep(spark, located: sources.Input, run_root: str) -> sources.Input:
     if consumed.kept is not None or not located.files:
         return located
     kept = f"{run_root}/{KEPT}"
-    fs.mkdirs(spark, kept)
+    fs.mkdirs(kept)
     for f in located.files:
         try:
-            fs.copy(spark, f.path, f"{kept}/{fs.name_of(f.path)}")
+            fs.copy(f.path, f"{kept}/{fs.name_of(f.path)}")
         except Exception as exc:
             raise UnreadableInputError(
                 f"cannot copy {f.path} from the landing zone: {summarize_failure(exc, 200)}"
