@@ -5,8 +5,12 @@ least one file or folder (an empty folder is an empty increment, a day with no c
 Hive table source, the partition existing in the metastore (asked over thrift of the warehouse's
 metastore server, without a JVM). Producers should therefore create an increment folder
 only when it is complete (write elsewhere, then rename); a folder a Spark or Hadoop job is still
-writing into (it holds `_temporary`) is not ready, and the merge refuses it. New source kinds register a check in
-`CHECKS` (see `kind_of`)."""
+writing into (it holds `_temporary`) is not ready, and the merge refuses it.
+
+The kinds of check are a closed set of this module's own (`SourceKind`), not asked of the mode
+strategies in `zipper.inputs.modes`: those import pyspark when imported, and DAG files must parse
+without it (the Airflow adapter never imports the data path). A new source kind adds a member
+and its check in `CHECKS`, which must name every member."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import glob
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from functools import partial
 from pathlib import Path
 
@@ -47,11 +52,20 @@ class ExternalMetastore(Exception):
         super().__init__(f"{table} partition {partition}")
 
 
-def kind_of(spec: TableSpec) -> str:
+class SourceKind(StrEnum):
+    """What the readiness check looks at: files matching the path, a landing zone's folder of
+    change files, or a Hive table's partition in the metastore."""
+
+    FILES = "files"
+    LANDING_ZONE = "landing_zone"
+    TABLE = "table"
+
+
+def kind_of(spec: TableSpec) -> SourceKind:
     """The check a source needs. Landing-zone sources are folders of change files."""
     if spec.source.mode is SourceMode.LANDING_ZONE:
-        return "landing_zone"
-    return "table" if spec.source.format == SourceFormat.TABLE else "files"
+        return SourceKind.LANDING_ZONE
+    return SourceKind.TABLE if spec.source.format == SourceFormat.TABLE else SourceKind.FILES
 
 
 def _scheme(path: str) -> str:
@@ -181,11 +195,12 @@ def check_table_over_thrift(table: str, partition: dict[str, str], uri: str) -> 
     return Readiness(True, f"{described} at {part.sd.location} (metastore at {uri})")
 
 
-CHECKS: dict[str, Callable[[TableSpec, dt.date, Path], Readiness]] = {
-    "files": check_files,
-    "table": check_table,
-    "landing_zone": check_landing_zone,
+CHECKS: dict[SourceKind, Callable[[TableSpec, dt.date, Path], Readiness]] = {
+    SourceKind.FILES: check_files,
+    SourceKind.TABLE: check_table,
+    SourceKind.LANDING_ZONE: check_landing_zone,
 }
+assert set(CHECKS) == set(SourceKind), "every source kind needs its readiness check"
 
 
 def check_increment(spec: TableSpec, ds: dt.date, warehouse: Path) -> Readiness:
