@@ -53,6 +53,10 @@ else:
 from airflow.utils.state import DagRunState, TaskInstanceState  # noqa: E402
 from airflow.utils.types import DagRunType  # noqa: E402
 
+# The `next_method` a deferred task resumes with when its trigger failed or timed out: Airflow's
+# own signal in both versions, under no public name in either.
+TRIGGER_FAIL_METHOD = "__fail__"
+
 
 def make_asset(uri: str, name: str):
     """An outlet for the table: `Asset(name=, uri=)` on Airflow 3, `Dataset(uri)` on 2.11."""
@@ -75,6 +79,7 @@ __all__ = [
     "DagRunState",
     "DagRunType",
     "Param",
+    "TRIGGER_FAIL_METHOD",
     "TaskInstanceState",
     "get_parsing_context",
     "make_asset",

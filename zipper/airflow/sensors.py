@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 from zipper.airflow.compat import (
     AIRFLOW_3,
+    TRIGGER_FAIL_METHOD,
     AirflowException,
     AirflowFailException,
     AirflowSensorTimeout,
@@ -19,7 +20,7 @@ from zipper.airflow.compat import (
 from zipper.airflow.docs import is_backfill_run, resume_command
 from zipper.airflow.increments import Readiness
 from zipper.airflow.readiness import increment_ready
-from zipper.airflow.triggers import IncrementTrigger
+from zipper.airflow.triggers import IncrementEventStatus, IncrementTrigger
 from zipper.tablespec.loader import load_spec_file
 
 
@@ -135,7 +136,7 @@ class ZipperIncrementSensor(BaseSensorOperator):
         try:
             return super().resume_execution(next_method, next_kwargs, context)
         except AirflowException as exc:
-            timed_out = next_method == "__fail__" and "timeout" in str(exc).lower()
+            timed_out = next_method == TRIGGER_FAIL_METHOD and "timeout" in str(exc).lower()
             if isinstance(exc, AirflowSensorTimeout) or timed_out:
                 raise AirflowSensorTimeout(self.timed_out(context, exc)) from None
             raise
@@ -166,7 +167,7 @@ class ZipperIncrementSensor(BaseSensorOperator):
             return self.spec_path
 
     def execute_complete(self, context: Any, event: dict | None = None) -> None:
-        if event and event.get("status") == "skipped":  # the trigger stopped waiting (`skip_after`)
+        if event and event.get("status") == IncrementEventStatus.SKIPPED:  # the trigger stopped waiting (`skip_after`)
             self.log.warning(
                 "no increment of %s by %s s after the date ended (%s): the merge commits the date as skipped",
                 self.ds,
@@ -174,7 +175,7 @@ class ZipperIncrementSensor(BaseSensorOperator):
                 event.get("checked"),
             )
             return
-        if not event or event.get("status") != "ready":
+        if not event or event.get("status") != IncrementEventStatus.READY:
             message = " ".join(str((event or {}).get("message") or event).split())  # one line
             raise AirflowException(f"{self._named()}: cannot check the increment of {self.ds}: {message}")
         if self.merge_task_id:  # the triggerer cannot see the runs: check before the merge is due

@@ -5,11 +5,21 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from enum import StrEnum
 from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from zipper.airflow.readiness import increment_ready
+
+
+class IncrementEventStatus(StrEnum):
+    """What the trigger's one event says, and what the sensor resumes on: the increment is there,
+    the sensor stops waiting without it (`skip_after`), or the check itself failed."""
+
+    READY = "ready"
+    SKIPPED = "skipped"
+    ERROR = "error"
 
 
 class IncrementTrigger(BaseTrigger):
@@ -39,12 +49,12 @@ class IncrementTrigger(BaseTrigger):
             try:
                 readiness = await asyncio.to_thread(increment_ready, self.spec_path, self.ds)
             except Exception as exc:  # a bad spec or an unreachable store: report, do not spin
-                yield TriggerEvent({"status": "error", "message": f"{type(exc).__name__}: {exc}"})
+                yield TriggerEvent({"status": IncrementEventStatus.ERROR, "message": f"{type(exc).__name__}: {exc}"})
                 return
             if readiness.ready:
-                yield TriggerEvent({"status": "ready", "checked": readiness.checked})
+                yield TriggerEvent({"status": IncrementEventStatus.READY, "checked": readiness.checked})
                 return
             if self.skip_at is not None and not readiness.writing and time.time() >= self.skip_at:
-                yield TriggerEvent({"status": "skipped", "checked": readiness.checked})
+                yield TriggerEvent({"status": IncrementEventStatus.SKIPPED, "checked": readiness.checked})
                 return
             self.log.info("not yet: %s", readiness.checked)
