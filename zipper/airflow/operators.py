@@ -3,21 +3,20 @@ spark-submit, as the task's connection says).
 
 Everything that depends on the worker (warehouse, metastore settings, connection) is resolved
 in `execute`, never when the DAG file is parsed. A triggered run's params become the job's
-arguments in `trigger_params`; the reports become labels and log lines in `run_reports`."""
+arguments in `trigger_params`; the reports become labels and log lines in `run_reports`; the merge's
+no-op pre-check under spark-submit is `noop_precheck`."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from zipper.airflow import environment
+from zipper.airflow import environment, noop_precheck
 from zipper.airflow.compat import AIRFLOW_3, AirflowException, AirflowFailException, BaseOperator
 from zipper.airflow.docs import is_backfill_run, resume_command
 from zipper.airflow.hooks import ZipperSparkConnectHook, ZipperSparkSubmitHook, runs_on_spark_connect
@@ -26,7 +25,7 @@ from zipper.airflow.run_reports import asset_extra, describe, dry_run_record, fi
 from zipper.airflow.sensors import next_date_merged
 from zipper.airflow.trigger_params import correct_args, correct_label, rerun_args
 from zipper.core.errors import StateError
-from zipper.core.reports import EXIT_NOT_NOOP, REPORT_PREFIX, RunAction, dry_run_lines
+from zipper.core.reports import RunAction, dry_run_lines
 from zipper.runtime import metastore
 from zipper.runtime.settings import LOG_FILE_ENV, SessionSettings, log_dir, spark_submit_conf
 from zipper.runtime.spark_server import SparkServerService
@@ -46,9 +45,6 @@ DATE_LABEL = "{{ zipper_label | default(ds | default('')) }}"
 RERUN_LABEL = "{{ zipper_label | default('from ' ~ params.from_date) }}"
 # "dry run: erase" until the task has ended; only an explicit false dry_run writes (see correct_args)
 CORRECT_LABEL = "{{ zipper_label | default(('' if params.dry_run == false else 'dry run: ') ~ (params.kind or '?')) }}"
-NOOP_CHECK_TIMEOUT_S = 900  # it may start the warehouse's metastore server (metastore.START_TIMEOUT_S)
-# `off` in the worker's environment: no pre-check, every merge task runs spark-submit (as before the check)
-NOOP_CHECK_ENV = "ZIPPER_NOOP_CHECK"
 
 
 class ZipperSparkJobOperator(SparkSubmitOperator):
@@ -291,56 +287,13 @@ class ZipperMergeOperator(ZipperSparkJobOperator):
 
     def noop_check_command(self) -> list[str]:
         """The pre-check's argv: the job's own arguments (rendered), through the CLI, with --no-spark."""
-        return [sys.executable, "-m", "zipper.cli.main", *self.application_args, "--no-spark"]
+        return noop_precheck.check_command(self.application_args)
 
     def committed_noop(self) -> list[dict] | None:
-        """The no-op's report lines when the pre-check says the date is committed with the same
-        input; None when spark-submit must run: not a no-op (exit EXIT_NOT_NOOP), the check failed
-        (spark-submit then meets the same cause and reports it), not on the local server, or the
-        check turned off (ZIPPER_NOOP_CHECK=off)."""
-        if os.environ.get(NOOP_CHECK_ENV, "").strip().lower() == "off":
-            self.log.info("%s=off: no pre-check, the merge runs through spark-submit", NOOP_CHECK_ENV)
-            return None
-        try:
-            local = metastore.mode() == metastore.MetastoreMode.LOCAL
-        except StateError:
-            return None  # a bad ZIPPER_METASTORE: the job says so
-        settings = SessionSettings.from_env(str(environment.warehouse()))
-        if not local or not settings.has_metastore():
-            return None  # elsewhere, or nothing ever committed in this warehouse
+        """The no-op's report lines when the pre-check says the date is committed with the same input;
+        None when spark-submit must run (noop_precheck.committed_noop says when)."""
         env = {**os.environ, **self.job_environment(), **(self.env_vars or {})}
-        command = self.noop_check_command()
-        self.log.info("Is the date already committed with the same input? %s", " ".join(command))
-        try:
-            done = subprocess.run(
-                command,
-                env=env,
-                cwd=environment.REPO,
-                capture_output=True,
-                text=True,
-                timeout=NOOP_CHECK_TIMEOUT_S,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            self.log.warning("The no-op check did not finish (%s): running the merge through spark-submit", exc)
-            return None
-        for line in (done.stdout + done.stderr).splitlines():
-            if not line.strip().startswith(REPORT_PREFIX):  # read below; the summary line above says it
-                self.log.info("%s", line)
-        if done.returncode == EXIT_NOT_NOOP:
-            self.log.info("Not a no-op told without Spark: running the merge through spark-submit")
-            return None
-        if done.returncode != 0:
-            self.log.warning(
-                "The no-op check failed (exit %s): running the merge through spark-submit", done.returncode
-            )
-            return None
-        reports = [
-            json.loads(line.strip()[len(REPORT_PREFIX) :])
-            for line in done.stdout.splitlines()
-            if line.strip().startswith(REPORT_PREFIX)
-        ]
-        self.log.info("A no-op, told without Spark: spark-submit was not run")
-        return reports
+        return noop_precheck.committed_noop(self.noop_check_command(), env, self.log)
 
     def after_fixing(self, context: Any) -> str:
         """What resumes after a failure that is not retried.
