@@ -6,7 +6,7 @@ from pathlib import Path
 
 from zipper.airflow.compat import AIRFLOW_3, DagRunType
 from zipper.tablespec.model import TableSpec
-from zipper.tablespec.modes import OnPastDate, SourceFormat
+from zipper.tablespec.modes import OnPastDate, SourceFormat, Tracked
 from zipper.tablespec.paths import resolve_path
 
 
@@ -76,7 +76,7 @@ def _columns(spec: TableSpec) -> str:
 def merge_dag_doc(spec: TableSpec, spec_path: Path, rerun_dag_id: str) -> str:
     a = spec.airflow
     dates = f"{spec.start_date} .. {spec.end_date or '(open)'}"
-    tracked = "all columns" if spec.track_columns == "all" else ", ".join(map(_code, spec.track_columns))
+    tracked = "all columns" if spec.track_columns == Tracked.ALL else ", ".join(map(_code, spec.track_columns))
     if spec.track_columns_except:
         tracked = "all columns but " + ", ".join(map(_code, spec.track_columns_except))
     rows = [

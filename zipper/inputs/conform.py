@@ -16,7 +16,7 @@ from zipper.inputs import csv_values, reader
 from zipper.inputs.column_checks import check_shape, lower_case_columns
 from zipper.inputs.column_types import SAFE_WIDENINGS, data_type, float_and_double, reads_as
 from zipper.tablespec.model import TableSpec
-from zipper.tablespec.modes import SourceFormat
+from zipper.tablespec.modes import SourceFormat, Tracked
 
 
 def struct_type(columns: list[tuple[str, str]], begin_column: str | None = None):
@@ -80,9 +80,9 @@ def to_table_columns(df, table_columns: list[tuple[str, str]], spec: TableSpec, 
 def tracked_columns(spec: TableSpec, columns: list[str], ds: str | None = None) -> list[str]:
     """The columns whose change makes a new version; a listed one the table lacks is a spec
     error here (of the date `ds` being merged), not an unresolved column deep in Spark's plan."""
-    if spec.track_columns == "all" and spec.track_columns_except is not None:
+    if spec.track_columns == Tracked.ALL and spec.track_columns_except is not None:
         return _tracked_but(spec, columns, ds)
-    if spec.track_columns == "all":  # the validity and deleted columns are the merge's own, never compared
+    if spec.track_columns == Tracked.ALL:  # the validity and deleted columns are the merge's own, never compared
         return [c for c in columns if c not in spec.keys and c not in spec.own_columns]
     unknown = [c for c in spec.track_columns if c not in columns]
     if unknown:

@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from zipper.core.names import IDENTIFIER
+from zipper.tablespec.modes import Tracked
 from zipper.tablespec.sparktypes import check_atomic_type, check_type
 from zipper.tablespec.templates import check_partition, check_template
 
@@ -71,6 +72,23 @@ PartitionTemplate = Annotated[
 ColumnType = Annotated[str, AfterValidator(check_type), Field(json_schema_extra={"x-zipper": "Spark SQL type"})]
 CsvColumnType = Annotated[
     str, AfterValidator(check_atomic_type), Field(json_schema_extra={"x-zipper": "atomic Spark SQL type"})
+]
+
+
+def _all_or_list(value: object) -> object:
+    if isinstance(value, str) and value != Tracked.ALL:
+        raise ValueError(f"{value!r} is neither 'all' nor a list; for one column write [{value}]")
+    return value
+
+
+def _tracked_member(value: str | list[str]) -> Tracked | list[str]:
+    return Tracked(value) if isinstance(value, str) else value
+
+
+# `track_columns`: checked and described (JSON Schema, error messages) as the text a spec writes,
+# then held as `Tracked.ALL`, so code compares a member rather than a text.
+TrackedColumns = Annotated[
+    Literal["all"] | list[Identifier], BeforeValidator(_all_or_list), AfterValidator(_tracked_member)
 ]
 
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 import datetime as dt
 import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import AfterValidator, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
-from zipper.tablespec.fields import ColumnType, Identifier, QualifiedTable, StrictModel, choice
-from zipper.tablespec.modes import EndStyle, OnPastDate, SensorMode, SourceMode
+from zipper.tablespec.fields import ColumnType, Identifier, QualifiedTable, StrictModel, TrackedColumns, choice
+from zipper.tablespec.modes import EndStyle, OnPastDate, SensorMode, SourceMode, Tracked
 from zipper.tablespec.source import BaseSpec as BaseSpec
 from zipper.tablespec.source import SourceSpec as SourceSpec
 
@@ -192,8 +192,8 @@ class TableSpec(StrictModel):
         description="`exclusive`: a version closed by the run of D ends on D; `inclusive`: on D - 1. Fixed when the"
         " table is created: a spec whose `end_style` (or `keys`) differs from the table's is refused.",
     )
-    track_columns: Literal["all"] | list[Identifier] = Field(
-        default="all",
+    track_columns: TrackedColumns = Field(
+        default=Tracked.ALL,
         description="`all`, or the columns that open a new version; changes in the others update the open version"
         " in place. With `columns` declared, each must be one of them and not a key (checked at load).",
     )
@@ -227,13 +227,6 @@ class TableSpec(StrictModel):
     def origin(self) -> Path | None:
         """The spec file this was loaded from; relative source paths resolve against its folder."""
         return self._origin
-
-    @field_validator("track_columns", mode="before")
-    @classmethod
-    def _all_or_list(cls, value):
-        if isinstance(value, str) and value != "all":
-            raise ValueError(f"{value!r} is neither 'all' nor a list; for one column write [{value}]")
-        return value
 
     @field_validator("keys")
     @classmethod

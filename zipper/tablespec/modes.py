@@ -79,3 +79,10 @@ class SensorMode(StrEnum):
     RESCHEDULE = "reschedule"
     POKE = "poke"
     DEFERRABLE = "deferrable"
+
+
+class Tracked(StrEnum):
+    """`track_columns: all`: every column but the keys opens a new version (the other choice is a
+    list of the columns that do)."""
+
+    ALL = "all"
