@@ -16,6 +16,7 @@ SPARK_JOB = REPO / "spark_jobs" / "zipper_job.py"
 DEFAULT_POOL = "zipper_merges"  # the merge and rerun tasks' pool (docs/airflow.md, "The merge pool")
 DEFAULT_CONN_ID = "zipper_spark"
 EMBEDDED_MASTER = "local[*]"
+EVERY_CORE = "*"  # ZIPPER_SPARK_CORES=*: the server runs a task on every core of the machine
 # Passed from the worker to the Spark job when set (the job reads the same variables as the CLI).
 # The worker's zipper settings the job needs too: a driver that finds the warehouse's server down
 # starts it, on the database (ZIPPER_METASTORE_DB) the worker's own commands would use.
@@ -36,7 +37,7 @@ def merge_pool_slots(environ: Mapping[str, str] | None = None) -> int:
     client of that one driver: more at once would only queue their Spark tasks there."""
     environ = os.environ if environ is None else environ
     cores = environ.get(spark_server.CORES_ENV, "").strip() or spark_server.DEFAULT_CORES
-    if cores == "*":
+    if cores == EVERY_CORE:
         return os.cpu_count() or 1
     try:
         return max(1, int(cores))

@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator
+from enum import StrEnum
 from typing import Any
 
 from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
@@ -31,6 +32,14 @@ from zipper.core.reports import ERROR_PREFIX, INTERRUPTED, REPORT_PREFIX
 from zipper.runtime.jvm import spark_home
 from zipper.runtime.session import REMOTE_ENV
 from zipper.runtime.settings import SessionSettings, spark_submit_env
+
+
+class DeployMode(StrEnum):
+    """spark-submit's --deploy-mode, as a `spark` connection gives it (none: client). In cluster mode
+    the driver runs on the cluster, with the cluster's Python."""
+
+    CLIENT = "client"
+    CLUSTER = "cluster"
 
 
 def runs_on_spark_connect(conn_id: str, settings: SessionSettings) -> bool:
@@ -205,7 +214,7 @@ class ZipperSparkSubmitHook(JobOutput, SparkSubmitHook):
             # pyspark's spark-submit looks for its home with `$PYSPARK_DRIVER_PYTHON script` unquoted,
             # which a path with a space splits ("/tmp/my: No such file"): told where it is, it does not look
             env["SPARK_HOME"] = str(spark_home())
-        if self._connection["deploy_mode"] != "cluster":
+        if self._connection["deploy_mode"] != DeployMode.CLUSTER:
             env["PYSPARK_DRIVER_PYTHON"] = sys.executable
         if self.embedded:
             env["PYSPARK_PYTHON"] = sys.executable
