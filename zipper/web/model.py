@@ -1,13 +1,14 @@
 """What the pages and the JSON API show about a table, from its committed state: plain dicts.
 
-No Airflow and no I/O here: the state comes from the metastore (reading.py), the Airflow runs
-from Airflow's database (airflow_runs.py), and these functions only shape them, so every field
-has one definition whether a page, the API or a test asks."""
+No Airflow calls and no I/O here (only Airflow's closed set of run states): the state comes from
+the metastore (reading.py), the Airflow runs from Airflow's database (airflow_runs.py), and these
+functions only shape them, so every field has one definition whether a page, the API or a test asks."""
 
 from __future__ import annotations
 
 import datetime as dt
 
+from zipper.airflow.compat import DagRunState
 from zipper.table import state as table_state
 from zipper.table.status import report
 from zipper.tablespec.model import TableSpec
@@ -86,7 +87,7 @@ def table_summary(spec: TableSpec, st: table_state.TableState, today: dt.date, r
 def _problem(summary: dict) -> str | None:
     """What makes a table stand out on the tables page, in words; None when all is well."""
     run = summary["latest_run"] or {}
-    if run.get("state") == "failed":  # with the job's own reason when its task left one
+    if run.get("state") == DagRunState.FAILED:  # with the job's own reason when its task left one
         reason = f": {run['failure']}" if run.get("failure") else ""
         return f"latest run failed ({run.get('failed_task') or 'a task'}){reason}"
     if summary["replay_interrupted"]:
