@@ -14,12 +14,32 @@ import shutil
 import sys
 import tempfile
 import unicodedata
+from enum import StrEnum
 from pathlib import Path
 
 from zipper.core import fs
 from zipper.core.errors import InputError
 from zipper.core.paths import local_path
 from zipper.transforms.collected import as_collected, as_written
+
+# Beside the UTF family, the encodings that hold every character (China's GB18030 maps all of Unicode)
+EVERY_CHARACTER_ENCODINGS = frozenset({"gb18030"})
+
+
+class RowFormat(StrEnum):
+    """How the rows a command shows are written: an aligned text table (a terminal's), CSV with a
+    header, JSON lines, or a Parquet folder."""
+
+    TABLE = "table"
+    CSV = "csv"
+    JSON = "json"
+    PARQUET = "parquet"
+
+
+def format_choices(*formats: RowFormat) -> list[str]:
+    """The formats as a `--format` offers them: their text, which argparse's refusal quotes (it
+    would show a member's repr)."""
+    return [row_format.value for row_format in formats]
 
 
 def _plain(value):
@@ -57,7 +77,7 @@ def _csv_field(value) -> str:
     if value is None:
         return ""
     text = _text(value)
-    if text == "" or any(c in text for c in ',"\r\n'):
+    if not text or any(c in text for c in ',"\r\n'):
         return '"' + text.replace('"', '""') + '"'
     return text
 
@@ -114,7 +134,7 @@ def _target(out: str | None, table: str):
 def _holds_any_text(stream) -> bool:
     """Whether `stream`'s encoding can write every character (UTF-8 in a UTF-8 locale, Python's default)."""
     name = codecs.lookup(stream.encoding or "ascii").name
-    return name.startswith("utf") or name == "gb18030"
+    return name.startswith("utf") or name in EVERY_CHARACTER_ENCODINGS
 
 
 def escape_what_stdout_cannot_hold() -> None:
@@ -227,7 +247,7 @@ def write_rows(df, fmt: str, out: str | None, table: str) -> None:
     blocked = _blocked_parent(out) if out else None
     if blocked:
         raise InputError(f"--out {out}: {blocked} is a file, not a directory", table=table)
-    if fmt == "parquet":
+    if fmt == RowFormat.PARQUET:
         if not out:
             raise InputError("--format parquet needs --out DIR", table=table)
         # Spark's own refusal speaks of a save mode zipper has no flag for
@@ -255,9 +275,9 @@ def write_text_rows(columns: list[str], rows, fmt: str, out: str | None, table: 
     def json_line(row) -> str:
         return json.dumps({c: _plain(v) for c, v in zip(columns, row)}, ensure_ascii=False, allow_nan=False) + "\n"
 
-    line = _csv_line if fmt == "csv" else json_line
+    line = _csv_line if fmt == RowFormat.CSV else json_line
     with _target(out, table) as handle:
-        if fmt == "csv":
+        if fmt == RowFormat.CSV:
             _write_line(handle, _csv_line(columns), columns, columns, table)
         for row in rows:
             _write_line(handle, line(row), columns, row, table)

@@ -54,8 +54,8 @@ def slice_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--format",
-        choices=["csv", "json", "parquet"],
-        default="csv",
+        choices=output.format_choices(output.RowFormat.CSV, output.RowFormat.JSON, output.RowFormat.PARQUET),
+        default=output.RowFormat.CSV.value,
         help="csv (default), json (one object per line) or parquet (needs --out DIR)",
     )
     parser.add_argument("--out", help="file to write (a directory for parquet); default stdout")
@@ -73,8 +73,8 @@ def history_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key", action="append", required=True, metavar="COL=VALUE", help="repeat for composite keys")
     parser.add_argument(
         "--format",
-        choices=["table", "csv", "json"],
-        default="table",
+        choices=output.format_choices(output.RowFormat.TABLE, output.RowFormat.CSV, output.RowFormat.JSON),
+        default=output.RowFormat.TABLE.value,
         help="table (default, one line per version), csv or json (one object per line)",
     )
 
@@ -89,7 +89,7 @@ def run_history(runner: Runner) -> int:
         shown = ", ".join(f"{k}={key[k]}" for k in runner.spec.keys)
         print(f"zipper: {runner.spec.table}: no version of {shown}: the table never held this key", file=sys.stderr)
         return EXIT_NO_VERSION
-    if runner.args.format == "table":
+    if runner.args.format == output.RowFormat.TABLE:
         output.print_table_rows(columns, rows, noun=("version", "versions"))
     else:
         output.write_text_rows(columns, rows, runner.args.format, None, runner.spec.table)
