@@ -1,7 +1,7 @@
 """Typed table specs, validated once at load so every later step can trust them.
 
-The table's own keys and the checks across them are here; the `source:` and `base:` sections
-are in `source`, the value types of the keys in `fields`."""
+The table's own keys are here; the checks across them are in `crosschecks`, the `source:` and
+`base:` sections in `source`, the value types of the keys in `fields`."""
 
 from __future__ import annotations
 
@@ -12,25 +12,16 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
+from zipper.tablespec.crosschecks import INTERNAL_PREFIX as INTERNAL_PREFIX
+from zipper.tablespec.crosschecks import VALIDITY_TYPES as VALIDITY_TYPES
+from zipper.tablespec.crosschecks import CrossChecks
 from zipper.tablespec.fields import ColumnType, Identifier, QualifiedTable, StrictModel, TrackedColumns, choice
 from zipper.tablespec.modes import EndStyle, OnPastDate, SensorMode, SourceMode, Tracked
 from zipper.tablespec.source import BaseSpec as BaseSpec
 from zipper.tablespec.source import SourceSpec as SourceSpec
 
 OPEN_END_DEFAULT = dt.date(9999, 12, 31)
-# the types of an `updated_at` column (and so of valid_from and valid_to), as Spark names them
-VALIDITY_TYPES = ("date", "timestamp")
 SKIP_AFTER_DEFAULT = 6 * 3600  # seconds a `skip` table's sensor waits for the day's input after the date ends
-INTERNAL_PREFIX = "zipper_"  # zipper's own columns (zipper.inputs.column_checks refuses input columns so named)
-
-
-class KeyValueError(ValueError):
-    """A check across keys that is about one of them: the loader names `key`, not '(top level)'."""
-
-    def __init__(self, key: str, message: str):
-        super().__init__(message)
-        self.key = key
-
 
 DAILY_CRON = re.compile(r"^(\d{1,2}) (\d{1,2}) \* \* \*$")
 DAILY_PRESETS = ("@daily", "@midnight")
@@ -135,7 +126,7 @@ class GuardSpec(StrictModel):
     )
 
 
-class TableSpec(StrictModel):
+class TableSpec(CrossChecks, StrictModel):
     """One zipper table: where its daily input comes from, its keys, and how its versions are dated."""
 
     name: Identifier = Field(
@@ -240,151 +231,8 @@ class TableSpec(StrictModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> TableSpec:
-        if len(set(self.keys)) != len(self.keys):
-            raise KeyValueError("keys", f"a column is listed twice: {self.keys}")
-        if self.begin_column == self.end_column:
-            raise KeyValueError("end_column", f"begin_column and end_column must differ (both {self.end_column!r})")
-        self._check_validity_columns()
-        self._check_deleted_column()
-        named = {
-            "keys": list(self.keys),
-            "columns": list(self.columns or {}),
-            "begin_column": [self.begin_column],
-            "end_column": [self.end_column],
-            "track_columns": self.track_columns if isinstance(self.track_columns, list) else [],
-            "track_columns_except": list(self.track_columns_except or []),
-            "source.sequence_by": [self.source.sequence_by] if self.source.sequence_by else [],
-            "source.updated_at": [self.source.updated_at] if self.source.updated_at else [],
-            **{key: [name] for key, name in zip(("valid_from_column", "valid_to_column"), self.validity_columns)},
-            "deleted_column": list(self.tombstone_columns),
-        }
-        if self.source.mode == SourceMode.CDC:
-            named["source.op_column"] = [self.source.operation_column]
-        for key, names in named.items():
-            internal = [n for n in names if n.lower().startswith(INTERNAL_PREFIX)]
-            if internal:
-                raise KeyValueError(
-                    key, f"{internal}: names starting with {INTERNAL_PREFIX!r} are reserved for zipper's own columns"
-                )
-        reserved = {self.begin_column, self.end_column, *self.own_columns}
-        if reserved & set(self.keys):
-            raise KeyValueError("keys", f"keys may not use the reserved columns {sorted(reserved)}")
-        if isinstance(self.track_columns, list):
-            if not self.track_columns:
-                raise KeyValueError("track_columns", "give 'all' or a non-empty list")
-            clash = (set(self.keys) | reserved) & set(self.track_columns)
-            if clash:
-                raise KeyValueError(
-                    "track_columns", f"track_columns may not list key or reserved columns: {sorted(clash)}"
-                )
-        self._check_track_columns_except(reserved)
-        if self.airflow.sensor.skip_after is not None and not self.source.skips_missing_input:
-            raise KeyValueError(
-                "airflow.sensor.skip_after",
-                "only for source.on_missing_input: skip (a table that fails on a missing input waits until"
-                " the sensor's timeout)",
-            )
-        if self.end_date and self.end_date < self.start_date:
-            raise KeyValueError("end_date", f"end_date {self.end_date} is before start_date {self.start_date}")
-        last = self.end_date or self.start_date
-        if self.closed_end(last) >= self.open_end:  # as plan.check_in_schedule, for the last date
-            after = (
-                "after every run date"
-                if self.end_style == EndStyle.EXCLUSIVE
-                else "on or after every run date (inclusive)"
-            )
-            raise KeyValueError("open_end", f"open_end {self.open_end} must be {after} (the last is {last})")
-        if self.source.mode == SourceMode.CDC and self.source.operation_column in set(self.keys) | reserved | {
-            self.source.sequence_by
-        }:
-            raise KeyValueError(
-                "source.op_column",
-                f"source.op_column {self.source.operation_column!r} may not be a key, sequence or reserved column",
-            )
-        operation = {self.source.operation_column} if self.source.mode == SourceMode.CDC else set()
-        if self.source.updated_at and self.source.updated_at in set(self.keys) | reserved | operation:
-            raise KeyValueError(
-                "source.updated_at",
-                f"source.updated_at {self.source.updated_at!r} may not be a key, operation or reserved column",
-            )
-        if self.source.sequence_by in set(self.keys) | reserved:
-            raise KeyValueError(
-                "source.sequence_by",
-                f"source.sequence_by {self.source.sequence_by!r} may not be a key or reserved column",
-            )
-        if self.columns is not None:
-            missing = [k for k in self.keys if k not in self.columns]
-            if missing:
-                raise KeyValueError("columns", f"columns must include the keys; missing {missing}")
-            if reserved & set(self.columns):
-                raise KeyValueError("columns", f"columns may not include the reserved columns {sorted(reserved)}")
-            self._check_tracked_are_declared()
-            self._check_updated_at_declared()
+        self._check_across_keys()
         return self
-
-    def _check_validity_columns(self) -> None:
-        """`valid_from_column` and `valid_to_column` name zipper's own columns of a table with
-        `source.updated_at`; without it they mean nothing, and two tools disagreeing on a name would
-        go unnoticed. `updated_at` orders the day's changes, so a `sequence_by` must be the same column."""
-        updated_at, sequence = self.source.updated_at, self.source.sequence_by
-        if not updated_at:
-            given = sorted({"valid_from_column", "valid_to_column"} & self.model_fields_set)
-            if given:
-                raise KeyValueError(given[0], "only with source.updated_at (the versions' validity comes from it)")
-            return
-        if sequence and sequence != updated_at:
-            raise KeyValueError(
-                "source.sequence_by",
-                f"source.updated_at {updated_at!r} orders a key's changes within a day; source.sequence_by"
-                f" {sequence!r} would order them otherwise: leave it out (or give the same column)",
-            )
-        names = [self.valid_from_column, self.valid_to_column]
-        if len(set(names)) != 2:
-            raise KeyValueError(
-                "valid_to_column", f"valid_from_column and valid_to_column must differ (both {names[0]!r})"
-            )
-        clash = sorted(set(names) & {self.begin_column, self.end_column, updated_at})
-        if clash:
-            raise KeyValueError(
-                "valid_from_column" if self.valid_from_column in clash else "valid_to_column",
-                f"{clash}: the validity columns must differ from begin_column, end_column and source.updated_at",
-            )
-
-    def _check_deleted_column(self) -> None:
-        """`deleted_column` names zipper's own column of a table with `hard_deletes: new_record`;
-        without it the name means nothing."""
-        if not self.source.keeps_tombstones:
-            if "deleted_column" in self.model_fields_set:
-                raise KeyValueError("deleted_column", "only with source.hard_deletes: new_record (its tombstones)")
-            return
-        others = {
-            self.begin_column,
-            self.end_column,
-            self.source.sequence_by,
-            self.source.updated_at,
-            *self.validity_columns,
-            self.source.operation_column if self.source.mode == SourceMode.CDC else None,
-        }
-        if self.deleted_column in others:
-            raise KeyValueError(
-                "deleted_column",
-                f"{self.deleted_column!r}: the deleted column must differ from begin_column, end_column,"
-                " source.sequence_by, source.updated_at, the validity columns and source.op_column",
-            )
-
-    def _check_updated_at_declared(self) -> None:
-        """With declared columns, `updated_at` must be one of them, typed date or timestamp: its values
-        become the versions' `valid_from`."""
-        updated_at = self.source.updated_at
-        if not updated_at:
-            return
-        if updated_at not in self.columns:
-            raise KeyValueError("source.updated_at", f"{updated_at!r} is not among the declared columns")
-        kind = self.columns[updated_at].strip().lower()
-        if kind not in VALIDITY_TYPES:
-            raise KeyValueError(
-                "source.updated_at", f"column {updated_at!r} has type {kind}; it must be a date or timestamp"
-            )
 
     @property
     def validity_columns(self) -> tuple[str, ...]:
@@ -393,26 +241,6 @@ class TableSpec(StrictModel):
         if not self.source.updated_at:
             return ()
         return (self.valid_from_column, self.valid_to_column)
-
-    def _check_track_columns_except(self, reserved: set[str]) -> None:
-        """One way of naming the tracked columns at a time: the two lists would contradict."""
-        if self.track_columns_except is None:
-            return
-        if isinstance(self.track_columns, list):
-            raise KeyValueError(
-                "track_columns_except",
-                "give track_columns (the columns that open a version) or track_columns_except (those that"
-                " do not), not both",
-            )
-        if not self.track_columns_except:
-            raise KeyValueError("track_columns_except", "give a non-empty list (or leave it out to track every column)")
-        if len(set(self.track_columns_except)) != len(self.track_columns_except):
-            raise KeyValueError("track_columns_except", f"a column is listed twice: {self.track_columns_except}")
-        clash = (set(self.keys) | reserved) & set(self.track_columns_except)
-        if clash:
-            raise KeyValueError(
-                "track_columns_except", f"track_columns_except may not list key or reserved columns: {sorted(clash)}"
-            )
 
     @property
     def tombstone_columns(self) -> tuple[str, ...]:
@@ -428,22 +256,6 @@ class TableSpec(StrictModel):
     def own_columns(self) -> tuple[str, ...]:
         """zipper's own data columns: the validity columns and the deleted column, where the spec has them."""
         return (*self.validity_columns, *self.tombstone_columns)
-
-    def _check_tracked_are_declared(self) -> None:
-        """A misspelt tracked column fails at load when the spec declares its columns (both sides
-        are lower-cased identifiers); without `columns` only the table can tell, at merge."""
-        if isinstance(self.track_columns, list):
-            unknown = [c for c in self.track_columns if c not in self.columns]
-            if unknown:
-                raise KeyValueError("track_columns", f"not among the declared columns: {unknown}")
-        if self.track_columns_except is not None:
-            unknown = [c for c in self.track_columns_except if c not in self.columns]
-            if unknown:
-                raise KeyValueError("track_columns_except", f"not among the declared columns: {unknown}")
-            if not [c for c in self.columns if c not in self.keys and c not in self.track_columns_except]:
-                raise KeyValueError(
-                    "track_columns_except", "leaves no column to track: every change would update in place"
-                )
 
     @property
     def database(self) -> str:
