@@ -13,7 +13,7 @@ import pytest
 
 from zipper.core.errors import StateError
 from zipper.core.hms import MetastoreClient
-from zipper.table import catalog, state
+from zipper.table import catalog, hive_catalog, state
 from zipper.table.catalog import Partition
 from zipper.tablespec.model import TableSpec
 
@@ -185,7 +185,7 @@ def test_two_clients_publishing_at_once_take_turns_and_the_second_is_refused(spa
 def test_a_publish_that_cannot_get_the_table_lock_in_time_is_refused(spark, tmp_path, unique_name, monkeypatch):
     spec = _table(spark, tmp_path, unique_name, ["2024-01-01", "9999-12-31"])
     uri = catalog.metastore_uri(spark)
-    monkeypatch.setattr(catalog, "PUBLISH_LOCK_WAIT_S", 0.5)
+    monkeypatch.setattr(hive_catalog, "PUBLISH_LOCK_WAIT_S", 0.5)
     change = [Partition("2024-01-01", str(tmp_path / "mine"), {})]
     with MetastoreClient(uri) as other:
         with other.exclusive_lock(spec.database, spec.table_name, wait_s=0, agent="a publish elsewhere") as held:
@@ -221,15 +221,15 @@ def test_a_metastore_without_lock_support_publishes_after_the_check_with_one_war
         )
 
     monkeypatch.setattr(Client, "lock", no_transaction_tables)
-    monkeypatch.setattr(catalog, "_without_locks", set())
-    with caplog.at_level(logging.WARNING, logger=catalog.__name__):
+    monkeypatch.setattr(hive_catalog, "_without_locks", set())
+    with caplog.at_level(logging.WARNING, logger=hive_catalog.__name__):
         for n in (1, 2):
             catalog.repoint(spark, spec, [Partition("2024-01-01", str(tmp_path / f"p{n}"), {})], expected_run="")
         with pytest.raises(catalog.ConcurrentChange):  # the check remains
             catalog.repoint(spark, spec, [Partition("2024-01-01", str(tmp_path / "p3"), {})], expected_run="other")
 
     assert catalog.list_partitions(spark, spec)[0].location == f"file:{tmp_path}/p2"
-    warnings = [r.getMessage() for r in caplog.records if r.name == catalog.__name__]
+    warnings = [r.getMessage() for r in caplog.records if r.name == hive_catalog.__name__]
     assert len(warnings) == 1 and warnings[0].startswith(
         f"zipper: warning: the metastore at {catalog.metastore_uri(spark)} refused a table lock (MetaException: Unable to update"
         " transaction database"

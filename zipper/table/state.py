@@ -11,7 +11,6 @@ import json
 import secrets
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol
 
 from zipper.core import layout
 from zipper.core.corrections import CorrectionKind
@@ -20,7 +19,7 @@ from zipper.core.errors import StateError
 from zipper.core.properties import P_KEYS
 from zipper.core.reports import SKIPPED
 from zipper.table import catalog
-from zipper.table.catalog import Partition
+from zipper.table.catalog_interface import Catalog, Partition
 from zipper.tablespec.model import TableSpec
 
 FORMAT_VERSION = "1"
@@ -405,22 +404,13 @@ def check_owned(st: TableState, spec: TableSpec, ds: dt.date | None = None) -> N
         )
 
 
-class CatalogReader(Protocol):
-    """What the committed state is read from: a Spark session's catalog (catalog.SparkCatalog) or
-    the metastore's thrift API without a JVM (thrift_catalog.ThriftCatalog)."""
-
-    def table_exists(self, spec: TableSpec) -> bool: ...
-    def table_properties(self, spec: TableSpec) -> dict[str, str]: ...
-    def table_location(self, spec: TableSpec) -> str: ...
-    def list_partitions(self, spec: TableSpec) -> list[Partition]: ...
-
-
 def read_state(spark, spec: TableSpec) -> TableState:
-    return state_from(catalog.SparkCatalog(spark), spec)
+    return state_from(catalog.session_catalog(spark), spec)
 
 
-def state_from(reader: CatalogReader, spec: TableSpec) -> TableState:
-    """The table's committed state as `reader` sees the metastore."""
+def state_from(reader: Catalog, spec: TableSpec) -> TableState:
+    """The table's committed state as `reader` sees the catalog: the session's
+    (catalog.session_catalog) or one read without a JVM (thrift_catalog.ThriftCatalog)."""
     if not reader.table_exists(spec):
         return TableState(exists=False)
     properties = reader.table_properties(spec)
