@@ -16,6 +16,11 @@ from zipper.table import catalog, state
 from zipper.table import status as table_status
 from zipper.tablespec.model import TableSpec
 
+# Spark's name of the binary type: a key of this type is given to history as base64, not cast
+BINARY_TYPE = "binary"
+# the prefixes of Spark's nested types: history takes no value for a key of one of them
+NESTED_TYPES = ("array", "map", "struct")
+
 
 def require_initialized(spark, spec: TableSpec) -> state.TableState:
     return table_status.initialized(state.read_state(spark, spec), spec, _metastore(spark))
@@ -68,14 +73,14 @@ def typed_key(spark, spec: TableSpec, key: dict[str, str]) -> tuple[dict[str, st
     compares keys): `id=abc` on a bigint key is an error rather than a history of no versions.
     A binary key is given as base64, as slice and history write it."""
     types = dict(catalog.data_columns(spark, spec))
-    nested = [k for k in spec.keys if types[k].startswith(("array", "map", "struct"))]
+    nested = [k for k in spec.keys if types[k].startswith(NESTED_TYPES)]
     if nested:
         raise InputError(
             f"--key {nested[0]}: history cannot take a value for a key column of type"
             f" {types[nested[0]]}; query the table (docs/querying.md)",
             table=spec.table,
         )
-    scalar = [k for k in spec.keys if types[k] != "binary"]
+    scalar = [k for k in spec.keys if types[k] != BINARY_TYPE]
     cast = _as_typed_text(spark, {k: key[k] for k in scalar}, types)
     bad = [
         f"{k}={key[k]!r} ({types[k]})"
@@ -83,7 +88,9 @@ def typed_key(spark, spec: TableSpec, key: dict[str, str]) -> tuple[dict[str, st
         if cast[k] is None or (types[k].startswith("decimal") and _rounded(key[k], cast[k]))
     ]
     bad += [
-        f"{k}={key[k]!r} (binary, given as base64)" for k in spec.keys if types[k] == "binary" and not _base64(key[k])
+        f"{k}={key[k]!r} (binary, given as base64)"
+        for k in spec.keys
+        if types[k] == BINARY_TYPE and not _base64(key[k])
     ]
     if bad:
         raise InputError(f"--key values are not of the key columns' types: {', '.join(bad)}", table=spec.table)

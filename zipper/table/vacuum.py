@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from zipper.core import fs
+from zipper.core import fs, layout
 from zipper.core.corrections import CorrectionKind
 from zipper.table import inspect, state
 from zipper.tablespec.model import TableSpec
@@ -46,9 +46,9 @@ def vacuum(
         old_enough = now - started >= max(dt.timedelta(days=retention), MIN_AGE)
         # written before the latest erasure: it may hold erased rows, and cannot publish any more
         erased = bool(erasures) and run < erasures[-1]
-        if run == "empty" or not (old_enough or erased):
+        if run == layout.EMPTY or not (old_enough or erased):
             kept += 1
-            kept_young += run != "empty" and now - started < MIN_AGE
+            kept_young += run != layout.EMPTY and now - started < MIN_AGE
             continue
         children = [d.rstrip("/") for d, _ in fs.list_dirs(run_dir)]
         referenced = [c for c in children if c in live]
