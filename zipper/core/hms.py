@@ -6,8 +6,8 @@ that Hive 2.3's server has are used (`get_database`, `get_table`, `get_partition
 `get_tables` for a dry run's copy of a table; and the table locks' `lock`, `check_lock`,
 `show_locks`, `unlock`). No JVM and no pyspark: the CLI's `status`,
 the Airflow sensors and the merge task's no-op check ask the metastore here in milliseconds,
-while a merge of the same table runs; the catalog of the data path (zipper.table.catalog) reads
-and publishes here too, so that it needs no JVM on the client."""
+while a merge of the same table runs; the data path reads and publishes here too, so that it
+needs no JVM on the client. Both through zipper.table.hive_catalog, the one Catalog over it."""
 
 from __future__ import annotations
 

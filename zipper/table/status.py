@@ -1,7 +1,8 @@
 """`zipper status`: the committed state as a report, from a TableState however it was read.
 
 No pyspark here: the same report comes from a Spark session's catalog (inspect.status) or from
-the metastore's thrift API without a JVM (thrift_catalog), and the two must be equal."""
+the metastore's thrift API without a JVM (thrift_catalog), and the two must be equal: both read
+through the one HiveCatalog (zipper.table.hive_catalog)."""
 
 from __future__ import annotations
 
