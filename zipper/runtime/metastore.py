@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -33,6 +33,7 @@ from zipper.core.dates import utc_now_iso
 from zipper.core.errors import StateError
 from zipper.runtime import jvm, metastore_server, metastore_txn, processes
 from zipper.runtime.processes import LOCAL_HOST
+from zipper.runtime.service import LocalService
 
 # The server JVM's main class (py4j's gateway, shut down once Hive's metastore serves on loopback);
 # an earlier zipper's server ran Hive's own main, on every interface, and is replaced at the next start.
@@ -167,30 +168,22 @@ class Database:
         return {PASSWORD_ENV: self.password} if self.password else {}
 
 
-class MetastoreService:
-    """The metastore server of one warehouse folder: find it, start it, stop it."""
+class MetastoreService(LocalService[Server]):
+    """The metastore server of one warehouse folder: find it, start it, stop it (runtime.service)."""
+
+    record_type = Server
 
     def __init__(self, warehouse: str | Path, java_options: tuple[str, ...] = ()):
         """`java_options`: more options for the server's JVM (the class data sharing archive's maker)."""
         self.warehouse = Path(warehouse).expanduser().resolve()
         self.java_options = tuple(java_options)
-        self.stopped_cleanly: bool | None = None  # after stop(): whether the server exited on SIGTERM
-        self.folder = self.warehouse / "metastore"
-        self.record_path = self.folder / "server.json"
-        self.log_path = self.folder / "server.log"
-        self.lock_path = self.folder / "server.lock"
+        super().__init__(self.warehouse / "metastore", log_path=self.warehouse / "metastore" / "server.log")
 
     # -- finding it -------------------------------------------------------------------------------
 
-    def recorded(self) -> Server | None:
-        return processes.read_record(self.record_path, Server)
-
-    def running(self) -> Server | None:
-        """The recorded server if it is alive, this warehouse's, and answering on its port."""
-        server = self.recorded()
-        if server is None or not processes.has_cmdline(server.pid, MAIN_CLASS, self._marker(), LOCKS_MARKER):
-            return None
-        return server if processes.accepts(server.port) else None
+    def _is_current(self, server: Server) -> bool:
+        """A server of this zipper: the gateway's main, with table locks (an earlier one is replaced)."""
+        return processes.has_cmdline(server.pid, MAIN_CLASS, self._marker(), LOCKS_MARKER)
 
     def _is_our_process(self, pid: int, mains: tuple[str, ...] = (MAIN_CLASS, EARLIER_MAIN_CLASS)) -> bool:
         """Whether `pid` is this warehouse's metastore server, run by one of `mains` (a recycled
@@ -200,45 +193,14 @@ class MetastoreService:
     def _marker(self) -> str:
         return f"-Dzipper.warehouse={self.warehouse}"
 
-    # -- starting and stopping ---------------------------------------------------------------------
-
-    def _locked(self) -> contextlib.AbstractContextManager[bool]:
-        return processes.exclusive(self.lock_path)
+    # -- starting ----------------------------------------------------------------------------------
 
     def ensure(self) -> Server:
         """The running server, started first if there is none."""
         return self.start()[0]
 
-    def start(self) -> tuple[Server, bool]:
-        """(the server, whether this call started it)."""
-        server = self.running()
-        if server is not None:
-            return server, False
-        with self._locked():
-            server = self.running()  # another caller may have started it while this one waited
-            if server is not None:
-                return server, False
-            stale = self.recorded()
-            if stale is not None and self._is_our_process(stale.pid):
-                processes.terminate(stale.pid)  # alive but not answering: a hung server holds the Derby database
-            self.record_path.unlink(missing_ok=True)
-            server = self._launch()
-            processes.write_record(self.record_path, asdict(server))
-            return server, True
-
-    def stop(self, grace_s: float = 20) -> Server | None:
-        """Stop the recorded server, by its process id (SIGTERM, then SIGKILL after `grace_s`);
-        the server that was stopped, or None."""
-        with self._locked():
-            server = self.recorded()
-            if server is None:
-                return None
-            if self._is_our_process(server.pid):
-                self.stopped_cleanly = processes.terminate(server.pid, grace_s)
-            else:
-                server = None  # only a stale record
-            self.record_path.unlink(missing_ok=True)
-            return server
+    def _launcher(self) -> Callable[[], Server]:
+        return self._launch
 
     def _launch(self) -> Server:
         database = Database.for_warehouse(self.warehouse)
@@ -299,9 +261,6 @@ class MetastoreService:
         ]
         # the publish's table lock: its JDBC pool and the time-out of a killed client's lock
         return dict(pair.split("=", 1) for pair in pairs) | dict(metastore_txn.SETTINGS)
-
-    def _log_tail(self) -> str:
-        return processes.log_tail(self.log_path)
 
     def _start_failure(self, log: str, reason: str) -> str:
         where = f"the metastore server of {self.warehouse}"

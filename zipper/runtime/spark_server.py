@@ -30,15 +30,16 @@ import secrets
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from zipper.core.dates import utc_now_iso
 from zipper.core.errors import StateError
 from zipper.runtime import jvm, metastore, processes
 from zipper.runtime.processes import LOCAL_HOST
+from zipper.runtime.service import LocalService
 from zipper.runtime.settings import SessionSettings, spark_submit_conf
 
 MAIN_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -175,32 +176,26 @@ def idle_minutes() -> float:
     return minutes
 
 
-class SparkServerService:
-    """The Spark Connect server of one warehouse: find it, start it, stop it."""
+class SparkServerService(LocalService[Server]):
+    """The Spark Connect server of one warehouse: find it, start it, stop it (runtime.service).
+    Its lock (`server.lock`) is taken by runtime.idle_stop too, by that name."""
+
+    record_type = Server
+    stop_grace_s = STOP_GRACE_S
+    stop_group = True  # its pid is its supervisor's, which leads the server's process group
 
     def __init__(self, settings: SessionSettings):
         self.settings = settings
         self.warehouse = settings.warehouse_path
-        self.stopped_cleanly: bool | None = None  # after stop(): whether it exited on SIGTERM
-        self.folder = self.warehouse / "spark"
-        self.record_path = self.folder / "server.json"
-        self.lock_path = self.folder / "server.lock"  # runtime.idle_stop takes it too, by this name
+        super().__init__(self.warehouse / "spark", log_path=self.warehouse / "metastore" / "spark-server.log")
         self.token_path = self.folder / "token"
-        self.log_path = self.warehouse / "metastore" / "spark-server.log"
 
     # -- finding it -------------------------------------------------------------------------------
 
-    def recorded(self) -> Server | None:
-        return processes.read_record(self.record_path, Server)
-
-    def running(self) -> Server | None:
-        """The recorded server if it is alive, this warehouse's, and answering on its port."""
-        server = self.recorded()
-        if server is None or not self._is_our_process(server.pid):
-            return None
-        if server.metastore_uri != self._metastore_uri():
-            return None  # its metastore server was stopped or replaced: its catalog would fail
-        return server if processes.accepts(server.port) else None
+    def _is_current(self, server: Server) -> bool:
+        """This warehouse's server, started against the metastore server that runs now: one whose
+        metastore server was stopped or replaced would fail in its catalog."""
+        return self._is_our_process(server.pid) and server.metastore_uri == self._metastore_uri()
 
     def _metastore_uri(self) -> str:
         """The thrift URI of the warehouse's running metastore server ("" when the metastore is
@@ -243,23 +238,10 @@ class SparkServerService:
 
     # -- starting and stopping ---------------------------------------------------------------------
 
-    def start(self) -> tuple[Server, bool]:
-        """(the server, whether this call started it)."""
-        server = self.running()
-        if server is not None:
-            return server, False
+    def _launcher(self) -> Callable[[], Server]:
+        """A launch with the server's token, made (the first time) before the start's lock is taken."""
         token = self.token()
-        with processes.exclusive(self.lock_path):
-            server = self.running()  # another caller may have started it while this one waited
-            if server is not None:
-                return server, False
-            stale = self.recorded()
-            if stale is not None and self._is_our_process(stale.pid):
-                processes.terminate(stale.pid, STOP_GRACE_S, group=True)  # alive but not answering
-            self.record_path.unlink(missing_ok=True)
-            server = self._launch(token)
-            processes.write_record(self.record_path, asdict(server))
-            return server, True
+        return lambda: self._launch(token)
 
     @contextlib.contextmanager
     def left_as_found(self) -> Iterator[None]:
@@ -271,20 +253,6 @@ class SparkServerService:
         finally:
             if not was_running:
                 self.stop()
-
-    def stop(self, grace_s: float = STOP_GRACE_S) -> Server | None:
-        """Stop the recorded server and its process group, by its pid (SIGTERM, then SIGKILL after
-        `grace_s`); the server that was stopped, or None."""
-        with processes.exclusive(self.lock_path):
-            server = self.recorded()
-            if server is None:
-                return None
-            if self._is_our_process(server.pid):
-                self.stopped_cleanly = processes.terminate(server.pid, grace_s, group=True)
-            else:
-                server = None  # only a stale record
-            self.record_path.unlink(missing_ok=True)
-            return server
 
     def _launch(self, token: str) -> Server:
         if jvm.java_binary() is None:
@@ -396,9 +364,6 @@ class SparkServerService:
                 f"the Spark Connect server of {self.warehouse} started but did not answer its first query:"
                 f" {str(exc).splitlines()[0][:300]} (its log: {self.log_path})"
             ) from exc
-
-    def _log_tail(self) -> str:
-        return processes.log_tail(self.log_path)
 
     def _start_failure(self, log: str) -> str:
         reason = next(
