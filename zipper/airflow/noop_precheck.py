@@ -31,6 +31,7 @@ def check_command(application_args: list[str]) -> list[str]:
 
 
 def turned_off(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the worker's environment (default: this process's) turns the check off."""
     environ = os.environ if environ is None else environ
     return environ.get(NOOP_CHECK_ENV, "").strip().lower() == NOOP_CHECK_OFF
 
@@ -46,10 +47,10 @@ def answers_here() -> bool:
 
 
 def committed_noop(command: list[str], env: Mapping[str, str], log: Any) -> list[dict] | None:
-    """`command` run with `env`, its output in the task's `log`. The no-op's report lines when the pre-check says the date is committed with the same
-    input; None when spark-submit must run: not a no-op (exit EXIT_NOT_NOOP), the check failed
-    (spark-submit then meets the same cause and reports it), not on the local server, or the
-    check turned off (ZIPPER_NOOP_CHECK=off)."""
+    """Runs `command` with `env`, its output in the task's `log`. The no-op's report lines when the
+    pre-check says the date is committed with the same input; None when spark-submit must run: not
+    a no-op (exit EXIT_NOT_NOOP), the check failed (spark-submit then meets the same cause and
+    reports it), not on the local server, or the check turned off (ZIPPER_NOOP_CHECK=off)."""
     if turned_off():
         log.info("%s=off: no pre-check, the merge runs through spark-submit", NOOP_CHECK_ENV)
         return None
