@@ -114,15 +114,17 @@ def make_table(spark, root: Path, keys: int):
         spark,
         spec,
         st,
-        run_id,
-        run_root,
-        day(DAYS),
-        f"{run_root}/zipper_slot=zipper_open",
-        keys,
-        closed_dirs,
-        counts,
-        {d: "bench" for d in closed_dirs},
-        {state.INIT_DS: day(0).isoformat(), state.INIT_FINGERPRINT: "bench"},
+        publish.RebuildCommit(
+            run_id,
+            run_root,
+            day(DAYS),
+            f"{run_root}/zipper_slot=zipper_open",
+            keys,
+            closed_dirs,
+            counts,
+            {d: "bench" for d in closed_dirs},
+            {state.INIT_DS: day(0).isoformat(), state.INIT_FINGERPRINT: "bench"},
+        ),
     )
     return spec
 

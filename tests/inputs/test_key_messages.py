@@ -6,30 +6,33 @@ from __future__ import annotations
 from pyspark.sql import Row
 
 from zipper.inputs.refusals import file_name, files_text, key_problems_text
-from zipper.transforms import daily
+from zipper.transforms import keychecks
 
 FOLDER = "file:/data/in/ds=2024-01-02"
 
 
 def problem(kind: str, keys: int, rows: int, examples: list[dict], files: list[str]) -> Row:
-    """A collected row of `daily.key_problems`."""
-    listed = [Row(**{**e, daily.VALUE: e.get(daily.VALUE), daily.ROWS: e.get(daily.ROWS, 2)}) for e in examples]
+    """A collected row of `keychecks.key_problems`."""
+    listed = [
+        Row(**{**e, keychecks.VALUE: e.get(keychecks.VALUE), keychecks.ROWS: e.get(keychecks.ROWS, 2)})
+        for e in examples
+    ]
     return Row(
         **{
-            daily.KEY_PROBLEM: kind,
-            daily.KEY_COUNT: keys,
-            daily.ROWS: rows,
-            daily.EXAMPLES: listed,
-            daily.FILES: [f"file:///data/in/ds=2024-01-02/{f}" for f in files],
+            keychecks.KEY_PROBLEM: kind,
+            keychecks.KEY_COUNT: keys,
+            keychecks.ROWS: rows,
+            keychecks.EXAMPLES: listed,
+            keychecks.FILES: [f"file:///data/in/ds=2024-01-02/{f}" for f in files],
         }
     )
 
 
 def test_null_and_repeated_keys_are_one_refusal_nulls_first_whatever_order_they_come_in():
     repeated = problem(
-        daily.REPEATED_KEY, 3, 7, [{"id": 1}, {"id": 4}, {"id": 9}], ["part-0.parquet", "part-1.parquet"]
+        keychecks.REPEATED_KEY, 3, 7, [{"id": 1}, {"id": 4}, {"id": 9}], ["part-0.parquet", "part-1.parquet"]
     )
-    nulls = problem(daily.NULL_KEY, 1, 2, [{"id": None}], ["part-1.parquet"])
+    nulls = problem(keychecks.NULL_KEY, 1, 2, [{"id": None}], ["part-1.parquet"])
     assert key_problems_text("increment /data/in/ds=2024-01-02", [repeated, nulls], ["id"], [FOLDER]) == (
         "increment /data/in/ds=2024-01-02 has 2 rows with NULL in key column 'id' in part-1.parquet;"
         " 3 keys ['id'] more than once (7 rows) in part-0.parquet and part-1.parquet: 1, 4, 9"
@@ -37,15 +40,15 @@ def test_null_and_repeated_keys_are_one_refusal_nulls_first_whatever_order_they_
 
 
 def test_a_null_single_key_is_counted_not_listed():
-    nulls = problem(daily.NULL_KEY, 1, 1, [{"id": None}], ["part-0.parquet"])
+    nulls = problem(keychecks.NULL_KEY, 1, 1, [{"id": None}], ["part-0.parquet"])
     assert key_problems_text("increment /in", [nulls], ["id"], [FOLDER]) == (
         "increment /in has 1 row with NULL in key column 'id' in part-0.parquet"
     )
 
 
 def test_null_composite_keys_are_listed_with_their_rows():
-    examples = [{"a": None, "b": "x", daily.ROWS: 2}, {"a": 1, "b": None, daily.ROWS: 1}]
-    nulls = problem(daily.NULL_KEY, 2, 3, examples, ["part-0.parquet"])
+    examples = [{"a": None, "b": "x", keychecks.ROWS: 2}, {"a": 1, "b": None, keychecks.ROWS: 1}]
+    nulls = problem(keychecks.NULL_KEY, 2, 3, examples, ["part-0.parquet"])
     assert key_problems_text("changes /in", [nulls], ["a", "b"], [FOLDER]) == (
         "changes /in has 3 rows with NULL in key columns ['a', 'b'] in part-0.parquet: (NULL, x) (2 rows),"
         " (1, NULL) (1 row)"
@@ -53,7 +56,7 @@ def test_null_composite_keys_are_listed_with_their_rows():
 
 
 def test_past_the_listed_keys_the_message_says_how_many_it_lists():
-    repeated = problem(daily.REPEATED_KEY, 25, 50, [{"id": n} for n in range(20)], ["part-0.parquet"])
+    repeated = problem(keychecks.REPEATED_KEY, 25, 50, [{"id": n} for n in range(20)], ["part-0.parquet"])
     text = key_problems_text("increment /in", [repeated], ["id"], [FOLDER])
     assert text == (
         "increment /in has 25 keys ['id'] more than once (50 rows) in part-0.parquet, the first 20: "
@@ -62,9 +65,11 @@ def test_past_the_listed_keys_the_message_says_how_many_it_lists():
 
 
 def test_ordered_changes_name_their_sequence_column_and_the_repeated_value_after_null_keys():
-    null_order = problem(daily.NULL_ORDER, 1, 1, [{"id": 2, daily.ROWS: 1}], ["part-0.parquet"])
-    repeated = problem(daily.REPEATED_ORDER, 2, 4, [{"id": 3, daily.VALUE: 5}, {"id": 7, daily.VALUE: 1}], [])
-    nulls = problem(daily.NULL_KEY, 1, 1, [{"id": None}], ["part-1.parquet"])
+    null_order = problem(keychecks.NULL_ORDER, 1, 1, [{"id": 2, keychecks.ROWS: 1}], ["part-0.parquet"])
+    repeated = problem(
+        keychecks.REPEATED_ORDER, 2, 4, [{"id": 3, keychecks.VALUE: 5}, {"id": 7, keychecks.VALUE: 1}], []
+    )
+    nulls = problem(keychecks.NULL_KEY, 1, 1, [{"id": None}], ["part-1.parquet"])
     assert key_problems_text("changes /in", [repeated, null_order, nulls], ["id"], [FOLDER], "seq") == (
         "changes /in has 1 row with NULL in key column 'id' in part-1.parquet;"
         " 1 key ['id'] with NULL in sequence_by column 'seq' (1 row) in part-0.parquet: 2;"

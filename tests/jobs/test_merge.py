@@ -480,7 +480,7 @@ def test_an_inputs_files_are_listed_in_as_many_jvm_calls_for_many_files_as_for_f
         return len(calls), found
 
     listed = {name: counted(lambda s, f: fs.list_data_files([f]), str(tmp_path / name)) for name in ("few", "many")}
-    flat = {name: counted(fs.list_files, str(tmp_path / name)) for name in ("few", "many")}
+    flat = {name: counted(lambda s, f: fs.list_files(f), str(tmp_path / name)) for name in ("few", "many")}
     monkeypatch.undo()
     assert listed["many"][0] == listed["few"][0]
     assert flat["many"][0] == flat["few"][0]

@@ -18,7 +18,7 @@ from zipper.inputs import reader
 from zipper.jobs import merge, rebuild, replay
 from zipper.jobs.keys import resolve_keys
 from zipper.table import catalog, check, state, vacuum
-from zipper.transforms import daily
+from zipper.transforms import keychecks
 from zipper.transforms.timelines import DS
 
 CDC = "id bigint, name string, city string, sys_op int"
@@ -143,7 +143,7 @@ def test_an_upsert_or_snapshot_rerun_reads_and_checks_each_replayed_dates_input_
     changed = {**SNAPSHOT_DAYS, 2: [(1, "ann", "Oslo"), (2, "bob", "Rome"), (4, "dan", "Oslo")]}
     t.write_increment(spark, day(2), changed[2])
     reads, key_checks = collections.Counter(), []
-    read, key_offenders = reader.read, daily.key_offenders
+    read, key_offenders = reader.read, keychecks.key_offenders
 
     def counted(spark_, located, *args, **kwargs):
         reads[located.description] += 1
@@ -154,7 +154,7 @@ def test_an_upsert_or_snapshot_rerun_reads_and_checks_each_replayed_dates_input_
         return key_offenders(rows, keys, *args, **kwargs)
 
     monkeypatch.setattr(reader, "read", counted)
-    monkeypatch.setattr(daily, "key_offenders", checked)
+    monkeypatch.setattr(keychecks, "key_offenders", checked)
     assert replay.rerun(spark, t.spec, day(2)).counts["dates"] == 2
     assert reads == {str(t.increment_dir(day(n))): 1 for n in (2, 3)}
     assert len(key_checks) == 1 and DS in key_checks[0]  # the dates' keys together, up front

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pyspark.testing import assertDataFrameEqual
 
-from zipper.transforms import changes, daily
+from zipper.transforms import changes, daily, snapshots
+from zipper.transforms.shape import MergeShape
 
 COLUMNS = ["id", "name", "city"]
 EVENTS = "id bigint, name string, city string, zipper_action string, zipper_order int"
@@ -127,11 +128,11 @@ def test_snapshot_diff_gives_new_changed_and_missing_keys(spark):
     snapshot = spark.createDataFrame(
         [(1, "a", "x"), (2, "b", "y"), (4, "d", None)], "id bigint, name string, city string"
     )
-    result = changes.snapshot_changes(open_rows, snapshot, keys=["id"], columns=COLUMNS, invalidate=True)
+    result = snapshots.snapshot_changes(open_rows, snapshot, keys=["id"], columns=COLUMNS, invalidate=True)
     expected = [(2, "b", "y", "upsert"), (3, None, None, "delete"), (4, "d", None, "upsert")]
     schema = "id bigint, name string, city string, zipper_op string"
     assertDataFrameEqual(result, spark.createDataFrame(expected, schema), checkRowOrder=False)
-    kept = changes.snapshot_changes(open_rows, snapshot, keys=["id"], columns=COLUMNS, invalidate=False)
+    kept = snapshots.snapshot_changes(open_rows, snapshot, keys=["id"], columns=COLUMNS, invalidate=False)
     assertDataFrameEqual(kept, spark.createDataFrame([expected[0], expected[2]], schema), checkRowOrder=False)
 
 
@@ -147,11 +148,13 @@ def test_merge_closes_deleted_keys_without_a_successor(spark):
     result = daily.classify(
         open_rows,
         change_set,
-        keys=["id"],
-        columns=COLUMNS,
-        tracked=["name", "city"],
-        begin_column="begin_dt",
-        ds="2024-01-05",
+        MergeShape(
+            keys=["id"],
+            columns=COLUMNS,
+            tracked=["name", "city"],
+            begin_column="begin_dt",
+            ds="2024-01-05",
+        ),
     )
     assertDataFrameEqual(
         result,
@@ -176,5 +179,5 @@ def test_a_snapshot_compares_map_columns_by_their_entries(spark):
         [(1, {"a": 1, "b": 2}, "2024-01-01"), (2, {"a": 1}, "2024-01-01")], schema + ", begin_dt string"
     )
     snapshot = spark.createDataFrame([(1, {"b": 2, "a": 1}), (2, {"a": 3})], schema)
-    result = changes.snapshot_changes(open_rows, snapshot, keys=["id"], columns=["id", "tags"], invalidate=True)
+    result = snapshots.snapshot_changes(open_rows, snapshot, keys=["id"], columns=["id", "tags"], invalidate=True)
     assert [(r.id, r.zipper_op) for r in result.collect()] == [(2, "upsert")]

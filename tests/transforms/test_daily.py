@@ -8,7 +8,8 @@ import random
 import pyarrow.parquet as pq
 from pyspark.testing import assertDataFrameEqual
 
-from zipper.transforms import daily, late
+from zipper.transforms import daily, keychecks, late
+from zipper.transforms.shape import MergeShape
 
 SCHEMA_OPEN = "id bigint, name string, city string, begin_dt string"
 SCHEMA_INC = "id bigint, name string, city string"
@@ -19,12 +20,14 @@ def classify(spark, open_rows, increment, tracked=("name", "city"), broadcast=Tr
     return daily.classify(
         spark.createDataFrame(open_rows, SCHEMA_OPEN),
         spark.createDataFrame(increment, SCHEMA_INC),
-        keys=["id"],
-        columns=["id", "name", "city"],
-        tracked=list(tracked),
-        begin_column="begin_dt",
-        ds="2024-01-05",
-        broadcast_increment=broadcast,
+        MergeShape(
+            keys=["id"],
+            columns=["id", "name", "city"],
+            tracked=list(tracked),
+            begin_column="begin_dt",
+            ds="2024-01-05",
+        ),
+        broadcast=broadcast,
     )
 
 
@@ -72,7 +75,7 @@ def test_empty_open_partition_makes_every_row_new(spark):
 
 def test_key_problems_are_found(spark):
     df = spark.createDataFrame([(1, "a", "x"), (1, "b", "y"), (None, "c", "z"), (2, "d", "w")], SCHEMA_INC)
-    assert [tuple(r) for r in daily.key_offenders(df, ["id"]).collect()] == [(None, 1), (1, 2)]
+    assert [tuple(r) for r in keychecks.key_offenders(df, ["id"]).collect()] == [(None, 1), (1, 2)]
 
 
 def written(spark, folder, files: dict[str, list[tuple]], schema: str):
@@ -110,9 +113,9 @@ def test_key_problems_counts_every_problem_with_its_first_keys_and_the_files_tha
         ],
         PROBLEMS.format(value="string"),
     )
-    assertDataFrameEqual(daily.key_problems(rows, ["id"]), expected, checkRowOrder=False)
+    assertDataFrameEqual(keychecks.key_problems(rows, ["id"]), expected, checkRowOrder=False)
     # two examples asked for: the first keys in key order, the counts still of all of them
-    first = daily.key_problems(rows.where("id IS NOT NULL"), ["id"], examples=1)
+    first = keychecks.key_problems(rows.where("id IS NOT NULL"), ["id"], examples=1)
     assert [(r.zipper_keys, [e.id for e in r.zipper_examples]) for r in first.collect()] == [(2, [1])]
 
 
@@ -134,7 +137,7 @@ def test_key_problems_of_ordered_changes_by_date(spark, tmp_path):
         ],
         "ds string, id bigint, seq int",
     )
-    found = daily.key_problems(events, ["id"], order="seq", by=("ds",))
+    found = keychecks.key_problems(events, ["id"], order="seq", by=("ds",))
     expected = spark.createDataFrame(
         [
             ("d1", "repeated_order", 1, 4, [(1, 5, 4)], []),
@@ -185,11 +188,13 @@ def test_map_columns_compare_by_their_entries_at_any_depth(spark):
     result = daily.classify(
         open_rows,
         increment,
-        keys=["id"],
-        columns=columns,
-        tracked=columns[1:],
-        begin_column="begin_dt",
-        ds="2024-01-05",
+        MergeShape(
+            keys=["id"],
+            columns=columns,
+            tracked=columns[1:],
+            begin_column="begin_dt",
+            ds="2024-01-05",
+        ),
     )
     kinds = {(r.id, r.zipper_kind) for r in result.where("zipper_slot = 'open'").collect()}
     assert kinds == {(1, "unchanged"), (2, "changed"), (3, "changed"), (4, "changed"), (5, "changed")}
@@ -223,15 +228,18 @@ def _late_in_place(spark, history, changes):
     result = late.in_place(
         versions,
         late_rows,
-        keys=["id"],
-        columns=["id", "name", "note", "ts", "valid_from", "valid_to"],
-        tracked=["name"],
-        validity=("valid_from", "valid_to"),
-        updated_at="ts",
-        begin_column="begin_dt",
-        end_column="end_dt",
-        open_end=LATE_OPEN,
-        today=LATE_TODAY,
+        MergeShape(
+            keys=["id"],
+            columns=["id", "name", "note", "ts", "valid_from", "valid_to"],
+            tracked=["name"],
+            validity=("valid_from", "valid_to"),
+            updated_at="ts",
+            begin_column="begin_dt",
+            end_column="end_dt",
+            open_end=LATE_OPEN,
+            closed_end=LATE_TODAY,
+            ds=LATE_TODAY,
+        ),
     )
     return [tuple(r) for r in result.orderBy("id", "valid_from").collect()]
 

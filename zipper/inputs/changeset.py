@@ -18,6 +18,7 @@ from zipper.inputs.refusals import add_counts, collect_problems, handle_problems
 from zipper.tablespec.model import VALIDITY_TYPES, TableSpec
 from zipper.transforms import changes
 from zipper.transforms.equality import holds_map
+from zipper.transforms.shape import MergeShape
 
 
 @dataclass
@@ -44,6 +45,8 @@ class Day:
     # with source.updated_at: the change set's late changes (`changes.LATE`), counted as it was
     # written; None when not counted (they are then looked for)
     late: int | None = None
+    # what this day's merge is, as data (`transforms.shape`); set by `dayinput.prepare`
+    shape: MergeShape | None = None
 
     @property
     def names(self) -> list[str]:
@@ -75,6 +78,7 @@ class DayRequest:
     run_root: str  # the run's directory: the change set's scratch goes under it
     checked: CheckedInput | None = None  # the input as a rerun already read and checked it
     keep: Callable | None = None  # a filter of the rows read (a replayed date's keys erased since)
+    rows: object = None  # table.store.TableRows: the table's rows and the run's scratch, as inputs read them
 
 
 def read_day_input(spark, spec: TableSpec, located: sources.Input, table_columns, ds: dt.date, what: str):
@@ -101,27 +105,26 @@ def columns_of(df, leave_out: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     return [(f.name, f.dataType.simpleString()) for f in df.schema.fields if f.name not in leave_out]
 
 
-def materialize(spark, df, run_root: str, counted: tuple = ()):
-    """Write a change set to a scratch directory of the run and read it back: later steps read
-    it several times, and its row count comes from the footers. `counted`: aggregate columns
-    observed as it is written; returns their values by name too (none when Spark handed none over)."""
-    directory = f"{run_root}/{layout.CHANGE_SET}"
-    schema = df.schema
+def materialize(rows, df, counted: tuple = ()):
+    """Write a change set to a scratch directory of the run and read it back (`rows`: the table
+    store's `TableRows`): later steps read it several times, and its row count comes from the
+    footers. `counted`: aggregate columns observed as it is written; returns their values by name
+    too (none when Spark handed none over)."""
     observation = None
     if counted:
         df, observation = metrics.observe_with(df, "change_set", *counted)
-    df.write.parquet(directory)
-    fs.mkdirs(directory)
+    kept, directory = rows.kept(df, layout.CHANGE_SET)
     observed = metrics.observed_metrics(observation) if observation is not None else {}
-    return spark.read.schema(schema).parquet(directory), fs.written_rows(directory), directory, observed
+    return kept, fs.written_rows(directory), directory, observed
 
 
-def open_rows_of(spark, st, columns: list[tuple[str, str]]):
-    """The table's open rows as `columns` (None before it has any): with `source.updated_at` and
-    `ignore_null_updates`, a change's NULLs may need its key's open values."""
-    if st is None or st.open_partition is None or not st.open_rows:
+def open_rows_of(rows, columns: list[tuple[str, str]]):
+    """The table's open rows as `columns` (None before it has any; `rows`: the table store's
+    `TableRows`): with `source.updated_at` and `ignore_null_updates`, a change's NULLs may need
+    its key's open values."""
+    if rows is None or not rows.has_open_rows:
         return None
-    return spark.read.schema(conform.struct_type(columns)).parquet(st.open_partition.location)
+    return rows.open(conform.struct_type(columns))
 
 
 def float_precision(st, columns: list[tuple[str, str]], column_changes: conform.ColumnChanges) -> frozenset[str]:
@@ -134,42 +137,49 @@ def evolved_columns(spec: TableSpec, ds: dt.date, input_columns, table_columns, 
     return conform.evolve(input_columns, table_columns, spec, ds.isoformat(), what)[0]
 
 
-def collapsed(
-    spec: TableSpec,
-    ds: dt.date,
-    what: str,
-    events,
-    names: list[str],
-    counts: dict,
-    match,
-    against: str,
-    anomalies: bool,
-):
+@dataclass(frozen=True)
+class KeyChanges:
+    """A day's changes with several per key (cdc or landing-zone events, ordered upserts), and how
+    the mode judges the problems between a key's changes: the columns a delete must carry
+    (`match`), what a change is checked against (`against`; "" for an upsert, whose changes cannot
+    conflict), whether it reports anomalies (a landing zone's), whether it deletes. What is
+    reported is added to `counts`."""
+
+    spec: TableSpec
+    ds: dt.date
+    what: str  # how errors name the input
+    events: object  # DataFrame
+    columns: list[tuple[str, str]]
+    counts: dict
+    match: list[str] | None = None
+    against: str = ""
+    anomalies: bool = False
+    deletes: bool = True
+
+    @property
+    def names(self) -> list[str]:
+        return [c for c, _ in self.columns]
+
+    def judged(self, events) -> object:
+        """`events` flagged against each key's previous change (`changes.flag_events`), their problems
+        refused or counted."""
+        spec = self.spec
+        flagged = changes.flag_events(events, keys=spec.keys, columns=self.names, match=self.match)
+        found = collect_problems(flagged, spec.keys)
+        add_counts(self.counts, handle_problems(spec, self.ds, self.what, found, self.against, self.anomalies))
+        return flagged
+
+
+def collapsed(day: KeyChanges):
     """Several changes of a key in one day, collapsed to the state the last one leaves; the
-    problems between them (a delete that does not match `against`, ...) refused or counted first.
-    `anomalies`: the mode reports a landing zone's anomalies."""
-    flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=match)
-    add_counts(counts, handle_problems(spec, ds, what, collect_problems(flagged, spec.keys), against, anomalies))
-    return changes.collapse(flagged, columns=names, deletes=True)
+    problems between them (a delete that does not match `against`, ...) refused or counted first."""
+    return changes.collapse(day.judged(day.events), columns=day.names, deletes=True)
 
 
-def versioned(
-    spec: TableSpec,
-    ds: dt.date,
-    what: str,
-    events,
-    columns: list[tuple[str, str]],
-    counts: dict,
-    match,
-    against: str,
-    anomalies: bool,
-    deletes: bool,
-    open_rows=None,
-    latest=None,
-):
+def versioned(day: KeyChanges, open_rows=None, latest=None):
     """Every change of a key in one day kept as its own version (`source.updated_at`,
     `changes.versions_of_day`); the problems between changes refused or counted first, as
-    `collapsed` does (with `against`: not for an upsert, whose changes cannot conflict).
+    `collapsed` does (not without `against`: an upsert's changes cannot conflict).
 
     `open_rows` (the table's open rows as `columns`; with `source.ignore_null_updates`): a NULL
     of a change keeps the value of the key's previous change that day (since its last delete),
@@ -178,53 +188,49 @@ def versioned(
     `latest` (`latest_events`): a change older than its key's latest moment in the table is
     marked late, to be put in place by the merge (`transforms.late`) rather than follow the open
     version."""
-    names = [c for c, _ in columns]
+    spec, names, events = day.spec, day.names, day.events
     if spec.source.fills_null_updates:
         events = changes.fill_null_updates(events, keys=spec.keys, columns=names)
         if open_rows is not None:
             events = changes.fill_from_open(
                 events, open_rows, keys=spec.keys, columns=names, deleted=spec.tombstone_column
             )
-    if against:
-        flagged = changes.flag_events(events, keys=spec.keys, columns=names, match=match)
-        found = collect_problems(flagged, spec.keys)
-        add_counts(counts, handle_problems(spec, ds, what, found, against, anomalies))
+    if day.against:
+        day.judged(events)
     if latest is not None:
         events = late_marked(events, latest, spec.keys)
     return changes.versions_of_day(
         events,
         keys=spec.keys,
         columns=names,
-        tracked=conform.tracked_columns(spec, names, ds.isoformat()),
+        tracked=conform.tracked_columns(spec, names, day.ds.isoformat()),
         validity=spec.validity_columns,
         open_end=spec.open_end.isoformat(),
-        deletes=deletes,
-        match=match,
+        deletes=day.deletes,
+        match=day.match,
     )
 
 
-def latest_events(spark, st, columns: list[tuple[str, str]], spec: TableSpec, events, seen=None):
+def latest_events(rows, columns: list[tuple[str, str]], spec: TableSpec, events, seen=None):
     """Each of the day's keys' latest moment in the table: the open version's valid_from, or for a
     key a delete closed, its last version's valid_to (keys and LATEST_AT). None for a table
     without an open partition yet. A version ending after a change at t was closed by the load
     of date(t) or later, so only the closed partitions from the day's earliest change on are read:
-    the earliest as the key check's pass saw it (`seen`, a `metrics.Seen`), else looked for."""
-    location = getattr(getattr(st, "open_partition", None), "location", None)
-    if location is None:
+    the earliest as the key check's pass saw it (`seen`, a `metrics.Seen`), else looked for.
+    `rows`: the table store's `TableRows`."""
+    if rows is None or not rows.has_open_partition:
         return None
     valid_from, valid_to = spec.validity_columns
     schema = conform.struct_type([(c, k) for c, k in columns if c in (*spec.keys, valid_from, valid_to)])
     day_keys = F.broadcast(events.select(*spec.keys).distinct())
-    moments = [spark.read.schema(schema).parquet(location).select(*spec.keys, F.col(valid_from).alias(LATEST_AT))]
+    moments = [rows.open(schema).select(*spec.keys, F.col(valid_from).alias(LATEST_AT))]
     if seen is not None and seen.first_order_seen:
         earliest = seen.first_order
     else:
         earliest = events.agg(F.min(changes.ORDER)).first()[0]
-    if earliest is not None:
-        reachable = [p.location for p in st.reachable_from(spec, earliest)]
-        if reachable:
-            closed = spark.read.schema(schema).parquet(*reachable)
-            moments.append(closed.select(*spec.keys, F.col(valid_to).alias(LATEST_AT)))
+    closed = rows.closed_reachable(schema, earliest) if earliest is not None else None
+    if closed is not None:
+        moments.append(closed.select(*spec.keys, F.col(valid_to).alias(LATEST_AT)))
     return reduce(lambda a, b: a.unionByName(b), moments).join(day_keys, on=spec.keys, how="left_semi")
 
 

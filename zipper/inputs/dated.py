@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 from zipper.core.errors import InputError, MissingInputError
+from zipper.core.names import NO_BASE_FINGERPRINT
 from zipper.inputs import conform, sources
 from zipper.inputs.changeset import evolved_columns
 from zipper.inputs.dated_checks import check_dated_keys
@@ -94,7 +95,7 @@ def base_fingerprint(located: sources.Input | None, recorded: str | None = None)
     `recorded`, that one while the base still `matches` it (a table initialized before file filters
     counted only the files they keep recorded every file's)."""
     if located is None:
-        return "empty"
+        return NO_BASE_FINGERPRINT
     return located.fingerprint_against(recorded)
 
 

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from zipper.inputs.refusals import collect_key_problems, collect_problems, handle_problems, refuse_key_problems
 from zipper.tablespec.model import TableSpec
-from zipper.transforms import changes, daily
+from zipper.transforms import changes, keychecks
 from zipper.transforms.timelines import DS
 
 # a hash of the columns other than keys and order, there only to have Spark read them (`dated_keys`)
@@ -31,14 +31,14 @@ def check_dated_keys(
     `changes.ORDER`: then as `validate_order` (NULL keys, a NULL or repeated sequence value of a
     key), else as `validate_keys` (NULL and repeated keys). `descriptions`: date -> what the input
     is, for the message; `roots`: date -> the input's paths, that name its files;
-    `read_all_columns`: see `daily.key_offenders`. Once a problem is found, one more query gathers
+    `read_all_columns`: see `keychecks.key_offenders`. Once a problem is found, one more query gathers
     every date's problems with their counts, keys and files (`refusals.collect_key_problems`)."""
     ordered = changes.ORDER in rows.columns
     read_all_columns = read_all_columns or READ_ALL in rows.columns
     found = (
         changes.order_offenders(rows, [DS, *spec.keys], read_all_columns=read_all_columns)
         if ordered
-        else daily.key_offenders(rows, [DS, *spec.keys], read_all_columns=read_all_columns)
+        else keychecks.key_offenders(rows, [DS, *spec.keys], read_all_columns=read_all_columns)
     )
     offender = found.limit(1).collect()  # in date order: the earliest offending date
     if not offender:

@@ -13,12 +13,13 @@ import datetime as dt
 
 from pyspark.sql import functions as F
 
-from zipper.inputs import sources
+from zipper.inputs import conform, sources
 from zipper.inputs.changeset import CheckedInput, Day, DayRequest, float_precision
 from zipper.inputs.modes import mode_of
 from zipper.inputs.refusals import add_counts, collect_problems, handle_problems, refused_problems
 from zipper.tablespec.model import TableSpec
 from zipper.transforms import changes
+from zipper.transforms.shape import MergeShape
 
 # the types the merge takes and gives
 __all__ = [
@@ -34,10 +35,15 @@ __all__ = [
 
 
 def prepare(request: DayRequest, ds: dt.date) -> Day:
-    """The change set of `ds` for the table in its state; an input a rerun already
-    read and checked (`request.checked`) is not read or checked again."""
-    day = mode_of(request.spec).change_set(request, ds)
+    """The change set of `ds` for the table in its state, with the shape of its merge; an input a
+    rerun already read and checked (`request.checked`) is not read or checked again."""
+    spec = request.spec
+    day = mode_of(spec).change_set(request, ds)
     day.float_precision = float_precision(request.st, day.columns, day.column_changes)
+    tracked = conform.tracked_columns(spec, day.names, ds.isoformat())
+    # a day without changes joins nothing: its deletes are the mode's (counted, at 0)
+    deletes = changes.OP in day.changes.columns if day.rows else mode_of(spec).closes_keys
+    day.shape = MergeShape.of(spec, ds, day.names, tracked, deletes=deletes, float_precision=day.float_precision)
     return day
 
 

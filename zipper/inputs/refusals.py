@@ -22,7 +22,7 @@ from zipper.inputs.metrics import (
 )
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import SourceFormat
-from zipper.transforms import changes, daily
+from zipper.transforms import changes, keychecks
 from zipper.transforms.collected import as_collected, as_written
 
 MAX_LISTED_KEYS = 20
@@ -77,7 +77,7 @@ def validate_keys(
     repeated key (`refuse_key_problems`; `roots`: the input's paths, that name its files). One
     pass over a good input."""
     counted, observation = observe(df, "rows", variable_columns(df.schema, columns))
-    if daily.key_offenders(counted, spec.keys).limit(1).collect():
+    if keychecks.key_offenders(counted, spec.keys).limit(1).collect():
         refuse_key_problems(collect_key_problems(df, spec.keys), spec, ds, what, roots)
     return seen_by(observation, df)
 
@@ -132,7 +132,7 @@ def checked_as_read(df, keys: list[str]):
     from pyspark.sql import Window
 
     copies = F.count(F.lit(1)).over(Window.partitionBy(*keys))
-    bad = F.sum(F.when(daily.null_key(keys) | (F.col(_COPIES) > 1), 1).otherwise(0)).alias(KEYS_SEEN)
+    bad = F.sum(F.when(keychecks.null_key(keys) | (F.col(_COPIES) > 1), 1).otherwise(0)).alias(KEYS_SEEN)
     # one partition (the input is small: CHECKED_AS_READ_ROWS): the window then needs no shuffle,
     # whose stage would cost the write a second planning pass
     counted, observation = observe_with(df.coalesce(1).withColumn(_COPIES, copies), "keys", bad)
@@ -149,7 +149,7 @@ def refuse_if_seen(observation, df, spec: TableSpec, ds: dt.date, what: str, roo
     if KEYS_SEEN in observed:
         found = bool(observed[KEYS_SEEN])
     else:  # the metrics were not handed over: the check's own job
-        found = bool(daily.key_offenders(df, spec.keys).limit(1).collect())
+        found = bool(keychecks.key_offenders(df, spec.keys).limit(1).collect())
     if found:
         refuse_key_problems(collect_key_problems(df, spec.keys), spec, ds, what, roots)
 
@@ -171,16 +171,16 @@ def validate_order(
 
 
 def collect_key_problems(rows, keys: list[str], order: str | None = None, by: tuple[str, ...] = ()) -> list:
-    """`daily.key_problems` collected: a day's only once its check found one (the check of a good
+    """`keychecks.key_problems` collected: a day's only once its check found one (the check of a good
     day stays one plain aggregation; this query gathers every problem with its files at once)."""
-    found = daily.key_problems(rows, keys, order=order, by=by, examples=MAX_LISTED_KEYS)
+    found = keychecks.key_problems(rows, keys, order=order, by=by, examples=MAX_LISTED_KEYS)
     return as_collected(found).collect()
 
 
 def refuse_key_problems(
     problems, spec: TableSpec, ds: dt.date, what: str, roots: list[str] = (), order_name: str | None = None
 ) -> None:
-    """One refusal naming every problem of a day's keys (collected `daily.key_problems`), so that
+    """One refusal naming every problem of a day's keys (collected `keychecks.key_problems`), so that
     the input is fixed in one go rather than problem by problem."""
     if problems:
         text = key_problems_text(what, problems, spec.keys, roots, order_name, spec.source.order_key)
@@ -204,36 +204,36 @@ def key_problems_text(
     `increment /in has 2 rows with NULL in key column 'id' in part-1.parquet; 3 keys ['id'] more
     than once (7 rows) in part-0.parquet and part-1.parquet: 1, 4, 9`. Keys are listed as `zipper
     history --key` takes them back."""
-    by_kind = {p[daily.KEY_PROBLEM]: p for p in problems}
+    by_kind = {p[keychecks.KEY_PROBLEM]: p for p in problems}
     shown = [
         _problem_text(by_kind[kind], keys, roots, order_name, order_key)
-        for kind in daily.KEY_PROBLEMS
+        for kind in keychecks.KEY_PROBLEMS
         if kind in by_kind
     ]
     return f"{what} has " + "; ".join(shown)
 
 
 def _problem_text(problem, keys: list[str], roots: list[str], order_name: str | None, order_key: str) -> str:
-    kind, count, rows = problem[daily.KEY_PROBLEM], problem[daily.KEY_COUNT], problem[daily.ROWS]
-    examples = problem[daily.EXAMPLES]
-    files = files_text(problem[daily.FILES], roots)
+    kind, count, rows = problem[keychecks.KEY_PROBLEM], problem[keychecks.KEY_COUNT], problem[keychecks.ROWS]
+    examples = problem[keychecks.EXAMPLES]
+    files = files_text(problem[keychecks.FILES], roots)
     where = f" in {files}" if files else ""
     first = f", the first {len(examples)}" if count > len(examples) else ""
-    if kind == daily.NULL_KEY:
+    if kind == keychecks.NULL_KEY:
         if len(keys) == 1:  # its one key is NULL: listing it says nothing
             return f"{_counted(rows, 'row')} with NULL in key column {keys[0]!r}{where}"
-        listed = ", ".join(f"{key_text([e], keys)} ({_counted(e[daily.ROWS], 'row')})" for e in examples)
+        listed = ", ".join(f"{key_text([e], keys)} ({_counted(e[keychecks.ROWS], 'row')})" for e in examples)
         return f"{_counted(rows, 'row')} with NULL in key columns {keys}{where}{first}: {listed}"
     head = f"{_counted(count, 'key')} {keys}"
-    if kind == daily.REPEATED_KEY:
+    if kind == keychecks.REPEATED_KEY:
         return f"{head} more than once ({_counted(rows, 'row')}){where}{first}: {key_text(examples, keys)}"
     name = order_name or "order"  # a landing zone's order (file, row) is never NULL nor repeated
-    if kind == daily.NULL_ORDER:
+    if kind == keychecks.NULL_ORDER:
         return (
             f"{head} with NULL in {order_key} column {name!r} ({_counted(rows, 'row')}){where}{first}:"
             f" {key_text(examples, keys)}"
         )
-    listed = ", ".join(f"{key_text([e], keys)} ({name} {value_text(e[daily.VALUE])})" for e in examples)
+    listed = ", ".join(f"{key_text([e], keys)} ({name} {value_text(e[keychecks.VALUE])})" for e in examples)
     return (
         f"{head} with a repeated value in {order_key} column {name!r} ({_counted(rows, 'row')}){where}{first}: {listed}"
     )

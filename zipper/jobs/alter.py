@@ -42,7 +42,7 @@ def alter_table(spark, spec: TableSpec, request: AlterRequest, progress=quiet) -
             f" (`zipper rerun {spec.name} --from {st.replay.first} --to {st.replay.last}`); nothing was changed",
             **where,
         )
-    table = spark.table(spec.table)
+    table = store.whole_table(spark, spec)
     data = [c for c in table.columns if c not in (spec.begin_column, spec.end_column)]
     stored = [(f.name, f.dataType.simpleString()) for f in table.schema.fields if f.name != spec.end_column]
     refusal = refused(spec, request, data) or moved_types(request, stored)
@@ -86,7 +86,9 @@ def alter_table(spark, spec: TableSpec, request: AlterRequest, progress=quiet) -
         if request.kind == AlterKind.RENAME
         else {"dropped": [[request.column, kinds[request.column]]]}
     )
-    publish.publish_alter(spark, spec, st, run.run_id, record, run.root, rewritten, request.edits, column_record)
+    publish.publish_alter(
+        spark, spec, st, publish.AlterCommit(run.run_id, record, run.root, rewritten, request.edits, column_record)
+    )
     done = (
         f"renamed column {request.column} to {request.new_name}"
         if request.kind == AlterKind.RENAME

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from zipper.core.errors import StateError
+from zipper.jobs import publishers
 from zipper.jobs.keys import resolve_keys
-from zipper.table import recovery, state
+from zipper.table import clone, recovery, state
 from zipper.tablespec.model import TableSpec
 
 
@@ -33,7 +34,9 @@ class Run:
     state: state.TableState
     progress: Callable[[str], None] = quiet
     accept_large_change: bool = False  # the change-volume guard lets this run's days through (`table.guard`)
-    dry_run: bool = False  # write and audit each date, show what would change, publish nothing (`jobs.preview`)
+    # what becomes of each date written and audited (`publishers`): published, published on a copy
+    # of the table (a rerun's dry run), or shown and not published (a merge's dry run)
+    publisher: publishers.LivePublisher | publishers.DryRunPublisher = publishers.LIVE
     run_id: str = field(default_factory=state.new_run_id)
     started: float = field(default_factory=time.monotonic)
 
@@ -81,4 +84,5 @@ def open_run(
     at = ds or st.last_committed
     state.check_owned(st, spec, at)
     st = recovery.recover(spark, spec, st, at)
-    return Run(spark, spec, st, progress, accept_large_change, dry_run)
+    publisher = publishers.DRY_RUN if dry_run else publishers.ON_COPY if clone.is_copy(st) else publishers.LIVE
+    return Run(spark, spec, st, progress, accept_large_change, publisher)

@@ -45,7 +45,7 @@ Selection, Rewrite = corrections.Selection, corrections.Rewrite
 def correct(spark, spec: TableSpec, request: Request, progress=quiet) -> RunResult:
     """Apply one correction (or, with `dry_run`, show what it would change)."""
     run = _ready_run(spark, spec, request, progress)
-    table = spark.table(spec.table)
+    table = store.whole_table(spark, spec)
     selection = _selection(spark, run.spec, request, table, run.where(run.state.last_committed))
     try:
         return _apply(run, request, table, selection)

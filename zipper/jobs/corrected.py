@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from zipper.core.corrections import CorrectionKind
 from zipper.core.dates import DAY
 from zipper.core.errors import StateError
-from zipper.table import state
+from zipper.table import state, store
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import EndStyle
 from zipper.transforms import corrections
@@ -32,7 +32,7 @@ def input_filter(spark, spec: TableSpec, st: state.TableState, ds: dt.date) -> C
     records = [c for c in st.corrections if c.kind == CorrectionKind.ERASE and c.as_of >= ds.isoformat()]
     if not records:
         return None
-    hashes = [(spark.read.parquet(c.hashes), c.salt) for c in records]
+    hashes = [(store.read_written(spark, c.hashes), c.salt) for c in records]
 
     def without_erased(rows: DataFrame) -> DataFrame:
         for erased, salt in hashes:
@@ -46,7 +46,7 @@ def dated_filter(spark, spec: TableSpec, st: state.TableState, ds_column: str) -
     """A rebuild's rows (the base and every increment, each tagged with its date in `ds_column`)
     without the erased keys' rows of the dates up to each erasure."""
     records = [
-        (spark.read.parquet(c.hashes), c.salt, c.as_of) for c in st.corrections if c.kind == CorrectionKind.ERASE
+        (store.read_written(spark, c.hashes), c.salt, c.as_of) for c in st.corrections if c.kind == CorrectionKind.ERASE
     ]
 
     def without_erased(rows: DataFrame) -> DataFrame:
@@ -109,7 +109,7 @@ def removed_open_at(spark, spec: TableSpec, st: state.TableState, day: dt.date, 
     dirs = [c.removed for c in st.corrections if c.removed and c.run_id > commit_run]
     if not dirs:
         return 0
-    versions = spark.read.parquet(*dirs)  # begin, end, versions: how many removed versions had those dates
+    versions = store.read_written(spark, *dirs)  # begin, end, versions: how many removed versions had those dates
     text = F.lit(day.isoformat())
     valid = (F.col("begin") <= text) & (
         F.col("end") > text if spec.end_style == EndStyle.EXCLUSIVE else F.col("end") >= text

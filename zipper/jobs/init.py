@@ -15,6 +15,7 @@ from pyspark.sql.types import _parse_datatype_string
 from zipper.core import fs, layout
 from zipper.core.dates import DAY
 from zipper.core.errors import InputError, MissingInputError, SpecError, StateError
+from zipper.core.names import NO_BASE_FINGERPRINT
 from zipper.core.reports import RunAction
 from zipper.inputs import conform, dayinput, file_types, refusals, sources
 from zipper.inputs.modes import mode_of
@@ -66,7 +67,7 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
         fs.mkdirs(open_dir)
     rows = fs.written_rows(open_dir)
 
-    publish.publish_init(spark, spec, st, ds, run_id, open_dir, rows, base.fingerprint)
+    publish.publish_init(spark, spec, st, publish.InitCommit(ds, run_id, open_dir, rows, base.fingerprint))
     opened = Opening(created, base.df is not None, rows, ds.isoformat())
     seconds = time.monotonic() - started
     return RunResult(
@@ -79,7 +80,7 @@ class _Base:
     """The base as read (None without one), with its fingerprint and how messages name it."""
 
     df: object = None  # DataFrame
-    fingerprint: str = "empty"
+    fingerprint: str = NO_BASE_FINGERPRINT
     what: str = "base"
     located: object = None  # sources.Input
 

@@ -25,6 +25,7 @@ from zipper.inputs.refusals import key_text, where_of
 from zipper.jobs.context import Run
 from zipper.table import publish, state, store
 from zipper.transforms import daily, late
+from zipper.transforms.shape import MergeShape
 
 LATE_KIND = "late"  # a late version with nothing to split, closed in the day's partition
 LATE_OPEN_KIND = "late_open"  # the open row of a key with only late changes, as they leave it
@@ -41,18 +42,18 @@ class Placed:
     rewritten: tuple  # publish.Rewritten, one per history partition written again
 
 
-def put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, open_schema) -> Placed | None:
+def put_in_place(run: Run, shape: MergeShape, day, touched_rows, late_rows, open_schema) -> Placed | None:
     """Put the day's late changes in their keys' histories (`transforms.late`): read only the closed
     partitions a late change can reach (`TableState.reachable_from`), write each partition whose
     versions changed again, under the run's directory. A late change at the moment a version
     begins, with other tracked values, is refused with one line."""
-    spark, spec, st, run_root = run.spark, run.spec, run.state, run.root
+    spark, spec, st, run_root, ds = run.spark, run.spec, run.state, run.root, shape.date
     valid_from, valid_to = spec.validity_columns
     found = late_rows.agg(F.count(F.lit(1)).alias("n"), F.min(valid_from).alias("t")).first()
     if not found["n"]:
         return None
     _refuse_unplaceable(spec, ds, day, late_rows)
-    end, open_end, today = spec.end_column, spec.open_end.isoformat(), spec.closed_end(ds).isoformat()
+    end, open_end, today = spec.end_column, shape.open_end, shape.closed_end
     earliest = state.earliest_reachable_end(spec, found["t"])
     late_keys = F.broadcast(late_rows.select(*spec.keys).distinct())
     reachable = st.reachable_from(spec, found["t"])
@@ -67,21 +68,8 @@ def put_in_place(run: Run, ds: dt.date, day, touched_rows, late_rows, tracked, o
     history_schema = StructType([*open_schema.fields, StructField(end, StringType())])
     store.write_rows(history, f"{run_root}/zipper_history")
     history = store.read_rows(spark, history_schema, f"{run_root}/zipper_history")
-    _refuse_conflicts(spec, ds, day, history, late_rows, tracked)
-    result = late.in_place(
-        history,
-        late_rows,
-        keys=spec.keys,
-        columns=day.names,
-        tracked=tracked,
-        validity=spec.validity_columns,
-        updated_at=spec.source.updated_at,
-        begin_column=spec.begin_column,
-        end_column=end,
-        open_end=open_end,
-        today=today,
-        end_lag=(ds - spec.closed_end(ds)).days,
-    )
+    _refuse_conflicts(spec, ds, day, history, late_rows, list(shape.tracked))
+    result = late.in_place(history, late_rows, shape)
     result_schema = StructType(
         [
             *[history_schema[c] for c in (*day.names, spec.begin_column, end)],

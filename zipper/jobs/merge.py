@@ -27,7 +27,7 @@ def merge_date(
 ) -> RunResult:
     """Merge one date. A past date whose input (or a later date's) changed is replayed, per
     `on_past_date`; `progress` receives one line per replayed date. `dry_run`: write and audit the
-    date, show what would change, publish nothing (`apply._dry_run`)."""
+    date, show what would change, publish nothing (`publishers.DryRunPublisher`)."""
     run = open_run(spark, spec, ds, progress or quiet, accept_large_change, dry_run)
     if not dry_run:
         run = _recovered(run, ds)
@@ -179,7 +179,7 @@ def _typed_by_first_input(spec: TableSpec, st: state.TableState) -> bool:
         and st.open_rows == 0
         and spec.base is None
         and not spec.columns
-        and st.open_partition.params.get(state.INIT_FINGERPRINT) == "empty"
+        and st.open_partition.params.get(state.INIT_FINGERPRINT) == state.NO_BASE_FINGERPRINT
     )
 
 

@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 from zipper.core import fs
 from zipper.core.errors import StateError, ZipperError
 from zipper.jobs.keys import resolve_keys
-from zipper.jobs.result import RunResult
+from zipper.jobs.result import Preview, RunResult
 from zipper.table import clone, state, store
 from zipper.tablespec.model import TableSpec
 from zipper.transforms.collected import as_collected, as_written
@@ -39,7 +39,7 @@ def keep_keys(run, day) -> None:
     """Write up to CANDIDATES of the day's keys under the run's directory: the change set may be
     read from scratch directories that are deleted before the audit."""
     keys = day.changes.select(*run.spec.keys).distinct().limit(CANDIDATES)
-    keys.write.mode("overwrite").parquet(f"{run.root}/{KEYS_DIR}")
+    store.write_rows(keys, f"{run.root}/{KEYS_DIR}")
 
 
 def sample(run, ds: dt.date, schema, open_dir: str, closed_dir: str, rewritten: tuple) -> list[dict]:
@@ -48,15 +48,15 @@ def sample(run, ds: dt.date, schema, open_dir: str, closed_dir: str, rewritten: 
     spark, spec = run.spark, run.spec
     end = spec.end_column
     open_end = spec.open_end.isoformat()
-    keys = spark.read.parquet(f"{run.root}/{KEYS_DIR}")
+    keys = store.read_written(spark, f"{run.root}/{KEYS_DIR}")
     before = store.table_rows(spark, spec, schema).join(F.broadcast(keys), on=spec.keys, how="left_semi")
     replaced = [r.end for r in rewritten]
     kept = before.where((F.col(end) != open_end) & ~F.col(end).isin(replaced))
     parts = [
-        spark.read.schema(schema).parquet(open_dir).withColumn(end, F.lit(open_end)),
-        spark.read.schema(schema).parquet(closed_dir).withColumn(end, F.lit(spec.closed_end(ds).isoformat())),
+        store.read_rows(spark, schema, open_dir).withColumn(end, F.lit(open_end)),
+        store.read_rows(spark, schema, closed_dir).withColumn(end, F.lit(spec.closed_end(ds).isoformat())),
     ]
-    parts += [spark.read.schema(schema).parquet(r.location).withColumn(end, F.lit(r.end)) for r in rewritten]
+    parts += [store.read_rows(spark, schema, r.location).withColumn(end, F.lit(r.end)) for r in rewritten]
     after = kept
     for part in parts:
         after = after.unionByName(part.join(F.broadcast(keys), on=spec.keys, how="left_semi"))
@@ -146,7 +146,7 @@ def copy_sample(
     changed = sorted(end for end in set(was) | set(now) if was.get(end) != now.get(end))
     if not changed:
         return []
-    old, new = spark.table(spec.table), spark.table(copied.table)
+    old, new = store.whole_table(spark, spec), store.whole_table(spark, copied)
     if old.dtypes != new.dtypes:
         columns = list(dict.fromkeys(new.columns + old.columns))
         old, new = (
@@ -193,14 +193,16 @@ def _keys_of(spec, hashed: DataFrame, limit: int) -> list[dict]:
 
 
 def _dry_result(result: RunResult, spec: TableSpec, found: list[dict]) -> RunResult:
-    """The job's result as its dry run's: the table's name, `dry_run` and the sample in its counts,
-    and each replayed date's marked as a dry run's with the change-volume guard's verdict."""
-    replayed = [dataclasses.replace(r, table=spec.table, counts=dict(r.counts, dry_run=True)) for r in result.replayed]
-    refused = [f"{r.ds}: {r.counts['guard']}" for r in replayed if str(r.counts.get("guard", "")).startswith("would")]
-    verdict = ("; ".join(refused) if refused else "passes") if any("guard" in r.counts for r in replayed) else ""
-    counts = dict(result.counts, dry_run=True, sample=found, guard=verdict)
+    """The job's result as its dry run's: the table's name, each replayed date's result a dry run's
+    (with the change-volume guard's verdict it was given on the copy), and the sample."""
+    replayed = [dataclasses.replace(r, table=spec.table, preview=Preview()) for r in result.replayed]
+    dates = tuple((r.ds, r.verdict) for r in replayed if r.verdict is not None)
     return dataclasses.replace(
-        result, table=spec.table, message=f"dry run: {result.message}", counts=counts, replayed=replayed
+        result,
+        table=spec.table,
+        message=f"dry run: {result.message}",
+        replayed=replayed,
+        preview=Preview(sample=found, dates=dates),
     )
 
 

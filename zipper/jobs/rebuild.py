@@ -80,9 +80,10 @@ def rebuild(
     init_params = {state.INIT_DS: init_ds.isoformat(), state.INIT_FINGERPRINT: base_fingerprint}
     init_params |= state.correction_params(st.open_partition.params) | undone  # corrections last: their records stay
     init_params |= state.alter_params(st.open_partition.params)  # the column renames and drops: their records too
-    publish.publish_rebuild(
-        spark, spec, st, run_id, run_root, end, open_dir, open_rows, closed_dirs, counts, fingerprints, init_params
+    rebuilt = publish.RebuildCommit(
+        run_id, run_root, end, open_dir, open_rows, closed_dirs, counts, fingerprints, init_params
     )
+    publish.publish_rebuild(spark, spec, st, rebuilt)
     closed_rows = sum(c["closed"] for c in counts.values())
     return RunResult(
         spec.table,

@@ -409,7 +409,8 @@ def restore(
         table=spec.table,
     )
 
-    dropped = publish.publish_restore(spark, spec, st, first, run_id, open_dir, rows_written, marker, undone or {})
+    restore = publish.RestoreCommit(first, run_id, open_dir, rows_written, marker, undone or {})
+    dropped = publish.publish_restore(spark, spec, st, restore)
     restored_to = (first - DAY).isoformat()
     return RunResult(
         spec.table,

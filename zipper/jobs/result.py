@@ -9,6 +9,31 @@ from dataclasses import dataclass, field
 from zipper.core.reports import SKIPPED, RunAction
 
 
+@dataclass(frozen=True)
+class Preview:
+    """What a dry run shows instead of publishing: a sample of keys whose history would change
+    (`sample`: `preview.sample`'s entries) and, for a rerun or rebuild run on a copy, each date's
+    verdict of the change-volume guard (`dates`: (ds, table.guard.Verdict)). A field left None is
+    not part of this kind of dry run (a replayed date has no sample of its own)."""
+
+    sample: list | None = None
+    dates: tuple | None = None
+
+    def guard_text(self) -> str:
+        """The dates' verdicts as a line: `passes`, or each date it would refuse; "" without dates."""
+        refused = [f"{ds}: {verdict}" for ds, verdict in self.dates or () if not verdict.passes]
+        return ("; ".join(refused) or "passes") if self.dates else ""
+
+    def counts(self) -> dict:
+        """The preview as the report's counts carry it (`dry_run`, `guard`, `sample`), as schedulers read it."""
+        counts: dict = {"dry_run": True}
+        if self.dates is not None:
+            counts["guard"] = self.guard_text()
+        if self.sample is not None:
+            counts["sample"] = self.sample
+        return counts
+
+
 @dataclass
 class RunResult:
     table: str
@@ -26,9 +51,17 @@ class RunResult:
     replayed: list[RunResult] = field(default_factory=list)
     # how this run gave the table its first state (`zipper init`, or the first merge of a table that did not exist)
     opened: Opening | None = None
+    # a dry run's: what it shows instead of publishing (None: the run published, or a run on a copy
+    # that is not itself a dry run's result yet)
+    preview: Preview | None = None
+    # the change-volume guard's verdict where it was shown, not enforced (a dry run, a run on a copy)
+    verdict: object = None  # table.guard.Verdict
 
     def __post_init__(self):
         self.action = RunAction(self.action)
+        if self.verdict is not None or self.preview is not None:  # shown with the counts, as reports carry them
+            shown = {"guard": str(self.verdict)} if self.verdict is not None else {}
+            self.counts = {**self.counts, **shown, **(self.preview.counts() if self.preview is not None else {})}
 
     def summary(self) -> str:
         match self.action:
@@ -51,7 +84,7 @@ class RunResult:
             )
         return (
             f"{self.table} {self.ds}: "
-            + ("dry run, would commit: " if c.get("dry_run") else "")
+            + ("dry run, would commit: " if self.preview is not None else "")
             + (f"{self.opened.text(dated=True)}; then " if self.opened else "")
             + f"{c['new']} new, {c['changed']} changed, {c['unchanged']} re-sent unchanged"
             + (f", {c['updated_in_place']} updated in place" if c.get("updated_in_place") else "")

@@ -6,6 +6,8 @@ full scan."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
@@ -40,21 +42,24 @@ def max_value(spark, directory: str, column: str) -> str | None:
     return spark.read.parquet(directory).agg(F.max(column)).first()[0]
 
 
-def reconcile(
-    *,
-    open_recorded: int,
-    open_read: int,
-    input_rows: int,
-    kinds: dict[str, int],
-    input_keys: int | None = None,
-    untouched: int,
-    touched: int,
-    open_written: int,
-    closed_written: int,
-    max_closed_begin: str | None,
-    ds: str,
-    table: str,
-) -> dict:
+@dataclass(frozen=True)
+class Tally:
+    """What a day's merge read and wrote, counted from the files' footers and by its small job: the
+    figures the audit holds against one another (`reconcile`)."""
+
+    open_recorded: int  # open rows the last commit recorded
+    open_read: int  # rows in the files it points to
+    input_rows: int
+    kinds: dict[str, int]  # touched rows by what the day does to them (and `vanished` deletes)
+    untouched: int  # open rows the big pass kept
+    touched: int  # open rows the big pass set aside
+    open_written: int
+    closed_written: int
+    max_closed_begin: str | None
+    input_keys: int | None = None  # with `source.updated_at`: the keys of the day's versions
+
+
+def reconcile(tally: Tally, *, ds: str, table: str) -> dict:
     """Check the identities that hold for every correct merge; return the summary counts.
 
     open_recorded: rows the last commit recorded; open_read: rows in the files it points to;
@@ -71,6 +76,9 @@ def reconcile(
 
     With tombstones (`hard_deletes: new_record`), each deleted key's tombstone (`tombstone`) is an
     open row the day writes, and a tombstone deleted again (`still_deleted`) is matched and kept."""
+    kinds, input_rows, input_keys = tally.kinds, tally.input_rows, tally.input_keys
+    open_read, open_recorded, untouched, touched = tally.open_read, tally.open_recorded, tally.untouched, tally.touched
+    open_written, closed_written, max_closed_begin = tally.open_written, tally.closed_written, tally.max_closed_begin
     changed, updated, unchanged = kinds["changed"], kinds["updated"], kinds["unchanged"]
     deleted, vanished, intraday = kinds.get("deleted", 0), kinds.get("vanished", 0), kinds.get("intraday", 0)
     tombstones, still_deleted = kinds.get("tombstone", 0), kinds.get("still_deleted", 0)

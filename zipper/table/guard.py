@@ -82,3 +82,24 @@ def check(spec: TableSpec, st: state.TableState, ds: dt.date, counts: dict, *, a
         table=spec.table,
         ds=ds.isoformat(),
     )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the guard says of a day it does not enforce (a dry run, a run on a copy): it passes, or
+    it would refuse it, and why. Shown as `passes` or `would refuse: <why>`."""
+
+    refusal: str | None = None  # why it would refuse the day; None: it passes
+
+    @property
+    def passes(self) -> bool:
+        return self.refusal is None
+
+    def __str__(self) -> str:
+        return "passes" if self.passes else f"would refuse: {self.refusal}"
+
+
+def verdict(spec: TableSpec, st: state.TableState, ds: dt.date, counts: dict, *, accepted: bool) -> Verdict:
+    """The guard's verdict on a day without enforcing it; an `accepted` day passes."""
+    why = refusal(spec, volume(spec, st, ds, counts))
+    return Verdict(None if accepted else why)

@@ -39,6 +39,72 @@ class DayCommit:
     landing: dict | None = None  # a landing zone's record of the files the day consumed
     action: state.CommitAction = state.CommitAction.MERGE  # or REPLAY: a rerun's date (the commit log shows which)
     rewritten: tuple = ()  # history partitions the day's late changes wrote again (`Rewritten`), published with it
+    carry_params: dict[str, str] | None = None  # extra open-partition parameters (a replay keeps its marker so)
+
+
+@dataclass(frozen=True)
+class DayColumns:
+    """The columns a date publishes with: what the day did to them (`changes`, a
+    `conform.ColumnChanges`), the table's columns before it, the day's own, and the double columns
+    now compared at float precision (`widened_from_float`)."""
+
+    changes: object
+    table_columns: list[tuple[str, str]]
+    day_columns: list[tuple[str, str]]
+    widened_from_float: set[str]
+
+
+@dataclass(frozen=True)
+class InitCommit:
+    """The table's first state: the base's rows (or none) open as of `ds`."""
+
+    ds: dt.date
+    run_id: str
+    open_dir: str
+    rows: int
+    fingerprint: str  # of the base
+
+
+@dataclass(frozen=True)
+class RestoreCommit:
+    """A replay's restore: the table as it was at the end of `first` - 1, recording `marker`.
+    `undone`: correction records to replace, marked as undone by this replay."""
+
+    first: dt.date
+    run_id: str
+    open_dir: str
+    rows: int
+    marker: state.ReplayMarker
+    undone: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class RebuildCommit:
+    """A rebuild up to `end`: the open partition and each date's history partition at their new
+    directories, with each date's counts and input fingerprint, and the open partition's init record."""
+
+    run_id: str
+    run_root: str
+    end: dt.date
+    open_dir: str
+    open_rows: int
+    closed_dirs: dict[dt.date, str]
+    counts: dict[dt.date, dict]
+    fingerprints: dict[dt.date, str]
+    init_params: dict[str, str]
+
+
+@dataclass(frozen=True)
+class AlterCommit:
+    """A column rename or drop: every partition rewritten (`rewritten`), the alter's record, the
+    column edits (old name -> new name, or None for a drop) and the columns' record."""
+
+    run_id: str
+    record: dict
+    run_root: str
+    rewritten: list
+    edits: dict[str, str | None]
+    column_record: dict
 
 
 def _open_params(
@@ -80,10 +146,9 @@ def _discarded_if_overtaken(spark, run_root: str):
         raise
 
 
-def publish_init(
-    spark, spec: TableSpec, st: state.TableState, ds: dt.date, run_id: str, open_dir: str, rows: int, fingerprint: str
-) -> None:
-    """The table's first state: the base's rows (or none) open as of `ds`."""
+def publish_init(spark, spec: TableSpec, st: state.TableState, init: InitCommit) -> None:
+    """The table's first state: the base's rows (or none) open as of `init.ds`."""
+    ds, run_id, open_dir, rows, fingerprint = init.ds, init.run_id, init.open_dir, init.rows, init.fingerprint
     open_end = spec.open_end.isoformat()
     catalog.add_partitions(spark, spec, {open_end: state.empty_dir(st.location)})
     fs.mkdirs(state.empty_dir(st.location))
@@ -98,26 +163,15 @@ def publish_init(
     catalog.repoint(spark, spec, [Partition(open_end, open_dir, params)], expected_run=st.open_run, ds=ds.isoformat())
 
 
-def publish_day(
-    spark,
-    spec: TableSpec,
-    st: state.TableState,
-    day: DayCommit,
-    column_changes,
-    *,
-    table_columns: list[tuple[str, str]],
-    day_columns: list[tuple[str, str]],
-    widened_from_float: set[str],
-    carry_params: dict[str, str] | None = None,
-) -> None:
+def publish_day(spark, spec: TableSpec, st: state.TableState, day: DayCommit, columns: DayColumns) -> None:
     """One date's new open partition and its closed partition, with its commit record.
 
-    `column_changes` (a `conform.ColumnChanges`): a widening is applied to the table just before
+    The day's column changes (`columns.changes`): a widening is applied to the table just before
     the repoint (older files read the same values through the wider type, while the new files
-    need it); added columns (`day_columns`) just after it, so that a column never shows before
-    the data that fills it. The open partition records them, so that a run killed in between is
-    completed by the next one (`recovery.recover`). `carry_params`: extra open-partition
-    parameters (a replay keeps its marker this way until its last date)."""
+    need it); added columns (`columns.day_columns`) just after it, so that a column never shows
+    before the data that fills it. The open partition records them, so that a run killed in
+    between is completed by the next one (`recovery.recover`)."""
+    column_changes, table_columns, day_columns = columns.changes, columns.table_columns, columns.day_columns
     ds_text = day.ds.isoformat()
     closed_end = spec.closed_end(day.ds).isoformat()
     if closed_end in {p.end for p in st.closed}:
@@ -136,8 +190,8 @@ def publish_day(
         day.run_id,
         day.counts["open_after"],
         now,
-        st.float_columns_params(widened_from_float),
-        carry_params or {},
+        st.float_columns_params(columns.widened_from_float),
+        day.carry_params or {},
     )
     if column_changes.alters_table:
         open_params[state.COLUMNS] = json.dumps(column_changes.record(), sort_keys=True)
@@ -208,21 +262,12 @@ def publish_marker(spark, spec: TableSpec, st: state.TableState, marker: state.R
     )
 
 
-def publish_restore(
-    spark,
-    spec: TableSpec,
-    st: state.TableState,
-    first: dt.date,
-    run_id: str,
-    open_dir: str,
-    rows: int,
-    marker: state.ReplayMarker,
-    undone: dict[str, str] | None = None,
-) -> list[str]:
-    """The table as it was at the end of first - 1, recording `marker`: the open partition at the
-    restored rows, every history partition made by the runs of `first` and later at the empty
-    directory, then dropped. Returns the dropped partitions' end values. `undone`: correction
-    records to replace, marked as undone by this replay."""
+def publish_restore(spark, spec: TableSpec, st: state.TableState, restore: RestoreCommit) -> list[str]:
+    """The table as it was at the end of first - 1, recording the replay's marker: the open
+    partition at the restored rows, every history partition made by the runs of `first` and later
+    at the empty directory, then dropped. Returns the dropped partitions' end values."""
+    first, run_id, open_dir, rows = restore.first, restore.run_id, restore.open_dir, restore.rows
+    marker, undone = restore.marker, restore.undone
     closed_end = spec.closed_end(first).isoformat()
     dropped = [p.end for p in st.closed if p.end >= closed_end]
     empty = state.empty_dir(st.location)
@@ -250,23 +295,23 @@ def publish_restore(
     return dropped
 
 
-def publish_rebuild(
-    spark,
-    spec: TableSpec,
-    st: state.TableState,
-    run_id: str,
-    run_root: str,
-    end: dt.date,
-    open_dir: str,
-    open_rows: int,
-    closed_dirs: dict[dt.date, str],
-    counts: dict[dt.date, dict],
-    fingerprints: dict[dt.date, str],
-    init_params: dict[str, str],
-) -> None:
+def publish_rebuild(spark, spec: TableSpec, st: state.TableState, rebuilt: RebuildCommit) -> None:
     """A rebuilt table: the open partition and every history partition at the new directories,
     with a commit record per date; partitions that no longer belong at the empty directory, then
     dropped."""
+    run_id, run_root, end, open_dir, open_rows = (
+        rebuilt.run_id,
+        rebuilt.run_root,
+        rebuilt.end,
+        rebuilt.open_dir,
+        rebuilt.open_rows,
+    )
+    closed_dirs, counts, fingerprints, init_params = (
+        rebuilt.closed_dirs,
+        rebuilt.counts,
+        rebuilt.fingerprints,
+        rebuilt.init_params,
+    )
     empty = state.empty_dir(st.location)
     fs.mkdirs(empty)
     now = utc_now_iso()
@@ -351,17 +396,7 @@ def publish_correction(
     faults.checkpoint("after_correct_publish")
 
 
-def publish_alter(
-    spark,
-    spec: TableSpec,
-    st: state.TableState,
-    run_id: str,
-    record: dict,
-    run_root: str,
-    rewritten: list[Rewritten],
-    edits: dict[str, str | None],
-    column_record: dict,
-) -> None:
+def publish_alter(spark, spec: TableSpec, st: state.TableState, alter: AlterCommit) -> None:
     """Every partition of the table at its rewritten directory (files under the new column names,
     or without the dropped column), with the alter's record, in one metastore transaction; then
     the table's columns renamed or dropped to match.
@@ -370,6 +405,8 @@ def publish_alter(
     the two metastore calls is completed by the next run of the table (`recovery.recover`).
     Its run id becomes the alter's, so a merge that read the table before fails its publish
     (`ConcurrentChange`). The table's date does not move."""
+    run_id, record, run_root, rewritten = alter.run_id, alter.record, alter.run_root, alter.rewritten
+    edits, column_record = alter.edits, alter.column_record
     open_end = spec.open_end.isoformat()
     by_end = {p.end: p for p in [st.open_partition, *st.closed]}
     changes = []

@@ -13,6 +13,7 @@ import secrets
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from zipper.core import names
 from zipper.core.corrections import CorrectionKind
 from zipper.core.reports import SKIPPED
 from zipper.table.catalog_interface import AT_PARAM, RUN_PARAM, Partition
@@ -39,7 +40,7 @@ ACTION = "zipper.action"  # what committed the date: a CommitAction (records bef
 INIT_DS = "zipper.init_ds"
 INIT_FINGERPRINT = "zipper.init_fingerprint"
 # the INIT_FINGERPRINT of a table `zipper init` created without a base: its first input types it
-NO_BASE_FINGERPRINT = "empty"
+NO_BASE_FINGERPRINT = names.NO_BASE_FINGERPRINT
 LANDING = "zipper.landing"  # a landing-zone date: the files it consumed and where their copy is kept
 COLUMNS = "zipper.columns"  # on the open partition: columns the last commit added or widened
 # on the open partition: the double columns that were float once (their older values are floats), kept by

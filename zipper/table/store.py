@@ -13,7 +13,7 @@ import secrets
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
-from zipper.core import layout
+from zipper.core import fs, layout
 from zipper.table import catalog
 
 
@@ -64,3 +64,53 @@ def table_rows(spark, spec, schema) -> DataFrame:
         (F.col(f.name) if f.name in present else F.lit(None)).cast(f.dataType).alias(f.name) for f in schema.fields
     ]
     return table.select(*columns, F.col(spec.end_column))
+
+
+class TableRows:
+    """The table's own rows and a run's scratch, as a day's inputs read and write them: the jobs
+    hand one to the source modes with the day's request, so that the inputs name no directory of
+    the table (they do not import the store; they are given this).
+
+    `state`: the table's state before the date (`table.state.TableState`); `run_root`: the run's
+    directory, where the change set is written."""
+
+    def __init__(self, spark, spec, state, run_root: str):
+        self._spark, self._spec, self._state, self._run_root = spark, spec, state, run_root
+
+    @property
+    def has_open_partition(self) -> bool:
+        return getattr(self._state, "open_partition", None) is not None
+
+    @property
+    def has_open_rows(self) -> bool:
+        return self.has_open_partition and bool(self._state.open_rows)
+
+    def open(self, schema) -> DataFrame:
+        """The open partition's rows, as `schema`."""
+        return read_rows(self._spark, schema, self._state.open_partition.location)
+
+    def closed_reachable(self, schema, moment) -> DataFrame | None:
+        """The rows of the closed partitions a change at `moment` can reach (`TableState.reachable_from`),
+        as `schema`; None when there is none."""
+        reachable = [p.location for p in self._state.reachable_from(self._spec, moment)]
+        return read_rows(self._spark, schema, *reachable) if reachable else None
+
+    def kept(self, rows: DataFrame, name: str) -> tuple[DataFrame, str]:
+        """`rows` written under the run's directory (`name`) and read back: later steps read them
+        several times. Returns the rows read back and their directory."""
+        directory = f"{self._run_root}/{name}"
+        schema = rows.schema
+        write_rows(rows, directory)
+        fs.mkdirs(directory)
+        return read_rows(self._spark, schema, directory), directory
+
+
+def read_written(spark, *directories: str) -> DataFrame:
+    """The rows of Parquet files the table's runs wrote as side tables (an erasure's key hashes, a
+    correction's removed versions, a dry run's keys), with the columns their files have."""
+    return spark.read.parquet(*directories)
+
+
+def whole_table(spark, spec) -> DataFrame:
+    """The table as the metastore describes it: every partition, its end column among the columns."""
+    return spark.table(spec.table)

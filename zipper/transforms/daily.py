@@ -14,6 +14,7 @@ one row in no slot (`none`), there only to be counted."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import reduce
 
 from pyspark.sql import Column, DataFrame, Window
@@ -23,6 +24,17 @@ from pyspark.sql.types import DoubleType
 from zipper.core.layout import SLOT, Slot
 from zipper.transforms.changes import CONTINUES
 from zipper.transforms.equality import equal_at_float_precision, float_exact, same, types_of
+from zipper.transforms.shape import (
+    CHANGED,
+    DELETED,
+    INTRADAY,
+    STILL_DELETED,
+    TOMBSTONE,
+    UNCHANGED,
+    UPDATED,
+    VANISHED,
+    MergeShape,
+)
 from zipper.transforms.vocabulary import DELETE, FINAL, KIND, LAST, OP, STEP
 
 # carried: open row whose key is not in the increment; unchanged: re-sent with equal tracked
@@ -32,7 +44,7 @@ from zipper.transforms.vocabulary import DELETE, FINAL, KIND, LAST, OP, STEP
 # With a deleted column (hard_deletes: new_record): tombstone: the open version a deleted key
 # gets, its last values, deleted true; still_deleted: a tombstone deleted again, kept as it is.
 # A key back from its tombstone is `changed` (the tombstone is closed).
-TOMBSTONE, STILL_DELETED = "tombstone", "still_deleted"
+# (the kinds are declared in `shape`, with the merge shape that says which a day counts)
 _INC = "zipper__inc__"
 _HIT = _INC + "hit"
 _OLD = "zipper__old__"
@@ -45,89 +57,6 @@ def _all(conditions: list[Column]) -> Column:
 
 def _any(conditions: list[Column]) -> Column:
     return reduce(lambda a, b: a | b, conditions, F.lit(False))
-
-
-def null_key(keys: list[str]) -> Column:
-    """A row whose key has a NULL in any of its columns."""
-    return _any([F.col(k).isNull() for k in keys])
-
-
-def key_offenders(increment: DataFrame, keys: list[str], read_all_columns: bool = False) -> DataFrame:
-    """Keys that are NULL or appear more than once, with their copies, in one aggregation.
-
-    `read_all_columns`: also hash every other column, so that Spark reads and types them all (a
-    CSV value that does not parse fails here, not in a later job that reads that column)."""
-    readers = (
-        [F.max(F.xxhash64(*[c for c in increment.columns if c not in keys])).alias("_read")]
-        if read_all_columns and len(increment.columns) > len(keys)
-        else []
-    )
-    return (
-        increment.groupBy(*keys)
-        .agg(F.count(F.lit(1)).alias("copies"), *readers)
-        .where(null_key(keys) | (F.col("copies") > 1))
-        .orderBy(*keys)
-    )
-
-
-# The problems of a day's keys (`key_problems`), in the order a refusal names them.
-NULL_KEY, REPEATED_KEY, NULL_ORDER, REPEATED_ORDER = "null_key", "repeated_key", "null_order", "repeated_order"
-KEY_PROBLEMS = (NULL_KEY, REPEATED_KEY, NULL_ORDER, REPEATED_ORDER)
-KEY_PROBLEM = "zipper_key_problem"
-KEY_COUNT = "zipper_keys"  # how many keys have the problem
-ROWS = "zipper_rows"  # how many rows they have
-EXAMPLES = "zipper_examples"  # the first keys, each a struct of the key columns, VALUE and ROWS
-VALUE = "zipper_value"  # the smallest order value a key has more than once (REPEATED_ORDER), else NULL
-FILES = "zipper_files"  # the files that hold them, as Spark names them
-_FILE = "zipper__file__"
-
-
-def key_problems(
-    rows: DataFrame, keys: list[str], *, order: str | None = None, by: tuple[str, ...] = (), examples: int = 20
-) -> DataFrame:
-    """Every problem of the keys of `rows` that fails a day, one row per problem (and per value of
-    the `by` columns: a rerun's dates): NULL keys, and keys more than once or, with an `order`
-    column (a day's ordered changes), keys whose order is NULL or the same in several rows. Each
-    with how many keys and rows have it, its first `examples` keys in key order, and the files
-    that hold them (none when `rows` do not come straight from a file scan).
-
-    One query. The file is grouped on first: Spark takes no file name into an aggregate function,
-    and knows it only in the stage that scans the files."""
-    group = [*by, *keys, *([order] if order else [])]
-    null_key = _any([F.col(k).isNull() for k in keys])
-    problem = F.when(null_key, F.lit(NULL_KEY))
-    if order:
-        problem = problem.when(F.col(order).isNull(), F.lit(NULL_ORDER)).when(F.col(ROWS) > 1, F.lit(REPEATED_ORDER))
-    else:
-        problem = problem.when(F.col(ROWS) > 1, F.lit(REPEATED_KEY))
-    repeated_value = F.when(problem == REPEATED_ORDER, F.col(order)) if order else F.lit(None).cast("string")
-    per_value = (
-        rows.select(*group, F.input_file_name().alias(_FILE))
-        .groupBy(*group, _FILE)
-        .agg(F.count(F.lit(1)).alias(ROWS))
-        .groupBy(*group)
-        .agg(F.sum(ROWS).alias(ROWS), F.collect_set(_FILE).alias(FILES))
-    )
-    per_key = (
-        per_value.select(*by, *keys, repeated_value.alias(VALUE), ROWS, FILES, problem.alias(KEY_PROBLEM))
-        .where(F.col(KEY_PROBLEM).isNotNull())
-        .groupBy(*by, KEY_PROBLEM, *keys)
-        .agg(F.min(VALUE).alias(VALUE), F.sum(ROWS).alias(ROWS), _files_of(F.col(FILES)).alias(FILES))
-    )
-    return per_key.groupBy(*by, KEY_PROBLEM).agg(
-        F.count(F.lit(1)).alias(KEY_COUNT),
-        F.sum(ROWS).alias(ROWS),
-        F.min_by(F.struct(*keys, VALUE, ROWS), F.struct(*keys), examples).alias(EXAMPLES),
-        _files_of(F.col(FILES)).alias(FILES),
-    )
-
-
-def _files_of(file_sets: Column) -> Column:
-    """The files of several sets of them, once each, in order: the distinct sets gathered first,
-    so that many keys held by the same few files gather no more than those files. Rows not read
-    from a file have none (Spark names their file "")."""
-    files = F.array_sort(F.array_distinct(F.flatten(F.collect_set(F.array_sort(file_sets)))))
-    return F.array_remove(files, "")
 
 
 def route_open(
@@ -152,97 +81,114 @@ def route_open(
     return joined.select(*[open_rows[c] for c in columns or open_rows.columns], slot.alias(SLOT))
 
 
-def day_rows(
-    touched: DataFrame,
-    increment: DataFrame,
-    *,
-    keys: list[str],
-    columns: list[str],
-    tracked: list[str],
-    begin_column: str,
-    ds: str,
-    broadcast_increment: bool = True,
-    float_precision: frozenset[str] = frozenset(),
-    deleted: str | None = None,
-    fill_nulls: bool = False,
-) -> DataFrame:
+def _met(touched: DataFrame, day: DataFrame, shape: MergeShape, broadcast: bool) -> DataFrame:
+    """The day's rows, each joined to its key's open version (`touched`, its columns prefixed
+    `_OLD`; NULLs for a key that was not open). `touched` has at most one row per key of the day,
+    so it is the side that is broadcast."""
+    keys, begin_column = shape.keys, shape.begin_column
+    old = touched.select(
+        *[F.col(k).alias(_OLD + k) for k in keys],
+        *[F.col(c).alias(_OLD + c) for c in shape.values],
+        F.col(begin_column).alias(_OLD + begin_column),
+        F.lit(True).alias(_OLD_HIT),
+    )
+    if broadcast:  # at most as many rows as the day's
+        old = F.broadcast(old)
+    return day.join(old, on=_all([day[k] == F.col(_OLD + k) for k in keys]), how="left")
+
+
+def _placed(rows: DataFrame, shape: MergeShape, value, keeps_begin: Column, slot: Column, kind: Column) -> DataFrame:
+    """The small job's output: the columns (`value` of each non-key), the begin (the open
+    version's where `keeps_begin`, else the date merged), the slot and the kind."""
+    return rows.select(
+        *[F.col(c) if c in shape.keys else value(c).alias(c) for c in shape.columns],
+        F.when(keeps_begin, F.col(_OLD + shape.begin_column)).otherwise(F.lit(shape.ds)).alias(shape.begin_column),
+        slot.alias(SLOT),
+        kind.alias(KIND),
+    )
+
+
+def day_rows(touched: DataFrame, increment: DataFrame, shape: MergeShape, *, broadcast: bool = True) -> DataFrame:
     """What the day adds, from the few open rows whose keys the increment names (`touched`):
     one open successor per increment key (a changed or new key opens on ds; an unchanged or
     updated one keeps its begin), the closed old version of each changed or deleted key, and a
     row in slot `none` for each delete of a key that was not open (counted, not written).
 
-    `deleted`: the deleted column of a table with tombstones (`hard_deletes: new_record`), one of
-    `columns`, not tracked; the increment's value of it is ignored. A deleted key's open version is
-    closed and a tombstone opens on ds with its values and `deleted` true. A tombstone is not
-    open: an upsert closes it and opens a new version (its `deleted` differs, whatever the
+    `shape.tombstone`: the deleted column of a table with tombstones (`hard_deletes: new_record`),
+    one of the columns, not tracked; the increment's value of it is ignored. A deleted key's open
+    version is closed and a tombstone opens on ds with its values and `deleted` true. A tombstone
+    is not open: an upsert closes it and opens a new version (its `deleted` differs, whatever the
     values), a delete keeps it as it is.
 
-    One pass over the increment, each row looking up its key's open version (`touched`, at
-    most one row per increment key, so it is the side that is broadcast).
-
-    `float_precision`: double columns whose values of this day or of the open rows may have been
-    floats (`conform.float_precision_columns`); see `_FloatPrecision`.
-
-    `fill_nulls` (ignore_null_updates): a NULL of the day keeps the open version's value, where the
-    key's changes go on from its open row (no delete that day: `changes.CONTINUES`, when the change
-    set has it); the version rule then compares the filled values."""
-    values = [c for c in columns if c not in keys]
-    old = touched.select(
-        *[F.col(k).alias(_OLD + k) for k in keys],
-        *[F.col(c).alias(_OLD + c) for c in values],
-        F.col(begin_column).alias(_OLD + begin_column),
-        F.lit(True).alias(_OLD_HIT),
-    )
-    if broadcast_increment:  # at most as many rows as the increment
-        old = F.broadcast(old)
-    joined = increment.join(old, on=_all([increment[k] == F.col(_OLD + k) for k in keys]), how="left")
-
+    One pass over the increment, each row looking up its key's open version (`_met`).
+    `shape.float_precision`: see `_FloatPrecision`. `shape.fill_nulls` (ignore_null_updates): a
+    NULL of the day keeps the open version's value, where the key's changes go on from its open
+    row (no delete that day: `changes.CONTINUES`, when the change set has it); the version rule
+    then compares the filled values."""
+    deleted, tracked, values = shape.tombstone, shape.tracked, shape.values
+    joined = _met(touched, increment, shape, broadcast)
     was_open = F.col(_OLD_HIT).isNotNull()
     tombstoned = (was_open & F.col(_OLD + deleted)) if deleted else F.lit(False)
-    deletes = OP in increment.columns
-    delete = (F.col(OP) == DELETE) if deletes else F.lit(False)
-    if fill_nulls:
-        goes_on = (
-            was_open & ~tombstoned & ~delete & (F.col(CONTINUES) if CONTINUES in increment.columns else F.lit(True))
-        )
-        joined = joined.select(
-            *[
-                F.when(goes_on, F.coalesce(F.col(c), F.col(_OLD + c))).otherwise(F.col(c)).alias(c)
-                if c in values
-                else F.col(c)
-                for c in joined.columns
-            ]
-        )
-    types = types_of(increment)
-    floats = _FloatPrecision(float_precision, types)
+    delete = (F.col(OP) == DELETE) if OP in increment.columns else F.lit(False)
+    if shape.fill_nulls:
+        joined = _filled(joined, increment, values, was_open & ~tombstoned & ~delete)
+    floats = _FloatPrecision(shape.float_precision, types_of(increment))
     changed = ~_all([floats.equal(c) for c in tracked]) | tombstoned
     same_untracked = _all([floats.equal_kept(c) for c in values if c not in tracked and c != deleted])
     refined = _any([floats.refines(c) for c in tracked])
     kind = (
-        F.when(~was_open & delete, F.lit("vanished"))
+        F.when(~was_open & delete, F.lit(VANISHED))
         .when(~was_open, F.lit("new"))
         .when(tombstoned & delete, F.lit(STILL_DELETED))
-        .when(delete, F.lit("deleted"))
-        .when(changed, F.lit("changed"))
-        .when(same_untracked & ~refined, F.lit("unchanged"))
-        .otherwise(F.lit("updated"))
+        .when(delete, F.lit(DELETED))
+        .when(changed, F.lit(CHANGED))
+        .when(same_untracked & ~refined, F.lit(UNCHANGED))
+        .otherwise(F.lit(UPDATED))
     )
     deleted_slots = F.array(F.lit(Slot.CLOSED), F.lit(Slot.OPEN)) if deleted else F.array(F.lit(Slot.CLOSED))
     slots = (
-        F.when(F.col(KIND) == "vanished", F.array(F.lit(Slot.NONE)))
-        .when(F.col(KIND) == "deleted", deleted_slots)
-        .when(F.col(KIND) == "changed", F.array(F.lit(Slot.OPEN), F.lit(Slot.CLOSED)))
+        F.when(F.col(KIND) == VANISHED, F.array(F.lit(Slot.NONE)))
+        .when(F.col(KIND) == DELETED, deleted_slots)
+        .when(F.col(KIND) == CHANGED, F.array(F.lit(Slot.OPEN), F.lit(Slot.CLOSED)))
         .otherwise(F.array(F.lit(Slot.OPEN)))
     )
-    # The open slot gets the increment's values, but a version that goes on (unchanged, updated)
-    # keeps its tracked values: they only compare equal (-0.0 and 0.0, NaNs, map entries in another
-    # order), and a rerun restores the version as it began. The closed slot: the old version as it was.
-    # At float precision a version that goes on takes the more precise of the two values.
     successor = (F.col(SLOT) == Slot.OPEN) | (F.col(SLOT) == Slot.NONE)
-    opens_today = F.col(KIND).isin("changed", "new", "vanished")
+    opens_today = F.col(KIND).isin(CHANGED, "new", VANISHED)
     # a tombstone the day opens, and one kept: the old values as they were
-    tombstone = (F.col(KIND) == "deleted") & (F.col(SLOT) == Slot.OPEN)
+    tombstone = (F.col(KIND) == DELETED) & (F.col(SLOT) == Slot.OPEN)
     as_it_was = tombstone | (F.col(KIND) == STILL_DELETED)
+    value = _row_value(shape, floats, successor, opens_today, tombstone, as_it_was)
+    begins_today = (successor & opens_today) | tombstone
+    out_kind = (
+        F.when(tombstone, F.lit(TOMBSTONE))
+        .when(successor | (F.col(KIND) == DELETED), F.col(KIND))
+        .otherwise(F.lit("closed"))
+    )
+    rows = joined.select("*", kind.alias(KIND)).select("*", F.explode(slots).alias(SLOT))
+    return _placed(rows, shape, value, ~begins_today, F.col(SLOT), out_kind)
+
+
+def _filled(joined: DataFrame, increment: DataFrame, values: list[str], may_go_on: Column) -> DataFrame:
+    """ignore_null_updates: a NULL of the day takes the open version's value where the key's
+    changes go on from its open row (`may_go_on`, and `changes.CONTINUES` when the change set has it)."""
+    goes_on = may_go_on & (F.col(CONTINUES) if CONTINUES in increment.columns else F.lit(True))
+    return joined.select(
+        *[
+            F.when(goes_on, F.coalesce(F.col(c), F.col(_OLD + c))).otherwise(F.col(c)).alias(c)
+            if c in values
+            else F.col(c)
+            for c in joined.columns
+        ]
+    )
+
+
+def _row_value(shape: MergeShape, floats, successor: Column, opens_today: Column, tombstone: Column, as_it_was: Column):
+    """Each column's value in `day_rows`'s output. The open slot gets the increment's values, but a
+    version that goes on (unchanged, updated) keeps its tracked values: they only compare equal
+    (-0.0 and 0.0, NaNs, map entries in another order), and a rerun restores the version as it
+    began. The closed slot: the old version as it was. At float precision a version that goes on
+    takes the more precise of the two values."""
+    deleted, tracked = shape.tombstone, shape.tracked
 
     def value(c: str) -> Column:
         if c == deleted:
@@ -253,43 +199,14 @@ def day_rows(
             takes_new = successor & (opens_today | ~floats.keeps_old(c))
         return F.when(takes_new & ~as_it_was, F.col(c)).otherwise(F.col(_OLD + c)).alias(c)
 
-    begins_today = (successor & opens_today) | tombstone
-    out_kind = (
-        F.when(tombstone, F.lit(TOMBSTONE))
-        .when(successor | (F.col(KIND) == "deleted"), F.col(KIND))
-        .otherwise(F.lit("closed"))
-    )
-    return (
-        joined.select("*", kind.alias(KIND))
-        .select("*", F.explode(slots).alias(SLOT))
-        .select(
-            *[F.col(c) if c in keys else value(c).alias(c) for c in columns],
-            F.when(begins_today, F.lit(ds)).otherwise(F.col(_OLD + begin_column)).alias(begin_column),
-            F.col(SLOT),
-            out_kind.alias(KIND),
-        )
-    )
+    return value
 
 
-INTRADAY = "intraday"  # a version the day both opened and closed
 _OLD_ROW, _VERSION, _VANISHED = "old", "version", "vanished"
 _ROLE = "zipper__role__"
 
 
-def day_versions(
-    touched: DataFrame,
-    versions: DataFrame,
-    *,
-    keys: list[str],
-    columns: list[str],
-    tracked: list[str],
-    begin_column: str,
-    validity: tuple[str, str],
-    ds: str,
-    broadcast_increment: bool = True,
-    float_precision: frozenset[str] = frozenset(),
-    deleted: str | None = None,
-) -> DataFrame:
+def day_versions(touched: DataFrame, versions: DataFrame, shape: MergeShape, *, broadcast: bool = True) -> DataFrame:
     """`day_rows` for a table with `source.updated_at`: the day's versions of each key
     (`changes.versions_of_day`: several per key, in order, each with its validity) against the
     key's open version (`touched`).
@@ -302,24 +219,14 @@ def day_versions(
     (new, changed, updated, unchanged), the closed open version's (closed, or deleted when the day
     ends with a delete), a delete of a key not open (vanished, slot none); plus `intraday`.
 
-    `deleted` (`hard_deletes: new_record`): a delete of a live version is a version too, the
-    key's tombstone: its last values with `deleted` true, valid from the delete's moment until
+    `shape.tombstone` (`hard_deletes: new_record`): a delete of a live version is a version too,
+    the key's tombstone: its last values with `deleted` true, valid from the delete's moment until
     the key's next version (or the open end). A delete that meets no live version (the key not
     open, tombstoned, or deleted before that day) makes nothing: a tombstone open before stays as
     it is (`still_deleted`), unless a later change of the day closes it. A key the day both
     opens and ends deleted opens as its tombstone, counted `new`."""
-    valid_from, valid_to = validity
-    values = [c for c in columns if c not in keys]
-    old = touched.select(
-        *[F.col(k).alias(_OLD + k) for k in keys],
-        *[F.col(c).alias(_OLD + c) for c in values],
-        F.col(begin_column).alias(_OLD + begin_column),
-        F.lit(True).alias(_OLD_HIT),
-    )
-    if broadcast_increment:  # at most as many rows as the day's versions
-        old = F.broadcast(old)
-    joined = versions.join(old, on=_all([versions[k] == F.col(_OLD + k) for k in keys]), how="left")
-
+    deleted, tracked, validity = shape.tombstone, shape.tracked, shape.validity
+    joined = _met(touched, versions, shape, broadcast)
     was_open = F.col(_OLD_HIT).isNotNull()
     deletes = OP in versions.columns
     upsert = (F.col(OP) != DELETE) if deletes else F.lit(True)
@@ -327,17 +234,17 @@ def day_versions(
     first, last = F.col(STEP) == 1, F.col(LAST)
     tombstoned, tomb, kept_tombstone, vanished = F.lit(False), F.lit(False), F.lit(False), last & ~was_open & ~upsert
     if deleted:
-        joined = _live_versions(joined, keys, validity, tombstoned=was_open & F.col(_OLD + deleted))
+        joined = _live_versions(joined, shape.keys, validity, tombstoned=was_open & F.col(_OLD + deleted))
         tombstoned = was_open & F.col(_OLD + deleted)
         first, last = F.col(_FIRST_LIVE), F.col(_LAST_LIVE)
         nothing = ~F.col(_ANY_LIVE)  # every change of the day a delete that meets no live version
         tomb, kept_tombstone, vanished = ~upsert & ~nothing, nothing & was_open, nothing & ~was_open
-    floats = _FloatPrecision(float_precision, types_of(versions))
-    data = [c for c in values if c not in validity and c != deleted]
+    floats = _FloatPrecision(shape.float_precision, types_of(versions))
+    data = [c for c in shape.values if c not in validity and c != deleted]
     continues = first & was_open & upsert & ~tombstoned & _all([floats.equal(c) for c in tracked])
     same_untracked = _all([floats.equal_kept(c) for c in data if c not in tracked])
     refined = _any([floats.refines(c) for c in tracked])
-    closed_kind = F.when(ends_deleted, F.lit("deleted")).otherwise(F.lit("closed"))
+    closed_kind = F.when(ends_deleted, F.lit(DELETED)).otherwise(F.lit("closed"))
     roles = F.array_compact(
         F.array(
             F.when(first & was_open & ~continues, F.lit(_OLD_ROW)),
@@ -357,45 +264,64 @@ def day_versions(
     )
     kind = (
         F.when(is_old, closed_kind)
-        .when(role == _VANISHED, F.lit("vanished"))
+        .when(role == _VANISHED, F.lit(VANISHED))
         .when(is_kept, F.lit(STILL_DELETED))
         .when(going_on & ~last, closed_kind)
-        .when(going_on & same_untracked & ~refined, F.lit("unchanged"))
-        .when(going_on, F.lit("updated"))
+        .when(going_on & same_untracked & ~refined, F.lit(UNCHANGED))
+        .when(going_on, F.lit(UPDATED))
         .when(~last, F.lit(INTRADAY))
         .when(tomb & was_open, F.lit(TOMBSTONE))
-        .when(was_open, F.lit("changed"))
+        .when(was_open, F.lit(CHANGED))
         .otherwise(F.lit("new"))
     )
     kept = is_old | is_kept | (is_version & going_on)  # the open version's own begin and valid_from
+    roles_of = _Roles(is_old, is_kept, going_on, kept, first, tomb)
+    return _placed(exploded, shape, _version_value(shape, floats, data, roles_of), kept, slot, kind)
+
+
+@dataclass(frozen=True)
+class _Roles:
+    """What `day_versions` knows of an output row, for its values: the closed open version
+    (`is_old`), a tombstone kept as it is (`is_kept`), a version that continues the open one
+    (`going_on`), one that keeps the open version's begin and valid_from (`keeps_begin`), the
+    key's first live change of the day (`first`), a tombstone (`tomb`)."""
+
+    is_old: Column
+    is_kept: Column
+    going_on: Column
+    keeps_begin: Column
+    first: Column
+    tomb: Column
+
+
+def _version_value(shape: MergeShape, floats, data: list[str], roles: _Roles):
+    """Each column's value in `day_versions`'s output."""
+    valid_from, valid_to = shape.validity
+    deleted, tracked = shape.tombstone, shape.tracked
+    is_old, is_kept, going_on = roles.is_old, roles.is_kept, roles.going_on
 
     def value(c: str) -> Column:
         if c == valid_to:
             ends = F.col(_NEXT_FROM) if deleted else F.col(valid_to)
             return F.when(is_old, F.col(valid_from)).when(is_kept, F.col(_OLD + c)).otherwise(ends).alias(c)
         if c == valid_from:
-            return F.when(kept, F.col(_OLD + c)).otherwise(F.col(c)).alias(c)
+            return F.when(roles.keeps_begin, F.col(_OLD + c)).otherwise(F.col(c)).alias(c)
         if c == deleted:
-            return F.when(is_old | is_kept, F.col(_OLD + c)).otherwise(tomb).alias(c)
+            return F.when(is_old | is_kept, F.col(_OLD + c)).otherwise(roles.tomb).alias(c)
         if deleted and c in data:  # a tombstone: the values of the live version it ends
-            tombstone_value = F.when(first, F.col(_OLD + c)).otherwise(F.col(_BEFORE + c))
+            tombstone_value = F.when(roles.first, F.col(_OLD + c)).otherwise(F.col(_BEFORE + c))
             if c in tracked:
                 takes_old = is_old | is_kept | (going_on & ~floats.refines(c))
             else:
                 takes_old = is_old | is_kept | (going_on & floats.keeps_old(c))
-            return F.when(takes_old, F.col(_OLD + c)).when(tomb, tombstone_value).otherwise(F.col(c)).alias(c)
+            return F.when(takes_old, F.col(_OLD + c)).when(roles.tomb, tombstone_value).otherwise(F.col(c)).alias(c)
         if c in tracked:
             takes_old = is_old | (going_on & ~floats.refines(c))
         else:
             takes_old = is_old | (going_on & floats.keeps_old(c))
         return F.when(takes_old, F.col(_OLD + c)).otherwise(F.col(c)).alias(c)
 
-    return exploded.select(
-        *[F.col(c) if c in keys else value(c) for c in columns],
-        F.when(kept, F.col(_OLD + begin_column)).otherwise(F.lit(ds)).alias(begin_column),
-        slot.alias(SLOT),
-        kind.alias(KIND),
-    )
+    return value
 
 
 _KEPT = "kept"
@@ -474,42 +400,17 @@ class _FloatPrecision:
         return self.exact(c) | self.keeps_old(c)
 
 
-def classify(
-    open_rows: DataFrame,
-    increment: DataFrame,
-    *,
-    keys: list[str],
-    columns: list[str],
-    tracked: list[str],
-    begin_column: str,
-    ds: str,
-    broadcast_increment: bool = True,
-    float_precision: frozenset[str] = frozenset(),
-    fill_nulls: bool = False,
-) -> DataFrame:
+def classify(open_rows: DataFrame, increment: DataFrame, shape: MergeShape, *, broadcast: bool = True) -> DataFrame:
     """Every row of the new open slot and of the day's closed slot, tagged with both: the
     composition the merge runs as two jobs (it writes the routed rows in between).
 
-    `open_rows` has `columns` + begin_column; `increment` has `columns` (and maybe `zipper_op`)
-    with unique, non-null keys and the table's types. Output: columns, begin_column,
+    `open_rows` has the shape's columns + begin column; `increment` has its columns (and maybe
+    `zipper_op`) with unique, non-null keys and the table's types. Output: columns, begin column,
     zipper_slot, zipper_kind."""
-    routed = route_open(open_rows, increment, keys=keys, broadcast_increment=broadcast_increment)
+    routed = route_open(open_rows, increment, keys=list(shape.keys), broadcast_increment=broadcast)
     untouched = routed.where(F.col(SLOT) == Slot.OPEN).withColumn(KIND, F.lit("carried"))
     touched = routed.where(F.col(SLOT) == Slot.TOUCHED).drop(SLOT)
-    return untouched.unionByName(
-        day_rows(
-            touched,
-            increment,
-            keys=keys,
-            columns=columns,
-            tracked=tracked,
-            begin_column=begin_column,
-            ds=ds,
-            broadcast_increment=broadcast_increment,
-            float_precision=float_precision,
-            fill_nulls=fill_nulls,
-        )
-    )
+    return untouched.unionByName(day_rows(touched, increment, shape, broadcast=broadcast))
 
 
 def kind_counts(kinds: tuple[str, ...]) -> list[Column]:

@@ -14,7 +14,7 @@ on as if every change had arrived in updated_at order, while keeping the days of
 - A version that holds an existing version's event keeps that version's begin and end days: it
   was the open one in those daily loads. A late version, never open in a daily load, gets
   begin = end = the end day of the version it splits; in a gap or before the key's first version
-  (nothing to split), the day being merged (`today`: its closed partition), like a version that
+  (nothing to split), the day being merged (`shape.closed_end`: its closed partition), like a version that
   began and ended within it (its begin the date of that load: the end day itself, or the day
   after with `end_style: inclusive`). So only the partitions of split versions (and the day's) are written.
 
@@ -29,6 +29,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from zipper.transforms.equality import same, types_of
+from zipper.transforms.shape import MergeShape
 from zipper.transforms.vocabulary import DELETE, LATE, OP, UPSERT
 
 _AT, _ACTION, _START, _RUN = "zipper__at__", "zipper__action__", "zipper__start__", "zipper__run__"
@@ -43,9 +44,11 @@ def _all(conditions: list[Column]) -> Column:
     return reduce(lambda a, b: a & b, conditions, F.lit(True))
 
 
-def _events(history: DataFrame, late: DataFrame, *, keys, values, validity, begin_column, end_column, open_end):
-    """The versions and the late changes as one stream of events per key."""
-    valid_from, valid_to = validity
+def _events(history: DataFrame, late: DataFrame, shape: MergeShape, values: list[str]) -> DataFrame:
+    """The versions and the late changes as one stream of events per key (`values`: the columns
+    neither keys nor validity)."""
+    keys, begin_column, end_column, open_end = shape.keys, shape.begin_column, shape.end_column, shape.open_end
+    valid_from, valid_to = shape.validity
     kind = history.schema[valid_from].dataType
     by_key = Window.partitionBy(*keys).orderBy(valid_from)
     starts = history.select(
@@ -93,21 +96,7 @@ def _events(history: DataFrame, late: DataFrame, *, keys, values, validity, begi
     return starts.unionByName(ended).unionByName(fresh)
 
 
-def in_place(
-    history: DataFrame,
-    late: DataFrame,
-    *,
-    keys: list[str],
-    columns: list[str],
-    tracked: list[str],
-    validity: tuple[str, str],
-    updated_at: str,
-    begin_column: str,
-    end_column: str,
-    open_end: str,
-    today: str,
-    end_lag: int = 0,
-) -> DataFrame:
+def in_place(history: DataFrame, late: DataFrame, shape: MergeShape) -> DataFrame:
     """The versions of the late changes' keys with those changes put in place.
 
     `history`: the keys' versions from the earliest late change on (columns, begin_column,
@@ -115,22 +104,14 @@ def in_place(
     each (columns, valid_from their updated_at, and `zipper_op` for deletes). Returns columns,
     begin_column and end_column: the rows that replace `history`'s, with CHANGED (the version is
     not one of `history`'s as it was) and REPLACES (the end values of the versions it replaces:
-    the partitions a changed version makes the caller write again). `today`: the end value of the
-    day's closed partition; `end_lag`: days from a closed partition's end value to the date whose
-    load closed it (1 with `end_style: inclusive`), a late version's begin day."""
+    the partitions a changed version makes the caller write again). From the shape: the day's
+    closed partition (`closed_end`) holds a late version with nothing to split; `end_lag` (1 with
+    `end_style: inclusive`) gives a late version's begin day."""
+    keys, columns, tracked, validity = shape.keys, shape.columns, shape.tracked, shape.validity
     valid_from, valid_to = validity
     kind = history.schema[valid_from].dataType
     values = [c for c in columns if c not in keys and c not in validity]
-    events = _events(
-        history,
-        late,
-        keys=keys,
-        values=values,
-        validity=validity,
-        begin_column=begin_column,
-        end_column=end_column,
-        open_end=open_end,
-    )
+    events = _events(history, late, shape, values)
     # one exchange by key: every window and aggregate below is by key, and needs no other
     events = events.repartition(*keys)
     types = types_of(events)
@@ -143,6 +124,7 @@ def in_place(
         "*", F.sum(F.col(_START).cast("int")).over(by_time.rowsBetween(Window.unboundedPreceding, 0)).alias(_RUN)
     )
     later = [c for c in values if c not in tracked]
+    updated_at = shape.updated_at
     stamp = F.coalesce(F.col(updated_at).cast(kind), F.col(_AT)) if updated_at in values else F.col(_AT)
     runs = numbered.groupBy(*keys, _RUN).agg(
         F.min_by(F.struct(*[c for c in values if c in tracked], _ACTION, _AT), F.col(_AT)).alias("zipper__first__"),
@@ -164,11 +146,12 @@ def in_place(
         F.last(holder, ignorenulls=True).over(by_run.rowsBetween(Window.unboundedPreceding, -1)).alias(_HOLDER),
     )
     in_gap = F.col(_HOLDER).isNull() | (F.col(_HOLDER) == _GAP)
-    late_end = F.when(in_gap, F.lit(today)).otherwise(F.col(_HOLDER))
+    late_end = F.when(in_gap, F.lit(shape.closed_end)).otherwise(F.col(_HOLDER))
     # begins on the date whose load closed that partition, as a version within a day does
-    late_begin = F.date_format(F.date_add(F.to_date(late_end), end_lag), "yyyy-MM-dd") if end_lag else late_end
+    lag = shape.end_lag
+    late_begin = F.date_format(F.date_add(F.to_date(late_end), lag), "yyyy-MM-dd") if lag else late_end
 
-    new_to = F.coalesce(F.col("zipper__to__"), F.lit(open_end).cast(kind))
+    new_to = F.coalesce(F.col("zipper__to__"), F.lit(shape.open_end).cast(kind))
 
     def column(c: str) -> Column:
         if c in keys:
@@ -183,8 +166,8 @@ def in_place(
     changed = (F.col("zipper__has_late__") == 1) | (F.col("zipper__kept__") != 1) | ~new_to.eqNullSafe(F.col(_OLD_TO))
     return held.where(~is_delete).select(
         *[column(c) for c in columns],
-        F.coalesce(F.col(_BEGIN), late_begin).alias(begin_column),
-        F.coalesce(F.col(_END), late_end).alias(end_column),
+        F.coalesce(F.col(_BEGIN), late_begin).alias(shape.begin_column),
+        F.coalesce(F.col(_END), late_end).alias(shape.end_column),
         changed.alias(CHANGED),
         F.col(REPLACES),
     )

@@ -50,6 +50,7 @@ class DayRead:
     what: str  # how errors name the input
     checked: bool  # a rerun has checked the keys already
     filtered: bool = False  # rows were left out as read (a replayed date's keys erased since)
+    rows: object = None  # table.store.TableRows: the table's own rows, as the mode may read them
 
     @property
     def names(self) -> list[str]:
@@ -192,7 +193,18 @@ class SourceStrategy:
         )
         changed, seen, counts = self.changes_of(
             DayRead(
-                spark, spec, st, ds, located, df, columns, column_changes, what, checked is not None, keep is not None
+                spark,
+                spec,
+                st,
+                ds,
+                located,
+                df,
+                columns,
+                column_changes,
+                what,
+                checked is not None,
+                keep is not None,
+                request.rows,
             )
         )
         return self.day_of(request, changed, seen, counts, columns, column_changes)
@@ -254,7 +266,7 @@ class SourceStrategy:
             counted = (F.sum(F.when(F.col(changes.LAST), 1).otherwise(0)).alias("keys"),)
             if changes.LATE in changed.columns:
                 counted += (F.sum(F.when(F.col(changes.LATE), 1).otherwise(0)).alias("late"),)
-        result, count, scratch, observed = materialize(request.spark, changed, request.run_root, counted)
+        result, count, scratch, observed = materialize(request.rows, changed, counted)
         keys = None
         if request.spec.validity_columns:
             keys = int(observed["keys"] or 0) if "keys" in observed else changes.last_rows(result).count()

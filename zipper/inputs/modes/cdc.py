@@ -8,7 +8,7 @@ import datetime as dt
 from zipper.core import fs
 from zipper.core.errors import InputError
 from zipper.inputs import conform, sources
-from zipper.inputs.changeset import CheckedInput, collapsed, latest_events, open_rows_of, versioned
+from zipper.inputs.changeset import CheckedInput, KeyChanges, collapsed, latest_events, open_rows_of, versioned
 from zipper.inputs.modes.base import DayRead, SourceStrategy
 from zipper.inputs.refusals import CDC_PREVIOUS, where_of
 from zipper.tablespec.model import TableSpec
@@ -79,32 +79,16 @@ class Cdc(SourceStrategy):
         if not sequence:
             return changes.single_changes(events, columns=names, match=match), seen, counts
         if spec.validity_columns:  # every change kept, as its own version
-            open_rows = open_rows_of(day.spark, day.st, day.columns) if spec.source.fills_null_updates else None
-            kept = versioned(
-                spec,
-                day.ds,
-                day.what,
-                events,
-                day.columns,
-                counts,
-                match,
-                CDC_PREVIOUS,
-                self.reports_anomalies,
-                True,
-                open_rows,
-                latest=latest_events(day.spark, day.st, day.columns, spec, events, seen),
+            open_rows = open_rows_of(day.rows, day.columns) if spec.source.fills_null_updates else None
+            latest = latest_events(day.rows, day.columns, spec, events, seen)
+            changed = KeyChanges(
+                spec, day.ds, day.what, events, day.columns, counts, match, CDC_PREVIOUS, self.reports_anomalies
             )
+            kept = versioned(changed, open_rows, latest=latest)
             return kept, seen, counts
+        filled = self.filled(spec, events, names)
         collapsed_events = collapsed(
-            spec,
-            day.ds,
-            day.what,
-            self.filled(spec, events, names),
-            names,
-            counts,
-            match,
-            CDC_PREVIOUS,
-            self.reports_anomalies,
+            KeyChanges(spec, day.ds, day.what, filled, day.columns, counts, match, CDC_PREVIOUS, self.reports_anomalies)
         )
         return collapsed_events, seen, counts
 

@@ -12,7 +12,7 @@ from zipper.inputs.modes.base import DayRead, SourceStrategy
 from zipper.inputs.refusals import key_text, value_text, where_of
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import SourceMode
-from zipper.transforms import changes
+from zipper.transforms import changes, snapshots
 
 
 class Snapshot(SourceStrategy):
@@ -30,13 +30,13 @@ class Snapshot(SourceStrategy):
 
     def changes_of(self, day: DayRead):
         """The difference between the snapshot and the open rows; with `source.updated_at`, as the
-        day's versions (`changes.snapshot_versions`), once no row would rewrite history."""
+        day's versions (`snapshots.snapshot_versions`), once no row would rewrite history."""
         spec, st = day.spec, day.st
         rows = conform.to_columns(day.df, day.columns)
         seen = self.seen_in(day, rows, ordered=False)
-        open_rows = day.spark.read.schema(conform.struct_type(day.columns)).parquet(st.open_partition.location)
+        open_rows = day.rows.open(conform.struct_type(day.columns))
         validity = spec.validity_columns
-        diff = changes.snapshot_changes(
+        diff = snapshots.snapshot_changes(
             open_rows,
             rows,
             keys=spec.keys,
@@ -47,7 +47,7 @@ class Snapshot(SourceStrategy):
         )
         if not validity:
             return diff, seen, {}
-        versions = changes.snapshot_versions(
+        versions = snapshots.snapshot_versions(
             diff,
             columns=day.names,
             updated_at=spec.source.updated_at,
@@ -71,11 +71,9 @@ class Snapshot(SourceStrategy):
         change set's rows can be such (a row equal to its open version is as new as it), so the
         check reads them and the open rows of their keys, after the change set is written."""
         spec = request.spec
-        open_rows = request.spark.read.schema(conform.struct_type(day.columns)).parquet(
-            request.st.open_partition.location
-        )
+        open_rows = request.rows.open(conform.struct_type(day.columns))
         found = (
-            changes.snapshot_history(
+            snapshots.snapshot_history(
                 open_rows,
                 day.changes.where(day.changes[changes.OP] == changes.UPSERT).select(*day.names),
                 keys=spec.keys,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 from zipper.inputs import conform
-from zipper.inputs.changeset import CheckedInput, latest_events, open_rows_of, versioned
+from zipper.inputs.changeset import CheckedInput, KeyChanges, latest_events, open_rows_of, versioned
 from zipper.inputs.modes.base import DayRead, SourceStrategy
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import SourceMode
@@ -39,11 +39,10 @@ class Upsert(SourceStrategy):
         events = changes.upsert_events(rows, columns=names, order=sequence)
         seen = self.seen_in(day, events, ordered=True)
         if spec.validity_columns:  # every change kept, as its own version
-            open_rows = open_rows_of(day.spark, day.st, day.columns) if spec.source.fills_null_updates else None
-            latest = latest_events(day.spark, day.st, day.columns, spec, events, seen)
-            kept = versioned(
-                spec, day.ds, day.what, events, day.columns, {}, None, "", False, False, open_rows, latest=latest
-            )
+            open_rows = open_rows_of(day.rows, day.columns) if spec.source.fills_null_updates else None
+            latest = latest_events(day.rows, day.columns, spec, events, seen)
+            changed = KeyChanges(spec, day.ds, day.what, events, day.columns, {}, deletes=False)
+            kept = versioned(changed, open_rows, latest=latest)
             return kept, seen, {}
         flagged = changes.flag_events(self.filled(spec, events, names), keys=spec.keys, columns=names, match=None)
         return changes.collapse(flagged, columns=names, deletes=False), seen, {}

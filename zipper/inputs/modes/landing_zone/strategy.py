@@ -12,6 +12,7 @@ from zipper.inputs.changeset import (
     CheckedInput,
     Day,
     DayRequest,
+    KeyChanges,
     collapsed,
     evolved_columns,
     latest_events,
@@ -115,33 +116,16 @@ class LandingZone(SourceStrategy):
         seen = self.seen(spec, ds, located, what, events, names, checked=False, ordered=True)
         counts["source_rows"] = seen.rows
         if spec.validity_columns:  # every change kept, as its own version, in updated_at order
-            open_rows = open_rows_of(spark, request.st, columns) if spec.source.fills_null_updates else None
-            latest = latest_events(spark, request.st, columns, spec, events, seen)
-            kept = versioned(
-                spec,
-                ds,
-                what,
-                events,
-                columns,
-                counts,
-                None,
-                LANDING_PREVIOUS,
-                self.reports_anomalies,
-                True,
-                open_rows,
-                latest=latest,
+            open_rows = open_rows_of(request.rows, columns) if spec.source.fills_null_updates else None
+            latest = latest_events(request.rows, columns, spec, events, seen)
+            changed = KeyChanges(
+                spec, ds, what, events, columns, counts, None, LANDING_PREVIOUS, self.reports_anomalies
             )
+            kept = versioned(changed, open_rows, latest=latest)
             return self.day_of(request, kept, seen, counts, columns, column_changes)
+        filled = self.filled(spec, events, names)
         collapsed_events = collapsed(
-            spec,
-            ds,
-            what,
-            self.filled(spec, events, names),
-            names,
-            counts,
-            None,
-            LANDING_PREVIOUS,
-            self.reports_anomalies,
+            KeyChanges(spec, ds, what, filled, columns, counts, None, LANDING_PREVIOUS, self.reports_anomalies)
         )
         return self.day_of(request, collapsed_events, seen, counts, columns, column_changes)
 
