@@ -8,7 +8,7 @@ import pytest
 from pyspark.errors import AnalysisException
 from pyspark.testing import assertDataFrameEqual
 
-from zipper.core import fs, layout
+from zipper.core import layout
 from zipper.inputs import metrics
 from zipper.table import store
 
@@ -42,8 +42,8 @@ def test_write_slots_refuses_an_existing_directory_unless_appending(spark, tmp_p
     with pytest.raises(AnalysisException):
         store.write_slots(slotted(spark), run_root)
     store.write_slots(slotted(spark, [(4, "dan", "closed")]), run_root, append=True)
-    assert fs.written_rows(layout.slot_dir(run_root, "closed")) == 2
-    assert fs.written_rows(layout.slot_dir(run_root, "open")) == 2
+    assert store.rows_in(layout.slot_dir(run_root, "closed")) == 2
+    assert store.rows_in(layout.slot_dir(run_root, "open")) == 2
 
 
 def test_write_rows_in_one_file_when_asked(spark, tmp_path):
@@ -60,7 +60,7 @@ def test_write_counted_counts_the_rows_it_writes(spark, tmp_path):
     directory = str(tmp_path / "counted")
     observation = store.write_counted(rows, directory, "test")
     assert metrics.observed_metrics(observation)["rows"] == 7
-    assert fs.written_rows(directory) == 7
+    assert store.rows_in(directory) == 7
 
 
 def test_read_rows_of_an_empty_directory_is_no_rows_with_the_schema(spark, tmp_path):

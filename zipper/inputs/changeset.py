@@ -11,7 +11,7 @@ from functools import reduce
 
 from pyspark.sql import functions as F
 
-from zipper.core import fs, layout
+from zipper.core import layout
 from zipper.core.errors import InputError
 from zipper.inputs import conform, metrics, sources
 from zipper.inputs.refusals import add_counts, collect_problems, handle_problems, where_of
@@ -115,7 +115,7 @@ def materialize(rows, df, counted: tuple = ()):
         df, observation = metrics.observe_with(df, "change_set", *counted)
     kept, directory = rows.kept(df, layout.CHANGE_SET)
     observed = metrics.observed_metrics(observation) if observation is not None else {}
-    return kept, fs.written_rows(directory), directory, observed
+    return kept, rows.rows_in(directory), directory, observed
 
 
 def open_rows_of(rows, columns: list[tuple[str, str]]):

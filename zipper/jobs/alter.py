@@ -210,8 +210,8 @@ def _audited(
     spark, spec, st = run.spark, run.spec, run.state
     by_end = {p.end: p for p in [st.open_partition, *st.closed]}
     directories = {e: layout.slot_dir(run.root, layout.corrected_slot(e)) for e in ends}
-    before = {e: fs.written_rows(by_end[e].location) for e in ends}
-    written = {e: fs.written_rows(d) for e, d in directories.items()}
+    before = {e: store.rows_in(by_end[e].location) for e in ends}
+    written = {e: store.rows_in(d) for e, d in directories.items()}
     schema = rewrite.drop(layout.SLOT).schema
     read_back = corrections.with_slot_from_path(store.read_rows(spark, schema, *directories.values()), spec.end_column)
     read_back = read_back.select(*[column_ref(c) for c in rewrite.columns])

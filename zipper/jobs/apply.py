@@ -67,13 +67,13 @@ def _audit(run: Run, day: dayinput.Day, written: Written) -> dict:
     closed_dir = layout.slot_dir(run.root, Slot.CLOSED)
     tally = audit.Tally(
         open_recorded=st.open_rows,
-        open_read=fs.written_rows(st.open_partition.location),
+        open_read=store.rows_in(st.open_partition.location),
         input_rows=day.rows,
         kinds=written.kinds,
         untouched=written.untouched,
         touched=written.touched,
-        open_written=fs.written_rows(written.open_dir),
-        closed_written=fs.written_rows(closed_dir),
+        open_written=store.rows_in(written.open_dir),
+        closed_written=store.rows_in(closed_dir),
         max_closed_begin=audit.max_value(spark, closed_dir, spec.begin_column),
         # keys with only late changes (their open rows counted as written) count with the day's keys
         input_keys=None if day.keys is None else day.keys + written.kinds.get(late_changes.LATE_OPEN_KIND, 0),

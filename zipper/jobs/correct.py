@@ -27,7 +27,7 @@ from zipper.core.keyvalues import assignment_texts, erase_key_values, read_keys_
 from zipper.core.reports import RunAction
 from zipper.inputs import conform, metrics
 from zipper.jobs.context import Run, open_run, quiet
-from zipper.jobs.result import RunResult, counted
+from zipper.jobs.result import Preview, RunResult, counted
 from zipper.table import audit, publish, state, store
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import EndStyle
@@ -319,9 +319,9 @@ def _audited(run: Run, rewrite: Rewrite, table: DataFrame) -> list[publish.Rewri
     where = run.where(st.last_committed)
     by_end = {p.end: p for p in [st.open_partition, *st.closed]}
     ends = sorted(rewrite.removed)
-    before_rows = {e: fs.written_rows(by_end[e].location) for e in ends}
+    before_rows = {e: store.rows_in(by_end[e].location) for e in ends}
     directories = {e: layout.slot_dir(run_root, layout.corrected_slot(e)) for e in ends}
-    written = {e: fs.written_rows(d) for e, d in directories.items()}
+    written = {e: store.rows_in(d) for e, d in directories.items()}
     schema = table.drop(spec.end_column).schema
     read_back = store.read_rows(spark, schema, *directories.values())
     read_back = corrections.with_slot_from_path(read_back, spec.end_column)
@@ -396,8 +396,9 @@ def _dry_run(run: Run, table: DataFrame, selection: Selection, matched: dict[str
         run.state.last_committed.isoformat(),
         RunAction.CORRECT,
         f"dry run: {found}",
-        {"matched": total, "partitions": len(matched), "dry_run": True},
+        {"matched": total, "partitions": len(matched)},
         run.seconds(),
+        preview=Preview(),  # shown as the dry run's lines above; its report says `dry_run`
     )
 
 

@@ -65,7 +65,7 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
             store.write_rows(daily.opening(base.df, names, spec.begin_column, ds.isoformat()), open_dir)
     else:
         fs.mkdirs(open_dir)
-    rows = fs.written_rows(open_dir)
+    rows = store.rows_in(open_dir)
 
     publish.publish_init(spark, spec, st, publish.InitCommit(ds, run_id, open_dir, rows, base.fingerprint))
     opened = Opening(created, base.df is not None, rows, ds.isoformat())

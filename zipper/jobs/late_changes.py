@@ -131,7 +131,7 @@ def _rewrite(run: Run, table, parts: list, replaced, result) -> tuple:
     for value in ends:
         directory = f"{root}/{end}={value}"
         fs.mkdirs(directory)  # a partition left without rows is written empty
-        rewritten.append(publish.Rewritten(value, directory, fs.written_rows(directory), {}))
+        rewritten.append(publish.Rewritten(value, directory, store.rows_in(directory), {}))
     return tuple(rewritten)
 
 

@@ -96,6 +96,10 @@ class LivePublisher:
     """The table's own run: the guard refuses a day far larger than the table's usual (nothing of
     the run is published or left behind), else the day is published."""
 
+    # a rerun that fails once the table has changed leaves its replay pending, for the next run to
+    # resume; a dry run's changes only its copy, dropped at its end, and leaves nothing to resume
+    leaves_work_to_resume = True
+
     def keep(self, run, day) -> None:
         """Nothing of the day's input is needed past its write."""
 
@@ -117,6 +121,8 @@ class OnCopyPublisher(LivePublisher):
     """A rerun's or rebuild's dry run on a copy of the table's metastore entry: the guard's verdict
     is shown with the day, not enforced, and the day is published on the copy."""
 
+    leaves_work_to_resume = False
+
     def publish(self, run, audited: Audited) -> RunResult:
         verdict = guard.verdict(run.spec, run.state, audited.ds, audited.summary, accepted=run.accept_large_change)
         faults.checkpoint("after_audit")
@@ -128,6 +134,8 @@ class DryRunPublisher:
     """A merge's dry run: the day as the merge would publish it, without the publish: its counts,
     the guard's verdict (not a refusal) and a sample of keys whose history would differ, before
     and after. The run's directory is deleted: nothing is published, nothing is left behind."""
+
+    leaves_work_to_resume = False
 
     def keep(self, run, day) -> None:
         """The day's keys, kept past the change set's scratch for the sample (`preview.keep_keys`)."""

@@ -175,7 +175,7 @@ def _audit(spark, spec: TableSpec, end: dt.date, expected: dict[str, int]) -> No
     anything is published (`audit.reconcile_rebuild`)."""
     for directory in expected:
         fs.mkdirs(directory)
-    written = {directory: fs.written_rows(directory) for directory in expected}
+    written = {directory: store.rows_in(directory) for directory in expected}
     audit.reconcile_rebuild(expected=expected, written=written, last=end.isoformat(), table=spec.table)
     faults.checkpoint("after_rebuild_write")
 

@@ -33,7 +33,7 @@ from zipper.jobs import apply, corrected
 from zipper.jobs.context import Run, open_run, quiet
 from zipper.jobs.plan import plan_rerun, source_kind
 from zipper.jobs.result import RunResult
-from zipper.table import audit, catalog, clone, publish, state, store
+from zipper.table import audit, catalog, publish, state, store
 from zipper.tablespec.model import TableSpec
 from zipper.transforms import timelines
 
@@ -182,7 +182,7 @@ def _replay_dates(run: Run, plan, marker: state.ReplayMarker, replayed: dict, ch
                 action=state.CommitAction.REPLAY,
             )
         except Exception as exc:
-            if (plan.restore_from is None and n == 1) or clone.is_copy(st):
+            if (plan.restore_from is None and n == 1) or not run.publisher.leaves_work_to_resume:
                 raise  # nothing has changed, or only a dry run's copy (`preview.on_copy`): nothing to resume
             raise _left_pending(exc, spec, st, marker, day) from (None if isinstance(exc, ZipperError) else exc)
         results.append(result)
@@ -397,7 +397,7 @@ def restore(
         observation = store.write_counted(rows, open_dir, "restore")
     fs.mkdirs(open_dir)
     rows_read = int(metrics.observed_metrics(observation).get("rows") or 0)
-    rows_written = fs.written_rows(open_dir)
+    rows_written = store.rows_in(open_dir)
     faults.checkpoint("after_restore_write")
     audit.reconcile_restore(
         rows_read=rows_read,

@@ -100,7 +100,7 @@ def _route(run: Run, day: dayinput.Day, shape: MergeShape, open_schema, broadcas
     open_dir, touched_dir = (layout.slot_dir(run.root, slot) for slot in (Slot.OPEN, Slot.TOUCHED))
     for directory in (open_dir, touched_dir):
         fs.mkdirs(directory)
-    untouched, touched = fs.written_rows(open_dir), fs.written_rows(touched_dir)
+    untouched, touched = store.rows_in(open_dir), store.rows_in(touched_dir)
     touched_rows = store.read_rows(run.spark, open_schema, touched_dir)
     return _Routed(day, touched_rows, untouched, touched, touched_dir, late_rows)
 

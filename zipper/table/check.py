@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from zipper.core import fs, sqltemplates
+from zipper.core import sqltemplates
 from zipper.core.dates import DAY, date_range
-from zipper.table import inspect, state
+from zipper.table import inspect, state, store
 from zipper.tablespec.model import TableSpec
 from zipper.transforms.collected import as_collected, as_written
 
@@ -46,11 +46,11 @@ def run_checks(spark, spec: TableSpec) -> dict:
 
     # What the data says against what the commits recorded.
     recorded = []
-    open_rows = fs.written_rows(st.open_partition.location)
+    open_rows = store.rows_in(st.open_partition.location)
     if open_rows != st.open_rows:
         recorded.append({"partition": st.open_partition.end, "rows": open_rows, "recorded": st.open_rows})
     for part in st.closed:
-        rows = fs.written_rows(part.location)
+        rows = store.rows_in(part.location)
         if rows != int(part.params.get(state.ROWS, -1)):
             recorded.append({"partition": part.end, "rows": rows, "recorded": int(part.params.get(state.ROWS, -1))})
     results.append({"check": "row_counts_match_commits", "violations": len(recorded), "examples": recorded})

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from zipper.core import fs
 from zipper.core.errors import StateError
-from zipper.table import catalog, state
+from zipper.table import catalog, state, store
 from zipper.tablespec.model import TableSpec
 
 
@@ -20,7 +19,7 @@ def recover(spark, spec: TableSpec, st: state.TableState, ds: dt.date) -> state.
     complete_columns(spark, spec, st)
     if not st.pending:
         return st
-    stray = [p for p in st.pending if fs.written_rows(p.location) > 0]
+    stray = [p for p in st.pending if store.rows_in(p.location) > 0]
     if stray:
         raise StateError(
             f"partitions {[p.end for p in stray]} hold data but no zipper commit record;"

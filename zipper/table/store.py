@@ -95,6 +95,9 @@ class TableRows:
         reachable = [p.location for p in self._state.reachable_from(self._spec, moment)]
         return read_rows(self._spark, schema, *reachable) if reachable else None
 
+    def rows_in(self, directory: str) -> int:
+        return rows_in(directory)
+
     def kept(self, rows: DataFrame, name: str) -> tuple[DataFrame, str]:
         """`rows` written under the run's directory (`name`) and read back: later steps read them
         several times. Returns the rows read back and their directory."""
@@ -103,6 +106,20 @@ class TableRows:
         write_rows(rows, directory)
         fs.mkdirs(directory)
         return read_rows(self._spark, schema, directory), directory
+
+
+def rows_in(directory: str) -> int:
+    """Rows in the Parquet files of a directory the table's runs wrote, from their footers (through
+    the directory's own file system: no Spark job); none for a directory that is not there."""
+    import pyarrow.parquet as pq  # loaded on use: most commands never count rows
+
+    files = fs.list_data_files([directory]) if fs.exists(directory) else []
+    total = 0
+    for found in files:
+        filesystem, inner, _ = fs.locate(found.path)
+        with filesystem.open_input_file(inner) as handle:
+            total += pq.ParquetFile(handle).metadata.num_rows
+    return total
 
 
 def read_written(spark, *directories: str) -> DataFrame:
