@@ -175,6 +175,7 @@ def _file_patches(profile: Profile, stack: contextlib.ExitStack) -> None:
         "list_files",
         "du",
         "exists",
+        "parquet_rows",
         "read_text",
         "copy",
         "unfinished_writes",
@@ -182,9 +183,6 @@ def _file_patches(profile: Profile, stack: contextlib.ExitStack) -> None:
     ):
         if name in fs.__dict__:
             stack.enter_context(_patched(fs, name, profile.timed(CallKind.FILES, fs.__dict__[name])))
-    from zipper.table import store  # a count of rows from the footers: a file operation too
-
-    stack.enter_context(_patched(store, "rows_in", profile.timed(CallKind.FILES, store.__dict__["rows_in"])))
 
 
 def _classic_jobs(spark) -> set[int]:

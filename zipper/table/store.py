@@ -109,17 +109,9 @@ class TableRows:
 
 
 def rows_in(directory: str) -> int:
-    """Rows in the Parquet files of a directory the table's runs wrote, from their footers (through
-    the directory's own file system: no Spark job); none for a directory that is not there."""
-    import pyarrow.parquet as pq  # loaded on use: most commands never count rows
-
-    files = fs.list_data_files([directory]) if fs.exists(directory) else []
-    total = 0
-    for found in files:
-        filesystem, inner, _ = fs.locate(found.path)
-        with filesystem.open_input_file(inner) as handle:
-            total += pq.ParquetFile(handle).metadata.num_rows
-    return total
+    """Rows in the files of a directory the table's runs wrote, from their Parquet footers (no
+    Spark job); none for a directory that is not there."""
+    return fs.parquet_rows(directory)
 
 
 def read_written(spark, *directories: str) -> DataFrame:
