@@ -25,7 +25,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType
 
-from zipper.transforms.equality import equal_at_float_precision, same, types_of
+from zipper.transforms.equality import any_of, equal_at_float_precision, same, types_of
 from zipper.transforms.vocabulary import DELETE, FINAL, LAST, LATE, OP, STEP, UPSERT
 
 FIRST = "zipper_first"
@@ -46,10 +46,6 @@ INSERT_OPEN, UPDATE_ABSENT, DELETE_ABSENT, DELETE_MISMATCH = (
 MARKERS = {0: INSERT, 1: UPDATE, 2: DELETE, 4: UPSERT}
 _OPEN = "zipper__open__"
 _SEGMENT = "zipper__segment__"
-
-
-def _any(conditions: list[Column]) -> Column:
-    return reduce(lambda a, b: a | b, conditions, F.lit(False))
 
 
 def _equal(left: Column, right: Column, data_type, float_precision: bool) -> Column:
@@ -125,7 +121,7 @@ def order_offenders(events: DataFrame, keys: list[str], read_all_columns: bool =
     return (
         events.groupBy(*keys, ORDER)
         .agg(F.count(F.lit(1)).alias("copies"), *readers)
-        .where(_any([F.col(k).isNull() for k in keys]) | F.col(ORDER).isNull() | (F.col("copies") > 1))
+        .where(any_of([F.col(k).isNull() for k in keys]) | F.col(ORDER).isNull() | (F.col("copies") > 1))
         .orderBy(*keys)
     )
 

@@ -15,7 +15,6 @@ one row in no slot (`none`), there only to be counted."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import reduce
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -23,7 +22,7 @@ from pyspark.sql.types import DoubleType
 
 from zipper.core.layout import SLOT, Slot
 from zipper.transforms.changes import CONTINUES
-from zipper.transforms.equality import equal_at_float_precision, float_exact, same, types_of
+from zipper.transforms.equality import all_of, any_of, equal_at_float_precision, float_exact, same, types_of
 from zipper.transforms.shape import (
     CHANGED,
     DELETED,
@@ -51,14 +50,6 @@ _OLD = "zipper__old__"
 _OLD_HIT = _OLD + "hit"
 
 
-def _all(conditions: list[Column]) -> Column:
-    return reduce(lambda a, b: a & b, conditions, F.lit(True))
-
-
-def _any(conditions: list[Column]) -> Column:
-    return reduce(lambda a, b: a | b, conditions, F.lit(False))
-
-
 def route_open(
     open_rows: DataFrame,
     increment: DataFrame,
@@ -76,7 +67,7 @@ def route_open(
     flags = increment.select(*[F.col(k).alias(_INC + k) for k in keys], F.lit(True).alias(_HIT))
     if broadcast_increment:
         flags = F.broadcast(flags)
-    joined = open_rows.join(flags, on=_all([open_rows[k] == F.col(_INC + k) for k in keys]), how="left")
+    joined = open_rows.join(flags, on=all_of([open_rows[k] == F.col(_INC + k) for k in keys]), how="left")
     slot = F.when(F.col(_HIT).isNull(), F.lit(Slot.OPEN)).otherwise(F.lit(Slot.TOUCHED))
     return joined.select(*[open_rows[c] for c in columns or open_rows.columns], slot.alias(SLOT))
 
@@ -94,7 +85,7 @@ def _met(touched: DataFrame, day: DataFrame, shape: MergeShape, broadcast: bool)
     )
     if broadcast:  # at most as many rows as the day's
         old = F.broadcast(old)
-    return day.join(old, on=_all([day[k] == F.col(_OLD + k) for k in keys]), how="left")
+    return day.join(old, on=all_of([day[k] == F.col(_OLD + k) for k in keys]), how="left")
 
 
 def _placed(rows: DataFrame, shape: MergeShape, value, keeps_begin: Column, slot: Column, kind: Column) -> DataFrame:
@@ -133,9 +124,9 @@ def day_rows(touched: DataFrame, increment: DataFrame, shape: MergeShape, *, bro
     if shape.fill_nulls:
         joined = _filled(joined, increment, values, was_open & ~tombstoned & ~delete)
     floats = _FloatPrecision(shape.float_precision, types_of(increment))
-    changed = ~_all([floats.equal(c) for c in tracked]) | tombstoned
-    same_untracked = _all([floats.equal_kept(c) for c in values if c not in tracked and c != deleted])
-    refined = _any([floats.refines(c) for c in tracked])
+    changed = ~all_of([floats.equal(c) for c in tracked]) | tombstoned
+    same_untracked = all_of([floats.equal_kept(c) for c in values if c not in tracked and c != deleted])
+    refined = any_of([floats.refines(c) for c in tracked])
     kind = (
         F.when(~was_open & delete, F.lit(VANISHED))
         .when(~was_open, F.lit("new"))
@@ -241,9 +232,9 @@ def day_versions(touched: DataFrame, versions: DataFrame, shape: MergeShape, *, 
         tomb, kept_tombstone, vanished = ~upsert & ~nothing, nothing & was_open, nothing & ~was_open
     floats = _FloatPrecision(shape.float_precision, types_of(versions))
     data = [c for c in shape.values if c not in validity and c != deleted]
-    continues = first & was_open & upsert & ~tombstoned & _all([floats.equal(c) for c in tracked])
-    same_untracked = _all([floats.equal_kept(c) for c in data if c not in tracked])
-    refined = _any([floats.refines(c) for c in tracked])
+    continues = first & was_open & upsert & ~tombstoned & all_of([floats.equal(c) for c in tracked])
+    same_untracked = all_of([floats.equal_kept(c) for c in data if c not in tracked])
+    refined = any_of([floats.refines(c) for c in tracked])
     closed_kind = F.when(ends_deleted, F.lit(DELETED)).otherwise(F.lit("closed"))
     roles = F.array_compact(
         F.array(

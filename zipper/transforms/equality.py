@@ -7,10 +7,21 @@ sorted by key, which is what two equal maps share whatever order their entries w
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import reduce
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, DoubleType, MapType, StructType
+
+
+def all_of(conditions: list[Column]) -> Column:
+    """True where every condition holds (true for none): one column the transforms' rules share."""
+    return reduce(lambda a, b: a & b, conditions, F.lit(True))
+
+
+def any_of(conditions: list[Column]) -> Column:
+    """True where any condition holds (false for none)."""
+    return reduce(lambda a, b: a | b, conditions, F.lit(False))
 
 
 def nested_types(data_type: DataType) -> Iterator[DataType]:

@@ -6,19 +6,15 @@ merge's small job runs the same rule as it reads (`inputs.refusals.checked_as_re
 
 from __future__ import annotations
 
-from functools import reduce
-
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-
-def _any(conditions: list[Column]) -> Column:
-    return reduce(lambda a, b: a | b, conditions, F.lit(False))
+from zipper.transforms.equality import any_of
 
 
 def null_key(keys: list[str]) -> Column:
     """A row whose key has a NULL in any of its columns."""
-    return _any([F.col(k).isNull() for k in keys])
+    return any_of([F.col(k).isNull() for k in keys])
 
 
 def key_offenders(increment: DataFrame, keys: list[str], read_all_columns: bool = False) -> DataFrame:
@@ -63,7 +59,7 @@ def key_problems(
     One query. The file is grouped on first: Spark takes no file name into an aggregate function,
     and knows it only in the stage that scans the files."""
     group = [*by, *keys, *([order] if order else [])]
-    null_key = _any([F.col(k).isNull() for k in keys])
+    null_key = any_of([F.col(k).isNull() for k in keys])
     problem = F.when(null_key, F.lit(NULL_KEY))
     if order:
         problem = problem.when(F.col(order).isNull(), F.lit(NULL_ORDER)).when(F.col(ROWS) > 1, F.lit(REPEATED_ORDER))

@@ -23,12 +23,10 @@ the key's earliest late change) and writes the result in their partitions."""
 
 from __future__ import annotations
 
-from functools import reduce
-
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from zipper.transforms.equality import same, types_of
+from zipper.transforms.equality import all_of, same, types_of
 from zipper.transforms.shape import MergeShape
 from zipper.transforms.vocabulary import DELETE, LATE, OP, UPSERT
 
@@ -38,10 +36,6 @@ _OLD_TO = "zipper__old_to__"  # an existing version's valid_to, to tell whether 
 CHANGED = "zipper_changed"  # a version of the result that differs from the table's (or is new)
 REPLACES = "zipper_replaces"  # the end values of the partitions holding the versions a changed one replaces
 _GAP = ""  # a holder that is a delete: the late version is in a gap
-
-
-def _all(conditions: list[Column]) -> Column:
-    return reduce(lambda a, b: a & b, conditions, F.lit(True))
 
 
 def _events(history: DataFrame, late: DataFrame, shape: MergeShape, values: list[str]) -> DataFrame:
@@ -117,7 +111,7 @@ def in_place(history: DataFrame, late: DataFrame, shape: MergeShape) -> DataFram
     types = types_of(events)
     by_time = Window.partitionBy(*keys).orderBy(_AT, LATE)
     previous = F.lag(_ACTION).over(by_time)
-    equal = _all([same(F.lag(c).over(by_time), F.col(c), types[c]) for c in tracked])
+    equal = all_of([same(F.lag(c).over(by_time), F.col(c), types[c]) for c in tracked])
     starts = previous.isNull() | (previous == DELETE) | (F.col(_ACTION) == DELETE) | ~equal
     marked = events.select("*", starts.alias(_START))
     numbered = marked.select(
@@ -183,5 +177,5 @@ def conflicts(history: DataFrame, late: DataFrame, *, keys: list[str], tracked: 
     old = history.select(*keys, F.col(valid_from), *[F.col(c).alias("zipper__old__" + c) for c in values])
     upserts = late.where(F.coalesce(F.col(OP), F.lit(UPSERT)) == UPSERT) if OP in late.columns else late
     joined = upserts.join(old, on=[*keys, valid_from], how="inner")
-    differ = ~_all([same(F.col("zipper__old__" + c), F.col(c), types[c]) for c in values])
+    differ = ~all_of([same(F.col("zipper__old__" + c), F.col(c), types[c]) for c in values])
     return joined.where(differ).select(*keys, F.col(valid_from).alias("zipper_from")).orderBy(*keys)

@@ -8,22 +8,16 @@ are (`changes`)."""
 
 from __future__ import annotations
 
-from functools import reduce
-
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType
 
 from zipper.transforms.changes import FIRST
-from zipper.transforms.equality import equal_at_float_precision, float_exact, same, types_of
+from zipper.transforms.equality import all_of, any_of, equal_at_float_precision, float_exact, same, types_of
 from zipper.transforms.vocabulary import DELETE, FINAL, LAST, OP, STEP, UPSERT
 
 _OPEN = "zipper__open__"
 _SNAP = "zipper__snapshot__"
-
-
-def _any(conditions: list[Column]) -> Column:
-    return reduce(lambda a, b: a | b, conditions, F.lit(False))
 
 
 def _keeps_open_value(old: Column, new: Column, data_type, float_precision: bool) -> Column:
@@ -59,7 +53,7 @@ def snapshot_changes(
     joined = snapshot.select(*columns, F.lit(True).alias(_SNAP)).join(opened, on=keys, how="full")
     in_snapshot, was_open = F.col(_SNAP).isNotNull(), F.coalesce(F.col(_OPEN), F.lit(False))
     types = types_of(snapshot)
-    differs = _any([~_keeps_open_value(F.col(_OPEN + c), F.col(c), types[c], c in float_precision) for c in values])
+    differs = any_of([~_keeps_open_value(F.col(_OPEN + c), F.col(c), types[c], c in float_precision) for c in values])
     wanted = in_snapshot & (~was_open | differs)
     if invalidate:
         wanted = wanted | (~in_snapshot & was_open)
@@ -123,9 +117,7 @@ def snapshot_history(
     joined = snapshot.join(opened, on=keys, how="left")
     types = types_of(snapshot)
     at, since = F.col(updated_at), F.col("zipper_open_from")
-    other_values = ~reduce(
-        lambda a, b: a & b, [same(F.col(_OPEN + c), F.col(c), types[c]) for c in tracked], F.lit(True)
-    )
+    other_values = ~all_of([same(F.col(_OPEN + c), F.col(c), types[c]) for c in tracked])
     older = F.coalesce(at < since, F.lit(False))
     as_old = F.coalesce((at == since) & F.col(_OPEN) & other_values, F.lit(False))
     return joined.where(at.isNull() | older | as_old).select(*keys, since, at.alias("zipper_from")).orderBy(*keys)

@@ -10,14 +10,12 @@ day before, with inclusive ends), or is open."""
 
 from __future__ import annotations
 
-from functools import reduce
-
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from zipper.core.layout import CLOSED_PREFIX, SLOT, Slot
 from zipper.tablespec.modes import EndStyle
-from zipper.transforms.equality import same, types_of
+from zipper.transforms.equality import all_of, same, types_of
 from zipper.transforms.vocabulary import KIND
 
 DS = "zipper_ds"  # the date a row was loaded: the base date or an increment's run date
@@ -27,10 +25,6 @@ VERSION = "zipper_version"
 KINDS = ("new", "changed", "unchanged", "updated")
 _LAST = "zipper__last"
 _FIRST = "zipper__first"
-
-
-def _all(conditions: list[Column]) -> Column:
-    return reduce(lambda a, b: a & b, conditions, F.lit(True))
 
 
 def dated(rows: DataFrame, columns: list[str], ds: str) -> DataFrame:
@@ -55,7 +49,7 @@ def marked(
     types = types_of(rows)
 
     def same_as_before(names: list[str]) -> Column:
-        return _all([same(F.col(c), F.lag(c).over(by_key), types[c]) for c in names])
+        return all_of([same(F.col(c), F.lag(c).over(by_key), types[c]) for c in names])
 
     # each column is compared once: the tracked ones tell changed rows; of the others (their
     # tracked columns equal), the untracked ones tell unchanged from updated
