@@ -361,18 +361,3 @@ def spelled_alike(path: str) -> str:
 def is_under(path: str, folder: str) -> bool:
     """Whether `path` is inside `folder`, however each spells it."""
     return spelled_alike(path).startswith(spelled_alike(folder).rstrip("/") + "/")
-
-
-def parquet_rows(directory: str) -> int:
-    """Rows in the Parquet files of a directory, from their footers, through the directory's own
-    file system (no Spark job); none for a directory that is not there. The table store counts a
-    slot's rows with it (`table.store.rows_in`)."""
-    import pyarrow.parquet as pq  # core loads without pyarrow's parquet: imported on use
-
-    files = list_data_files([directory]) if exists(directory) else []
-    total = 0
-    for found in files:
-        filesystem, inner, _ = locate(found.path)
-        with filesystem.open_input_file(inner) as handle:
-            total += pq.ParquetFile(handle).metadata.num_rows
-    return total

@@ -72,10 +72,9 @@ class DayRequest:
 
     spark: object
     spec: TableSpec
-    st: object  # the table's state before the date
     located: sources.Input  # the date's input
     table_columns: list[tuple[str, str]]  # the table's data columns before the date
-    run_root: str  # the run's directory: the change set's scratch goes under it
+    widened_from_float: frozenset[str]  # the table's columns an earlier date widened from float
     checked: CheckedInput | None = None  # the input as a rerun already read and checked it
     keep: Callable | None = None  # a filter of the rows read (a replayed date's keys erased since)
     rows: object = None  # table.store.TableRows: the table's rows and the run's scratch, as inputs read them
@@ -127,9 +126,12 @@ def open_rows_of(rows, columns: list[tuple[str, str]]):
     return rows.open(conform.struct_type(columns))
 
 
-def float_precision(st, columns: list[tuple[str, str]], column_changes: conform.ColumnChanges) -> frozenset[str]:
-    """The double columns a day of a table in state `st` compares at float precision."""
-    return conform.float_precision_columns(columns, column_changes, st.widened_from_float)
+def float_precision(
+    widened_before: frozenset[str], columns: list[tuple[str, str]], column_changes: conform.ColumnChanges
+) -> frozenset[str]:
+    """The double columns a day compares at float precision, given the columns earlier dates
+    widened from float (`TableState.widened_from_float`)."""
+    return conform.float_precision_columns(columns, column_changes, widened_before)
 
 
 def evolved_columns(spec: TableSpec, ds: dt.date, input_columns, table_columns, what: str) -> list:

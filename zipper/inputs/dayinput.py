@@ -39,7 +39,7 @@ def prepare(request: DayRequest, ds: dt.date) -> Day:
     rerun already read and checked (`request.checked`) is not read or checked again."""
     spec = request.spec
     day = mode_of(spec).change_set(request, ds)
-    day.float_precision = float_precision(request.st, day.columns, day.column_changes)
+    day.float_precision = float_precision(request.widened_from_float, day.columns, day.column_changes)
     tracked = conform.tracked_columns(spec, day.names, ds.isoformat())
     # a day without changes joins nothing: its deletes are the mode's (counted, at 0)
     deletes = changes.OP in day.changes.columns if day.rows else mode_of(spec).closes_keys
@@ -83,6 +83,6 @@ def counted_open(spec: TableSpec, ds: dt.date, day: Day, counted: dict[str, int]
     return add_counts(dict(day.counts), reported)
 
 
-def first_columns(spark, spec: TableSpec, st, located: sources.Input, ds: dt.date) -> list[tuple[str, str]] | None:
+def first_columns(spark, spec: TableSpec, located: sources.Input, ds: dt.date) -> list[tuple[str, str]] | None:
     """The data columns of a day's input, for a table created from it (None when it has none)."""
     return mode_of(spec).first_columns(spark, spec, located, ds)

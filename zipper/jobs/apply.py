@@ -41,7 +41,9 @@ def apply_date(
     table_columns = catalog.data_columns(spark, spec)
     keep = corrected.input_filter(spark, spec, run.state, ds)  # keys erased since, if `ds` is a past date
     rows = store.TableRows(spark, spec, run.state, run.root)  # the table's rows, as the inputs read them
-    request = dayinput.DayRequest(spark, spec, run.state, located, table_columns, run.root, checked, keep, rows)
+    request = dayinput.DayRequest(
+        spark, spec, located, table_columns, run.state.widened_from_float, checked, keep, rows
+    )
     try:
         with (
             csv_values.explained(spark, spec.table, spec.keys, ds.isoformat()),  # a CSV value that does not parse
@@ -74,7 +76,7 @@ def _audit(run: Run, day: dayinput.Day, written: Written) -> dict:
         touched=written.touched,
         open_written=store.rows_in(written.open_dir),
         closed_written=store.rows_in(closed_dir),
-        max_closed_begin=audit.max_value(spark, closed_dir, spec.begin_column),
+        max_closed_begin=store.largest(spark, closed_dir, spec.begin_column),
         # keys with only late changes (their open rows counted as written) count with the day's keys
         input_keys=None if day.keys is None else day.keys + written.kinds.get(late_changes.LATE_OPEN_KIND, 0),
     )

@@ -193,7 +193,7 @@ def _columns_from_first_increment(
             " add `columns:` to the spec or wait for the increment",
             **where,
         ) from None
-    columns = dayinput.first_columns(spark, spec, st, located, first)
+    columns = dayinput.first_columns(spark, spec, located, first)
     if not columns:
         raise StateError(
             f"the spec has no base and no columns, and the first increment ({located.description}) is empty;"

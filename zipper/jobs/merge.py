@@ -192,7 +192,7 @@ def _retype_from_input(run: Run, ds: dt.date) -> state.TableState:
         located = mode_of(spec).locate(spark, spec, st, ds)
     except InputError:
         return st  # the merge says so
-    columns = dayinput.first_columns(spark, spec, st, located, ds)
+    columns = dayinput.first_columns(spark, spec, located, ds)
     table_columns = catalog.data_columns(spark, spec)
     if not columns or sorted(columns) == sorted(table_columns):
         return st

@@ -163,8 +163,10 @@ def _metastore_patches(profile: Profile, stack: contextlib.ExitStack) -> None:
 
 
 def _file_patches(profile: Profile, stack: contextlib.ExitStack) -> None:
-    """zipper's file operations: the public functions of `zipper.core.fs` that touch files."""
+    """zipper's file operations: the public functions of `zipper.core.fs` that touch files, and the
+    table's footer reads (`zipper.table.file_format`)."""
     from zipper.core import fs
+    from zipper.table import file_format
 
     for name in (
         "mkdirs",
@@ -175,7 +177,6 @@ def _file_patches(profile: Profile, stack: contextlib.ExitStack) -> None:
         "list_files",
         "du",
         "exists",
-        "parquet_rows",
         "read_text",
         "copy",
         "unfinished_writes",
@@ -183,6 +184,10 @@ def _file_patches(profile: Profile, stack: contextlib.ExitStack) -> None:
     ):
         if name in fs.__dict__:
             stack.enter_context(_patched(fs, name, profile.timed(CallKind.FILES, fs.__dict__[name])))
+    # the table's footer reads: one file call per directory counted
+    stack.enter_context(
+        _patched(file_format, "rows_in_files", profile.timed(CallKind.FILES, file_format.rows_in_files))
+    )
 
 
 def _classic_jobs(spark) -> set[int]:

@@ -8,38 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pyarrow.parquet as pq
-from pyspark.sql import functions as F
-
-from zipper.core import fs
 from zipper.core.errors import AuditError
-from zipper.core.paths import local_path
-
-
-def max_value(spark, directory: str, column: str) -> str | None:
-    """The largest value of a column in a directory's Parquet files, from the footer statistics
-    (a small Spark read where the files are not local or carry no statistics)."""
-    files = fs.list_data_files([directory]) if fs.exists(directory) else []
-    if not files:
-        return None
-    local = [local_path(f.path) for f in files]
-    if all(local):
-        largest, complete = None, True
-        for path in local:
-            metadata = pq.ParquetFile(path).metadata
-            if metadata.num_rows == 0:
-                continue
-            index = metadata.schema.names.index(column) if column in metadata.schema.names else None
-            for group in range(metadata.num_row_groups):
-                stats = metadata.row_group(group).column(index).statistics if index is not None else None
-                if stats is None or not stats.has_min_max:
-                    complete = False
-                    break
-                value = stats.max.decode() if isinstance(stats.max, bytes) else stats.max
-                largest = value if largest is None or value > largest else largest
-        if complete:
-            return largest
-    return spark.read.parquet(directory).agg(F.max(column)).first()[0]
 
 
 @dataclass(frozen=True)

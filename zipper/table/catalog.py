@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from zipper.core import sqltemplates
 from zipper.core.errors import StateError
+from zipper.table import file_format
 from zipper.table.catalog_interface import (  # noqa: F401 - their names here too, as the jobs import them
     AT_PARAM,
     RUN_PARAM,
@@ -187,6 +188,7 @@ def create_table(
             open_end=spec.open_end.isoformat(),
             location=location,
             properties=sorted(properties.items()),
+            stored_as=file_format.STORED_AS,
         )
     )
 

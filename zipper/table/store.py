@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from zipper.core import fs, layout
-from zipper.table import catalog
+from zipper.table import catalog, file_format
 
 
 def write_slots(rows: DataFrame, run_root: str, append: bool = False) -> None:
@@ -78,6 +78,11 @@ class TableRows:
         self._spark, self._spec, self._state, self._run_root = spark, spec, state, run_root
 
     @property
+    def run_root(self) -> str:
+        """The run's directory: where a mode keeps a copy of what it read (a landing zone's files)."""
+        return self._run_root
+
+    @property
     def has_open_partition(self) -> bool:
         return getattr(self._state, "open_partition", None) is not None
 
@@ -111,7 +116,16 @@ class TableRows:
 def rows_in(directory: str) -> int:
     """Rows in the files of a directory the table's runs wrote, from their Parquet footers (no
     Spark job); none for a directory that is not there."""
-    return fs.parquet_rows(directory)
+    return file_format.rows_in_files(directory)
+
+
+def largest(spark, directory: str, column: str) -> str | None:
+    """The largest value of a column in a directory's files: from the footers' statistics, else
+    (files not local, or without statistics) a small Spark read."""
+    found = file_format.largest_in_footers(directory, column)
+    if found is not file_format.UNKNOWN:
+        return found
+    return spark.read.parquet(directory).agg(F.max(column)).first()[0]
 
 
 def read_written(spark, *directories: str) -> DataFrame:

@@ -41,7 +41,6 @@ class DayRead:
 
     spark: object
     spec: TableSpec
-    st: object  # the table's state: the snapshot mode reads its open rows
     ds: dt.date
     located: sources.Input
     df: object  # the rows read, their operations checked
@@ -51,6 +50,7 @@ class DayRead:
     checked: bool  # a rerun has checked the keys already
     filtered: bool = False  # rows were left out as read (a replayed date's keys erased since)
     rows: object = None  # table.store.TableRows: the table's own rows, as the mode may read them
+    widened_from_float: frozenset[str] = frozenset()  # columns earlier dates widened from float
 
     @property
     def names(self) -> list[str]:
@@ -171,7 +171,7 @@ class SourceStrategy:
         read and checked it, not read or checked again while it was read for the table's columns
         as they are now. `request.keep`: a filter of the rows read (a replayed date's input
         without the keys erased since)."""
-        spark, spec, st, located = request.spark, request.spec, request.st, request.located
+        spark, spec, located = request.spark, request.spec, request.located
         table_columns, checked, keep = request.table_columns, request.checked, request.keep
         what = f"increment {located.description}"
         conform.missing_own_columns(spec, table_columns, ds.isoformat())
@@ -195,7 +195,6 @@ class SourceStrategy:
             DayRead(
                 spark,
                 spec,
-                st,
                 ds,
                 located,
                 df,
@@ -205,6 +204,7 @@ class SourceStrategy:
                 checked is not None,
                 keep is not None,
                 request.rows,
+                request.widened_from_float,
             )
         )
         return self.day_of(request, changed, seen, counts, columns, column_changes)

@@ -31,7 +31,7 @@ class Snapshot(SourceStrategy):
     def changes_of(self, day: DayRead):
         """The difference between the snapshot and the open rows; with `source.updated_at`, as the
         day's versions (`snapshots.snapshot_versions`), once no row would rewrite history."""
-        spec, st = day.spec, day.st
+        spec = day.spec
         rows = conform.to_columns(day.df, day.columns)
         seen = self.seen_in(day, rows, ordered=False)
         open_rows = day.rows.open(conform.struct_type(day.columns))
@@ -42,7 +42,7 @@ class Snapshot(SourceStrategy):
             keys=spec.keys,
             columns=[c for c in day.names if c not in validity],  # the merge's own, not the snapshot's
             invalidate=spec.source.invalidate_missing,
-            float_precision=float_precision(st, day.columns, day.column_changes),
+            float_precision=float_precision(day.widened_from_float, day.columns, day.column_changes),
             deleted=spec.tombstone_column,
         )
         if not validity:

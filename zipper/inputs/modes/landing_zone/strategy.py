@@ -96,7 +96,7 @@ class LandingZone(SourceStrategy):
         `request.keep`: a filter of the rows read (a replayed date's files without the keys erased
         since)."""
         spark, spec, table_columns, keep = request.spark, request.spec, request.table_columns, request.keep
-        located = locate.keep(spark, request.located, request.run_root)
+        located = locate.keep(spark, request.located, request.rows.run_root)
         request = dataclasses.replace(request, located=located)
         what = f"landing zone {located.description}"
         conform.missing_own_columns(spec, table_columns, ds.isoformat())
