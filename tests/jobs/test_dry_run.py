@@ -14,8 +14,9 @@ from tests.jobs.test_rerun import DAYS, build, model_counts, model_rows
 from tests.support import SharedTable, TableFixture, day, table_rows
 from zipper.core.errors import InputError
 from zipper.core.paths import local_path
+from zipper.jobs import merge
 from zipper.jobs.handle import ZipperTable
-from zipper.table import catalog, clone, state
+from zipper.table import catalog, clone, state, vacuum
 
 CHANGED = {**DAYS, 2: [(1, "ann", "Tromso"), (5, "eve", None)]}
 
@@ -149,3 +150,31 @@ def test_a_copy_a_killed_dry_run_left_is_dropped_by_the_next_once_an_hour_old(sp
     assert sorted(clone.drop_leftovers(spark, t.spec, now=now + clone.LEFTOVER_AGE * 2)) == sorted(left)
     assert sorted(catalog.tables_named(spark, t.spec.database, "*")) == [t.spec.table_name]
     assert table_rows(spark, t.table) == model_rows(t, {1: DAYS[1]})  # the table and its files intact
+
+
+def test_what_killed_dry_runs_left_is_cleared_alike_by_the_next_dry_run_and_by_vacuum(spark, t):
+    """A merge's dry run and a rerun's leave the same thing when killed: a run directory named as a
+    dry run's (a rerun's also a copy of the table's entry). The next dry run of either kind clears
+    the ones an hour old; vacuum too, whatever the retention; a live run's directory waits for it."""
+    st = state.read_state(spark, t.spec)
+    now = dt.datetime.now(dt.UTC)
+    hour_ago = now - clone.LEFTOVER_AGE
+
+    def left(run_id: str) -> str:
+        directory = state.run_dir(st, run_id)
+        os.makedirs(f"{local_path(directory)}/zipper_slot=open")
+        return local_path(directory)
+
+    merge_left, live_left = left(state.new_run_id(hour_ago, dry_run=True)), left(state.new_run_id(hour_ago))
+    t.write_increment(spark, day(5), [(5, "eve", "Rome")])
+    assert merge.merge_date(spark, t.spec, day(5), dry_run=True).counts["dry_run"] is True
+    assert not os.path.exists(merge_left) and os.path.exists(live_left)  # cleared by a merge's dry run
+    rerun_id = state.new_run_id(now, dry_run=True)
+    rerun_copy = clone.make(spark, t.spec, st, rerun_id).table_name  # a rerun's dry run killed just now
+    assert rerun_copy in catalog.tables_named(spark, t.spec.database, "*")  # young: may be running
+    later = now + clone.LEFTOVER_AGE * 2
+    report = vacuum.vacuum(spark, t.spec, now=later)
+    assert report["dry_run_copies"] == [rerun_copy]
+    assert rerun_copy not in catalog.tables_named(spark, t.spec.database, "*")
+    assert not os.path.exists(local_path(state.run_dir(st, rerun_id))) and os.path.exists(live_left)
+    assert state.is_dry_run_id(rerun_id) and not state.is_dry_run_id(state.new_run_id())

@@ -120,6 +120,8 @@ def run_vacuum(runner: Runner) -> int:
     verb = "would remove" if report["dry_run"] else "removed"
     for item in report["removed"]:  # what went (or would go): a dry run is a preview of exactly this
         print(f"{report['table']}: {verb} {user_path(item['directory'])} ({item['bytes']} bytes)")
+    for copy in report.get("dry_run_copies", []):
+        print(f"{report['table']}: {verb} {copy}, a killed dry run's copy of the table's metastore entry")
     young = f", {report['kept_young']} of them younger than an hour" if report.get("kept_young") else ""
     if report.get("purged_for_erasure"):
         young += f"; {report['purged_for_erasure']} removed before their retention: they held erased rows"

@@ -37,7 +37,7 @@ class Run:
     # what becomes of each date written and audited (`publishers`): published, published on a copy
     # of the table (a rerun's dry run), or shown and not published (a merge's dry run)
     publisher: publishers.LivePublisher | publishers.DryRunPublisher = publishers.LIVE
-    run_id: str = field(default_factory=state.new_run_id)
+    run_id: str = field(default_factory=state.new_run_id)  # a dry run's: `publisher.new_run_id()`
     started: float = field(default_factory=time.monotonic)
 
     @property
@@ -58,12 +58,12 @@ class Run:
     def after(self, st: state.TableState) -> Run:
         """The run on the state another writer left (a first merge's init): a fresh id, so that
         its directory is named after that writer's, as run ids are in the order runs write."""
-        return replace(self, state=st, run_id=state.new_run_id())
+        return replace(self, state=st, run_id=self.publisher.new_run_id())
 
     def next_date(self, st: state.TableState) -> Run:
         """The run of one date of a replay: its own id, directory and clock, on the state the
         date before left."""
-        return replace(self, state=st, run_id=state.new_run_id(), started=time.monotonic())
+        return replace(self, state=st, run_id=self.publisher.new_run_id(), started=time.monotonic())
 
 
 def open_run(
@@ -85,4 +85,4 @@ def open_run(
     state.check_owned(st, spec, at)
     st = recovery.recover(spark, spec, st, at)
     publisher = publishers.DRY_RUN if dry_run else publishers.ON_COPY if clone.is_copy(st) else publishers.LIVE
-    return Run(spark, spec, st, progress, accept_large_change, publisher)
+    return Run(spark, spec, st, progress, accept_large_change, publisher, publisher.new_run_id())

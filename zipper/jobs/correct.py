@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark import StorageLevel
@@ -55,8 +56,10 @@ def correct(spark, spec: TableSpec, request: Request, progress=quiet) -> RunResu
 
 
 def _apply(run: Run, request: Request, table: DataFrame, selection: Selection) -> RunResult:
-    """The correction's steps once its versions are selected: count, (dry run: show), write, audit, publish."""
-    spark, spec, st = run.spark, run.spec, run.state
+    """The correction's steps once its versions are selected: count them, then hand the correction to
+    the run's publisher (`publishers`): the live one writes, audits and publishes it, a dry run's
+    shows the versions matched."""
+    spec, st = run.spec, run.state
     where = run.where(st.last_committed)
     end, begin = spec.end_column, spec.begin_column
     # one pass: the versions matched per (end, begin): per partition, and the removed versions' dates
@@ -69,34 +72,79 @@ def _apply(run: Run, request: Request, table: DataFrame, selection: Selection) -
         matched[version_end] = matched.get(version_end, 0) + count
     if not matched:
         raise InputError(f"{selection.describe} matches no version of the table; nothing was changed", **where)
-    if request.dry_run:
-        return _dry_run(run, table, selection, matched)
+    return run.publisher.publish_correction(run, Selected(run, request, table, selection, matched, intervals))
 
-    if request.kind == CorrectionKind.SET:
-        rewrite = _fixed(spark, spec, table, selection, matched, where)
-    else:
-        rewrite = _removed(spec, table, selection, matched)
-    try:
-        hashes = _write(run, request, selection, rewrite, intervals)
-        faults.checkpoint("after_correct_write")
-        rewritten = _audited(run, rewrite, table)
-    except BaseException:
-        fs.delete(run.root)
-        raise
-    finally:
-        for cached in rewrite.persisted:
-            cached.unpersist()
-    correction = _record(run, request, selection, matched, rewritten, hashes)
-    publish.publish_correction(spark, spec, st, correction, run.root, rewritten)
-    return RunResult(
-        spec.table,
-        where["ds"],
-        RunAction.CORRECT,
-        _summary(correction, rewritten),
-        correction.counts,
-        run.seconds(),
-        run.run_id,
-    )
+
+@dataclass(frozen=True)
+class Selected:
+    """A correction whose versions are selected and counted (`matched`, per partition): what its
+    dry run shows (`preview`), and what its live run writes and audits before the publish (`written`)."""
+
+    run: Run
+    request: Request
+    table: DataFrame
+    selection: Selection
+    matched: dict[str, int]
+    intervals: list[tuple[str, str, int]]  # the versions matched per (begin, end)
+
+    def written(self) -> tuple[state.Correction, list[publish.Rewritten]]:
+        """Each partition that holds a change written again under the run's directory and audited,
+        and the correction's record. A failure deletes the run's directory."""
+        run, request, selection, matched = self.run, self.request, self.selection, self.matched
+        where = run.where(run.state.last_committed)
+        if request.kind == CorrectionKind.SET:
+            rewrite = _fixed(run.spark, run.spec, self.table, selection, matched, where)
+        else:
+            rewrite = _removed(run.spec, self.table, selection, matched)
+        try:
+            hashes = _write(run, request, selection, rewrite, self.intervals)
+            faults.checkpoint("after_correct_write")
+            rewritten = _audited(run, rewrite, self.table)
+        except BaseException:
+            fs.delete(run.root)
+            raise
+        finally:
+            for cached in rewrite.persisted:
+                cached.unpersist()
+        return _record(run, request, selection, matched, rewritten, hashes), rewritten
+
+    def published(self, correction: state.Correction, rewritten: list[publish.Rewritten]) -> RunResult:
+        """The result of the correction once published."""
+        run = self.run
+        return RunResult(
+            run.spec.table,
+            run.where(run.state.last_committed)["ds"],
+            RunAction.CORRECT,
+            _summary(correction, rewritten),
+            correction.counts,
+            run.seconds(),
+            run.run_id,
+        )
+
+    def preview(self) -> RunResult:
+        """Per partition, the versions matched, and up to SAMPLES of them (with their new values for
+        a fix): a dry run stops before the write."""
+        run, selection, matched = self.run, self.selection, self.matched
+        spec, progress = run.spec, run.progress
+        total = sum(matched.values())
+        found = f"{counted(total, 'version')} matched in {counted(len(matched), 'partition')}; nothing was written"
+        progress(f"{spec.table}: dry run of the {selection.describe}: {found}")
+        for end, count in sorted(matched.items()):
+            progress(f"  {spec.end_column}={end}: {counted(count, 'version')}")
+        sample = selection.matching(self.table, spec.keys).limit(SAMPLES)
+        if selection.assignments:
+            sample = sample.select("*", *[value.alias(f"new {name}") for name, value in selection.assignments.items()])
+        for row in as_collected(sample).collect():
+            progress("  " + ", ".join(f"{k}={_shown(v)}" for k, v in row.asDict().items()))
+        return RunResult(
+            spec.table,
+            run.state.last_committed.isoformat(),
+            RunAction.CORRECT,
+            f"dry run: {found}",
+            {"matched": total, "partitions": len(matched)},
+            run.seconds(),
+            preview=Preview(),  # shown as the dry run's lines above; its report says `dry_run`
+        )
 
 
 def _record(
@@ -140,7 +188,7 @@ def _record(
 
 def _ready_run(spark, spec: TableSpec, request: Request, progress) -> Run:
     """The run at the table's last committed date, once a killed run's debris is cleared; refused mid-replay."""
-    run = open_run(spark, spec, progress=progress)
+    run = open_run(spark, spec, progress=progress, dry_run=request.dry_run)
     st = run.state
     if st.replay:
         raise StateError(
@@ -375,30 +423,6 @@ def _summary(correction: state.Correction, rewritten: list[publish.Rewritten]) -
     return (
         f"correction {correction.run_id} published: {done} in {counted(len(rewritten), 'partition')}"
         f" ({c['rows_before']} rows before, {c['rows_after']} after)"
-    )
-
-
-def _dry_run(run: Run, table: DataFrame, selection: Selection, matched: dict[str, int]) -> RunResult:
-    """Per partition, the versions matched, and up to SAMPLES of them (with their new values for a fix)."""
-    spec, progress = run.spec, run.progress
-    total = sum(matched.values())
-    found = f"{counted(total, 'version')} matched in {counted(len(matched), 'partition')}; nothing was written"
-    progress(f"{spec.table}: dry run of the {selection.describe}: {found}")
-    for end, count in sorted(matched.items()):
-        progress(f"  {spec.end_column}={end}: {counted(count, 'version')}")
-    sample = selection.matching(table, spec.keys).limit(SAMPLES)
-    if selection.assignments:
-        sample = sample.select("*", *[value.alias(f"new {name}") for name, value in selection.assignments.items()])
-    for row in as_collected(sample).collect():
-        progress("  " + ", ".join(f"{k}={_shown(v)}" for k, v in row.asDict().items()))
-    return RunResult(
-        spec.table,
-        run.state.last_committed.isoformat(),
-        RunAction.CORRECT,
-        f"dry run: {found}",
-        {"matched": total, "partitions": len(matched)},
-        run.seconds(),
-        preview=Preview(),  # shown as the dry run's lines above; its report says `dry_run`
     )
 
 

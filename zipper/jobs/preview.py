@@ -106,7 +106,7 @@ def on_copy(
             table=spec.table,
         )
     state.check_owned(st, spec)
-    run_id = state.new_run_id()
+    run_id = state.new_run_id(dry_run=True)
     copied = clone.make(spark, spec, st, run_id)
 
     def named(text: str) -> str:
@@ -207,8 +207,10 @@ def _dry_result(result: RunResult, spec: TableSpec, found: list[dict]) -> RunRes
 
 
 def clean(run) -> None:
-    """Delete the run's directory: a dry run leaves nothing behind."""
+    """Delete the run's directory: a dry run leaves nothing behind; and clear what killed dry runs
+    of the table left, as a rerun's dry run does before it starts (`clone.sweep`)."""
     fs.delete(run.root)
+    clone.sweep(run.spark, run.spec, run.state)
 
 
 def _text(value) -> str:

@@ -7,8 +7,12 @@ is the end, and each kind of run is one object here rather than a branch in the 
 - `ON_COPY`: a rerun's or rebuild's dry run, which runs the job on a copy of the table's metastore
   entry (`preview.on_copy`). The guard's verdict is shown, not enforced; the day is published on the
   copy, so that the next date reads what this one left.
-- `DRY_RUN`: a merge's dry run. Nothing is published: the guard's verdict and a sample of keys whose
-  history would change are shown, and the run's directory is deleted.
+- `DRY_RUN`: a merge's or a correction's dry run. Nothing is published: a merge's shows the guard's
+  verdict and a sample of keys whose history would change, and deletes the run's directory; a
+  correction's shows the versions it matched and stops before its write.
+
+A correction ends the same way (`publish_correction`, given the correction selected and counted,
+`correct.Selected`): the live publisher writes, audits and publishes it, the dry run's shows it.
 
 A run carries its publisher (`Run.publisher`, chosen once by `context.open_run`)."""
 
@@ -100,6 +104,9 @@ class LivePublisher:
     # resume; a dry run's changes only its copy, dropped at its end, and leaves nothing to resume
     leaves_work_to_resume = True
 
+    def new_run_id(self) -> str:
+        return state.new_run_id()
+
     def keep(self, run, day) -> None:
         """Nothing of the day's input is needed past its write."""
 
@@ -115,6 +122,13 @@ class LivePublisher:
         faults.checkpoint("after_audit")
         _publish(run, audited)
         return audited.result(run, _skipped(audited.day))
+
+    def publish_correction(self, run, selected) -> RunResult:
+        """Write and audit the correction under the run's directory, then publish every partition it
+        rewrote with its record in one metastore transaction (`publish.publish_correction`)."""
+        correction, rewritten = selected.written()
+        publish.publish_correction(run.spark, run.spec, run.state, correction, run.root, rewritten)
+        return selected.published(correction, rewritten)
 
 
 class OnCopyPublisher(LivePublisher):
@@ -137,6 +151,10 @@ class DryRunPublisher:
 
     leaves_work_to_resume = False
 
+    def new_run_id(self) -> str:
+        """A dry run's id: what a killed one left is known by its name (`clone.sweep`)."""
+        return state.new_run_id(dry_run=True)
+
     def keep(self, run, day) -> None:
         """The day's keys, kept past the change set's scratch for the sample (`preview.keep_keys`)."""
         preview.keep_keys(run, day)
@@ -152,6 +170,10 @@ class DryRunPublisher:
         finally:
             preview.clean(run)
         return audited.result(run, "dry run", verdict=verdict, preview=Preview(sample=found))
+
+    def publish_correction(self, run, selected) -> RunResult:
+        """The versions the correction matched, per partition, and a sample of them; nothing is written."""
+        return selected.preview()
 
 
 LIVE, ON_COPY, DRY_RUN = LivePublisher(), OnCopyPublisher(), DryRunPublisher()

@@ -8,8 +8,10 @@ versions. A job run on the copy writes only there and re-points only the copy's 
 table and its files are not changed (the copy is an external table: dropping it or its partitions
 deletes no file). At the end the copy's entry is dropped and its directory deleted.
 
-A copy a killed dry run left is dropped by the next dry run of the table once it is an hour old
-(younger, it may be another dry run's, running); its directory goes with `zipper vacuum`."""
+A killed dry run leaves what a merge's dry run leaves, its run directory, known by its name (a dry
+run's id ends with `-dry`), and a rerun's or rebuild's also leaves its copy's entry. Both kinds are
+cleared the same way (`sweep`): by the next dry run of the table, of either kind, and by `zipper
+vacuum`, once an hour old (younger, it may be another dry run's, running), whatever the retention."""
 
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ def copy_name(spec: TableSpec, run_id: str) -> str:
 def make(spark, spec: TableSpec, st: state.TableState, run_id: str) -> TableSpec:
     """Copy the table's metastore entry and every partition under a new name; returns the spec of
     the copy (the same spec, naming the copy's table)."""
-    drop_leftovers(spark, spec)
+    sweep(spark, spec, st)
     name = copy_name(spec, run_id)
     location = f"{state.run_dir(st, run_id)}/zipper_dry"
     fs.mkdirs(location)
@@ -55,18 +57,46 @@ def drop(spark, copied: TableSpec, st: state.TableState, run_id: str) -> None:
     fs.delete(state.run_dir(st, run_id))
 
 
-def drop_leftovers(spark, spec: TableSpec, now: dt.datetime | None = None) -> list[str]:
-    """Drop the copies of this table that killed dry runs left, once LEFTOVER_AGE old. Returns their names."""
+def leftover_copies(spark, spec: TableSpec, now: dt.datetime | None = None) -> list[str]:
+    """The copies of this table that killed dry runs left, once LEFTOVER_AGE old."""
     now = now or dt.datetime.now(dt.UTC)
-    dropped = []
+    found = []
     for name, properties in catalog.tables_named(spark, spec.database, _prefix(spec) + "*").items():
         if properties.get(DRY_RUN_OF) != spec.table:
             continue  # not a copy of this table: another's whose name starts alike
         started = dt.datetime.fromisoformat(properties.get(STARTED) or "1970-01-01T00:00:00+00:00")
         if now - started >= LEFTOVER_AGE:
-            catalog.drop_entry(spark, spec.database, name)
-            dropped.append(name)
+            found.append(name)
+    return found
+
+
+def drop_leftovers(spark, spec: TableSpec, now: dt.datetime | None = None) -> list[str]:
+    """Drop the copies of this table that killed dry runs left, once LEFTOVER_AGE old. Returns their names."""
+    dropped = leftover_copies(spark, spec, now)
+    for name in dropped:
+        catalog.drop_entry(spark, spec.database, name)
     return dropped
+
+
+def drop_leftover_directories(st: state.TableState, now: dt.datetime | None = None) -> list[str]:
+    """Delete the run directories that killed dry runs of this table left (of a merge's dry run, or
+    of a rerun's or rebuild's, with its copy's runs inside), once LEFTOVER_AGE old. One listing of
+    the table's run directories. Returns the directories deleted."""
+    now = now or dt.datetime.now(dt.UTC)
+    deleted = []
+    for directory, _ in fs.list_dirs(state.versions_root(st)):
+        run_id = directory.rstrip("/").rsplit("/", 1)[-1]
+        started = state.run_time(run_id)
+        if state.is_dry_run_id(run_id) and started is not None and now - started >= LEFTOVER_AGE:
+            fs.delete(directory)
+            deleted.append(directory)
+    return deleted
+
+
+def sweep(spark, spec: TableSpec, st: state.TableState, now: dt.datetime | None = None) -> list[str]:
+    """Clear what killed dry runs of this table left, once LEFTOVER_AGE old: their copies' entries,
+    then their directories. Returns the copies' names and the directories."""
+    return drop_leftovers(spark, spec, now) + drop_leftover_directories(st, now)
 
 
 def is_copy(st: state.TableState) -> bool:

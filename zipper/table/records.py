@@ -61,11 +61,19 @@ ALTERED = "zipper.altered."
 RUN_ID_TIME = "%Y%m%dT%H%M%S.%fZ"
 
 
-def new_run_id(now: dt.datetime | None = None) -> str:
+DRY_RUN_TAG = "-dry"  # ends a dry run's id: what a killed one left is known by its directory's name
+
+
+def new_run_id(now: dt.datetime | None = None, dry_run: bool = False) -> str:
     """Sortable and unique: UTC time of the run to the microsecond plus random bits; names the
-    run's directory. Runs of one table are serial, so sorting run ids sorts runs by start."""
+    run's directory. Runs of one table are serial, so sorting run ids sorts runs by start. A dry
+    run's id ends with DRY_RUN_TAG."""
     now = now or dt.datetime.now(dt.UTC)
-    return now.strftime(RUN_ID_TIME) + "-" + secrets.token_hex(3)
+    return now.strftime(RUN_ID_TIME) + "-" + secrets.token_hex(3) + (DRY_RUN_TAG if dry_run else "")
+
+
+def is_dry_run_id(run_id: str) -> bool:
+    return run_id.endswith(DRY_RUN_TAG)
 
 
 def run_time(run_id: str) -> dt.datetime | None:

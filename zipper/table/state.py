@@ -52,6 +52,7 @@ from zipper.table.records import (  # noqa: F401 - the records' names, as the jo
     ReplayMarker,
     alter_params,
     correction_params,
+    is_dry_run_id,
     new_run_id,
     run_time,
 )

@@ -8,7 +8,10 @@ directory, and a run directory goes when nothing in it is referenced any more.
 
 An erasure (`zipper correct --erase-key`) leaves the directories it superseded holding the
 erased rows: every unreferenced directory of a run that started before the latest erasure goes
-at once, whatever the retention (an erasure must not wait weeks for its copies to go)."""
+at once, whatever the retention (an erasure must not wait weeks for its copies to go).
+
+What a killed dry run left (its directory, a rerun's copy of the table's entry) goes once an hour
+old, whatever the retention, as the next dry run would clear it (`clone.sweep`)."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ import datetime as dt
 
 from zipper.core import fs, layout
 from zipper.core.corrections import CorrectionKind
-from zipper.table import inspect, state
+from zipper.table import clone, inspect, state
 from zipper.tablespec.model import TableSpec
 
 MIN_AGE = dt.timedelta(hours=1)
@@ -29,6 +32,8 @@ def vacuum(
     retention = spec.retention_days if retention_days is None else retention_days
     now = now or dt.datetime.now(dt.UTC)
     root = fs.qualify(state.versions_root(st)).rstrip("/")
+    # killed dry runs' copies of the table's entry, before their directories go
+    copies = clone.leftover_copies(spark, spec, now) if dry_run else clone.drop_leftovers(spark, spec, now)
     live = {fs.qualify(p.location).rstrip("/") for p in [st.open_partition, *st.closed, *st.pending]}
     # the inputs' copies dates read from (a landing zone's), kept so that they can be read again
     live |= {fs.qualify(kept).rstrip("/") for kept in st.kept_input_copies()}
@@ -46,7 +51,9 @@ def vacuum(
         old_enough = now - started >= max(dt.timedelta(days=retention), MIN_AGE)
         # written before the latest erasure: it may hold erased rows, and cannot publish any more
         erased = bool(erasures) and run < erasures[-1]
-        if run == layout.EMPTY or not (old_enough or erased):
+        # a killed dry run's: nothing in it was ever published, and it holds nothing to keep
+        dry_left = state.is_dry_run_id(run) and now - started >= clone.LEFTOVER_AGE
+        if run == layout.EMPTY or not (old_enough or erased or dry_left):
             kept += 1
             kept_young += run != layout.EMPTY and now - started < MIN_AGE
             continue
@@ -68,4 +75,5 @@ def vacuum(
         "kept": kept,
         "kept_young": kept_young,  # kept whatever the retention: a merge may still be writing them
         "purged_for_erasure": purged,  # removed before their retention: written before an erasure
+        "dry_run_copies": copies,  # killed dry runs' copies of the table's entry, dropped
     }
