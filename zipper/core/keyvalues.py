@@ -81,8 +81,18 @@ def read_keys_file(path: Path, keys: list[str], **where) -> list[tuple[str, ...]
     return rows
 
 
-def assignment_texts(pairs: tuple[str, ...], types: dict[str, str], protected: list[str], **where) -> dict[str, str]:
-    """--set col=value: a data column that is not `protected` (keys, begin/end), named once; its value as text."""
+def assignment_texts(
+    pairs: tuple[str, ...],
+    types: dict[str, str],
+    protected: list[str],
+    *,
+    refused: dict[str, str] | None = None,
+    **where,
+) -> dict[str, str]:
+    """--set col=value: a data column that is not `protected` (keys, begin/end), named once; its value as text.
+    `refused`: the columns the table derives (zipper's own, the updated_at column), each with why it
+    cannot be set."""
+    refused = refused or {}
     by_lower = {name.lower(): name for name in types}
     texts: dict[str, str] = {}
     for pair in pairs:
@@ -99,6 +109,8 @@ def assignment_texts(pairs: tuple[str, ...], types: dict[str, str], protected: l
                 f"--set {name!r}: a key column or the begin/end dates cannot be set; erase or delete the versions instead",
                 **where,
             )
+        if name in refused:
+            raise InputError(f"--set {name!r}: {refused[name]}", **where)
         if types[name].startswith(("array", "map", "struct")):
             raise InputError(f"--set {name!r}: a column of type {types[name]} cannot be set here", **where)
         if name in texts:

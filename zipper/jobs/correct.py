@@ -242,8 +242,8 @@ def _assignments(
     spark, spec: TableSpec, request: Request, types: dict[str, str], where: dict
 ) -> tuple[dict[str, str], dict[str, Column]]:
     """--set col=value: a data column that is not a key, its value typed by the column (NULL: none)."""
-    protected = [*spec.keys, spec.begin_column, spec.end_column, *spec.own_columns]
-    texts = assignment_texts(request.assignments, types, protected, **where)
+    protected = [*spec.keys, spec.begin_column, spec.end_column]
+    texts = assignment_texts(request.assignments, types, protected, refused=_derived(spec), **where)
     values = corrections.typed_values(texts, types)
     read = spark.range(1).select(*[v.cast("string").alias(f"v{i}") for i, v in enumerate(values.values())]).first()
     bad = [
@@ -254,6 +254,21 @@ def _assignments(
     if bad:
         raise InputError(f"--set values are not of their columns' types: {', '.join(bad)}", **where)
     return texts, values
+
+
+def _derived(spec: TableSpec) -> dict[str, str]:
+    """The columns a fix may not set, each with why: they are derived from the source's changes,
+    and a version's value of them is its place in the history."""
+    instead = "fix the input and rerun the dates instead (`zipper rerun`), or delete the versions"
+    derived = {
+        name: f"zipper's own validity column, the time each version began or ended; {instead}"
+        for name in spec.validity_columns
+    }
+    if spec.tombstone_column:
+        derived[spec.tombstone_column] = f"zipper's own column marking the tombstones of deleted keys; {instead}"
+    if spec.source.updated_at:
+        derived[spec.source.updated_at] = f"the updated_at column, whose values are the versions' valid_from; {instead}"
+    return derived
 
 
 def _erase_keys(spark, spec: TableSpec, request: Request, types: dict[str, str], where: dict) -> DataFrame:
