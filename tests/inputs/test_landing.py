@@ -276,6 +276,44 @@ def test_updated_at_keeps_every_change_as_a_version_in_its_order_across_files(sp
         merge.merge_date(spark, zone.spec, day(3))
 
 
+def test_a_late_change_file_is_put_in_place_in_the_keys_history_and_a_rerun_keeps_it(spark, tmp_path, unique_name):
+    """source.updated_at: a file delivered late holds changes older than their keys' latest
+    versions. One inside a closed version splits it (the late version in that version's
+    partition, begin = end = its end day); one before a key's first version goes in the day's own
+    partition. Only those partitions are written; a rerun of the day gives the same history."""
+    zone = LandingZone(tmp_path, unique_name, key_columns=("id",), updated_at="ts")
+    files = pa.schema(
+        [
+            ("__rowMarker__", pa.int32()),
+            ("id", pa.string()),
+            ("city", pa.string()),
+            ("ts", pa.timestamp("us", tz="UTC")),
+        ]
+    )
+
+    def at(n, hour):
+        return dt.datetime.combine(day(n), dt.time(hour))
+
+    zone.write(1, [(0, "A", "Oslo", at(1, 1)), (0, "B", "Rome", at(1, 2))], schema=files)
+    merge.merge_date(spark, zone.spec, day(1))
+    zone.write(2, [(1, "A", "Lima", at(2, 10))], schema=files)
+    merge.merge_date(spark, zone.spec, day(2))
+    zone.write(3, [(1, "A", "Nice", at(1, 5)), (1, "B", "Pisa", at(1, 1))], schema=files)  # delivered late
+    result = merge.merge_date(spark, zone.spec, day(3))
+    assert (result.counts["late_changes"], result.counts["partitions_rewritten"]) == (2, 1)
+    d1, d2, d3, end = day(1).isoformat(), day(2).isoformat(), day(3).isoformat(), dt.datetime(9999, 12, 31)
+    expected = [
+        ("A", "Lima", at(2, 10), at(2, 10), end, d2, OPEN),
+        ("A", "Nice", at(1, 5), at(1, 5), at(2, 10), d2, d2),  # splits Oslo, in its partition
+        ("A", "Oslo", at(1, 1), at(1, 1), at(1, 5), d1, d2),
+        ("B", "Pisa", at(1, 1), at(1, 1), at(1, 2), d3, d3),  # before B's first version: the day's partition
+        ("B", "Rome", at(1, 2), at(1, 2), end, d1, OPEN),
+    ]
+    assert table_rows(spark, zone.table) == expected
+    replay.rerun(spark, zone.spec, day(3))  # from the kept copy of file 3
+    assert table_rows(spark, zone.table) == expected
+
+
 def test_consumed_range_is_committed_and_kept_for_a_rerun(spark, zone):
     zone.write(1, [(0, "A", "x")])
     zone.write(2, [(0, "B", "x")])
