@@ -23,6 +23,10 @@ from urllib.parse import urlsplit
 
 from zipper.core.errors import StateError
 
+# the metastore's check of a table's new column types against the old ones, position by position;
+# a client may change it for its connection (`setMetaConf`, Hive 2.0 on)
+POSITIONAL_TYPE_CHECK = "hive.metastore.disallow.incompatible.col.type.changes"
+
 # The thrift library logs a refused connection itself; zipper says it in its own one line. With
 # this handler nothing reaches Python's last-resort stderr; an application's own logging still
 # receives the records.
@@ -151,6 +155,32 @@ class MetastoreClient:
     def alter_table(self, database: str, name: str, table) -> None:
         """Replace the table's definition (a thrift `Table`, as read and edited)."""
         self.client.alter_table(database, name, table)
+
+    def positional_type_check(self) -> str | None:
+        """This connection's setting of the check that refuses a table's new columns whose types
+        differ, place by place, from the old ones (`POSITIONAL_TYPE_CHECK`); None when the
+        metastore does not let a client change it (before Hive 2.0)."""
+        from pymetastore.hive_metastore.ttypes import MetaException
+
+        try:
+            return self.client.getMetaConf(POSITIONAL_TYPE_CHECK)
+        except MetaException:
+            return None
+
+    @contextlib.contextmanager
+    def without_positional_type_check(self) -> Iterator[bool]:
+        """The calls inside made with the positional type check off on this connection, then set
+        back as it was. The check protects data files read by position; zipper's files are Parquet,
+        read by name, and a drop rewrites every partition first. Yields whether it could be turned off."""
+        before = self.positional_type_check()
+        if before is None:
+            yield False
+            return
+        self.client.setMetaConf(POSITIONAL_TYPE_CHECK, "false")
+        try:
+            yield True
+        finally:
+            self.client.setMetaConf(POSITIONAL_TYPE_CHECK, before)
 
     def create_table(self, table) -> None:
         """Create a table from a thrift `Table` (a copy of another's, edited)."""

@@ -156,6 +156,14 @@ def edit_data_columns(spark, spec: TableSpec, edits: dict[str, str | None]) -> N
     _write_data_columns(spark, spec, fields, {old: new for old, new in edits.items() if new})
 
 
+def complete_data_columns(spark, spec: TableSpec) -> bool:
+    """Finish a change of the table's data columns killed between its two metastore calls."""
+    changed = session_catalog(spark).complete_data_columns(spec)
+    if changed:
+        refresh(spark, spec)
+    return changed
+
+
 def _write_data_columns(spark, spec: TableSpec, fields: list, renamed: dict[str, str] | None = None) -> None:
     """The table's data columns made `fields` ((name, Spark DataType)), Hive's and Spark's alike;
     `renamed`: old -> new names, whose comments follow them."""

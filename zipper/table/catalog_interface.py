@@ -105,6 +105,11 @@ class Catalog(Protocol):
         names; `threshold`: the longest schema property value Spark writes whole."""
         ...
 
+    def complete_data_columns(self, spec: TableSpec) -> bool:
+        """Finish a change of the table's data columns that was killed part way (`write_data_columns`
+        may take two calls); True when it changed the table."""
+        ...
+
     def copy_table(self, spec: TableSpec, name: str, location: str, properties: dict[str, str]) -> None:
         """Create table `name` as a copy of the table's entry, its partitions pointing at the same files."""
         ...

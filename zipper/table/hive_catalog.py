@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 
-from zipper.core import fs
+from zipper.core import faults, fs
 from zipper.core.errors import StateError
 from zipper.core.hms import LockNotGranted, LocksUnsupported, MetastoreClient
 from zipper.core.paths import hadoop_path
@@ -207,17 +207,51 @@ class HiveCatalog:
         self, spec: TableSpec, fields: list, renamed: dict[str, str] | None = None, *, threshold: int
     ) -> None:
         """Hive's columns and Spark's schema alike, in one `alter_table` call; each renamed column's
-        comment follows it."""
+        comment follows it.
+
+        A drop moves the later columns one place to the left, and the metastore compares the new
+        types with the old ones place by place (`hms.POSITIONAL_TYPE_CHECK`). Where it lets this
+        connection turn the check off (Hive 3 on), it does; else (Hive 2) the change is two calls,
+        each of which the check passes: the columns before the first place whose type changes,
+        then all of them (it compares only the places both lists have). Spark's schema is the
+        final one from the first call, so a run killed between the two completes the second
+        (`complete_data_columns`)."""
         self._changed(spec)
         with self._connect() as metastore:
             table = self._existing(metastore, spec)
-            existing = hive_schema.edited_columns(table.sd.cols or [], dict(renamed or {}))
-            table.sd.cols = hive_schema.hive_columns(fields, existing)
+            old = list(table.sd.cols or [])
+            existing = hive_schema.edited_columns(copy.deepcopy(old), dict(renamed or {}))
+            new = hive_schema.hive_columns(fields, existing)
             params = hive_schema.schema_params(table, fields, threshold)
             params.pop(DDL_TIME_PARAM, None)
             table.parameters = params
+            with metastore.without_positional_type_check() as unchecked:
+                kept = hive_schema.places_kept(old, new)
+                if not unchecked and kept < min(len(old), len(new)):
+                    table.sd.cols = new[:kept]
+                    metastore.alter_table(spec.database, spec.table_name, table)
+                    faults.checkpoint("between_column_calls")
+                table.sd.cols = new
+                metastore.alter_table(spec.database, spec.table_name, table)
+        self._changed(spec)
+
+    def complete_data_columns(self, spec: TableSpec) -> bool:
+        """Give the table the Hive columns of its Spark schema where a change killed between its two
+        calls left it with fewer (`write_data_columns`). True when it changed the table."""
+        with self._connect() as metastore:
+            table = self._existing(metastore, spec)
+            stored = hive_schema.stored_schema(table.parameters or {})
+            if stored is None:
+                return False
+            partitions = {column.name for column in table.partitionKeys or []}
+            wanted = [field["name"] for field in stored["fields"] if field["name"] not in partitions]
+            have = [column.name for column in table.sd.cols or []]
+            if len(have) >= len(wanted) or wanted[: len(have)] != have:
+                return False  # not a change stopped after its first call
+            table.sd.cols = hive_schema.stored_columns(stored, partitions, table.sd.cols or [])
             metastore.alter_table(spec.database, spec.table_name, table)
         self._changed(spec)
+        return True
 
     def copy_table(self, spec: TableSpec, name: str, location: str, properties: dict[str, str]) -> None:
         """Its definition and every partition as the metastore holds them (locations, columns,

@@ -55,6 +55,24 @@ def hive_columns(fields: list, existing: list) -> list:
     return [FieldSchema(name, kind.simpleString(), comments.get(name.lower())) for name, kind in fields]
 
 
+def places_kept(old: list, new: list) -> int:
+    """How many leading places two Hive column lists give the same type (the metastore's positional
+    type check compares the places both have)."""
+    for place, (was, now) in enumerate(zip(old, new)):
+        if was.type != now.type:
+            return place
+    return min(len(old), len(new))
+
+
+def stored_columns(stored: dict, partition_names: set[str], existing: list) -> list:
+    """The Hive columns of Spark's stored schema (`stored_schema`), partition columns left out, each
+    existing one's comment kept."""
+    from pyspark.sql.types import StructType  # on use: as data_type
+
+    fields = [(f.name, f.dataType) for f in StructType.fromJson(stored).fields if f.name not in partition_names]
+    return hive_columns(fields, existing)
+
+
 def edited_columns(columns: list, edits: dict[str, str | None]) -> list:
     """Hive columns (FieldSchema) with `edits` applied: renamed in place, dropped ones left out."""
     kept = []

@@ -54,10 +54,11 @@ def complete_columns(spark, spec: TableSpec, st: state.TableState) -> bool:
 def _complete_alter(spark, spec: TableSpec, recorded: dict) -> bool:
     """Rename or drop the columns a `zipper alter` published files without, if the table still
     has them: its partitions already hold the new files, so the table's columns follow them."""
+    completed = catalog.complete_data_columns(spark, spec)  # a drop killed between its two column calls
     have = {name for name, _ in catalog.data_columns(spark, spec)}
     edits: dict[str, str | None] = {old: new for old, new in recorded["renamed"] if old in have and new not in have}
     edits.update({name: None for name, _ in recorded["dropped"] if name in have})
     if not edits:
-        return False
+        return completed
     catalog.edit_data_columns(spark, spec, edits)
     return True
