@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from tests.inputs.test_cdc import at
 from tests.support import day, table_rows
 from zipper.core import fs
 from zipper.core.errors import InputError, MissingInputError
@@ -27,6 +28,10 @@ from zipper.table import catalog, inspect, state, vacuum
 from zipper.tablespec.loader import load_spec_file
 
 OPEN = "9999-12-31"
+# change files with a time (`source.updated_at: ts`)
+TIMED = pa.schema(
+    [("__rowMarker__", pa.int32()), ("id", pa.string()), ("city", pa.string()), ("ts", pa.timestamp("us", tz="UTC"))]
+)
 EMPLOYEES = pa.schema([("__rowMarker__", pa.int32()), ("EmployeeID", pa.string()), ("EmployeeLocation", pa.string())])
 
 
@@ -238,18 +243,7 @@ def test_updated_at_keeps_every_change_as_a_version_in_its_order_across_files(sp
     time is refused."""
     options = {"updated_at": "ts", "hard_deletes": "new_record", "ignore_null_updates": True}
     zone = LandingZone(tmp_path, unique_name, key_columns=("id",), **options)
-    files = pa.schema(
-        [
-            ("__rowMarker__", pa.int32()),
-            ("id", pa.string()),
-            ("city", pa.string()),
-            ("ts", pa.timestamp("us", tz="UTC")),
-        ]
-    )
-
-    def at(n, hour):
-        return dt.datetime.combine(day(n), dt.time(hour))
-
+    files = TIMED
     zone.write(1, [(0, "A", "Oslo", at(1, 1)), (0, "B", "Rome", at(1, 2))], schema=files)
     merge.merge_date(spark, zone.spec, day(1))
     zone.write(2, [(1, "A", "Lima", at(2, 10)), (2, "B", None, at(2, 9)), (1, "A", None, at(2, 11))], schema=files)
@@ -282,18 +276,7 @@ def test_a_late_change_file_is_put_in_place_in_the_keys_history_and_a_rerun_keep
     partition, begin = end = its end day); one before a key's first version goes in the day's own
     partition. Only those partitions are written; a rerun of the day gives the same history."""
     zone = LandingZone(tmp_path, unique_name, key_columns=("id",), updated_at="ts")
-    files = pa.schema(
-        [
-            ("__rowMarker__", pa.int32()),
-            ("id", pa.string()),
-            ("city", pa.string()),
-            ("ts", pa.timestamp("us", tz="UTC")),
-        ]
-    )
-
-    def at(n, hour):
-        return dt.datetime.combine(day(n), dt.time(hour))
-
+    files = TIMED
     zone.write(1, [(0, "A", "Oslo", at(1, 1)), (0, "B", "Rome", at(1, 2))], schema=files)
     merge.merge_date(spark, zone.spec, day(1))
     zone.write(2, [(1, "A", "Lima", at(2, 10))], schema=files)
