@@ -78,6 +78,12 @@ def drop_leftovers(spark, spec: TableSpec, now: dt.datetime | None = None) -> li
     return dropped
 
 
+def is_leftover_run(run_id: str, now: dt.datetime) -> bool:
+    """Whether a run directory is a killed dry run's, LEFTOVER_AGE old (younger, it may be running)."""
+    started = state.run_time(run_id)
+    return state.is_dry_run_id(run_id) and started is not None and now - started >= LEFTOVER_AGE
+
+
 def drop_leftover_directories(st: state.TableState, now: dt.datetime | None = None) -> list[str]:
     """Delete the run directories that killed dry runs of this table left (of a merge's dry run, or
     of a rerun's or rebuild's, with its copy's runs inside), once LEFTOVER_AGE old. One listing of
@@ -85,9 +91,7 @@ def drop_leftover_directories(st: state.TableState, now: dt.datetime | None = No
     now = now or dt.datetime.now(dt.UTC)
     deleted = []
     for directory, _ in fs.list_dirs(state.versions_root(st)):
-        run_id = directory.rstrip("/").rsplit("/", 1)[-1]
-        started = state.run_time(run_id)
-        if state.is_dry_run_id(run_id) and started is not None and now - started >= LEFTOVER_AGE:
+        if is_leftover_run(directory.rstrip("/").rsplit("/", 1)[-1], now):
             fs.delete(directory)
             deleted.append(directory)
     return deleted

@@ -52,7 +52,7 @@ def vacuum(
         # written before the latest erasure: it may hold erased rows, and cannot publish any more
         erased = bool(erasures) and run < erasures[-1]
         # a killed dry run's: nothing in it was ever published, and it holds nothing to keep
-        dry_left = state.is_dry_run_id(run) and now - started >= clone.LEFTOVER_AGE
+        dry_left = clone.is_leftover_run(run, now)
         if run == layout.EMPTY or not (old_enough or erased or dry_left):
             kept += 1
             kept_young += run != layout.EMPTY and now - started < MIN_AGE
