@@ -1,4 +1,4 @@
-"""The verbs that run a Spark job writing the table: `init`, `merge`, `rerun`, `rebuild`, `correct`, `alter`.
+"""The verbs that run a Spark job writing the table: `init`, `adopt`, `merge`, `rerun`, `rebuild`, `correct`, `alter`.
 
 Each has its arguments, the check of its dates (made before the table's lock or Spark, so that a
 typo costs nothing) and its run. The jobs run through the table handle (`runner.table()`), imported on use: `--help` loads no pyspark."""
@@ -46,6 +46,33 @@ def init_dates(runner: Runner) -> None:
 def run_init(runner: Runner) -> int:
     ds = parse_date(runner.args.ds, "--ds", runner.spec.table)
     print(runner.table().init(ds).summary())
+    return 0
+
+
+# -- adopt --------------------------------------------------------------------------------------
+
+
+def adopt_arguments(parser: argparse.ArgumentParser) -> None:
+    add_name(parser)
+    parser.add_argument(
+        "--through", required=True, metavar="D", help="the adopted table holds every change up to this date"
+    )
+    parser.add_argument(
+        "--allow-gaps", action="store_true", help="keep a key's gaps between versions (deleted, then back)"
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", dest="dry_run", help="read and check the table, print what would be adopted"
+    )
+
+
+def adopt_dates(runner: Runner) -> None:
+    parse_date(runner.args.through, "--through", runner.spec.table)
+
+
+def run_adopt(runner: Runner) -> int:
+    through = parse_date(runner.args.through, "--through", runner.spec.table)
+    result = runner.table().adopt(through, allow_gaps=runner.args.allow_gaps, dry_run=runner.args.dry_run)
+    print(result.summary())
     return 0
 
 

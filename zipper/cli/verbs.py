@@ -16,6 +16,14 @@ VERBS: tuple[Verb, ...] = (
         check_dates=data_verbs.init_dates,
     ),
     Verb(
+        "adopt",
+        "take over an SCD2 table written by hand, its history kept, committed through --through",
+        data_verbs.run_adopt,
+        data_verbs.adopt_arguments,
+        writes=True,
+        check_dates=data_verbs.adopt_dates,
+    ),
+    Verb(
         "merge",
         "merge one day's increment",
         data_verbs.run_merge,

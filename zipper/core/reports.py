@@ -30,6 +30,7 @@ class RunAction(StrEnum):
     REBUILD = "rebuild"
     CORRECT = "correct"
     ALTER = "alter"
+    ADOPT = "adopt"
 
 
 def dry_run_lines(table: str, ds: str, sample: list[dict], verdict: str | None) -> list[str]:

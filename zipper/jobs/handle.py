@@ -1,7 +1,7 @@
 """`ZipperTable`: one table's operations behind one handle.
 
 In the spirit of delta's `DeltaTable`: callers (the CLI, notebooks) hold the session and the
-spec once and call the operations by name, the writing ones (init, merge, rerun, rebuild,
+spec once and call the operations by name, the writing ones (init, adopt, merge, rerun, rebuild,
 correct, alter) beside the reading and upkeep ones (status, history, slice, check, vacuum). Each
 method is the entry of the job or reader that does the work, with the same arguments; it lives
 with the jobs because the writing verbs are jobs."""
@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from zipper.core.alter import AlterRequest
 from zipper.core.corrections import CorrectionRequest
-from zipper.jobs import alter, correct, init, merge, preview, rebuild, replay
+from zipper.jobs import adopt, alter, correct, init, merge, preview, rebuild, replay
 from zipper.jobs.context import quiet
 from zipper.jobs.result import RunResult
 from zipper.table import check, inspect, vacuum
@@ -32,6 +32,10 @@ class ZipperTable:
     def init(self, ds: dt.date | None = None) -> RunResult:
         """Create the table and load its base as of `ds` (default: the day before `start_date`)."""
         return init.init_table(self.spark, self.spec, ds)
+
+    def adopt(self, through: dt.date, allow_gaps: bool = False, dry_run: bool = False) -> RunResult:
+        """Take over the spec's `adopt.table`, written by hand, committed through `through` (`adopt.adopt`)."""
+        return adopt.adopt(self.spark, self.spec, through, allow_gaps=allow_gaps, dry_run=dry_run)
 
     def merge(
         self,

@@ -51,7 +51,7 @@ def init_table(spark, spec: TableSpec, requested: dt.date | None = None) -> RunR
     columns = _columns(spark, spec, st, ds, base)
     if base.df is not None:
         base = _checked_base(spark, spec, ds, base, columns)
-    st, created = _created_table(spark, spec, st, columns)
+    st, created = created_table(spark, spec, st, columns)
     table_columns = catalog.data_columns(spark, spec)
     if sorted(table_columns) != sorted(columns):
         raise StateError(f"table exists with columns {table_columns}, expected {columns}", **where)
@@ -146,7 +146,7 @@ def _with_validity(spec: TableSpec, ds: dt.date, base: _Base):
     )
 
 
-def _created_table(
+def created_table(
     spark, spec: TableSpec, st: state.TableState, columns: list[tuple[str, str]]
 ) -> tuple[state.TableState, bool]:
     """The table, created unless it exists; returns its state and whether it was created."""

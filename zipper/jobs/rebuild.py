@@ -45,6 +45,7 @@ def rebuild(
     `uncommit_later`, as for a rerun, since their scheduled runs, already done, would have to run again."""
     started = time.monotonic()
     st = state.read_state(spark, spec)
+    _refuse_adopted(spec, st, last)
     _refuse_mode(spec, st, last)
     state.check_owned(st, spec, last or spec.start_date)
     st = _initialized(spark, spec, st, last, progress)
@@ -95,6 +96,19 @@ def rebuild(
         time.monotonic() - started,
         run_id,
     )
+
+
+def _refuse_adopted(spec: TableSpec, st: state.TableState, last: dt.date | None) -> None:
+    """An adopted table's history up to its base date came from the table it took over, not from
+    inputs a rebuild could read again."""
+    if st.adopted_from:
+        raise StateError(
+            f"the table's history up to {st.init_ds} was adopted from {st.adopted_from}, and a rebuild would make"
+            f" it again from inputs it never had; rerun the dates after it instead"
+            f" (`zipper rerun {spec.name} --from {st.init_ds + DAY}`); nothing was changed",
+            table=spec.table,
+            ds=last.isoformat() if last else None,
+        )
 
 
 def _refuse_mode(spec: TableSpec, st: state.TableState, last: dt.date | None) -> None:

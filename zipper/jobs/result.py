@@ -69,6 +69,8 @@ class RunResult:
                 return f"{self.table} {self.ds}: no-op, {self.message}"
             case RunAction.RESTORE | RunAction.RERUN | RunAction.REBUILD | RunAction.CORRECT | RunAction.ALTER:
                 return f"{self.table}: {self.message}; {self.seconds:.1f} s"
+            case RunAction.ADOPT:
+                return f"{self.table} {self.ds}: {self.message}; {self.seconds:.1f} s"
             case RunAction.REPLAY:
                 return f"{self.table} {self.ds}: {self.outcome or self.message}; {self.seconds:.1f} s"
             case RunAction.INIT:

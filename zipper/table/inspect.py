@@ -42,7 +42,7 @@ def slice_as_of(spark, spec: TableSpec, as_of: dt.date):
     st = require_initialized(spark, spec)
     if as_of > st.last_committed:
         raise StateError(f"table is only committed up to {st.last_committed}", table=spec.table, ds=as_of.isoformat())
-    if st.init_ds and as_of < st.init_ds:
+    if st.init_ds and as_of < st.init_ds and not st.adopted_from:  # an adopted table holds its history
         raise StateError(
             f"table starts at its base date {st.init_ds}; it holds nothing as of an earlier date",
             table=spec.table,

@@ -95,6 +95,20 @@ class RebuildCommit:
 
 
 @dataclass(frozen=True)
+class AdoptCommit:
+    """A table `zipper adopt` took over: its open rows, and the versions each date closed."""
+
+    through: dt.date
+    run_id: str
+    run_root: str
+    open_dir: str
+    open_rows: int
+    closed_dirs: dict[dt.date, str]  # the date whose run closed them -> their directory
+    closed_rows: dict[dt.date, int]
+    source: str  # the table adopted
+
+
+@dataclass(frozen=True)
 class AlterCommit:
     """A column rename or drop: every partition rewritten (`rewritten`), the alter's record, the
     column edits (old name -> new name, or None for a drop) and the columns' record."""
@@ -161,6 +175,44 @@ def publish_init(spark, spec: TableSpec, st: state.TableState, init: InitCommit)
         {state.INIT_DS: ds.isoformat(), state.INIT_FINGERPRINT: fingerprint},
     )
     catalog.repoint(spark, spec, [Partition(open_end, open_dir, params)], expected_run=st.open_run, ds=ds.isoformat())
+
+
+def publish_adoption(spark, spec: TableSpec, st: state.TableState, adopted: AdoptCommit) -> None:
+    """An adopted table's first state, in one repoint: the open rows as of `adopted.through`, and a
+    history partition per closing date with its commit record (action `adopt`). Its partitions are
+    added at the empty directory first, so a kill before the repoint leaves nothing a reader sees
+    (the next adopt or run drops them)."""
+    through, run_id = adopted.through.isoformat(), adopted.run_id
+    fingerprint = f"adopted:{adopted.source}"
+    empty = state.empty_dir(st.location)
+    fs.mkdirs(empty)
+    now = utc_now_iso()
+    closed = [
+        Partition(
+            spec.closed_end(day).isoformat(),
+            directory,
+            state.Commit(
+                day.isoformat(),
+                run_id,
+                now,
+                fingerprint,
+                {"closed": adopted.closed_rows[day]},
+                adopted.closed_rows[day],
+                spec.closed_end(day).isoformat(),
+                action=state.CommitAction.ADOPT,
+            ).params(),
+        )
+        for day, directory in sorted(adopted.closed_dirs.items())
+    ]
+    open_end = spec.open_end.isoformat()
+    catalog.add_partitions(spark, spec, {p.end: empty for p in [Partition(open_end, empty, {}), *closed]})
+    faults.checkpoint("before_adopt_publish")
+    base = {state.INIT_DS: through, state.INIT_FINGERPRINT: fingerprint, state.INIT_ADOPTED: adopted.source}
+    params = _open_params({}, through, run_id, adopted.open_rows, now, base)
+    with _discarded_if_overtaken(spark, adopted.run_root):
+        catalog.repoint(
+            spark, spec, [Partition(open_end, adopted.open_dir, params), *closed], expected_run=st.open_run, ds=through
+        )
 
 
 def publish_day(spark, spec: TableSpec, st: state.TableState, day: DayCommit, columns: DayColumns) -> None:

@@ -39,6 +39,7 @@ COUNTS = "zipper.counts"
 ACTION = "zipper.action"  # what committed the date: a CommitAction (records before it: merge)
 INIT_DS = "zipper.init_ds"
 INIT_FINGERPRINT = "zipper.init_fingerprint"
+INIT_ADOPTED = "zipper.init_adopted_from"  # the table `zipper adopt` took the history up to the base date from
 # the INIT_FINGERPRINT of a table `zipper init` created without a base: its first input types it
 NO_BASE_FINGERPRINT = names.NO_BASE_FINGERPRINT
 LANDING = "zipper.landing"  # a landing-zone date: the files it consumed and where their copy is kept
@@ -84,11 +85,13 @@ def run_time(run_id: str) -> dt.datetime | None:
 
 
 class CommitAction(StrEnum):
-    """What committed a date, as its commit record says: a merge, a rerun's replay of it, or a rebuild."""
+    """What committed a date, as its commit record says: a merge, a rerun's replay of it, a rebuild, or an
+    adoption (the versions a table written by hand closed that date)."""
 
     MERGE = "merge"
     REPLAY = "replay"
     REBUILD = "rebuild"
+    ADOPT = "adopt"  # a history partition `zipper adopt` took over from a table written by hand
 
 
 @dataclass(frozen=True)

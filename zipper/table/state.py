@@ -31,6 +31,7 @@ from zipper.table.records import (  # noqa: F401 - the records' names, as the jo
     FINGERPRINT,
     FLOAT_COLUMNS,
     FORMAT_VERSION,
+    INIT_ADOPTED,
     INIT_DS,
     INIT_FINGERPRINT,
     LANDING,
@@ -160,6 +161,11 @@ class TableState:
     def init_ds(self) -> dt.date | None:
         value = self.open_partition.params.get(INIT_DS) if self.open_partition else None
         return dt.date.fromisoformat(value) if value else None
+
+    @property
+    def adopted_from(self) -> str | None:
+        """The table `zipper adopt` took the history up to the base date from (None: not adopted)."""
+        return self.open_partition.params.get(INIT_ADOPTED) if self.open_partition else None
 
 
 def check_owned(st: TableState, spec: TableSpec, ds: dt.date | None = None) -> None:

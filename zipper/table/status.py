@@ -47,6 +47,7 @@ def report(st: state.TableState, spec: TableSpec, recent: int = 10) -> dict:
         "table": spec.table,
         "last_committed": st.last_committed.isoformat(),
         "base_date": st.init_ds.isoformat() if st.init_ds else None,
+        "adopted_from": st.adopted_from,
         "open_rows": st.open_rows,
         "closed_rows": sum(c.rows for c in commits),
         "end_style": str(spec.end_style),

@@ -12,6 +12,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
+from zipper.tablespec.adoption import AdoptSpec
 from zipper.tablespec.crosschecks import INTERNAL_PREFIX as INTERNAL_PREFIX
 from zipper.tablespec.crosschecks import VALIDITY_TYPES as VALIDITY_TYPES
 from zipper.tablespec.crosschecks import CrossChecks
@@ -205,6 +206,11 @@ class TableSpec(CrossChecks, StrictModel):
     columns: dict[Identifier, ColumnType] | None = Field(
         default=None,
         description="`{name: spark_sql_type}`: the table's columns when there is no base; types are checked at load.",
+    )
+    adopt: AdoptSpec | None = Field(
+        default=None,
+        description="An SCD2 table written by hand that `zipper adopt` takes over as this table, its history kept"
+        " (the docs page Moving from hand-written zipper SQL).",
     )
     description: str = Field(default="", description="Free text, shown as the DAG's description.")
     airflow: AirflowSpec = Field(default=AirflowSpec(), description="How the table's DAG is scheduled.")

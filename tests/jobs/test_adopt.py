@@ -1,0 +1,134 @@
+"""`zipper adopt`: a zipper table written by hand in Hive SQL (the article's design) taken over with
+its history, committed through a date, continued by the next daily merge; a table whose rows are
+not one chain of versions per key refused in one line naming the keys, nothing made."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support import TableFixture, day, table_rows
+from zipper.core.errors import InputError, StateError
+from zipper.jobs import adopt, merge, rebuild
+from zipper.table import check, inspect, state
+
+OPEN = "9999-12-31"
+THROUGH = day(0)  # 2023-12-31: the next merge is day(1)
+
+
+def legacy_table(spark, name: str, ddl: str, rows, table_name: str = "dim_user_zip") -> str:
+    """A table as hand-written zipper SQL leaves it, in its own database."""
+    table = f"legacy_{name}.{table_name}"
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS legacy_{name}")
+    spark.createDataFrame(rows, ddl).write.format("parquet").saveAsTable(table)
+    return table
+
+
+def test_the_articles_table_is_adopted_with_its_history_and_the_next_merge_continues_it(spark, tmp_path, unique_name):
+    # the article's table: inclusive ends, text dates, 9999-12-31 open; key 3 deleted on 12-08
+    ddl = "user_id bigint, name string, phone string, start_date string, end_date string"
+    rows = [
+        (1, "zhang", "136", "2023-12-01", "2023-12-01"),
+        (1, "zhang", "137", "2023-12-02", "2023-12-09"),
+        (1, "zhang", "147", "2023-12-10", "9999-12-31"),
+        (2, "li", "150", "2023-12-05", "9999-12-31"),
+        (3, "wang", "139", "2023-12-03", "2023-12-07"),
+    ]
+    legacy = legacy_table(spark, unique_name, ddl, rows)
+    adopted = {"table": legacy, "begin_column": "start_date", "end_column": "end_date", "end_style": "inclusive"}
+    t = TableFixture(tmp_path, unique_name, keys=("user_id",), schema="user_id bigint, name string, phone string")
+    t = t.with_options(adopt=adopted, keys=["user_id"])
+
+    dry = adopt.adopt(spark, t.spec, THROUGH, dry_run=True)
+    assert dry.message == (
+        f"dry run: would adopt 2 open rows, 3 closed rows in 3 history partitions from {legacy}; nothing was written"
+    )
+    assert not state.read_state(spark, t.spec).exists
+
+    result = adopt.adopt(spark, t.spec, THROUGH)
+    assert result.message.startswith(f"adopted 2 open rows, 3 closed rows in 3 history partitions from {legacy};")
+    # zipper's form: exclusive ends (the spec's), a history partition per closing date
+    assert table_rows(spark, t.table) == [
+        (1, "zhang", "136", "2023-12-01", "2023-12-02"),
+        (1, "zhang", "137", "2023-12-02", "2023-12-10"),
+        (1, "zhang", "147", "2023-12-10", OPEN),
+        (2, "li", "150", "2023-12-05", OPEN),
+        (3, "wang", "139", "2023-12-03", "2023-12-08"),
+    ]
+    st = state.read_state(spark, t.spec)
+    assert (st.init_ds, st.last_committed, st.adopted_from) == (THROUGH, THROUGH, legacy)
+    assert sorted(st.commits) == ["2023-12-02", "2023-12-08", "2023-12-10"]
+    assert {c.action for c in st.commits.values()} == {state.CommitAction.ADOPT}
+    assert check.run_checks(spark, t.spec)["failed"] == []
+    # a slice before the adoption date: the history is there
+    as_of = inspect.slice_as_of(spark, t.spec, day(-26))  # 2023-12-05
+    assert sorted((r.user_id, r.phone) for r in as_of.collect()) == [(1, "137"), (2, "150"), (3, "139")]
+
+    # the next day's merge continues it; the adopted table is as it was
+    t.write_increment(spark, day(1), [(2, "li", "151"), (4, "zhao", "188")])
+    merge.merge_date(spark, t.spec, day(1))
+    assert [r for r in table_rows(spark, t.table) if r[0] in (2, 4)] == [
+        (2, "li", "150", "2023-12-05", day(1).isoformat()),
+        (2, "li", "151", day(1).isoformat(), OPEN),
+        (4, "zhao", "188", day(1).isoformat(), OPEN),
+    ]
+    assert sorted(tuple(r) for r in spark.table(legacy).collect()) == sorted(rows)
+
+    # what cannot be done on an adopted table says so in one line
+    with pytest.raises(StateError, match=f"history up to {THROUGH} was adopted from {legacy}, and a rebuild"):
+        rebuild.rebuild(spark, t.spec)
+    with pytest.raises(StateError, match="the table exists already .* adopt makes a new table"):
+        adopt.adopt(spark, t.spec, THROUGH)
+
+
+def test_a_table_whose_rows_are_not_one_chain_per_key_is_refused_naming_the_keys(spark, tmp_path, unique_name):
+    # exclusive ends, NULL for the open end, a whole copy per dt; the copy of THROUGH is adopted
+    ddl = "id bigint, city string, valid_begin date, valid_end date, dt string"
+    at = THROUGH.isoformat()
+    good = [(1, "Oslo", day(-9), day(-5), at), (1, "Rome", day(-5), None, at), (2, "Pau", day(-3), None, at)]
+    bad = [
+        (5, "Nice", day(-9), None, at),  # two open versions
+        (5, "Lyon", day(-4), None, at),
+        (6, "Bonn", day(-9), day(-2), at),  # overlapping
+        (6, "Kiel", day(-4), None, at),
+        (7, "Graz", day(-9), day(-7), at),  # a gap: deleted on day -7, back on day -3
+        (7, "Graz", day(-3), None, at),
+        (8, "Vic", day(-2), day(3), at),  # closed after --through
+    ]
+    older = [(1, "Oslo", day(-9), None, day(-6).isoformat())]  # an earlier copy: not read
+    legacy = legacy_table(spark, unique_name, ddl, good + bad + older)
+    adopted = {
+        "table": legacy,
+        "begin_column": "valid_begin",
+        "end_column": "valid_end",
+        "end_style": "exclusive",
+        "open_end": None,
+        "snapshot_column": "dt",
+    }
+    t = TableFixture(tmp_path, unique_name, schema="id bigint, city string", adopt=adopted)
+
+    with pytest.raises(InputError) as refused:
+        adopt.adopt(spark, t.spec, THROUGH)
+    assert str(refused.value) == (
+        f"{t.table} {THROUGH}: adopted table {legacy}, keys ['id']: 1 key with a version that begins or ends after"
+        " --through: 8; 1 key with more than one open version: 5; 1 key with versions that overlap: 6;"
+        " 1 key with a gap between versions: 7 (pass --allow-gaps to keep gaps: a key deleted, then back);"
+        " nothing was changed"
+    )
+    assert not state.read_state(spark, t.spec).exists
+
+    kept = [r for r in good + bad + older if r[0] not in (5, 6, 8)]
+    t = t.with_options(adopt=adopted | {"table": legacy_table(spark, unique_name, ddl, kept, "dim_user_zip_kept")})
+    with pytest.raises(InputError, match="1 key with a gap between versions: 7"):
+        adopt.adopt(spark, t.spec, THROUGH)
+    result = adopt.adopt(spark, t.spec, THROUGH, allow_gaps=True)
+    assert (
+        "3 open rows, 2 closed rows in 2 history partitions" in result.message and "1 key with gaps" in result.message
+    )
+    assert table_rows(spark, t.table) == [
+        (1, "Oslo", day(-9).isoformat(), day(-5).isoformat()),
+        (1, "Rome", day(-5).isoformat(), OPEN),
+        (2, "Pau", day(-3).isoformat(), OPEN),
+        (7, "Graz", day(-9).isoformat(), day(-7).isoformat()),
+        (7, "Graz", day(-3).isoformat(), OPEN),
+    ]
+    assert check.run_checks(spark, t.spec)["failed"] == []

@@ -1,0 +1,215 @@
+"""`zipper adopt`: take over an SCD2 table written by hand as this spec's zipper table, its history
+kept, committed through a date so that the next daily merge continues it.
+
+The spec's `adopt:` section names the table and how it writes a version's validity. Every key's
+rows must be one chain of versions (at most one open, none overlapping, each holding at least a
+day, none after `--through`; gaps only when allowed): anything else is refused in one line that
+names the keys, before anything is made. The versions are then written in zipper's layout (the
+open partition, a history partition per closing date) and published in one metastore call, each
+history partition with a commit record of its closing date; the table's base date is `--through`,
+so reruns and merges go on from the date after it. The adopted table is only read."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass
+
+from zipper.core import fs, layout
+from zipper.core.errors import InputError, SpecError, StateError
+from zipper.core.reports import RunAction
+from zipper.jobs.init import created_table
+from zipper.jobs.result import RunResult
+from zipper.table import audit, catalog, publish, recovery, state, store
+from zipper.tablespec.adoption import AdoptSpec
+from zipper.tablespec.model import TableSpec
+from zipper.tablespec.modes import Tracked
+from zipper.transforms import adoption
+from zipper.transforms.timelines import with_slot
+
+DATE_TYPES = ("date", "string")  # a validity column's types the adoption reads
+
+
+@dataclass(frozen=True)
+class Adopted:
+    """The table to take over, read and checked: its rows in one form, its data columns, and how
+    many versions each date's run closed (None: the open ones)."""
+
+    normal: object  # DataFrame: the table's rows and adoption.BEGIN, OPEN, END
+    columns: list[tuple[str, str]]
+    closed_by: dict[dt.date | None, int]
+    gaps: int  # keys with a gap between two versions (allowed with allow_gaps)
+
+    @property
+    def open_rows(self) -> int:
+        return self.closed_by.get(None, 0)
+
+    @property
+    def closed_rows(self) -> int:
+        return sum(n for day, n in self.closed_by.items() if day is not None)
+
+
+def adopt(spark, spec: TableSpec, through: dt.date, allow_gaps: bool = False, dry_run: bool = False) -> RunResult:
+    """Take over `spec.adopt.table` as of `through` (see the module's docstring). `dry_run`: read
+    and check it, say what would be adopted, make nothing."""
+    started = time.monotonic()
+    where = {"table": spec.table, "ds": through.isoformat()}
+    source = _section(spec, where)
+    st = state.read_state(spark, spec)
+    if st.initialized:
+        raise StateError(
+            f"the table exists already (base date {st.init_ds}, at {st.last_committed}); adopt makes a new table:"
+            " name another `table:` in the spec; nothing was changed",
+            **where,
+        )
+    adopted = _read(spark, spec, source, through, allow_gaps)
+    partitions = len([day for day in adopted.closed_by if day is not None])
+    said = (
+        f"{adopted.open_rows} open rows, {adopted.closed_rows} closed rows in {partitions} history partitions"
+        f" from {source.table}" + (f"; {_keys(adopted.gaps)} with gaps kept" if adopted.gaps else "")
+    )
+    counts = {"open_after": adopted.open_rows, "closed": adopted.closed_rows, "partitions": partitions}
+    if dry_run:
+        return RunResult(
+            spec.table,
+            through.isoformat(),
+            RunAction.ADOPT,
+            f"dry run: would adopt {said}; nothing was written",
+            counts,
+            time.monotonic() - started,
+        )
+
+    st, _ = created_table(spark, spec, st, adopted.columns)
+    st = recovery.recover(spark, spec, st, through)  # what a killed adopt left: empty partitions
+    run_id = state.new_run_id()
+    run_root = state.run_dir(st, run_id)
+    names = [name for name, _ in catalog.data_columns(spark, spec)]
+    rows = adoption.versions(
+        adopted.normal,
+        columns=names,
+        begin_column=spec.begin_column,
+        end_column=spec.end_column,
+        end_style=spec.end_style,
+        open_end=spec.open_end.isoformat(),
+    )
+    slotted = with_slot(rows, spec.end_column, spec.open_end.isoformat())
+    store.write_slots(slotted.repartition(layout.SLOT), run_root)  # a file per partition
+
+    open_dir = layout.slot_dir(run_root, layout.Slot.OPEN)
+    closed_dirs = {
+        day: layout.slot_dir(run_root, layout.closed_slot(spec.closed_end(day).isoformat()))
+        for day in adopted.closed_by
+        if day is not None
+    }
+    expected = {open_dir: adopted.open_rows} | {closed_dirs[day]: adopted.closed_by[day] for day in closed_dirs}
+    for directory in expected:
+        fs.mkdirs(directory)
+    written = {directory: store.rows_in(directory) for directory in expected}
+    audit.reconcile_rebuild(expected=expected, written=written, last=through.isoformat(), table=spec.table)
+
+    commit = publish.AdoptCommit(
+        through,
+        run_id,
+        run_root,
+        open_dir,
+        adopted.open_rows,
+        closed_dirs,
+        {day: adopted.closed_by[day] for day in closed_dirs},
+        source.table,
+    )
+    publish.publish_adoption(spark, spec, state.read_state(spark, spec), commit)
+    return RunResult(
+        spec.table,
+        through.isoformat(),
+        RunAction.ADOPT,
+        f"adopted {said}; committed through {through}",
+        counts,
+        time.monotonic() - started,
+        run_id,
+    )
+
+
+def _section(spec: TableSpec, where: dict) -> AdoptSpec:
+    """The spec's `adopt:` section; options whose columns a hand-written table does not hold refused."""
+    if spec.adopt is None:
+        raise SpecError("the spec has no `adopt:` section naming the table to take over", **where)
+    refused = []
+    if spec.source.updated_at:
+        refused.append("source.updated_at (its validity columns)")
+    if spec.source.keeps_tombstones:
+        refused.append("hard_deletes: new_record (its deleted column)")
+    if spec.track_columns != Tracked.ALL or spec.track_columns_except:
+        refused.append("untracked columns (a rerun restores them from the base)")
+    if refused:
+        raise SpecError(
+            f"adopt takes tables whose every column is tracked, without zipper's own columns; the spec has"
+            f" {', '.join(refused)}: adopt without them, then turn them on as a new table; nothing was changed",
+            **where,
+        )
+    return spec.adopt
+
+
+def _read(spark, spec: TableSpec, source: AdoptSpec, through: dt.date, allow_gaps: bool) -> Adopted:
+    """The table's rows as of `through`, checked; every problem refused in one line."""
+    what = f"adopted table {source.table}"
+    where = {"table": spec.table, "ds": through.isoformat()}
+    if not spark.catalog.tableExists(source.table):
+        raise InputError(f"{what} does not exist; nothing was changed", **where)
+    rows = spark.table(source.table)
+    types = {f.name.lower(): (f.name, f.dataType.simpleString()) for f in rows.schema.fields}
+    mapped = [c for c in (source.begin_column, source.end_column, source.snapshot_column) if c]
+    missing = [c for c in [*mapped, *spec.keys] if c.lower() not in types]
+    if missing:
+        raise InputError(f"{what} lacks the columns {missing}; it has {[n for n, _ in types.values()]}", **where)
+    wrong = [f"{types[c.lower()][0]} {types[c.lower()][1]}" for c in mapped if types[c.lower()][1] not in DATE_TYPES]
+    if wrong:
+        raise InputError(f"{what}: the columns {wrong} must be dates or YYYY-MM-DD text", **where)
+    own = {c.lower() for c in mapped}
+    columns = [(name, kind) for name, kind in types.values() if name.lower() not in own]
+    clash = [n for n, _ in columns if n.lower() in (spec.begin_column.lower(), spec.end_column.lower())]
+    if clash:
+        raise InputError(
+            f"{what} has data columns {clash} named as the spec's begin_column or end_column; name others", **where
+        )
+    if source.snapshot_column:
+        rows = rows.where(f"CAST(`{source.snapshot_column}` AS STRING) = '{through.isoformat()}'")
+    normal = adoption.normalized(
+        rows.select(*[name for name, _ in columns], source.begin_column, source.end_column),
+        begin_column=source.begin_column,
+        end_column=source.end_column,
+        end_style=source.end_style,
+        open_end=source.open_end.isoformat() if source.open_end else None,
+    ).cache()
+    found = {
+        r[adoption.PROBLEM]: (r["keys"], list(r["examples"]))
+        for r in adoption.problems(
+            normal,
+            keys=spec.keys,
+            end_column=source.end_column,
+            open_end=source.open_end.isoformat() if source.open_end else None,
+            through=through.isoformat(),
+        ).collect()
+    }
+    gaps = found.pop(adoption.Problem.GAP, (0, []))
+    if allow_gaps:
+        gaps_allowed = gaps[0]
+    else:
+        gaps_allowed = 0
+        if gaps[0]:
+            found[adoption.Problem.GAP] = gaps
+    if found:
+        shown = "; ".join(
+            f"{_keys(n)} with {problem}: {', '.join(examples)}" + (" ..." if n > len(examples) else "")
+            for problem, (n, examples) in sorted(found.items(), key=lambda kv: list(adoption.Problem).index(kv[0]))
+        )
+        hint = " (pass --allow-gaps to keep gaps: a key deleted, then back)" if adoption.Problem.GAP in found else ""
+        raise InputError(f"{what}, keys {spec.keys}: {shown}{hint}; nothing was changed", **where)
+    closed_by = {r[adoption.END]: r["count"] for r in adoption.closings(normal).collect()}
+    if not closed_by:
+        copy = f" has no copy with {source.snapshot_column} = {through}" if source.snapshot_column else " has no rows"
+        raise InputError(f"{what}{copy}; nothing was changed", **where)
+    return Adopted(normal, columns, closed_by, gaps_allowed)
+
+
+def _keys(n: int) -> str:
+    return f"{n} key" if n == 1 else f"{n} keys"
