@@ -145,6 +145,40 @@ def test_init_merge_inspect_and_errors(workspace, merged):
     assert seen["partitions"] == [day(1), OPEN]
 
 
+def test_adopt_takes_over_a_zipper_history_in_one_line_or_refuses_in_one_line(workspace, merged):
+    """`zipper adopt` of the shared table (an SCD2 table like any other) as a new one: too early a
+    --through refused naming the keys, a dry run that makes nothing, then the adoption."""
+    specs = make_spec(
+        workspace / "adopting",
+        "dim_adopted",
+        start_date=day(2),
+        adopt={"table": "dw.dim", "begin_column": "begin_dt", "end_column": "end_dt", "end_style": "exclusive"},
+    )
+    early = zipper(workspace, "adopt", "dim_adopted", "--through", "2023-12-31", "--specs", str(specs))
+    assert_one_line_error(
+        early,
+        "dw.dim_adopted 2023-12-31: adopted table dw.dim, keys ['id']: 2 keys with a version that begins or ends"
+        " after --through: 2, 3; nothing was changed",
+    )
+    dry = zipper(workspace, "adopt", "dim_adopted", "--through", day(1), "--dry-run", "--specs", str(specs))
+    assert re.fullmatch(
+        r"dw\.dim_adopted 2024-01-01: dry run: would adopt 3 open rows, 1 closed row in 1 history partition"
+        r" from dw\.dim; nothing was written; [\d.]+ s\n",
+        dry.stdout,
+    ), dry.stdout + dry.stderr
+    done = zipper(workspace, "adopt", "dim_adopted", "--through", day(1), "--specs", str(specs))
+    assert re.fullmatch(
+        r"dw\.dim_adopted 2024-01-01: adopted 3 open rows, 1 closed row in 1 history partition from dw\.dim;"
+        r" committed through 2024-01-01; [\d.]+ s\n",
+        done.stdout,
+    ), done.stdout + done.stderr
+    history = zipper(workspace, "history", "dim_adopted", "--key", "id=2", "--format", "json", "--specs", str(specs))
+    assert [(h["city"], h["begin_dt"], h["end_dt"]) for h in map(json.loads, history.stdout.splitlines())] == [
+        ("Rome", "2023-12-31", day(1)),
+        ("Paris", day(1), OPEN),
+    ], history.stderr
+
+
 def test_a_slice_that_cannot_read_the_table_names_the_date_and_keeps_out(workspace, merged):
     """A Spark failure of `slice` named the table but not its --as-of date, and truncated --out."""
     status = json.loads(zipper(workspace, "status", "dim").stdout)

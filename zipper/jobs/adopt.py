@@ -19,7 +19,7 @@ from zipper.core import fs, layout
 from zipper.core.errors import InputError, SpecError, StateError
 from zipper.core.reports import RunAction
 from zipper.jobs.init import created_table
-from zipper.jobs.result import RunResult
+from zipper.jobs.result import RunResult, counted
 from zipper.table import audit, catalog, publish, recovery, state, store
 from zipper.tablespec.adoption import AdoptSpec
 from zipper.tablespec.model import TableSpec
@@ -65,8 +65,9 @@ def adopt(spark, spec: TableSpec, through: dt.date, allow_gaps: bool = False, dr
     adopted = _read(spark, spec, source, through, allow_gaps)
     partitions = len([day for day in adopted.closed_by if day is not None])
     said = (
-        f"{adopted.open_rows} open rows, {adopted.closed_rows} closed rows in {partitions} history partitions"
-        f" from {source.table}" + (f"; {_keys(adopted.gaps)} with gaps kept" if adopted.gaps else "")
+        f"{counted(adopted.open_rows, 'open row')}, {counted(adopted.closed_rows, 'closed row')} in"
+        f" {counted(partitions, 'history partition')} from {source.table}"
+        + (f"; {counted(adopted.gaps, 'key')} with gaps kept" if adopted.gaps else "")
     )
     counts = {"open_after": adopted.open_rows, "closed": adopted.closed_rows, "partitions": partitions}
     if dry_run:
@@ -199,7 +200,7 @@ def _read(spark, spec: TableSpec, source: AdoptSpec, through: dt.date, allow_gap
             found[adoption.Problem.GAP] = gaps
     if found:
         shown = "; ".join(
-            f"{_keys(n)} with {problem}: {', '.join(examples)}" + (" ..." if n > len(examples) else "")
+            f"{counted(n, 'key')} with {problem}: {', '.join(examples)}" + (" ..." if n > len(examples) else "")
             for problem, (n, examples) in sorted(found.items(), key=lambda kv: list(adoption.Problem).index(kv[0]))
         )
         hint = " (pass --allow-gaps to keep gaps: a key deleted, then back)" if adoption.Problem.GAP in found else ""
@@ -209,7 +210,3 @@ def _read(spark, spec: TableSpec, source: AdoptSpec, through: dt.date, allow_gap
         copy = f" has no copy with {source.snapshot_column} = {through}" if source.snapshot_column else " has no rows"
         raise InputError(f"{what}{copy}; nothing was changed", **where)
     return Adopted(normal, columns, closed_by, gaps_allowed)
-
-
-def _keys(n: int) -> str:
-    return f"{n} key" if n == 1 else f"{n} keys"
