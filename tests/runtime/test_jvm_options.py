@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 from zipper.runtime import jvm
 
@@ -82,3 +84,21 @@ def test_no_archive_where_pyspark_cannot_be_imported(monkeypatch):
     monkeypatch.delenv(jvm.ARCHIVE_ENV, raising=False)
     monkeypatch.setattr(jvm, "spark_home", no_pyspark)
     assert jvm.archive_path() is None and jvm.driver_options() == ""
+
+
+def test_the_spark_home_is_found_without_importing_pyspark():
+    """The Spark server's early start asks for it in a thread while the command's main thread
+    imports pyspark; two threads importing pyspark at once left the main one a half-made module
+    ("cannot import name 'SQLContext' from partially initialized module 'pyspark.sql'")."""
+    found = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from zipper.runtime import jvm; home = jvm.spark_home();"
+            " print(home.name, (home / 'jars').is_dir(), 'pyspark' in sys.modules)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert found.stdout.split() == ["pyspark", "True", "False"], found.stderr

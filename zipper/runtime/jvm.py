@@ -21,6 +21,7 @@ makes it (set-up runs `python -m zipper.devtools.jvm_archive`).
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import shlex
 import shutil
@@ -43,10 +44,15 @@ def java_binary() -> Path | None:
 
 
 def spark_home() -> Path:
-    """This environment's pyspark package folder: the drivers' SPARK_HOME and jars."""
-    import pyspark  # on use: the Airflow hook imports runtime at DAG parse
-
-    return Path(pyspark.__file__).parent
+    """This environment's pyspark package folder: the drivers' SPARK_HOME and jars. Found without
+    importing pyspark: the Spark server's early start asks for it in a thread while the command's
+    main thread imports pyspark, and two threads importing pyspark at once (its package and
+    `pyspark.sql` import each other) left the main thread a half-made module ("cannot import name
+    'SQLContext' from partially initialized module 'pyspark.sql'")."""
+    found = importlib.util.find_spec("pyspark")
+    if found is None or found.origin is None:
+        raise ModuleNotFoundError("No module named 'pyspark'", name="pyspark")
+    return Path(found.origin).parent
 
 
 def archive_folder() -> Path:

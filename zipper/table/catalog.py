@@ -9,6 +9,8 @@ the session is configured with, and the session's own caches are refreshed here 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from zipper.core import sqltemplates
 from zipper.core.errors import StateError
 from zipper.table import file_format
@@ -149,11 +151,26 @@ def alter_data_columns(spark, spec: TableSpec, columns: list[tuple[str, str]]) -
 
 def edit_data_columns(spark, spec: TableSpec, edits: dict[str, str | None]) -> None:
     """Rename (old -> new) or drop (old -> None) data columns of the table, each renamed one in
-    its place with its type and comment: `zipper alter`, after its partitions were published with
-    files under the new names. One metastore call."""
+    its place with its type and comment. One metastore call (two for a drop on Hive 2)."""
+    planned_column_edit(spark, spec, edits)()
+
+
+def planned_column_edit(spark, spec: TableSpec, edits: dict[str, str | None]) -> Callable[[], None]:
+    """`edit_data_columns` with every read done now (the table's schema, its Hive columns, the
+    session's settings): returns the call that writes. `zipper alter` plans before it publishes
+    its partitions with files under the new names and writes right after, so that the time a
+    reader can see the column NULL is the write's alone."""
     current = [(f.name, f.dataType) for f in spark.table(spec.table).schema.fields if f.name != spec.end_column]
     fields = [(edits.get(name, name), kind) for name, kind in current if edits.get(name, name) is not None]
-    _write_data_columns(spark, spec, fields, {old: new for old, new in edits.items() if new})
+    threshold = int(spark.conf.get(SCHEMA_THRESHOLD_CONF, None) or SCHEMA_THRESHOLD_DEFAULT)
+    renamed = {old: new for old, new in edits.items() if new}
+    write = session_catalog(spark).planned_data_columns(spec, fields, renamed, threshold=threshold)
+
+    def edit() -> None:
+        write()
+        refresh(spark, spec)
+
+    return edit
 
 
 def complete_data_columns(spark, spec: TableSpec) -> bool:

@@ -10,6 +10,7 @@ SQL (zipper.table.catalog), which reaches whatever catalog the session is config
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -103,6 +104,14 @@ class Catalog(Protocol):
     ) -> None:
         """Make the table's data columns `fields` ((name, Spark DataType)); `renamed`: old -> new
         names; `threshold`: the longest schema property value Spark writes whole."""
+        ...
+
+    def planned_data_columns(
+        self, spec: TableSpec, fields: list, renamed: dict[str, str] | None = None, *, threshold: int
+    ) -> Callable[[], None]:
+        """`write_data_columns`, its reads done now: returns the call that writes. A reader sees
+        the table half changed between a partitions' publish and the columns' write, so `zipper
+        alter` reads first and keeps only the writes between the two."""
         ...
 
     def complete_data_columns(self, spec: TableSpec) -> bool:

@@ -216,16 +216,25 @@ class HiveCatalog:
         then all of them (it compares only the places both lists have). Spark's schema is the
         final one from the first call, so a run killed between the two completes the second
         (`complete_data_columns`)."""
+        self.planned_data_columns(spec, fields, renamed, threshold=threshold)()
+
+    def planned_data_columns(
+        self, spec: TableSpec, fields: list, renamed: dict[str, str] | None = None, *, threshold: int
+    ) -> Callable[[], None]:
+        """`write_data_columns` with the table read now; the returned call opens a connection and
+        writes (the calls `write_data_columns` describes, and nothing else)."""
         self._changed(spec)
         with self._connect() as metastore:
             table = self._existing(metastore, spec)
-            old = list(table.sd.cols or [])
-            existing = hive_schema.edited_columns(copy.deepcopy(old), dict(renamed or {}))
-            new = hive_schema.hive_columns(fields, existing)
-            params = hive_schema.schema_params(table, fields, threshold)
-            params.pop(DDL_TIME_PARAM, None)
-            table.parameters = params
-            with metastore.without_positional_type_check() as unchecked:
+        old = list(table.sd.cols or [])
+        existing = hive_schema.edited_columns(copy.deepcopy(old), dict(renamed or {}))
+        new = hive_schema.hive_columns(fields, existing)
+        params = hive_schema.schema_params(table, fields, threshold)
+        params.pop(DDL_TIME_PARAM, None)
+        table.parameters = params
+
+        def write() -> None:
+            with self._connect() as metastore, metastore.without_positional_type_check() as unchecked:
                 kept = hive_schema.places_kept(old, new)
                 if not unchecked and kept < min(len(old), len(new)):
                     table.sd.cols = new[:kept]
@@ -233,7 +242,9 @@ class HiveCatalog:
                     faults.checkpoint("between_column_calls")
                 table.sd.cols = new
                 metastore.alter_table(spec.database, spec.table_name, table)
-        self._changed(spec)
+            self._changed(spec)
+
+        return write
 
     def complete_data_columns(self, spec: TableSpec) -> bool:
         """Give the table the Hive columns of its Spark schema where a change killed between its two

@@ -475,9 +475,10 @@ def publish_alter(spark, spec: TableSpec, st: state.TableState, alter: AlterComm
             state.COLUMNS: json.dumps(column_record, sort_keys=True),
         }
     )
+    edit_columns = catalog.planned_column_edit(spark, spec, edits)  # its reads before the publish
     faults.checkpoint("before_alter_publish")
     with _discarded_if_overtaken(spark, run_root):
         catalog.repoint(spark, spec, changes, expected_run=st.open_run, ds=record["as_of"])
     faults.checkpoint("before_alter_columns")
-    catalog.edit_data_columns(spark, spec, edits)
+    edit_columns()
     faults.checkpoint("after_alter_publish")
