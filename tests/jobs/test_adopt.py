@@ -81,20 +81,26 @@ def test_the_articles_table_is_adopted_with_its_history_and_the_next_merge_conti
 
 
 def test_a_table_whose_rows_are_not_one_chain_per_key_is_refused_naming_the_keys(spark, tmp_path, unique_name):
-    # exclusive ends, NULL for the open end, a whole copy per dt; the copy of THROUGH is adopted
-    ddl = "id bigint, city string, valid_begin date, valid_end date, dt string"
+    # exclusive ends, NULL for the open end, a whole copy per dt (the copy of THROUGH is adopted),
+    # a deleted flag (key 2 deleted on day -1: its open version is its tombstone)
+    ddl = "id bigint, city string, valid_begin date, valid_end date, dt string, gone int"
     at = THROUGH.isoformat()
-    good = [(1, "Oslo", day(-9), day(-5), at), (1, "Rome", day(-5), None, at), (2, "Pau", day(-3), None, at)]
-    bad = [
-        (5, "Nice", day(-9), None, at),  # two open versions
-        (5, "Lyon", day(-4), None, at),
-        (6, "Bonn", day(-9), day(-2), at),  # overlapping
-        (6, "Kiel", day(-4), None, at),
-        (7, "Graz", day(-9), day(-7), at),  # a gap: deleted on day -7, back on day -3
-        (7, "Graz", day(-3), None, at),
-        (8, "Vic", day(-2), day(3), at),  # closed after --through
+    good = [
+        (1, "Oslo", day(-9), day(-5), at, 0),
+        (1, "Rome", day(-5), None, at, 0),
+        (2, "Pau", day(-3), day(-1), at, 0),
+        (2, "Pau", day(-1), None, at, 1),
     ]
-    older = [(1, "Oslo", day(-9), None, day(-6).isoformat())]  # an earlier copy: not read
+    bad = [
+        (5, "Nice", day(-9), None, at, 0),  # two open versions
+        (5, "Lyon", day(-4), None, at, 0),
+        (6, "Bonn", day(-9), day(-2), at, 0),  # overlapping
+        (6, "Kiel", day(-4), None, at, 0),
+        (7, "Graz", day(-9), day(-7), at, 0),  # a gap: deleted on day -7, back on day -3
+        (7, "Graz", day(-3), None, at, 0),
+        (8, "Vic", day(-2), day(3), at, 0),  # closed after --through
+    ]
+    older = [(1, "Oslo", day(-9), None, day(-6).isoformat(), 0)]  # an earlier copy: not read
     legacy = legacy_table(spark, unique_name, ddl, good + bad + older)
     adopted = {
         "table": legacy,
@@ -103,8 +109,10 @@ def test_a_table_whose_rows_are_not_one_chain_per_key_is_refused_naming_the_keys
         "end_style": "exclusive",
         "open_end": None,
         "snapshot_column": "dt",
+        "deleted_column": "gone",
     }
-    t = TableFixture(tmp_path, unique_name, schema="id bigint, city string", adopt=adopted)
+    tombstones = {"mode": "snapshot", "hard_deletes": "new_record"}
+    t = TableFixture(tmp_path, unique_name, schema="id bigint, city string", source=tombstones, adopt=adopted)
 
     with pytest.raises(InputError) as refused:
         adopt.adopt(spark, t.spec, THROUGH)
@@ -122,13 +130,15 @@ def test_a_table_whose_rows_are_not_one_chain_per_key_is_refused_naming_the_keys
         adopt.adopt(spark, t.spec, THROUGH)
     result = adopt.adopt(spark, t.spec, THROUGH, allow_gaps=True)
     assert (
-        "3 open rows, 2 closed rows in 2 history partitions" in result.message and "1 key with gaps" in result.message
+        "3 open rows, 3 closed rows in 3 history partitions" in result.message and "1 key with gaps" in result.message
     )
+    # zipper's deleted column from the flag: key 2's open version is its tombstone
     assert table_rows(spark, t.table) == [
-        (1, "Oslo", day(-9).isoformat(), day(-5).isoformat()),
-        (1, "Rome", day(-5).isoformat(), OPEN),
-        (2, "Pau", day(-3).isoformat(), OPEN),
-        (7, "Graz", day(-9).isoformat(), day(-7).isoformat()),
-        (7, "Graz", day(-3).isoformat(), OPEN),
+        (1, "Oslo", False, day(-9).isoformat(), day(-5).isoformat()),
+        (1, "Rome", False, day(-5).isoformat(), OPEN),
+        (2, "Pau", False, day(-3).isoformat(), day(-1).isoformat()),
+        (2, "Pau", True, day(-1).isoformat(), OPEN),
+        (7, "Graz", False, day(-9).isoformat(), day(-7).isoformat()),
+        (7, "Graz", False, day(-3).isoformat(), OPEN),
     ]
     assert check.run_checks(spark, t.spec)["failed"] == []

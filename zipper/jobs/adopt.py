@@ -15,6 +15,8 @@ import datetime as dt
 import time
 from dataclasses import dataclass
 
+from pyspark.sql import functions as F
+
 from zipper.core import fs, layout
 from zipper.core.errors import InputError, SpecError, StateError
 from zipper.core.reports import RunAction
@@ -28,6 +30,7 @@ from zipper.transforms import adoption
 from zipper.transforms.timelines import with_slot
 
 DATE_TYPES = ("date", "string")  # a validity column's types the adoption reads
+FLAG_TYPES = ("boolean", "tinyint", "smallint", "int", "bigint")  # a deleted flag's
 
 
 @dataclass(frozen=True)
@@ -137,13 +140,17 @@ def _section(spec: TableSpec, where: dict) -> AdoptSpec:
     refused = []
     if spec.source.updated_at:
         refused.append("source.updated_at (its validity columns)")
-    if spec.source.keeps_tombstones:
-        refused.append("hard_deletes: new_record (its deleted column)")
+    if spec.adopt is not None and spec.adopt.deleted_column and not spec.source.keeps_tombstones:
+        raise SpecError(
+            f"adopt.deleted_column {spec.adopt.deleted_column!r} needs source.hard_deletes: new_record, which keeps"
+            " a deleted key's version; nothing was changed",
+            **where,
+        )
     if spec.track_columns != Tracked.ALL or spec.track_columns_except:
         refused.append("untracked columns (a rerun restores them from the base)")
     if refused:
         raise SpecError(
-            f"adopt takes tables whose every column is tracked, without zipper's own columns; the spec has"
+            f"adopt takes tables whose every column is tracked, without validity columns; the spec has"
             f" {', '.join(refused)}: adopt without them, then turn them on as a new table; nothing was changed",
             **where,
         )
@@ -159,21 +166,33 @@ def _read(spark, spec: TableSpec, source: AdoptSpec, through: dt.date, allow_gap
     rows = spark.table(source.table)
     types = {f.name.lower(): (f.name, f.dataType.simpleString()) for f in rows.schema.fields}
     mapped = [c for c in (source.begin_column, source.end_column, source.snapshot_column) if c]
-    missing = [c for c in [*mapped, *spec.keys] if c.lower() not in types]
+    missing = [c for c in [*source.own_columns, *spec.keys] if c.lower() not in types]
     if missing:
         raise InputError(f"{what} lacks the columns {missing}; it has {[n for n, _ in types.values()]}", **where)
     wrong = [f"{types[c.lower()][0]} {types[c.lower()][1]}" for c in mapped if types[c.lower()][1] not in DATE_TYPES]
     if wrong:
         raise InputError(f"{what}: the columns {wrong} must be dates or YYYY-MM-DD text", **where)
-    own = {c.lower() for c in mapped}
+    flag = source.deleted_column
+    if flag and types[flag.lower()][1] not in FLAG_TYPES:
+        raise InputError(
+            f"{what}: the deleted column {flag} {types[flag.lower()][1]} must be a boolean or a number", **where
+        )
+    own = {c.lower() for c in source.own_columns}
     columns = [(name, kind) for name, kind in types.values() if name.lower() not in own]
-    clash = [n for n, _ in columns if n.lower() in (spec.begin_column.lower(), spec.end_column.lower())]
+    zippers = {c.lower() for c in (spec.begin_column, spec.end_column, *spec.own_columns)}
+    clash = [n for n, _ in columns if n.lower() in zippers]
     if clash:
         raise InputError(
-            f"{what} has data columns {clash} named as the spec's begin_column or end_column; name others", **where
+            f"{what} has data columns {clash} named as the spec's begin_column, end_column or deleted_column;"
+            " name others in the spec",
+            **where,
         )
     if source.snapshot_column:
         rows = rows.where(f"CAST(`{source.snapshot_column}` AS STRING) = '{through.isoformat()}'")
+    if spec.tombstone_column:  # zipper's own column, from the table's flag (none deleted without one)
+        deleted = F.coalesce(F.col(flag).cast("boolean"), F.lit(False)) if flag else F.lit(False)
+        rows = rows.withColumn(spec.tombstone_column, deleted)
+        columns = [*columns, (spec.tombstone_column, "boolean")]
     normal = adoption.normalized(
         rows.select(*[name for name, _ in columns], source.begin_column, source.end_column),
         begin_column=source.begin_column,

@@ -41,9 +41,21 @@ class AdoptSpec(StrictModel):
         " the copy of `--through` is adopted. Without it, the table's rows are one history.",
     )
 
+    deleted_column: Identifier | None = Field(
+        default=None,
+        description="With `source.hard_deletes: new_record`: its column that marks a deleted key's version (a"
+        " boolean, or a number that is not 0), which becomes the spec's `deleted_column`. Without it, no version"
+        " of the table is a deleted key's.",
+    )
+
+    @property
+    def own_columns(self) -> tuple[str, ...]:
+        """Its columns that say a version's validity, not data."""
+        return tuple(c for c in (self.begin_column, self.end_column, self.snapshot_column, self.deleted_column) if c)
+
     @model_validator(mode="after")
     def _distinct_columns(self) -> AdoptSpec:
-        named = [c for c in (self.begin_column, self.end_column, self.snapshot_column) if c]
+        named = list(self.own_columns)
         if len({c.lower() for c in named}) < len(named):
-            raise ValueError(f"begin_column, end_column and snapshot_column must differ: {named}")
+            raise ValueError(f"begin_column, end_column, snapshot_column and deleted_column must differ: {named}")
         return self
