@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.inputs.test_cdc import END, UPDATED, at
 from tests.support import TableFixture, day, table_rows
 from zipper.core.errors import InputError, StateError
 from zipper.jobs import adopt, merge, rebuild
@@ -142,3 +143,45 @@ def test_a_table_whose_rows_are_not_one_chain_per_key_is_refused_naming_the_keys
         (7, "Graz", False, day(-3).isoformat(), OPEN),
     ]
     assert check.run_checks(spark, t.spec)["failed"] == []
+
+
+def test_a_table_with_validity_times_keeps_versions_within_a_day_and_merges_go_on_with_updated_at(
+    spark, tmp_path, unique_name
+):
+    # exclusive date ends, dates as dates, a validity pair; key 1's Rome lived within day 1
+    ddl = "id bigint, city string, b date, e date, vf timestamp, vt timestamp"
+    far = day(0).replace(year=9999, month=12, day=31)
+    rows = [
+        (1, "Oslo", day(0), day(1), at(0, 9), at(1, 10)),
+        (1, "Rome", day(1), day(1), at(1, 10), at(1, 11)),
+        (1, "Lyon", day(1), far, at(1, 11), None),
+        (2, "Pau", day(0), far, at(0, 8), None),
+        (3, "Kiel", day(1), day(1), at(1, 12), at(1, 12)),  # valid for no time: refused
+    ]
+    legacy = legacy_table(spark, unique_name, ddl, rows)
+    adopted = {"table": legacy, "begin_column": "b", "end_column": "e", "end_style": "exclusive"}
+    adopted |= {"valid_from_column": "vf", "valid_to_column": "vt"}
+    t = TableFixture(tmp_path, unique_name, schema=UPDATED, source={"updated_at": "ts"}, adopt=adopted)
+    with pytest.raises(InputError, match="1 key with a version that ends before it begins: 3;"):
+        adopt.adopt(spark, t.spec, day(1))
+
+    t = t.with_options(adopt=adopted | {"table": legacy_table(spark, unique_name, ddl, rows[:-1], "kept")})
+    adopt.adopt(spark, t.spec, day(1))
+    d0, d1, d2 = (day(n).isoformat() for n in (0, 1, 2))
+    # the updated_at column the table lacked is its valid-from; open versions valid until the open end
+    expected = [
+        (1, "Lyon", at(1, 11), at(1, 11), END, d1, OPEN),
+        (1, "Oslo", at(0, 9), at(0, 9), at(1, 10), d0, d1),
+        (1, "Rome", at(1, 10), at(1, 10), at(1, 11), d1, d1),
+        (2, "Pau", at(0, 8), at(0, 8), END, d0, OPEN),
+    ]
+    assert table_rows(spark, t.table) == expected
+    assert check.run_checks(spark, t.spec)["failed"] == []
+
+    t.write_increment(spark, day(2), [(2, "Vic", at(2, 6))])
+    merge.merge_date(spark, t.spec, day(2))
+    assert table_rows(spark, t.table) == [
+        *expected[:3],
+        (2, "Pau", at(0, 8), at(0, 8), at(2, 6), d0, d2),
+        (2, "Vic", at(2, 6), at(2, 6), END, d2, OPEN),
+    ]

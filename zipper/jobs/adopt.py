@@ -24,7 +24,7 @@ from zipper.jobs.init import created_table
 from zipper.jobs.result import RunResult, counted
 from zipper.table import audit, catalog, publish, recovery, state, store
 from zipper.tablespec.adoption import AdoptSpec
-from zipper.tablespec.model import TableSpec
+from zipper.tablespec.model import VALIDITY_TYPES, TableSpec
 from zipper.tablespec.modes import Tracked
 from zipper.transforms import adoption
 from zipper.transforms.timelines import with_slot
@@ -95,6 +95,7 @@ def adopt(spark, spec: TableSpec, through: dt.date, allow_gaps: bool = False, dr
         end_column=spec.end_column,
         end_style=spec.end_style,
         open_end=spec.open_end.isoformat(),
+        valid_to=(spec.valid_to_column, dict(adopted.columns)[spec.valid_to_column]) if spec.validity_columns else None,
     )
     slotted = with_slot(rows, spec.end_column, spec.open_end.isoformat())
     store.write_slots(slotted.repartition(layout.SLOT), run_root)  # a file per partition
@@ -137,24 +138,27 @@ def _section(spec: TableSpec, where: dict) -> AdoptSpec:
     """The spec's `adopt:` section; options whose columns a hand-written table does not hold refused."""
     if spec.adopt is None:
         raise SpecError("the spec has no `adopt:` section naming the table to take over", **where)
-    refused = []
-    if spec.source.updated_at:
-        refused.append("source.updated_at (its validity columns)")
-    if spec.adopt is not None and spec.adopt.deleted_column and not spec.source.keeps_tombstones:
+    source = spec.adopt
+    if source.deleted_column and not spec.source.keeps_tombstones:
         raise SpecError(
-            f"adopt.deleted_column {spec.adopt.deleted_column!r} needs source.hard_deletes: new_record, which keeps"
+            f"adopt.deleted_column {source.deleted_column!r} needs source.hard_deletes: new_record, which keeps"
             " a deleted key's version; nothing was changed",
             **where,
         )
-    if spec.track_columns != Tracked.ALL or spec.track_columns_except:
-        refused.append("untracked columns (a rerun restores them from the base)")
-    if refused:
+    if bool(source.validity_columns) != bool(spec.source.updated_at):
         raise SpecError(
-            f"adopt takes tables whose every column is tracked, without validity columns; the spec has"
-            f" {', '.join(refused)}: adopt without them, then turn them on as a new table; nothing was changed",
+            "adopt.valid_from_column and valid_to_column name the table's validity columns, which a spec with"
+            " source.updated_at needs and one without has no place for; nothing was changed",
             **where,
         )
-    return spec.adopt
+    if spec.track_columns != Tracked.ALL or spec.track_columns_except:
+        raise SpecError(
+            "adopt takes tables whose every column is tracked (a rerun restores untracked columns from the base,"
+            " which an adopted table never had): adopt without them, then turn them on as a new table;"
+            " nothing was changed",
+            **where,
+        )
+    return source
 
 
 def _read(spark, spec: TableSpec, source: AdoptSpec, through: dt.date, allow_gaps: bool) -> Adopted:
@@ -172,6 +176,9 @@ def _read(spark, spec: TableSpec, source: AdoptSpec, through: dt.date, allow_gap
     wrong = [f"{types[c.lower()][0]} {types[c.lower()][1]}" for c in mapped if types[c.lower()][1] not in DATE_TYPES]
     if wrong:
         raise InputError(f"{what}: the columns {wrong} must be dates or YYYY-MM-DD text", **where)
+    times = [f"{types[c.lower()][0]} {types[c.lower()][1]}" for c in source.validity_columns]
+    if any(t.split()[-1] not in VALIDITY_TYPES for t in times):
+        raise InputError(f"{what}: the validity columns {times} must be timestamps or dates", **where)
     flag = source.deleted_column
     if flag and types[flag.lower()][1] not in FLAG_TYPES:
         raise InputError(
@@ -189,6 +196,17 @@ def _read(spark, spec: TableSpec, source: AdoptSpec, through: dt.date, allow_gap
         )
     if source.snapshot_column:
         rows = rows.where(f"CAST(`{source.snapshot_column}` AS STRING) = '{through.isoformat()}'")
+    if spec.validity_columns:  # zipper's own columns, from the table's pair; the updated_at column too, if it lacks it
+        updated_at = spec.source.updated_at
+        valid_from, valid_to = source.validity_columns
+        if updated_at.lower() not in {name.lower() for name, _ in columns}:
+            rows = rows.withColumn(updated_at, F.col(valid_from))
+            columns = [*columns, (updated_at, types[valid_from.lower()][1])]
+        kind = dict((n.lower(), k) for n, k in columns)[updated_at.lower()]
+        rows = rows.withColumn(spec.valid_from_column, F.col(valid_from).cast(kind)).withColumn(
+            spec.valid_to_column, F.col(valid_to).cast(kind)
+        )
+        columns = [*columns, (spec.valid_from_column, kind), (spec.valid_to_column, kind)]
     if spec.tombstone_column:  # zipper's own column, from the table's flag (none deleted without one)
         deleted = F.coalesce(F.col(flag).cast("boolean"), F.lit(False)) if flag else F.lit(False)
         rows = rows.withColumn(spec.tombstone_column, deleted)
@@ -208,6 +226,7 @@ def _read(spark, spec: TableSpec, source: AdoptSpec, through: dt.date, allow_gap
             end_column=source.end_column,
             open_end=source.open_end.isoformat() if source.open_end else None,
             through=through.isoformat(),
+            validity=spec.validity_columns,
         ).collect()
     }
     gaps = found.pop(adoption.Problem.GAP, (0, []))

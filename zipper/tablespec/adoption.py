@@ -41,6 +41,16 @@ class AdoptSpec(StrictModel):
         " the copy of `--through` is adopted. Without it, the table's rows are one history.",
     )
 
+    valid_from_column: Identifier | None = Field(
+        default=None,
+        description="With `source.updated_at`: its column holding the time a version became valid (a timestamp"
+        " or date), which becomes the spec's `valid_from_column`; with `valid_to_column`.",
+    )
+    valid_to_column: Identifier | None = Field(
+        default=None,
+        description="With `source.updated_at`: its column holding the time a version stopped being valid, which"
+        " becomes the spec's `valid_to_column` (open versions get the open end at midnight, as zipper writes them).",
+    )
     deleted_column: Identifier | None = Field(
         default=None,
         description="With `source.hard_deletes: new_record`: its column that marks a deleted key's version (a"
@@ -51,11 +61,23 @@ class AdoptSpec(StrictModel):
     @property
     def own_columns(self) -> tuple[str, ...]:
         """Its columns that say a version's validity, not data."""
-        return tuple(c for c in (self.begin_column, self.end_column, self.snapshot_column, self.deleted_column) if c)
+        named = (self.begin_column, self.end_column, self.snapshot_column, *self.validity_columns, self.deleted_column)
+        return tuple(c for c in named if c)
+
+    @property
+    def validity_columns(self) -> tuple[str, ...]:
+        """Its valid-from and valid-to columns, or none."""
+        return (self.valid_from_column, self.valid_to_column) if self.valid_from_column else ()
+
+    @model_validator(mode="after")
+    def _validity_pair(self) -> AdoptSpec:
+        if bool(self.valid_from_column) != bool(self.valid_to_column):
+            raise ValueError("valid_from_column and valid_to_column go together: name both or neither")
+        return self
 
     @model_validator(mode="after")
     def _distinct_columns(self) -> AdoptSpec:
         named = list(self.own_columns)
         if len({c.lower() for c in named}) < len(named):
-            raise ValueError(f"begin_column, end_column, snapshot_column and deleted_column must differ: {named}")
+            raise ValueError(f"the columns adopt names must differ: {named}")
         return self

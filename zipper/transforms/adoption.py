@@ -61,11 +61,22 @@ def key_text(keys: list[str]) -> Column:
     return parts[0] if len(keys) == 1 else F.concat(F.lit("("), F.concat_ws(", ", *parts), F.lit(")"))
 
 
-def problems(normal: DataFrame, *, keys: list[str], end_column: str, open_end: str | None, through: str) -> DataFrame:
+def problems(
+    normal: DataFrame,
+    *,
+    keys: list[str],
+    end_column: str,
+    open_end: str | None,
+    through: str,
+    validity: tuple[str, ...] = (),
+) -> DataFrame:
     """Each problem found (PROBLEM), with how many keys have it (`keys`) and up to five of them
     (`examples`, sorted): one small aggregate over the whole table. A gap is one of them: the
-    caller decides whether it may stay (a key deleted, then back)."""
-    by_key = Window.partitionBy(*keys).orderBy(F.col(BEGIN).asc_nulls_first(), F.col(END).asc_nulls_last())
+    caller decides whether it may stay (a key deleted, then back). `validity`: the valid-from and
+    valid-to columns, with which a version may begin and end on one date (it lived within the day,
+    as zipper keeps them) when it is valid for a while."""
+    order = [F.col(BEGIN).asc_nulls_first(), F.col(END).asc_nulls_last()]
+    by_key = Window.partitionBy(*keys).orderBy(*order, *[F.col(c).asc_nulls_last() for c in validity[:1]])
     previous_end, previous_open = F.lag(END).over(by_key), F.lag(OPEN).over(by_key)
     opens = F.sum(F.col(OPEN).cast("int")).over(Window.partitionBy(*keys))
     end_missing = F.col(end_column).isNotNull() & F.col(END).isNull() & ~F.col(OPEN)
@@ -78,7 +89,7 @@ def problems(normal: DataFrame, *, keys: list[str], end_column: str, open_end: s
         ),
         (Problem.BEGIN_NOT_DATE, F.col(BEGIN).isNull()),
         (Problem.END_NOT_DATE, end_missing),
-        (Problem.NO_DAY, F.col(END) <= F.col(BEGIN)),
+        (Problem.NO_DAY, _no_time(validity)),
         (
             Problem.AFTER_THROUGH,
             (F.col(BEGIN) > F.lit(through).cast("date")) | (F.col(END) > F.lit(through).cast("date")),
@@ -99,6 +110,16 @@ def problems(normal: DataFrame, *, keys: list[str], end_column: str, open_end: s
     )
 
 
+def _no_time(validity: tuple[str, ...]) -> Column:
+    """A version that holds no day; with validity columns, one that ends on the date it begins
+    holds a while if its validity does."""
+    if not validity:
+        return F.col(END) <= F.col(BEGIN)
+    valid_from, valid_to = validity
+    within_day = (F.col(END) == F.col(BEGIN)) & (F.col(valid_from) < F.col(valid_to))
+    return (F.col(END) <= F.col(BEGIN)) & ~F.coalesce(within_day, F.lit(False))
+
+
 def closings(normal: DataFrame) -> DataFrame:
     """Versions per date whose run closed them (END; NULL: the open ones)."""
     return normal.groupBy(END).count()
@@ -112,12 +133,17 @@ def versions(
     end_column: str,
     end_style: EndStyle,
     open_end: str,
+    valid_to: tuple[str, str] | None = None,
 ) -> DataFrame:
     """The rows in zipper's form: the data `columns`, the begin as `YYYY-MM-DD` text in
     `begin_column`, and in `end_column` the table's open end for open versions, else the end the
-    run of their END gives (that date, or the day before it with inclusive ends)."""
+    run of their END gives (that date, or the day before it with inclusive ends). `valid_to`:
+    the valid-to column and its type, which open versions get as the open end at midnight."""
     closed = F.col(END) if end_style == EndStyle.EXCLUSIVE else F.date_sub(F.col(END), 1)
     end = F.when(F.col(OPEN), F.lit(open_end)).otherwise(F.date_format(closed, "yyyy-MM-dd"))
-    return normal.select(
-        *[F.col(c) for c in columns], F.date_format(BEGIN, "yyyy-MM-dd").alias(begin_column), end.alias(end_column)
-    )
+    shown = [F.col(c) for c in columns]
+    if valid_to is not None:
+        name, kind = valid_to
+        until = F.when(F.col(OPEN), F.lit(open_end).cast(kind)).otherwise(F.col(name))
+        shown = [until.alias(name) if c == name else F.col(c) for c in columns]
+    return normal.select(*shown, F.date_format(BEGIN, "yyyy-MM-dd").alias(begin_column), end.alias(end_column))
