@@ -120,6 +120,12 @@ def start_early(settings: SessionSettings) -> None:
     service = SparkServerService(settings)
     if service.running() is not None:
         return
+    # The thread's warm-up imports pyspark's Connect client; imported here first, so that it never
+    # imports pyspark while this thread does (pyspark's package and `pyspark.sql` import each other,
+    # and two threads importing them at once left one a half-made module). This thread imports
+    # pyspark next anyway; the server starts the second or so later.
+    import pyspark.sql.connect.session  # noqa: F401
+
     started: Future = Future()
 
     def start() -> None:
