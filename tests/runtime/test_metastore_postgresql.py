@@ -11,8 +11,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from pymetastore.hive_metastore.ttypes import InvalidOperationException
 
-from tests import postgres
+from tests import postgres, support
 from tests.cli.helpers import day, make_spec, write_parquet, zipper
 from tests.cli.test_cli import assert_one_line_error
 from zipper.core.hms import LockNotGranted, MetastoreClient
@@ -86,6 +87,38 @@ def test_table_locks_are_kept_in_postgresql(pg, merged):
         with second.exclusive_lock("dw", "dim", wait_s=0, agent="second publish"):
             assert pg.psql("SELECT hl_agent_info, hl_lock_state FROM hive_locks") == [["second publish", "a"]]
     assert pg.psql("SELECT count(*) FROM hive_locks") == [["0"]]
+
+
+def test_a_drop_that_moves_a_column_of_another_type_passes_the_check_of_a_postgresql_metastore(pg, merged):
+    """Dropping `name` (text) moves `n` (int) into its place, which the metastore's positional type
+    check (on) refuses in one call: the drop makes it two calls the check passes, the columns
+    kept in PostgreSQL."""
+    root, _ = merged
+    spec_root = root / "moved"
+    specs = make_spec(spec_root, "scores")
+    support.write_parquet(
+        spec_root / "data" / "base", [(1, "ann", 7, "Oslo")], "id bigint, name string, n int, city string"
+    )
+    made = zipper(root, "init", "scores", "--specs", str(specs), **settings(pg))
+    assert made.returncode == 0, made.stderr[-2000:]
+    uri = MetastoreService(root / "warehouse").running().uri
+    with MetastoreClient(uri) as metastore:  # the check is on: one call moving the types is refused
+        table = metastore.table("dw", "scores")
+        table.sd.cols = [c for c in table.sd.cols if c.name != "name"]
+        with pytest.raises(InvalidOperationException, match="incompatible with the existing columns"):
+            metastore.alter_table("dw", "scores", table)
+    dropped = zipper(root, "alter", "scores", "--drop-column", "name", "--specs", str(specs), **settings(pg))
+    assert dropped.returncode == 0 and "dropped column name" in dropped.stdout, dropped.stderr[-2000:]
+    with MetastoreClient(uri) as metastore:
+        assert [c.name for c in metastore.table("dw", "scores").sd.cols] == ["id", "n", "city", "begin_dt"]
+    assert pg.psql(
+        'SELECT c."COLUMN_NAME" FROM "COLUMNS_V2" c JOIN "SDS" s ON s."CD_ID" = c."CD_ID"'
+        ' JOIN "TBLS" t ON t."SD_ID" = s."SD_ID" WHERE t."TBL_NAME" = \'scores\' ORDER BY c."INTEGER_IDX"'
+    ) == [["id"], ["n"], ["city"], ["begin_dt"]]
+    history = zipper(
+        root, "history", "scores", "--key", "id=1", "--format", "json", "--specs", str(specs), **settings(pg)
+    )
+    assert [json.loads(line)["city"] for line in history.stdout.splitlines()] == ["Oslo"], history.stderr
 
 
 def test_status_names_the_postgresql_database_and_never_its_password(pg, merged):

@@ -41,6 +41,31 @@ AGENT_MAX = 128  # the metastore's column for a lock's agent is varchar(128)
 log = logging.getLogger(__name__)
 
 
+def _let_python_mark_exceptions() -> None:
+    """The bindings' exceptions refuse every attribute set after they are made ("can't modify
+    immutable instance"), Python's own marks too: a metastore refusal raised through a
+    `contextlib.contextmanager` block (which sets its `__traceback__`) turned into that TypeError,
+    and the metastore's message was lost. Their classes let Python set its dunder attributes."""
+    from pymetastore.hive_metastore import ttypes
+    from thrift.Thrift import TException
+
+    for kind in vars(ttypes).values():
+        if isinstance(kind, type) and issubclass(kind, TException) and "__setattr__" in vars(kind):
+            if not getattr(kind, "_zipper_marks", False):
+                kind.__setattr__ = _dunder_settable(kind.__setattr__)
+                kind._zipper_marks = True
+
+
+def _dunder_settable(refuse):
+    def settable(self, name, value):
+        if name.startswith("__") and name.endswith("__"):
+            BaseException.__setattr__(self, name, value)
+        else:
+            refuse(self, name, value)
+
+    return settable
+
+
 class MetastoreUnreachable(StateError):
     """The metastore did not answer, or stopped answering during a call: nothing it had not
     applied was published. The CLI tells it as the warehouse's server stopping, where it is."""
@@ -91,6 +116,7 @@ class MetastoreClient:
             ) from None
         self._socket.setTimeout(None)  # a listing of many partitions may take a while: no read timeout
         self.client = ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(self._transport))
+        _let_python_mark_exceptions()
         return self
 
     def __exit__(self, *exc_info) -> None:
