@@ -9,7 +9,7 @@ import pytest
 from tests.inputs.test_cdc import END, UPDATED, at
 from tests.support import TableFixture, day, table_rows
 from zipper.core.errors import InputError, StateError
-from zipper.jobs import adopt, merge, rebuild
+from zipper.jobs import adopt, merge, rebuild, replay
 from zipper.table import check, inspect, state
 
 OPEN = "9999-12-31"
@@ -73,6 +73,12 @@ def test_the_articles_table_is_adopted_with_its_history_and_the_next_merge_conti
         (4, "zhao", "188", day(1).isoformat(), OPEN),
     ]
     assert sorted(tuple(r) for r in spark.table(legacy).collect()) == sorted(rows)
+    # a rerun of that date restores the adopted state and replays it: the same table
+    merged = table_rows(spark, t.table)
+    replay.rerun(spark, t.spec, day(1))
+    assert table_rows(spark, t.table) == merged
+    with pytest.raises(StateError, match="date is before the spec's start_date 2024-01-01"):
+        replay.rerun(spark, t.spec, THROUGH)
 
     # what cannot be done on an adopted table says so in one line
     with pytest.raises(StateError, match=f"history up to {THROUGH} was adopted from {legacy}, and a rebuild"):
@@ -148,9 +154,10 @@ def test_a_table_whose_rows_are_not_one_chain_per_key_is_refused_naming_the_keys
 def test_a_table_with_validity_times_keeps_versions_within_a_day_and_merges_go_on_with_updated_at(
     spark, tmp_path, unique_name
 ):
-    # exclusive date ends, dates as dates, a validity pair; key 1's Rome lived within day 1
+    # exclusive date ends, dates as dates, 3000-12-31 as the open end, a validity pair; key 1's Rome
+    # lived within day 1
     ddl = "id bigint, city string, b date, e date, vf timestamp, vt timestamp"
-    far = day(0).replace(year=9999, month=12, day=31)
+    far = day(0).replace(year=3000, month=12, day=31)
     rows = [
         (1, "Oslo", day(0), day(1), at(0, 9), at(1, 10)),
         (1, "Rome", day(1), day(1), at(1, 10), at(1, 11)),
@@ -160,7 +167,7 @@ def test_a_table_with_validity_times_keeps_versions_within_a_day_and_merges_go_o
     ]
     legacy = legacy_table(spark, unique_name, ddl, rows)
     adopted = {"table": legacy, "begin_column": "b", "end_column": "e", "end_style": "exclusive"}
-    adopted |= {"valid_from_column": "vf", "valid_to_column": "vt"}
+    adopted |= {"open_end": "3000-12-31", "valid_from_column": "vf", "valid_to_column": "vt"}
     t = TableFixture(tmp_path, unique_name, schema=UPDATED, source={"updated_at": "ts"}, adopt=adopted)
     with pytest.raises(InputError, match="1 key with a version that ends before it begins: 3;"):
         adopt.adopt(spark, t.spec, day(1))
