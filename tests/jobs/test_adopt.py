@@ -8,7 +8,7 @@ import pytest
 
 from tests.inputs.test_cdc import END, UPDATED, at
 from tests.support import TableFixture, day, table_rows
-from zipper.core.errors import InputError, StateError
+from zipper.core.errors import InputError, SpecError, StateError
 from zipper.jobs import adopt, merge, rebuild, replay
 from zipper.table import check, inspect, state
 
@@ -39,6 +39,13 @@ def test_the_articles_table_is_adopted_with_its_history_and_the_next_merge_conti
     t = TableFixture(tmp_path, unique_name, keys=("user_id",), schema="user_id bigint, name string, phone string")
     t = t.with_options(adopt=adopted, keys=["user_id"])
 
+    # the hand-written table named as the spec's own: refused, the table as it was
+    with pytest.raises(SpecError, match="adopt.table is the spec's own table"):
+        adopt.adopt(spark, t.with_options(table=legacy).spec, THROUGH)
+    other = legacy_table(spark, unique_name, ddl, rows[:1], "other")  # a table zipper did not make
+    with pytest.raises(StateError, match="table exists and was not created by zipper; refusing to change it"):
+        adopt.adopt(spark, t.with_options(table=other).spec, THROUGH)
+    assert spark.table(other).count() == 1
     dry = adopt.adopt(spark, t.spec, THROUGH, dry_run=True)
     assert dry.message == (
         f"dry run: would adopt 2 open rows, 3 closed rows in 3 history partitions from {legacy}; nothing was written"

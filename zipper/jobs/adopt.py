@@ -58,7 +58,14 @@ def adopt(spark, spec: TableSpec, through: dt.date, allow_gaps: bool = False, dr
     started = time.monotonic()
     where = {"table": spec.table, "ds": through.isoformat()}
     source = _section(spec, where)
+    if source.table.lower() == spec.table.lower():
+        raise SpecError(
+            f"adopt.table is the spec's own table {spec.table}: adopt makes a new table from it and leaves it"
+            " as it is; name another `table:` in the spec",
+            **where,
+        )
     st = state.read_state(spark, spec)
+    state.check_owned(st, spec, through)  # a table zipper did not make is never dropped or changed
     if st.initialized:
         raise StateError(
             f"the table exists already (base date {st.init_ds}, at {st.last_committed}); adopt makes a new table:"
@@ -66,6 +73,16 @@ def adopt(spark, spec: TableSpec, through: dt.date, allow_gaps: bool = False, dr
             **where,
         )
     adopted = _read(spark, spec, source, through, allow_gaps)
+    try:
+        return _adopted(spark, spec, st, source, through, adopted, dry_run, started)
+    finally:
+        adopted.normal.unpersist()
+
+
+def _adopted(
+    spark, spec: TableSpec, st, source: AdoptSpec, through: dt.date, adopted: Adopted, dry_run: bool, started: float
+) -> RunResult:
+    """The adoption of the table as read and checked: said (a dry run), or written and published."""
     partitions = len([day for day in adopted.closed_by if day is not None])
     said = (
         f"{counted(adopted.open_rows, 'open row')}, {counted(adopted.closed_rows, 'closed row')} in"
