@@ -184,7 +184,7 @@ def _read(spark, spec: TableSpec, source: AdoptSpec, through: dt.date, allow_gap
     where = {"table": spec.table, "ds": through.isoformat()}
     if not spark.catalog.tableExists(source.table):
         raise InputError(f"{what} does not exist; nothing was changed", **where)
-    rows = spark.table(source.table)
+    rows = store.other_table(spark, source.table)
     types = {f.name.lower(): (f.name, f.dataType.simpleString()) for f in rows.schema.fields}
     mapped = [c for c in (source.begin_column, source.end_column, source.snapshot_column) if c]
     missing = [c for c in [*source.own_columns, *spec.keys] if c.lower() not in types]

@@ -128,6 +128,12 @@ def largest(spark, directory: str, column: str) -> str | None:
     return spark.read.parquet(directory).agg(F.max(column)).first()[0]
 
 
+def other_table(spark, name: str) -> DataFrame:
+    """The rows of a table zipper did not make (the one `zipper adopt` takes over), as Spark reads
+    it; only read."""
+    return spark.table(name)
+
+
 def read_written(spark, *directories: str) -> DataFrame:
     """The rows of Parquet files the table's runs wrote as side tables (an erasure's key hashes, a
     correction's removed versions, a dry run's keys), with the columns their files have."""
