@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -85,7 +86,6 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     from zipper.core.alter import AlterKind, AlterRequest
     from zipper.jobs.handle import ZipperTable
-    from zipper.runtime.metastore import MetastoreService
     from zipper.runtime.session import build_session, release_session, server_url
     from zipper.runtime.settings import SessionSettings, SparkRunner
     from zipper.table import catalog
@@ -166,14 +166,7 @@ def main(argv=None) -> int:
         )
         return 0
     finally:
-        stopped = hosted.spark_service(layout).stop()
-        if stopped is not None:
-            print(f"stopped the warehouse's Spark Connect server (pid {stopped.pid})", flush=True)
-        stopped = MetastoreService(layout.warehouse).stop()
-        if stopped is not None:
-            print(f"stopped the warehouse's metastore server (pid {stopped.pid})", flush=True)
-        import shutil
-
+        hosted.stop_servers(layout)
         shutil.rmtree(layout.root, ignore_errors=True)
 
 

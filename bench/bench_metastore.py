@@ -211,6 +211,18 @@ def spark_service(layout: Layout):
     return SparkServerService(SessionSettings(warehouse=str(layout.warehouse)))
 
 
+def stop_servers(layout: Layout) -> None:
+    """The warehouse's Spark Connect server, then its metastore server (by process id), each said."""
+    from zipper.runtime.metastore import MetastoreService
+
+    stopped = spark_service(layout).stop()
+    if stopped is not None:
+        print(f"stopped the warehouse's Spark Connect server (pid {stopped.pid})", flush=True)
+    stopped = MetastoreService(layout.warehouse).stop()
+    if stopped is not None:
+        print(f"stopped the warehouse's metastore server (pid {stopped.pid})", flush=True)
+
+
 # ---------------------------------------------------------------- step 1: dbt's virtualenv
 
 
@@ -573,7 +585,6 @@ def main(argv=None) -> int:
     if args.copy_probe:
         copy_probe(*args.copy_probe)
         return 0
-    from zipper.runtime.metastore import MetastoreService
 
     stop_on_sigterm()
     load_at_start = os.getloadavg()
@@ -600,12 +611,7 @@ def main(argv=None) -> int:
         report(args, samples, split, notes, load_at_start, dbt_version)
         return 1 if any("DIFFERENT" in n for n in notes) else 0
     finally:
-        spark_stopped = spark_service(layout).stop()
-        if spark_stopped is not None:
-            print(f"stopped the warehouse's Spark Connect server (pid {spark_stopped.pid})", flush=True)
-        stopped = MetastoreService(layout.warehouse).stop()
-        if stopped is not None:
-            print(f"stopped the warehouse's metastore server (pid {stopped.pid})", flush=True)
+        stop_servers(layout)
         if args.keep:
             print(f"kept {layout.root}")
         else:

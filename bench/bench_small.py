@@ -154,7 +154,6 @@ def process_rounds(layout: hosted.Layout, days: list[dt.date], warmup: int, dbt:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from zipper.runtime.metastore import MetastoreService
 
     stop_on_sigterm()
     load_at_start = os.getloadavg()
@@ -208,12 +207,7 @@ def main(argv=None) -> int:
         print(result)
         return 1 if any("DIFFERENT" in n for n in notes) else 0
     finally:
-        stopped = hosted.spark_service(layout).stop()
-        if stopped is not None:
-            print(f"stopped the warehouse's Spark Connect server (pid {stopped.pid})", flush=True)
-        stopped = MetastoreService(layout.warehouse).stop()
-        if stopped is not None:
-            print(f"stopped the warehouse's metastore server (pid {stopped.pid})", flush=True)
+        hosted.stop_servers(layout)
         if args.keep:
             print(f"kept {layout.root}")
         else:

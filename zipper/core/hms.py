@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import getpass
 import logging
 import os
@@ -41,6 +42,7 @@ AGENT_MAX = 128  # the metastore's column for a lock's agent is varchar(128)
 log = logging.getLogger(__name__)
 
 
+@functools.cache
 def _let_python_mark_exceptions() -> None:
     """The bindings' exceptions refuse every attribute set after they are made ("can't modify
     immutable instance"), Python's own marks too: a metastore refusal raised through a
@@ -51,9 +53,7 @@ def _let_python_mark_exceptions() -> None:
 
     for kind in vars(ttypes).values():
         if isinstance(kind, type) and issubclass(kind, TException) and "__setattr__" in vars(kind):
-            if not getattr(kind, "_zipper_marks", False):
-                kind.__setattr__ = _dunder_settable(kind.__setattr__)
-                kind._zipper_marks = True
+            kind.__setattr__ = _dunder_settable(kind.__setattr__)
 
 
 def _dunder_settable(refuse):

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 
 from pyspark.sql import functions as F
 
-from zipper.core import fs, layout
+from zipper.core import layout
 from zipper.core.errors import InputError, SpecError, StateError
 from zipper.core.reports import RunAction
 from zipper.jobs.init import created_table
+from zipper.jobs.rebuild import audit_slots
 from zipper.jobs.result import RunResult, counted
-from zipper.table import audit, catalog, publish, recovery, state, store
+from zipper.table import catalog, publish, recovery, state, store
 from zipper.tablespec.adoption import AdoptSpec
 from zipper.tablespec.model import VALIDITY_TYPES, TableSpec
 from zipper.tablespec.modes import Tracked
@@ -124,10 +125,7 @@ def _adopted(
         if day is not None
     }
     expected = {open_dir: adopted.open_rows} | {closed_dirs[day]: adopted.closed_by[day] for day in closed_dirs}
-    for directory in expected:
-        fs.mkdirs(directory)
-    written = {directory: store.rows_in(directory) for directory in expected}
-    audit.reconcile_rebuild(expected=expected, written=written, last=through.isoformat(), table=spec.table)
+    audit_slots(spec, through, expected)
 
     commit = publish.AdoptCommit(
         through,
@@ -247,12 +245,8 @@ def _read(spark, spec: TableSpec, source: AdoptSpec, through: dt.date, allow_gap
         ).collect()
     }
     gaps = found.pop(adoption.Problem.GAP, (0, []))
-    if allow_gaps:
-        gaps_allowed = gaps[0]
-    else:
-        gaps_allowed = 0
-        if gaps[0]:
-            found[adoption.Problem.GAP] = gaps
+    if gaps[0] and not allow_gaps:
+        found[adoption.Problem.GAP] = gaps
     if found:
         shown = "; ".join(
             f"{counted(n, 'key')} with {problem}: {', '.join(examples)}" + (" ..." if n > len(examples) else "")
@@ -264,4 +258,4 @@ def _read(spark, spec: TableSpec, source: AdoptSpec, through: dt.date, allow_gap
     if not closed_by:
         copy = f" has no copy with {source.snapshot_column} = {through}" if source.snapshot_column else " has no rows"
         raise InputError(f"{what}{copy}; nothing was changed", **where)
-    return Adopted(normal, columns, closed_by, gaps_allowed)
+    return Adopted(normal, columns, closed_by, gaps[0] if allow_gaps else 0)

@@ -75,7 +75,8 @@ def rebuild(
     }
     open_rows = counts[end]["open_after"] if dates else per_date.get(init_ds.isoformat(), {}).get("new", 0)
     expected = {open_dir: open_rows} | {closed_dirs[day]: counts[day]["closed"] for day in dates}
-    _audit(spark, spec, end, expected)
+    audit_slots(spec, end, expected)
+    faults.checkpoint("after_rebuild_write")
 
     fingerprints = {day: found.increments[day].fingerprint for day in closed_dirs}
     init_params = {state.INIT_DS: init_ds.isoformat(), state.INIT_FINGERPRINT: base_fingerprint}
@@ -184,14 +185,13 @@ def _write_versions(
     return per_date
 
 
-def _audit(spark, spec: TableSpec, end: dt.date, expected: dict[str, int]) -> None:
+def audit_slots(spec: TableSpec, end: dt.date, expected: dict[str, int]) -> None:
     """Every slot directory made (an empty one too), and its rows as the counts expect, before
-    anything is published (`audit.reconcile_rebuild`)."""
+    anything is published (`audit.reconcile_rebuild`): a rebuild's, and an adoption's."""
     for directory in expected:
         fs.mkdirs(directory)
     written = {directory: store.rows_in(directory) for directory in expected}
     audit.reconcile_rebuild(expected=expected, written=written, last=end.isoformat(), table=spec.table)
-    faults.checkpoint("after_rebuild_write")
 
 
 @dataclass(frozen=True)

@@ -162,15 +162,7 @@ def planned_column_edit(spark, spec: TableSpec, edits: dict[str, str | None]) ->
     reader can see the column NULL is the write's alone."""
     current = [(f.name, f.dataType) for f in spark.table(spec.table).schema.fields if f.name != spec.end_column]
     fields = [(edits.get(name, name), kind) for name, kind in current if edits.get(name, name) is not None]
-    threshold = int(spark.conf.get(SCHEMA_THRESHOLD_CONF, None) or SCHEMA_THRESHOLD_DEFAULT)
-    renamed = {old: new for old, new in edits.items() if new}
-    write = session_catalog(spark).planned_data_columns(spec, fields, renamed, threshold=threshold)
-
-    def edit() -> None:
-        write()
-        refresh(spark, spec)
-
-    return edit
+    return _planned_data_columns(spark, spec, fields, {old: new for old, new in edits.items() if new})
 
 
 def complete_data_columns(spark, spec: TableSpec) -> bool:
@@ -184,9 +176,22 @@ def complete_data_columns(spark, spec: TableSpec) -> bool:
 def _write_data_columns(spark, spec: TableSpec, fields: list, renamed: dict[str, str] | None = None) -> None:
     """The table's data columns made `fields` ((name, Spark DataType)), Hive's and Spark's alike;
     `renamed`: old -> new names, whose comments follow them."""
+    _planned_data_columns(spark, spec, fields, renamed)()
+
+
+def _planned_data_columns(
+    spark, spec: TableSpec, fields: list, renamed: dict[str, str] | None = None
+) -> Callable[[], None]:
+    """`_write_data_columns` with its reads done now; the returned call writes, then refreshes
+    the session's view of the table."""
     threshold = int(spark.conf.get(SCHEMA_THRESHOLD_CONF, None) or SCHEMA_THRESHOLD_DEFAULT)
-    session_catalog(spark).write_data_columns(spec, fields, renamed, threshold=threshold)
-    refresh(spark, spec)
+    write = session_catalog(spark).planned_data_columns(spec, fields, renamed, threshold=threshold)
+
+    def written() -> None:
+        write()
+        refresh(spark, spec)
+
+    return written
 
 
 # -- DDL and the session's cache, through Spark SQL

@@ -188,19 +188,15 @@ def publish_adoption(spark, spec: TableSpec, st: state.TableState, adopted: Adop
     fs.mkdirs(empty)
     now = utc_now_iso()
     closed = [
-        Partition(
-            spec.closed_end(day).isoformat(),
+        _history_partition(
+            spec,
+            day,
             directory,
-            state.Commit(
-                day.isoformat(),
-                run_id,
-                now,
-                fingerprint,
-                {"closed": adopted.closed_rows[day]},
-                adopted.closed_rows[day],
-                spec.closed_end(day).isoformat(),
-                action=state.CommitAction.ADOPT,
-            ).params(),
+            run_id,
+            now,
+            fingerprint,
+            {"closed": adopted.closed_rows[day]},
+            state.CommitAction.ADOPT,
         )
         for day, directory in sorted(adopted.closed_dirs.items())
     ]
@@ -213,6 +209,23 @@ def publish_adoption(spark, spec: TableSpec, st: state.TableState, adopted: Adop
         catalog.repoint(
             spark, spec, [Partition(open_end, adopted.open_dir, params), *closed], expected_run=st.open_run, ds=through
         )
+
+
+def _history_partition(
+    spec: TableSpec,
+    day: dt.date,
+    directory: str,
+    run_id: str,
+    now: str,
+    fingerprint: str,
+    counts: dict,
+    action: state.CommitAction,
+) -> Partition:
+    """The history partition of the versions `day`'s run closed, at `directory`, with the commit
+    record of `day` (a rebuild's or an adoption's: their closed rows are `counts["closed"]`)."""
+    end = spec.closed_end(day).isoformat()
+    commit = state.Commit(day.isoformat(), run_id, now, fingerprint, counts, counts["closed"], end, action=action)
+    return Partition(end, directory, commit.params())
 
 
 def publish_day(spark, spec: TableSpec, st: state.TableState, day: DayCommit, columns: DayColumns) -> None:
@@ -368,19 +381,8 @@ def publish_rebuild(spark, spec: TableSpec, st: state.TableState, rebuilt: Rebui
     fs.mkdirs(empty)
     now = utc_now_iso()
     wanted = {
-        spec.closed_end(day).isoformat(): Partition(
-            spec.closed_end(day).isoformat(),
-            directory,
-            state.Commit(
-                day.isoformat(),
-                run_id,
-                now,
-                fingerprints[day],
-                counts[day],
-                counts[day]["closed"],
-                spec.closed_end(day).isoformat(),
-                action=state.CommitAction.REBUILD,
-            ).params(),
+        spec.closed_end(day).isoformat(): _history_partition(
+            spec, day, directory, run_id, now, fingerprints[day], counts[day], state.CommitAction.REBUILD
         )
         for day, directory in closed_dirs.items()
     }
