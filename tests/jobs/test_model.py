@@ -29,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from tests.support import TableFixture, day, table_rows
+from tests.support import TableFixture, assert_equals_a_rebuild, day, table_rows
 from zipper.jobs import merge
 from zipper.jobs.init import init_table
 from zipper.table import check
@@ -548,12 +548,21 @@ def assert_each_scenario(rows: list[tuple], cases: list[Case], at: int, when: st
 
 
 def run_against_model(
-    spark, root_factory, shape: dict, end_style: str, cases: list[Case], *, schema=None, **spec_options
+    spark,
+    root_factory,
+    shape: dict,
+    end_style: str,
+    cases: list[Case],
+    *,
+    schema=None,
+    rebuilds: bool = False,
+    **spec_options,
 ) -> None:
     """Build one table from the batch's bases, merge each day's files (the scenarios' rows together),
     and compare each day's counts with the sum of the models' and each scenario's rows with its model.
 
-    Each day's file is written as `schema` (default: the shape's)."""
+    Each day's file is written as `schema` (default: the shape's). `rebuilds`: at the end, a one-pass
+    `zipper rebuild` of the table changes no row and no recorded count."""
     at = shape.get("int_key", 0)
     fixture = TableFixture(
         root_factory.mktemp("m"),
@@ -579,6 +588,8 @@ def run_against_model(
         assert result.action == "merge", (n, result.summary())
         assert result.counts == expected_counts, f"counts of day {n} ({day(n)}), the sum of the scenarios'"
         assert_each_scenario(table_rows(spark, fixture.table), cases, at, f"after day {n} ({day(n)})")
+    if rebuilds:
+        assert_equals_a_rebuild(spark, fixture)
     for seen in sorted(set().union(*(case.model.seen for case in cases))):
         event(seen)
     event(f"end_style {end_style}")
@@ -792,7 +803,7 @@ def test_snapshots_match_the_model(spark, tmp_path_factory, batch, validity):
         for base, days in spread(scenarios_, snapshots=True)
     ]
     source = {"mode": "snapshot", "hard_deletes": hard_deletes}
-    run_against_model(spark, tmp_path_factory, SINGLE, end_style, cases, source=source)
+    run_against_model(spark, tmp_path_factory, SINGLE, end_style, cases, source=source, rebuilds=True)
     event(f"hard_deletes {hard_deletes}")
 
 

@@ -13,7 +13,7 @@ import pytest
 from pyspark.testing import assertDataFrameEqual
 
 from tests.jobs.test_model import ZipperModel
-from tests.support import SharedTable, TableFixture, day, sorted_rows, table_rows
+from tests.support import SharedTable, TableFixture, assert_equals_a_rebuild, day, sorted_rows, table_rows
 from zipper.core import faults
 from zipper.core.errors import AuditError, InputError, StateError, ZipperError
 from zipper.core.paths import local_path
@@ -91,16 +91,6 @@ def snapshot(spark, t):
 def assert_equals_what_a_rebuild_writes(spark, t):
     """The rebuild oracle, without publishing: the rows a rebuild would write are the table's."""
     assert sorted_rows(rebuild.rebuilt_rows(spark, t.spec)) == table_rows(spark, t.table)
-
-
-def assert_equals_a_rebuild(spark, t):
-    """The rebuild oracle: rebuilding in place changes no row and no recorded count."""
-    before = table_rows(spark, t.table)
-    counts = {d: c.counts for d, c in state.read_state(spark, t.spec).commits.items()}
-    rebuild.rebuild(spark, t.spec)
-    assert table_rows(spark, t.table) == before
-    assert {d: c.counts for d, c in state.read_state(spark, t.spec).commits.items()} == counts
-    assert check.run_checks(spark, t.spec)["ok"]
 
 
 def test_rerun_and_rebuild_of_a_table_whose_columns_are_not_identifiers(spark, tmp_path, unique_name):

@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from tests.inputs.test_landing import LandingZone
-from tests.support import SharedTable, TableFixture, day, table_rows
+from tests.support import SharedTable, TableFixture, assert_equals_a_rebuild, day, table_rows
 from zipper.core import faults
 from zipper.core.errors import InputError, StateError
 from zipper.inputs import reader
@@ -234,11 +234,46 @@ def test_rebuild_refuses_modes_it_cannot_compute_and_changes_nothing(spark, cdc_
     before = table_rows(spark, t.table), partitions(spark, t)
     with pytest.raises(
         StateError,
-        match=r"source mode upsert without sequence_by; this table has mode cdc\. Rerun from"
+        match=r"source mode upsert without sequence_by, or snapshot without updated_at; this table has mode cdc\."
+        r" Rerun from"
         rf" the first date after the base instead \(`zipper rerun {t.spec.name} --from {day(1)}`\)$",
     ):
         rebuild.rebuild(spark, t.spec)
     assert (table_rows(spark, t.table), partitions(spark, t)) == before
+
+
+def test_snapshots_rerun_and_rebuild_in_one_pass_with_tombstones_an_untracked_column_and_a_skipped_date(
+    spark, tmp_path, unique_name
+):
+    """A year of snapshots is one pass: `zipper rebuild` of a snapshot table (tombstones, `name`
+    updated in place, a date without a snapshot skipped) gives the rows and counts its merges
+    gave, and a rerun restores the state its untracked column had from the same one pass."""
+    t = TableFixture(
+        tmp_path,
+        unique_name,
+        source={"mode": "snapshot", "hard_deletes": "new_record", "on_missing_input": "skip"},
+        deleted_column="is_deleted",
+        track_columns=["city"],
+    )
+    t.write_base(spark, BASE)
+    snapshots = {
+        1: [(1, "ANN", "Oslo"), (2, "bob", "Paris"), (4, "dan", None)],  # 1 updated in place, 3 dropped
+        3: [(1, "ANN", "Oslo"), (3, "cid", None), (4, "Dan", None)],  # 2 dropped, 3 back; day 2 has none
+        4: [(1, "ann", "Bergen"), (3, "cid", None)],  # 4 dropped
+    }
+    for n, rows in snapshots.items():
+        t.write_increment(spark, day(n), rows)
+    for n in range(1, 5):
+        merge.merge_date(spark, t.spec, day(n))
+    merged = table_rows(spark, t.table)
+    assert (3, "cid", None, False, day(3).isoformat(), "9999-12-31") in merged  # back from its tombstone
+    assert state.read_state(spark, t.spec).commits[day(2).isoformat()].skipped
+    assert_equals_a_rebuild(spark, t)
+
+    t.write_increment(spark, day(4), [(1, "ann", "Bergen"), (3, "cid", None), (4, "DAN", None)])
+    replay.rerun(spark, t.spec, day(4))  # restores day 3's open rows (4 as "Dan") from the one pass
+    assert (4, "DAN", None, False, day(1).isoformat(), "9999-12-31") in table_rows(spark, t.table)
+    assert_equals_a_rebuild(spark, t)
 
 
 def test_rebuild_across_an_added_column_equals_the_incremental_table(spark, tmp_path, unique_name):

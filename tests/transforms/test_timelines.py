@@ -24,23 +24,23 @@ ROWS = [
 ]
 
 
-def marked(spark, tracked=("city",)):
-    return rt.marked(
-        spark.createDataFrame(ROWS, DATED), keys=["id"], columns=["id", "name", "city"], tracked=list(tracked)
-    )
-
-
-def versions(spark, end_style, tracked=("city",)):
-    return rt.versions(
-        marked(spark, tracked),
+def timeline(end_style="exclusive", tracked=("city",), **options):
+    return rt.Timeline(
         keys=["id"],
         columns=["id", "name", "city"],
         tracked=list(tracked),
-        begin_column="begin_dt",
-        end_column="end_dt",
         end_style=end_style,
         open_end=OPEN,
+        **options,
     )
+
+
+def marked(spark, tracked=("city",)):
+    return rt.marked(spark.createDataFrame(ROWS, DATED), timeline(tracked=tracked))
+
+
+def versions(spark, end_style, tracked=("city",)):
+    return rt.versions(marked(spark, tracked), timeline(end_style, tracked))
 
 
 @pytest.mark.parametrize(
@@ -98,5 +98,68 @@ def test_map_columns_mark_versions_by_their_entries(spark):
         ],
         "id bigint, tags map<string,int>, zipper_ds string",
     )
-    result = rt.marked(rows, keys=["id"], columns=["id", "tags"], tracked=["tags"])
+    result = rt.marked(rows, rt.Timeline(keys=["id"], columns=["id", "tags"], tracked=["tags"]))
     assert [r.zipper_kind for r in result.orderBy("zipper_ds").collect()] == ["new", "unchanged", "changed"]
+
+
+SNAPSHOTS = [
+    (1, "a", "x", "2024-01-01"),  # base
+    (1, "a", "x", "2024-01-02"),
+    (1, "a", "x", "2024-01-04"),  # missing from the snapshot of 01-03: deleted there, back here
+    (2, "b", "y", "2024-01-01"),
+    (2, "B", "y", "2024-01-02"),  # updated in place, then missing from every later snapshot
+    (3, "c", None, "2024-01-04"),  # new on the last date
+]
+SNAPSHOT_DATES = ("2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04")  # 01-03: a snapshot of key 9 only
+
+
+@pytest.mark.parametrize("tombstones", [False, True])
+def test_a_key_missing_from_the_next_snapshot_is_deleted_there_or_gets_a_tombstone(spark, tombstones):
+    """A delete ends the version where the key's presence stops (on the next snapshot date, not
+    the next date it is seen); without tombstones the key comes back new, with them the tombstone
+    (the version's values, deleted true) is closed by a change."""
+    rows = spark.createDataFrame([*SNAPSHOTS, (9, "z", "z", "2024-01-03")], DATED)
+    columns = ["id", "name", "city", "gone"] if tombstones else ["id", "name", "city"]
+    rows = rows.selectExpr("*", "CAST(NULL AS boolean) AS gone") if tombstones else rows
+    line = rt.Timeline(
+        keys=["id"],
+        columns=columns,
+        tracked=["city"],
+        open_end=OPEN,
+        tombstone="gone" if tombstones else None,
+        snapshot_dates=SNAPSHOT_DATES,
+    )
+    kinds = sorted(
+        (r.id, r.zipper_ds, r.zipper_kind) for r in rt.marked(rows.select(*columns, "zipper_ds"), line).collect()
+    )
+    back = "changed" if tombstones else "new"
+    assert [k for k in kinds if k[0] != 9] == [
+        (1, "2024-01-01", "new"),
+        (1, "2024-01-02", "unchanged"),
+        (1, "2024-01-03", "deleted"),
+        (1, "2024-01-04", back),
+        (2, "2024-01-01", "new"),
+        (2, "2024-01-02", "updated"),
+        (2, "2024-01-03", "deleted"),
+        (3, "2024-01-04", "new"),
+    ]
+    found = sorted(
+        tuple(r)
+        for r in rt.versions(rt.marked(rows.select(*columns, "zipper_ds"), line), line).where("id < 9").collect()
+    )
+    if tombstones:
+        assert found == [
+            (1, "a", "x", False, "2024-01-01", "2024-01-03"),
+            (1, "a", "x", False, "2024-01-04", OPEN),
+            (1, "a", "x", True, "2024-01-03", "2024-01-04"),
+            (2, "B", "y", False, "2024-01-01", "2024-01-03"),
+            (2, "B", "y", True, "2024-01-03", OPEN),
+            (3, "c", None, False, "2024-01-04", OPEN),
+        ]
+    else:
+        assert found == [
+            (1, "a", "x", "2024-01-01", "2024-01-03"),
+            (1, "a", "x", "2024-01-04", OPEN),
+            (2, "B", "y", "2024-01-01", "2024-01-03"),
+            (3, "c", None, "2024-01-04", OPEN),
+        ]

@@ -32,9 +32,10 @@ def read_input(
 ):
     """An input (increment or base) read with lower-case column names and the checks every
     reader needs: no two names differing only in case, none of the table's own columns, every
-    key present. `table_columns` is the schema an empty input gets; without it (None) an empty
-    input reads as None."""
-    schema = struct_type(table_columns) if table_columns is not None else None
+    key present. `table_columns` is the schema an empty input gets (without the table's own
+    columns, which no input has); without it (None) an empty input reads as None."""
+    own = spec.own_columns
+    schema = struct_type([(c, t) for c, t in table_columns if c not in own]) if table_columns is not None else None
     try:
         df = reader.read(spark, located, source, schema, ds=ds)
     except InputError as exc:

@@ -65,7 +65,7 @@ def rebuild(
 
     run_root = state.run_dir(st, run_id)
     per_date = _write_versions(spark, spec, st, init_ds, found, run_root)
-    counts = _commit_counts(per_date, init_ds, dates)
+    counts = _commit_counts(spec, per_date, init_ds, dates)
     for day in dates:  # a date skipped for want of input is recorded so, as its merge records it
         if found.increments[day].missing:
             counts[day][SKIPPED] = NO_INPUT_REASON
@@ -119,7 +119,8 @@ def _refuse_mode(spec: TableSpec, st: state.TableState, last: dt.date | None) ->
         return
     first = st.init_ds + DAY if st.initialized else spec.start_date
     raise StateError(
-        f"rebuild computes the table in one pass from full-state rows: source mode upsert without sequence_by;"
+        f"rebuild computes the table in one pass from full-state rows: source mode upsert without sequence_by,"
+        f" or snapshot without updated_at;"
         f" this table has mode {source_kind(spec)}."
         f" Rerun from the first date after the base instead (`zipper rerun {spec.name} --from {first}`)",
         table=spec.table,
@@ -178,7 +179,9 @@ def _write_versions(
         marked.rows.persist()  # read twice: the counts, then the versions
         try:
             per_date = {r[DS]: {k: int(r[k]) for k in KINDS} for r in timelines.daily_counts(marked.rows).collect()}
-            versions = timelines.with_slot(_versions(spec, marked), spec.end_column, spec.open_end.isoformat())
+            versions = timelines.with_slot(
+                timelines.versions(marked.rows, marked.timeline), spec.end_column, spec.open_end.isoformat()
+            )
             store.write_slots(versions, run_root)
         finally:
             marked.rows.unpersist()
@@ -214,14 +217,18 @@ class Marked:
     computed from: the columns and the tracked ones (worked out once, for marking and for the
     versions alike)."""
 
-    rows: object  # DataFrame: columns + DS + KIND
-    names: list[str]
-    tracked: list[str]
+    rows: object  # DataFrame: columns + DS + OP + KIND
+    timeline: timelines.Timeline
 
 
 def _locate_inputs(spark, spec: TableSpec, init_ds: dt.date, dates: list[dt.date]) -> Located:
-    """Every missing increment (then a missing base) named before anything is read."""
+    """Every missing increment (then a missing base) named before anything is read, and an
+    input the mode cannot take empty refused."""
     increments = modes.locate_dates(spark, spec, dates)
+    strategy = modes.mode_of(spec)
+    for day, located in increments.items():
+        if not located.missing:
+            strategy.refuse_empty(spec, day, located)
     return Located(dated.locate_base(spark, spec, init_ds), init_ds, increments)
 
 
@@ -238,23 +245,16 @@ def _marked_inputs(spark, spec: TableSpec, init_ds: dt.date, found: Located, kee
     if keep is not None:
         rows = keep(rows)
     tracked = conform.tracked_columns(spec, names, dates[-1].isoformat() if dates else None)
-    marked = timelines.marked(
-        rows, keys=spec.keys, columns=names, tracked=tracked, fill_nulls=spec.source.fills_null_updates
-    )
-    return Marked(marked, names, tracked)
+    timeline = timeline_of(spec, names, tracked, init_ds, found.increments)
+    return Marked(timelines.marked(rows, timeline), timeline)
 
 
-def _versions(spec: TableSpec, marked: Marked):
-    return timelines.versions(
-        marked.rows,
-        keys=spec.keys,
-        columns=marked.names,
-        tracked=marked.tracked,
-        begin_column=spec.begin_column,
-        end_column=spec.end_column,
-        end_style=spec.end_style,
-        open_end=spec.open_end.isoformat(),
-    )
+def timeline_of(
+    spec: TableSpec, names: list[str], tracked: list[str], base_ds: dt.date, increments: dict
+) -> timelines.Timeline:
+    """The one pass of `spec` over a table of `names` from the base of `base_ds` and the
+    `increments` (date -> located input): its mode says which dates close the keys they lack."""
+    return timelines.Timeline.of(spec, names, tracked, modes.mode_of(spec).snapshot_dates(spec, base_ds, increments))
 
 
 def rebuilt_rows(spark, spec: TableSpec, last: dt.date | None = None):
@@ -264,25 +264,40 @@ def rebuilt_rows(spark, spec: TableSpec, last: dt.date | None = None):
     init_ds = st.init_ds
     found = _locate_inputs(spark, spec, init_ds, date_range(init_ds + DAY, last or st.last_committed))
     with found.explained(spark, spec):
-        return _versions(spec, _marked_inputs(spark, spec, init_ds, found, corrected.dated_filter(spark, spec, st, DS)))
+        marked = _marked_inputs(spark, spec, init_ds, found, corrected.dated_filter(spark, spec, st, DS))
+        return timelines.versions(marked.rows, marked.timeline)
 
 
-def _commit_counts(per_date: dict[str, dict[str, int]], init_ds: dt.date, dates: list[dt.date]) -> dict:
-    """Each date's counts, as the merge of that date reports them."""
+def _commit_counts(
+    spec: TableSpec, per_date: dict[str, dict[str, int]], init_ds: dt.date, dates: list[dt.date]
+) -> dict:
+    """Each date's counts, as the merge of that date reports them: a mode's own counts
+    (`empty_counts`: a snapshot's rows), its deletes where it closes keys, tombstones where the
+    table keeps them; a snapshot's change set leaves out its unchanged keys."""
+    strategy = modes.mode_of(spec)
+    tombstones = spec.tombstone_column is not None
     open_rows = per_date.get(init_ds.isoformat(), {}).get("new", 0)  # the base: every row opens
     counts = {}
     for day in dates:
         c = per_date.get(day.isoformat(), dict.fromkeys(KINDS, 0))
-        opened = open_rows + c["new"]
+        seen = c["new"] + c["changed"] + c["unchanged"] + c["updated"]
+        opened = open_rows + c["new"] - (0 if tombstones else c["deleted"])
         counts[day] = {
-            "input": sum(c.values()),
+            **strategy.empty_counts(spec),
+            "input": seen + c["deleted"] - (c["unchanged"] if strategy.complete_source else 0),
             "new": c["new"],
             "changed": c["changed"],
             "unchanged": c["unchanged"],
             "updated_in_place": c["updated"],
-            "closed": c["changed"],
+            "closed": c["changed"] + c["deleted"],
             "open_before": open_rows,
             "open_after": opened,
         }
+        if "source_rows" in counts[day]:
+            counts[day]["source_rows"] = seen
+        if strategy.closes_keys:
+            counts[day]["deleted"] = c["deleted"]
+        if tombstones:
+            counts[day]["tombstones"] = c["deleted"]
         open_rows = opened
     return counts

@@ -29,7 +29,7 @@ from zipper.core.paths import user_path
 from zipper.core.reports import RunAction
 from zipper.inputs import conform, csv_values, dated, dayinput, file_types, metrics, modes
 from zipper.inputs.modes import mode_of
-from zipper.jobs import apply, corrected
+from zipper.jobs import apply, corrected, rebuild
 from zipper.jobs.context import Run, open_run, quiet
 from zipper.jobs.plan import plan_rerun, source_kind
 from zipper.jobs.result import RunResult
@@ -349,21 +349,10 @@ def _rebuilt_open_rows(
         )
     names = [c for c, _ in table_columns]
     rows = dated.dated_rows(spark, spec, table_columns, located, base, init_ds)
-    marked = timelines.marked(
-        rows, keys=spec.keys, columns=names, tracked=tracked, fill_nulls=spec.source.fills_null_updates
-    )
+    timeline = rebuild.timeline_of(spec, names, tracked, init_ds, located)
     open_end = spec.open_end.isoformat()
     return (
-        timelines.versions(
-            marked,
-            keys=spec.keys,
-            columns=names,
-            tracked=tracked,
-            begin_column=spec.begin_column,
-            end_column=spec.end_column,
-            end_style=spec.end_style,
-            open_end=open_end,
-        )
+        timelines.versions(timelines.marked(rows, timeline), timeline)
         .where(f"`{spec.end_column}` = '{open_end}'")
         .select(*names, spec.begin_column)
     ), {init_ds: located_base, **located}

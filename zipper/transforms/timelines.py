@@ -6,25 +6,83 @@ row carries its date; per key, in date order, a row whose tracked columns equal 
 row's (NULL-safe) continues that row's version, any other row starts a new one. A version
 begins on the date of its first row, holds the columns of its last row (untracked columns are
 updated in place, as the merge does), and ends where the next version of its key begins (the
-day before, with inclusive ends), or is open."""
+day before, with inclusive ends), or is open.
+
+Snapshots close the keys they lack: a key missing from the snapshot after one that had it is
+deleted on that date (a delete row is added where its presence stops). A delete ends the key's
+version; with a tombstone column it opens a tombstone instead (the version's values, the column
+true), and the key's next row closes that as a change."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from zipper.core.layout import CLOSED_PREFIX, SLOT, Slot
+from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import EndStyle
 from zipper.transforms.equality import all_of, same, types_of
-from zipper.transforms.vocabulary import KIND
+from zipper.transforms.vocabulary import DELETE, KIND, OP, UPSERT
 
 DS = "zipper_ds"  # the date a row was loaded: the base date or an increment's run date
 VERSION = "zipper_version"
-# new: first row of its key; changed: tracked columns differ from the previous row's;
-# unchanged: every column equal; updated: only untracked columns differ (updated in place).
-KINDS = ("new", "changed", "unchanged", "updated")
+# new: first row of its key (or its first after a delete); changed: tracked columns differ from
+# the previous row's (or the key is back from its tombstone); unchanged: every column equal;
+# updated: only untracked columns differ (updated in place); deleted: the key left the snapshots.
+KINDS = ("new", "changed", "unchanged", "updated", "deleted")
 _LAST = "zipper__last"
 _FIRST = "zipper__first"
+_ENDED = "zipper__ended"  # a version a delete began: a tombstone, or no version at all
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """What a one-pass rebuild varies by, for one table and run of dates, as data (as
+    `shape.MergeShape` is for a day's merge).
+
+    `columns`: the table's data columns (keys among them); `tracked`: those whose change opens a
+    version. `fill_nulls` (ignore_null_updates): a NULL keeps the key's last value. `tombstone`:
+    the deleted column of a table with `hard_deletes: new_record`. `snapshot_dates`: with
+    snapshots that close the keys they lack, the dates that have one, in order (the base's first);
+    a date skipped for want of input is not among them, so it closes nothing."""
+
+    keys: tuple[str, ...]
+    columns: tuple[str, ...]
+    tracked: tuple[str, ...]
+    begin_column: str = "begin_dt"
+    end_column: str = "end_dt"
+    end_style: EndStyle = EndStyle.EXCLUSIVE
+    open_end: str = "9999-12-31"
+    fill_nulls: bool = False
+    tombstone: str | None = None
+    snapshot_dates: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        for name in ("keys", "columns", "tracked", "snapshot_dates"):  # a caller's lists, kept as tuples
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    @classmethod
+    def of(cls, spec: TableSpec, columns: list[str], tracked: list[str], snapshot_dates=()) -> Timeline:
+        """`spec`'s timeline over a table of `columns` (`tracked` among them)."""
+        return cls(
+            keys=tuple(spec.keys),
+            columns=tuple(columns),
+            tracked=tuple(tracked),
+            begin_column=spec.begin_column,
+            end_column=spec.end_column,
+            end_style=spec.end_style,
+            open_end=spec.open_end.isoformat(),
+            fill_nulls=spec.source.fills_null_updates,
+            tombstone=spec.tombstone_column,
+            snapshot_dates=tuple(snapshot_dates),
+        )
+
+    @property
+    def untracked(self) -> list[str]:
+        """The columns updated in place: neither keys, tracked, nor the tombstone column."""
+        return [c for c in self.columns if c not in self.keys and c not in self.tracked and c != self.tombstone]
 
 
 def dated(rows: DataFrame, columns: list[str], ds: str) -> DataFrame:
@@ -32,20 +90,42 @@ def dated(rows: DataFrame, columns: list[str], ds: str) -> DataFrame:
     return rows.select(*columns, F.lit(ds).alias(DS))
 
 
-def marked(
-    rows: DataFrame, *, keys: list[str], columns: list[str], tracked: list[str], fill_nulls: bool = False
-) -> DataFrame:
-    """Each dated row with what it does to its key's open version (one of KINDS).
+def _with_deletes(rows: DataFrame, timeline: Timeline) -> DataFrame:
+    """The dated rows with OP, and a delete row (the key's values, OP delete) on the next
+    snapshot date of each row whose key that snapshot lacks. One window per key: the rows stay
+    where it put them, so the marking's window reuses its shuffle."""
+    columns, by_key = list(timeline.columns), Window.partitionBy(*timeline.keys).orderBy(DS)
+    following = dict(zip(timeline.snapshot_dates, timeline.snapshot_dates[1:], strict=False))
+    if not following:
+        return rows.select(*columns, DS, F.lit(UPSERT).alias(OP))
+    next_snapshot = F.create_map(*[F.lit(d) for pair in following.items() for d in pair])[F.col(DS)]
+    rows = rows.select(*columns, DS, F.lead(DS).over(by_key).alias("zipper__next_seen"))
+    next_seen = F.col("zipper__next_seen")
+    gone = next_snapshot.isNotNull() & (next_seen.isNull() | (next_seen != next_snapshot))
 
-    `rows`: columns + DS, at most one row per key and date. `fill_nulls` (ignore_null_updates):
-    a row's NULL keeps its key's last non-NULL value of the dates before, as the daily merge fills
-    an update from the open version (the one-pass modes have no deletes to start afresh from)."""
+    def row(ds: Column, op: str) -> Column:
+        return F.struct(ds.alias(DS), F.lit(op).alias(OP))
+
+    seen, deleted = row(F.col(DS), UPSERT), row(next_snapshot, DELETE)
+    each = F.when(gone, F.array(seen, deleted)).otherwise(F.array(seen))
+    return rows.select(*columns, F.explode(each).alias("zipper__row")).select(*columns, "zipper__row.*")
+
+
+def marked(rows: DataFrame, timeline: Timeline) -> DataFrame:
+    """Each dated row with what it does to its key's open version (one of KINDS), and OP.
+
+    `rows`: columns + DS, at most one row per key and date. `timeline.fill_nulls`
+    (ignore_null_updates): a row's NULL keeps its key's last non-NULL value of the dates before, as
+    the daily merge fills an update from the open version (the modes that fill have no deletes
+    in one pass to start afresh from)."""
+    keys, columns, tracked = list(timeline.keys), list(timeline.columns), list(timeline.tracked)
     by_key = Window.partitionBy(*keys).orderBy(DS)
-    if fill_nulls:
+    if timeline.fill_nulls:
         so_far = by_key.rowsBetween(Window.unboundedPreceding, Window.currentRow)
         rows = rows.select(
             *[F.col(c) if c in keys else F.last(c, ignorenulls=True).over(so_far).alias(c) for c in columns], DS
         )
+    rows = _with_deletes(rows, timeline)
     types = types_of(rows)
 
     def same_as_before(names: list[str]) -> Column:
@@ -53,14 +133,16 @@ def marked(
 
     # each column is compared once: the tracked ones tell changed rows; of the others (their
     # tracked columns equal), the untracked ones tell unchanged from updated
-    untracked = [c for c in columns if c not in keys and c not in tracked]
+    after_delete = F.coalesce(F.lag(OP).over(by_key) == DELETE, F.lit(False))
     kind = (
-        F.when(F.lag(DS).over(by_key).isNull(), F.lit("new"))
+        F.when(F.col(OP) == DELETE, F.lit("deleted"))
+        .when(F.lag(DS).over(by_key).isNull(), F.lit("new"))
+        .when(after_delete, F.lit("changed" if timeline.tombstone else "new"))
         .when(~same_as_before(tracked), F.lit("changed"))
-        .when(same_as_before(untracked), F.lit("unchanged"))
+        .when(same_as_before(timeline.untracked), F.lit("unchanged"))
         .otherwise(F.lit("updated"))
     )
-    return rows.select(*columns, DS, kind.alias(KIND))
+    return rows.select(*columns, DS, F.col(OP), kind.alias(KIND))
 
 
 def _closed_end(next_begin: Column, end_style: EndStyle) -> Column:
@@ -69,36 +151,42 @@ def _closed_end(next_begin: Column, end_style: EndStyle) -> Column:
     return F.date_format(F.date_sub(F.to_date(next_begin), 1), "yyyy-MM-dd")
 
 
-def versions(
-    marked_rows: DataFrame,
-    *,
-    keys: list[str],
-    columns: list[str],
-    tracked: list[str],
-    begin_column: str,
-    end_column: str,
-    end_style: EndStyle,
-    open_end: str,
-) -> DataFrame:
+def versions(marked_rows: DataFrame, timeline: Timeline) -> DataFrame:
     """Every version of every key: columns, begin_column, end_column. A version holds its first
     row's tracked columns (later rows of the version only equal them, as Spark compares: -0.0 and
     0.0, NaNs, map entries in another order) and its last row's untracked ones (updated in place),
-    as the daily merge keeps them."""
+    as the daily merge keeps them. A delete ends its key's version; with a tombstone column it
+    begins a tombstone holding that version's values, else no version."""
+    keys, columns, tracked = list(timeline.keys), list(timeline.columns), list(timeline.tracked)
+    begin_column, tombstone = timeline.begin_column, timeline.tombstone
     running = Window.partitionBy(*keys).orderBy(DS).rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    starts = F.when(F.col(KIND).isin("new", "changed"), 1).otherwise(0)
-    numbered = marked_rows.select(*columns, DS, F.sum(starts).over(running).alias(VERSION))
+    starts = F.when(F.col(KIND).isin("new", "changed", "deleted"), 1).otherwise(0)
+    numbered = marked_rows.select(*columns, DS, F.col(OP), F.sum(starts).over(running).alias(VERSION))
     firsts = [c for c in columns if c in tracked and c not in keys]
-    lasts = [c for c in columns if c not in tracked and c not in keys]
+    lasts = timeline.untracked
     first_row = [F.min_by(F.struct(*firsts), F.col(DS)).alias(_FIRST)] if firsts else []
     last_row = [F.max_by(F.struct(*lasts), F.col(DS)).alias(_LAST)] if lasts else []
-    grouped = numbered.groupBy(*keys, VERSION).agg(F.min(DS).alias(begin_column), *first_row, *last_row)
-    next_begin = F.lead(begin_column).over(Window.partitionBy(*keys).orderBy(begin_column))
-    end = F.when(next_begin.isNull(), F.lit(open_end)).otherwise(_closed_end(next_begin, end_style))
-    return grouped.select(
-        *[F.col(c) if c in keys else F.col(f"{_FIRST if c in firsts else _LAST}.{c}").alias(c) for c in columns],
-        F.col(begin_column),
-        end.alias(end_column),
+    ended = F.max(F.col(OP) == DELETE).alias(_ENDED)  # a delete is a version of its own
+    grouped = numbered.groupBy(*keys, VERSION).agg(F.min(DS).alias(begin_column), *first_row, *last_row, ended)
+    by_begin = Window.partitionBy(*keys).orderBy(begin_column)
+    next_begin = F.lead(begin_column).over(by_begin)
+    end = F.when(next_begin.isNull(), F.lit(timeline.open_end)).otherwise(_closed_end(next_begin, timeline.end_style))
+
+    def value(c: str) -> Column:
+        if c in keys:
+            return F.col(c)
+        if c == tombstone:
+            return F.col(_ENDED).alias(c)
+        held = F.col(f"{_FIRST if c in firsts else _LAST}.{c}")
+        # a tombstone holds the values of the version it follows (a delete follows a live version)
+        return F.when(F.col(_ENDED), F.lag(held).over(by_begin)).otherwise(held).alias(c)
+
+    result = grouped.select(
+        *[value(c) for c in columns], F.col(begin_column), end.alias(timeline.end_column), F.col(_ENDED)
     )
+    if not tombstone:
+        result = result.where(~F.col(_ENDED))  # a delete leaves no version: it only ended the one before
+    return result.drop(_ENDED)
 
 
 def with_slot(versions_df: DataFrame, end_column: str, open_end: str) -> DataFrame:

@@ -75,6 +75,11 @@ class SourceStrategy:
         daily merge (a rerun from the first date after the base does the same job)."""
         return False
 
+    def snapshot_dates(self, spec: TableSpec, base_ds: dt.date, located: dict[dt.date, sources.Input]) -> tuple:
+        """The dates (text, in order, the base's first) whose input closes the keys it lacks, for a
+        one-pass rebuild over the `located` inputs (`timelines.Timeline`); none but a snapshot's."""
+        return ()
+
     def resolve_keys(self, spark, spec: TableSpec, recorded: str = "") -> TableSpec:
         """The spec with its key columns; `recorded`: the table's, once created. Only a mode whose
         source names its own keys lets a spec leave them out."""

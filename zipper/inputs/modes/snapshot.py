@@ -19,6 +19,19 @@ class Snapshot(SourceStrategy):
     mode = SourceMode.SNAPSHOT
     complete_source = True
 
+    def rebuilds_in_one_pass(self, spec: TableSpec) -> bool:
+        """Each row is its key's full state, and a key a snapshot lacks is deleted on its date: one
+        pass computes either (`timelines`). With `source.updated_at` a version's validity comes from
+        its rows' timestamps, which the one pass does not compute."""
+        return not spec.validity_columns
+
+    def snapshot_dates(self, spec: TableSpec, base_ds: dt.date, located: dict[dt.date, sources.Input]) -> tuple:
+        """With `hard_deletes` closing missing keys, the base's date and every date with a
+        snapshot; a date skipped for want of one closes nothing."""
+        if not spec.source.invalidate_missing:
+            return ()
+        return (base_ds.isoformat(), *[d.isoformat() for d in sorted(located) if not located[d].missing])
+
     def refuse_empty(self, spec: TableSpec, ds: dt.date, located: sources.Input) -> None:
         """No files would close every open key: an empty source must still say its columns."""
         if located.empty:
