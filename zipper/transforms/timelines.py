@@ -35,6 +35,7 @@ KINDS = ("new", "changed", "unchanged", "updated", "deleted")
 _LAST = "zipper__last"
 _FIRST = "zipper__first"
 _ENDED = "zipper__ended"  # a version a delete began: a tombstone, or no version at all
+_NEXT_SNAPSHOT, _NEXT_SEEN, _ROW = "zipper__next_snapshot", "zipper__next_seen", "zipper__row"
 
 
 @dataclass(frozen=True)
@@ -92,15 +93,18 @@ def dated(rows: DataFrame, columns: list[str], ds: str) -> DataFrame:
 
 def _with_deletes(rows: DataFrame, timeline: Timeline) -> DataFrame:
     """The dated rows with OP, and a delete row (the key's values, OP delete) on the next
-    snapshot date of each row whose key that snapshot lacks. One window per key: the rows stay
-    where it put them, so the marking's window reuses its shuffle."""
+    snapshot date of each row whose key that snapshot lacks. Each date's next snapshot date is
+    looked up in a broadcast table of the dates (a map literal would be scanned per row); one
+    window per key: the rows stay where it put them, so the marking's window reuses its shuffle."""
     columns, by_key = list(timeline.columns), Window.partitionBy(*timeline.keys).orderBy(DS)
-    following = dict(zip(timeline.snapshot_dates, timeline.snapshot_dates[1:], strict=False))
+    following = list(zip(timeline.snapshot_dates, timeline.snapshot_dates[1:], strict=False))
     if not following:
         return rows.select(*columns, DS, F.lit(UPSERT).alias(OP))
-    next_snapshot = F.create_map(*[F.lit(d) for pair in following.items() for d in pair])[F.col(DS)]
-    rows = rows.select(*columns, DS, F.lead(DS).over(by_key).alias("zipper__next_seen"))
-    next_seen = F.col("zipper__next_seen")
+    nexts = rows.sparkSession.createDataFrame(following, f"{DS} string, {_NEXT_SNAPSHOT} string")
+    rows = rows.join(F.broadcast(nexts), on=DS, how="left").select(
+        *columns, DS, _NEXT_SNAPSHOT, F.lead(DS).over(by_key).alias(_NEXT_SEEN)
+    )
+    next_snapshot, next_seen = F.col(_NEXT_SNAPSHOT), F.col(_NEXT_SEEN)
     gone = next_snapshot.isNotNull() & (next_seen.isNull() | (next_seen != next_snapshot))
 
     def row(ds: Column, op: str) -> Column:
@@ -108,7 +112,7 @@ def _with_deletes(rows: DataFrame, timeline: Timeline) -> DataFrame:
 
     seen, deleted = row(F.col(DS), UPSERT), row(next_snapshot, DELETE)
     each = F.when(gone, F.array(seen, deleted)).otherwise(F.array(seen))
-    return rows.select(*columns, F.explode(each).alias("zipper__row")).select(*columns, "zipper__row.*")
+    return rows.select(*columns, F.explode(each).alias(_ROW)).select(*columns, f"{_ROW}.*")
 
 
 def marked(rows: DataFrame, timeline: Timeline) -> DataFrame:
