@@ -393,6 +393,8 @@ def test_updated_at_keeps_every_change_of_a_day_as_a_version_and_a_rerun_makes_t
     assert table_rows(spark, t.table) == expected
     assert spark.table(t.table).where(f"begin_dt <= '{d1}' AND '{d1}' < end_dt").count() == 4  # day slices as before
     assert check.run_checks(spark, t.spec)["failed"] == []
+    replay.rerun(spark, t.spec, day(2))
+    assert sorted(table_rows(spark, t.table), key=lambda r: (r[0], r[4])) == expected
     # a rerun from day 3 gives the same history, the late changes found in place already
     replay.rerun(spark, t.spec, day(3))
     assert table_rows(spark, t.table) == expected
@@ -480,6 +482,8 @@ def test_updated_at_on_cdc_a_delete_ends_the_chain_late_changes_go_before_it_and
     assert table_rows(spark, t.table) == expected
     assert check.run_checks(spark, t.spec)["failed"] == []
     replay.rerun(spark, t.spec, day(2))
+    assert sorted(table_rows(spark, t.table), key=lambda r: (r[0], r[4])) == expected
+    replay.rerun(spark, t.spec, day(2))
     assert table_rows(spark, t.table) == expected
 
     # the same table's spec without updated_at, then a new table of the old spec turning it on
@@ -517,20 +521,84 @@ def test_updated_at_must_be_a_date_or_timestamp_and_never_null(spark, tmp_path, 
         merge.merge_date(spark, twice.spec, day(1))
 
 
-def test_late_changes_beside_tombstones_are_refused_in_one_line(spark, tmp_path, unique_name):
+def test_late_deletes_changes_and_reinserts_beside_tombstones_are_put_in_place(spark, tmp_path, unique_name):
+    """hard_deletes: new_record with updated_at: a late delete opens a tombstone inside the version
+    it splits, a late change before a tombstone gives the tombstone its values, a late re-insert
+    ends a late tombstone; the history is the one of the changes in time order, and a rerun of
+    the late day makes it again."""
     source = {"mode": "cdc", "updated_at": "ts", "hard_deletes": "new_record"}
     t = TableFixture(tmp_path, unique_name, schema=UPDATED, source=source)
-    t.write_base(spark, [(1, "Oslo", at(0, 9))])
+    t.write_base(spark, [(1, "Oslo", at(0, 9)), (2, "Rome", at(0, 9)), (3, "Nice", at(0, 9))])
     init_table(spark, t.spec)
-    t.write_increment(spark, day(1), [(1, "Rome", at(1, 10), 0)], CDC_UPDATED)
-    merge.merge_date(spark, t.spec, day(1))
-    t.write_increment(spark, day(2), [(1, "Pisa", at(0, 12), 0)], CDC_UPDATED)  # inside Oslo's version
-    before = snapshot(spark, t)
-    with pytest.raises(InputError) as err:
-        merge.merge_date(spark, t.spec, day(2))
-    assert str(err.value) == (
-        f"{t.table} {day(2)}: increment {t.increment_dir(day(2))} has changes older than their key's latest version"
-        " (ts), which cannot be put in place with hard_deletes: new_record yet; keys ['id']: 1 at 2023-12-31"
-        " 12:00:00; nothing was changed"
+    t.write_increment(
+        spark,
+        day(1),
+        [(1, "Bergen", at(1, 10), 0), (2, "Rome", at(1, 10), 1), (3, "Lund", at(1, 10), 0)],
+        CDC_UPDATED,
     )
-    assert snapshot(spark, t) == before
+    merge.merge_date(spark, t.spec, day(1))
+    late = [
+        (1, "Oslo", at(0, 12), 1),  # a late delete inside Oslo's version, then a late re-insert
+        (1, "Pisa", at(0, 15), 0),
+        (2, "Milan", at(0, 12), 0),  # a late change before key 2's tombstone: the tombstone is Milan's
+        (3, "Nice", at(1, 8), 1),  # a late delete before Lund: a tombstone of Nice in between
+        (4, "Graz", at(2, 9), 0),  # on time
+    ]
+    t.write_increment(spark, day(2), late, CDC_UPDATED)
+    counts = merge.merge_date(spark, t.spec, day(2)).counts
+    assert counts["late_changes"] == 4
+    d0, d1, d2 = (day(n).isoformat() for n in range(3))
+    expected = [
+        (1, "Bergen", at(1, 10), at(1, 10), END, False, d1, OPEN),
+        (1, "Oslo", at(0, 9), at(0, 9), at(0, 12), False, d0, d1),
+        (1, "Oslo", at(0, 9), at(0, 12), at(0, 15), True, d1, d1),
+        (1, "Pisa", at(0, 15), at(0, 15), at(1, 10), False, d1, d1),
+        (2, "Milan", at(0, 12), at(0, 12), at(1, 10), False, d1, d1),
+        (2, "Milan", at(0, 12), at(1, 10), END, True, d1, OPEN),
+        (2, "Rome", at(0, 9), at(0, 9), at(0, 12), False, d0, d1),
+        (3, "Lund", at(1, 10), at(1, 10), END, False, d1, OPEN),
+        (3, "Nice", at(0, 9), at(0, 9), at(1, 8), False, d0, d1),
+        (3, "Nice", at(0, 9), at(1, 8), at(1, 10), True, d1, d1),
+        (4, "Graz", at(2, 9), at(2, 9), END, False, d2, OPEN),
+    ]
+    assert table_rows(spark, t.table) == expected
+    assert check.run_checks(spark, t.spec)["failed"] == []
+    replay.rerun(spark, t.spec, day(2))
+    assert table_rows(spark, t.table) == expected
+
+
+def test_late_partial_updates_take_and_pass_on_values_as_the_updates_in_time_order(spark, tmp_path, unique_name):
+    """ignore_null_updates with updated_at: a late change's NULLs take the values of the version it
+    splits; a later version's value equal to the one before the late change is taken as carried,
+    so it takes the late change's value; a NULL after a late delete stays NULL."""
+    schema = "id bigint, city string, score int, ts timestamp"
+    source = {"mode": "cdc", "updated_at": "ts", "ignore_null_updates": True}
+    t = TableFixture(tmp_path, unique_name, schema=schema, source=source)
+    t.write_base(spark, [(1, "Oslo", 5, at(0, 9)), (2, "Rome", 1, at(0, 9))])
+    init_table(spark, t.spec)
+    cdc = schema + ", sys_op int"
+    t.write_increment(spark, day(1), [(1, None, 6, at(1, 10), 0), (2, "Pisa", None, at(1, 10), 0)], cdc)
+    merge.merge_date(spark, t.spec, day(1))
+    late = [
+        (1, "Bergen", None, at(0, 12), 0),  # city from 12:00; the 10:00 version's Oslo was carried
+        (2, "Rome", 1, at(0, 11), 1),  # a late delete, then a re-insert whose NULL stays NULL
+        (2, None, 3, at(0, 12), 0),
+        (1, None, 7, at(2, 9), 0),  # on time: its city is Bergen's, as the late change leaves it
+    ]
+    t.write_increment(spark, day(2), late, cdc)
+    counts = merge.merge_date(spark, t.spec, day(2)).counts
+    assert counts["late_changes"] == 3
+    d0, d1, d2 = (day(n).isoformat() for n in range(3))
+    expected = [
+        (1, "Oslo", 5, at(0, 9), at(0, 9), at(0, 12), d0, d1),
+        (1, "Bergen", 5, at(0, 12), at(0, 12), at(1, 10), d1, d1),
+        (1, "Bergen", 6, at(1, 10), at(1, 10), at(2, 9), d1, d2),
+        (1, "Bergen", 7, at(2, 9), at(2, 9), END, d2, OPEN),
+        (2, "Rome", 1, at(0, 9), at(0, 9), at(0, 11), d0, d1),
+        (2, None, 3, at(0, 12), at(0, 12), at(1, 10), d2, d2),  # after a delete: in the day's partition
+        (2, "Pisa", 3, at(1, 10), at(1, 10), END, d1, OPEN),
+    ]
+    assert sorted(table_rows(spark, t.table), key=lambda r: (r[0], r[4])) == expected
+    assert check.run_checks(spark, t.spec)["failed"] == []
+    replay.rerun(spark, t.spec, day(2))
+    assert sorted(table_rows(spark, t.table), key=lambda r: (r[0], r[4])) == expected

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import reduce
 
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from zipper.core import layout
@@ -191,16 +192,13 @@ def versioned(day: KeyChanges, open_rows=None, latest=None):
     marked late, to be put in place by the merge (`transforms.late`) rather than follow the open
     version."""
     spec, names, events = day.spec, day.names, day.events
-    if spec.source.fills_null_updates:
-        events = changes.fill_null_updates(events, keys=spec.keys, columns=names)
-        if open_rows is not None:
-            events = changes.fill_from_open(
-                events, open_rows, keys=spec.keys, columns=names, deleted=spec.tombstone_column
-            )
+    fills = spec.source.fills_null_updates
+    if latest is not None:
+        events = late_marked(events, latest, spec.keys, whole_keys=fills)
+    if fills:
+        events = _filled(events, open_rows, spec, names)
     if day.against:
         day.judged(events)
-    if latest is not None:
-        events = late_marked(events, latest, spec.keys)
     return changes.versions_of_day(
         events,
         keys=spec.keys,
@@ -239,9 +237,32 @@ def latest_events(rows, columns: list[tuple[str, str]], spec: TableSpec, events,
 LATEST_AT = "zipper__latest_at__"
 
 
-def late_marked(events, latest, keys: list[str]):
-    """`events` with LATE: older than their key's latest moment in the table (`latest_events`)."""
+def late_marked(events, latest, keys: list[str], whole_keys: bool = False):
+    """`events` with LATE: older than their key's latest moment in the table (`latest_events`).
+
+    `whole_keys` (ignore_null_updates): every change of a key with a late one is LATE, and
+    OVERDUE tells the late ones. Their NULLs take the values of the changes before them in time,
+    which only the key's history put together with its late changes knows (`transforms.late`)."""
     last = latest.groupBy(*keys).agg(F.max(LATEST_AT).alias(LATEST_AT))
     joined = events.join(last, on=keys, how="left")
     late = F.coalesce(F.col(changes.ORDER) < F.col(LATEST_AT), F.lit(False))
-    return joined.select(*events.columns, late.alias(changes.LATE))
+    if not whole_keys:
+        return joined.select(*events.columns, late.alias(changes.LATE))
+    placed = F.max(late.cast("int")).over(Window.partitionBy(*keys)) == 1
+    return joined.select(*events.columns, placed.alias(changes.LATE), late.alias(changes.OVERDUE))
+
+
+def _filled(events, open_rows, spec: TableSpec, names: list[str]):
+    """ignore_null_updates: the changes not LATE filled, from the key's changes before them that
+    day and its open row (`changes.fill_null_updates`, `fill_from_open`); the LATE ones as sent,
+    filled where they are put in place. CONTINUES stays: a NULL it marks is not compared."""
+    late = changes.LATE in events.columns
+    on_time = events.where(~F.col(changes.LATE)) if late else events
+    filled = changes.fill_null_updates(on_time, keys=spec.keys, columns=names)
+    if open_rows is not None:
+        filled = changes.fill_from_open(
+            filled, open_rows, keys=spec.keys, columns=names, deleted=spec.tombstone_column
+        ).withColumn(changes.CONTINUES, F.lit(False))
+    if not late:
+        return filled
+    return filled.unionByName(events.where(F.col(changes.LATE)).withColumn(changes.CONTINUES, F.lit(True)))

@@ -24,7 +24,7 @@ from zipper.inputs import metrics
 from zipper.inputs.refusals import key_text, where_of
 from zipper.jobs.context import Run
 from zipper.table import publish, state, store
-from zipper.transforms import daily, late
+from zipper.transforms import daily, late, vocabulary
 from zipper.transforms.shape import MergeShape
 
 LATE_KIND = "late"  # a late version with nothing to split, closed in the day's partition
@@ -46,13 +46,18 @@ def put_in_place(run: Run, shape: MergeShape, day, touched_rows, late_rows, open
     """Put the day's late changes in their keys' histories (`transforms.late`): read only the closed
     partitions a late change can reach (`TableState.reachable_from`), write each partition whose
     versions changed again, under the run's directory. A late change at the moment a version
-    begins, with other tracked values, is refused with one line."""
+    begins, with other tracked values, is refused with one line. With tombstones a late delete
+    opens one and a late change before a tombstone gives it its values; with `ignore_null_updates`
+    a late change's NULLs take the values of the change before it."""
     spark, spec, st, run_root, ds = run.spark, run.spec, run.state, run.root, shape.date
     valid_from, valid_to = spec.validity_columns
-    found = late_rows.agg(F.count(F.lit(1)).alias("n"), F.min(valid_from).alias("t")).first()
-    if not found["n"]:
+    # with ignore_null_updates a late key's other changes are put in place too; OVERDUE tells the late ones
+    overdue = F.col(vocabulary.OVERDUE) if vocabulary.OVERDUE in late_rows.columns else F.lit(True)
+    found = late_rows.agg(
+        F.count(F.lit(1)).alias("rows"), F.count(F.when(overdue, 1)).alias("n"), F.min(valid_from).alias("t")
+    ).first()
+    if not found["rows"]:
         return None
-    _refuse_unplaceable(spec, ds, day, late_rows)
     end, open_end, today = spec.end_column, shape.open_end, shape.closed_end
     earliest = state.earliest_reachable_end(spec, found["t"])
     late_keys = F.broadcast(late_rows.select(*spec.keys).distinct())
@@ -145,30 +150,16 @@ def _keys_at(rows, spec, moment: str) -> str:
     return text + (" (and more)" if len(shown) > LATE_EXAMPLES else "")
 
 
-def _refuse_unplaceable(spec, ds: dt.date, day, late_rows) -> None:
-    """Late changes cannot be put in place yet beside tombstones (a late delete would need one) or
-    partial updates (a late change's NULLs would need the values of the version it splits)."""
-    option = (
-        "hard_deletes: new_record"
-        if spec.tombstone_column
-        else "ignore_null_updates"
-        if spec.source.fills_null_updates
-        else None
-    )
-    if option is None:
-        return
-    raise InputError(
-        f"increment {day.located.description} has changes older than their key's latest version"
-        f" ({spec.source.updated_at}), which cannot be put in place with {option} yet; keys {spec.keys}:"
-        f" {_keys_at(late_rows, spec, spec.validity_columns[0])};"
-        " nothing was changed",
-        **where_of(spec, ds),
-    )
-
-
 def _refuse_conflicts(spec, ds: dt.date, day, history, late_rows, tracked) -> None:
     """A late change at the moment a version of its key begins, with other tracked values: refused."""
-    found = late.conflicts(history, late_rows, keys=spec.keys, tracked=tracked, validity=spec.validity_columns)
+    found = late.conflicts(
+        history,
+        late_rows,
+        keys=spec.keys,
+        tracked=tracked,
+        validity=spec.validity_columns,
+        fill_nulls=spec.source.fills_null_updates,
+    )
     text = _keys_at(found, spec, "zipper_from")
     if not text:
         return

@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType
 
 from zipper.transforms.equality import any_of, equal_at_float_precision, same, types_of
-from zipper.transforms.vocabulary import DELETE, FINAL, LAST, LATE, OP, STEP, UPSERT
+from zipper.transforms.vocabulary import DELETE, FINAL, LAST, LATE, OP, OVERDUE, STEP, UPSERT
 
 FIRST = "zipper_first"
 MATCH = "zipper_match"
@@ -270,7 +270,7 @@ def versions_of_day(
     change is a row of its own (LATE true, LAST false), numbered apart from the others, which
     make the key's versions of the day as above."""
     valid_from, valid_to = validity
-    lateness = [LATE] if LATE in events.columns else []
+    lateness = [c for c in (LATE, OVERDUE) if c in events.columns]
     by_key = Window.partitionBy(*keys, *lateness).orderBy(ORDER)
     whole = by_key.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     types = types_of(events)

@@ -26,12 +26,16 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from zipper.transforms.equality import all_of, same, types_of
+from zipper.transforms.equality import all_of, any_of, same, types_of
 from zipper.transforms.shape import MergeShape
 from zipper.transforms.vocabulary import DELETE, LATE, OP, UPSERT
 
 _AT, _ACTION, _START, _RUN = "zipper__at__", "zipper__action__", "zipper__start__", "zipper__run__"
 _BEGIN, _END, _HOLDER = "zipper__begin__", "zipper__end__", "zipper__holder__"
+_NEW_TO, _VALUES = "zipper__new_to__", "zipper__values__"
+_LIFE, _OLD_LIFE = "zipper__life__", "zipper__old_life__"  # a key's deletes so far: all, the table's own
+_ON_TIME, _FOLLOWED = "zipper__on_time__", "zipper__followed__"
+_REFILLED = "zipper__refilled__"  # a version of the table whose NULL a late change before it fills
 _OLD_TO = "zipper__old_to__"  # an existing version's valid_to, to tell whether the late changes moved it
 CHANGED = "zipper_changed"  # a version of the result that differs from the table's (or is new)
 REPLACES = "zipper_replaces"  # the end values of the partitions holding the versions a changed one replaces
@@ -45,11 +49,13 @@ def _events(history: DataFrame, late: DataFrame, shape: MergeShape, values: list
     valid_from, valid_to = shape.validity
     kind = history.schema[valid_from].dataType
     by_key = Window.partitionBy(*keys).orderBy(valid_from)
+    # a tombstone is its key's delete, at the moment it begins
+    version_action = F.when(F.col(shape.tombstone), F.lit(DELETE)) if shape.tombstone else F.lit(None)
     starts = history.select(
         *keys,
         *values,
         F.col(valid_from).alias(_AT),
-        F.lit(UPSERT).alias(_ACTION),
+        F.coalesce(version_action, F.lit(UPSERT)).alias(_ACTION),
         F.lit(False).alias(LATE),
         F.col(begin_column).alias(_BEGIN),
         F.col(end_column).alias(_END),
@@ -60,7 +66,8 @@ def _events(history: DataFrame, late: DataFrame, shape: MergeShape, values: list
         "*", F.lead(valid_from).over(by_key).alias("zipper__next__"), F.lit(open_end).cast(kind).alias("zipper__oe__")
     )
     ended = followed.where(
-        (F.col(valid_to) != F.col("zipper__oe__"))
+        F.lit(not shape.tombstone)  # with tombstones a delete is a version, never a gap
+        & (F.col(valid_to) != F.col("zipper__oe__"))
         & (F.col("zipper__next__").isNull() | (F.col("zipper__next__") != F.col(valid_to)))
     ).select(
         *keys,
@@ -104,15 +111,22 @@ def in_place(history: DataFrame, late: DataFrame, shape: MergeShape) -> DataFram
     keys, columns, tracked, validity = shape.keys, shape.columns, shape.tracked, shape.validity
     valid_from, valid_to = validity
     kind = history.schema[valid_from].dataType
-    values = [c for c in columns if c not in keys and c not in validity]
+    tombstone = shape.tombstone
+    values = [c for c in columns if c not in keys and c not in validity and c != tombstone]
     events = _events(history, late, shape, values)
     # one exchange by key: every window and aggregate below is by key, and needs no other
     events = events.repartition(*keys)
     types = types_of(events)
     by_time = Window.partitionBy(*keys).orderBy(_AT, LATE)
+    if shape.fill_nulls:
+        events = _filled(events, shape, values, by_time)
+        # a change after the key's latest event (ignore_null_updates puts them in place too)
+        latest = F.max(F.when(~F.col(LATE), F.col(_AT))).over(Window.partitionBy(*keys))
+        events = events.withColumn(_ON_TIME, F.coalesce(F.col(LATE) & (F.col(_AT) > latest), F.lit(False)))
     previous = F.lag(_ACTION).over(by_time)
     equal = all_of([same(F.lag(c).over(by_time), F.col(c), types[c]) for c in tracked])
-    starts = previous.isNull() | (previous == DELETE) | (F.col(_ACTION) == DELETE) | ~equal
+    # a run: a live version (upserts in a row with equal tracked values) or a delete (deletes in a row)
+    starts = previous.isNull() | (previous != F.col(_ACTION)) | ((F.col(_ACTION) == UPSERT) & ~equal)
     marked = events.select("*", starts.alias(_START))
     numbered = marked.select(
         "*", F.sum(F.col(_START).cast("int")).over(by_time.rowsBetween(Window.unboundedPreceding, 0)).alias(_RUN)
@@ -126,26 +140,53 @@ def in_place(history: DataFrame, late: DataFrame, shape: MergeShape) -> DataFram
         F.max(_BEGIN).alias(_BEGIN),
         F.max(_END).alias(_END),
         F.max(F.col(LATE).cast("int")).alias("zipper__has_late__"),
+        F.max(F.col(_REFILLED).cast("int") if shape.fill_nulls else F.lit(0)).alias(_REFILLED),
         F.count(F.when(~F.col(LATE), F.lit(1))).alias("zipper__kept__"),
         F.max(_OLD_TO).alias(_OLD_TO),
         F.collect_set(_END).alias(REPLACES),
+        F.min(F.col(_ON_TIME).cast("int") if shape.fill_nulls else F.lit(0)).alias(_ON_TIME),
     )
     by_run = Window.partitionBy(*keys).orderBy(_RUN)
     first = F.col("zipper__first__")
     is_delete = first[_ACTION] == DELETE
-    holder = F.when(is_delete, F.lit(_GAP)).otherwise(F.col(_END))
+    # with tombstones a late version within a delete splits the tombstone, as any version
+    holder = F.col(_END) if tombstone else F.when(is_delete, F.lit(_GAP)).otherwise(F.col(_END))
+    next_from = F.lead(first[_AT]).over(by_run)
+    new_to = F.coalesce(next_from, F.lit(shape.open_end).cast(kind))
+    # unchanged: one version of the table, alone in its run, ending where it did, its values as they were
+    changed = (
+        (F.col("zipper__has_late__") == 1)
+        | (F.col(_REFILLED) == 1)
+        | (F.col("zipper__kept__") != 1)
+        | ~new_to.eqNullSafe(F.col(_OLD_TO))
+    )
+    own = F.struct(*[(first[c] if c in tracked else F.col("zipper__later__")[c]).alias(c) for c in values])
     held = runs.select(
         "*",
-        F.lead(first[_AT]).over(by_run).alias("zipper__to__"),
+        new_to.alias(_NEW_TO),
         F.last(holder, ignorenulls=True).over(by_run.rowsBetween(Window.unboundedPreceding, -1)).alias(_HOLDER),
+        own.alias(_VALUES),
+        changed.alias(CHANGED),
+        next_from.isNotNull().alias(_FOLLOWED),
     )
+    if tombstone:
+        # a tombstone: the values of the live version it ends (changed with them); a delete with
+        # no live version before it makes nothing
+        before = F.lag(_VALUES).over(by_run)
+        ends_changed = F.coalesce(F.lag(CHANGED).over(by_run), F.lit(False))
+        held = held.select(
+            *[c for c in held.columns if c not in (_VALUES, CHANGED)],
+            F.when(is_delete, before).otherwise(F.col(_VALUES)).alias(_VALUES),
+            (F.col(CHANGED) | (is_delete & ends_changed)).alias(CHANGED),
+        )
+        kept = F.col(_VALUES).isNotNull()
+    else:
+        kept = ~is_delete
     in_gap = F.col(_HOLDER).isNull() | (F.col(_HOLDER) == _GAP)
     late_end = F.when(in_gap, F.lit(shape.closed_end)).otherwise(F.col(_HOLDER))
     # begins on the date whose load closed that partition, as a version within a day does
     lag = shape.end_lag
     late_begin = F.date_format(F.date_add(F.to_date(late_end), lag), "yyyy-MM-dd") if lag else late_end
-
-    new_to = F.coalesce(F.col("zipper__to__"), F.lit(shape.open_end).cast(kind))
 
     def column(c: str) -> Column:
         if c in keys:
@@ -153,29 +194,84 @@ def in_place(history: DataFrame, late: DataFrame, shape: MergeShape) -> DataFram
         if c == valid_from:
             return first[_AT].cast(kind).alias(c)
         if c == valid_to:
-            return new_to.alias(c)
-        return (first[c] if c in tracked else F.col("zipper__later__")[c]).alias(c)
+            return F.col(_NEW_TO).alias(c)
+        if c == tombstone:
+            return is_delete.alias(c)
+        return F.col(_VALUES)[c].alias(c)
 
-    # unchanged: one version of the table, alone in its run, ending where it did
-    changed = (F.col("zipper__has_late__") == 1) | (F.col("zipper__kept__") != 1) | ~new_to.eqNullSafe(F.col(_OLD_TO))
-    return held.where(~is_delete).select(
+    # today's changes (ignore_null_updates): versions the day opens, in its closed partition when
+    # a later one follows, as a daily merge makes them; the open version they follow is closed today
+    today = F.when(F.col(_FOLLOWED), F.lit(shape.closed_end)).otherwise(F.lit(shape.open_end))
+    begin = F.when(F.col(_ON_TIME) == 1, F.lit(shape.ds)).otherwise(F.coalesce(F.col(_BEGIN), late_begin))
+    end = (
+        F.when(F.col(_ON_TIME) == 1, today)
+        .when((F.col(_END) == shape.open_end) & F.col(_FOLLOWED), F.lit(shape.closed_end))
+        .otherwise(F.coalesce(F.col(_END), late_end))
+    )
+    return held.where(kept).select(
         *[column(c) for c in columns],
-        F.coalesce(F.col(_BEGIN), late_begin).alias(shape.begin_column),
-        F.coalesce(F.col(_END), late_end).alias(shape.end_column),
-        changed.alias(CHANGED),
+        begin.alias(shape.begin_column),
+        end.alias(shape.end_column),
+        F.col(CHANGED),
         F.col(REPLACES),
     )
 
 
-def conflicts(history: DataFrame, late: DataFrame, *, keys: list[str], tracked: list[str], validity) -> DataFrame:
+def _filled(events: DataFrame, shape: MergeShape, values: list[str], by_time) -> DataFrame:
+    """With `ignore_null_updates`, the events as the partial updates they came from, filled again
+    in time order: an upsert's NULL takes the value of its key's latest upsert before it, as a
+    daily merge fills from the open row; after a delete values stay NULL.
+
+    The table keeps filled values, not the updates: a version's value equal to the one of the
+    table's version before it is taken as carried (a NULL of its update), so a late change before
+    it passes its value on, as the updates in time order would. A version of the table whose
+    values change so is marked (_REFILLED): its partition is written again."""
+    keys = shape.keys
+    types = types_of(events)
+    so_far = by_time.rowsBetween(Window.unboundedPreceding, 0)
+    is_delete = F.col(_ACTION) == DELETE
+    lived = events.select(
+        "*",
+        F.sum(F.when(is_delete, 1).otherwise(0)).over(so_far).alias(_LIFE),
+        F.sum(F.when(is_delete & ~F.col(LATE), 1).otherwise(0)).over(so_far).alias(_OLD_LIFE),
+    )
+    before = Window.partitionBy(*keys, _LIFE).orderBy(_AT, LATE).rowsBetween(Window.unboundedPreceding, -1)
+    # the table's versions filled one another as they were merged: between the table's own deletes
+    before_in_table = Window.partitionBy(*keys, _OLD_LIFE).orderBy(_AT, LATE).rowsBetween(Window.unboundedPreceding, -1)
+    upsert = F.col(_ACTION) == UPSERT
+    kept = upsert & ~F.col(LATE)
+    carried = {
+        c: kept & same(F.last(F.when(kept, F.col(c)), ignorenulls=True).over(before_in_table), F.col(c), types[c])
+        for c in values
+    }
+    stored = {c: "zipper__stored__" + c for c in values}
+    updates = lived.select(
+        *[c for c in lived.columns if c not in carried],
+        *[F.when(carried[c], F.lit(None).cast(types[c])).otherwise(F.col(c)).alias(c) for c in values],
+        *[F.col(c).alias(stored[c]) for c in values],
+    )
+    filled = {c: F.coalesce(F.col(c), F.last(F.when(upsert, F.col(c)), ignorenulls=True).over(before)) for c in values}
+    refilled = kept & any_of([~same(filled[c], F.col(stored[c]), types[c]) for c in values])
+    return updates.select(
+        *[c for c in events.columns if c not in filled],
+        *[F.when(upsert, filled[c]).otherwise(F.col(c)).alias(c) for c in values],
+        refilled.alias(_REFILLED),
+    )
+
+
+def conflicts(
+    history: DataFrame, late: DataFrame, *, keys: list[str], tracked: list[str], validity, fill_nulls: bool = False
+) -> DataFrame:
     """Late changes at the very moment a version of their key begins, with other tracked values:
     the same moment cannot hold two versions. Keys and that moment (`zipper_from`), in key order.
-    (The other columns may differ: the version's were updated in place since.)"""
+    (The other columns may differ: the version's were updated in place since.) With `fill_nulls`
+    a change's NULL keeps the version's value: a partial update re-sent is the same change."""
     valid_from = validity[0]
     values = list(tracked)
     types = types_of(history)
     old = history.select(*keys, F.col(valid_from), *[F.col(c).alias("zipper__old__" + c) for c in values])
     upserts = late.where(F.coalesce(F.col(OP), F.lit(UPSERT)) == UPSERT) if OP in late.columns else late
     joined = upserts.join(old, on=[*keys, valid_from], how="inner")
-    differ = ~all_of([same(F.col("zipper__old__" + c), F.col(c), types[c]) for c in values])
+    kept = (lambda c: F.col(c).isNull()) if fill_nulls else (lambda c: F.lit(False))
+    differ = ~all_of([same(F.col("zipper__old__" + c), F.col(c), types[c]) | kept(c) for c in values])
     return joined.where(differ).select(*keys, F.col(valid_from).alias("zipper_from")).orderBy(*keys)

@@ -9,7 +9,8 @@ start with `zipper_`, a prefix no table column may have (the spec refuses it).""
 from __future__ import annotations
 
 OP = "zipper_op"  # a change's action: UPSERT or DELETE
-LATE = "zipper_late"  # a change older than its key's latest event in the table (transforms.late)
+LATE = "zipper_late"  # a change put in place in its key's history (transforms.late): older than its latest event
+OVERDUE = "zipper_overdue"  # with ignore_null_updates: a LATE change that is older (the key's others are LATE too)
 STEP = "zipper_step"  # a version's number among its key's versions of the day (changes.versions_of_day)
 LAST = "zipper_last"  # the key's last version of the day
 FINAL = "zipper_final"  # the key's last action of the day: whether it ends the day deleted
