@@ -393,8 +393,6 @@ def test_updated_at_keeps_every_change_of_a_day_as_a_version_and_a_rerun_makes_t
     assert table_rows(spark, t.table) == expected
     assert spark.table(t.table).where(f"begin_dt <= '{d1}' AND '{d1}' < end_dt").count() == 4  # day slices as before
     assert check.run_checks(spark, t.spec)["failed"] == []
-    replay.rerun(spark, t.spec, day(2))
-    assert sorted(table_rows(spark, t.table), key=lambda r: (r[0], r[4])) == expected
     # a rerun from day 3 gives the same history, the late changes found in place already
     replay.rerun(spark, t.spec, day(3))
     assert table_rows(spark, t.table) == expected
@@ -481,8 +479,6 @@ def test_updated_at_on_cdc_a_delete_ends_the_chain_late_changes_go_before_it_and
     ]
     assert table_rows(spark, t.table) == expected
     assert check.run_checks(spark, t.spec)["failed"] == []
-    replay.rerun(spark, t.spec, day(2))
-    assert sorted(table_rows(spark, t.table), key=lambda r: (r[0], r[4])) == expected
     replay.rerun(spark, t.spec, day(2))
     assert table_rows(spark, t.table) == expected
 

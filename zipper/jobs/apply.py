@@ -77,8 +77,10 @@ def _audit(run: Run, day: dayinput.Day, written: Written) -> dict:
         open_written=store.rows_in(written.open_dir),
         closed_written=store.rows_in(closed_dir),
         max_closed_begin=store.largest(spark, closed_dir, spec.begin_column),
-        # keys with only late changes (their open rows counted as written) count with the day's keys
-        input_keys=None if day.keys is None else day.keys + written.kinds.get(late_changes.LATE_OPEN_KIND, 0),
+        # keys with only late changes (their open rows counted as written, or as ended) count with the day's keys
+        input_keys=None
+        if day.keys is None
+        else day.keys + sum(written.kinds.get(k, 0) for k in late_changes.PLACED_KINDS if k != late_changes.LATE_KIND),
     )
     summary = audit.reconcile(tally, ds=day.shape.ds, table=spec.table)
     summary.update(written.counts)

@@ -29,6 +29,10 @@ from zipper.transforms.shape import MergeShape
 
 LATE_KIND = "late"  # a late version with nothing to split, closed in the day's partition
 LATE_OPEN_KIND = "late_open"  # the open row of a key with only late changes, as they leave it
+# with ignore_null_updates, where the day's other changes of a late key are put in place with it:
+LATE_NEW_KIND = "late_new"  # the open row of such a key that had none (deleted before)
+LATE_GONE_KIND = "late_gone"  # such a key's open row that its changes end (deleted), not written
+PLACED_KINDS = (LATE_KIND, LATE_OPEN_KIND, LATE_NEW_KIND, LATE_GONE_KIND)
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,20 @@ def put_in_place(run: Run, shape: MergeShape, day, touched_rows, late_rows, open
     new_open = result.where(F.col(end) == open_end).drop(end)
     touched = touched_rows.join(late_keys, on=spec.keys, how="left_anti").unionByName(new_open)
     only_late = new_open.join(day.changes.select(*spec.keys).distinct(), on=spec.keys, how="left_anti")
-    rows = only_late.select("*", F.lit(Slot.OPEN).alias(layout.SLOT), F.lit(LATE_OPEN_KIND).alias(daily.KIND))
+    was_open = touched_rows.join(late_keys, on=spec.keys, how="left_semi").join(
+        day.changes.select(*spec.keys).distinct(), on=spec.keys, how="left_anti"
+    )
+    opened = was_open.select(*spec.keys, F.lit(True).alias("zipper__was_open__"))
+    kind = F.when(F.col("zipper__was_open__"), F.lit(LATE_OPEN_KIND)).otherwise(F.lit(LATE_NEW_KIND))
+    rows = only_late.join(opened, on=spec.keys, how="left").select(
+        *only_late.columns,
+        F.lit(Slot.OPEN).alias(layout.SLOT),
+        F.coalesce(kind, F.lit(LATE_NEW_KIND)).alias(daily.KIND),
+    )
+    gone = was_open.join(only_late.select(*spec.keys), on=spec.keys, how="left_anti")
+    rows = rows.unionByName(
+        gone.select(*only_late.columns, F.lit(Slot.NONE).alias(layout.SLOT), F.lit(LATE_GONE_KIND).alias(daily.KIND))
+    )
     in_day = result.where(F.col(end) == today).drop(end)
     rows = rows.unionByName(
         in_day.select("*", F.lit(Slot.CLOSED).alias(layout.SLOT), F.lit(LATE_KIND).alias(daily.KIND))

@@ -124,7 +124,7 @@ def _write_merge(run: Run, day: dayinput.Day, shape: MergeShape, broadcast: bool
     kinds = shape.kinds
     if placed is not None:  # the keys with only late changes, and the late versions with nothing to split
         rows = rows.unionByName(placed.rows)
-        kinds += (late_changes.LATE_KIND, late_changes.LATE_OPEN_KIND)
+        kinds += late_changes.PLACED_KINDS
     observed_kinds = kinds
     if problems is not None:  # counted in no slot, as vanished deletes are
         flagged = problems.select(F.lit(Slot.NONE).alias(layout.SLOT), F.col(changes.PROBLEM).alias(daily.KIND))
@@ -132,7 +132,7 @@ def _write_merge(run: Run, day: dayinput.Day, shape: MergeShape, broadcast: bool
         observed_kinds += PROBLEM_KINDS
     observation = Observation(f"zipper_kinds_{secrets.token_hex(6)}")
     rows = rows.observe(observation, *daily.kind_counts(observed_kinds))
-    if shape.deletes or problems is not None:  # counted above, not written
+    if shape.deletes or problems is not None or placed is not None:  # counted above, not written
         rows = rows.where(F.col(layout.SLOT) != Slot.NONE)
     store.write_slots(rows.drop(daily.KIND), run.root, append=True)
     if keys_seen is not None:  # before the counts: repeated keys would put them out

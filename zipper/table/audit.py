@@ -52,8 +52,9 @@ def reconcile(tally: Tally, *, ds: str, table: str) -> dict:
     deleted, vanished, intraday = kinds.get("deleted", 0), kinds.get("vanished", 0), kinds.get("intraday", 0)
     tombstones, still_deleted = kinds.get("tombstone", 0), kinds.get("still_deleted", 0)
     late = kinds.get("late", 0)  # late versions with nothing to split, closed in the day's partition
-    # keys with only late changes: their open rows, as the late changes leave them
-    matched = changed + updated + unchanged + deleted + still_deleted + kinds.get("late_open", 0)
+    # keys with only late changes: their open rows, as the late changes leave them or end them
+    late_gone = kinds.get("late_gone", 0)
+    matched = changed + updated + unchanged + deleted + still_deleted + kinds.get("late_open", 0) + late_gone
     keys = input_rows if input_keys is None else input_keys
     new = keys - matched - vanished
     problems = []
@@ -67,8 +68,9 @@ def reconcile(tally: Tally, *, ds: str, table: str) -> dict:
         problems.append(f"keys found open {matched} + deletes of keys not open {vanished} > {keys} increment keys")
     if "tombstone" in kinds and tombstones != deleted:
         problems.append(f"tombstones written {tombstones} != {deleted} deleted keys")
-    if open_written != open_read + new - deleted + tombstones:
+    if open_written != open_read + new - deleted - late_gone + tombstones:
         plus = f" + {tombstones} tombstones" if "tombstone" in kinds else ""
+        plus += f" - {late_gone} ended by late keys' changes" if late_gone else ""
         problems.append(
             f"open rows written {open_written} != {open_read} open before + {new} new keys - {deleted} deleted{plus}"
         )
