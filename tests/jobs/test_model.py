@@ -1482,7 +1482,7 @@ def sets_back_a_value(scenario) -> bool:
     return False
 
 
-def _kept_by_the_table(changes: list[tuple], *, tombstones: bool, fills: bool) -> list[tuple]:
+def _kept_by_the_table(changes: list[tuple]) -> list[tuple]:
     """`changes` less the deletes that found their key deleted (nothing to end): the table keeps no
     trace of them."""
     kept, live = [], False
@@ -1508,7 +1508,7 @@ def late_before_a_lost_delete(scenario, tombstones: bool, fills: bool) -> bool:
             truth = replayed_history(known.get(key, []) + news, tombstones=tombstones, fills=fills)
             if replayed_history(table.get(key, []) + news, tombstones=tombstones, fills=fills) != truth:
                 return True
-            table[key] = _kept_by_the_table(table.get(key, []) + news, tombstones=tombstones, fills=fills)
+            table[key] = _kept_by_the_table(table.get(key, []) + news)
     return False
 
 
