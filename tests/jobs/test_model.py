@@ -1571,7 +1571,12 @@ def run_late_options_against_replay(spark, tmp_path_factory, variant, batch):
     late_seen = 0
     for n in (1, 2, 3):
         today = [row for c in batch_changes for arrives, row in c if arrives == n]
-        latest = {key: max(c[2] for c in rows) for key, rows in known.items()}
+        # each key's latest moment in the table: its open version's valid_from, or the end of its
+        # last version (a delete that found the key deleted left no trace)
+        latest = {
+            key: max(v[3] if v[4] == END else v[4] for v in replayed_history(rows, tombstones=tombstones, fills=fills))
+            for key, rows in known.items()
+        }
         late = sum(1 for key, *_, ts, _ in today if key in latest and ts < latest[key])
         late_seen += late
         counts = merge.merge_date(spark, fixture.spec, day(n)).counts

@@ -277,6 +277,12 @@ class MetastoreClient:
             # the connection. A server that answers a new one is up: that call is what it lacks.
             self.__exit__(None, None, None)
             self.__enter__()  # MetastoreUnreachable if the server itself is gone
+            try:  # a port that takes the connection is not yet a server that answers (one killed, restarting)
+                self.client.get_all_databases()
+            except TTransportException as gone:
+                raise MetastoreUnreachable(
+                    f"the metastore at {self.uri} stopped answering ({_first_line(gone)})"
+                ) from None
             raise LocksUnsupported(f"the connection closed on the lock call ({_first_line(exc)})") from None
         lock_id = response.lockid
         try:
