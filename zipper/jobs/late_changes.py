@@ -97,16 +97,15 @@ def put_in_place(run: Run, shape: MergeShape, day, touched_rows, late_rows, open
     result = result.drop(late.CHANGED, late.REPLACES)
     new_open = result.where(F.col(end) == open_end).drop(end)
     touched = touched_rows.join(late_keys, on=spec.keys, how="left_anti").unionByName(new_open)
-    only_late = new_open.join(day.changes.select(*spec.keys).distinct(), on=spec.keys, how="left_anti")
-    was_open = touched_rows.join(late_keys, on=spec.keys, how="left_semi").join(
-        day.changes.select(*spec.keys).distinct(), on=spec.keys, how="left_anti"
-    )
+    day_keys = day.changes.select(*spec.keys).distinct()
+    only_late = new_open.join(day_keys, on=spec.keys, how="left_anti")
+    was_open = touched_rows.join(late_keys, on=spec.keys, how="left_semi").join(day_keys, on=spec.keys, how="left_anti")
     opened = was_open.select(*spec.keys, F.lit(True).alias("zipper__was_open__"))
     kind = F.when(F.col("zipper__was_open__"), F.lit(LATE_OPEN_KIND)).otherwise(F.lit(LATE_NEW_KIND))
     rows = only_late.join(opened, on=spec.keys, how="left").select(
         *only_late.columns,
         F.lit(Slot.OPEN).alias(layout.SLOT),
-        F.coalesce(kind, F.lit(LATE_NEW_KIND)).alias(daily.KIND),
+        kind.alias(daily.KIND),  # not among the keys that were open: new
     )
     gone = was_open.join(only_late.select(*spec.keys), on=spec.keys, how="left_anti")
     rows = rows.unionByName(
