@@ -225,6 +225,18 @@ class SharedTable:
         assert self._state() == self._as_built, f"a test changed {spec.table}, not only its copy {name}"
 
 
+def assert_a_rerun_changes_nothing(spark, t, first):
+    """A rerun from `first` of `t`'s table, its inputs unchanged, changes no row and no recorded count."""
+    from zipper.jobs import replay
+    from zipper.table import state
+
+    before = table_rows(spark, t.table)
+    counts = {d: c.counts for d, c in state.read_state(spark, t.spec).commits.items()}
+    assert replay.rerun(spark, t.spec, first).action == "rerun"
+    assert table_rows(spark, t.table) == before
+    assert {d: c.counts for d, c in state.read_state(spark, t.spec).commits.items()} == counts
+
+
 def assert_equals_a_rebuild(spark, t):
     """The rebuild oracle: rebuilding `t`'s table in place changes no row and no recorded count."""
     from zipper.jobs import rebuild

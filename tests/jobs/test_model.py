@@ -29,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, event, example, given, settings
 from hypothesis import strategies as st
 
-from tests.support import TableFixture, assert_equals_a_rebuild, day, table_rows
+from tests.support import TableFixture, assert_a_rerun_changes_nothing, assert_equals_a_rebuild, day, table_rows
 from zipper.jobs import merge
 from zipper.jobs.init import init_table
 from zipper.table import check
@@ -562,7 +562,8 @@ def run_against_model(
     and compare each day's counts with the sum of the models' and each scenario's rows with its model.
 
     Each day's file is written as `schema` (default: the shape's). `rebuilds`: at the end, a one-pass
-    `zipper rebuild` of the table changes no row and no recorded count."""
+    `zipper rebuild` of the table changes no row and no recorded count, nor does a rerun of the
+    last date (which restores the open rows by the same pass where a column is untracked)."""
     at = shape.get("int_key", 0)
     fixture = TableFixture(
         root_factory.mktemp("m"),
@@ -590,6 +591,8 @@ def run_against_model(
         assert_each_scenario(table_rows(spark, fixture.table), cases, at, f"after day {n} ({day(n)})")
     if rebuilds:
         assert_equals_a_rebuild(spark, fixture)
+        if length > 1:
+            assert_a_rerun_changes_nothing(spark, fixture, day(length))
     for seen in sorted(set().union(*(case.model.seen for case in cases))):
         event(seen)
     event(f"end_style {end_style}")
@@ -697,6 +700,7 @@ def run_changes_against_model(spark, root_factory, batch, permutation, source: d
         schema=CDC_FILE if deletes else UPSERT_FILE,
         source={"sequence_by": "seq", **({"delete_match": "key"} if deletes else {}), **source},
         track_columns=["name", "score"],
+        rebuilds=True,
     )
 
 

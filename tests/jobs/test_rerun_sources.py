@@ -229,15 +229,25 @@ def test_a_cdc_rerun_refuses_a_later_dates_changed_column_type_before_it_changes
     assert (1, "ann", "Lyon", day(3).isoformat(), 69000, "9999-12-31") in table_rows(spark, t.table)  # zip after begin
 
 
-def test_rebuild_refuses_modes_it_cannot_compute_and_changes_nothing(spark, cdc_daily):
+def test_cdc_rebuilds_in_one_pass_and_refuses_what_its_merges_refuse(spark, cdc_daily):
+    """cdc without sequence_by in one pass: deletes, a key back after its delete, a delete of a key
+    that is not there (counted). A delete whose values differ from the row it deletes, and an
+    operation other than 0 and 1, fail the rebuild as they fail their date's merge; nothing changed."""
     t = cdc_daily
+    t.write_increment(spark, day(4), [(3, "cid", "Bern", 0), (5, "eve", None, 1), (2, "bob", "Nice", 1)], CDC)
+    assert merge.merge_date(spark, t.spec, day(4)).counts["deletes_of_absent_keys"] == 1
+    assert_equals_a_rebuild(spark, t)
     before = table_rows(spark, t.table), partitions(spark, t)
-    with pytest.raises(
-        StateError,
-        match=r"source mode upsert without sequence_by, or snapshot without updated_at; this table has mode cdc\."
-        r" Rerun from"
-        rf" the first date after the base instead \(`zipper rerun {t.spec.name} --from {day(1)}`\)$",
-    ):
+
+    t.write_increment(spark, day(4), [(3, "cid", "Bern", 0), (5, "eve", None, 1), (2, "bob", "Rome", 1)], CDC)
+    with pytest.raises(InputError) as raised:
+        rebuild.rebuild(spark, t.spec)
+    assert str(raised.value) == (
+        f"{t.table} {day(4)}: increment {t.increment_dir(day(4))} has 1 delete row whose values differ from the row"
+        " they delete (delete_match: all_columns); keys ['id']: 2; nothing was changed"
+    )
+    t.write_increment(spark, day(2), [(3, "cid", None, 2), (2, "bob", "Nice", 0)], CDC)
+    with pytest.raises(InputError, match=rf"^{t.table} {day(2)}: increment .* has sys_op values other than 0"):
         rebuild.rebuild(spark, t.spec)
     assert (table_rows(spark, t.table), partitions(spark, t)) == before
 
@@ -347,6 +357,12 @@ def test_landing_zone_replay_killed_mid_way_resumes_from_the_same_files(spark, t
     assert table_rows(spark, zone.table) == before
     st = state.read_state(spark, zone.spec)
     assert st.replay is None and st.commits["2024-01-03"].landing["last"] == 3
+    with pytest.raises(
+        StateError,
+        match=r"one pass for source modes upsert, snapshot and cdc without updated_at; this table has mode"
+        rf" landing_zone\. Rerun from the first date after the base instead \(`zipper rerun {zone.spec.name} --from",
+    ):
+        rebuild.rebuild(spark, zone.spec)
     assert merge.merge_date(spark, zone.spec, day(4)).counts["new"] == 1
 
 

@@ -23,15 +23,23 @@ def read_as_table(
 
 
 def read_checked(
-    spark, spec: TableSpec, located: sources.Input, source, table_columns: list[tuple[str, str]], ds: dt.date, what: str
+    spark,
+    spec: TableSpec,
+    located: sources.Input,
+    source,
+    table_columns: list[tuple[str, str]],
+    ds: dt.date,
+    what: str,
+    leave_out: tuple[str, ...] = (),
 ):
     """The input as read (its own columns), checked to fit the table's columns as they are: a
-    merge of its date takes it so (`dayinput.prepare`)."""
+    merge of its date takes it so (`dayinput.prepare`). `leave_out`: its columns that are not the
+    table's data (a cdc input's operation column)."""
     ds_text = ds.isoformat()
     what = f"{what} {located.description}"
     df = conform.read_input(spark, spec, located, source, table_columns, ds_text, what)
     # As the merge of that date saw it: a column added later is NULL, a column type change fails.
-    have = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+    have = [(f.name, f.dataType.simpleString()) for f in df.schema.fields if f.name not in leave_out]
     _, changes = conform.evolve(have, table_columns, spec, ds_text, what)
     if changes.added:
         raise InputError(

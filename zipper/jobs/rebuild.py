@@ -13,14 +13,18 @@ partitions without a commit record, which the next run drops); after it, the reb
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import time
 from dataclasses import dataclass
 
+from pyspark.sql import functions as F
+
 from zipper.core import faults, fs, layout
 from zipper.core.dates import DAY, date_range, describe_dates
-from zipper.core.errors import StateError
+from zipper.core.errors import InputError, StateError
 from zipper.core.reports import NO_INPUT_REASON, SKIPPED, RunAction
 from zipper.inputs import conform, dated, file_types, modes
+from zipper.inputs.refusals import MAX_LISTED_KEYS, key_text
 from zipper.jobs import corrected
 from zipper.jobs.context import quiet
 from zipper.jobs.init import init_table
@@ -28,8 +32,8 @@ from zipper.jobs.plan import check_in_schedule, source_kind
 from zipper.jobs.result import RunResult
 from zipper.table import audit, catalog, publish, recovery, state, store
 from zipper.tablespec.model import TableSpec
-from zipper.transforms import timelines
-from zipper.transforms.timelines import DS, KINDS
+from zipper.transforms import changes, timelines
+from zipper.transforms.timelines import DS, KINDS, VANISHED
 
 
 def rebuild(
@@ -113,14 +117,15 @@ def _refuse_adopted(spec: TableSpec, st: state.TableState, last: dt.date | None)
 
 
 def _refuse_mode(spec: TableSpec, st: state.TableState, last: dt.date | None) -> None:
-    """A rebuild computes the table in one pass: only a source mode whose rows are each a key's
-    full state can be (`rebuilds_in_one_pass`); the others replay from the first date instead."""
+    """A rebuild computes the table in one pass where a key's rows of a date make one change
+    (`rebuilds_in_one_pass`): not with `source.updated_at`, whose every change is a version, nor
+    from a landing zone, whose files a date takes depend on the dates before. Those replay from
+    the first date instead."""
     if modes.mode_of(spec).rebuilds_in_one_pass(spec):
         return
     first = st.init_ds + DAY if st.initialized else spec.start_date
     raise StateError(
-        f"rebuild computes the table in one pass from full-state rows: source mode upsert without sequence_by,"
-        f" or snapshot without updated_at;"
+        f"rebuild computes the table in one pass for source modes upsert, snapshot and cdc without updated_at;"
         f" this table has mode {source_kind(spec)}."
         f" Rerun from the first date after the base instead (`zipper rerun {spec.name} --from {first}`)",
         table=spec.table,
@@ -178,7 +183,11 @@ def _write_versions(
         marked = _marked_inputs(spark, spec, init_ds, found, corrected.dated_filter(spark, spec, st, DS))
         marked.rows.persist()  # read twice: the counts, then the versions
         try:
-            per_date = {r[DS]: {k: int(r[k]) for k in KINDS} for r in timelines.daily_counts(marked.rows).collect()}
+            per_date = {
+                r[DS]: {k: int(v or 0) for k, v in r.asDict().items() if k != DS}
+                for r in timelines.daily_counts(marked.rows).collect()
+            }
+            _refuse_mismatched_deletes(spec, marked.rows, per_date, found)
             versions = timelines.with_slot(
                 timelines.versions(marked.rows, marked.timeline), spec.end_column, spec.open_end.isoformat()
             )
@@ -186,6 +195,26 @@ def _write_versions(
         finally:
             marked.rows.unpersist()
     return per_date
+
+
+def _refuse_mismatched_deletes(spec: TableSpec, rows, per_date: dict, found: Located) -> None:
+    """A delete whose values differ from the row it deletes (delete_match: all_columns) fails the
+    rebuild as it fails the earliest such date's merge, naming its keys; nothing is written."""
+    dates = sorted(ds for ds, c in per_date.items() if c.get(timelines.MISMATCHED))
+    if not dates:
+        return
+    ds = dates[0]
+    count = per_date[ds][timelines.MISMATCHED]
+    keys = rows.where(F.col(timelines.MISMATCHED) & (F.col(DS) == ds)).select(*spec.keys).orderBy(*spec.keys)
+    examples = keys.limit(MAX_LISTED_KEYS).collect()
+    located = found.increments[dt.date.fromisoformat(ds)]
+    raise InputError(
+        f"increment {located.description} has {count} delete row{'s' if count != 1 else ''} whose values differ"
+        f" from the row they delete (delete_match: all_columns); keys {spec.keys}: {key_text(examples, spec.keys)};"
+        " nothing was changed",
+        table=spec.table,
+        ds=ds,
+    )
 
 
 def audit_slots(spec: TableSpec, end: dt.date, expected: dict[str, int]) -> None:
@@ -237,16 +266,81 @@ def _marked_inputs(spark, spec: TableSpec, init_ds: dt.date, found: Located, kee
     erased keys left out)."""
     dates = sorted(found.increments)
     table_columns = catalog.data_columns(spark, spec)
+    tracked = conform.tracked_columns(spec, [c for c, _ in table_columns], dates[-1].isoformat() if dates else None)
+    return one_pass(spark, spec, table_columns, tracked, found, keep)
+
+
+def one_pass(
+    spark, spec: TableSpec, table_columns, tracked: list[str], found: Located, keep=None, checks=True
+) -> Marked:
+    """The base and the increments `found` as marked rows of the table's columns (`tracked` among
+    them): each key's change of each date (`_day_changes` for a mode whose days are events), its
+    keys (and operations) checked as each date's merge checks them, unless `checks` is off (inputs
+    that were committed, checked then). `keep`: a filter of the dated rows."""
     names = [c for c, _ in table_columns]
-    base = dated.read_base(spark, spec, table_columns, init_ds, found.base)
-    rows = dated.dated_rows(spark, spec, table_columns, found.increments, base, init_ds)
-    described = dated.descriptions(found.increments) | {init_ds.isoformat(): "base"}
-    dated.check_keys(rows, spec, described, dated.input_roots({**found.increments, init_ds: found.base}))
+    base = dated.read_base(spark, spec, table_columns, found.base_ds, found.base)
+    described = dated.descriptions(found.increments) | {found.base_ds.isoformat(): "base"}
+    roots = dated.input_roots({**found.increments, found.base_ds: found.base})
+    timeline = timeline_of(spec, names, tracked, found.base_ds, found.increments)
+    changed = _day_changes(spark, spec, table_columns, found, base, described, roots, keep, checks)
+    if changed is not None:
+        return Marked(timelines.marked(changed, timeline), timeline)
+    rows = dated.dated_rows(spark, spec, table_columns, found.increments, base, found.base_ds)
+    if checks:
+        dated.check_keys(rows, spec, described, roots)
     if keep is not None:
         rows = keep(rows)
-    tracked = conform.tracked_columns(spec, names, dates[-1].isoformat() if dates else None)
-    timeline = timeline_of(spec, names, tracked, init_ds, found.increments)
     return Marked(timelines.marked(rows, timeline), timeline)
+
+
+def _day_changes(spark, spec: TableSpec, table_columns, found: Located, base, described, roots, keep, checks: bool):
+    """The inputs of a mode whose days are events (cdc, upsert with sequence_by) as one change per
+    key and date (`timelines.day_changes`), their operations and keys (and sequence values)
+    checked as each date's merge checks them; None for a mode whose rows are full states, or
+    without an increment to read."""
+    strategy = modes.mode_of(spec)
+    names = [c for c, _ in table_columns]
+    read = {}
+    for day in sorted(found.increments):
+        located = found.increments[day]
+        if located.missing:
+            continue
+        df = dated.read_checked(
+            spark, spec, located, spec.source, table_columns, day, "increment", strategy.leave_out(spec)
+        )
+        if df is not None:
+            read[day] = (located, df)
+    if not read or strategy.one_pass_events(spec, read[min(read)][1], table_columns) is None:
+        return None
+    if checks:
+        strategy.check_dated_operations(spec, read)
+    parts, match = [], None
+    for day, (_, df) in sorted(read.items()):
+        events, match = strategy.one_pass_events(spec, df, table_columns)
+        parts.append(events.select("*", F.lit(day.isoformat()).alias(DS)))
+    events = functools.reduce(lambda a, b: a.unionByName(b), parts)
+    if checks:
+        dated.check_keys(events, spec, described, roots)
+    if base is not None:  # the base's rows upsert their keys, first on their date
+        if checks:
+            dated.check_keys(timelines.dated(base, names, found.base_ds.isoformat()), spec, described, roots)
+        ordered = (
+            [F.lit(None).cast(events.schema[changes.ORDER].dataType).alias(changes.ORDER)]
+            if changes.ORDER in events.columns
+            else []
+        )
+        based = base.select(
+            *names,
+            F.lit(changes.UPSERT).alias(changes.ACTION),
+            *ordered,
+            F.lit(found.base_ds.isoformat()).alias(DS),
+        )
+        events = based.unionByName(events)
+    if keep is not None:
+        events = keep(events)
+    return timelines.day_changes(
+        events, keys=list(spec.keys), columns=names, match=match, fills=spec.source.fills_null_updates
+    )
 
 
 def timeline_of(
@@ -279,12 +373,12 @@ def _commit_counts(
     open_rows = per_date.get(init_ds.isoformat(), {}).get("new", 0)  # the base: every row opens
     counts = {}
     for day in dates:
-        c = per_date.get(day.isoformat(), dict.fromkeys(KINDS, 0))
+        c = dict.fromkeys((*KINDS, VANISHED), 0) | per_date.get(day.isoformat(), {})
         seen = c["new"] + c["changed"] + c["unchanged"] + c["updated"]
         opened = open_rows + c["new"] - (0 if tombstones else c["deleted"])
         counts[day] = {
             **strategy.empty_counts(spec),
-            "input": seen + c["deleted"] - (c["unchanged"] if strategy.complete_source else 0),
+            "input": seen + c["deleted"] + c[VANISHED] - (c["unchanged"] if strategy.complete_source else 0),
             "new": c["new"],
             "changed": c["changed"],
             "unchanged": c["unchanged"],
@@ -293,8 +387,10 @@ def _commit_counts(
             "open_before": open_rows,
             "open_after": opened,
         }
-        if "source_rows" in counts[day]:
-            counts[day]["source_rows"] = seen
+        if "source_rows" in counts[day]:  # the input rows: a change's events, else its row
+            counts[day]["source_rows"] = c.get(timelines.SOURCE_ROWS, seen)
+        if "deletes_of_absent_keys" in counts[day]:
+            counts[day]["deletes_of_absent_keys"] = c.get(timelines.ABSENT, 0)
         if strategy.closes_keys:
             counts[day]["deleted"] = c["deleted"]
         if tombstones:

@@ -339,7 +339,6 @@ def _rebuilt_open_rows(
             **where,
         )
     located_base = dated.locate_base(spark, spec, init_ds)
-    base = dated.read_base(spark, spec, table_columns, init_ds, located_base)
     recorded = st.open_partition.params.get(state.INIT_FINGERPRINT)
     if dated.base_changed(located_base, recorded):
         raise StateError(
@@ -348,11 +347,13 @@ def _rebuilt_open_rows(
             **where,
         )
     names = [c for c, _ in table_columns]
-    rows = dated.dated_rows(spark, spec, table_columns, located, base, init_ds)
-    timeline = rebuild.timeline_of(spec, names, tracked, init_ds, located)
+    # committed inputs, checked by their merges
+    marked = rebuild.one_pass(
+        spark, spec, table_columns, tracked, rebuild.Located(located_base, init_ds, located), checks=False
+    )
     open_end = spec.open_end.isoformat()
     return (
-        timelines.versions(timelines.marked(rows, timeline), timeline)
+        timelines.versions(marked.rows, marked.timeline)
         .where(f"`{spec.end_column}` = '{open_end}'")
         .select(*names, spec.begin_column)
     ), {init_ds: located_base, **located}

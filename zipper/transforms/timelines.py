@@ -23,6 +23,8 @@ from pyspark.sql import functions as F
 from zipper.core.layout import CLOSED_PREFIX, SLOT, Slot
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import EndStyle
+from zipper.transforms import changes
+from zipper.transforms.changes import ACTION, CONTINUES, DELETE_ABSENT, DELETE_MISMATCH, FIRST, MATCH, ORDER, PROBLEM
 from zipper.transforms.equality import all_of, same, types_of
 from zipper.transforms.vocabulary import DELETE, KIND, OP, UPSERT
 
@@ -32,10 +34,19 @@ VERSION = "zipper_version"
 # the previous row's (or the key is back from its tombstone); unchanged: every column equal;
 # updated: only untracked columns differ (updated in place); deleted: the key left the snapshots.
 KINDS = ("new", "changed", "unchanged", "updated", "deleted")
+# a delete of a key that is not there (never was, deleted, or a tombstone): no version, counted
+VANISHED = "vanished"
+# what a date's changes count beside their kinds, carried from their events (`day_changes`)
+SOURCE_ROWS = "zipper__source_rows"  # the input rows a change stands for
+ABSENT = "zipper__absent"  # its deletes that found the key absent (deletes_of_absent_keys)
+MISMATCHED = "zipper__mismatched"  # a delete whose values differ from the row it deletes
+EVENT_COUNTS = (SOURCE_ROWS, ABSENT, MISMATCHED)
 _LAST = "zipper__last"
 _FIRST = "zipper__first"
 _ENDED = "zipper__ended"  # a version a delete began: a tombstone, or no version at all
 _NEXT_SNAPSHOT, _NEXT_SEEN, _ROW = "zipper__next_snapshot", "zipper__next_seen", "zipper__row"
+_PRESENT = "zipper__present"  # the key had a live version before the row's date
+_LIFE = "zipper__life"  # the key's stretch of changes that fill from each other (ignore_null_updates)
 
 
 @dataclass(frozen=True)
@@ -115,21 +126,63 @@ def _with_deletes(rows: DataFrame, timeline: Timeline) -> DataFrame:
     return rows.select(*columns, F.explode(each).alias(_ROW)).select(*columns, f"{_ROW}.*")
 
 
-def marked(rows: DataFrame, timeline: Timeline) -> DataFrame:
-    """Each dated row with what it does to its key's open version (one of KINDS), and OP.
+def day_changes(
+    events: DataFrame, *, keys: list[str], columns: list[str], match: list[str] | None, fills: bool
+) -> DataFrame:
+    """Dated events (columns + DS + `changes.ACTION`, and `changes.ORDER` with sequence_by) as one
+    change per key and date, as the daily merge makes a day's change set of them: OP the state
+    its last event leaves, FIRST its first action, MATCH the values its first delete carries
+    (with `match`: delete_match all_columns), CONTINUES (with `fills`: no delete that day), and
+    what the date counts of them (EVENT_COUNTS). A key's events within a day are collapsed by the
+    daily merge's own steps (`changes.flag_events`, `changes.collapse`), keyed by key and date."""
+    deleting = F.col(ACTION) == DELETE
+    if ORDER not in events.columns:  # at most one event per key and date: the event is the change
+        matched = [F.when(deleting, F.struct(*[F.col(c) for c in match])).alias(MATCH)] if match is not None else []
+        return events.select(
+            *columns,
+            DS,
+            F.when(deleting, F.lit(DELETE)).otherwise(F.lit(UPSERT)).alias(OP),
+            F.col(ACTION).alias(FIRST),
+            *matched,
+            F.lit(1).alias(SOURCE_ROWS),
+            F.lit(0).alias(ABSENT),
+            F.lit(False).alias(MISMATCHED),
+        )
+    each_day = [*keys, DS]
+    if fills:
+        events = changes.fill_null_updates(events, keys=each_day, columns=columns)
+    flagged = changes.flag_events(events, keys=each_day, columns=[*columns, DS], match=match)
+    whole_day = Window.partitionBy(*each_day)
+    problem = F.col(PROBLEM)
+    counted = flagged.select(
+        "*",
+        F.count(F.lit(1)).over(whole_day).alias(SOURCE_ROWS),
+        F.sum(F.when(problem == DELETE_ABSENT, 1).otherwise(0)).over(whole_day).alias(ABSENT),
+        F.coalesce(F.max(problem == DELETE_MISMATCH).over(whole_day), F.lit(False)).alias(MISMATCHED),
+    )
+    return changes.collapse(counted, columns=[*columns, DS, *EVENT_COUNTS], deletes=True)
 
-    `rows`: columns + DS, at most one row per key and date. `timeline.fill_nulls`
-    (ignore_null_updates): a row's NULL keeps its key's last non-NULL value of the dates before, as
-    the daily merge fills an update from the open version (the modes that fill have no deletes
-    in one pass to start afresh from)."""
+
+def marked(rows: DataFrame, timeline: Timeline) -> DataFrame:
+    """Each dated row with what it does to its key's version (one of KINDS, or VANISHED), and OP.
+
+    `rows`: columns + DS, at most one row per key and date; or the changes of `day_changes` (with
+    OP: cdc, ordered upserts), whose deletes may find their key absent (VANISHED: counted, no
+    version) and whose first deletes must match the row they delete (MISMATCHED, with MATCH).
+    `timeline.fill_nulls` (ignore_null_updates): a change's NULL keeps its key's last value, as
+    the daily merge fills an update from the open version (not after a delete, nor from a
+    tombstone)."""
     keys, columns, tracked = list(timeline.keys), list(timeline.columns), list(timeline.tracked)
     by_key = Window.partitionBy(*keys).orderBy(DS)
+    if OP not in rows.columns:
+        rows = _with_deletes(rows, timeline)
+    counts = [c for c in EVENT_COUNTS if c in rows.columns]
+    present = F.coalesce(F.lag(OP).over(by_key) == UPSERT, F.lit(False))
+    rows = rows.select(
+        *columns, DS, OP, *[c for c in (FIRST, MATCH, CONTINUES) if c in rows.columns], *counts, present.alias(_PRESENT)
+    )
     if timeline.fill_nulls:
-        so_far = by_key.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-        rows = rows.select(
-            *[F.col(c) if c in keys else F.last(c, ignorenulls=True).over(so_far).alias(c) for c in columns], DS
-        )
-    rows = _with_deletes(rows, timeline)
+        rows = _filled(rows, timeline)
     types = types_of(rows)
 
     def same_as_before(names: list[str]) -> Column:
@@ -137,16 +190,52 @@ def marked(rows: DataFrame, timeline: Timeline) -> DataFrame:
 
     # each column is compared once: the tracked ones tell changed rows; of the others (their
     # tracked columns equal), the untracked ones tell unchanged from updated
-    after_delete = F.coalesce(F.lag(OP).over(by_key) == DELETE, F.lit(False))
+    was_present, deleting = F.col(_PRESENT), F.col(OP) == DELETE
+    before = by_key.rowsBetween(Window.unboundedPreceding, -1)
+    tombstoned = F.coalesce(F.max(F.col(OP) == UPSERT).over(before), F.lit(False))  # ended, so a tombstone is open
     kind = (
-        F.when(F.col(OP) == DELETE, F.lit("deleted"))
-        .when(F.lag(DS).over(by_key).isNull(), F.lit("new"))
-        .when(after_delete, F.lit("changed" if timeline.tombstone else "new"))
+        F.when(deleting & was_present, F.lit("deleted"))
+        .when(deleting, F.lit(VANISHED))
+        .when(~was_present & tombstoned, F.lit("changed" if timeline.tombstone else "new"))
+        .when(~was_present, F.lit("new"))
         .when(~same_as_before(tracked), F.lit("changed"))
         .when(same_as_before(timeline.untracked), F.lit("unchanged"))
         .otherwise(F.lit("updated"))
     )
-    return rows.select(*columns, DS, F.col(OP), kind.alias(KIND))
+    counted = []
+    first_delete = (F.col(FIRST) == DELETE) if FIRST in rows.columns else F.lit(False)
+    if ABSENT in rows.columns:
+        counted.append((F.col(ABSENT) + F.when(first_delete & ~was_present, 1).otherwise(0)).alias(ABSENT))
+    if SOURCE_ROWS in rows.columns:
+        counted.append(F.col(SOURCE_ROWS))
+    if MISMATCHED in rows.columns:
+        differs = F.lit(False)
+        if MATCH in rows.columns:
+            matched = rows.schema[MATCH].dataType.fieldNames()
+            differs = ~all_of([same(F.col(f"{MATCH}.{c}"), F.lag(c).over(by_key), types[c]) for c in matched])
+        counted.append((F.col(MISMATCHED) | (first_delete & was_present & differs)).alias(MISMATCHED))
+    return rows.select(*columns, DS, F.col(OP), kind.alias(KIND), *counted)
+
+
+def _filled(rows: DataFrame, timeline: Timeline) -> DataFrame:
+    """ignore_null_updates: an upsert's NULL takes its key's last value since its last new start
+    (its first row, a row after a delete, or a change whose day deleted the key first: not
+    CONTINUES), as the daily merge fills it from the open version. Deletes stay as sent."""
+    keys = list(timeline.keys)
+    by_key = Window.partitionBy(*keys).orderBy(DS)
+    continues = F.col(CONTINUES) if CONTINUES in rows.columns else F.lit(True)
+    starts = F.when(~F.col(_PRESENT) | ~continues, 1).otherwise(0)
+    lived = rows.select(
+        "*", F.sum(starts).over(by_key.rowsBetween(Window.unboundedPreceding, Window.currentRow)).alias(_LIFE)
+    )
+    running = Window.partitionBy(*keys, _LIFE).orderBy(DS).rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    upsert = F.col(OP) == UPSERT
+    values = [c for c in timeline.columns if c not in keys and c != timeline.tombstone]
+
+    def filled(c: str) -> Column:
+        return F.when(upsert, F.last(F.when(upsert, F.col(c)), ignorenulls=True).over(running)).otherwise(F.col(c))
+
+    return lived.select(*[filled(c).alias(c) if c in values else F.col(c) for c in rows.columns])
 
 
 def _closed_end(next_begin: Column, end_style: EndStyle) -> Column:
@@ -165,6 +254,7 @@ def versions(marked_rows: DataFrame, timeline: Timeline) -> DataFrame:
     begin_column, tombstone = timeline.begin_column, timeline.tombstone
     running = Window.partitionBy(*keys).orderBy(DS).rowsBetween(Window.unboundedPreceding, Window.currentRow)
     starts = F.when(F.col(KIND).isin("new", "changed", "deleted"), 1).otherwise(0)
+    marked_rows = marked_rows.where(F.col(KIND) != VANISHED)  # a delete of an absent key changes nothing
     numbered = marked_rows.select(*columns, DS, F.col(OP), F.sum(starts).over(running).alias(VERSION))
     firsts = [c for c in columns if c in tracked and c not in keys]
     lasts = timeline.untracked
@@ -203,7 +293,8 @@ def with_slot(versions_df: DataFrame, end_column: str, open_end: str) -> DataFra
 
 
 def daily_counts(marked_rows: DataFrame) -> DataFrame:
-    """Rows of each kind per date: DS, then one column per kind."""
-    return marked_rows.groupBy(DS).agg(
-        *[F.sum(F.when(F.col(KIND) == kind, 1).otherwise(0)).alias(kind) for kind in KINDS]
-    )
+    """Rows of each kind per date: DS, then one column per kind (VANISHED too), and the sums of
+    the changes' EVENT_COUNTS where they have them."""
+    kinds = [F.sum(F.when(F.col(KIND) == kind, 1).otherwise(0)).alias(kind) for kind in (*KINDS, VANISHED)]
+    counted = [F.sum(F.col(c).cast("int")).alias(c) for c in EVENT_COUNTS if c in marked_rows.columns]
+    return marked_rows.groupBy(DS).agg(*kinds, *counted)

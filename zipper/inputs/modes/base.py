@@ -75,6 +75,16 @@ class SourceStrategy:
         daily merge (a rerun from the first date after the base does the same job)."""
         return False
 
+    def one_pass_events(self, spec: TableSpec, df, columns: list[tuple[str, str]]):
+        """A day's input (its operations checked) as the events of the table's `columns` a one-pass
+        rebuild collapses per key and date (`timelines.day_changes`), and the columns a delete must
+        match; None where each row is its key's full state on its date, taken as it is."""
+        return None
+
+    def check_dated_operations(self, spec: TableSpec, read: dict) -> None:
+        """Refuses, as the earliest date's merge would, what several dates' rows say they do
+        (`read`: date -> (located input, rows as read)), in one job where the mode reads it from a column."""
+
     def snapshot_dates(self, spec: TableSpec, base_ds: dt.date, located: dict[dt.date, sources.Input]) -> tuple:
         """The dates (text, in order, the base's first) whose input closes the keys it lacks, for a
         one-pass rebuild over the `located` inputs (`timelines.Timeline`); none but a snapshot's."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 
+from pyspark.sql import functions as F
+
 from zipper.core import fs
 from zipper.core.errors import InputError
 from zipper.inputs import conform, sources
@@ -32,6 +34,30 @@ class Cdc(SourceStrategy):
         if spec.source.order_column and spec.source.deletes_need_all_columns:
             return [changes.DELETE_MISMATCH]
         return []
+
+    def rebuilds_in_one_pass(self, spec: TableSpec) -> bool:
+        """Each key's changes of a date collapse to one, as its merge collapses them; with
+        `source.updated_at` every change is a version whose validity the one pass does not compute."""
+        return not spec.validity_columns
+
+    def one_pass_events(self, spec: TableSpec, df, columns: list[tuple[str, str]]):
+        return self.events(spec, df, columns)
+
+    def check_dated_operations(self, spec: TableSpec, read: dict) -> None:
+        """Every date's operation column there (no job), then its values in one job: the earliest
+        date with a value other than 0 and 1 refused as its merge refuses it (`check_operations`)."""
+        op, bad = spec.source.operation_column, None
+        for ds in sorted(read):
+            located, df = read[ds]
+            if op not in df.columns:
+                self.check_operations(spec, ds, located, df, f"increment {located.description}")
+            found = changes.bad_operations(df, op_column=op).select(F.lit(ds.isoformat()).alias("ds"))
+            bad = found if bad is None else bad.unionByName(found)
+        first = bad.orderBy("ds").limit(1).collect() if bad is not None else []
+        if first:
+            ds = dt.date.fromisoformat(first[0]["ds"])
+            located, df = read[ds]
+            self.check_operations(spec, ds, located, df, f"increment {located.description}")
 
     def check_operations(self, spec: TableSpec, ds: dt.date, located: sources.Input, df, what: str) -> None:
         """A cdc input has its operation column, holding only 0 and 1."""

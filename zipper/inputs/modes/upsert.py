@@ -22,8 +22,19 @@ class Upsert(SourceStrategy):
         return {"source_rows": 0} if spec.source.order_column else {}
 
     def rebuilds_in_one_pass(self, spec: TableSpec) -> bool:
-        """Without `sequence_by`, each row is its key's full state on its date."""
-        return spec.source.order_column is None
+        """Each row is its key's full state on its date; with `sequence_by`, a key's rows of a date
+        collapse to its last, as its merge collapses them. With `source.updated_at` every change is a
+        version whose validity the one pass does not compute."""
+        return not spec.validity_columns
+
+    def one_pass_events(self, spec: TableSpec, df, columns: list[tuple[str, str]]):
+        """With `sequence_by`, the rows as ordered changes; without, None: the rows as they are."""
+        if spec.source.order_column is None:
+            return None
+        names = [c for c, _ in columns]
+        return changes.upsert_events(
+            conform.to_columns(df, columns), columns=names, order=spec.source.order_column
+        ), None
 
     def writes_change_set(self, spec: TableSpec) -> bool:
         """Without `sequence_by` the input rows are the change set as they are."""
