@@ -1,5 +1,6 @@
-"""The change-volume guard's rule on its own: both limits must be passed, a table's first days,
-small days and dates committed without input do not count, and an accepted day passes."""
+"""The change-volume guard's rule on its own: both limits must be passed (on a table's first days,
+before its median means anything, the share alone), small days and dates committed without input
+do not count, and an accepted day passes."""
 
 from __future__ import annotations
 
@@ -57,12 +58,18 @@ def test_a_day_is_refused_only_when_it_passes_both_limits():
     assert refused(history(500, 480, 520, 510, 490), day(600)) is None
 
 
-def test_first_days_small_days_and_days_without_input_do_not_count():
-    assert refused(history(1, 1, 1, 1), day(900)) is None  # four committed days: no usual yet
+def test_first_days_are_held_to_the_share_alone_and_small_days_and_days_without_input_do_not_count():
+    # four committed days (or none: the first day after init): no usual yet, the share alone decides
+    assert refused(history(1, 1, 1, 1), day(900)) == (
+        "the day closes, deletes or updates 900 of 1,000 open rows (90%; limit 30%); with 4 committed days the"
+        " table has no usual day yet (its median needs 5), so the share alone decides"
+    )
+    assert refused(history(), day(600, open_before=1000)) is not None
+    assert refused(history(1), day(300, open_before=1000)) is None  # 30%: not over the share
     assert refused(history(0, 0, 0, 0, 0), day(99, open_before=100)) is None  # under min_rows
     assert refused(history(0, 0, 0, 0, 0), day(100, open_before=100)) is not None
-    # days committed without input are not usual days: four counted, none refused yet
-    assert refused(history(1, 1, 1, 1, 0, skipped=(4,)), day(900)) is None
+    # days committed without input are not usual days: four counted, no median yet
+    assert "with 4 committed days" in refused(history(1, 1, 1, 1, 0, skipped=(4,)), day(900))
     # the median of the latest recent_days only
     spec = SPEC.model_copy(update={"guard": SPEC.guard.model_copy(update={"recent_days": 5})})
     assert refused(history(900, 900, 900, 900, 900, 1, 1, 1, 1, 1), day(900), spec) is not None  # median 1

@@ -6,8 +6,10 @@ that closes half the table merges without an error. The day's audit has already 
 does to the open rows; here that count is held against two limits from the spec's `guard`
 settings, and the day is refused only when it passes both: a share of the open rows, and a
 multiple of the median of the table's recent committed days (so a table whose days are always
-large is not refused for being itself). A table's first days, small tables' days and days
-someone accepted (`--accept-large-change`) pass. No Spark: the counts and the commit records
+large is not refused for being itself). On a table's first days, before a median means
+anything, the share alone decides: a snapshot that lost half its keys on the second day is the
+very accident to stop. Small tables' days and days someone accepted (`--accept-large-change`)
+pass. No Spark: the counts and the commit records
 are at hand."""
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ class Volume:
 
     changed: int  # open rows the day closes, deletes or updates in place
     open_before: int
-    median: float | None  # of the recent committed days' changed open rows; None: too few days yet
+    median: float | None  # of the recent committed days' changed open rows; None: too few days yet (the share decides)
     days: int  # committed days the median is taken over
 
     @property
@@ -57,10 +59,17 @@ def volume(spec: TableSpec, st: state.TableState, ds: dt.date, counts: dict) -> 
 def refusal(spec: TableSpec, found: Volume) -> str | None:
     """Why the guard refuses a day of this volume, in words (figures against the limits); None when it passes."""
     settings = spec.guard
-    if not settings.enabled or found.median is None or found.changed < settings.min_rows:
+    if not settings.enabled or found.changed < settings.min_rows or found.fraction <= settings.max_fraction:
         return None
+    if found.median is None:  # no usual day yet: the share alone decides (a half-lost second snapshot)
+        return (
+            f"the day closes, deletes or updates {found.changed:,} of {found.open_before:,} open rows"
+            f" ({found.fraction:.0%}; limit {settings.max_fraction:.0%}); with {found.days} committed"
+            f" day{'s' if found.days != 1 else ''} the table has no usual day yet (its median needs"
+            f" {settings.min_days}), so the share alone decides"
+        )
     usual = max(found.median, 1.0)
-    if found.fraction <= settings.max_fraction or found.changed <= settings.max_median_multiple * usual:
+    if found.changed <= settings.max_median_multiple * usual:
         return None
     return (
         f"the day closes, deletes or updates {found.changed:,} of {found.open_before:,} open rows"
