@@ -4,7 +4,9 @@ process as a Connect client, which would lead this process's classic session ast
 
 Its clients use the warehouse's metastore service; a client without the token, or with another,
 is refused; the token is private and never on a command line; the server listens on loopback
-only; a second start finds it; `zipper spark stop` ends its process group. The idle stop is
+only; two commands starting it at once get one, over a record naming another program; a second
+start finds it; status says running while its JVM answers, its metastore server stopped or not;
+a record whose process is gone is stale; `zipper spark stop` ends its process group. The idle stop is
 tested on a stand-in server (runtime.idle_stop), without a JVM."""
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.helpers import day, make_spec, write_parquet, zipper
+from tests.cli.helpers import BIN, day, env_for, make_spec, write_parquet, zipper
 from tests.metastores import _processes_marked
 from zipper.cli.main import main
 from zipper.core.hms import MetastoreClient
@@ -65,19 +67,55 @@ def python(code: str, *args: str, timeout: float = 180) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+STARTS = {}  # how the module's server was started: what each starter said, and the bystander
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """(settings, the server, its token, the start's seconds): one server for the module, stopped
-    by its pid at the end, and the metastore server it started too."""
-    settings = SessionSettings(warehouse=str(tmp_path_factory.mktemp("connect") / "warehouse"))
+    by its pid at the end, and the metastore server it started too. Started by two `zipper spark
+    start` processes at once, over a record that names another program's pid (a recycled one)."""
+    root = tmp_path_factory.mktemp("connect")
+    settings = SessionSettings(warehouse=str(root / "warehouse"))
     service = spark_server.SparkServerService(settings)
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    service.folder.mkdir(parents=True)
+    service.record_path.write_text(
+        json.dumps(
+            {"pid": bystander.pid, "port": processes.free_port(), "warehouse": str(settings.warehouse_path),
+             "started_at": "x", "metastore_uri": "", "master": ""}
+        )
+    )  # fmt: skip
     began = time.monotonic()
     try:
-        server = spark_server.ensure_running(settings)
+        command = [str(BIN / "zipper"), "spark", "start", "--warehouse", settings.warehouse]
+        starters = [
+            subprocess.Popen(command, env=env_for(root), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(2)
+        ]
+        STARTS["said"] = [(p.communicate(timeout=300), p.returncode) for p in starters]
+        STARTS["bystander"] = bystander
+        server = service.running()
+        assert server is not None, STARTS["said"]
         yield settings, server, service.token(), time.monotonic() - began
     finally:
         service.stop()
         metastore.MetastoreService(settings.warehouse_path).stop()
+        bystander.kill()
+        bystander.wait()
+
+
+def test_two_commands_starting_the_server_at_once_get_one_and_a_record_naming_another_program_is_left_alone(served):
+    settings, server, _, _ = served
+    said = sorted(out.split(":")[0] for (out, _), _ in STARTS["said"])
+    assert said == [
+        f"Spark Connect server already running for {settings.warehouse_path}",
+        f"Spark Connect server started for {settings.warehouse_path}",
+    ], STARTS["said"]
+    assert [code for _, code in STARTS["said"]] == [0, 0]
+    supervisors = _processes_marked("zipper.runtime.idle_stop", f"{spark_server.MARKER_CONF}=")
+    assert [pid for pid, where in supervisors.items() if where == settings.warehouse_path] == [server.pid]
+    assert STARTS["bystander"].poll() is None  # the program the old record named: neither used nor stopped
 
 
 def test_a_client_with_the_token_reads_and_writes_through_the_warehouses_metastore(served):
@@ -207,7 +245,10 @@ def test_a_server_whose_metastore_server_restarted_is_replaced_by_the_next_clien
     hms = metastore.MetastoreService(settings.warehouse_path)
     assert server.metastore_uri == hms.running().uri
     hms.stop()
-    assert spark_server.SparkServerService(settings).running() is None  # not to be used any more
+    service = spark_server.SparkServerService(settings)
+    assert service.running() is None  # not to be used any more
+    shown = service.status()  # but its JVM answers: running, not current
+    assert (shown["running"], shown["current"], shown["pid"], shown["stale_record"]) == (True, False, server.pid, False)
     # as a command does: begin the start early, twice (one start), then wait for it
     spark_server.start_early(settings)
     spark_server.start_early(settings)
@@ -219,6 +260,30 @@ def test_a_server_whose_metastore_server_restarted_is_replaced_by_the_next_clien
     assert replaced.metastore_uri == hms.running().uri
     read = python(CLIENT, spark_server.remote_url(replaced, token), "SELECT id FROM connect_db.people ORDER BY id")
     assert read["answers"] == [[[1], [2]]]
+
+
+def test_a_record_whose_process_is_gone_is_stale_and_stopped_as_nothing(tmp_path, capsys):
+    """A server killed without a word leaves its record: status says not running (exit 3) and
+    names the stale record; stop removes it without stopping anything; the next start replaces it
+    (as it replaced the module's record of another program)."""
+    settings = SessionSettings(warehouse=str(tmp_path / "warehouse"))
+    service = spark_server.SparkServerService(settings)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    service.folder.mkdir(parents=True)
+    service.record_path.write_text(
+        json.dumps(
+            {"pid": gone.pid, "port": processes.free_port(), "warehouse": str(settings.warehouse_path),
+             "started_at": "x", "metastore_uri": "", "master": ""}
+        )
+    )  # fmt: skip
+    assert service.running() is None and service.answering() is None
+    assert main(["spark", "status", "--warehouse", settings.warehouse]) == 3
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["running"], shown["current"], shown["stale_record"]) == (False, False, True)
+    assert main(["spark", "stop", "--warehouse", settings.warehouse]) == 0
+    assert capsys.readouterr().out.strip() == f"no Spark Connect server was running for {settings.warehouse_path}"
+    assert not service.record_path.exists()
 
 
 def test_stop_ends_its_process_group_and_status_says_stopped(served, capsys):

@@ -285,11 +285,14 @@ class MetastoreService(LocalService[Server]):
                 self.stop()
 
     def status(self) -> dict:
-        server = self.running()
+        """`running` while the server's JVM answers; `current` when a command would use it (one an
+        earlier zipper started without table locks is replaced by the next command)."""
+        server = self.answering()
         recorded = self.recorded()
         return {
             "warehouse": str(self.warehouse),
             "running": server is not None,
+            "current": server is not None and self._is_current(server),
             "uri": server.uri if server else None,
             "pid": server.pid if server else None,
             "database": server.database if server else Database.for_warehouse(self.warehouse).described,

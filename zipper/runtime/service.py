@@ -62,9 +62,17 @@ class LocalService(Generic[ServerT]):
         return processes.read_record(self.record_path, self.record_type)
 
     def running(self) -> ServerT | None:
-        """The recorded server if it is alive, this warehouse's, and answering on its port."""
+        """The recorded server if it is alive, this warehouse's, as this zipper would start it now
+        (`_is_current`), and answering on its port: the one a command uses."""
+        server = self.answering()
+        return server if server is not None and self._is_current(server) else None
+
+    def answering(self) -> ServerT | None:
+        """The recorded server if its process is this warehouse's server of this kind and answers on
+        its port, whether or not a command would use it (`running`): what `status` reports, so that
+        it says running exactly while the server's process serves."""
         server = self.recorded()
-        if server is None or not self._is_current(server):
+        if server is None or not self._is_our_process(server.pid):
             return None
         return server if processes.accepts(server.port) else None
 

@@ -379,11 +379,15 @@ class SparkServerService(LocalService[Server]):
         return f"the Spark Connect server of {self.warehouse} did not start: {reason[:300]} (its log: {self.log_path})"
 
     def status(self) -> dict:
-        server = self.running()
+        """`running` while the server's JVM answers, whatever became of its metastore server;
+        `current` when a command would use it (one whose metastore server was stopped or replaced
+        is replaced by the next command)."""
+        server = self.answering()
         recorded = self.recorded()
         return {
             "warehouse": str(self.warehouse),
             "running": server is not None,
+            "current": server is not None and self._is_current(server),
             "url": server.url if server else None,  # without the token: see token_file
             "pid": server.pid if server else None,
             "port": server.port if server else None,
