@@ -8,7 +8,15 @@ import contextlib
 from pyspark.sql.types import StructType
 
 from zipper.core import fs
-from zipper.core.errors import ColumnTypeMismatch, InputError, column_type_mismatch
+from zipper.core.errors import (
+    ColumnTypeMismatch,
+    InputError,
+    column_type_mismatch,
+    failed_file,
+    java_messages,
+    read_failure,
+)
+from zipper.inputs import csv_values
 from zipper.inputs.column_types import loss_of, lossy_conversion, mistyped_column
 from zipper.inputs.footers import FileSchemas, OrcFileSchemas
 from zipper.inputs.sources import Input, merges_schemas
@@ -22,7 +30,8 @@ def explained_column_types(spark, spec: TableSpec, ds: str, located, suffix: str
     the input is read as into an InputError naming the file, the column and both types. Spark
     names its reader's class (SchemaColumnConvertNotSupportedException) and Parquet's physical
     type; the same file fails the same way on every try. Happens where Spark does not merge the
-    files' schemas: the reader option mergeSchema off, or a source table's partition."""
+    files' schemas: the reader option mergeSchema off, or a source table's partition. Likewise a
+    file whose record Spark's parser cannot parse (a CSV quote never closed) is named, not traced."""
     with explained_column_types_of(spark, spec, {ds: located}, suffix):
         yield
 
@@ -36,12 +45,38 @@ def explained_column_types_of(spark, spec: TableSpec, located: dict, suffix: str
         yield
     except fs.spark_failures() as exc:  # a Spark failure; anything else is not a file's doing
         mismatch = column_type_mismatch(exc)
-        holder = _input_holding(located, mismatch.file) if mismatch is not None else None
+        if mismatch is None:
+            malformed = _malformed_file(spark, spec, located, exc, suffix)
+            if malformed is not None:
+                raise malformed from None
+            raise  # not a file of an input that cannot be read as it is: not the input's doing
+        holder = _input_holding(located, mismatch.file)
         if holder is None:
-            raise  # not a type mismatch, or in one of the table's own files: not the input's doing
+            raise  # in one of the table's own files: not the input's doing
         ds, inp = holder
         reason = mismatch.reason(_type_in_file(spark, mismatch.file, mismatch.column))
         raise mistyped_file(spec, ds, inp, mismatch.file, reason, suffix) from None
+
+
+# Spark's parsers on a record they cannot parse (a CSV field's quote never closed, a JSON line cut
+# short): the file's content, which fails the same way on every try.
+_MALFORMED = ("MALFORMED_CSV_RECORD", "MALFORMED_RECORD_IN_PARSING", "MalformedInputException")
+
+
+def _malformed_file(spark, spec: TableSpec, located: dict, exc: BaseException, suffix: str) -> InputError | None:
+    """The error of a file of one of the inputs that Spark's parser cannot read (a malformed
+    record), named with its date; None for any other failure (an I/O failure may pass)."""
+    path = failed_file(exc)
+    holder = _input_holding(located, path)
+    if holder is None or not any(marker in " ".join(java_messages(exc)) for marker in _MALFORMED):
+        return None
+    if csv_values.explain(spark, exc, spec.keys) is not None:
+        return None  # a CSV value that does not parse: `csv_values.explained` names its column and row
+    ds, inp = holder
+    reason = read_failure(exc, 300)[1]
+    return InputError(
+        f"cannot read file {fs.name_of(path)} of {inp.description}: {reason}{suffix}", table=spec.table, ds=ds
+    )
 
 
 def mistyped_file(spec: TableSpec, ds: str, inp, path: str, reason: str, suffix: str = "") -> InputError:

@@ -46,9 +46,12 @@ def apply_date(
     )
     try:
         with (
-            csv_values.explained(spark, spec.table, spec.keys, ds.isoformat()),  # a CSV value that does not parse
+            # a file typing a column otherwise, or one Spark's parser cannot read: the outer, so that
             file_types.explained_column_types(spark, spec, ds.isoformat(), located),
-        ):  # a file typing a column otherwise
+            csv_values.explained(
+                spark, spec.table, spec.keys, ds.isoformat()
+            ),  # a CSV value that does not parse is told first
+        ):
             day = dayinput.prepare(request, ds)
             written = write_day(run, day)
             run.publisher.keep(run, day)
