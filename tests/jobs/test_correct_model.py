@@ -6,7 +6,9 @@ input of the dates up to it; a fix sets `score` on the versions whose `name` mat
 consecutive versions equal in both columns one; a delete drops the matching versions. A rerun
 from D (told to undo value fixes and deletes) keeps what ended before D, reopens what was valid
 on D - 1, and merges D.. again with the reference merge of test_model, from the inputs less the
-erased keys. After each step the table equals the reference and `zipper check` passes."""
+erased keys. After each step the table equals the reference and `zipper check` passes. On a
+plain table and on one with `ignore_null_updates` (a NULL keeps the open version's value, the
+one a fix set included)."""
 
 from __future__ import annotations
 
@@ -56,12 +58,13 @@ def correction_scenarios(draw):
 class Reference:
     """The table as rows (id, name, score, begin, end), and the erasures (key, date of the table then)."""
 
-    def __init__(self, end_style: str, base: list[tuple], days: list[list[tuple]]):
+    def __init__(self, end_style: str, base: list[tuple], days: list[list[tuple]], ignore_nulls: bool = False):
         self.end_style = end_style
+        self.ignore_nulls = ignore_nulls  # source.ignore_null_updates: a NULL keeps the open version's value
         self.days = [list(rows) for rows in days]
         self.base = list(base)
         self.erased: list[tuple[int, int]] = []
-        model = ZipperModel(end_style, base, 1)
+        model = ZipperModel(end_style, base, 1, ignore_nulls=ignore_nulls)
         for n, rows in enumerate(days, start=1):
             model.merge(day(n), rows)
         self.rows = model.rows()
@@ -108,7 +111,7 @@ class Reference:
 
     def rerun(self, first: int) -> None:
         """Keep what ended before `first`, reopen what was valid on first - 1, merge first.. again."""
-        model = ZipperModel(self.end_style, [], 1)
+        model = ZipperModel(self.end_style, [], 1, ignore_nulls=self.ignore_nulls)
         before = day(first - 1).isoformat()
         for r in self.rows:
             valid = r[3] <= before and (r[4] > before if self.end_style == "exclusive" else r[4] >= before)
@@ -124,7 +127,7 @@ class Reference:
 
     def add_day(self, rows: list[tuple]) -> None:
         self.days.append(list(rows))
-        model = ZipperModel(self.end_style, [], 1)
+        model = ZipperModel(self.end_style, [], 1, ignore_nulls=self.ignore_nulls)
         for r in self.rows:
             if r[4] == OPEN:
                 model.open[(r[0],)] = ((r[1], r[2]), r[3])
@@ -140,6 +143,7 @@ def where_name(name) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("option", ["plain", "ignore_null_updates"])
 @CORRECTION_SETTINGS
 @given(scenario=correction_scenarios())
 @example(
@@ -150,21 +154,25 @@ def where_name(name) -> str:
         [("set", "y", 5), ("erase", 3), ("rerun", 1), ("day", [(3, "x", 0), (1, None, None)])],
     )
 )
-def test_corrections_reruns_and_later_days_match_the_reference(spark, tmp_path_factory, scenario):
+def test_corrections_reruns_and_later_days_match_the_reference(spark, tmp_path_factory, scenario, option):
+    """`ignore_null_updates`: a later day's NULL keeps the value a fix set, and a rerun fills from
+    the versions it reopens, as the reference does."""
     end_style, base, days, operations = scenario
+    fills = option == "ignore_null_updates"
     t = TableFixture(
         tmp_path_factory.mktemp("c"),
         f"correct_{os.getpid()}_{next(_tables)}",
         keys=SINGLE["keys"],
         schema=SINGLE["schema"],
         end_style=end_style,
+        source={"ignore_null_updates": True} if fills else None,
     )
     t.write_base(spark, base)
     for n, rows in enumerate(days, start=1):
         t.write_increment(spark, day(n), rows)
     init_table(spark, t.spec)
     replay.rerun(spark, t.spec, day(1), day(len(days)))
-    ref = Reference(end_style, base, days)
+    ref = Reference(end_style, base, days, ignore_nulls=fills)
     assert table_rows(spark, t.table) == sorted(ref.rows, key=_order)
 
     for operation in operations:
