@@ -723,25 +723,24 @@ def test_a_merge_through_spark_connect_commits_and_logs_its_counts_and_asset_eve
     assert "open_after=3" in describe(reports[-1])
 
 
-def test_the_merge_reports_its_openlineage_datasets_through_the_providers_file_transport(
-    merged_first_date, connect_table, connect_warehouse, monkeypatch, tmp_path
-):
-    # Given the provider's file transport, configured as a worker would be (env)
+def emitted_lineage(monkeypatch, tmp_path, operator, job_name: str) -> dict:
+    """The COMPLETE event the OpenLineage provider emits for `operator`'s finished run, through its
+    file transport configured as a worker would be (env): the provider collects the task's lineage
+    as its listener does on success, and emits it."""
     from airflow.providers.openlineage.extractors.manager import ExtractorManager
     from airflow.providers.openlineage.plugins.adapter import OpenLineageAdapter
     from airflow.utils.state import TaskInstanceState
 
-    events = tmp_path / "lineage.jsonl"
+    events = tmp_path / f"{job_name}.jsonl"
     transport = {"type": "file", "log_file_path": str(events), "append": True}
     monkeypatch.setenv("AIRFLOW__OPENLINEAGE__TRANSPORT", json.dumps(transport))
-    merge, reports = merged_first_date["merge"], merged_first_date["reports"]
-    # When the provider collects the merge task's lineage (as its listener does on success) and emits it
-    manager = ExtractorManager()
     dag_run = SimpleNamespace(run_id=f"scheduled__{DATES[0]}")
-    lineage = manager.extract_metadata(dag_run, merge, TaskInstanceState.SUCCESS, task_instance=SimpleNamespace())
+    lineage = ExtractorManager().extract_metadata(
+        dag_run, operator, TaskInstanceState.SUCCESS, task_instance=SimpleNamespace()
+    )
     OpenLineageAdapter().complete_task(
         run_id="019ad5f0-0000-7000-8000-000000000001",
-        job_name="zipper_dim.merge",
+        job_name=job_name,
         end_time="2026-01-01T00:00:00+00:00",
         task=lineage,
         nominal_start_time=None,
@@ -750,9 +749,17 @@ def test_the_merge_reports_its_openlineage_datasets_through_the_providers_file_t
         tags=None,
         job_description=None,
     )
-    # Then the COMPLETE event names the day's input folder and the Hive table, its columns and rows written
     event = json.loads(events.read_text().splitlines()[-1])
     assert event["eventType"] == "COMPLETE"
+    return event
+
+
+def test_the_merge_reports_its_openlineage_datasets_through_the_providers_file_transport(
+    merged_first_date, connect_table, connect_warehouse, monkeypatch, tmp_path
+):
+    merge, reports = merged_first_date["merge"], merged_first_date["reports"]
+    event = emitted_lineage(monkeypatch, tmp_path, merge, "zipper_dim.merge")
+    # Then the COMPLETE event names the day's input folder and the Hive table, its columns and rows written
     data = Path(connect_table["specs"]).parent / "data"
     assert [(d["namespace"], d["name"]) for d in event["inputs"]] == [("file", str(data / "incr" / f"ds={DATES[0]}"))]
     [output] = event["outputs"]
@@ -794,3 +801,34 @@ def test_a_bad_input_fails_the_merge_on_a_connections_server_with_the_jobs_one_l
     assert ("error", f"zipper: error: {first_line}") in logged
     assert "Cannot execute" not in error and context[LABEL] == f"{DATES[1]}: failed"
     assert token not in " ".join(message for _, message in logged)
+
+
+def test_a_rerun_and_a_correction_report_their_openlineage_datasets_through_the_providers_file_transport(
+    merged_first_date, connect_table, connect_warehouse, monkeypatch, tmp_path
+):
+    """Real runs of the rerun and correct tasks (clients of the warehouse's server), their lineage
+    emitted as the merge's is: a rerun read each replayed date's folder and wrote the table; a
+    correction read and wrote the table. Last in the module: the correction erases a key."""
+    specs = str(connect_table["specs"])
+    server = metastore.MetastoreService(connect_warehouse.warehouse_path).recorded()
+    rerun = ZipperRerunOperator(task_id="rerun", table="dw.dim", table_name="dim", specs_dir=specs, outlets=[ASSET])
+    reports = rerun.execute(task_context(params={"from_date": DATES[0]}, outlet_events=outlet_events()))
+    assert reports[-1]["action"] == "rerun"
+    event = emitted_lineage(monkeypatch, tmp_path, rerun, "zipper_dim.rerun")
+    data = Path(specs).parent / "data"
+    assert [(d["namespace"], d["name"]) for d in event["inputs"]] == [("file", str(data / "incr" / f"ds={DATES[0]}"))]
+    assert [(d["namespace"], d["name"]) for d in event["outputs"]] == [(f"hive://127.0.0.1:{server.port}", "dw.dim")]
+
+    correct = ZipperCorrectOperator(
+        task_id="correct", table="dw.dim", table_name="dim", specs_dir=specs, outlets=[ASSET]
+    )
+    params = {"kind": "erase", "erase_keys": "id=2", "reason": "erasure request 7", "dry_run": False}
+    reports = correct.execute(task_context(params=params, outlet_events=outlet_events()))
+    counts = reports[-1]["counts"]
+    assert counts["matched"] >= 1
+    event = emitted_lineage(monkeypatch, tmp_path, correct, "zipper_dim.correct")
+    table = (f"hive://127.0.0.1:{server.port}", "dw.dim")
+    assert [(d["namespace"], d["name"]) for d in event["inputs"]] == [table]
+    [output] = event["outputs"]
+    assert (output["namespace"], output["name"]) == table
+    assert output["outputFacets"]["outputStatistics"]["rowCount"] == counts["rows_after"]
