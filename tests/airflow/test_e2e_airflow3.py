@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.airflow]
 BACKFILLED = "dim_bf"
 FIRST = "dim_first"
 DEFERRED = "dim_deferred"
-STUCK = "dim_stuck"  # its second date's increment repeats a key: that run fails, on its first try
+STUCK = "dim_stuck"  # its second date's increment changes every open row: the guard fails that run, on its first try
 LATE = "dim_late"  # never unpaused: its sensor is run alone, and times out
 LATE_RUNS = "dim_late_runs"  # scheduled, its increments never land: every sensor times out
 HELD = "dim_held"  # its third date's increment lands only when the test says so
@@ -68,11 +68,13 @@ def workspace(tmp_path_factory):
         },
     )
     stuck = write_sample(root / "stuck")
-    write_parquet(stuck / "incr" / f"ds={DATES[1]}", [(1, "ann", "Bergen"), (1, "ann", "Lima")])
+    # every open row changes on the table's second day: with one committed day, the share alone decides
+    write_parquet(stuck / "incr" / f"ds={DATES[1]}", [(1, "ann", "Bergen"), (2, "bob", "Lima"), (3, "cid", "Oslo")])
     write_spec(
         specs,
         STUCK,
         stuck,  # a retry would come quickly: the test can see that none does
+        guard={"max_fraction": 0.7, "min_rows": 0},  # the fixed file changes 2 of 3 (67%)
         airflow={
             "owner": "data-eng",
             "tags": ["test"],
@@ -512,7 +514,8 @@ def test_a_failed_date_fails_the_later_runs_at_once_and_clearing_it_with_them_co
     reason = recorded[0][0] if len(recorded) == 1 else None
     while isinstance(reason, str) and reason.startswith('"'):  # stored as JSON text
         reason = json.loads(reason)
-    assert reason and reason.startswith(f"dw.{STUCK} {DATES[1]}: "), recorded
+    assert reason and reason.startswith(f"dw.{STUCK} {DATES[1]}: change-volume guard: "), recorded
+    assert "3 of 3 open rows (100%; limit 70%); with 1 committed day the table has no usual day yet" in reason
     shown = subprocess.run(
         [sys.executable, "-c", VIEW_REASONS, dag, merges[1]["run_id"]],
         env=af3.env,

@@ -188,16 +188,18 @@ def marked(rows: DataFrame, timeline: Timeline) -> DataFrame:
     def same_as_before(names: list[str]) -> Column:
         return all_of([same(F.col(c), F.lag(c).over(by_key), types[c]) for c in names])
 
+    was_present, deleting = F.col(_PRESENT), F.col(OP) == DELETE
+    # a key absent now that had a live version before was deleted: with tombstones, one is open
+    lived_before = F.coalesce(
+        F.max(F.col(OP) == UPSERT).over(by_key.rowsBetween(Window.unboundedPreceding, -1)), F.lit(False)
+    )
+    back = F.when(lived_before, F.lit("changed")).otherwise(F.lit("new")) if timeline.tombstone else F.lit("new")
     # each column is compared once: the tracked ones tell changed rows; of the others (their
     # tracked columns equal), the untracked ones tell unchanged from updated
-    was_present, deleting = F.col(_PRESENT), F.col(OP) == DELETE
-    before = by_key.rowsBetween(Window.unboundedPreceding, -1)
-    tombstoned = F.coalesce(F.max(F.col(OP) == UPSERT).over(before), F.lit(False))  # ended, so a tombstone is open
     kind = (
         F.when(deleting & was_present, F.lit("deleted"))
         .when(deleting, F.lit(VANISHED))
-        .when(~was_present & tombstoned, F.lit("changed" if timeline.tombstone else "new"))
-        .when(~was_present, F.lit("new"))
+        .when(~was_present, back)
         .when(~same_as_before(tracked), F.lit("changed"))
         .when(same_as_before(timeline.untracked), F.lit("unchanged"))
         .otherwise(F.lit("updated"))
