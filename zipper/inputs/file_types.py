@@ -14,7 +14,7 @@ from zipper.core.errors import (
     column_type_mismatch,
     failed_file,
     java_messages,
-    read_failure,
+    summarize_failure,
 )
 from zipper.inputs import csv_values
 from zipper.inputs.column_types import loss_of, lossy_conversion, mistyped_column
@@ -65,18 +65,16 @@ _MALFORMED = ("MALFORMED_CSV_RECORD", "MALFORMED_RECORD_IN_PARSING", "MalformedI
 
 def _malformed_file(spark, spec: TableSpec, located: dict, exc: BaseException, suffix: str) -> InputError | None:
     """The error of a file of one of the inputs that Spark's parser cannot read (a malformed
-    record), named with its date; None for any other failure (an I/O failure may pass)."""
+    record), named with its date, final (the same file fails the same way); None for any other
+    failure (an I/O failure may pass)."""
     path = failed_file(exc)
     holder = _input_holding(located, path)
     if holder is None or not any(marker in " ".join(java_messages(exc)) for marker in _MALFORMED):
         return None
     if csv_values.explain(spark, exc, spec.keys) is not None:
         return None  # a CSV value that does not parse: `csv_values.explained` names its column and row
-    ds, inp = holder
-    reason = read_failure(exc, 300)[1]
-    return InputError(
-        f"cannot read file {fs.name_of(path)} of {inp.description}: {reason}{suffix}", table=spec.table, ds=ds
-    )
+    # as a rerun's check says any file it cannot read: `cannot read file <path>: <root cause>`
+    return InputError(f"{summarize_failure(exc)}{suffix}", table=spec.table, ds=holder[0])
 
 
 def mistyped_file(spec: TableSpec, ds: str, inp, path: str, reason: str, suffix: str = "") -> InputError:
