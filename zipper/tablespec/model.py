@@ -123,7 +123,8 @@ class GuardSpec(StrictModel):
     min_days: int = Field(
         default=5,
         ge=1,
-        description="A table with fewer committed days than this (its first days) is exempt: it has no usual yet.",
+        description="A table with fewer committed days than this (its first days) has no usual yet: on those"
+        " days the share of open rows (max_fraction) alone decides.",
     )
 
 
