@@ -83,7 +83,7 @@ def _audit(run: Run, day: dayinput.Day, written: Written) -> dict:
         # keys with only late changes (their open rows counted as written, or as ended) count with the day's keys
         input_keys=None
         if day.keys is None
-        else day.keys + sum(written.kinds.get(k, 0) for k in late_changes.PLACED_KINDS if k != late_changes.LATE_KIND),
+        else day.keys + sum(written.kinds.get(k, 0) for k in late_changes.LATE_KEY_KINDS),
     )
     summary = audit.reconcile(tally, ds=day.shape.ds, table=spec.table)
     summary.update(written.counts)

@@ -32,7 +32,9 @@ LATE_OPEN_KIND = "late_open"  # the open row of a key with only late changes, as
 # with ignore_null_updates, where the day's other changes of a late key are put in place with it:
 LATE_NEW_KIND = "late_new"  # the open row of such a key that had none (deleted before)
 LATE_GONE_KIND = "late_gone"  # such a key's open row that its changes end (deleted), not written
-PLACED_KINDS = (LATE_KIND, LATE_OPEN_KIND, LATE_NEW_KIND, LATE_GONE_KIND)
+# one row per key with only late changes (its open row, or the one it ends): counted with the day's keys
+LATE_KEY_KINDS = (LATE_OPEN_KIND, LATE_NEW_KIND, LATE_GONE_KIND)
+PLACED_KINDS = (LATE_KIND, *LATE_KEY_KINDS)
 
 
 @dataclass(frozen=True)
