@@ -34,7 +34,7 @@ _AT, _ACTION, _START, _RUN = "zipper__at__", "zipper__action__", "zipper__start_
 _BEGIN, _END, _HOLDER = "zipper__begin__", "zipper__end__", "zipper__holder__"
 _NEW_TO, _VALUES = "zipper__new_to__", "zipper__values__"
 _LIFE, _OLD_LIFE = "zipper__life__", "zipper__old_life__"  # a key's deletes so far: all, the table's own
-_ON_TIME, _FOLLOWED, _STORED = "zipper__on_time__", "zipper__followed__", "zipper__stored__"
+_ON_TIME, _FOLLOWED, _HELD = "zipper__on_time__", "zipper__followed__", "zipper__held__"
 _REFILLED = "zipper__refilled__"  # a version of the table whose NULL a late change before it fills
 _OLD_TO = "zipper__old_to__"  # an existing version's valid_to, to tell whether the late changes moved it
 CHANGED = "zipper_changed"  # a version of the result that differs from the table's (or is new)
@@ -147,7 +147,7 @@ def in_place(history: DataFrame, late: DataFrame, shape: MergeShape) -> DataFram
         F.min(F.col(_ON_TIME).cast("int") if shape.fill_nulls else F.lit(0)).alias(_ON_TIME),
         # the values the table holds for the run (its latest version's): a tombstone read without
         # the version it ends keeps its own
-        F.max_by(F.struct(*values), F.when(~F.col(LATE), F.col(_AT))).alias(_STORED),
+        F.max_by(F.struct(*values), F.when(~F.col(LATE), F.col(_AT))).alias(_HELD),
     )
     by_run = Window.partitionBy(*keys).orderBy(_RUN)
     first = F.col("zipper__first__")
@@ -176,7 +176,7 @@ def in_place(history: DataFrame, late: DataFrame, shape: MergeShape) -> DataFram
         # a tombstone: the values of the live version it ends (changed with them), or its own when
         # that version is older than every late change (not read); a late delete with no live
         # version before it makes nothing
-        before = F.coalesce(F.lag(_VALUES).over(by_run), F.col(_STORED))
+        before = F.coalesce(F.lag(_VALUES).over(by_run), F.col(_HELD))
         ends_changed = F.coalesce(F.lag(CHANGED).over(by_run), F.lit(False))
         held = held.select(
             *[c for c in held.columns if c not in (_VALUES, CHANGED)],
