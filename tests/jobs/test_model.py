@@ -1291,6 +1291,35 @@ def inside_a_version_before_its_last_change(scenario) -> bool:
     return False
 
 
+def spread_late(base_rows: list[tuple], scenarios_) -> tuple[list[list[tuple]], list[list[tuple]]]:
+    """A batch of late-change scenarios in one table: scenario i's base rows, and its (arrival day,
+    change) pairs, with its keys moved by i * KEY_SPAN."""
+    bases = [[moved(row, 0, i * KEY_SPAN) for row in base_rows] for i in range(len(scenarios_))]
+    changes = [
+        [(arrives, moved(row, 0, i * KEY_SPAN)) for arrives, row in arrived] for i, (arrived,) in enumerate(scenarios_)
+    ]
+    return bases, changes
+
+
+def late_table(spark, root_factory, prefix: str, end_style: str, source: dict, base, days: dict, schema: str):
+    """A table of UPDATED's columns (name and score tracked) with `source`, its base and each day's
+    file (`days`: n -> rows, written as `schema`) written, and initialized."""
+    fixture = TableFixture(
+        root_factory.mktemp(prefix),
+        f"{prefix}_{os.getpid()}_{next(_tables)}",
+        keys=UPDATED["keys"],
+        schema=UPDATED["schema"],
+        end_style=end_style,
+        source=source,
+        track_columns=["name", "score"],
+    )
+    fixture.write_base(spark, base)
+    for n, rows in days.items():
+        fixture.write_increment(spark, day(n), rows, schema)
+    init_table(spark, fixture.spec)
+    return fixture
+
+
 @pytest.mark.slow
 @BATCH_SETTINGS
 @given(batch=batches(late_scenarios().filter(lambda s: not inside_a_version_before_its_last_change(s)), size=4))
@@ -1335,24 +1364,17 @@ def test_late_changes_in_any_order_match_the_sorted_history(spark, tmp_path_fact
     older than their key's open version as late; no day's slice holds two versions of a key.
     Scenario i of the batch has keys 1 and 2 moved by i * KEY_SPAN; each is compared on its own."""
     end_style, scenarios_ = batch
-    bases = [[moved(row, 0, i * KEY_SPAN) for row in LATE_BASE] for i in range(len(scenarios_))]
-    batch_changes = [
-        [(arrives, moved(row, 0, i * KEY_SPAN)) for arrives, row in changes] for i, (changes,) in enumerate(scenarios_)
-    ]
-    fixture = TableFixture(
-        tmp_path_factory.mktemp("late"),
-        f"late_{os.getpid()}_{next(_tables)}",
-        keys=UPDATED["keys"],
-        schema=UPDATED["schema"],
-        end_style=end_style,
-        source={"mode": "upsert", "updated_at": "ts"},
-        track_columns=["name", "score"],
+    bases, batch_changes = spread_late(LATE_BASE, scenarios_)
+    fixture = late_table(
+        spark,
+        tmp_path_factory,
+        "late",
+        end_style,
+        {"mode": "upsert", "updated_at": "ts"},
+        [row for rows in bases for row in rows],
+        {n: [row for changes in batch_changes for arrives, row in changes if arrives == n] for n in (1, 2, 3)},
+        UPDATED["schema"],
     )
-    fixture.write_base(spark, [row for rows in bases for row in rows])
-    for n in (1, 2, 3):
-        today = [row for changes in batch_changes for arrives, row in changes if arrives == n]
-        fixture.write_increment(spark, day(n), today, UPDATED["schema"])
-    init_table(spark, fixture.spec)
     arrived = [{row[0]: [row[1:]] for row in rows} for rows in bases]  # each scenario's key -> its changes so far
     late_seen = 0
     for n in (1, 2, 3):
@@ -1553,24 +1575,20 @@ def run_late_options_against_replay(spark, tmp_path_factory, variant, batch):
     options, tombstones, fills = LATE_OPTIONS[variant]
     end_style, scenarios_ = batch
     width = 7 if tombstones else 6  # id, name, score, ts, valid_from, valid_to (, deleted)
-    bases = [[moved(row, 0, i * KEY_SPAN) for row in LATE_OPTION_BASE] for i in range(len(scenarios_))]
-    batch_changes = [
-        [(arrives, moved(row, 0, i * KEY_SPAN)) for arrives, row in changes] for i, (changes,) in enumerate(scenarios_)
-    ]
-    fixture = TableFixture(
-        tmp_path_factory.mktemp("late_options"),
-        f"late_opt_{os.getpid()}_{next(_tables)}",
-        keys=UPDATED["keys"],
-        schema=UPDATED["schema"],
-        end_style=end_style,
-        source={**options, "updated_at": "ts", "delete_match": "key"},
-        track_columns=["name", "score"],
+    bases, batch_changes = spread_late(LATE_OPTION_BASE, scenarios_)
+    fixture = late_table(
+        spark,
+        tmp_path_factory,
+        "late_opt",
+        end_style,
+        {**options, "updated_at": "ts", "delete_match": "key"},
+        [row[:4] for rows in bases for row in rows],
+        {
+            n: [row[:4] + (int(row[4] == "delete"),) for c in batch_changes for arrives, row in c if arrives == n]
+            for n in (1, 2, 3)
+        },
+        UPDATED_CDC_FILE,
     )
-    fixture.write_base(spark, [row[:4] for rows in bases for row in rows])
-    for n in (1, 2, 3):
-        today = [row[:4] + (int(row[4] == "delete"),) for c in batch_changes for arrives, row in c if arrives == n]
-        fixture.write_increment(spark, day(n), today, UPDATED_CDC_FILE)
-    init_table(spark, fixture.spec)
     known = {row[0]: [row[1:]] for rows in bases for row in rows}
     late_seen = 0
     for n in (1, 2, 3):
