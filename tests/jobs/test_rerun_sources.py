@@ -243,8 +243,8 @@ def test_cdc_rebuilds_in_one_pass_and_refuses_what_its_merges_refuse(spark, cdc_
     with pytest.raises(InputError) as raised:
         rebuild.rebuild(spark, t.spec)
     assert str(raised.value) == (
-        f"{t.table} {day(4)}: increment {t.increment_dir(day(4))} has 1 delete row whose values differ from the row"
-        " they delete (delete_match: all_columns); keys ['id']: 2; nothing was changed"
+        f"{t.table} {day(4)}: increment {t.increment_dir(day(4))} has 1 delete row whose values differ from the open"
+        " row (delete_match: all_columns); keys ['id']: 2; nothing was changed"
     )
     t.write_increment(spark, day(2), [(3, "cid", None, 2), (2, "bob", "Nice", 0)], CDC)
     with pytest.raises(InputError, match=rf"^{t.table} {day(2)}: increment .* has sys_op values other than 0"):

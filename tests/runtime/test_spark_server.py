@@ -11,6 +11,7 @@ tested on a stand-in server (runtime.idle_stop), without a JVM."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -67,6 +68,13 @@ def python(code: str, *args: str, timeout: float = 180) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def record_naming(service: spark_server.SparkServerService, pid: int) -> None:
+    """A server record of `service`'s warehouse naming `pid`, as a start writes one."""
+    service.folder.mkdir(parents=True)
+    server = spark_server.Server(pid, processes.free_port(), str(service.warehouse), "x", "", "")
+    processes.write_record(service.record_path, dataclasses.asdict(server))
+
+
 STARTS = {}  # how the module's server was started: what each starter said, and the bystander
 
 
@@ -79,13 +87,7 @@ def served(tmp_path_factory):
     settings = SessionSettings(warehouse=str(root / "warehouse"))
     service = spark_server.SparkServerService(settings)
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
-    service.folder.mkdir(parents=True)
-    service.record_path.write_text(
-        json.dumps(
-            {"pid": bystander.pid, "port": processes.free_port(), "warehouse": str(settings.warehouse_path),
-             "started_at": "x", "metastore_uri": "", "master": ""}
-        )
-    )  # fmt: skip
+    record_naming(service, bystander.pid)
     began = time.monotonic()
     try:
         command = [str(BIN / "zipper"), "spark", "start", "--warehouse", settings.warehouse]
@@ -264,19 +266,13 @@ def test_a_server_whose_metastore_server_restarted_is_replaced_by_the_next_clien
 
 def test_a_record_whose_process_is_gone_is_stale_and_stopped_as_nothing(tmp_path, capsys):
     """A server killed without a word leaves its record: status says not running (exit 3) and
-    names the stale record; stop removes it without stopping anything; the next start replaces it
-    (as it replaced the module's record of another program)."""
+    names the stale record; stop removes it without stopping anything (a start replaces a record
+    it cannot use: the module's own start, over a record naming another program)."""
     settings = SessionSettings(warehouse=str(tmp_path / "warehouse"))
     service = spark_server.SparkServerService(settings)
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    service.folder.mkdir(parents=True)
-    service.record_path.write_text(
-        json.dumps(
-            {"pid": gone.pid, "port": processes.free_port(), "warehouse": str(settings.warehouse_path),
-             "started_at": "x", "metastore_uri": "", "master": ""}
-        )
-    )  # fmt: skip
+    record_naming(service, gone.pid)
     assert service.running() is None and service.answering() is None
     assert main(["spark", "status", "--warehouse", settings.warehouse]) == 3
     shown = json.loads(capsys.readouterr().out)

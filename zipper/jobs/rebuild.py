@@ -23,8 +23,8 @@ from zipper.core import faults, fs, layout
 from zipper.core.dates import DAY, date_range, describe_dates
 from zipper.core.errors import InputError, StateError
 from zipper.core.reports import NO_INPUT_REASON, SKIPPED, RunAction
-from zipper.inputs import conform, dated, file_types, modes
-from zipper.inputs.refusals import MAX_LISTED_KEYS, key_text
+from zipper.inputs import conform, dated, file_types, modes, refusals
+from zipper.inputs.refusals import MAX_LISTED_KEYS
 from zipper.jobs import corrected
 from zipper.jobs.context import quiet
 from zipper.jobs.init import init_table
@@ -203,18 +203,16 @@ def _refuse_mismatched_deletes(spec: TableSpec, rows, per_date: dict, found: Loc
     dates = sorted(ds for ds, c in per_date.items() if c.get(timelines.MISMATCHED))
     if not dates:
         return
-    ds = dates[0]
-    count = per_date[ds][timelines.MISMATCHED]
-    keys = rows.where(F.col(timelines.MISMATCHED) & (F.col(DS) == ds)).select(*spec.keys).orderBy(*spec.keys)
-    examples = keys.limit(MAX_LISTED_KEYS).collect()
-    located = found.increments[dt.date.fromisoformat(ds)]
-    raise InputError(
-        f"increment {located.description} has {count} delete row{'s' if count != 1 else ''} whose values differ"
-        f" from the row they delete (delete_match: all_columns); keys {spec.keys}: {key_text(examples, spec.keys)};"
-        " nothing was changed",
-        table=spec.table,
-        ds=ds,
-    )
+    ds = dt.date.fromisoformat(dates[0])
+    keys = rows.where(F.col(timelines.MISMATCHED) & (F.col(DS) == dates[0])).select(*spec.keys).orderBy(*spec.keys)
+    found_problems = {
+        changes.DELETE_MISMATCH: (per_date[dates[0]][timelines.MISMATCHED], keys.limit(MAX_LISTED_KEYS).collect())
+    }
+    what = f"increment {found.increments[ds].description}"
+    try:
+        refusals.handle_problems(spec, ds, what, found_problems, "the open row", anomalies=False)
+    except InputError as exc:
+        raise exc.reworded(f"{exc.detail}; nothing was changed", table=exc.table, ds=exc.ds) from None
 
 
 def audit_slots(spec: TableSpec, end: dt.date, expected: dict[str, int]) -> None:
@@ -299,6 +297,8 @@ def _day_changes(spark, spec: TableSpec, table_columns, found: Located, base, de
     checked as each date's merge checks them; None for a mode whose rows are full states, or
     without an increment to read."""
     strategy = modes.mode_of(spec)
+    if not strategy.has_day_events(spec):
+        return None
     names = [c for c, _ in table_columns]
     read = {}
     for day in sorted(found.increments):
@@ -310,7 +310,7 @@ def _day_changes(spark, spec: TableSpec, table_columns, found: Located, base, de
         )
         if df is not None:
             read[day] = (located, df)
-    if not read or strategy.one_pass_events(spec, read[min(read)][1], table_columns) is None:
+    if not read:
         return None
     if checks:
         strategy.check_dated_operations(spec, read)

@@ -75,11 +75,16 @@ class SourceStrategy:
         daily merge (a rerun from the first date after the base does the same job)."""
         return False
 
+    def has_day_events(self, spec: TableSpec) -> bool:
+        """Whether a day's rows are events a one-pass rebuild collapses per key and date
+        (`one_pass_events`), rather than each its key's full state on its date, taken as it is."""
+        return False
+
     def one_pass_events(self, spec: TableSpec, df, columns: list[tuple[str, str]]):
         """A day's input (its operations checked) as the events of the table's `columns` a one-pass
         rebuild collapses per key and date (`timelines.day_changes`), and the columns a delete must
-        match; None where each row is its key's full state on its date, taken as it is."""
-        return None
+        match; only where `has_day_events`."""
+        raise NotImplementedError
 
     def check_dated_operations(self, spec: TableSpec, read: dict) -> None:
         """Refuses, as the earliest date's merge would, what several dates' rows say they do

@@ -40,6 +40,9 @@ class Cdc(SourceStrategy):
         `source.updated_at` every change is a version whose validity the one pass does not compute."""
         return not spec.validity_columns
 
+    def has_day_events(self, spec: TableSpec) -> bool:
+        return True
+
     def one_pass_events(self, spec: TableSpec, df, columns: list[tuple[str, str]]):
         return self.events(spec, df, columns)
 

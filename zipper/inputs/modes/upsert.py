@@ -27,10 +27,12 @@ class Upsert(SourceStrategy):
         version whose validity the one pass does not compute."""
         return not spec.validity_columns
 
+    def has_day_events(self, spec: TableSpec) -> bool:
+        """With `sequence_by` a key's rows of a date are its changes; without, its full state."""
+        return spec.source.order_column is not None
+
     def one_pass_events(self, spec: TableSpec, df, columns: list[tuple[str, str]]):
-        """With `sequence_by`, the rows as ordered changes; without, None: the rows as they are."""
-        if spec.source.order_column is None:
-            return None
+        """The rows as changes ordered by the sequence column."""
         names = [c for c, _ in columns]
         return changes.upsert_events(
             conform.to_columns(df, columns), columns=names, order=spec.source.order_column
