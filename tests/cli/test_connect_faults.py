@@ -1,6 +1,6 @@
 """Many clients of one warehouse's Spark server, and faults of either side: two tables merge at
-once and both commit, readers answer during a merge, a killed client's work on the server is
-stopped by the next run of its table, and a killed server leaves the old or the new state, which
+once and both commit, readers answer during a merge, a killed client's own write on the server is
+stopped by the next run of its table or, with none, by the server, and a killed server leaves the old or the new state, which
 the next run (on a fresh server) converges from. One warehouse for the module: its server is
 started once, and only the server's own kills make the next command start another."""
 
@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,19 +22,8 @@ from zipper.runtime import client_runs, spark_server
 from zipper.runtime.settings import SessionSettings
 
 pytestmark = pytest.mark.subprocess
-TABLES = ("dim", "left", "right", "far")
+TABLES = ("dim", "lost", "left", "right", "far")
 DEADLINE_S = 180  # for a condition to come true; no test asserts how soon
-
-# A client of a killed run's session that runs a query of that run (its tag) for an hour: what a
-# client killed mid-query leaves running on the server.
-STRAGGLER = """
-import sys
-from pyspark.sql.connect.session import SparkSession
-url, tag = sys.argv[1:]
-spark = SparkSession(connection=url)
-spark.addTag(tag)
-spark.sql("SELECT java_method('java.lang.Thread', 'sleep', 3600000L) FROM range(1)").collect()
-"""
 
 
 @pytest.fixture(scope="module")
@@ -144,25 +132,48 @@ def test_two_tables_merge_at_once_and_readers_answer_meanwhile(warehouse):
         assert partitions == sorted([day(1), OPEN]), table
 
 
-def test_a_killed_client_leaves_the_table_and_the_next_run_stops_its_work_on_the_server(warehouse):
-    """SIGKILL a merge held after its write while a query of its session (its tag) still runs
-    on the server: the table is as it was, the lock is free, and the next merge of the date stops
-    that query before it commits."""
-    before = table_rows(warehouse, "dw.dim")
-    run, hold = held_run(warehouse, "dim", "after_write", "--ds", day(1))
-    lock = json.loads((warehouse / "warehouse" / "metastore" / "locks" / "dw.dim.lock").read_text())
-    assert lock["run"] == f"zipper merge dim --ds {day(1)}" and lock["pid"] == run.pid, lock
-    session, tag = lock[client_runs.SESSION_FIELD], lock[client_runs.TAG_FIELD]
-    assert tag == f"zipper:dw.dim:pid={run.pid}"
+def stalled_run(root: Path, name: str, ds: str) -> tuple[subprocess.Popen, str, str]:
+    """`zipper merge NAME --ds DS` whose own write runs on the server until it is cancelled
+    (ZIPPER_STALL_WRITES): the process, and its session and tag as its lock notes them, once
+    the server runs that write."""
+    run = subprocess.Popen(
+        [str(BIN / "zipper"), "merge", name, "--ds", ds],
+        env=env_for(root, ZIPPER_STALL_WRITES="1"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=root,
+    )
+    lock_file = root / "warehouse" / "metastore" / "locks" / f"dw.{name}.lock"
 
-    url = f"{spark_server.client_url(settings(warehouse))};session_id={session}"
-    straggler = subprocess.Popen([sys.executable, "-c", STRAGGLER, url, tag], env=env_for(warehouse))
-    wait_for(lambda: running_operations(warehouse, session), "the run's query running on the server")
-    for process in (run, straggler):
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait()
-    hold.unlink()
-    assert running_operations(warehouse, session), "the killed client's query runs on"
+    def noted() -> dict | None:
+        assert run.poll() is None, run.communicate()
+        try:
+            lock = json.loads(lock_file.read_text())
+        except (FileNotFoundError, ValueError):
+            return None  # not yet taken, or being rewritten (the holder truncates it to note more)
+        return lock if lock.get(client_runs.SESSION_FIELD) else None
+
+    try:
+        lock = wait_for(noted, f"{name}'s run noting its session in the lock")
+        assert lock["run"] == f"zipper merge {name} --ds {ds}" and lock["pid"] == run.pid, lock
+        session, tag = lock[client_runs.SESSION_FIELD], lock[client_runs.TAG_FIELD]
+        assert tag == f"zipper:dw.{name}:pid={run.pid}"
+        wait_for(lambda: running_operations(root, session), f"{name}'s own write running on the server")
+    except BaseException:
+        run.kill()  # else, its server stopped after the module, it would start another one
+        raise
+    return run, session, tag
+
+
+def test_a_killed_clients_write_leaves_the_table_and_the_next_run_stops_it_on_the_server(warehouse):
+    """SIGKILL a merge while its own write runs on the server: the table is as it was, the write
+    runs on, and the next merge of the date, once it holds the lock, stops it before it commits."""
+    before = table_rows(warehouse, "dw.dim")
+    run, session, _ = stalled_run(warehouse, "dim", day(1))
+    os.kill(run.pid, signal.SIGKILL)
+    run.wait()
+    assert running_operations(warehouse, session), "the killed client's write runs on"
     assert table_rows(warehouse, "dw.dim") == before, "the killed run changed the table"
 
     converge = zipper(warehouse, "merge", "dim", "--ds", day(1))
@@ -174,6 +185,25 @@ def test_a_killed_client_leaves_the_table_and_the_next_run_stops_its_work_on_the
     assert "1 new, 1 changed" in converge.stdout
     assert running_operations(warehouse, session) == [], "stopped, and its session released"
     rows, partitions = table_rows(warehouse, "dw.dim")
+    assert strip_city(rows) == expected_rows(1)
+    assert partitions == sorted([day(1), OPEN])
+
+
+def test_a_killed_clients_write_ends_on_the_server_with_no_next_run(warehouse):
+    """SIGKILL a merge while its own write runs on the server, and run nothing after it: the server
+    cancels the write once no client came back for it (spark_server.DETACHED_TIMEOUT), so a table
+    nobody reruns holds no core; the next run finds nothing to stop and commits the day."""
+    before = table_rows(warehouse, "dw.lost")
+    run, session, _ = stalled_run(warehouse, "lost", day(1))
+    os.kill(run.pid, signal.SIGKILL)
+    run.wait()
+    wait_for(lambda: not running_operations(warehouse, session), "the server ending the killed client's write")
+    assert table_rows(warehouse, "dw.lost") == before, "the killed run changed the table"
+
+    converge = zipper(warehouse, "merge", "lost", "--ds", day(1))
+    assert converge.returncode == 0, converge.stderr[-2000:]  # the lock is free
+    assert "stopped" not in converge.stdout and "1 new, 1 changed" in converge.stdout, converge.stdout
+    rows, partitions = table_rows(warehouse, "dw.lost")
     assert strip_city(rows) == expected_rows(1)
     assert partitions == sorted([day(1), OPEN])
 

@@ -8,7 +8,11 @@ engine swallows it) at the n-th time the step is reached.
 `ZIPPER_PAUSE_AT=<step>:<file>` holds the process at that step while `file` exists, after
 writing `<file>.reached`: a test can then do what it wants to happen during the run (read the
 table, start another run, kill the metastore server) without timing anything, and remove `file`
-to let the run go on."""
+to let the run go on.
+
+`ZIPPER_STALL_WRITES=1` makes the table store's writes of a daily merge wait on the Spark server,
+an hour per task, until their job is cancelled: a test can kill the client while its own write
+runs there and watch what the server does with it."""
 
 from __future__ import annotations
 
@@ -60,6 +64,17 @@ def crash_at(step: str, occurrence: int = 1):
         yield
     finally:
         _armed.pop(step, None)
+
+
+def stalled(rows):
+    """`rows` as they are, or, with ZIPPER_STALL_WRITES set, behind a filter whose every task sleeps
+    an hour on the server (`java_method` is nondeterministic: Spark neither folds nor skips it;
+    a cancelled job's threads are interrupted, which ends the sleep)."""
+    if not os.environ.get("ZIPPER_STALL_WRITES"):
+        return rows
+    from pyspark.sql import functions as F  # on use: this module is the engine's, loaded without Spark
+
+    return rows.where(F.expr("java_method('java.lang.Thread', 'sleep', 3600000L) IS NULL"))
 
 
 def _pause_while(hold: Path) -> None:

@@ -13,7 +13,7 @@ import secrets
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
-from zipper.core import fs, layout
+from zipper.core import faults, fs, layout
 from zipper.table import catalog, file_format
 
 
@@ -21,7 +21,7 @@ def write_slots(rows: DataFrame, run_root: str, append: bool = False) -> None:
     """Write `rows` under `run_root`, one `zipper_slot=<slot>/` directory per value of the slot
     column (a slot without a row gets no directory). `append`: the run's directory already holds
     files of this run (the daily merge writes its slots in two jobs)."""
-    rows.write.mode("append" if append else "error").partitionBy(layout.SLOT).parquet(run_root)
+    faults.stalled(rows).write.mode("append" if append else "error").partitionBy(layout.SLOT).parquet(run_root)
 
 
 def write_rows(rows: DataFrame, directory: str, single_file: bool = False) -> None:
