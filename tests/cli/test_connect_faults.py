@@ -166,11 +166,24 @@ def stalled_run(root: Path, name: str, ds: str) -> tuple[subprocess.Popen, str, 
     return run, session, tag
 
 
+def run_dirs(root: Path, name: str) -> set[str]:
+    return {d.name for d in (root / "warehouse" / "dw.db" / name / "versions").iterdir()}
+
+
+def cleared(name: str, ds: str, pid: int) -> str:
+    return (
+        f"cleared 1 directory(ies) the unfinished run `zipper merge {name} --ds {ds}` (pid {pid}) wrote"
+        " and never published"
+    )
+
+
 def test_a_killed_clients_write_leaves_the_table_and_the_next_run_stops_it_on_the_server(warehouse):
     """SIGKILL a merge while its own write runs on the server: the table is as it was, the write
-    runs on, and the next merge of the date, once it holds the lock, stops it before it commits."""
-    before = table_rows(warehouse, "dw.dim")
+    runs on, and the next merge of the date, once it holds the lock, stops it and deletes its
+    directory before it commits."""
+    before, dirs_before = table_rows(warehouse, "dw.dim"), run_dirs(warehouse, "dim")
     run, session, _ = stalled_run(warehouse, "dim", day(1))
+    [killed_dir] = wait_for(lambda: run_dirs(warehouse, "dim") - dirs_before, "the write's directory")
     os.kill(run.pid, signal.SIGKILL)
     run.wait()
     assert running_operations(warehouse, session), "the killed client's write runs on"
@@ -182,6 +195,8 @@ def test_a_killed_clients_write_leaves_the_table_and_the_next_run_stops_it_on_th
         f"stopped 1 operation(s) the killed run `zipper merge dim --ds {day(1)}` (pid {run.pid})"
         " left running on the Spark server"
     ) in converge.stdout
+    assert cleared("dim", day(1), run.pid) in converge.stdout
+    assert killed_dir not in run_dirs(warehouse, "dim")
     assert "1 new, 1 changed" in converge.stdout
     assert running_operations(warehouse, session) == [], "stopped, and its session released"
     rows, partitions = table_rows(warehouse, "dw.dim")
@@ -192,9 +207,11 @@ def test_a_killed_clients_write_leaves_the_table_and_the_next_run_stops_it_on_th
 def test_a_killed_clients_write_ends_on_the_server_with_no_next_run(warehouse):
     """SIGKILL a merge while its own write runs on the server, and run nothing after it: the server
     cancels the write once no client came back for it (spark_server.DETACHED_TIMEOUT), so a table
-    nobody reruns holds no core; the next run finds nothing to stop and commits the day."""
-    before = table_rows(warehouse, "dw.lost")
+    nobody reruns holds no core; the next run finds nothing to stop, deletes the killed run's
+    directory and commits the day."""
+    before, dirs_before = table_rows(warehouse, "dw.lost"), run_dirs(warehouse, "lost")
     run, session, _ = stalled_run(warehouse, "lost", day(1))
+    [killed_dir] = wait_for(lambda: run_dirs(warehouse, "lost") - dirs_before, "the write's directory")
     os.kill(run.pid, signal.SIGKILL)
     run.wait()
     wait_for(lambda: not running_operations(warehouse, session), "the server ending the killed client's write")
@@ -203,6 +220,7 @@ def test_a_killed_clients_write_ends_on_the_server_with_no_next_run(warehouse):
     converge = zipper(warehouse, "merge", "lost", "--ds", day(1))
     assert converge.returncode == 0, converge.stderr[-2000:]  # the lock is free
     assert "stopped" not in converge.stdout and "1 new, 1 changed" in converge.stdout, converge.stdout
+    assert cleared("lost", day(1), run.pid) in converge.stdout and killed_dir not in run_dirs(warehouse, "lost")
     rows, partitions = table_rows(warehouse, "dw.lost")
     assert strip_city(rows) == expected_rows(1)
     assert partitions == sorted([day(1), OPEN])

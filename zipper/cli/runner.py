@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime as dt
 import sys
 from typing import TYPE_CHECKING
 
@@ -69,6 +70,8 @@ class Runner:
                 from zipper.jobs.keys import resolve_keys  # on use: the data path loads pyspark; --help does not
 
                 self.spec = resolve_keys(self._spark, self.spec)
+            if self._lock is not None:
+                self._clear_killed_run()
         return self._spark
 
     def run(self) -> int:
@@ -108,6 +111,24 @@ class Runner:
                 " left running on the Spark server"
             )
 
+    def _clear_killed_run(self) -> None:
+        """Delete what the table lock's last holder, killed or failed, wrote and never published
+        (its work on the server stopped first), so that no directory is left for an hour: a run
+        whose Spark server died could not delete its own."""
+        killed = self._lock.left_by if self._lock is not None else None
+        try:
+            since = dt.datetime.fromisoformat(str((killed or {}).get("since")))
+        except ValueError:
+            return  # no killed holder, or one that did not say when it took the lock
+        from zipper.table import state, vacuum  # on use: the data path loads pyspark; --help does not
+
+        cleared = vacuum.clear_killed_run(state.read_state(self._spark, self.spec), since)
+        if cleared:
+            progress(
+                f"cleared {len(cleared)} directory(ies) the unfinished run `{killed.get('run')}` (pid"
+                f" {killed.get('pid')}) wrote and never published"
+            )
+
     def describe(self) -> str:
         """This run as another run refused by its table lock reads it."""
         shown = [self.args.verb, self.spec.name]
@@ -131,8 +152,8 @@ class Runner:
         try:
             return self.verb.run(self)
         except StateError as exc:
-            if self.new_metastore is None:
-                raise
+            if self.new_metastore is None or isinstance(exc, metastore.MetastoreUnavailable):
+                raise  # a server that stopped answering mid-run is no sign of a mistyped warehouse
             # most likely a mistyped --warehouse: the table is elsewhere
             raise StateError(
                 f"{exc.detail} (this command created a new, empty metastore at {self.new_metastore}:"

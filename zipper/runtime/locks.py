@@ -38,7 +38,7 @@ class HeldLock:
 
     handle: IO[str] | None  # None: no lock file (an external metastore's tables)
     record: dict
-    left_by: dict | None = None  # the record of a killed holder, which could not empty the file
+    left_by: dict | None = None  # the record of a holder that was killed or failed, which left it in the file
 
     def note(self, **fields: str) -> None:
         """Add `fields` to this holder's record, for the next holder to read should this run be killed."""
@@ -69,14 +69,17 @@ def table_lock(settings: SessionSettings, table: str, what: str, ds: str | None 
                 table=table,
                 ds=ds,
             ) from None
+        finished = False
         try:
             handle.seek(0)
             held = HeldLock(handle, record, _killed_holder(handle.read()))
             _write(handle, record)
             yield held
+            finished = True
         finally:
-            handle.seek(0)
-            handle.truncate()
+            if finished:  # a run that failed leaves its record, as a killed one does: the next
+                handle.seek(0)  # holder clears what it wrote, which a dead server kept it from doing
+                handle.truncate()
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
@@ -88,7 +91,7 @@ def _write(handle: IO[str], record: dict) -> None:
 
 
 def _killed_holder(text: str) -> dict | None:
-    """The record a holder left in the file it could not empty: it was killed."""
+    """The record a holder left in the file: it was killed, or its run failed."""
     try:
         record = json.loads(text)
     except ValueError:

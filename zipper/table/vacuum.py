@@ -25,6 +25,19 @@ from zipper.tablespec.model import TableSpec
 MIN_AGE = dt.timedelta(hours=1)
 
 
+def live_directories(st: state.TableState) -> set[str]:
+    """Every directory the table's state points to or names (qualified, no trailing slash): its
+    partitions', and the files later runs read again."""
+    live = {fs.qualify(p.location).rstrip("/") for p in [st.open_partition, *st.closed, *st.pending] if p}
+    # the inputs' copies dates read from (a landing zone's), kept so that they can be read again
+    live |= {fs.qualify(kept).rstrip("/") for kept in st.kept_input_copies()}
+    # the salted hashes of erased keys, read by every later rerun and rebuild
+    live |= {fs.qualify(c.hashes).rstrip("/") for c in st.corrections if c.hashes}
+    # the dates of the versions a correction removed, read by a later rerun's restore audit
+    live |= {fs.qualify(c.removed).rstrip("/") for c in st.corrections if c.removed}
+    return live
+
+
 def vacuum(
     spark, spec: TableSpec, retention_days: int | None = None, dry_run: bool = False, now: dt.datetime | None = None
 ) -> dict:
@@ -34,13 +47,7 @@ def vacuum(
     root = fs.qualify(state.versions_root(st)).rstrip("/")
     # killed dry runs' copies of the table's entry, before their directories go
     copies = clone.leftover_copies(spark, spec, now) if dry_run else clone.drop_leftovers(spark, spec, now)
-    live = {fs.qualify(p.location).rstrip("/") for p in [st.open_partition, *st.closed, *st.pending]}
-    # the inputs' copies dates read from (a landing zone's), kept so that they can be read again
-    live |= {fs.qualify(kept).rstrip("/") for kept in st.kept_input_copies()}
-    # the salted hashes of erased keys, read by every later rerun and rebuild
-    live |= {fs.qualify(c.hashes).rstrip("/") for c in st.corrections if c.hashes}
-    # the dates of the versions a correction removed, read by a later rerun's restore audit
-    live |= {fs.qualify(c.removed).rstrip("/") for c in st.corrections if c.removed}
+    live = live_directories(st)
     erasures = sorted(c.run_id for c in st.corrections if c.kind == CorrectionKind.ERASE)
     removed, kept, kept_young, purged = [], 0, 0, 0
     for run_dir, modified_ms in sorted(fs.list_dirs(root)):
@@ -77,3 +84,37 @@ def vacuum(
         "purged_for_erasure": purged,  # removed before their retention: written before an erasure
         "dry_run_copies": copies,  # killed dry runs' copies of the table's entry, dropped
     }
+
+
+def clear_killed_run(st: state.TableState, since: dt.datetime) -> list[str]:
+    """Delete what a run killed while it held the table's lock wrote and never published; the
+    directories deleted. Those are the run directories of runs started since it took the lock
+    (`since`) and after the table's open rows were last published, that no partition points into
+    and no commit, correction or replay names (a dry run's are its own to clear). The caller holds
+    the lock and has stopped the killed run's work on the Spark server: nothing else writes there.
+
+    Vacuum would remove them too, but only an hour later, as it cannot tell them from a running
+    merge's; the lock's next holder can."""
+    if not st.exists or not st.location or st.open_partition is None:
+        return []
+    live = live_directories(st)
+    named = {c.run_id for c in st.commits.values()} | {c.run_id for c in st.corrections}
+    if st.replay:
+        named.add(st.replay.run_id)
+    cleared = []
+    for run_dir, _ in sorted(fs.list_dirs(fs.qualify(state.versions_root(st)).rstrip("/"))):
+        run_dir = run_dir.rstrip("/")
+        run = run_dir.rsplit("/", 1)[-1]
+        started = state.run_time(run)
+        if (
+            started is None  # `empty`, or no run's
+            or started < since
+            or run <= st.open_run
+            or run in named
+            or state.is_dry_run_id(run)
+            or any(path == run_dir or path.startswith(run_dir + "/") for path in live)
+        ):
+            continue
+        fs.delete(run_dir)
+        cleared.append(run_dir)
+    return cleared
