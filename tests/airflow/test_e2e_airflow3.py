@@ -28,6 +28,7 @@ from tests.airflow.support import (
     write_spec,
 )
 from tests.cli.helpers import write_parquet
+from tests.web.browser import attention_shown
 from zipper.airflow.environment import DEFAULT_POOL
 from zipper.devtools.local_airflow import LocalAirflow
 
@@ -525,6 +526,12 @@ def test_a_failed_date_fails_the_later_runs_at_once_and_clearing_it_with_them_co
         check=True,
     )
     assert shown.stdout.strip().splitlines()[-1] == reason, shown.stdout
+    # where on-call looks, in a browser: the tables page says why the table is stuck, though its
+    # latest run is the next date's, failed at its gate (which passes the guard's line on)
+    attention = attention_shown(f"http://localhost:{af3.port}", af3.home, STUCK)
+    assert attention.startswith("latest run failed (") and attention.endswith(
+        f"): the merge of {DATES[1]} failed: {reason}"
+    ), attention
     # a new date: its later runs stopped at their gate, so they are cleared with it
     assert (
         "then clear this run and every later one (they stop at their first task until this date has merged):"

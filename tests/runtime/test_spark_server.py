@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
 import socket
 import stat
 import subprocess
@@ -282,9 +283,24 @@ def test_a_record_whose_process_is_gone_is_stale_and_stopped_as_nothing(tmp_path
     assert not service.record_path.exists()
 
 
-def test_stop_ends_its_process_group_and_status_says_stopped(served, capsys):
-    """The module's last test: the server is gone after it."""
-    settings, server, _, _ = served
+def test_a_killed_servers_record_is_replaced_by_a_real_start_and_stop_ends_its_process_group(served, capsys):
+    """The module's last test: the server is gone after it. Killed without a word, the module's
+    server leaves its record: status names it stale, and the next start replaces it with a server
+    that answers; stop ends that one's process group."""
+    settings, killed, _, _ = served
+    os.killpg(killed.pid, signal.SIGKILL)  # the supervisor leads the server's process group
+    while processes.group_alive(killed.pid):
+        time.sleep(0.1)
+    assert main(["spark", "status", "--warehouse", settings.warehouse]) == 3
+    assert json.loads(capsys.readouterr().out)["stale_record"]
+    assert main(["spark", "start", "--warehouse", settings.warehouse]) == 0
+    capsys.readouterr()
+    server = spark_server.SparkServerService(settings).running()
+    assert server is not None and server.pid != killed.pid
+    assert main(["spark", "status", "--warehouse", settings.warehouse]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["running"], shown["current"], shown["pid"]) == (True, True, server.pid), shown
+
     assert main(["spark", "stop", "--warehouse", settings.warehouse]) == 0
     assert capsys.readouterr().out.startswith(f"Spark Connect server of {settings.warehouse_path} stopped (pid")
     assert not processes.group_alive(server.pid)

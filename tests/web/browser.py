@@ -5,9 +5,11 @@ skipped with the command that installs it."""
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -52,3 +54,37 @@ def require_chromium() -> Path:
     if found is None:
         pytest.fail(f"after `{INSTALL}`: no chromium on PATH")
     return found
+
+
+def airflow_token(url: str, home: Path) -> str:
+    """A JWT of Airflow's API server at `url` for its admin, whose password Airflow's simple auth
+    manager generated in `home`: what the UI keeps in its `_token` cookie."""
+    passwords = json.loads((home / "simple_auth_manager_passwords.json.generated").read_text())
+    request = urllib.request.Request(
+        url + "/auth/token",
+        data=json.dumps({"username": "admin", "password": passwords["admin"]}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())["access_token"]
+
+
+def attention_shown(url: str, home: Path, table: str) -> str:
+    """The Zipper tables page's Attention cell of `table`, as Chromium shows it to Airflow's admin."""
+    executable = require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(executable), args=ARGS, headless=True)
+        try:
+            context = browser.new_context()
+            context.add_cookies([{"name": "_token", "value": airflow_token(url, home), "url": url}])
+            page = context.new_page()
+            page.set_default_timeout(120_000)
+            page.goto(url + "/zipper/tables")
+            row = page.locator(f"#tables tbody tr[data-table='{table}']")
+            row.wait_for()
+            return row.locator("td").nth(7).inner_text()
+        finally:
+            browser.close()

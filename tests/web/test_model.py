@@ -72,7 +72,7 @@ def test_a_summary_flags_what_needs_attention_first_a_failed_run():
     assert behind["problem"] == "3 days behind"
     failed = model.table_summary(SPEC, st, dt.date(2024, 1, 7), {"state": "failed", "failed_task": "merge"})
     assert failed["problem"] == "latest run failed (merge)"
-    # with the job's own line, which its task left (zipper.airflow.operators.FAILURE_XCOM)
+    # with the job's own line, which its task left (zipper.airflow.run_reports.FAILURE_XCOM)
     why = {"state": "failed", "failed_task": "merge", "failure": "dw.dim 2024-01-04: change-volume guard: ..."}
     assert model.table_summary(SPEC, st, dt.date(2024, 1, 7), why)["problem"] == (
         "latest run failed (merge): dw.dim 2024-01-04: change-volume guard: ..."

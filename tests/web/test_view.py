@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import day, make_spec, write_parquet, zipper, zipper_in_one_jvm
-from tests.web.browser import ARGS, require_chromium
+from tests.web.browser import ARGS, airflow_token, require_chromium
 from zipper.core.reports import REPORT_PREFIX
 from zipper.devtools.airflow_home import airflow, airflow_env, setup
 from zipper.devtools.local_airflow import free_port
@@ -79,18 +79,6 @@ def _wait_until_serving(url: str, server: subprocess.Popen, log: Path) -> None:
         except OSError:
             assert time.monotonic() < deadline, "the Airflow API server never answered"
             time.sleep(1)
-
-
-def _token(url: str, home: Path) -> str:
-    passwords = json.loads((home / "simple_auth_manager_passwords.json.generated").read_text())
-    request = urllib.request.Request(
-        url + "/auth/token",
-        data=json.dumps({"username": "admin", "password": passwords["admin"]}).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return json.loads(response.read())["access_token"]
 
 
 DRY_RUN_ID = "manual__dry_run"
@@ -162,7 +150,7 @@ def view(tmp_path_factory):
         assert merged.result() == [0] * len(commands)
         _record_a_dry_run(root, home, env)
         merges_done = time.time()
-        served = View(url, _token(url, home), home, env, log)
+        served = View(url, airflow_token(url, home), home, env, log)
         # The tables page answers from its last read: until that read is one made after the merges
         deadline = time.monotonic() + READY_S
         while dt.datetime.fromisoformat(served.get("/zipper/api/tables")[1]["read_at"]).timestamp() < merges_done:

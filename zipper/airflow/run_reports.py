@@ -7,6 +7,10 @@ from __future__ import annotations
 
 from zipper.core.reports import RunAction
 
+# A failed task's one-line reason, left in an XCom of its try for the Zipper view (a page cannot
+# read a task's log): the job's own line, or a gate's naming the earlier date whose merge failed.
+FAILURE_XCOM = "zipper_failure"
+
 
 def _span(dates: list[str]) -> str:
     return f"{dates[0]}..{dates[-1]}" if len(dates) > 1 else dates[0]

@@ -20,6 +20,7 @@ from zipper.airflow.compat import (
 from zipper.airflow.docs import is_backfill_run, resume_command
 from zipper.airflow.increments import Readiness
 from zipper.airflow.readiness import increment_ready
+from zipper.airflow.run_reports import FAILURE_XCOM
 from zipper.airflow.triggers import IncrementEventStatus, IncrementTrigger
 from zipper.tablespec.loader import load_spec_file
 
@@ -216,6 +217,7 @@ class PreviousDateSensor(BaseSensorOperator):
             return True
         dag_id = context["dag"].dag_id
         if previous.merge_state in FAILED_STATES:
+            self._pass_on_the_failure(context, previous)
             raise AirflowFailException(_failed_previous(dag_id, previous))
         if previous.queued_behind:
             raise AirflowFailException(_queued_behind(dag_id, context["ds"], previous))
@@ -227,6 +229,25 @@ class PreviousDateSensor(BaseSensorOperator):
             _stranded_hint(dag_id, previous),
         )
         return False
+
+    def _pass_on_the_failure(self, context: Any, previous: PreviousRun) -> None:
+        """Leave for the Zipper view why the table is stuck: the failed merge's own line (its
+        FAILURE_XCOM), which the previous run's merge or, when that one never ran, its gate left.
+        The view shows the latest run's reason, and that run is this one, failed here; without
+        this it would name this gate instead of, say, the guard's refusal two dates back."""
+        ti = context.get("ti")
+        if ti is None or not AIRFLOW_3:  # the view is Airflow 3's (Airflow 2 pulls no other run's XCom)
+            return
+        try:
+            for task_id in (self.merge_task_id, self.task_id):
+                reason = ti.xcom_pull(task_ids=task_id, key=FAILURE_XCOM, run_id=previous.run_id)
+                if reason:
+                    if task_id == self.merge_task_id:
+                        reason = f"the merge of {previous.logical} failed: {reason}"
+                    ti.xcom_push(key=FAILURE_XCOM, value=reason)
+                    return
+        except Exception as exc:  # noqa: BLE001 - this run's own failure is what the task must report
+            self.log.warning("Could not pass on the previous date's failure to the Zipper view: %s", exc)
 
 
 def stop_if_previous_date_queued_behind(context: Any, merge_task_id: str) -> None:

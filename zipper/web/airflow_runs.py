@@ -16,7 +16,7 @@ from airflow.utils.state import TaskInstanceState
 from sqlalchemy import func, select
 
 MERGE_TASK = "merge"
-FAILURE_XCOM = "zipper_failure"  # the failed task's one-line reason (zipper.airflow.operators.FAILURE_XCOM)
+FAILURE_XCOM = "zipper_failure"  # the failed task's one-line reason (zipper.airflow.run_reports.FAILURE_XCOM)
 DRY_RUN_XCOM = "zipper_dry_run"  # a rerun's dry run's result (zipper.airflow.operators.DRY_RUN_XCOM)
 
 
@@ -77,9 +77,12 @@ def _failure_reasons(session, failed: dict[tuple[str, str], str]) -> dict[tuple[
     )
     reasons = {}
     for dag_id, run_id, task_id, value in rows:
-        if failed.get((dag_id, run_id)) == task_id:
-            reason = XComModel.deserialize_value(_Stored(value))
-            reasons[(dag_id, run_id)] = str(reason)
+        if (dag_id, run_id) not in failed:
+            continue
+        # the first failed task's; another failed task's when it left none (a run whose gate
+        # failed it, its merge then upstream_failed, may list either first)
+        if failed[(dag_id, run_id)] == task_id or (dag_id, run_id) not in reasons:
+            reasons[(dag_id, run_id)] = str(XComModel.deserialize_value(_Stored(value)))
     return reasons
 
 
