@@ -115,14 +115,18 @@ class Runner:
         """Delete what the table lock's last holder, killed or failed, wrote and never published
         (its work on the server stopped first), so that no directory is left for an hour: a run
         whose Spark server died could not delete its own."""
-        killed = self._lock.left_by if self._lock is not None else None
+        lock = self._lock
+        if lock is None or lock.left_by is None:
+            return
+        killed = lock.left_by
         try:
-            since = dt.datetime.fromisoformat(str((killed or {}).get("since")))
+            since = dt.datetime.fromisoformat(str(lock.unfinished_since))
         except ValueError:
-            return  # no killed holder, or one that did not say when it took the lock
+            return  # a holder that did not say when it took the lock
         from zipper.table import state, vacuum  # on use: the data path loads pyspark; --help does not
 
         cleared = vacuum.clear_killed_run(state.read_state(self._spark, self.spec), since)
+        lock.cleared()
         if cleared:
             progress(
                 f"cleared {len(cleared)} directory(ies) the unfinished run `{killed.get('run')}` (pid"

@@ -11,7 +11,11 @@ The lock is a file under the warehouse's metastore folder (`metastore/locks/<tab
 locked with flock: the kernel releases it when its process ends, however it ends. It covers the
 processes of one machine, which is what the warehouse's own metastore serves; with an external
 metastore shared by several machines the publish's check, under the metastore's own table lock,
-is what remains."""
+is what remains.
+
+A holder empties the file when it finishes. One that was killed, or whose run failed, leaves its
+record there: the next holder reads it (`HeldLock.left_by`), stops that run's work on the Spark
+server and deletes what it wrote and never published (cli.runner), then says so (`cleared`)."""
 
 from __future__ import annotations
 
@@ -26,6 +30,10 @@ from typing import IO
 from zipper.core.dates import utc_now_iso
 from zipper.core.errors import StateError
 from zipper.runtime.settings import SessionSettings
+
+# A holder's record field: when the earliest holder whose unpublished writes are not cleared yet
+# took the lock (its own "since", or an earlier unfinished holder's), for the next holder to clear from.
+UNFINISHED_SINCE = "unfinished_since"
 
 
 class TableBusy(StateError):
@@ -44,6 +52,16 @@ class HeldLock:
         """Add `fields` to this holder's record, for the next holder to read should this run be killed."""
         self.record.update(fields)
         if self.handle is not None:
+            _write(self.handle, self.record)
+
+    @property
+    def unfinished_since(self) -> str | None:
+        """When the earliest holder whose writes no one has cleared yet took the lock (None: none)."""
+        return self.record.get(UNFINISHED_SINCE)
+
+    def cleared(self) -> None:
+        """Say that what unfinished holders wrote is cleared: the next holder need not look again."""
+        if self.record.pop(UNFINISHED_SINCE, None) is not None and self.handle is not None:
             _write(self.handle, self.record)
 
 
@@ -72,14 +90,22 @@ def table_lock(settings: SessionSettings, table: str, what: str, ds: str | None 
         finished = False
         try:
             handle.seek(0)
-            held = HeldLock(handle, record, _killed_holder(handle.read()))
+            left_by = _killed_holder(handle.read())
+            if left_by is not None:  # kept until this run clears what it wrote (HeldLock.cleared)
+                record[UNFINISHED_SINCE] = left_by.get(UNFINISHED_SINCE) or left_by.get("since")
+            held = HeldLock(handle, record, left_by)
             _write(handle, record)
             yield held
             finished = True
         finally:
-            if finished:  # a run that failed leaves its record, as a killed one does: the next
-                handle.seek(0)  # holder clears what it wrote, which a dead server kept it from doing
+            # a run that failed leaves its record, as a killed one does: the next holder clears what
+            # it wrote, which a dead server kept it from doing; one that finished without clearing
+            # an earlier holder's writes (it never opened Spark) passes that holder's record on
+            if finished and held.unfinished_since is None:
+                handle.seek(0)
                 handle.truncate()
+            elif finished:
+                _write(handle, {**(held.left_by or {}), UNFINISHED_SINCE: held.unfinished_since})
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
