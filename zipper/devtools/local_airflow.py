@@ -154,6 +154,9 @@ class LocalAirflow:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
+        for process in self.processes.values():  # a task's worker the scheduler left behind as it exited
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
         self.processes.clear()
 
     def __enter__(self) -> LocalAirflow:
