@@ -234,8 +234,15 @@ def test_the_server_by_hand_concurrent_starts_and_a_dead_record(tmp_path):
     dead = json.loads(gone.stdout)
     assert not dead["running"] and dead["stale_record"]
     assert metastore("start").stdout.startswith(f"metastore server started for {warehouse}")
+    [restarted] = server_pids(warehouse)
+    assert restarted != pid
+
+    # A server no record names (its starter, a merge task say, was killed before it wrote one) holds
+    # the Derby database: the next start stops it and starts one of its own
+    (warehouse / "metastore" / "server.json").unlink()
+    assert metastore("start").stdout.startswith(f"metastore server started for {warehouse}")
     [new_pid] = server_pids(warehouse)
-    assert new_pid != pid
+    assert new_pid != restarted
 
     # Stopped by its process id; stopping again says there is nothing to stop
     stopped = metastore("stop")

@@ -114,6 +114,14 @@ def has_cmdline(pid: int, *items: str) -> bool:
     return all(item.encode() in cmdline for item in items)
 
 
+def processes_with(*items: str) -> list[int]:
+    """The pids of this machine's processes with each of `items` as one argument (none without /proc)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    return sorted(int(p.name) for p in proc.iterdir() if p.name.isdigit() and has_cmdline(int(p.name), *items))
+
+
 def ps_cmdline_has(pid: int, *parts: str) -> bool:
     """Where there is no /proc (macOS): the process's command line through ps."""
     found = subprocess.run(["ps", "-ww", "-o", "command=", "-p", str(pid)], capture_output=True, text=True)

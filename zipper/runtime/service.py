@@ -9,6 +9,8 @@ A kind of server says only what differs: how it is launched and how its process 
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -45,6 +47,10 @@ class LocalService(Generic[ServerT]):
 
     def _is_our_process(self, pid: int) -> bool:
         """Whether `pid` is this warehouse's server of this kind (a recycled pid is some other process)."""
+        raise NotImplementedError
+
+    def _marker(self) -> str:
+        """The argument naming this warehouse on its servers' command lines."""
         raise NotImplementedError
 
     def _is_current(self, server: ServerT) -> bool:
@@ -92,10 +98,22 @@ class LocalService(Generic[ServerT]):
             if stale is not None and self._is_our_process(stale.pid):
                 # alive but not answering (a hung metastore server holds the Derby database)
                 processes.terminate(stale.pid, self.stop_grace_s, group=self.stop_group)
+            self._stop_orphans()
             self.record_path.unlink(missing_ok=True)
             server = launch()
             processes.write_record(self.record_path, asdict(server))
             return server, True
+
+    def _stop_orphans(self) -> None:
+        """Stop this warehouse's servers of this kind that no record names: each one's starter was
+        killed before it could write the record (a merge task killed while it started the
+        metastore server). Run under the start lock, so no other starter is mid-launch; left
+        alone, such a server kept the Derby database, and every later start failed on it."""
+        for pid in processes.processes_with(self._marker()):
+            with contextlib.suppress(ProcessLookupError):  # gone meanwhile: with its group's leader, say
+                if pid != os.getpid() and self._is_our_process(pid):
+                    leads_group = os.getpgid(pid) == pid
+                    processes.terminate(pid, self.stop_grace_s, group=self.stop_group and leads_group)
 
     def stop(self, grace_s: float | None = None) -> ServerT | None:
         """Stop the recorded server, by its pid (SIGTERM, then SIGKILL after `grace_s`, by default
