@@ -208,6 +208,10 @@ def test_the_server_by_hand_concurrent_starts_and_a_dead_record(tmp_path):
             [str(BIN / "zipper"), "metastore", *args], env=env, capture_output=True, text=True, timeout=300
         )
 
+    # A Derby database its first server was killed while creating (no service.properties): Derby
+    # refuses to open it, so a start moves it aside and creates the database afresh
+    (warehouse / "metastore_db" / "seg0").mkdir(parents=True)
+
     # Three starters at once get one server
     starters = [
         subprocess.Popen([str(BIN / "zipper"), "metastore", "start"], env=env, stdout=subprocess.PIPE, text=True)
@@ -219,6 +223,8 @@ def test_the_server_by_hand_concurrent_starts_and_a_dead_record(tmp_path):
     ]
     assert all(p.returncode == 0 for p in starters)
     [pid] = server_pids(warehouse)
+    [aside] = warehouse.glob("metastore_db.unfinished-*")
+    assert (aside / "seg0").is_dir() and (warehouse / "metastore_db" / "service.properties").is_file()
     running = metastore("status")
     assert running.returncode == 0 and running.stderr == "", running.stderr  # as `pg_ctl status`: 0 while it runs
     shown = json.loads(running.stdout)

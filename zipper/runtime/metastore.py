@@ -205,6 +205,8 @@ class MetastoreService(LocalService[Server]):
     def _launch(self) -> Server:
         database = Database.for_warehouse(self.warehouse)
         self.warehouse.mkdir(parents=True, exist_ok=True)
+        if database.url.startswith("jdbc:derby:"):
+            self._set_aside_an_unfinished_database()
         java = jvm.java_binary()
         if java is None:
             raise MetastoreUnavailable(
@@ -227,6 +229,20 @@ class MetastoreService(LocalService[Server]):
         with open(self.log_path, "ab") as log:
             log.write(f"--- {utc_now_iso()} serving on {LOCAL_HOST}:{port} (pid {process.pid})\n".encode())
         return Server(process.pid, port, str(self.warehouse), database.described, utc_now_iso())
+
+    def _set_aside_an_unfinished_database(self) -> None:
+        """A Derby database without its `service.properties` was never finished: its first server
+        was killed while it created it (a merge task killed on the warehouse's first date), and
+        Derby refuses to open it ("XBM0A ... brought down in the middle of creating this
+        database") at every start after. Nothing was ever stored in it, so it is moved aside
+        (`metastore_db.unfinished-<time>`, kept) and the server creates the database afresh."""
+        folder = self.warehouse / "metastore_db"
+        if not folder.is_dir() or (folder / "service.properties").exists():
+            return
+        aside = folder.with_name(f"metastore_db.unfinished-{utc_now_iso().replace(':', '')}")
+        folder.rename(aside)
+        with open(self.log_path, "ab") as log:
+            log.write(f"--- {utc_now_iso()} moved an unfinished Derby database aside: {aside}\n".encode())
 
     def command(self, java: Path, database: Database) -> list[str]:
         """The server's argv: a JVM on Spark's jars (and the database's), set for this warehouse,
