@@ -250,13 +250,23 @@ class Chaos(threading.Thread):
             if self.rng.random() < 0.5:
                 return holder
             with contextlib.suppress(OSError, ValueError, IndexError):
-                return int(Path(f"/proc/{holder}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                parent = int(Path(f"/proc/{holder}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                # not a job whose task process is gone already (its parent is then init, or a reaper)
+                if parent > 1 and "airflow" in _cmdline(parent):
+                    return parent
             return holder
         if kind == "spark":
             server = spark_server.SparkServerService(self.settings).recorded()
         else:
             server = metastore.MetastoreService(self.warehouse).recorded()
         return None if server is None else server.pid
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
 # ------------------------------------------------------------------ the run and the checks
