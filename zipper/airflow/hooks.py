@@ -15,8 +15,11 @@ Both read the job's output the same way (JobOutput)."""
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator
@@ -96,6 +99,25 @@ class JobOutput:
             self.reports.append(report)
 
 
+PR_SET_PDEATHSIG = 1  # Linux's prctl option: the signal a process gets when its parent dies
+try:  # resolved here, in the task process: a forked child should call, not load
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):  # not Linux
+    _prctl = None
+
+
+def ends_with_its_task(task_pid: int) -> None:
+    """Run in the job's process before it starts (Popen's preexec_fn): Linux sends it SIGTERM when
+    the task process that started it dies. A task process killed outright (an out-of-memory kill,
+    a lost worker) otherwise left its job running and holding the table's lock, so the task's
+    retries were refused ("another run is writing this table now") until the orphan ended."""
+    if _prctl is None:
+        return
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != task_pid:  # the task died before the call: nothing would send the signal now
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 class ZipperSparkConnectHook(JobOutput, SparkConnectHook):
     """Runs a zipper job (`python -m zipper.cli.main VERB NAME ...`, the CLI spark_jobs/zipper_job.py runs
     under spark-submit) as a plain Python process: a Spark Connect client, no JVM in the task.
@@ -144,6 +166,8 @@ class ZipperSparkConnectHook(JobOutput, SparkConnectHook):
             stderr=subprocess.STDOUT,
             text=True,
             bufsize=1,
+            # one system call in the child, its function resolved before the fork
+            preexec_fn=functools.partial(ends_with_its_task, os.getpid()),  # noqa: PLW1509
         )
         assert self._process.stdout is not None
         for line in self._collect_reports(self._process.stdout):
