@@ -63,7 +63,6 @@ class Runner:
             if not settings.has_metastore():
                 self.new_metastore = f"{settings.warehouse_path}/metastore_db"
             self._spark = build_session(settings)
-            client_runs.give_up_soon_on_a_lost_server(self._spark)
             if self._lock is not None:
                 self._claim_server_work(settings)
             if not self.spec.keys:  # a landing zone's keys come from the table or its _metadata.json

@@ -17,26 +17,12 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-import warnings
 
-from zipper.runtime.session import is_connect, server_url
+from zipper.runtime.session import give_up_soon_on_a_lost_server, is_connect, server_url
 from zipper.runtime.settings import SessionSettings
 
 SESSION_FIELD = "spark_session"  # the lock record's fields a client run adds
 TAG_FIELD = "spark_tag"
-
-
-def give_up_soon_on_a_lost_server(spark) -> None:
-    """Spark's client retries a server that stopped answering for over 10 minutes (15 tries, up to
-    a minute apart): a command whose server was killed hung that long. The warehouse's server is
-    local: when it does not answer for a few seconds it is gone, and its queries with it."""
-    if not is_connect(spark):
-        return
-    from pyspark.sql.connect.client.retries import DefaultPolicy  # on use: a client's import
-
-    spark.client.set_retry_policies([DefaultPolicy(max_retries=6, max_backoff=2000)])
-    # its warning on giving up would be a second line beside the command's one error line
-    warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
 
 
 def run_tag(table: str) -> str:
@@ -72,6 +58,7 @@ def stop_killed_run(settings: SessionSettings, killed: dict) -> list[str]:
     url += f";session_id={session_id}" if "/;" in url else f"/;session_id={session_id}"
     # not through the builder, which would make this session the process's default and active one
     session = SparkSession(connection=url)
+    give_up_soon_on_a_lost_server(session)
     try:
         return list(session.interruptTag(tag))
     except Exception:

@@ -121,12 +121,28 @@ def connect_session(url: str, extra: dict[str, str] | None = None, verbose: bool
     # the SQL ones (the others, such as the console's progress bar, are the server's), the server
     # keeping those it cannot change, and its warning about each of them not shown.
     settings = {k: v for k, v in {**common_conf(), **(extra or {})}.items() if k.startswith("spark.sql.")}
+    spark = SparkSession.builder.remote(url).create()  # no request yet
+    give_up_soon_on_a_lost_server(spark)  # before the first: a server killed then hung the command 10 minutes
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*CANNOT_MODIFY_CONFIG.*")
-        spark = SparkSession.builder.remote(url).config(map=settings).create()
+        if settings:
+            spark.conf._set_all(configs=settings, silent=True)  # the one request the builder's config(map=) sends
     if not verbose:
         _quiet_query_context_loggers()
     return spark
+
+
+def give_up_soon_on_a_lost_server(spark) -> None:
+    """Spark's client retries a server that stopped answering for over 10 minutes (15 tries, up to
+    a minute apart): a command whose server was killed hung that long. The warehouse's server is
+    local: when it does not answer for a few seconds it is gone, and its queries with it."""
+    if not is_connect(spark):
+        return
+    from pyspark.sql.connect.client.retries import DefaultPolicy  # on use: a client's import
+
+    spark.client.set_retry_policies([DefaultPolicy(max_retries=6, max_backoff=2000)])
+    # its warning on giving up would be a second line beside the command's one error line
+    warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
 
 
 def is_connect(spark) -> bool:
