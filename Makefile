@@ -54,8 +54,8 @@ bench-parse: setup
 bench-replay: setup
 	.venv/bin/python bench/bench_replay.py
 
-# Four tables through Airflow's scheduler over 30 dates each while merge tasks, the Spark server and the
-# metastore server are killed 120 times; every table must equal the reference model (docs/reliability.md).
+# Four tables through Airflow's scheduler over 45 dates each while merge tasks, the Spark server and the
+# metastore server are killed up to 120 times; every table must equal the reference model (docs/reliability.md).
 soak: setup
 	.venv/bin/python -m bench.soak
 

@@ -6,7 +6,7 @@ ZipperModel, day by day), `zipper check` must pass, no lock may be held and no r
 be left that no commit names. It prints the figures: dates committed, kills by kind, retries, wall
 time; and exits non-zero when any table or check is off.
 
-    make soak                                               # 4 tables x 30 dates, 120 kills
+    make soak                                               # 4 tables x 45 dates, up to 120 kills
     .venv/bin/python -m bench.soak --tables 2 --dates 5 --kills 3   # the short variant make test runs
 
 Every kill lands while a merge holds its table's lock, a random moment after it took it: the lock
@@ -404,7 +404,7 @@ def run_soak(root: Path, tables: int, dates: int, kills: int, seed: int, log=pri
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tables", type=int, default=len(KINDS), choices=range(1, len(KINDS) + 1))
-    parser.add_argument("--dates", type=int, default=30)
+    parser.add_argument("--dates", type=int, default=45)  # about one date in two sees a kill
     parser.add_argument("--kills", type=int, default=120)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
