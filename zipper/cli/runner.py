@@ -122,6 +122,8 @@ class Runner:
             since = dt.datetime.fromisoformat(str(lock.unfinished_since))
         except ValueError:
             return  # a holder that did not say when it took the lock
+        if since.tzinfo is None:
+            since = since.replace(tzinfo=dt.UTC)  # the lock's times are UTC
         from zipper.table import state, vacuum  # on use: the data path loads pyspark; --help does not
 
         cleared = vacuum.clear_killed_run(state.read_state(self._spark, self.spec), since)
