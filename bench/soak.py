@@ -229,20 +229,11 @@ class Chaos(threading.Thread):
                 self.log(f"killed {kind} pid {pid} (merge pid {holder})")
 
     def _merge_holding_a_lock(self) -> int | None:
-        """The pid of a merge that holds its table's lock now (a lock file names its last holder
-        whether or not it still holds it: only a held flock says it does)."""
+        """The pid of a merge that holds its table's lock now."""
         for lock in self.rng.sample(self.locks, len(self.locks)):
-            if not lock.exists():
-                continue
-            with open(lock) as handle:
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                    fcntl.flock(handle, fcntl.LOCK_UN)
-                    continue  # free
-                except BlockingIOError:
-                    pass
-                with contextlib.suppress(ValueError):
-                    return int(json.loads(handle.read())["pid"])
+            if lock.exists() and lock_held(lock):
+                with contextlib.suppress(OSError, ValueError, KeyError):
+                    return int(json.loads(lock.read_text())["pid"])
         return None
 
     def _victim(self, kind: str, holder: int) -> int | None:
@@ -312,15 +303,20 @@ def committed(env: dict, name: str) -> tuple[int, list[str]]:
     return sum(1 for c in commits if c["ds"] > BASE_DS), [run for run in left if run != base]
 
 
+def lock_held(lock: Path) -> bool:
+    """Whether a run holds the table lock file `lock` now (the file names its last holder whether
+    or not it still holds it: only a held flock says it does)."""
+    with open(lock) as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
 def held_locks(warehouse: Path) -> list[str]:
-    held = []
-    for lock in sorted((warehouse / "metastore" / "locks").glob("*.lock")):
-        with open(lock) as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                held.append(lock.name)
-    return held
+    return [lock.name for lock in sorted((warehouse / "metastore" / "locks").glob("*.lock")) if lock_held(lock)]
 
 
 def run_soak(root: Path, tables: int, dates: int, kills: int, seed: int, log=print, retries: int = RETRIES) -> Result:

@@ -21,7 +21,15 @@ from zipper.airflow.compat import AIRFLOW_3, AirflowException, AirflowFailExcept
 from zipper.airflow.docs import is_backfill_run, resume_command
 from zipper.airflow.hooks import ZipperSparkConnectHook, ZipperSparkSubmitHook, runs_on_spark_connect
 from zipper.airflow.lineage import hive_namespace, operator_lineage, run_datasets
-from zipper.airflow.run_reports import FAILURE_XCOM, asset_extra, describe, dry_run_record, final_state, outcome
+from zipper.airflow.run_reports import (
+    DRY_RUN_XCOM,
+    FAILURE_XCOM,
+    asset_extra,
+    describe,
+    dry_run_record,
+    final_state,
+    outcome,
+)
 from zipper.airflow.sensors import next_date_merged
 from zipper.airflow.trigger_params import correct_args, correct_label, rerun_args
 from zipper.core.errors import StateError
@@ -32,9 +40,6 @@ from zipper.runtime.spark_server import SparkServerService
 from zipper.tablespec.loader import find_spec
 
 NOT_RETRIED = "Not retried: another try would fail the same way."
-# The XCom a failed zipper task leaves: the job's own one-line reason, which the Zipper view shows
-# The XCom a rerun's dry run leaves: its summary, the guard's verdicts and the sample (`dry_run_record`)
-DRY_RUN_XCOM = "zipper_dry_run"
 # What a task instance shows in the UI's "Map Index" column (its rendered map_index_template): the date
 # its run merges, which neither the run's id nor its "Run After" is (both are the end of its interval).
 # A zipper task sets LABEL in its context once it knows more ("2024-01-05: merged"); Airflow renders

@@ -10,6 +10,8 @@ from zipper.core.reports import RunAction
 # A failed task's one-line reason, left in an XCom of its try for the Zipper view (a page cannot
 # read a task's log): the job's own line, or a gate's naming the earlier date whose merge failed.
 FAILURE_XCOM = "zipper_failure"
+# The XCom a rerun's dry run leaves: its summary, the guard's verdicts and the sample (`dry_run_record`)
+DRY_RUN_XCOM = "zipper_dry_run"
 
 
 def _span(dates: list[str]) -> str:

@@ -15,9 +15,9 @@ from airflow.utils.session import create_session
 from airflow.utils.state import TaskInstanceState
 from sqlalchemy import func, select
 
+from zipper.airflow.run_reports import DRY_RUN_XCOM, FAILURE_XCOM
+
 MERGE_TASK = "merge"
-FAILURE_XCOM = "zipper_failure"  # the failed task's one-line reason (zipper.airflow.run_reports.FAILURE_XCOM)
-DRY_RUN_XCOM = "zipper_dry_run"  # a rerun's dry run's result (zipper.airflow.operators.DRY_RUN_XCOM)
 
 
 def latest_runs(dag_ids: list[str]) -> dict[str, dict]:
