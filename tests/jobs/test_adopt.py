@@ -199,3 +199,44 @@ def test_a_table_with_validity_times_keeps_versions_within_a_day_and_merges_go_o
         (2, "Pau", at(0, 8), at(0, 8), at(2, 6), d0, d2),
         (2, "Vic", at(2, 6), at(2, 6), END, d2, OPEN),
     ]
+
+
+def test_text_and_number_dates_in_another_format_are_read_with_the_specs_date_format(spark, tmp_path, unique_name):
+    # the way many hand-written tables keep dates: yyyyMMdd text begin/end, 99991231 open, a bigint dt copy
+    ddl = "id bigint, city string, start_dt string, end_dt string, dt bigint"
+    rows = [
+        (1, "Oslo", "20231201", "20231209", 20231231),
+        (1, "Rome", "20231210", "99991231", 20231231),
+        (2, "Pau", "20231205", "99991231", 20231231),
+        (2, "Pau", "20231205", "99991231", 20231230),  # the day before's copy: not read
+    ]
+    legacy = legacy_table(spark, unique_name, ddl, rows)
+    adopted = {"table": legacy, "begin_column": "start_dt", "end_column": "end_dt", "end_style": "inclusive"}
+    adopted |= {"snapshot_column": "dt"}
+    t = TableFixture(tmp_path, unique_name, schema="id bigint, city string", adopt=adopted)
+    # without the format: refused, naming the columns and the setting that reads them
+    with pytest.raises(InputError) as refused:
+        adopt.adopt(spark, t.spec, THROUGH)
+    assert str(refused.value) == (
+        f"{t.table} {THROUGH}: adopted table {legacy}: the columns ['dt bigint'] must be dates or YYYY-MM-DD text"
+        " (name adopt.date_format for others, such as yyyyMMdd)"
+    )
+    with pytest.raises(SpecError, match="date_format 'yyyyMM' must write a whole date"):
+        t.with_options(adopt=adopted | {"date_format": "yyyyMM"})
+
+    t = t.with_options(adopt=adopted | {"date_format": "yyyyMMdd"})
+    adopt.adopt(spark, t.spec, THROUGH)
+    assert table_rows(spark, t.table) == [
+        (1, "Oslo", "2023-12-01", "2023-12-10"),
+        (1, "Rome", "2023-12-10", OPEN),
+        (2, "Pau", "2023-12-05", OPEN),
+    ]
+    assert check.run_checks(spark, t.spec)["failed"] == []
+
+    # a text that is no date in that format: refused naming the key
+    bad = legacy_table(spark, unique_name, ddl, [*rows[:2], (3, "Vic", "20231305", "99991231", 20231231)], "bad")
+    u = TableFixture(tmp_path, f"{unique_name}_bad", schema="id bigint, city string")
+    u = u.with_options(adopt=adopted | {"table": bad, "date_format": "yyyyMMdd"})
+    with pytest.raises(InputError, match=r"keys \['id'\]: 1 key with a begin that is not a date: 3; nothing"):
+        adopt.adopt(spark, u.spec, THROUGH)
+    assert not state.read_state(spark, u.spec).exists

@@ -30,7 +30,8 @@ from zipper.tablespec.modes import Tracked
 from zipper.transforms import adoption
 from zipper.transforms.timelines import with_slot
 
-DATE_TYPES = ("date", "string")  # a validity column's types the adoption reads
+DATE_TYPES = ("date", "string")  # a begin, end or snapshot column's types the adoption reads
+NUMBER_DATE_TYPES = ("int", "bigint")  # theirs too with a date_format (20231201)
 FLAG_TYPES = ("boolean", "tinyint", "smallint", "int", "bigint")  # a deleted flag's
 
 
@@ -188,9 +189,15 @@ def _read(spark, spec: TableSpec, source: AdoptSpec, through: dt.date, allow_gap
     missing = [c for c in [*source.own_columns, *spec.keys] if c.lower() not in types]
     if missing:
         raise InputError(f"{what} lacks the columns {missing}; it has {[n for n, _ in types.values()]}", **where)
-    wrong = [f"{types[c.lower()][0]} {types[c.lower()][1]}" for c in mapped if types[c.lower()][1] not in DATE_TYPES]
+    readable = DATE_TYPES + (NUMBER_DATE_TYPES if source.date_format else ())
+    wrong = [f"{types[c.lower()][0]} {types[c.lower()][1]}" for c in mapped if types[c.lower()][1] not in readable]
     if wrong:
-        raise InputError(f"{what}: the columns {wrong} must be dates or YYYY-MM-DD text", **where)
+        written = (
+            f"dates, or text or numbers written as {source.date_format}"
+            if source.date_format
+            else "dates or YYYY-MM-DD text (name adopt.date_format for others, such as yyyyMMdd)"
+        )
+        raise InputError(f"{what}: the columns {wrong} must be {written}", **where)
     times = [f"{types[c.lower()][0]} {types[c.lower()][1]}" for c in source.validity_columns]
     if any(t.split()[-1] not in VALIDITY_TYPES for t in times):
         raise InputError(f"{what}: the validity columns {times} must be timestamps or dates", **where)
@@ -210,7 +217,7 @@ def _read(spark, spec: TableSpec, source: AdoptSpec, through: dt.date, allow_gap
             **where,
         )
     if source.snapshot_column:
-        rows = rows.where(f"CAST(`{source.snapshot_column}` AS STRING) = '{through.isoformat()}'")
+        rows = rows.where(adoption.as_date(source.snapshot_column, source.date_format) == F.lit(through))
     if spec.validity_columns:  # zipper's own columns, from the table's pair; the updated_at column too, if it lacks it
         updated_at = spec.source.updated_at
         valid_from, valid_to = source.validity_columns
@@ -232,6 +239,7 @@ def _read(spark, spec: TableSpec, source: AdoptSpec, through: dt.date, allow_gap
         end_column=source.end_column,
         end_style=source.end_style,
         open_end=source.open_end.isoformat() if source.open_end else None,
+        date_format=source.date_format,
     ).cache()
     found = {
         r[adoption.PROBLEM]: (r["keys"], list(r["examples"]))

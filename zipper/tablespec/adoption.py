@@ -2,7 +2,7 @@
 takes over as this spec's table, its history kept.
 
 Hand-written zipper tables differ in the few things this section names: the begin and end
-columns, whether the end is the last day a version held (inclusive) or the first it no longer
+columns and how they write a date, whether the end is the last day a version held (inclusive) or the first it no longer
 did (exclusive), what the open end is (`9999-12-31`, another date, or NULL), and whether the
 table keeps a whole copy per date under a `dt` column. Every other column is a data column."""
 
@@ -22,9 +22,18 @@ class AdoptSpec(StrictModel):
     """Where the table to take over is and how its validity columns are written."""
 
     table: QualifiedTable = Field(description="The existing table (database.table); it is read, never changed.")
-    begin_column: Identifier = Field(description="Its column holding a version's first date (a date or `YYYY-MM-DD`).")
+    begin_column: Identifier = Field(
+        description="Its column holding a version's first date (a date, or text as `date_format` says)."
+    )
     end_column: Identifier = Field(
-        description="Its column holding a version's end date (a date or `YYYY-MM-DD`), its open end for open versions."
+        description="Its column holding a version's end date (a date, or text as `date_format` says), its open end"
+        " for open versions."
+    )
+    date_format: str | None = Field(
+        default=None,
+        description="How its begin, end and snapshot columns write a date when they are text or numbers, as a Spark"
+        " datetime pattern: `yyyyMMdd` (`20231201`, text or a number), `yyyy/MM/dd`, `dd.MM.yyyy`. Without it they"
+        " are dates or `YYYY-MM-DD` text.",
     )
     end_style: choice(EndStyle) = Field(
         description="`inclusive`: a closed version's end is the last day it held (the article's `end_date = d - 1`);"
@@ -68,6 +77,16 @@ class AdoptSpec(StrictModel):
     def validity_columns(self) -> tuple[str, ...]:
         """Its valid-from and valid-to columns, or none."""
         return (self.valid_from_column, self.valid_to_column) if self.valid_from_column else ()
+
+    @model_validator(mode="after")
+    def _whole_dates(self) -> AdoptSpec:
+        pattern = self.date_format
+        if pattern is not None and not all(part in pattern for part in ("yyyy", "MM", "dd")):
+            raise ValueError(
+                f"date_format {pattern!r} must write a whole date: a Spark datetime pattern with yyyy, MM and dd,"
+                " such as yyyyMMdd"
+            )
+        return self
 
     @model_validator(mode="after")
     def _validity_pair(self) -> AdoptSpec:

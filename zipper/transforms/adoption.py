@@ -1,7 +1,7 @@
 """An SCD2 table written by hand, read as zipper's versions (`zipper adopt`): pure
 DataFrame -> DataFrame functions.
 
-A hand-written table says a version's validity in its own way: begin and end as dates or text,
+A hand-written table says a version's validity in its own way: begin and end as dates, text or numbers,
 an inclusive or exclusive end, an open end that is a date or NULL. `normalized` reads every row
 as one form (its begin date, whether it is open, its exclusive end); `problems` finds what keeps
 the rows from being one chain of versions per key; `versions` writes them in zipper's form."""
@@ -34,22 +34,33 @@ class Problem(StrEnum):
     GAP = "a gap between versions"
 
 
-def _as_date(column: str) -> Column:
-    return F.expr(f"try_cast(`{column}` AS DATE)")
+def as_date(column: str, date_format: str | None = None) -> Column:
+    """`column` read as a date, NULL where it is not one: a date as it is, text as `YYYY-MM-DD`, or
+    text and numbers as the Spark datetime pattern `date_format` writes them (`yyyyMMdd`)."""
+    if date_format is None:
+        return F.expr(f"try_cast(`{column}` AS DATE)")
+    return F.try_to_timestamp(F.col(column).cast("string"), F.lit(date_format)).cast("date")
 
 
 def normalized(
-    rows: DataFrame, *, begin_column: str, end_column: str, end_style: EndStyle, open_end: str | None
+    rows: DataFrame,
+    *,
+    begin_column: str,
+    end_column: str,
+    end_style: EndStyle,
+    open_end: str | None,
+    date_format: str | None = None,
 ) -> DataFrame:
     """`rows` with BEGIN, OPEN and END beside their own columns. A version is open when its end
     is `open_end` (NULL when `open_end` is None); a closed one's END is its end, plus a day when
-    the end is inclusive. A begin or end that is not a date leaves BEGIN or END NULL."""
-    end = _as_date(end_column)
+    the end is inclusive. A begin or end that is not a date (as `date_format` writes one) leaves
+    BEGIN or END NULL."""
+    end = as_date(end_column, date_format)
     is_open = F.col(end_column).isNull() if open_end is None else (end == F.lit(open_end).cast("date"))
     closed_end = end if end_style == EndStyle.EXCLUSIVE else F.date_add(end, 1)
     return rows.select(
         "*",
-        _as_date(begin_column).alias(BEGIN),
+        as_date(begin_column, date_format).alias(BEGIN),
         F.coalesce(is_open, F.lit(False)).alias(OPEN),
         F.when(F.coalesce(is_open, F.lit(False)), F.lit(None).cast("date")).otherwise(closed_end).alias(END),
     )
