@@ -1,6 +1,7 @@
 """Corrections on a table with every option at once: cdc with `source.updated_at` (validity
 columns), `hard_deletes: new_record` (tombstones) and `ignore_null_updates`. An erasure, a fix
-and a delete publish as on a plain table and `zipper check` passes after each; zipper's own
+and a delete publish as on a plain table and `zipper check` passes after each; a fix of a
+deleted key's last version and its tombstone keeps the two apart; zipper's own
 columns and the updated_at column are refused to `--set` in one line; the corrections survive
 a later date and a rerun after them, and a rerun undoing them keeps the erasure."""
 
@@ -39,6 +40,14 @@ def test_corrections_on_a_table_with_validity_tombstones_and_ignored_nulls(spark
 
     correct.correct(spark, t.spec, ask("set", where="city = 'Nice'", assignments=("city=Bern",)))
     correct.correct(spark, t.spec, ask("delete", where=f"id = 3 AND end_dt <> '{OPEN}'"))
+    # a fix of a deleted key's last version and its tombstone (equal values): two versions still, the key
+    # live until its delete; a fix never makes one version of a live one and a tombstone
+    correct.correct(spark, t.spec, ask("set", where=f"id = 2 AND end_dt <> '{OPEN}'", assignments=("city=Lyon",)))
+    assert [row for row in table_rows(spark, t.table) if row[0] == 2] == [
+        (2, "Lyon", at(0, 9), at(0, 9), at(1, 11), False, D0, D1),
+        (2, "Lyon", at(0, 9), at(1, 11), at(2, 10), True, D1, D2),
+        (2, "Roma", at(2, 10), at(2, 10), END, False, D2, OPEN),
+    ]
     correct.correct(spark, t.spec, ask("erase", erase_keys=("id=2",)))  # its tombstone too
     corrected = [
         (1, "Bern", at(1, 10), at(1, 10), at(2, 9), False, D1, D2),

@@ -319,6 +319,7 @@ def _fixed(
         tracked=conform.tracked_columns(spec, data, where["ds"]),
         types=types,
         inclusive=spec.end_style == EndStyle.INCLUSIVE,
+        deleted_column=spec.tombstone_column,
     ).persist(StorageLevel.MEMORY_AND_DISK)
     by_status: dict[str, dict[str, int]] = {}
     for r in fixed.groupBy(column_ref(spec.end_column), corrections.STATUS).count().collect():

@@ -56,6 +56,7 @@ def fixed_versions(
     tracked: list[str],
     types: dict[str, DataType],
     inclusive: bool,
+    deleted_column: str | None = None,
 ) -> DataFrame:
     """Every version of the touched keys after a value fix, each with its STATUS.
 
@@ -65,7 +66,10 @@ def fixed_versions(
     (each ending where the next begins) that are equal in every `tracked` column, holding at
     least one fixed version, becomes its last version with the run's first begin; the others are
     ABSORBED. A version the fix or a merge changed is CHANGED; the rest are SAME (their
-    partitions need not be written again). Columns and their order are kept, plus STATUS."""
+    partitions need not be written again). Columns and their order are kept, plus STATUS.
+    `deleted_column`: the tombstones' flag. A tombstone holds its key's last values, so a run
+    never spans a change of the flag: a key's last version and its tombstone stay two, as the
+    merges made them (one would say the key was deleted from its last version's begin)."""
     names = versions.columns
     differs = F.lit(False)
     for name, value in assignments.items():
@@ -83,7 +87,7 @@ def fixed_versions(
     )
     order = Window.partitionBy(*[column_ref(k) for k in keys]).orderBy(column_ref(begin_column))
     follows = F.lag(column_ref(end_column)).over(order) == previous_end(column_ref(begin_column), inclusive)
-    for name in tracked:
+    for name in [*tracked, *([deleted_column] if deleted_column else [])]:
         follows = follows & same(F.lag(column_ref(name)).over(order), column_ref(name), types[name])
     starts = (~F.coalesce(follows, F.lit(False))).cast("int")
     numbered = with_fix.withColumn(_STARTS, starts).withColumn(
