@@ -7,8 +7,8 @@ consecutive versions equal in both columns one; a delete drops the matching vers
 from D (told to undo value fixes and deletes) keeps what ended before D, reopens what was valid
 on D - 1, and merges D.. again with the reference merge of test_model, from the inputs less the
 erased keys. After each step the table equals the reference and `zipper check` passes. On a
-plain table and on one with `ignore_null_updates` (a NULL keeps the open version's value, the
-one a fix set included)."""
+plain table, on one with `ignore_null_updates` (a NULL keeps the open version's value, the
+one a fix set included) and on a snapshot table that keeps tombstones."""
 
 from __future__ import annotations
 
@@ -56,18 +56,37 @@ def correction_scenarios(draw):
 
 
 class Reference:
-    """The table as rows (id, name, score, begin, end), and the erasures (key, date of the table then)."""
+    """The table as rows (id, name, score, [deleted,] begin, end), and the erasures (key, date of
+    the table then). `tombstones`: a snapshot table with `hard_deletes: new_record`, whose rows
+    carry the deleted flag; else an upsert table."""
 
-    def __init__(self, end_style: str, base: list[tuple], days: list[list[tuple]], ignore_nulls: bool = False):
+    def __init__(
+        self,
+        end_style: str,
+        base: list[tuple],
+        days: list[list[tuple]],
+        ignore_nulls: bool = False,
+        tombstones: bool = False,
+    ):
         self.end_style = end_style
         self.ignore_nulls = ignore_nulls  # source.ignore_null_updates: a NULL keeps the open version's value
+        self.tombstones = tombstones
         self.days = [list(rows) for rows in days]
         self.base = list(base)
         self.erased: list[tuple[int, int]] = []
-        model = ZipperModel(end_style, base, 1, ignore_nulls=ignore_nulls)
+        model = self._model(base)
         for n, rows in enumerate(days, start=1):
-            model.merge(day(n), rows)
+            self._merge(model, day(n), rows)
         self.rows = model.rows()
+
+    def _model(self, base: list[tuple] = ()) -> ZipperModel:
+        return ZipperModel(self.end_style, list(base), 1, ignore_nulls=self.ignore_nulls, tombstones=self.tombstones)
+
+    def _merge(self, model: ZipperModel, ds: dt.date, rows: list[tuple]) -> None:
+        if self.tombstones:
+            model.merge_snapshot(ds, rows, invalidate=True)  # a key missing from the snapshot: its tombstone
+        else:
+            model.merge(ds, rows)
 
     @property
     def last(self) -> int:
@@ -75,9 +94,9 @@ class Reference:
 
     def follows(self, previous: tuple, following: tuple) -> bool:
         """`previous` ended where `following` began (no gap)."""
-        begin = dt.date.fromisoformat(following[3])
+        begin = dt.date.fromisoformat(following[-2])
         end = begin if self.end_style == "exclusive" else begin - dt.timedelta(days=1)
-        return previous[4] == end.isoformat()
+        return previous[-1] == end.isoformat()
 
     def erase(self, key: int) -> None:
         self.rows = [r for r in self.rows if r[0] != key]
@@ -87,54 +106,62 @@ class Reference:
         self.rows = [r for r in self.rows if r[1] != name]  # None == None: `name IS NULL`
 
     def fix(self, name, score) -> bool:
-        """Whether the fix changes a row (else the engine refuses it)."""
+        """Whether the fix changes a row (else the engine refuses it). Consecutive versions equal in
+        every column but begin and end (the deleted flag too) become one."""
         fixed = {i for i, r in enumerate(self.rows) if r[1] == name}
         if not any(self.rows[i][2] != score for i in fixed):
             return False
-        rows = [(r[0], r[1], score if i in fixed else r[2], r[3], r[4], i in fixed) for i, r in enumerate(self.rows)]
+        rows = [(*r[:2], score if i in fixed else r[2], *r[3:]) for i, r in enumerate(self.rows)]
+        order = sorted(range(len(rows)), key=lambda i: (rows[i][0], rows[i][-2]))
         result = []
-        for _, versions in itertools.groupby(sorted(rows, key=lambda r: (r[0], r[3])), key=lambda r: r[0]):
-            runs: list[list[tuple]] = []
-            for v in versions:
-                if runs and self.follows(runs[-1][-1], v) and runs[-1][-1][1:3] == v[1:3]:
-                    runs[-1].append(v)
+        for _, indexes in itertools.groupby(order, key=lambda i: rows[i][0]):
+            runs: list[list[int]] = []
+            for i in indexes:
+                last = runs[-1][-1] if runs else None
+                if last is not None and self.follows(rows[last], rows[i]) and rows[last][1:-2] == rows[i][1:-2]:
+                    runs[-1].append(i)
                 else:
-                    runs.append([v])
+                    runs.append([i])
             for run in runs:
-                if len(run) > 1 and any(v[5] for v in run):
-                    last = run[-1]
-                    result.append((last[0], last[1], last[2], run[0][3], last[4]))
+                if len(run) > 1 and any(i in fixed for i in run):
+                    last = rows[run[-1]]
+                    result.append((*last[:-2], rows[run[0]][-2], last[-1]))
                 else:
-                    result.extend(v[:5] for v in run)
+                    result.extend(rows[i] for i in run)
         self.rows = result
         return True
 
+    def _state(self, model: ZipperModel, valid) -> None:
+        """`model` holding the rows: those `valid` open (or a tombstone), the rest closed."""
+        for r in self.rows:
+            attrs, deleted = (r[1:3], r[3]) if self.tombstones else (r[1:3], False)
+            if valid(r):
+                (model.dead if deleted else model.open)[r[:1]] = (attrs, r[-2])
+                model.history[r[:1]] = [attrs]
+            else:
+                model.closed.append((r[:1], r[1:-2], r[-2], r[-1]))
+
     def rerun(self, first: int) -> None:
         """Keep what ended before `first`, reopen what was valid on first - 1, merge first.. again."""
-        model = ZipperModel(self.end_style, [], 1, ignore_nulls=self.ignore_nulls)
+        model = self._model()
         before = day(first - 1).isoformat()
-        for r in self.rows:
-            valid = r[3] <= before and (r[4] > before if self.end_style == "exclusive" else r[4] >= before)
-            if valid:
-                model.open[(r[0],)] = ((r[1], r[2]), r[3])
-                model.history[(r[0],)] = [(r[1], r[2])]
-            elif r[4] < model.closed_end(day(first)):
-                model.closed.append(((r[0],), (r[1], r[2]), r[3], r[4]))
+        ended = model.closed_end(day(first))
+
+        def valid(r):
+            return r[-2] <= before and (r[-1] > before if self.end_style == "exclusive" else r[-1] >= before)
+
+        self._state(model, valid)
+        model.closed = [c for c in model.closed if c[3] < ended]
         for n in range(first, self.last + 1):
             gone = {key for key, at in self.erased if at >= n}
-            model.merge(day(n), [row for row in self.days[n - 1] if row[0] not in gone])
+            self._merge(model, day(n), [row for row in self.days[n - 1] if row[0] not in gone])
         self.rows = model.rows()
 
     def add_day(self, rows: list[tuple]) -> None:
         self.days.append(list(rows))
-        model = ZipperModel(self.end_style, [], 1, ignore_nulls=self.ignore_nulls)
-        for r in self.rows:
-            if r[4] == OPEN:
-                model.open[(r[0],)] = ((r[1], r[2]), r[3])
-                model.history[(r[0],)] = [(r[1], r[2])]
-            else:
-                model.closed.append(((r[0],), (r[1], r[2]), r[3], r[4]))
-        model.merge(day(self.last), rows)
+        model = self._model()
+        self._state(model, lambda r: r[-1] == OPEN)
+        self._merge(model, day(self.last), rows)
         self.rows = model.rows()
 
 
@@ -143,7 +170,7 @@ def where_name(name) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("option", ["plain", "ignore_null_updates"])
+@pytest.mark.parametrize("option", ["plain", "ignore_null_updates", "tombstones"])
 @CORRECTION_SETTINGS
 @given(scenario=correction_scenarios())
 @example(
@@ -156,23 +183,28 @@ def where_name(name) -> str:
 )
 def test_corrections_reruns_and_later_days_match_the_reference(spark, tmp_path_factory, scenario, option):
     """`ignore_null_updates`: a later day's NULL keeps the value a fix set, and a rerun fills from
-    the versions it reopens, as the reference does."""
+    the versions it reopens, as the reference does. `tombstones`: each day is a snapshot whose
+    missing keys get a tombstone (`hard_deletes: new_record`); fixes, deletes and erasures reach
+    tombstones too, a fix never joins one to a live version, and a rerun reopens them."""
     end_style, base, days, operations = scenario
-    fills = option == "ignore_null_updates"
+    fills, tombstones = option == "ignore_null_updates", option == "tombstones"
+    source = {"ignore_null_updates": True} if fills else None
+    if tombstones:
+        source = {"mode": "snapshot", "hard_deletes": "new_record"}
     t = TableFixture(
         tmp_path_factory.mktemp("c"),
         f"correct_{os.getpid()}_{next(_tables)}",
         keys=SINGLE["keys"],
         schema=SINGLE["schema"],
         end_style=end_style,
-        source={"ignore_null_updates": True} if fills else None,
+        source=source,
     )
     t.write_base(spark, base)
     for n, rows in enumerate(days, start=1):
         t.write_increment(spark, day(n), rows)
     init_table(spark, t.spec)
     replay.rerun(spark, t.spec, day(1), day(len(days)))
-    ref = Reference(end_style, base, days, ignore_nulls=fills)
+    ref = Reference(end_style, base, days, ignore_nulls=fills, tombstones=tombstones)
     assert table_rows(spark, t.table) == sorted(ref.rows, key=_order)
 
     for operation in operations:
