@@ -1,7 +1,8 @@
 """Corrections on a table with every option at once: cdc with `source.updated_at` (validity
 columns), `hard_deletes: new_record` (tombstones) and `ignore_null_updates`. An erasure, a fix
 and a delete publish as on a plain table and `zipper check` passes after each; a fix of a
-deleted key's last version and its tombstone keeps the two apart; zipper's own
+deleted key's last version and its tombstone keeps the two apart, and one that joins versions
+keeps the first one's valid_from; zipper's own
 columns and the updated_at column are refused to `--set` in one line; the corrections survive
 a later date and a rerun after them, and a rerun undoing them keeps the erasure."""
 
@@ -91,4 +92,21 @@ def test_corrections_on_a_table_with_validity_tombstones_and_ignored_nulls(spark
         (3, None, at(1, 12), at(1, 12), END, False, D1, OPEN),
     ]
     assert table_rows(spark, t.table) == sorted(undone)
+    assert check.run_checks(spark, t.spec)["failed"] == []
+
+
+def test_a_fix_that_joins_versions_keeps_the_first_ones_validity(spark, tmp_path, unique_name):
+    # updated_at untracked: its moves update a version in place, so a fix can make versions equal
+    source = {"mode": "cdc", "updated_at": "ts"}
+    t = TableFixture(tmp_path, unique_name, schema=UPDATED, source=source, track_columns_except=["ts"])
+    t.write_base(spark, [(1, "Oslo", at(0, 9))])
+    init_table(spark, t.spec)
+    t.write_increment(spark, day(1), [(1, "Nice", at(1, 10), 0)], CDC_UPDATED)
+    t.write_increment(spark, day(2), [(1, "Oslo", at(2, 10), 0)], CDC_UPDATED)
+    for n in (1, 2):
+        merge.merge_date(spark, t.spec, day(n))
+    correct.correct(spark, t.spec, ask("set", where="city = 'Nice'", assignments=("city=Oslo",)))
+    # one version, valid from its first change as it begins on its first date (the merges, fed Oslo on
+    # day 1, would have updated it in place: the latest ts, the first valid_from)
+    assert table_rows(spark, t.table) == [(1, "Oslo", at(2, 10), at(0, 9), END, D0, OPEN)]
     assert check.run_checks(spark, t.spec)["failed"] == []

@@ -320,6 +320,7 @@ def _fixed(
         types=types,
         inclusive=spec.end_style == EndStyle.INCLUSIVE,
         deleted_column=spec.tombstone_column,
+        valid_from_column=spec.validity_columns[0] if spec.validity_columns else None,
     ).persist(StorageLevel.MEMORY_AND_DISK)
     by_status: dict[str, dict[str, int]] = {}
     for r in fixed.groupBy(column_ref(spec.end_column), corrections.STATUS).count().collect():

@@ -57,6 +57,7 @@ def fixed_versions(
     types: dict[str, DataType],
     inclusive: bool,
     deleted_column: str | None = None,
+    valid_from_column: str | None = None,
 ) -> DataFrame:
     """Every version of the touched keys after a value fix, each with its STATUS.
 
@@ -69,7 +70,10 @@ def fixed_versions(
     partitions need not be written again). Columns and their order are kept, plus STATUS.
     `deleted_column`: the tombstones' flag. A tombstone holds its key's last values, so a run
     never spans a change of the flag: a key's last version and its tombstone stay two, as the
-    merges made them (one would say the key was deleted from its last version's begin)."""
+    merges made them (one would say the key was deleted from its last version's begin).
+    `valid_from_column`: with validity columns, a merged run is valid from its first version's
+    valid-from, as it begins at its first version's begin (the later ones' would leave the key
+    with no valid version before them)."""
     names = versions.columns
     differs = F.lit(False)
     for name, value in assignments.items():
@@ -97,7 +101,8 @@ def fixed_versions(
     merged_run = F.max(F.col(FIXED).cast("int")).over(run) == 1
     merged_run = merged_run & (F.count(F.lit(1)).over(run) > 1)
     last_in_run = column_ref(begin_column) == F.max(column_ref(begin_column)).over(run)
-    run_begin = F.min(column_ref(begin_column)).over(run)
+    run_first = {n: F.min(column_ref(n)).over(run) for n in (begin_column, valid_from_column) if n}
+    run_begin = run_first[begin_column]
     status = (
         F.when(merged_run & ~last_in_run, F.lit(ABSORBED))
         .when((F.col(FIXED) & F.col(_DIFFERS)) | (merged_run & (run_begin != column_ref(begin_column))), F.lit(CHANGED))
@@ -105,7 +110,7 @@ def fixed_versions(
     )
     return numbered.select(
         *[
-            F.when(merged_run, run_begin).otherwise(column_ref(n)).alias(n) if n == begin_column else column_ref(n)
+            F.when(merged_run, run_first[n]).otherwise(column_ref(n)).alias(n) if n in run_first else column_ref(n)
             for n in names
         ],
         status.alias(STATUS),
