@@ -8,7 +8,8 @@ from D (told to undo value fixes and deletes) keeps what ended before D, reopens
 on D - 1, and merges D.. again with the reference merge of test_model, from the inputs less the
 erased keys. After each step the table equals the reference and `zipper check` passes. On a
 plain table, on one with `ignore_null_updates` (a NULL keeps the open version's value, the
-one a fix set included) and on a snapshot table that keeps tombstones."""
+one a fix set included), on a snapshot table that keeps tombstones and on an upsert table with
+`source.updated_at` (validity columns; ValidityReference)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,19 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tests.jobs.test_model import ATTRS, MODEL_SETTINGS, SINGLE, SINGLE_KEYS, ZipperModel, scenarios
+from tests.jobs.test_model import (
+    ATTRS,
+    MODEL_SETTINGS,
+    SINGLE,
+    SINGLE_KEYS,
+    UPDATED,
+    ValidityModel,
+    ZipperModel,
+    changed_at,
+    scenarios,
+)
 from tests.support import TableFixture, day, table_rows
-from zipper.core.errors import InputError
+from zipper.core.errors import InputError, StateError
 from zipper.jobs import correct, merge, replay
 from zipper.jobs.init import init_table
 from zipper.table import check
@@ -67,10 +78,12 @@ class Reference:
         days: list[list[tuple]],
         ignore_nulls: bool = False,
         tombstones: bool = False,
+        untracked: bool = False,
     ):
         self.end_style = end_style
         self.ignore_nulls = ignore_nulls  # source.ignore_null_updates: a NULL keeps the open version's value
         self.tombstones = tombstones
+        self.untracked = untracked  # track_columns: [name]: score is updated in place
         self.days = [list(rows) for rows in days]
         self.base = list(base)
         self.erased: list[tuple[int, int]] = []
@@ -80,7 +93,14 @@ class Reference:
         self.rows = model.rows()
 
     def _model(self, base: list[tuple] = ()) -> ZipperModel:
-        return ZipperModel(self.end_style, list(base), 1, ignore_nulls=self.ignore_nulls, tombstones=self.tombstones)
+        return ZipperModel(
+            self.end_style,
+            list(base),
+            1,
+            tracked=(0,) if self.untracked else None,
+            ignore_nulls=self.ignore_nulls,
+            tombstones=self.tombstones,
+        )
 
     def _merge(self, model: ZipperModel, ds: dt.date, rows: list[tuple]) -> None:
         if self.tombstones:
@@ -118,7 +138,8 @@ class Reference:
             runs: list[list[int]] = []
             for i in indexes:
                 last = runs[-1][-1] if runs else None
-                if last is not None and self.follows(rows[last], rows[i]) and rows[last][1:-2] == rows[i][1:-2]:
+                compared = slice(1, 2) if self.untracked else slice(1, -2)  # the tracked columns (the flag too)
+                if last is not None and self.follows(rows[last], rows[i]) and rows[last][compared] == rows[i][compared]:
                     runs[-1].append(i)
                 else:
                     runs.append([i])
@@ -152,6 +173,14 @@ class Reference:
 
         self._state(model, valid)
         model.closed = [c for c in model.closed if c[3] < ended]
+        if self.untracked:  # the table cannot say what score held then: the inputs up to first - 1 do
+            held = self._model([row for row in self.base if row[0] not in {key for key, _ in self.erased}])
+            for n in range(1, first):
+                gone = {key for key, at in self.erased if at >= n}
+                self._merge(held, day(n), [row for row in self.days[n - 1] if row[0] not in gone])
+            for key, (attrs, begin) in model.open.items():
+                if key in held.open:
+                    model.open[key] = (attrs[:1] + held.open[key][0][1:], begin)
         for n in range(first, self.last + 1):
             gone = {key for key, at in self.erased if at >= n}
             self._merge(model, day(n), [row for row in self.days[n - 1] if row[0] not in gone])
@@ -165,12 +194,69 @@ class Reference:
         self.rows = model.rows()
 
 
+class ValidityReference(Reference):
+    """The table of an upsert spec with `source.updated_at` (ts untracked): rows (id, name, score,
+    ts, valid_from, valid_to, begin, end). A day's rows change one minute apart, in their order
+    (test_model's `changed_at`), so its days are kept with their times. A fix joins equal
+    consecutive versions into one valid from the first one's valid_from until the last one's
+    valid_to (an update in place, as a merge makes it). A rerun is refused: with ts untracked the
+    state before a date cannot be rebuilt from the inputs of this mode."""
+
+    def __init__(self, end_style: str, base: list[tuple], days: list[list[tuple]]):
+        super().__init__(end_style, timed(0, base), [timed(n, rows) for n, rows in enumerate(days, start=1)])
+
+    def _model(self, base: list[tuple] = ()) -> ValidityModel:
+        return ValidityModel(self.end_style, list(base))
+
+    def _merge(self, model: ZipperModel, ds: dt.date, rows: list[tuple]) -> None:
+        model.merge_versions(ds, [(row, "upsert") for row in rows], deletes=False)
+
+    def fix(self, name, score) -> bool:
+        fixed = {i for i, r in enumerate(self.rows) if r[1] == name}
+        if not any(self.rows[i][2] != score for i in fixed):
+            return False
+        rows = [(*r[:2], score if i in fixed else r[2], *r[3:]) for i, r in enumerate(self.rows)]
+        order = sorted(range(len(rows)), key=lambda i: (rows[i][0], rows[i][-2], rows[i][4]))
+        result = []
+        for _, indexes in itertools.groupby(order, key=lambda i: rows[i][0]):
+            runs: list[list[int]] = []
+            for i in indexes:
+                last = runs[-1][-1] if runs else None
+                if last is not None and self.follows(rows[last], rows[i]) and rows[last][1:3] == rows[i][1:3]:
+                    runs[-1].append(i)
+                else:
+                    runs.append([i])
+            for run in runs:
+                if len(run) > 1 and any(i in fixed for i in run):
+                    first, last = rows[run[0]], rows[run[-1]]
+                    result.append((*last[:4], first[4], last[5], first[-2], last[-1]))
+                else:
+                    result.extend(rows[i] for i in run)
+        self.rows = result
+        return True
+
+    def _state(self, model: ZipperModel, valid) -> None:
+        for r in self.rows:
+            if valid(r):
+                model.versions[r[:1]] = [r[1:4], r[-2], r[4], False]
+            else:
+                model.ended.append((r[:1], r[1:4], r[-2], r[-1], r[4], r[5], False))
+
+    def add_day(self, rows: list[tuple]) -> None:
+        super().add_day(timed(self.last + 1, rows))
+
+
+def timed(n: int, rows: list[tuple]) -> list[tuple]:
+    """Day `n`'s rows with their ts: one minute apart in their order (the base's at midnight)."""
+    return [row + (changed_at(day(n), 0 if n == 0 else seq),) for seq, row in enumerate(rows, start=1)]
+
+
 def where_name(name) -> str:
     return "name IS NULL" if name is None else f"name = '{name}'"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("option", ["plain", "ignore_null_updates", "tombstones"])
+@pytest.mark.parametrize("option", ["plain", "ignore_null_updates", "tombstones", "untracked", "updated_at"])
 @CORRECTION_SETTINGS
 @given(scenario=correction_scenarios())
 @example(
@@ -181,30 +267,46 @@ def where_name(name) -> str:
         [("set", "y", 5), ("erase", 3), ("rerun", 1), ("day", [(3, "x", 0), (1, None, None)])],
     )
 )
+@example(
+    scenario=(  # a fix that joins a key's two versions, a base key erased and a version deleted, then a
+        # rerun whose restore is before both
+        "exclusive",
+        [(1, "x", 0), (2, "y", 0)],
+        [[(1, "x", 5)], [(2, "x", 5)]],
+        [("set", "x", 5), ("erase", 1), ("delete", "y"), ("rerun", 2), ("day", [(1, "y", 5)])],
+    )
+)
 def test_corrections_reruns_and_later_days_match_the_reference(spark, tmp_path_factory, scenario, option):
     """`ignore_null_updates`: a later day's NULL keeps the value a fix set, and a rerun fills from
     the versions it reopens, as the reference does. `tombstones`: each day is a snapshot whose
     missing keys get a tombstone (`hard_deletes: new_record`); fixes, deletes and erasures reach
     tombstones too, a fix never joins one to a live version, and a rerun reopens them."""
     end_style, base, days, operations = scenario
-    fills, tombstones = option == "ignore_null_updates", option == "tombstones"
+    fills, tombstones, untracked, validity = (
+        option == name for name in ("ignore_null_updates", "tombstones", "untracked", "updated_at")
+    )
     source = {"ignore_null_updates": True} if fills else None
     if tombstones:
         source = {"mode": "snapshot", "hard_deletes": "new_record"}
+    if validity:
+        ref = ValidityReference(end_style, base, days)
+        base, days = ref.base, ref.days
+    else:
+        ref = Reference(end_style, base, days, ignore_nulls=fills, tombstones=tombstones, untracked=untracked)
     t = TableFixture(
         tmp_path_factory.mktemp("c"),
         f"correct_{os.getpid()}_{next(_tables)}",
         keys=SINGLE["keys"],
-        schema=SINGLE["schema"],
+        schema=(UPDATED if validity else SINGLE)["schema"],
         end_style=end_style,
-        source=source,
+        source={"updated_at": "ts"} if validity else source,
+        **({"track_columns": ["name", "score"]} if validity else {"track_columns": ["name"]} if untracked else {}),
     )
     t.write_base(spark, base)
     for n, rows in enumerate(days, start=1):
         t.write_increment(spark, day(n), rows)
     init_table(spark, t.spec)
     replay.rerun(spark, t.spec, day(1), day(len(days)))
-    ref = Reference(end_style, base, days, ignore_nulls=fills, tombstones=tombstones)
     assert table_rows(spark, t.table) == sorted(ref.rows, key=_order)
 
     for operation in operations:
@@ -233,13 +335,16 @@ def test_corrections_reruns_and_later_days_match_the_reference(spark, tmp_path_f
             else:
                 with pytest.raises(InputError):
                     correct.correct(spark, t.spec, request)
+        elif kind == "rerun" and validity:  # ts untracked: the state before a date cannot be rebuilt
+            with pytest.raises(StateError, match="has untracked columns, .* so the table cannot be rerun;"):
+                replay.rerun(spark, t.spec, day(operation[1]), undo_corrections=True)
         elif kind == "rerun":
             replay.rerun(spark, t.spec, day(operation[1]), undo_corrections=True)
             ref.rerun(operation[1])
         else:
-            t.write_increment(spark, day(ref.last + 1), operation[1])
-            merge.merge_date(spark, t.spec, day(ref.last + 1))
             ref.add_day(operation[1])
+            t.write_increment(spark, day(ref.last), ref.days[-1])
+            merge.merge_date(spark, t.spec, day(ref.last))
         assert table_rows(spark, t.table) == sorted(ref.rows, key=_order), operation
     assert check.run_checks(spark, t.spec)["ok"]
 

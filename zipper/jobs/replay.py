@@ -288,17 +288,26 @@ def _restored(spark, spec: TableSpec, st: state.TableState, first: dt.date, tabl
             raise StateError(
                 f"the table has untracked columns, so the table cannot say what they held before {first} (the open rows"
                 f" hold their latest values), and with source mode {source_kind(spec)} that state cannot be rebuilt"
-                " from the inputs;"
-                " rerun from the first date after the base instead",
+                " from the inputs, so the table cannot be rerun; fix versions with `zipper correct`, or track every"
+                " column in a new table; nothing was changed",
                 table=spec.table,
                 ds=first.isoformat(),
             )
-        return _rebuilt_open_rows(spark, spec, st, first, table_columns, tracked)
+        rebuilt, read_from = _rebuilt_open_rows(spark, spec, st, first, table_columns, tracked)
+        # the versions as the table holds them (corrections kept), their untracked values as the inputs left them
+        return timelines.with_values_of(
+            _open_before(spark, spec, first, table_columns), rebuilt, spec.keys, untracked
+        ), (read_from)
+    return _open_before(spark, spec, first, table_columns), {}
+
+
+def _open_before(spark, spec: TableSpec, first: dt.date, table_columns: list[tuple[str, str]]):
+    """The table's versions valid at the end of first - 1, reopened: columns + begin."""
     return spark.sql(
         sqltemplates.render(
             "restore_open_before.sql",
             table=spec.table,
-            columns=names,
+            columns=[c for c, _ in table_columns],
             begin_column=spec.begin_column,
             end_column=spec.end_column,
             first=first.isoformat(),
@@ -307,7 +316,7 @@ def _restored(spark, spec: TableSpec, st: state.TableState, first: dt.date, tabl
             valid_to_column=spec.validity_columns[1] if spec.validity_columns else None,
             valid_to_type=dict(table_columns).get(spec.validity_columns[1]) if spec.validity_columns else None,
         )
-    ), {}
+    )
 
 
 def _rebuilt_open_rows(
@@ -347,9 +356,16 @@ def _rebuilt_open_rows(
             **where,
         )
     names = [c for c, _ in table_columns]
-    # committed inputs, checked by their merges
+    # committed inputs, checked by their merges; the erased keys left out of the dates up to each
+    # erasure, as the table has them (else the restore would bring them back)
     marked = rebuild.one_pass(
-        spark, spec, table_columns, tracked, rebuild.Located(located_base, init_ds, located), checks=False
+        spark,
+        spec,
+        table_columns,
+        tracked,
+        rebuild.Located(located_base, init_ds, located),
+        keep=corrected.dated_filter(spark, spec, st, timelines.DS),
+        checks=False,
     )
     open_end = spec.open_end.isoformat()
     return (

@@ -300,3 +300,20 @@ def daily_counts(marked_rows: DataFrame) -> DataFrame:
     kinds = [F.sum(F.when(F.col(KIND) == kind, 1).otherwise(0)).alias(kind) for kind in (*KINDS, VANISHED)]
     counted = [F.sum(F.col(c).cast("int")).alias(c) for c in EVENT_COUNTS if c in marked_rows.columns]
     return marked_rows.groupBy(DS).agg(*kinds, *counted)
+
+
+def with_values_of(versions: DataFrame, rebuilt: DataFrame, keys: list[str], columns: list[str]) -> DataFrame:
+    """`versions` (one open version per key) with `columns` taken from `rebuilt`'s row of the same
+    key where it has one: the restore of a table with untracked columns keeps the versions the
+    table holds (a deleted or erased one stays away, a fixed one keeps its fix) and takes only the
+    untracked values from the rebuild, which the table cannot say. Columns and order of `versions`."""
+    found = "zipper_rebuilt_found"
+    renamed = {c: f"zipper_rebuilt_{i}" for i, c in enumerate(columns)}
+    values = rebuilt.select(*keys, *[F.col(c).alias(renamed[c]) for c in columns], F.lit(True).alias(found))
+    joined = versions.join(values, keys, "left")
+    return joined.select(
+        *[
+            F.when(F.col(found), F.col(renamed[c])).otherwise(F.col(c)).alias(c) if c in renamed else F.col(c)
+            for c in versions.columns
+        ]
+    )
