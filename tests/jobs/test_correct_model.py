@@ -6,10 +6,11 @@ input of the dates up to it; a fix sets `score` on the versions whose `name` mat
 consecutive versions equal in both columns one; a delete drops the matching versions. A rerun
 from D (told to undo value fixes and deletes) keeps what ended before D, reopens what was valid
 on D - 1, and merges D.. again with the reference merge of test_model, from the inputs less the
-erased keys. After each step the table equals the reference and `zipper check` passes. On a
-plain table, on one with `ignore_null_updates` (a NULL keeps the open version's value, the
-one a fix set included), on a snapshot table that keeps tombstones and on an upsert table with
-`source.updated_at` (validity columns; ValidityReference)."""
+erased keys. After each step the table equals the reference and `zipper check` passes. Here on a
+plain table and on one with `ignore_null_updates` (a NULL keeps the open version's value, the
+one a fix set included); test_correct_model_options.py runs the same on a snapshot table that
+keeps tombstones, an upsert table with untracked columns and one with `source.updated_at`
+(validity columns; ValidityReference)."""
 
 from __future__ import annotations
 
@@ -255,28 +256,37 @@ def where_name(name) -> str:
     return "name IS NULL" if name is None else f"name = '{name}'"
 
 
+def scenarios_of_corrections(test):
+    """The generated scenarios and the explicit ones every option runs."""
+    test = example(
+        scenario=(  # a fix that joins a key's two versions, a base key erased and a version deleted, then a
+            # rerun whose restore is before both
+            "exclusive",
+            [(1, "x", 0), (2, "y", 0)],
+            [[(1, "x", 5)], [(2, "x", 5)]],
+            [("set", "x", 5), ("erase", 1), ("delete", "y"), ("rerun", 2), ("day", [(1, "y", 5)])],
+        )
+    )(test)
+    test = example(
+        scenario=(  # a fix that merges versions, an erasure, then a rerun over both
+            "exclusive",
+            [(1, "x", 5), (2, "y", 0)],
+            [[(1, "y", 5)], [(1, "x", 5), (3, "x", 0)], [(2, "", 5)]],
+            [("set", "y", 5), ("erase", 3), ("rerun", 1), ("day", [(3, "x", 0), (1, None, None)])],
+        )
+    )(test)
+    return given(scenario=correction_scenarios())(test)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("option", ["plain", "ignore_null_updates", "tombstones", "untracked", "updated_at"])
+@pytest.mark.parametrize("option", ["plain", "ignore_null_updates"])
 @CORRECTION_SETTINGS
-@given(scenario=correction_scenarios())
-@example(
-    scenario=(  # a fix that merges versions, an erasure, then a rerun over both
-        "exclusive",
-        [(1, "x", 5), (2, "y", 0)],
-        [[(1, "y", 5)], [(1, "x", 5), (3, "x", 0)], [(2, "", 5)]],
-        [("set", "y", 5), ("erase", 3), ("rerun", 1), ("day", [(3, "x", 0), (1, None, None)])],
-    )
-)
-@example(
-    scenario=(  # a fix that joins a key's two versions, a base key erased and a version deleted, then a
-        # rerun whose restore is before both
-        "exclusive",
-        [(1, "x", 0), (2, "y", 0)],
-        [[(1, "x", 5)], [(2, "x", 5)]],
-        [("set", "x", 5), ("erase", 1), ("delete", "y"), ("rerun", 2), ("day", [(1, "y", 5)])],
-    )
-)
+@scenarios_of_corrections
 def test_corrections_reruns_and_later_days_match_the_reference(spark, tmp_path_factory, scenario, option):
+    run_corrections(spark, tmp_path_factory, scenario, option)
+
+
+def run_corrections(spark, tmp_path_factory, scenario, option: str) -> None:
     """`ignore_null_updates`: a later day's NULL keeps the value a fix set, and a rerun fills from
     the versions it reopens, as the reference does. `tombstones`: each day is a snapshot whose
     missing keys get a tombstone (`hard_deletes: new_record`); fixes, deletes and erasures reach

@@ -110,3 +110,13 @@ def test_a_fix_that_joins_versions_keeps_the_first_ones_validity(spark, tmp_path
     # day 1, would have updated it in place: the latest ts, the first valid_from)
     assert table_rows(spark, t.table) == [(1, "Oslo", at(2, 10), at(0, 9), END, D0, OPEN)]
     assert check.run_checks(spark, t.spec)["failed"] == []
+
+    # two changes on day 3: Lima lived within the day and shares its begin with Kiel, which follows it
+    t.write_increment(spark, day(3), [(1, "Lima", at(3, 9), 0), (1, "Kiel", at(3, 10), 0)], CDC_UPDATED)
+    merge.merge_date(spark, t.spec, day(3))
+    correct.correct(spark, t.spec, ask("set", where="city = 'Lima'", assignments=("city=Kiel",)))
+    assert table_rows(spark, t.table) == [
+        (1, "Kiel", at(3, 10), at(3, 9), END, D3, OPEN),
+        (1, "Oslo", at(2, 10), at(0, 9), at(3, 9), D0, D3),
+    ]
+    assert check.run_checks(spark, t.spec)["failed"] == []

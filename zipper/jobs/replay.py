@@ -295,9 +295,8 @@ def _restored(spark, spec: TableSpec, st: state.TableState, first: dt.date, tabl
             )
         rebuilt, read_from = _rebuilt_open_rows(spark, spec, st, first, table_columns, tracked)
         # the versions as the table holds them (corrections kept), their untracked values as the inputs left them
-        return timelines.with_values_of(
-            _open_before(spark, spec, first, table_columns), rebuilt, spec.keys, untracked
-        ), (read_from)
+        versions = _open_before(spark, spec, first, table_columns)
+        return timelines.with_values_of(versions, rebuilt, spec.keys, untracked), read_from
     return _open_before(spark, spec, first, table_columns), {}
 
 

@@ -2,9 +2,10 @@
 takes over as this spec's table, its history kept.
 
 Hand-written zipper tables differ in the few things this section names: the begin and end
-columns and how they write a date, whether the end is the last day a version held (inclusive) or the first it no longer
-did (exclusive), what the open end is (`9999-12-31`, another date, or NULL), and whether the
-table keeps a whole copy per date under a `dt` column. Every other column is a data column."""
+columns and how they write a date, whether the end is the last day a version held (inclusive) or
+the first it no longer did (exclusive), what the open end is (`9999-12-31`, another date, or
+NULL), and whether the table keeps a whole copy per date under a `dt` column. Every other column
+is a data column."""
 
 from __future__ import annotations
 

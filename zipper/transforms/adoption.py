@@ -1,8 +1,8 @@
 """An SCD2 table written by hand, read as zipper's versions (`zipper adopt`): pure
 DataFrame -> DataFrame functions.
 
-A hand-written table says a version's validity in its own way: begin and end as dates, text or numbers,
-an inclusive or exclusive end, an open end that is a date or NULL. `normalized` reads every row
+A hand-written table says a version's validity in its own way: begin and end as dates, text or
+numbers, an inclusive or exclusive end, an open end that is a date or NULL. `normalized` reads every row
 as one form (its begin date, whether it is open, its exclusive end); `problems` finds what keeps
 the rows from being one chain of versions per key; `versions` writes them in zipper's form."""
 

@@ -73,7 +73,8 @@ def fixed_versions(
     merges made them (one would say the key was deleted from its last version's begin).
     `valid_from_column`: with validity columns, a merged run is valid from its first version's
     valid-from, as it begins at its first version's begin (the later ones' would leave the key
-    with no valid version before them)."""
+    with no valid version before them); and versions that lived within a day, which share their
+    begin with the next version, are ordered by it."""
     names = versions.columns
     differs = F.lit(False)
     for name, value in assignments.items():
@@ -89,7 +90,9 @@ def fixed_versions(
         FIXED,
         _DIFFERS,
     )
-    order = Window.partitionBy(*[column_ref(k) for k in keys]).orderBy(column_ref(begin_column))
+    # versions that lived within a day share their begin with the next: their valid-from orders them
+    in_time = [column_ref(n) for n in (begin_column, valid_from_column) if n]
+    order = Window.partitionBy(*[column_ref(k) for k in keys]).orderBy(*in_time)
     follows = F.lag(column_ref(end_column)).over(order) == previous_end(column_ref(begin_column), inclusive)
     for name in [*tracked, *([deleted_column] if deleted_column else [])]:
         follows = follows & same(F.lag(column_ref(name)).over(order), column_ref(name), types[name])
@@ -100,12 +103,15 @@ def fixed_versions(
     run = Window.partitionBy(*[column_ref(k) for k in keys], F.col(_RUN))
     merged_run = F.max(F.col(FIXED).cast("int")).over(run) == 1
     merged_run = merged_run & (F.count(F.lit(1)).over(run) > 1)
-    last_in_run = column_ref(begin_column) == F.max(column_ref(begin_column)).over(run)
+    last_in_run = F.row_number().over(run.orderBy(*[c.desc() for c in in_time])) == 1
     run_first = {n: F.min(column_ref(n)).over(run) for n in (begin_column, valid_from_column) if n}
-    run_begin = run_first[begin_column]
+    # the run's last version takes its first's begin (and valid-from): changed where they differ
+    moved = F.lit(False)
+    for name, first in run_first.items():
+        moved = moved | ~same(first, column_ref(name), types[name])
     status = (
         F.when(merged_run & ~last_in_run, F.lit(ABSORBED))
-        .when((F.col(FIXED) & F.col(_DIFFERS)) | (merged_run & (run_begin != column_ref(begin_column))), F.lit(CHANGED))
+        .when((F.col(FIXED) & F.col(_DIFFERS)) | (merged_run & moved), F.lit(CHANGED))
         .otherwise(F.lit(SAME))
     )
     return numbered.select(
