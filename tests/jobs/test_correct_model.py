@@ -133,25 +133,39 @@ class Reference:
         if not any(self.rows[i][2] != score for i in fixed):
             return False
         rows = [(*r[:2], score if i in fixed else r[2], *r[3:]) for i, r in enumerate(self.rows)]
-        order = sorted(range(len(rows)), key=lambda i: (rows[i][0], rows[i][-2]))
+        order = sorted(range(len(rows)), key=lambda i: (rows[i][0], *self._in_time(rows[i])))
         result = []
         for _, indexes in itertools.groupby(order, key=lambda i: rows[i][0]):
             runs: list[list[int]] = []
             for i in indexes:
                 last = runs[-1][-1] if runs else None
-                compared = slice(1, 2) if self.untracked else slice(1, -2)  # the tracked columns (the flag too)
-                if last is not None and self.follows(rows[last], rows[i]) and rows[last][compared] == rows[i][compared]:
+                if (
+                    last is not None
+                    and self.follows(rows[last], rows[i])
+                    and self._compared(rows[last]) == self._compared(rows[i])
+                ):
                     runs[-1].append(i)
                 else:
                     runs.append([i])
             for run in runs:
                 if len(run) > 1 and any(i in fixed for i in run):
-                    last = rows[run[-1]]
-                    result.append((*last[:-2], rows[run[0]][-2], last[-1]))
+                    result.append(self._joined(rows[run[0]], rows[run[-1]]))
                 else:
                     result.extend(rows[i] for i in run)
         self.rows = result
         return True
+
+    def _in_time(self, row: tuple) -> tuple:
+        """What orders a key's versions: their begin."""
+        return (row[-2],)
+
+    def _compared(self, row: tuple) -> tuple:
+        """What two following versions must share to become one: the tracked columns (the flag too)."""
+        return row[1:2] if self.untracked else row[1:-2]
+
+    def _joined(self, first: tuple, last: tuple) -> tuple:
+        """A run of equal versions as one: the last one's values from the first one's begin."""
+        return (*last[:-2], first[-2], last[-1])
 
     def _state(self, model: ZipperModel, valid) -> None:
         """`model` holding the rows: those `valid` open (or a tombstone), the rest closed."""
@@ -212,29 +226,16 @@ class ValidityReference(Reference):
     def _merge(self, model: ZipperModel, ds: dt.date, rows: list[tuple]) -> None:
         model.merge_versions(ds, [(row, "upsert") for row in rows], deletes=False)
 
-    def fix(self, name, score) -> bool:
-        fixed = {i for i, r in enumerate(self.rows) if r[1] == name}
-        if not any(self.rows[i][2] != score for i in fixed):
-            return False
-        rows = [(*r[:2], score if i in fixed else r[2], *r[3:]) for i, r in enumerate(self.rows)]
-        order = sorted(range(len(rows)), key=lambda i: (rows[i][0], rows[i][-2], rows[i][4]))
-        result = []
-        for _, indexes in itertools.groupby(order, key=lambda i: rows[i][0]):
-            runs: list[list[int]] = []
-            for i in indexes:
-                last = runs[-1][-1] if runs else None
-                if last is not None and self.follows(rows[last], rows[i]) and rows[last][1:3] == rows[i][1:3]:
-                    runs[-1].append(i)
-                else:
-                    runs.append([i])
-            for run in runs:
-                if len(run) > 1 and any(i in fixed for i in run):
-                    first, last = rows[run[0]], rows[run[-1]]
-                    result.append((*last[:4], first[4], last[5], first[-2], last[-1]))
-                else:
-                    result.extend(rows[i] for i in run)
-        self.rows = result
-        return True
+    def _in_time(self, row: tuple) -> tuple:
+        """Versions that lived within a day share their begin with the next: valid_from orders them."""
+        return (row[-2], row[4])
+
+    def _compared(self, row: tuple) -> tuple:
+        return row[1:3]  # name and score: ts is not tracked
+
+    def _joined(self, first: tuple, last: tuple) -> tuple:
+        """The last one's values and valid_to, the first one's valid_from and begin."""
+        return (*last[:4], first[4], last[5], first[-2], last[-1])
 
     def _state(self, model: ZipperModel, valid) -> None:
         for r in self.rows:
@@ -290,7 +291,9 @@ def run_corrections(spark, tmp_path_factory, scenario, option: str) -> None:
     """`ignore_null_updates`: a later day's NULL keeps the value a fix set, and a rerun fills from
     the versions it reopens, as the reference does. `tombstones`: each day is a snapshot whose
     missing keys get a tombstone (`hard_deletes: new_record`); fixes, deletes and erasures reach
-    tombstones too, a fix never joins one to a live version, and a rerun reopens them."""
+    tombstones too, a fix never joins one to a live version, and a rerun reopens them.
+    `untracked`: score is updated in place, and a rerun takes it from the inputs before its first
+    date. `updated_at`: the validity columns follow a fix that joins versions; a rerun is refused."""
     end_style, base, days, operations = scenario
     fills, tombstones, untracked, validity = (
         option == name for name in ("ignore_null_updates", "tombstones", "untracked", "updated_at")

@@ -355,8 +355,9 @@ def _rebuilt_open_rows(
             **where,
         )
     names = [c for c, _ in table_columns]
-    # committed inputs, checked by their merges; the erased keys left out of the dates up to each
-    # erasure, as the table has them (else the restore would bring them back)
+    # committed inputs, checked by their merges; the erased keys' rows left out of the dates up to
+    # each erasure (the versions come from the table, but an erased row must not lend a value: with
+    # ignore_null_updates a later row's NULL would be filled from it)
     marked = rebuild.one_pass(
         spark,
         spec,

@@ -2,9 +2,10 @@
 DataFrame -> DataFrame functions.
 
 A hand-written table says a version's validity in its own way: begin and end as dates, text or
-numbers, an inclusive or exclusive end, an open end that is a date or NULL. `normalized` reads every row
-as one form (its begin date, whether it is open, its exclusive end); `problems` finds what keeps
-the rows from being one chain of versions per key; `versions` writes them in zipper's form."""
+numbers, an inclusive or exclusive end, an open end that is a date or NULL. `normalized` reads
+every row as one form (its begin date, whether it is open, its exclusive end); `problems` finds
+what keeps the rows from being one chain of versions per key; `versions` writes them in zipper's
+form."""
 
 from __future__ import annotations
 

@@ -91,8 +91,8 @@ def fixed_versions(
         _DIFFERS,
     )
     # versions that lived within a day share their begin with the next: their valid-from orders them
-    in_time = [column_ref(n) for n in (begin_column, valid_from_column) if n]
-    order = Window.partitionBy(*[column_ref(k) for k in keys]).orderBy(*in_time)
+    in_time = [n for n in (begin_column, valid_from_column) if n]
+    order = Window.partitionBy(*[column_ref(k) for k in keys]).orderBy(*[column_ref(n) for n in in_time])
     follows = F.lag(column_ref(end_column)).over(order) == previous_end(column_ref(begin_column), inclusive)
     for name in [*tracked, *([deleted_column] if deleted_column else [])]:
         follows = follows & same(F.lag(column_ref(name)).over(order), column_ref(name), types[name])
@@ -103,8 +103,8 @@ def fixed_versions(
     run = Window.partitionBy(*[column_ref(k) for k in keys], F.col(_RUN))
     merged_run = F.max(F.col(FIXED).cast("int")).over(run) == 1
     merged_run = merged_run & (F.count(F.lit(1)).over(run) > 1)
-    last_in_run = F.row_number().over(run.orderBy(*[c.desc() for c in in_time])) == 1
-    run_first = {n: F.min(column_ref(n)).over(run) for n in (begin_column, valid_from_column) if n}
+    last_in_run = F.row_number().over(run.orderBy(*[column_ref(n).desc() for n in in_time])) == 1
+    run_first = {n: F.min(column_ref(n)).over(run) for n in in_time}
     # the run's last version takes its first's begin (and valid-from): changed where they differ
     moved = F.lit(False)
     for name, first in run_first.items():
