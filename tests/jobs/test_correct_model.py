@@ -34,7 +34,7 @@ from tests.jobs.test_model import (
     scenarios,
 )
 from tests.support import TableFixture, day, table_rows
-from zipper.core.errors import InputError, StateError
+from zipper.core.errors import InputError
 from zipper.jobs import correct, merge, replay
 from zipper.jobs.init import init_table
 from zipper.table import check
@@ -214,8 +214,8 @@ class ValidityReference(Reference):
     ts, valid_from, valid_to, begin, end). A day's rows change one minute apart, in their order
     (test_model's `changed_at`), so its days are kept with their times. A fix joins equal
     consecutive versions into one valid from the first one's valid_from until the last one's
-    valid_to (an update in place, as a merge makes it). A rerun is refused: with ts untracked the
-    state before a date cannot be rebuilt from the inputs of this mode."""
+    valid_to (an update in place, as a merge makes it). A rerun takes ts from the open rows the run
+    of the date before it wrote (the table holds only the latest)."""
 
     def __init__(self, end_style: str, base: list[tuple], days: list[list[tuple]]):
         super().__init__(end_style, timed(0, base), [timed(n, rows) for n, rows in enumerate(days, start=1)])
@@ -243,6 +243,29 @@ class ValidityReference(Reference):
                 model.versions[r[:1]] = [r[1:4], r[-2], r[4], False]
             else:
                 model.ended.append((r[:1], r[1:4], r[-2], r[-1], r[4], r[5], False))
+
+    def rerun(self, first: int) -> None:
+        """Reopen what was valid on first - 1 with ts as the run of first - 1 left it (the latest of
+        the key's rows up to then, erased rows left out), then merge first.. again."""
+        held = self._model([row for row in self.base if row[0] not in {key for key, _ in self.erased}])
+        for n in range(1, first):
+            gone = {key for key, at in self.erased if at >= n}
+            self._merge(held, day(n), [row for row in self.days[n - 1] if row[0] not in gone])
+        model = self._model()
+        before, ended = day(first - 1).isoformat(), model.closed_end(day(first))
+
+        def valid(r):
+            return r[-2] <= before and (r[-1] > before if self.end_style == "exclusive" else r[-1] >= before)
+
+        self._state(model, valid)
+        model.ended = [v for v in model.ended if v[3] < ended]
+        for key, version in model.versions.items():
+            if key in held.versions:
+                version[0] = version[0][:2] + held.versions[key][0][2:]
+        for n in range(first, self.last + 1):
+            gone = {key for key, at in self.erased if at >= n}
+            self._merge(model, day(n), [row for row in self.days[n - 1] if row[0] not in gone])
+        self.rows = model.rows()
 
     def add_day(self, rows: list[tuple]) -> None:
         super().add_day(timed(self.last + 1, rows))
@@ -293,7 +316,8 @@ def run_corrections(spark, tmp_path_factory, scenario, option: str) -> None:
     missing keys get a tombstone (`hard_deletes: new_record`); fixes, deletes and erasures reach
     tombstones too, a fix never joins one to a live version, and a rerun reopens them.
     `untracked`: score is updated in place, and a rerun takes it from the inputs before its first
-    date. `updated_at`: the validity columns follow a fix that joins versions; a rerun is refused."""
+    date. `updated_at`: the validity columns follow a fix that joins versions; a rerun takes ts from the
+    open rows the run before its first date wrote."""
     end_style, base, days, operations = scenario
     fills, tombstones, untracked, validity = (
         option == name for name in ("ignore_null_updates", "tombstones", "untracked", "updated_at")
@@ -348,9 +372,6 @@ def run_corrections(spark, tmp_path_factory, scenario, option: str) -> None:
             else:
                 with pytest.raises(InputError):
                     correct.correct(spark, t.spec, request)
-        elif kind == "rerun" and validity:  # ts untracked: the state before a date cannot be rebuilt
-            with pytest.raises(StateError, match="has untracked columns, .* so the table cannot be rerun;"):
-                replay.rerun(spark, t.spec, day(operation[1]), undo_corrections=True)
         elif kind == "rerun":
             replay.rerun(spark, t.spec, day(operation[1]), undo_corrections=True)
             ref.rerun(operation[1])

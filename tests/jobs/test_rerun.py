@@ -4,6 +4,7 @@ crashes mid-replay, and the rebuild that all of them must equal."""
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import os
 import re
 from pathlib import Path
@@ -12,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.testing import assertDataFrameEqual
 
-from tests.jobs.test_model import ZipperModel
+from tests.jobs.test_model import UPDATED, ValidityModel, ZipperModel, changed_at
 from tests.support import SharedTable, TableFixture, assert_equals_a_rebuild, day, sorted_rows, table_rows
 from zipper.core import faults
 from zipper.core.errors import AuditError, InputError, StateError, ZipperError
@@ -20,7 +21,7 @@ from zipper.core.paths import local_path
 from zipper.jobs import apply, merge, rebuild, replay
 from zipper.jobs.init import init_table
 from zipper.jobs.result import RunResult
-from zipper.table import catalog, check, inspect, state
+from zipper.table import catalog, check, inspect, state, vacuum
 from zipper.table.catalog import Partition
 
 OPEN = "9999-12-31"
@@ -458,6 +459,47 @@ def test_untracked_columns_are_restored_as_they_were_before_the_date(spark, tmp_
     with pytest.raises(StateError, match=r"input of 2024-01-01 differs .* rerun from 2024-01-01 instead"):
         replay.rerun(spark, t.spec, day(3))
     assert snapshot(spark, t) == before
+
+
+def test_untracked_updated_at_is_restored_from_the_open_rows_of_the_run_before(spark, tmp_path, unique_name):
+    """With `source.updated_at` a rebuild cannot compute the state before a date, so the restore
+    takes the untracked ts from the open rows the run of the date before wrote; once vacuum has
+    removed them the rerun is refused, naming why; from the first date after the base, the base."""
+    t = TableFixture(tmp_path, unique_name, source={"updated_at": "ts"}, track_columns=["name", "score"], **UPDATED)
+    base = [(1, "ann", 1, changed_at(day(0), 0)), (2, "bob", 2, changed_at(day(0), 0))]
+    days = {
+        1: [(1, "ann", 1, changed_at(day(1), 5))],  # in place: only ts moves
+        2: [(1, "ann", 1, changed_at(day(2), 5)), (2, "bob", 3, changed_at(day(2), 6))],
+        3: [(2, "bob", 4, changed_at(day(3), 1))],
+    }
+
+    def modelled(days):
+        model = ValidityModel(t.spec.end_style, base)
+        for n in sorted(days):
+            model.merge_versions(day(n), [(row, "upsert") for row in days[n]], deletes=False)
+        return sorted_rows_of(model.rows())
+
+    build(spark, t, days, base)
+    assert table_rows(spark, t.table) == modelled(days)
+    days[2] = days[2][1:]  # re-delivered without key 1's row: its ts goes back to day 1's
+    t.write_increment(spark, day(2), days[2])
+    replay.rerun(spark, t.spec, day(2))
+    assert table_rows(spark, t.table) == modelled(days)
+    assert [r[3] for r in table_rows(spark, t.table) if r[0] == 1] == [changed_at(day(1), 5)]
+
+    replay.rerun(spark, t.spec, day(1))  # from the base
+    assert table_rows(spark, t.table) == modelled(days)
+
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(hours=2)
+    assert vacuum.vacuum(spark, t.spec, retention_days=0, now=later)["removed"]
+    before = snapshot(spark, t)
+    with pytest.raises(StateError, match=r"cannot be rebuilt from the inputs: .* the open rows the run of 2024-01-02"):
+        replay.rerun(spark, t.spec, day(3))
+    assert snapshot(spark, t) == before
+
+
+def sorted_rows_of(rows: list[tuple]) -> list[tuple]:
+    return sorted(rows, key=lambda r: tuple("" if v is None else str(v) for v in r))
 
 
 def test_track_columns_except_and_partial_updates_rerun_and_rebuild_as_merged(spark, tmp_path, unique_name):

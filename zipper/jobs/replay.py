@@ -15,6 +15,7 @@ import datetime as dt
 import time
 
 from zipper.core import faults, fs, layout, sqltemplates
+from zipper.core.alter import AlterKind
 from zipper.core.dates import DAY, date_range, describe_dates
 from zipper.core.errors import (
     InputError,
@@ -284,16 +285,10 @@ def _restored(spark, spec: TableSpec, st: state.TableState, first: dt.date, tabl
     tracked = conform.tracked_columns(spec, names, first.isoformat())
     untracked = [c for c in names if c not in tracked and c not in spec.keys and c not in spec.own_columns]
     if untracked:
-        if not mode_of(spec).rebuilds_in_one_pass(spec):
-            raise StateError(
-                f"the table has untracked columns, so the table cannot say what they held before {first} (the open rows"
-                f" hold their latest values), and with source mode {source_kind(spec)} that state cannot be rebuilt"
-                " from the inputs, so the table cannot be rerun; fix versions with `zipper correct`, or track every"
-                " column in a new table; nothing was changed",
-                table=spec.table,
-                ds=first.isoformat(),
-            )
-        rebuilt, read_from = _rebuilt_open_rows(spark, spec, st, first, table_columns, tracked)
+        if mode_of(spec).rebuilds_in_one_pass(spec):
+            rebuilt, read_from = _rebuilt_open_rows(spark, spec, st, first, table_columns, tracked)
+        else:  # the validity of every change, or a landing zone's files: what the run of first - 1 left
+            rebuilt, read_from = _open_rows_left_before(spark, spec, st, first, [*spec.keys, *untracked]), {}
         # the versions as the table holds them (corrections kept), their untracked values as the inputs left them
         versions = _open_before(spark, spec, first, table_columns)
         return timelines.with_values_of(versions, rebuilt, spec.keys, untracked), read_from
@@ -316,6 +311,55 @@ def _open_before(spark, spec: TableSpec, first: dt.date, table_columns: list[tup
             valid_to_type=dict(table_columns).get(spec.validity_columns[1]) if spec.validity_columns else None,
         )
     )
+
+
+def _open_rows_left_before(spark, spec: TableSpec, st: state.TableState, first: dt.date, columns: list[str]):
+    """The open rows as the run that committed first - 1 wrote them (`columns` of them), for the
+    untracked values a mode whose state a rebuild cannot compute held then: that run's open
+    directory, which the table keeps until vacuum's retention has passed. After `zipper init`, the
+    base. A column renamed since is read by its name then; one added since is NULL."""
+    before = first - DAY
+    where = {"table": spec.table, "ds": first.isoformat()}
+    table_types = dict(catalog.data_columns(spark, spec))
+    if before == st.init_ds:
+        located_base = dated.locate_base(spark, spec, before)
+        if dated.base_changed(located_base, st.open_partition.params.get(state.INIT_FINGERPRINT)):
+            raise StateError(
+                f"the table has untracked columns, so restoring it to {before} takes their values from the base;"
+                f" the base differs from the one loaded on {before}: restore it; nothing was changed",
+                **where,
+            )
+        base = dated.read_base(spark, spec, list(table_types.items()), before, located_base)
+        if base is not None:
+            return base.select(*columns)
+        return store.read_rows(
+            spark, conform.struct_type([(c, table_types[c]) for c in columns]), state.empty_dir(st.location)
+        )
+    commit, following = st.commits.get(before.isoformat()), st.commits.get(first.isoformat())
+    directory = layout.slot_dir(state.run_dir(st, commit.run_id), layout.Slot.OPEN) if commit else None
+    if commit is None or (following is not None and following.run_id == commit.run_id) or not fs.exists(directory):
+        why = (
+            f"the run that committed {before} also committed {first}"
+            if commit is not None and following is not None and following.run_id == commit.run_id
+            else f"the open rows the run of {before} wrote are gone (`zipper vacuum` removes a run's rows once no"
+            f" partition holds them and they are {spec.retention_days} days old)"
+        )
+        raise StateError(
+            f"the table has untracked columns, so the table cannot say what they held before {first} (the open rows"
+            f" hold their latest values), and with source mode {source_kind(spec)} they cannot be rebuilt from the"
+            f" inputs: a rerun takes them from the open rows the run of {before} wrote, but {why}; so the table"
+            " cannot be rerun from this date; fix versions with `zipper correct`, rerun from a later date, or"
+            " track every column in a new table; nothing was changed",
+            **where,
+        )
+    # names as that run wrote them: the renames published since, undone newest first
+    written_as = {c: c for c in columns}
+    for alter in reversed([a for a in st.alters if a["run_id"] > commit.run_id]):
+        if alter.get("kind") == AlterKind.RENAME:
+            written_as = {c: alter["column"] if name == alter["new_name"] else name for c, name in written_as.items()}
+    schema = conform.struct_type([(written_as[c], table_types[c]) for c in columns])
+    rows = store.read_rows(spark, schema, directory)
+    return rows.select(*[rows[written_as[c]].alias(c) for c in columns])
 
 
 def _rebuilt_open_rows(
