@@ -8,8 +8,9 @@ import pytest
 
 from tests.inputs.test_cdc import END, UPDATED, at
 from tests.support import TableFixture, day, table_rows
+from zipper.core.alter import AlterKind, AlterRequest
 from zipper.core.errors import InputError, SpecError, StateError
-from zipper.jobs import adopt, merge, rebuild, replay
+from zipper.jobs import adopt, alter, merge, rebuild, replay
 from zipper.table import check, inspect, state
 
 OPEN = "9999-12-31"
@@ -240,3 +241,53 @@ def test_text_and_number_dates_in_another_format_are_read_with_the_specs_date_fo
     with pytest.raises(InputError, match=r"keys \['id'\]: 1 key with a begin that is not a date: 3; nothing"):
         adopt.adopt(spark, u.spec, THROUGH)
     assert not state.read_state(spark, u.spec).exists
+
+
+def test_untracked_columns_are_adopted_and_reruns_take_them_from_the_runs_open_rows(spark, tmp_path, unique_name):
+    """name untracked: the adopted history keeps its versions, merges update it in place, and a rerun
+    from the day after --through takes it from the adoption's open rows (the table has no base and
+    no inputs before it), a later rerun from the open rows of the run of the day before."""
+    ddl = "user_id bigint, name string, phone string, start_date string, end_date string"
+    rows = [
+        (1, "zhang", "136", "2023-12-01", "2023-12-09"),
+        (1, "zhang", "147", "2023-12-10", "9999-12-31"),
+        (2, "li", "150", "2023-12-05", "9999-12-31"),
+    ]
+    legacy = legacy_table(spark, unique_name, ddl, rows)
+    adopted = {"table": legacy, "begin_column": "start_date", "end_column": "end_date", "end_style": "inclusive"}
+    t = TableFixture(tmp_path, unique_name, keys=("user_id",), schema="user_id bigint, name string, phone string")
+    t = t.with_options(adopt=adopted, keys=["user_id"], track_columns=["phone"])
+    adopt.adopt(spark, t.spec, THROUGH)
+    t.write_increment(spark, day(1), [(1, "zhang_san", "147")])  # in place
+    t.write_increment(spark, day(2), [(2, "li", "151")])
+    for n in (1, 2):
+        merge.merge_date(spark, t.spec, day(n))
+    history = [(1, "zhang", "136", "2023-12-01", "2023-12-10"), (2, "li", "150", "2023-12-05", day(2).isoformat())]
+    assert table_rows(spark, t.table) == [
+        history[0],
+        (1, "zhang_san", "147", "2023-12-10", OPEN),
+        history[1],
+        (2, "li", "151", day(2).isoformat(), OPEN),
+    ]
+
+    t.write_increment(spark, day(1), [])  # re-delivered without the rename: the adopted name again
+    replay.rerun(spark, t.spec, day(1))
+    assert table_rows(spark, t.table) == [
+        history[0],
+        (1, "zhang", "147", "2023-12-10", OPEN),
+        history[1],
+        (2, "li", "151", day(2).isoformat(), OPEN),
+    ]
+    rerun = table_rows(spark, t.table)
+    replay.rerun(spark, t.spec, day(2))
+    assert table_rows(spark, t.table) == rerun
+
+    # renamed since the rows of the day before were written: read by the name they had
+    alter.alter_table(spark, t.spec, AlterRequest(AlterKind.RENAME, "name", "full_name"))
+    renamed = "user_id bigint, full_name string, phone string"
+    t.write_increment(spark, day(3), [(1, "zhang_3", "147")], schema=renamed)
+    merge.merge_date(spark, t.spec, day(3))
+    t.write_increment(spark, day(3), [], schema=renamed)  # re-delivered without it
+    replay.rerun(spark, t.spec, day(3))
+    assert table_rows(spark, t.table) == rerun
+    assert check.run_checks(spark, t.spec)["failed"] == []

@@ -26,7 +26,6 @@ from zipper.jobs.result import RunResult, counted
 from zipper.table import catalog, publish, recovery, state, store
 from zipper.tablespec.adoption import AdoptSpec
 from zipper.tablespec.model import VALIDITY_TYPES, TableSpec
-from zipper.tablespec.modes import Tracked
 from zipper.transforms import adoption
 from zipper.transforms.timelines import with_slot
 
@@ -165,13 +164,6 @@ def _section(spec: TableSpec, where: dict) -> AdoptSpec:
         raise SpecError(
             "adopt.valid_from_column and valid_to_column name the table's validity columns, which a spec with"
             " source.updated_at needs and one without has no place for; nothing was changed",
-            **where,
-        )
-    if spec.track_columns != Tracked.ALL or spec.track_columns_except:
-        raise SpecError(
-            "adopt takes tables whose every column is tracked (a rerun restores untracked columns from the base,"
-            " which an adopted table never had): adopt without them, then turn them on as a new table;"
-            " nothing was changed",
             **where,
         )
     return source

@@ -285,9 +285,9 @@ def _restored(spark, spec: TableSpec, st: state.TableState, first: dt.date, tabl
     tracked = conform.tracked_columns(spec, names, first.isoformat())
     untracked = [c for c in names if c not in tracked and c not in spec.keys and c not in spec.own_columns]
     if untracked:
-        if mode_of(spec).rebuilds_in_one_pass(spec):
+        if mode_of(spec).rebuilds_in_one_pass(spec) and not st.adopted_from:
             rebuilt, read_from = _rebuilt_open_rows(spark, spec, st, first, table_columns, tracked)
-        else:  # the validity of every change, or a landing zone's files: what the run of first - 1 left
+        else:  # validity, a landing zone's files, an adopted history: what the run of first - 1 left
             rebuilt, read_from = _open_rows_left_before(spark, spec, st, first, [*spec.keys, *untracked]), {}
         # the versions as the table holds them (corrections kept), their untracked values as the inputs left them
         versions = _open_before(spark, spec, first, table_columns)
@@ -317,11 +317,12 @@ def _open_rows_left_before(spark, spec: TableSpec, st: state.TableState, first: 
     """The open rows as the run that committed first - 1 wrote them (`columns` of them), for the
     untracked values a mode whose state a rebuild cannot compute held then: that run's open
     directory, which the table keeps until vacuum's retention has passed. After `zipper init`, the
-    base. A column renamed since is read by its name then; one added since is NULL."""
+    base; after `zipper adopt`, the adoption's run. A column renamed since is read by its name then;
+    one added since is NULL."""
     before = first - DAY
     where = {"table": spec.table, "ds": first.isoformat()}
     table_types = dict(catalog.data_columns(spark, spec))
-    if before == st.init_ds:
+    if before == st.init_ds and not st.adopted_from:
         located_base = dated.locate_base(spark, spec, before)
         if dated.base_changed(located_base, st.open_partition.params.get(state.INIT_FINGERPRINT)):
             raise StateError(
@@ -336,25 +337,39 @@ def _open_rows_left_before(spark, spec: TableSpec, st: state.TableState, first: 
             spark, conform.struct_type([(c, table_types[c]) for c in columns]), state.empty_dir(st.location)
         )
     commit, following = st.commits.get(before.isoformat()), st.commits.get(first.isoformat())
-    directory = layout.slot_dir(state.run_dir(st, commit.run_id), layout.Slot.OPEN) if commit else None
-    if commit is None or (following is not None and following.run_id == commit.run_id) or not fs.exists(directory):
+    both = commit is not None and following is not None and following.run_id == commit.run_id
+    if before == st.init_ds:
+        directory = st.init_open
+    elif commit is not None:  # commits before open locations were recorded: the run's own open rows
+        directory = commit.open_location or layout.slot_dir(state.run_dir(st, commit.run_id), layout.Slot.OPEN)
+    else:
+        directory = None
+    if directory is None or both or not fs.exists(directory):
         why = (
             f"the run that committed {before} also committed {first}"
-            if commit is not None and following is not None and following.run_id == commit.run_id
+            if both
+            else "the table was adopted before zipper recorded the adoption's run"
+            if directory is None and before == st.init_ds
             else f"the open rows the run of {before} wrote are gone (`zipper vacuum` removes a run's rows once no"
             f" partition holds them and they are {spec.retention_days} days old)"
         )
+        cause = (
+            f"with a history adopted from {st.adopted_from}"
+            if st.adopted_from
+            else f"with source mode {source_kind(spec)}"
+        )
         raise StateError(
             f"the table has untracked columns, so the table cannot say what they held before {first} (the open rows"
-            f" hold their latest values), and with source mode {source_kind(spec)} they cannot be rebuilt from the"
+            f" hold their latest values), and {cause} they cannot be rebuilt from the"
             f" inputs: a rerun takes them from the open rows the run of {before} wrote, but {why}; so the table"
             " cannot be rerun from this date; fix versions with `zipper correct`, rerun from a later date, or"
             " track every column in a new table; nothing was changed",
             **where,
         )
-    # names as that run wrote them: the renames published since, undone newest first
+    # names as the run that wrote them had them: the renames published since, undone newest first
+    written_by = directory.rstrip("/").rsplit("/", 2)[-2]  # versions/<run id>/zipper_slot=...
     written_as = {c: c for c in columns}
-    for alter in reversed([a for a in st.alters if a["run_id"] > commit.run_id]):
+    for alter in reversed([a for a in st.alters if a["run_id"] > written_by]):
         if alter.get("kind") == AlterKind.RENAME:
             written_as = {c: alter["column"] if name == alter["new_name"] else name for c, name in written_as.items()}
     schema = conform.struct_type([(written_as[c], table_types[c]) for c in columns])

@@ -203,7 +203,12 @@ def publish_adoption(spark, spec: TableSpec, st: state.TableState, adopted: Adop
     open_end = spec.open_end.isoformat()
     catalog.add_partitions(spark, spec, {p.end: empty for p in [Partition(open_end, empty, {}), *closed]})
     faults.checkpoint("before_adopt_publish")
-    base = {state.INIT_DS: through, state.INIT_FINGERPRINT: fingerprint, state.INIT_ADOPTED: adopted.source}
+    base = {
+        state.INIT_DS: through,
+        state.INIT_FINGERPRINT: fingerprint,
+        state.INIT_ADOPTED: adopted.source,
+        state.INIT_OPEN: adopted.open_dir,
+    }
     params = _open_params({}, through, run_id, adopted.open_rows, now, base)
     with _discarded_if_overtaken(spark, adopted.run_root):
         catalog.repoint(
@@ -261,7 +266,16 @@ def publish_day(spark, spec: TableSpec, st: state.TableState, day: DayCommit, co
     if column_changes.alters_table:
         open_params[state.COLUMNS] = json.dumps(column_changes.record(), sort_keys=True)
     commit = state.Commit(
-        ds_text, day.run_id, now, day.fingerprint, day.counts, day.counts["closed"], closed_end, day.landing, day.action
+        ds_text,
+        day.run_id,
+        now,
+        day.fingerprint,
+        day.counts,
+        day.counts["closed"],
+        closed_end,
+        day.landing,
+        day.action,
+        day.open_dir,
     )
     with _discarded_if_overtaken(spark, day.run_root):
         if column_changes.widened:

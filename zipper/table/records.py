@@ -37,9 +37,14 @@ COMMITTED_AT = "zipper.committed_at"
 FINGERPRINT = "zipper.fingerprint"
 COUNTS = "zipper.counts"
 ACTION = "zipper.action"  # what committed the date: a CommitAction (records before it: merge)
+# the open partition's directory the date's commit left (a day without change keeps the one before):
+# a rerun from the next date reads untracked values there, until vacuum removes it
+OPEN_LOCATION = "zipper.open_location"
 INIT_DS = "zipper.init_ds"
 INIT_FINGERPRINT = "zipper.init_fingerprint"
 INIT_ADOPTED = "zipper.init_adopted_from"  # the table `zipper adopt` took the history up to the base date from
+# the directory of the open rows `zipper adopt` wrote: a rerun from the day after reads untracked values there
+INIT_OPEN = "zipper.init_open"
 # the INIT_FINGERPRINT of a table `zipper init` created without a base: its first input types it
 NO_BASE_FINGERPRINT = names.NO_BASE_FINGERPRINT
 LANDING = "zipper.landing"  # a landing-zone date: the files it consumed and where their copy is kept
@@ -109,6 +114,7 @@ class Commit:
     # the range of files consumed and their kept copy, `landing_zone.files.Consumed.record`)
     landing: dict | None = None
     action: CommitAction = CommitAction.MERGE
+    open_location: str = ""  # the open rows at the end of the date (none recorded: a rebuild's, older ones)
 
     @classmethod
     def from_partition(cls, part: Partition) -> Commit:
@@ -123,6 +129,7 @@ class Commit:
             end=part.end,
             landing=json.loads(p[LANDING]) if LANDING in p else None,
             action=CommitAction(p.get(ACTION, CommitAction.MERGE)),
+            open_location=p.get(OPEN_LOCATION, ""),
         )
 
     @property
@@ -142,6 +149,8 @@ class Commit:
         }
         if self.landing is not None:
             params[LANDING] = json.dumps(self.landing, sort_keys=True)
+        if self.open_location:
+            params[OPEN_LOCATION] = self.open_location
         return params
 
 

@@ -34,6 +34,7 @@ from zipper.table.records import (  # noqa: F401 - the records' names, as the jo
     INIT_ADOPTED,
     INIT_DS,
     INIT_FINGERPRINT,
+    INIT_OPEN,
     LANDING,
     LAST_COMMITTED,
     NO_BASE_FINGERPRINT,
@@ -166,6 +167,11 @@ class TableState:
     def adopted_from(self) -> str | None:
         """The table `zipper adopt` took the history up to the base date from (None: not adopted)."""
         return self.open_partition.params.get(INIT_ADOPTED) if self.open_partition else None
+
+    @property
+    def init_open(self) -> str | None:
+        """The directory of the open rows `zipper adopt` wrote (None: not adopted, or not recorded)."""
+        return self.open_partition.params.get(INIT_OPEN) if self.open_partition else None
 
 
 def check_owned(st: TableState, spec: TableSpec, ds: dt.date | None = None) -> None:
