@@ -38,7 +38,7 @@ EMPLOYEES = pa.schema([("__rowMarker__", pa.int32()), ("EmployeeID", pa.string()
 class LandingZone:
     """A landing-zone folder and a spec reading it."""
 
-    def __init__(self, root, name, key_columns=("EmployeeID",), **source):
+    def __init__(self, root, name, key_columns=("EmployeeID",), spec_options: dict | None = None, **source):
         self.folder = root / "landing" / "dbo.schema" / "Employees"
         self.folder.mkdir(parents=True)
         if key_columns is not None:
@@ -48,6 +48,7 @@ class LandingZone:
             "table": f"db_{name}.{name}",
             "start_date": day(1).isoformat(),
             "source": {"mode": "landing_zone", "path": str(self.folder), **source},
+            **(spec_options or {}),
         }
         (root / f"{name}.yaml").write_text(yaml.safe_dump(raw))
         self.spec = load_spec_file(root / f"{name}.yaml")

@@ -8,9 +8,10 @@ import collections
 import os
 import shutil
 
+import pyarrow as pa
 import pytest
 
-from tests.inputs.test_landing import LandingZone
+from tests.inputs.test_landing import EMPLOYEES, LandingZone
 from tests.support import SharedTable, TableFixture, assert_equals_a_rebuild, day, table_rows
 from zipper.core import faults
 from zipper.core.errors import InputError, StateError
@@ -325,6 +326,31 @@ def test_landing_zone_rerun_reads_the_kept_copies_after_the_zone_was_cleaned(spa
     assert table_rows(spark, zone.table) == before
     assert {d: c.landing["first"] for d, c in state.read_state(spark, zone.spec).commits.items()} == consumed
     assert check.run_checks(spark, resolve_keys(spark, zone.spec))["ok"]
+
+
+def test_landing_zone_rerun_with_an_untracked_column_restores_it_from_the_day_befores_open_rows(
+    spark, tmp_path, unique_name
+):
+    """A landing zone's state before a date is not rebuilt from its files: the title (untracked)
+    the open versions held then comes from the open rows the commit of the day before left."""
+    titled = pa.schema([*EMPLOYEES, ("Title", pa.string())])
+    zone = LandingZone(tmp_path, unique_name, spec_options={"track_columns": ["employeelocation"]})
+    files = {
+        1: [(0, "E1", "Redmond", "dev"), (0, "E2", "Redmond", "dev")],
+        2: [(1, "E1", "Redmond", "lead")],  # in place
+        3: [(1, "E1", "Seattle", "lead"), (1, "E2", "Redmond", "lead")],
+    }
+    for n, rows in files.items():  # a date consumes the files landed since the one before
+        zone.write(n, rows, schema=titled)
+        merge.merge_date(spark, zone.spec, day(n))
+    before = table_rows(spark, zone.table)
+    assert before == [
+        ("E1", "Redmond", "lead", day(1).isoformat(), day(3).isoformat()),
+        ("E1", "Seattle", "lead", day(3).isoformat(), "9999-12-31"),
+        ("E2", "Redmond", "lead", day(1).isoformat(), "9999-12-31"),
+    ]
+    replay.rerun(spark, zone.spec, day(3))
+    assert table_rows(spark, zone.table) == before
 
 
 def test_landing_zone_replay_killed_mid_way_resumes_from_the_same_files(spark, tmp_path, unique_name):
