@@ -3,15 +3,18 @@ and the correction in `zipper status` (read over thrift, no JVM)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import pyarrow.parquet as pq
 import pytest
 
-from tests.cli.helpers import day, make_spec, write_parquet, zipper, zipper_in_one_jvm
+from tests import support
+from tests.cli.helpers import day, make_spec, probe, write_parquet, zipper, zipper_in_one_jvm
 from tests.cli.test_cli import assert_one_line_error
 
 pytestmark = pytest.mark.subprocess
+OPEN = "9999-12-31"
 
 
 @pytest.fixture(scope="module")
@@ -20,8 +23,29 @@ def workspace(tmp_path_factory):
     make_spec(root)
     write_parquet(root / "data" / "base", [(1, "ann", "Oslo"), (2, "bob", "Rome")])
     write_parquet(root / "data" / "incr" / f"ds={day(1)}", [(2, "bob", "Paris"), (3, "cid", "Nice")])
-    assert zipper_in_one_jvm(root, ["init", "dim"], ["merge", "dim", "--ds", day(1)]) == [0, 0]
+    # a table with source.updated_at whose name (and ts) is untracked: day 1 and day 2 rename ann in place
+    source = {"mode": "upsert", "format": "parquet", "path": str(root / "val" / "ds={{ ds }}"), "updated_at": "ts"}
+    make_spec(
+        root,
+        "val",
+        source=source,
+        base={"format": "parquet", "path": str(root / "val" / "base")},
+        track_columns=["city"],
+    )
+    for folder, rows in VALIDITY_INPUTS.items():
+        support.write_parquet(root / "val" / folder, rows, VALIDITY_SCHEMA)
+    commands = [["init", "dim"], ["merge", "dim", "--ds", day(1)], ["init", "val"]]
+    commands += [["merge", "val", "--ds", day(n)] for n in (1, 2)]
+    assert zipper_in_one_jvm(root, *commands) == [0] * len(commands)
     return root
+
+
+VALIDITY_SCHEMA = "id bigint, name string, city string, ts timestamp"
+VALIDITY_INPUTS = {
+    "base": [(1, "ann", "Oslo", dt.datetime(2023, 12, 31, 9)), (2, "bob", "Rome", dt.datetime(2023, 12, 31, 9))],
+    f"ds={day(1)}": [(1, "anna", "Oslo", dt.datetime(2024, 1, 1, 9)), (2, "bob", "Paris", dt.datetime(2024, 1, 1, 9))],
+    f"ds={day(2)}": [(1, "annie", "Oslo", dt.datetime(2024, 1, 2, 9))],
+}
 
 
 def test_flags_that_do_not_make_one_correction_are_refused_before_spark(workspace):
@@ -75,3 +99,34 @@ def test_a_dry_run_a_refusal_and_an_erasure_with_its_purge(workspace):
     [listed] = json.loads(status.stdout)["corrections"]
     assert (listed["kind"], listed["reason"], listed["counts"]["removed"]) == ("erase", "erasure request 7", 2)
     assert "bob" not in status.stdout
+
+
+def test_a_table_with_updated_at_is_corrected_and_rerun_and_its_validity_columns_are_refused(workspace):
+    """Through the CLI: setting a validity column refused in one line; a value fix; a rerun of a
+    re-delivered date, whose restore takes the untracked name from the open rows of the day before."""
+    result = zipper(workspace, "correct", "val", "--set", "valid_from=NULL", "--where", "id = 1", "--reason", "r")
+    assert_one_line_error(result, "dw.val", "valid_from", "zipper's own validity column")
+
+    seen = probe(
+        workspace, "dw.val", "correct", "val", "--set", "city=Roma", "--where", "city = 'Rome'", "--reason", "r"
+    )
+    assert seen["exit"] == 0, seen["stderr"]
+    fixed = seen["after"]["rows"]
+    assert [
+        "2",
+        "bob",
+        "Roma",
+        "2023-12-31 09:00:00",
+        "2023-12-31 09:00:00",
+        "2024-01-01 09:00:00",
+        day(0),
+        day(1),
+    ] in fixed
+
+    support.write_parquet(workspace / "val" / f"ds={day(2)}", [], VALIDITY_SCHEMA)  # re-delivered without the rename
+    seen = probe(workspace, "dw.val", "rerun", "val", "--from", day(2))
+    assert seen["exit"] == 0, seen["stderr"]
+    assert [r for r in seen["after"]["rows"] if r[0] == "1"] == [
+        ["1", "anna", "Oslo", "2024-01-01 09:00:00", "2023-12-31 09:00:00", "9999-12-31 00:00:00", day(0), OPEN]
+    ]
+    assert [r for r in seen["after"]["rows"] if r[0] == "2"] == [r for r in fixed if r[0] == "2"]
