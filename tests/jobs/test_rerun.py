@@ -19,6 +19,7 @@ from zipper.core import faults
 from zipper.core.errors import AuditError, InputError, StateError, ZipperError
 from zipper.core.paths import local_path
 from zipper.jobs import apply, merge, rebuild, replay
+from zipper.jobs.handle import ZipperTable
 from zipper.jobs.init import init_table
 from zipper.jobs.result import RunResult
 from zipper.table import catalog, check, inspect, state, vacuum
@@ -489,6 +490,18 @@ def test_untracked_updated_at_is_restored_from_the_open_rows_of_the_run_before(s
 
     replay.rerun(spark, t.spec, day(1))  # from the base
     assert table_rows(spark, t.table) == modelled(days)
+
+    # a rebuild replays every date on a copy of the table and publishes it once; its dry run shows it
+    days[3] = [(2, "bob", 5, changed_at(day(3), 1))]
+    t.write_increment(spark, day(3), days[3])
+    preview = ZipperTable(spark, t.spec).rebuild(dry_run=True)
+    assert [(k["key"], [v["score"] for v in k["after"]]) for k in preview.preview.sample] == [
+        ({"id": "2"}, ["2", "3", "5"])
+    ]
+    assert table_rows(spark, t.table) != modelled(days)
+    assert rebuild.rebuild(spark, t.spec).counts == {"open_after": 2, "closed": 2, "dates": 3}
+    assert table_rows(spark, t.table) == modelled(days)
+    assert not [n for n in spark.catalog.listTables(t.spec.database) if "__zipper_" in n.name]
 
     later = dt.datetime.now(dt.UTC) + dt.timedelta(hours=2)
     assert vacuum.vacuum(spark, t.spec, retention_days=0, now=later)["removed"]

@@ -383,12 +383,19 @@ def test_landing_zone_replay_killed_mid_way_resumes_from_the_same_files(spark, t
     assert table_rows(spark, zone.table) == before
     st = state.read_state(spark, zone.spec)
     assert st.replay is None and st.commits["2024-01-03"].landing["last"] == 3
-    with pytest.raises(
-        StateError,
-        match=r"one pass for source modes upsert, snapshot and cdc without updated_at; this table has mode"
-        rf" landing_zone\. Rerun from the first date after the base instead \(`zipper rerun {zone.spec.name} --from",
-    ):
+    # a rebuild replays every date on a copy of the table, from the same kept files, published once
+    landing = {d: c.landing for d, c in st.commits.items()}
+    with faults.crash_at("before_rebuild_publish"), pytest.raises(faults.SimulatedCrash):
         rebuild.rebuild(spark, zone.spec)
+    assert table_rows(spark, zone.table) == before and state.read_state(spark, zone.spec).open_run == st.open_run
+    result = rebuild.rebuild(spark, zone.spec)
+    assert result.message.startswith(f"rebuilt from the base of {day(0)} and 3 increments up to {day(3)}, replayed")
+    assert table_rows(spark, zone.table) == before
+    rebuilt = state.read_state(spark, zone.spec)
+    assert [(d, c.action, c.landing["first"], c.landing["last"]) for d, c in sorted(rebuilt.commits.items())] == [
+        (d, state.CommitAction.REPLAY, landing[d]["first"], landing[d]["last"]) for d in sorted(landing)
+    ]
+    assert not [t for t in spark.catalog.listTables(zone.spec.database) if "__zipper_" in t.name]  # no copy left
     assert merge.merge_date(spark, zone.spec, day(4)).counts["new"] == 1
 
 

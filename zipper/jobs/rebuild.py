@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 from zipper.core import faults, fs, layout
 from zipper.core.dates import DAY, date_range, describe_dates
-from zipper.core.errors import InputError, StateError
+from zipper.core.errors import InputError, StateError, ZipperError
 from zipper.core.reports import NO_INPUT_REASON, SKIPPED, RunAction
 from zipper.inputs import conform, dated, file_types, modes, refusals
 from zipper.inputs.refusals import MAX_LISTED_KEYS
@@ -30,7 +30,7 @@ from zipper.jobs.context import quiet
 from zipper.jobs.init import init_table
 from zipper.jobs.plan import check_in_schedule, source_kind
 from zipper.jobs.result import RunResult
-from zipper.table import audit, catalog, publish, recovery, state, store
+from zipper.table import audit, catalog, clone, publish, recovery, state, store
 from zipper.tablespec.model import TableSpec
 from zipper.transforms import changes, timelines
 from zipper.transforms.timelines import DS, KINDS, VANISHED
@@ -50,12 +50,13 @@ def rebuild(
     started = time.monotonic()
     st = state.read_state(spark, spec)
     _refuse_adopted(spec, st, last)
-    _refuse_mode(spec, st, last)
     state.check_owned(st, spec, last or spec.start_date)
     st = _initialized(spark, spec, st, last, progress)
     init_ds = st.init_ds
     end = _rebuilt_to(spec, st, last, uncommit_later, progress)
     st = recovery.recover(spark, spec, st, end)
+    if not modes.mode_of(spec).rebuilds_in_one_pass(spec) and end > init_ds:
+        return _by_replay(spark, spec, st, end, progress, uncommit_later, undo_corrections, started)
     run_id = state.new_run_id()
     # erased keys stay out of every input; a value fix or delete is refused unless undone here
     undone = corrected.undone(spec, st, None, undo_corrections, run_id, "rebuild")
@@ -116,20 +117,57 @@ def _refuse_adopted(spec: TableSpec, st: state.TableState, last: dt.date | None)
         )
 
 
-def _refuse_mode(spec: TableSpec, st: state.TableState, last: dt.date | None) -> None:
-    """A rebuild computes the table in one pass where a key's rows of a date make one change
-    (`rebuilds_in_one_pass`): not with `source.updated_at`, whose every change is a version, nor
-    from a landing zone, whose files a date takes depend on the dates before. Those replay from
-    the first date instead."""
-    if modes.mode_of(spec).rebuilds_in_one_pass(spec):
-        return
-    first = st.init_ds + DAY if st.initialized else spec.start_date
-    raise StateError(
-        f"rebuild computes the table in one pass for source modes upsert, snapshot and cdc without updated_at;"
-        f" this table has mode {source_kind(spec)}."
-        f" Rerun from the first date after the base instead (`zipper rerun {spec.name} --from {first}`)",
-        table=spec.table,
-        ds=last.isoformat() if last else None,
+def _by_replay(
+    spark,
+    spec: TableSpec,
+    st: state.TableState,
+    end: dt.date,
+    progress,
+    uncommit_later: bool,
+    undo_corrections: bool,
+    started: float,
+) -> RunResult:
+    """A mode the one pass does not compute (`source.updated_at`, whose every change is a version
+    with its own validity; a landing zone, whose dates take the files the dates before them left):
+    every date replayed by the daily merge from the base, on a working copy of the table, then the
+    copy's state published to the table in one repoint. The table is as it was until then; a
+    failure or a kill leaves it so (the copy's entry and directories go as a killed run's)."""
+    from zipper.jobs import replay  # a rerun's restore computes untracked columns with this module's pass
+
+    copied = clone.make_working(spark, spec, st, state.new_run_id())
+
+    def said(line: str) -> None:
+        progress(line.replace(copied.table, spec.table))
+
+    try:
+        replayed = replay.rerun(
+            spark,
+            copied,
+            st.init_ds + DAY,
+            end,
+            progress=said,
+            uncommit_later=uncommit_later,
+            undo_corrections=undo_corrections,
+            accept_large_change=True,
+        )
+        publish.publish_copy(spark, spec, st, copied)
+    except ZipperError as exc:  # said of the table, which is as it was
+        raise exc.reworded(exc.detail.replace(copied.table, spec.table), table=spec.table, ds=exc.ds) from None
+    finally:
+        catalog.drop_entry(spark, copied.database, copied.table_name)
+    done = state.read_state(spark, spec)
+    closed_rows = sum(c.rows for c in done.commits.values())
+    dates = len(replayed.replayed)
+    return RunResult(
+        spec.table,
+        end.isoformat(),
+        RunAction.REBUILD,
+        f"rebuilt from the base of {st.init_ds} and {dates} increments up to {end}, replayed date by date"
+        f" (source mode {source_kind(spec)}): {done.open_rows} open rows, {closed_rows} closed rows in"
+        f" {dates} history partitions",
+        {"open_after": done.open_rows, "closed": closed_rows, "dates": dates},
+        time.monotonic() - started,
+        replayed.run_id,
     )
 
 

@@ -50,6 +50,18 @@ def make(spark, spec: TableSpec, st: state.TableState, run_id: str) -> TableSpec
     return spec.model_copy(update={"table": f"{spec.database}.{name}"})
 
 
+def make_working(spark, spec: TableSpec, st: state.TableState, run_id: str) -> TableSpec:
+    """A copy of the table's entry at the table's own location, for a job whose result becomes the
+    table's (`zipper rebuild` of a mode it replays): the runs on it write the table's own run
+    directories, which the table's partitions then point at (`publish.publish_copy`). Named and
+    marked as a dry run's copy, so that a killed job's entry is cleared as theirs is; its runs'
+    directories are not a dry run's, and go as a killed run's do (`vacuum.clear_killed_run`)."""
+    sweep(spark, spec, st)
+    name = copy_name(spec, run_id)
+    catalog.copy_table(spark, spec, name, st.location, {DRY_RUN_OF: spec.table, STARTED: utc_now_iso()})
+    return spec.model_copy(update={"table": f"{spec.database}.{name}"})
+
+
 def drop(spark, copied: TableSpec, st: state.TableState, run_id: str) -> None:
     """Drop the copy's metastore entry (its partitions' files stay: they are the table's, or the
     dry run's own) and delete the dry run's directory."""

@@ -419,6 +419,42 @@ def publish_rebuild(spark, spec: TableSpec, st: state.TableState, rebuilt: Rebui
     catalog.drop_partitions(spark, spec, stale)
 
 
+def publish_copy(spark, spec: TableSpec, st: state.TableState, copied: TableSpec) -> None:
+    """The state a job left on a working copy of the table (`clone.make_working`) as the table's, in
+    one repoint: the copy's open partition and history partitions (their directories are the
+    table's own, their commit records as the job wrote them), partitions the copy lacks at the
+    empty directory, then dropped. The copy's column types are given to the table just before (a
+    widening), its added columns just after, as a merge does."""
+    done = state.read_state(spark, copied)
+    empty = state.empty_dir(st.location)
+    fs.mkdirs(empty)
+    wanted = {p.end: p for p in done.closed}
+    existing = {p.end for p in st.closed + st.pending}
+    stale = sorted(existing - set(wanted))
+    catalog.add_partitions(spark, spec, {e: empty for e in wanted if e not in existing})
+    columns, copied_columns = catalog.data_columns(spark, spec), catalog.data_columns(spark, copied)
+    if columns != copied_columns:
+        catalog.require_unchanged(spark, spec, st.open_run, done.last_committed.isoformat())
+        typed = dict(copied_columns)
+        catalog.alter_data_columns(spark, spec, [(name, typed.get(name, kind)) for name, kind in columns])
+    faults.checkpoint("before_rebuild_publish")
+
+    def own(part: Partition) -> Partition:
+        return Partition(part.end, part.location, {k: v for k, v in part.params.items() if k.startswith("zipper.")})
+
+    catalog.repoint(
+        spark,
+        spec,
+        [own(done.open_partition), *[own(p) for p in wanted.values()]] + [Partition(e, empty, {}) for e in stale],
+        expected_run=st.open_run,
+        ds=done.last_committed.isoformat(),
+    )
+    faults.checkpoint("after_rebuild_publish")
+    if columns != copied_columns:
+        catalog.alter_data_columns(spark, spec, copied_columns)
+    catalog.drop_partitions(spark, spec, stale)
+
+
 @dataclass(frozen=True)
 class Rewritten:
     """One partition a correction wrote again: its new directory and what it counted there."""
