@@ -71,8 +71,8 @@ class SourceStrategy:
 
     def rebuilds_in_one_pass(self, spec: TableSpec) -> bool:
         """Whether `zipper rebuild` can compute the table in one pass: only from rows that are each
-        a key's full state on their date. Deletes, ordered changes and snapshots go through the
-        daily merge (a rerun from the first date after the base does the same job)."""
+        a key's full state on their date. Otherwise it replays every date through the daily merge
+        on a copy of the table, published once (`rebuild._by_replay`)."""
         return False
 
     def has_day_events(self, spec: TableSpec) -> bool:
