@@ -30,7 +30,7 @@ from zipper.core.paths import user_path
 from zipper.core.reports import RunAction
 from zipper.inputs import conform, csv_values, dated, dayinput, file_types, metrics, modes
 from zipper.inputs.modes import mode_of
-from zipper.jobs import apply, corrected, rebuild
+from zipper.jobs import apply, corrected, one_pass
 from zipper.jobs.context import Run, open_run, quiet
 from zipper.jobs.plan import plan_rerun, source_kind
 from zipper.jobs.result import RunResult
@@ -417,12 +417,12 @@ def _rebuilt_open_rows(
     # committed inputs, checked by their merges; the erased keys' rows left out of the dates up to
     # each erasure (the versions come from the table, but an erased row must not lend a value: with
     # ignore_null_updates a later row's NULL would be filled from it)
-    marked = rebuild.one_pass(
+    marked = one_pass.one_pass(
         spark,
         spec,
         table_columns,
         tracked,
-        rebuild.Located(located_base, init_ds, located),
+        one_pass.Located(located_base, init_ds, located),
         keep=corrected.dated_filter(spark, spec, st, timelines.DS),
         checks=False,
     )
