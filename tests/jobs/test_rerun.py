@@ -502,6 +502,14 @@ def test_untracked_updated_at_is_restored_from_the_open_rows_of_the_run_before(s
     assert rebuild.rebuild(spark, t.spec).counts == {"open_after": 2, "closed": 2, "dates": 3}
     assert table_rows(spark, t.table) == modelled(days)
     assert not [n for n in spark.catalog.listTables(t.spec.database) if "__zipper_" in n.name]
+    # re-delivered with a new column: the table takes the copy's column with its rows
+    noted = [(2, "bob", 5, changed_at(day(3), 1), "vip")]
+    t.write_increment(spark, day(3), noted, schema=UPDATED["schema"] + ", note string")
+    rebuild.rebuild(spark, t.spec)
+    assert "note" in dict(catalog.data_columns(spark, t.spec))
+    assert [tuple(r) for r in spark.table(t.table).where("note IS NOT NULL").select("id", "note").collect()] == [
+        (2, "vip")
+    ]
 
     later = dt.datetime.now(dt.UTC) + dt.timedelta(hours=2)
     assert vacuum.vacuum(spark, t.spec, retention_days=0, now=later)["removed"]

@@ -424,7 +424,8 @@ def publish_copy(spark, spec: TableSpec, st: state.TableState, copied: TableSpec
     one repoint: the copy's open partition and history partitions (their directories are the
     table's own, their commit records as the job wrote them), partitions the copy lacks at the
     empty directory, then dropped. The copy's column types are given to the table just before (a
-    widening), its added columns just after, as a merge does."""
+    widening), its added columns just after, as a merge does; the open partition records both, for
+    a run to finish what a kill between left (`recovery.recover`)."""
     done = state.read_state(spark, copied)
     empty = state.empty_dir(st.location)
     fs.mkdirs(empty)
@@ -442,10 +443,18 @@ def publish_copy(spark, spec: TableSpec, st: state.TableState, copied: TableSpec
     def own(part: Partition) -> Partition:
         return Partition(part.end, part.location, {k: v for k, v in part.params.items() if k.startswith("zipper.")})
 
+    opened = own(done.open_partition)
+    if columns != copied_columns:
+        had = dict(columns)
+        changed = {
+            "added": [[name, kind] for name, kind in copied_columns if name not in had],
+            "widened": [[name, kind] for name, kind in copied_columns if name in had and had[name] != kind],
+        }
+        opened.params[state.COLUMNS] = json.dumps(changed, sort_keys=True)
     catalog.repoint(
         spark,
         spec,
-        [own(done.open_partition), *[own(p) for p in wanted.values()]] + [Partition(e, empty, {}) for e in stale],
+        [opened, *[own(p) for p in wanted.values()]] + [Partition(e, empty, {}) for e in stale],
         expected_run=st.open_run,
         ds=done.last_committed.isoformat(),
     )
