@@ -314,11 +314,11 @@ def _open_before(spark, spec: TableSpec, first: dt.date, table_columns: list[tup
 
 
 def _open_rows_left_before(spark, spec: TableSpec, st: state.TableState, first: dt.date, columns: list[str]):
-    """The open rows as the run that committed first - 1 wrote them (`columns` of them), for the
-    untracked values a mode whose state a rebuild cannot compute held then: that run's open
-    directory, which the table keeps until vacuum's retention has passed. After `zipper init`, the
-    base; after `zipper adopt`, the adoption's run. A column renamed since is read by its name then;
-    one added since is NULL."""
+    """The open rows as the commit of first - 1 left them (`columns` of them), for the untracked
+    values a mode whose state a rebuild cannot compute held then: the open directory its commit
+    record names (older records: its run's own), which the table keeps until vacuum's retention
+    has passed. After `zipper init`, the base; after `zipper adopt`, the open rows it wrote. A
+    column renamed since is read by its name then; one added since is NULL."""
     before = first - DAY
     where = {"table": spec.table, "ds": first.isoformat()}
     table_types = dict(catalog.data_columns(spark, spec))
@@ -346,12 +346,12 @@ def _open_rows_left_before(spark, spec: TableSpec, st: state.TableState, first: 
         directory = None
     if directory is None or both or not fs.exists(directory):
         why = (
-            f"the run that committed {before} also committed {first}"
+            f"one run committed both {before} and {first}"
             if both
-            else "the table was adopted before zipper recorded the adoption's run"
+            else "the adoption did not record them (the table was adopted before adoptions did)"
             if directory is None and before == st.init_ds
-            else f"the open rows the run of {before} wrote are gone (`zipper vacuum` removes a run's rows once no"
-            f" partition holds them and they are {spec.retention_days} days old)"
+            else f"they are gone (`zipper vacuum` removes a run's rows once no partition holds them and they are"
+            f" {spec.retention_days} days old)"
         )
         cause = (
             f"with a history adopted from {st.adopted_from}"
@@ -361,8 +361,8 @@ def _open_rows_left_before(spark, spec: TableSpec, st: state.TableState, first: 
         raise StateError(
             f"the table has untracked columns, so the table cannot say what they held before {first} (the open rows"
             f" hold their latest values), and {cause} they cannot be rebuilt from the"
-            f" inputs: a rerun takes them from the open rows the run of {before} wrote, but {why}; so the table"
-            " cannot be rerun from this date; fix versions with `zipper correct`, rerun from a later date, or"
+            f" inputs: a rerun takes them from the open rows the commit of {before} left, but {why}; so the table"
+            f" cannot be rerun from {first}; fix versions with `zipper correct`, rerun from a later date, or"
             " track every column in a new table; nothing was changed",
             **where,
         )
