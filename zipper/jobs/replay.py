@@ -32,9 +32,9 @@ from zipper.inputs import conform, csv_values, dated, dayinput, file_types, metr
 from zipper.inputs.modes import mode_of
 from zipper.jobs import apply, corrected, one_pass
 from zipper.jobs.context import Run, open_run, quiet
-from zipper.jobs.plan import plan_rerun, source_kind
+from zipper.jobs.plan import plan_rerun
 from zipper.jobs.result import RunResult
-from zipper.table import audit, catalog, publish, state, store
+from zipper.table import audit, catalog, clone, publish, state, store
 from zipper.tablespec.model import TableSpec
 from zipper.transforms import timelines
 
@@ -155,7 +155,7 @@ def _start_replay(spark, spec: TableSpec, st: state.TableState, plan, marker: st
     the marker the replayed dates carry."""
     pending = st.replay
     if plan.restore_from is not None:
-        progress(restore(spark, spec, st, plan.restore_from, marker, undone).summary())
+        progress(restore(spark, spec, st, plan.restore_from, marker, undone, progress).summary())
     elif pending is not None and (pending.first, pending.last) == (marker.first, marker.last):
         return state.ReplayMarker(pending.first, pending.last, pending.run_id, pending.landing | marker.landing)
     elif len(plan.dates) > 1:
@@ -278,7 +278,14 @@ def restored_open_rows(
     return _restored(spark, spec, st, first, table_columns)[0]
 
 
-def _restored(spark, spec: TableSpec, st: state.TableState, first: dt.date, table_columns: list[tuple[str, str]]):
+def _restored(
+    spark,
+    spec: TableSpec,
+    st: state.TableState,
+    first: dt.date,
+    table_columns: list[tuple[str, str]],
+    progress=quiet,
+):
     """`restored_open_rows`, and the inputs they are read from (date -> input; none when read
     from the table itself), for naming a file of theirs that Spark cannot read."""
     names = [c for c, _ in table_columns]
@@ -288,7 +295,8 @@ def _restored(spark, spec: TableSpec, st: state.TableState, first: dt.date, tabl
         if mode_of(spec).rebuilds_in_one_pass(spec) and not st.adopted_from:
             rebuilt, read_from = _rebuilt_open_rows(spark, spec, st, first, table_columns, tracked)
         else:  # validity, a landing zone's files, an adopted history: what the run of first - 1 left
-            rebuilt, read_from = _open_rows_left_before(spark, spec, st, first, [*spec.keys, *untracked]), {}
+            rebuilt = _open_rows_left_before(spark, spec, st, first, [*spec.keys, *untracked], progress)
+            read_from = {}
         # the versions as the table holds them (corrections kept), their untracked values as the inputs left them
         versions = _open_before(spark, spec, first, table_columns)
         return timelines.with_values_of(versions, rebuilt, spec.keys, untracked), read_from
@@ -313,12 +321,15 @@ def _open_before(spark, spec: TableSpec, first: dt.date, table_columns: list[tup
     )
 
 
-def _open_rows_left_before(spark, spec: TableSpec, st: state.TableState, first: dt.date, columns: list[str]):
+def _open_rows_left_before(
+    spark, spec: TableSpec, st: state.TableState, first: dt.date, columns: list[str], progress=quiet
+):
     """The open rows as the commit of first - 1 left them (`columns` of them), for the untracked
     values a mode whose state a rebuild cannot compute held then: the open directory its commit
     record names (older records: its run's own), which the table keeps until vacuum's retention
-    has passed. After `zipper init`, the base; after `zipper adopt`, the open rows it wrote. A
-    column renamed since is read by its name then; one added since is NULL."""
+    has passed; once gone, the dates up to first - 1 replayed on a working copy of the table
+    (`_replayed_open_rows`). After `zipper init`, the base; after `zipper adopt`, the open rows it
+    wrote. A column renamed since is read by its name then; one added since is NULL."""
     before = first - DAY
     where = {"table": spec.table, "ds": first.isoformat()}
     table_types = dict(catalog.data_columns(spark, spec))
@@ -344,26 +355,17 @@ def _open_rows_left_before(spark, spec: TableSpec, st: state.TableState, first: 
         directory = commit.open_location or layout.slot_dir(state.run_dir(st, commit.run_id), layout.Slot.OPEN)
     else:
         directory = None
-    if directory is None or both or not fs.exists(directory):
-        why = (
-            f"one run committed both {before} and {first}"
-            if both
-            else "the adoption did not record them (the table was adopted before adoptions did)"
-            if directory is None and before == st.init_ds
-            else f"they are gone (`zipper vacuum` removes a run's rows once no partition holds them and they are"
-            f" {spec.retention_days} days old)"
-        )
-        cause = (
-            f"with a history adopted from {st.adopted_from}"
-            if st.adopted_from
-            else f"with source mode {source_kind(spec)}"
-        )
+    if (directory is None or both or not fs.exists(directory)) and before != st.init_ds:
+        return _replayed_open_rows(spark, spec, st, first, columns, progress)
+    if directory is None or not fs.exists(directory):  # an adoption's: no date before it to replay
+        why = "were not recorded (adopted before adoptions recorded them)" if directory is None else "are gone"
         raise StateError(
             f"the table has untracked columns, so the table cannot say what they held before {first} (the open rows"
-            f" hold their latest values), and {cause} they cannot be rebuilt from the"
-            f" inputs: a rerun takes them from the open rows the commit of {before} left, but {why}; so the table"
-            f" cannot be rerun from {first}; fix versions with `zipper correct`, rerun from a later date, or"
-            " track every column in a new table; nothing was changed",
+            f" hold their latest values), and its history up to {before} was adopted from {st.adopted_from}: a"
+            f" rerun from {first} takes them from the open rows the adoption wrote, which {why} (`zipper vacuum`"
+            f" removes a run's rows once no partition holds them and they are {spec.retention_days} days old);"
+            " fix versions with `zipper correct`, rerun from a later date, or track every column in a new table;"
+            " nothing was changed",
             **where,
         )
     # names as the run that wrote them had them: the renames published since, undone newest first
@@ -375,6 +377,69 @@ def _open_rows_left_before(spark, spec: TableSpec, st: state.TableState, first: 
     schema = conform.struct_type([(written_as[c], table_types[c]) for c in columns])
     rows = store.read_rows(spark, schema, directory)
     return rows.select(*[rows[written_as[c]].alias(c) for c in columns])
+
+
+def _replayed_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.date, columns: list[str], progress):
+    """The open rows at the end of first - 1 once the ones its commit left are gone: the dates from
+    the base (or the adoption) up to first - 1 replayed by the daily merge on a working copy of the
+    table (`clone.make_working`), from the inputs that were committed, and the copy's open rows
+    read; the copy's entry is dropped, its run directories left to vacuum. `columns` of them."""
+    before = first - DAY
+    _committed_inputs(spark, spec, st, first, "replays the dates up to it")
+    progress(
+        f"{spec.table}: the open rows of {before} are gone: replaying {st.init_ds + DAY}..{before} on a copy of the"
+        " table for the values its untracked columns held then"
+    )
+    copied = clone.make_working(spark, spec, st, state.new_run_id())
+    try:
+        rerun(
+            spark,
+            copied,
+            st.init_ds + DAY,
+            before,
+            uncommit_later=True,
+            undo_corrections=True,
+            accept_large_change=True,
+        )
+        location = state.read_state(spark, copied).open_partition.location
+    except ZipperError as exc:  # said of the table, which is as it was
+        raise exc.reworded(exc.detail.replace(copied.table, spec.table), table=spec.table, ds=exc.ds) from None
+    finally:
+        catalog.drop_entry(spark, copied.database, copied.table_name)
+    types = dict(catalog.data_columns(spark, spec))
+    return store.read_rows(spark, conform.struct_type([(c, types[c]) for c in columns]), location)
+
+
+def _committed_inputs(spark, spec: TableSpec, st: state.TableState, first: dt.date, how: str):
+    """The increments before `first` and the base, located, refused unless they are the ones that
+    were committed (the state at first - 1 is computed from them: `how`)."""
+    where = {"table": spec.table, "ds": first.isoformat()}
+    init_ds = st.init_ds
+    dates = date_range(init_ds + DAY, first - DAY)
+    located = modes.locate_dates(spark, spec, dates)
+    changed = [
+        d
+        for d in dates
+        if st.commits.get(d.isoformat()) is None or not located[d].matches(st.commits[d.isoformat()].fingerprint)
+    ]
+    if changed:
+        raise StateError(
+            f"the table has untracked columns, so restoring it to {first - DAY} {how} from the base and"
+            f" the increments before {first}; the input of {describe_dates(changed)} differs from what was committed:"
+            f" rerun from {changed[0]} instead (`zipper rerun {spec.name} --from {changed[0]}`)",
+            **where,
+        )
+    if st.adopted_from:
+        return located, None
+    located_base = dated.locate_base(spark, spec, init_ds)
+    recorded = st.open_partition.params.get(state.INIT_FINGERPRINT)
+    if dated.base_changed(located_base, recorded):
+        raise StateError(
+            f"the table has untracked columns, so restoring it to {first - DAY} {how} from the base;"
+            f" the base differs from the one loaded on {init_ds}: restore it, or `zipper rebuild {spec.name}`",
+            **where,
+        )
+    return located, located_base
 
 
 def _rebuilt_open_rows(
@@ -389,30 +454,8 @@ def _rebuilt_open_rows(
     (the open row holds the latest ones), so the state at first - 1 is rebuilt from the base and
     the increments up to first - 1, which must be the ones that were committed. Returns the rows
     and those inputs, by date."""
-    where = {"table": spec.table, "ds": first.isoformat()}
     init_ds = st.init_ds
-    dates = date_range(init_ds + DAY, first - DAY)
-    located = modes.locate_dates(spark, spec, dates)
-    changed = [
-        d
-        for d in dates
-        if st.commits.get(d.isoformat()) is None or not located[d].matches(st.commits[d.isoformat()].fingerprint)
-    ]
-    if changed:
-        raise StateError(
-            f"the table has untracked columns, so restoring it to {first - DAY} rebuilds that state from the base and"
-            f" the increments before {first}; the input of {describe_dates(changed)} differs from what was committed:"
-            f" rerun from {changed[0]} instead (`zipper rerun {spec.name} --from {changed[0]}`)",
-            **where,
-        )
-    located_base = dated.locate_base(spark, spec, init_ds)
-    recorded = st.open_partition.params.get(state.INIT_FINGERPRINT)
-    if dated.base_changed(located_base, recorded):
-        raise StateError(
-            f"the table has untracked columns, so restoring it to {first - DAY} rebuilds that state from the base;"
-            f" the base differs from the one loaded on {init_ds}: restore it, or `zipper rebuild {spec.name}`",
-            **where,
-        )
+    located, located_base = _committed_inputs(spark, spec, st, first, "rebuilds that state")
     names = [c for c, _ in table_columns]
     # committed inputs, checked by their merges; the erased keys' rows left out of the dates up to
     # each erasure (the versions come from the table, but an erased row must not lend a value: with
@@ -441,6 +484,7 @@ def restore(
     first: dt.date,
     marker: state.ReplayMarker,
     undone: dict[str, str] | None = None,
+    progress=quiet,
 ) -> RunResult:
     """Publish the table as it was at the end of first - 1, recording `marker`; audited first.
     `undone`: the records of the corrections the replay undoes, marked so (`corrected.undone`)."""
@@ -455,7 +499,7 @@ def restore(
 
     run_id = state.new_run_id()
     open_dir = layout.slot_dir(state.run_dir(st, run_id), layout.Slot.OPEN)
-    rows, read_from = _restored(spark, spec, st, first, table_columns)
+    rows, read_from = _restored(spark, spec, st, first, table_columns, progress)
     # with untracked columns, from the base and the increments before `first`: a file of theirs
     # holding a column in another type than its input is read as fails naming it, as a rebuild's does
     with file_types.explained_column_types_of(spark, spec, read_from, NOTHING_CHANGED):
