@@ -4,6 +4,8 @@ not one chain of versions per key refused in one line naming the keys, nothing m
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
 from tests.inputs.test_cdc import END, UPDATED, at
@@ -11,7 +13,7 @@ from tests.support import TableFixture, day, table_rows
 from zipper.core.alter import AlterKind, AlterRequest
 from zipper.core.errors import InputError, SpecError, StateError
 from zipper.jobs import adopt, alter, merge, rebuild, replay
-from zipper.table import check, inspect, state
+from zipper.table import check, inspect, state, vacuum
 
 OPEN = "9999-12-31"
 THROUGH = day(0)  # 2023-12-31: the next merge is day(1)
@@ -271,6 +273,8 @@ def test_untracked_columns_are_adopted_and_reruns_take_them_from_the_runs_open_r
     ]
 
     t.write_increment(spark, day(1), [])  # re-delivered without the rename: the adopted name again
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(hours=2)
+    assert vacuum.vacuum(spark, t.spec, retention_days=0, now=later)["removed"]  # the adopted open rows kept
     replay.rerun(spark, t.spec, day(1))
     assert table_rows(spark, t.table) == [
         history[0],

@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from zipper.core import layout
 from zipper.core.errors import InputError, SpecError, StateError
 from zipper.core.reports import RunAction
+from zipper.inputs import conform
 from zipper.jobs.init import created_table
 from zipper.jobs.rebuild import audit_slots
 from zipper.jobs.result import RunResult, counted
@@ -136,6 +137,7 @@ def _adopted(
         closed_dirs,
         {day: adopted.closed_by[day] for day in closed_dirs},
         source.table,
+        open_kept=bool(_untracked(spec, names, through)),
     )
     publish.publish_adoption(spark, spec, state.read_state(spark, spec), commit)
     return RunResult(
@@ -147,6 +149,13 @@ def _adopted(
         time.monotonic() - started,
         run_id,
     )
+
+
+def _untracked(spec: TableSpec, names: list[str], through: dt.date) -> list[str]:
+    """The columns updated in place: a rerun from the day after `through` reads their values from
+    the open rows the adoption wrote, which the table therefore keeps."""
+    tracked = conform.tracked_columns(spec, names, through.isoformat())
+    return [c for c in names if c not in tracked and c not in spec.keys and c not in spec.own_columns]
 
 
 def _section(spec: TableSpec, where: dict) -> AdoptSpec:

@@ -358,12 +358,11 @@ def _open_rows_left_before(
     if (directory is None or both or not fs.exists(directory)) and before != st.init_ds:
         return _replayed_open_rows(spark, spec, st, first, columns, progress)
     if directory is None or not fs.exists(directory):  # an adoption's: no date before it to replay
-        why = "were not recorded (adopted before adoptions recorded them)" if directory is None else "are gone"
+        why = "were not kept (every column was tracked when the table was adopted)" if directory is None else "are gone"
         raise StateError(
             f"the table has untracked columns, so the table cannot say what they held before {first} (the open rows"
             f" hold their latest values), and its history up to {before} was adopted from {st.adopted_from}: a"
-            f" rerun from {first} takes them from the open rows the adoption wrote, which {why} (`zipper vacuum`"
-            f" removes a run's rows once no partition holds them and they are {spec.retention_days} days old);"
+            f" rerun from {first} takes them from the open rows the adoption wrote, which {why};"
             " fix versions with `zipper correct`, rerun from a later date, or track every column in a new table;"
             " nothing was changed",
             **where,

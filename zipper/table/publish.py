@@ -106,6 +106,9 @@ class AdoptCommit:
     closed_dirs: dict[dt.date, str]  # the date whose run closed them -> their directory
     closed_rows: dict[dt.date, int]
     source: str  # the table adopted
+    # with untracked columns: the open rows are recorded and kept, as a rerun from the day after
+    # `through` takes the untracked values from them (there is no base nor input before it)
+    open_kept: bool = False
 
 
 @dataclass(frozen=True)
@@ -203,12 +206,9 @@ def publish_adoption(spark, spec: TableSpec, st: state.TableState, adopted: Adop
     open_end = spec.open_end.isoformat()
     catalog.add_partitions(spark, spec, {p.end: empty for p in [Partition(open_end, empty, {}), *closed]})
     faults.checkpoint("before_adopt_publish")
-    base = {
-        state.INIT_DS: through,
-        state.INIT_FINGERPRINT: fingerprint,
-        state.INIT_ADOPTED: adopted.source,
-        state.INIT_OPEN: adopted.open_dir,
-    }
+    base = {state.INIT_DS: through, state.INIT_FINGERPRINT: fingerprint, state.INIT_ADOPTED: adopted.source}
+    if adopted.open_kept:
+        base[state.INIT_OPEN] = adopted.open_dir
     params = _open_params({}, through, run_id, adopted.open_rows, now, base)
     with _discarded_if_overtaken(spark, adopted.run_root):
         catalog.repoint(

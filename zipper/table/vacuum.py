@@ -35,6 +35,8 @@ def live_directories(st: state.TableState) -> set[str]:
     live |= {fs.qualify(c.hashes).rstrip("/") for c in st.corrections if c.hashes}
     # the dates of the versions a correction removed, read by a later rerun's restore audit
     live |= {fs.qualify(c.removed).rstrip("/") for c in st.corrections if c.removed}
+    # an adoption's open rows, where a rerun from the day after it reads untracked columns' values
+    live |= {fs.qualify(st.init_open).rstrip("/")} if st.init_open else set()
     return live
 
 
