@@ -514,7 +514,7 @@ def test_untracked_updated_at_is_restored_from_the_open_rows_of_the_run_before(s
     # once vacuum removed the open rows of day 2, a rerun from day 3 replays days 1..2 on a copy for them
     ts_of_1 = f"SELECT ts FROM {t.table} WHERE id = 1 AND valid_to > current_timestamp()"
     t.write_increment(
-        spark, day(3), [(1, "ann", 1, changed_at(day(3), 2)), *noted], schema=UPDATED["schema"] + ", note string"
+        spark, day(3), [(1, "ann", 1, changed_at(day(3), 2), None), *noted], schema=UPDATED["schema"] + ", note string"
     )
     replay.rerun(spark, t.spec, day(3))
     assert [r[0] for r in spark.sql(ts_of_1).collect()] == [changed_at(day(3), 2)]
