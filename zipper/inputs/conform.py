@@ -96,6 +96,11 @@ def tracked_columns(spec: TableSpec, columns: list[str], ds: str | None = None) 
     return list(spec.track_columns)
 
 
+def untracked_columns(spec: TableSpec, columns: list[str], tracked: list[str]) -> list[str]:
+    """The data columns updated in place: neither keys, `tracked` (`tracked_columns`), nor zipper's own."""
+    return [c for c in columns if c not in tracked and c not in spec.keys and c not in spec.own_columns]
+
+
 def _tracked_but(spec: TableSpec, columns: list[str], ds: str | None) -> list[str]:
     """Every data column but the keys and `track_columns_except`: a column added later is tracked
     too. An excluded column the table lacks is a spec error, as a misspelt tracked one is."""

@@ -137,7 +137,10 @@ def _adopted(
         closed_dirs,
         {day: adopted.closed_by[day] for day in closed_dirs},
         source.table,
-        open_kept=bool(_untracked(spec, names, through)),
+        # a rerun from the day after `through` reads untracked values from the open rows it wrote
+        open_kept=bool(
+            conform.untracked_columns(spec, names, conform.tracked_columns(spec, names, through.isoformat()))
+        ),
     )
     publish.publish_adoption(spark, spec, state.read_state(spark, spec), commit)
     return RunResult(
@@ -149,13 +152,6 @@ def _adopted(
         time.monotonic() - started,
         run_id,
     )
-
-
-def _untracked(spec: TableSpec, names: list[str], through: dt.date) -> list[str]:
-    """The columns updated in place: a rerun from the day after `through` reads their values from
-    the open rows the adoption wrote, which the table therefore keeps."""
-    tracked = conform.tracked_columns(spec, names, through.isoformat())
-    return [c for c in names if c not in tracked and c not in spec.keys and c not in spec.own_columns]
 
 
 def _section(spec: TableSpec, where: dict) -> AdoptSpec:

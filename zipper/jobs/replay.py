@@ -290,7 +290,7 @@ def _restored(
     from the table itself), for naming a file of theirs that Spark cannot read."""
     names = [c for c, _ in table_columns]
     tracked = conform.tracked_columns(spec, names, first.isoformat())
-    untracked = [c for c in names if c not in tracked and c not in spec.keys and c not in spec.own_columns]
+    untracked = conform.untracked_columns(spec, names, tracked)
     if untracked:
         if mode_of(spec).rebuilds_in_one_pass(spec) and not st.adopted_from:
             rebuilt, read_from = _rebuilt_open_rows(spark, spec, st, first, table_columns, tracked)
