@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from zipper.core import faults, fs, layout
 from zipper.core.dates import DAY, date_range, describe_dates
-from zipper.core.errors import InputError, StateError, ZipperError
+from zipper.core.errors import InputError, StateError
 from zipper.core.reports import NO_INPUT_REASON, SKIPPED, RunAction
 from zipper.inputs import conform, dated, modes, refusals
 from zipper.inputs.refusals import MAX_LISTED_KEYS
@@ -131,12 +131,11 @@ def _by_replay(
     every date replayed by the daily merge from the base, on a working copy of the table, then the
     copy's state published to the table in one repoint. The table is as it was until then; a
     failure or a kill leaves it so (the copy's entry and directories go as a killed run's)."""
-    copied = clone.make_working(spark, spec, st, state.new_run_id())
+    with clone.working_copy(spark, spec, st) as copied:
 
-    def said(line: str) -> None:
-        progress(line.replace(copied.table, spec.table))
+        def said(line: str) -> None:
+            progress(line.replace(copied.table, spec.table))
 
-    try:
         replayed = replay.rerun(
             spark,
             copied,
@@ -148,10 +147,6 @@ def _by_replay(
             accept_large_change=True,
         )
         publish.publish_copy(spark, spec, st, copied)
-    except ZipperError as exc:  # said of the table, which is as it was
-        raise exc.reworded(exc.detail.replace(copied.table, spec.table), table=spec.table, ds=exc.ds) from None
-    finally:
-        catalog.drop_entry(spark, copied.database, copied.table_name)
     done = state.read_state(spark, spec)
     closed_rows = sum(c.rows for c in done.commits.values())
     dates = len(replayed.replayed)

@@ -381,7 +381,7 @@ def _open_rows_left_before(
 def _replayed_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.date, columns: list[str], progress):
     """The open rows at the end of first - 1 once the ones its commit left are gone: the dates from
     the base (or the adoption) up to first - 1 replayed by the daily merge on a working copy of the
-    table (`clone.make_working`), from the inputs that were committed, and the copy's open rows
+    table (`clone.working_copy`), from the inputs that were committed, and the copy's open rows
     read; the copy's entry is dropped, its run directories left to vacuum. `columns` of them."""
     before = first - DAY
     _committed_inputs(spark, spec, st, first, "replays the dates up to it")
@@ -389,8 +389,7 @@ def _replayed_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.
         f"{spec.table}: the open rows of {before} are gone: replaying {st.init_ds + DAY}..{before} on a copy of the"
         " table for the values its untracked columns held then"
     )
-    copied = clone.make_working(spark, spec, st, state.new_run_id())
-    try:
+    with clone.working_copy(spark, spec, st) as copied:
         rerun(
             spark,
             copied,
@@ -401,10 +400,6 @@ def _replayed_open_rows(spark, spec: TableSpec, st: state.TableState, first: dt.
             accept_large_change=True,
         )
         location = state.read_state(spark, copied).open_partition.location
-    except ZipperError as exc:  # said of the table, which is as it was
-        raise exc.reworded(exc.detail.replace(copied.table, spec.table), table=spec.table, ds=exc.ds) from None
-    finally:
-        catalog.drop_entry(spark, copied.database, copied.table_name)
     types = dict(catalog.data_columns(spark, spec))
     return store.read_rows(spark, conform.struct_type([(c, types[c]) for c in columns]), location)
 

@@ -15,10 +15,12 @@ vacuum`, once an hour old (younger, it may be another dry run's, running), whate
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 
 from zipper.core import fs
 from zipper.core.dates import utc_now_iso
+from zipper.core.errors import ZipperError
 from zipper.table import catalog, state
 from zipper.tablespec.model import TableSpec
 
@@ -50,16 +52,25 @@ def make(spark, spec: TableSpec, st: state.TableState, run_id: str) -> TableSpec
     return spec.model_copy(update={"table": f"{spec.database}.{name}"})
 
 
-def make_working(spark, spec: TableSpec, st: state.TableState, run_id: str) -> TableSpec:
-    """A copy of the table's entry at the table's own location, for a job whose result becomes the
-    table's (`zipper rebuild` of a mode it replays): the runs on it write the table's own run
-    directories, which the table's partitions then point at (`publish.publish_copy`). Named and
-    marked as a dry run's copy, so that a killed job's entry is cleared as theirs is; its runs'
-    directories are not a dry run's, and go as a killed run's do (`vacuum.clear_killed_run`)."""
+@contextlib.contextmanager
+def working_copy(spark, spec: TableSpec, st: state.TableState):
+    """A copy of the table's entry at the table's own location, for a job whose result the caller
+    publishes to the table or reads (a rebuild or a restore of a mode they replay): the runs on it
+    write the table's own run directories, which the table's partitions can then point at
+    (`publish.publish_copy`). Named and marked as a dry run's copy, so that a killed job's entry is
+    cleared as theirs is; its runs' directories are not a dry run's, and go as a killed run's do
+    (`vacuum.clear_killed_run`) or to vacuum. Yields the copy's spec; a failure inside is said of
+    the table (which is as it was), and the copy's entry is dropped at the end."""
     sweep(spark, spec, st)
-    name = copy_name(spec, run_id)
+    name = copy_name(spec, state.new_run_id())
     catalog.copy_table(spark, spec, name, st.location, {DRY_RUN_OF: spec.table, STARTED: utc_now_iso()})
-    return spec.model_copy(update={"table": f"{spec.database}.{name}"})
+    copied = spec.model_copy(update={"table": f"{spec.database}.{name}"})
+    try:
+        yield copied
+    except ZipperError as exc:
+        raise exc.reworded(exc.detail.replace(copied.table, spec.table), table=spec.table, ds=exc.ds) from None
+    finally:
+        catalog.drop_entry(spark, spec.database, name)
 
 
 def drop(spark, copied: TableSpec, st: state.TableState, run_id: str) -> None:

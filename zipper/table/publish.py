@@ -420,7 +420,7 @@ def publish_rebuild(spark, spec: TableSpec, st: state.TableState, rebuilt: Rebui
 
 
 def publish_copy(spark, spec: TableSpec, st: state.TableState, copied: TableSpec) -> None:
-    """The state a job left on a working copy of the table (`clone.make_working`) as the table's, in
+    """The state a job left on a working copy of the table (`clone.working_copy`) as the table's, in
     one repoint: the copy's open partition and history partitions (their directories are the
     table's own, their commit records as the job wrote them), partitions the copy lacks at the
     empty directory, then dropped. The copy's column types are given to the table just before (a
