@@ -27,9 +27,20 @@ def legacy_table(spark, name: str, ddl: str, rows, table_name: str = "dim_user_z
     return table
 
 
+ARTICLE_DDL = "user_id bigint, name string, phone string, start_date string, end_date string"
+
+
+def articles_table(spark, tmp_path, name: str, rows, **options) -> tuple[str, TableFixture]:
+    """The article's table of `rows` (inclusive ends, text dates, 9999-12-31 open) as written by
+    hand, and a spec adopting it (`options` added)."""
+    legacy = legacy_table(spark, name, ARTICLE_DDL, rows)
+    adopted = {"table": legacy, "begin_column": "start_date", "end_column": "end_date", "end_style": "inclusive"}
+    t = TableFixture(tmp_path, name, keys=("user_id",), schema="user_id bigint, name string, phone string")
+    return legacy, t.with_options(adopt=adopted, keys=["user_id"], **options)
+
+
 def test_the_articles_table_is_adopted_with_its_history_and_the_next_merge_continues_it(spark, tmp_path, unique_name):
-    # the article's table: inclusive ends, text dates, 9999-12-31 open; key 3 deleted on 12-08
-    ddl = "user_id bigint, name string, phone string, start_date string, end_date string"
+    # the article's table: key 3 deleted on 12-08
     rows = [
         (1, "zhang", "136", "2023-12-01", "2023-12-01"),
         (1, "zhang", "137", "2023-12-02", "2023-12-09"),
@@ -37,15 +48,12 @@ def test_the_articles_table_is_adopted_with_its_history_and_the_next_merge_conti
         (2, "li", "150", "2023-12-05", "9999-12-31"),
         (3, "wang", "139", "2023-12-03", "2023-12-07"),
     ]
-    legacy = legacy_table(spark, unique_name, ddl, rows)
-    adopted = {"table": legacy, "begin_column": "start_date", "end_column": "end_date", "end_style": "inclusive"}
-    t = TableFixture(tmp_path, unique_name, keys=("user_id",), schema="user_id bigint, name string, phone string")
-    t = t.with_options(adopt=adopted, keys=["user_id"])
+    legacy, t = articles_table(spark, tmp_path, unique_name, rows)
 
     # the hand-written table named as the spec's own: refused, the table as it was
     with pytest.raises(SpecError, match="adopt.table is the spec's own table"):
         adopt.adopt(spark, t.with_options(table=legacy).spec, THROUGH)
-    other = legacy_table(spark, unique_name, ddl, rows[:1], "other")  # a table zipper did not make
+    other = legacy_table(spark, unique_name, ARTICLE_DDL, rows[:1], "other")  # a table zipper did not make
     with pytest.raises(StateError, match="table exists and was not created by zipper; refusing to change it"):
         adopt.adopt(spark, t.with_options(table=other).spec, THROUGH)
     assert spark.table(other).count() == 1
@@ -249,16 +257,12 @@ def test_untracked_columns_are_adopted_and_reruns_take_them_from_the_runs_open_r
     """name untracked: the adopted history keeps its versions, merges update it in place, and a rerun
     from the day after --through takes it from the adoption's open rows (the table has no base and
     no inputs before it), a later rerun from the open rows of the run of the day before."""
-    ddl = "user_id bigint, name string, phone string, start_date string, end_date string"
     rows = [
         (1, "zhang", "136", "2023-12-01", "2023-12-09"),
         (1, "zhang", "147", "2023-12-10", "9999-12-31"),
         (2, "li", "150", "2023-12-05", "9999-12-31"),
     ]
-    legacy = legacy_table(spark, unique_name, ddl, rows)
-    adopted = {"table": legacy, "begin_column": "start_date", "end_column": "end_date", "end_style": "inclusive"}
-    t = TableFixture(tmp_path, unique_name, keys=("user_id",), schema="user_id bigint, name string, phone string")
-    t = t.with_options(adopt=adopted, keys=["user_id"], track_columns=["phone"])
+    _, t = articles_table(spark, tmp_path, unique_name, rows, track_columns=["phone"])
     adopt.adopt(spark, t.spec, THROUGH)
     t.write_increment(spark, day(1), [(1, "zhang_san", "147")])  # in place
     t.write_increment(spark, day(2), [(2, "li", "151")])
