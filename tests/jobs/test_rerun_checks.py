@@ -16,7 +16,7 @@ from tests.inputs.test_landing import LandingZone
 from tests.jobs.test_merge import only_file
 from tests.support import SharedTable, TableFixture, day, table_rows, write_parquet
 from zipper.core.errors import InputError
-from zipper.jobs import merge, replay
+from zipper.jobs import merge, rebuild, replay
 from zipper.jobs.keys import resolve_keys
 from zipper.table import inspect, state
 
@@ -400,6 +400,8 @@ def test_a_rerun_refuses_the_earliest_bad_date_naming_all_its_key_problems_and_t
         f"{t.table} {day(2)}: increment {t.increment_dir(day(2))} has 1 row with NULL in key column 'id' in"
         f" b.parquet; 2 keys ['id'] more than once (4 rows) in a.parquet and b.parquet: 1, 3{NOTHING_CHANGED}"
     )
+    # a rebuild finds them in its marking's own sort, then names them in the same words
+    assert rebuild_refused(spark, t) == message
 
     t.write_increment(spark, day(2), [(3, "cid", "Nice")])  # the earliest mended: the next one is named
     message = refused_with_nothing_changed(spark, t, t.spec, day(2))
@@ -407,6 +409,16 @@ def test_a_rerun_refuses_the_earliest_bad_date_naming_all_its_key_problems_and_t
         f"{t.table} {day(3)}: increment {t.increment_dir(day(3))} has 1 key ['id'] more than once (2 rows)"
         f" in {only_file(t.increment_dir(day(3)))}: 5{NOTHING_CHANGED}"
     )
+    assert rebuild_refused(spark, t) == message
+
+
+def rebuild_refused(spark, t) -> str:
+    """The rebuild's refusal, after checking that it left the table and its commits as they were."""
+    before = table_and_partitions(spark, t), state.read_state(spark, t.spec).commits
+    with pytest.raises(InputError) as raised:
+        rebuild.rebuild(spark, t.spec)
+    assert (table_and_partitions(spark, t), state.read_state(spark, t.spec).commits) == before
+    return str(raised.value)
 
 
 @pytest.mark.parametrize("sequence_by", ["seq", None])

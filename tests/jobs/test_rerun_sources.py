@@ -15,8 +15,9 @@ from tests.inputs.test_landing import EMPLOYEES, LandingZone
 from tests.support import SharedTable, TableFixture, assert_equals_a_rebuild, day, table_rows
 from zipper.core import faults
 from zipper.core.errors import InputError, StateError
-from zipper.inputs import reader
+from zipper.inputs import dated, modes, reader
 from zipper.jobs import merge, rebuild, replay
+from zipper.jobs.init import init_table
 from zipper.jobs.keys import resolve_keys
 from zipper.table import catalog, check, state, vacuum
 from zipper.transforms import keychecks
@@ -417,3 +418,33 @@ def test_landing_zone_rerun_past_the_last_commit_refuses_a_missing_zone_and_chan
     assert (table_rows(spark, zone.table), partitions(spark, zone)) == before
     st = state.read_state(spark, zone.spec)
     assert st.last_committed == day(2) and st.replay is None
+
+
+def test_the_dates_parquet_inputs_are_read_in_one_scan_each_row_tagged_with_the_date_of_its_file(
+    spark, tmp_path, unique_name
+):
+    """A rebuild's increments of one schema are one scan, not one per date: each row takes the date
+    of the file it comes from (in a folder whose name Spark's URIs escape), none is lost or read
+    twice. A date whose columns differ (one it lacks) leaves every date to a scan of its own."""
+    t = TableFixture(tmp_path, unique_name, data=tmp_path / "in puts")
+    t.write_base(spark, BASE)
+    days = {n: [(n, f"n{n}", "Oslo"), (10 + n, "x", None)] for n in (1, 2, 3)}
+    for n, rows in days.items():
+        t.write_increment(spark, day(n), rows)
+    init_table(spark, t.spec)
+    columns = catalog.data_columns(spark, t.spec)
+
+    def scanned():
+        located = modes.locate_dates(spark, t.spec, [day(n) for n in days])
+        read = {
+            d: dated.read_checked(spark, t.spec, located[d], t.spec.source, columns, d, "increment") for d in located
+        }
+        return dated._in_one_scan(spark, t.spec, located, read)
+
+    rows, dates = scanned()
+    assert dates == {day(n) for n in days}
+    expected = sorted((*r, day(n).isoformat()) for n, rs in days.items() for r in rs)
+    assert sorted(tuple(r) for r in rows.select("id", "name", "city", DS).collect()) == expected
+
+    t.write_increment(spark, day(2), [(2, "n2")], "id bigint, name string")  # city NULL: read on its own
+    assert scanned() == (None, set())

@@ -4,15 +4,18 @@ before anything changes, read as the table's columns, their keys checked in one 
 from __future__ import annotations
 
 import datetime as dt
+import re
+
+from pyspark.sql import functions as F
 
 from zipper.core.errors import InputError, MissingInputError
 from zipper.core.names import NO_BASE_FINGERPRINT
-from zipper.inputs import conform, sources
+from zipper.inputs import conform, reader, sources
 from zipper.inputs.changeset import evolved_columns
 from zipper.inputs.dated_checks import check_dated_keys
 from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import SourceFormat
-from zipper.transforms.timelines import dated
+from zipper.transforms.timelines import DS, dated
 
 
 def read_as_table(
@@ -132,7 +135,10 @@ def dated_rows(
         }
     names = [c for c, _ in table_columns]
     parts = [dated(base, names, base_ds.isoformat())] if base is not None else []
-    for day in sorted(located):
+    scanned, in_scan = _in_one_scan(spark, spec, located, read)
+    if scanned is not None:
+        parts.append(conform.to_columns(scanned, table_columns, keep=(DS,)))
+    for day in sorted(set(located) - in_scan):
         parts.append(dated(conform.to_columns(read[day], table_columns), names, day.isoformat()))
     if not parts:
         return dated(spark.createDataFrame([], conform.struct_type(table_columns)), names, "")
@@ -140,6 +146,42 @@ def dated_rows(
     for part in parts[1:]:
         rows = rows.unionByName(part)
     return rows
+
+
+_FILE = "zipper__file"
+# a URI without authority as Spark's scans name their files (file:/a), not as its listings (file:///a)
+_NO_AUTHORITY = r"^([A-Za-z][A-Za-z0-9+.-]*):///"
+
+
+def _in_one_scan(spark, spec: TableSpec, located: dict[dt.date, sources.Input], read: dict[dt.date, object]):
+    """The dates' Parquet inputs that share one schema (as read and checked, each on its own) in one
+    scan, each row tagged with its date (DS) by the file it comes from; and those dates. A scan
+    per date costs its analysis and its tasks: a year of daily snapshots took a rebuild ~40 s
+    longer so. (None, no dates) when fewer than two can be read so, or a file would be read for
+    two dates, or the one scan would not read exactly the files the dates' own scans read."""
+    days = [d for d in sorted(located) if not located[d].missing and not located[d].empty]
+    days = [d for d in days if located[d].format == SourceFormat.PARQUET]
+    schemas = {read[d].schema.json() for d in days}
+    if len(days) < 2 or len(schemas) != 1:
+        return None, set()
+    schema = read[days[0]].schema
+    files: dict[str, str] = {}
+    for day in days:
+        for path in read[day].inputFiles():
+            path = re.sub(_NO_AUTHORITY, r"\1:/", path)
+            if path in files:
+                return None, set()
+            files[path] = day.isoformat()
+    together = reader.read_together(spark, [located[d] for d in days], spec.source, schema)
+    scanned = {re.sub(_NO_AUTHORITY, r"\1:/", p) for p in together.inputFiles()}
+    if together.schema != schema or scanned != set(files):
+        return None, set()
+    by_file = spark.createDataFrame(sorted(files.items()), f"{_FILE} string, {DS} string")
+    tagged = together.select("*", F.regexp_replace("_metadata.file_path", _NO_AUTHORITY, r"$1:/").alias(_FILE))
+    joined = tagged.join(F.broadcast(by_file), on=_FILE, how="left")
+    # a file no date read cannot be here (the file sets are equal): should one be, fail, not lose it
+    unknown = F.raise_error(F.concat(F.lit("zipper: a row of a file no date read: "), F.col(_FILE)))
+    return joined.select(*schema.names, F.coalesce(F.col(DS), unknown).alias(DS)), set(days)
 
 
 def check_keys(rows, spec: TableSpec, descriptions: dict[str, str], roots: dict[str, list[str]] | None = None) -> None:

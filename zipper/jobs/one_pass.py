@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import functions as F
 
 from zipper.inputs import dated, file_types, modes
 from zipper.tablespec.model import TableSpec
+from zipper.tablespec.modes import SourceFormat
 from zipper.transforms import changes, timelines
 from zipper.transforms.timelines import DS
 
@@ -38,6 +40,15 @@ class Marked:
 
     rows: object  # DataFrame: columns + DS + OP + KIND
     timeline: timelines.Timeline
+    # the key check left to the counts: rows of whole states find their NULL and repeated keys in
+    # the marking's own sort (BAD_KEY); a date that has any is then refused with its keys named
+    key_check: Callable[[], None] | None = None
+
+    def refuse_bad_keys(self, per_date: dict[str, dict[str, int]]) -> None:
+        """Fail as the earliest date's merge would when any date counts BAD_KEY rows
+        (`timelines.daily_counts`), naming them all (`dated.check_keys`)."""
+        if self.key_check is not None and any(c.get(timelines.BAD_KEY) for c in per_date.values()):
+            self.key_check()
 
 
 def one_pass(
@@ -46,7 +57,8 @@ def one_pass(
     """The base and the increments `found` as marked rows of the table's columns (`tracked` among
     them): each key's change of each date (`_day_changes` for a mode whose days are events), its
     keys (and operations) checked as each date's merge checks them, unless `checks` is off (inputs
-    that were committed, checked then). `keep`: a filter of the dated rows."""
+    that were committed, checked then): whole states' keys once their counts are known
+    (`Marked.refuse_bad_keys`), events' before. `keep`: a filter of the dated rows."""
     names = [c for c, _ in table_columns]
     base = dated.read_base(spark, spec, table_columns, found.base_ds, found.base)
     described = dated.descriptions(found.increments) | {found.base_ds.isoformat(): "base"}
@@ -56,11 +68,13 @@ def one_pass(
     if changed is not None:
         return Marked(timelines.marked(changed, timeline), timeline)
     rows = dated.dated_rows(spark, spec, table_columns, found.increments, base, found.base_ds)
-    if checks:
-        dated.check_keys(rows, spec, described, roots)
+    key_check = functools.partial(dated.check_keys, rows, spec, described, roots) if checks else None
+    if key_check is not None and (spec.source.fills_null_updates or spec.source.format == SourceFormat.CSV):
+        key_check()  # filled rows are marked as changes; a CSV's values are all read and typed by the check
+        key_check = None
     if keep is not None:
         rows = keep(rows)
-    return Marked(timelines.marked(rows, timeline), timeline)
+    return Marked(timelines.marked(rows, timeline), timeline, key_check)
 
 
 def _day_changes(spark, spec: TableSpec, table_columns, found: Located, base, described, roots, keep, checks: bool):

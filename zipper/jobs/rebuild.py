@@ -12,6 +12,7 @@ partitions without a commit record, which the next run drops); after it, the reb
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import time
 
@@ -211,19 +212,22 @@ def _write_versions(
     kind (ds text -> kind -> rows), read from the same marked rows, kept in memory for both."""
     with found.explained(spark, spec):  # a file typing a column otherwise than its input is read with
         marked = _marked_inputs(spark, spec, init_ds, found, corrected.dated_filter(spark, spec, st, DS))
-        marked.rows.persist()  # read twice: the counts, then the versions
+        # read twice, the counts then the versions: kept in memory at the changes' size
+        kept = timelines.collapsed(marked.rows).persist()
         try:
             per_date = {
                 r[DS]: {k: int(v or 0) for k, v in r.asDict().items() if k != DS}
-                for r in timelines.daily_counts(marked.rows).collect()
+                for r in timelines.daily_counts(kept).collect()
             }
-            _refuse_mismatched_deletes(spec, marked.rows, per_date, found)
+            with _nothing_changed():
+                marked.refuse_bad_keys(per_date)
+                _refuse_mismatched_deletes(spec, kept, per_date, found)
             versions = timelines.with_slot(
-                timelines.versions(marked.rows, marked.timeline), spec.end_column, spec.open_end.isoformat()
+                timelines.versions(kept, marked.timeline), spec.end_column, spec.open_end.isoformat()
             )
             store.write_slots(versions, run_root)
         finally:
-            marked.rows.unpersist()
+            kept.unpersist()
     return per_date
 
 
@@ -239,10 +243,16 @@ def _refuse_mismatched_deletes(spec: TableSpec, rows, per_date: dict, found: Loc
         changes.DELETE_MISMATCH: (per_date[dates[0]][timelines.MISMATCHED], keys.limit(MAX_LISTED_KEYS).collect())
     }
     what = f"increment {found.increments[ds].description}"
+    refusals.handle_problems(spec, ds, what, found_problems, "the open row", anomalies=False)
+
+
+@contextlib.contextmanager
+def _nothing_changed():
+    """A refusal found once the inputs are marked, before anything is written, says so."""
     try:
-        refusals.handle_problems(spec, ds, what, found_problems, "the open row", anomalies=False)
+        yield
     except InputError as exc:
-        raise exc.reworded(f"{exc.detail}; nothing was changed", table=exc.table, ds=exc.ds) from None
+        raise exc.reworded(f"{exc.detail}{replay.NOTHING_CHANGED}", table=exc.table, ds=exc.ds) from None
 
 
 def audit_slots(spec: TableSpec, end: dt.date, expected: dict[str, int]) -> None:

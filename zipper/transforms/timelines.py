@@ -25,7 +25,7 @@ from zipper.tablespec.model import TableSpec
 from zipper.tablespec.modes import EndStyle
 from zipper.transforms import changes
 from zipper.transforms.changes import ACTION, CONTINUES, DELETE_ABSENT, DELETE_MISMATCH, FIRST, MATCH, ORDER, PROBLEM
-from zipper.transforms.equality import all_of, same, types_of
+from zipper.transforms.equality import all_of, any_of, same, types_of
 from zipper.transforms.vocabulary import DELETE, KIND, OP, UPSERT
 
 DS = "zipper_ds"  # the date a row was loaded: the base date or an increment's run date
@@ -36,6 +36,8 @@ VERSION = "zipper_version"
 KINDS = ("new", "changed", "unchanged", "updated", "deleted")
 # a delete of a key that is not there (never was, deleted, or a tombstone): no version, counted
 VANISHED = "vanished"
+# a row whose key is NULL or repeated on its date: no version; its date is refused (`one_pass`)
+BAD_KEY = "bad_key"
 # what a date's changes count beside their kinds, carried from their events (`day_changes`)
 SOURCE_ROWS = "zipper__source_rows"  # the input rows a change stands for
 ABSENT = "zipper__absent"  # its deletes that found the key absent (deletes_of_absent_keys)
@@ -44,7 +46,10 @@ EVENT_COUNTS = (SOURCE_ROWS, ABSENT, MISMATCHED)
 _LAST = "zipper__last"
 _FIRST = "zipper__first"
 _ENDED = "zipper__ended"  # a version a delete began: a tombstone, or no version at all
-_NEXT_SNAPSHOT, _NEXT_SEEN, _ROW = "zipper__next_snapshot", "zipper__next_seen", "zipper__row"
+_PREV_SNAPSHOT, _NEXT_SNAPSHOT, _ROW = "zipper__prev_snapshot", "zipper__next_snapshot", "zipper__row"
+_GONE = "zipper__gone"  # the next snapshot lacks the key
+ROWS = "zipper__rows"  # the marked rows a `collapsed` row stands for
+_VALUES, _ROW_ID = "zipper__values", "zipper__row_id"
 _PRESENT = "zipper__present"  # the key had a live version before the row's date
 _LIFE = "zipper__life"  # the key's stretch of changes that fill from each other (ignore_null_updates)
 
@@ -102,27 +107,53 @@ def dated(rows: DataFrame, columns: list[str], ds: str) -> DataFrame:
     return rows.select(*columns, F.lit(ds).alias(DS))
 
 
-def _with_deletes(rows: DataFrame, timeline: Timeline) -> DataFrame:
-    """The dated rows with OP, and a delete row (the key's values, OP delete) on the next
-    snapshot date of each row whose key that snapshot lacks. Each date's next snapshot date is
-    looked up in a broadcast table of the dates (a map literal would be scanned per row); one
-    window per key: the rows stay where it put them, so the marking's window reuses its shuffle."""
-    columns, by_key = list(timeline.columns), Window.partitionBy(*timeline.keys).orderBy(DS)
-    following = list(zip(timeline.snapshot_dates, timeline.snapshot_dates[1:], strict=False))
-    if not following:
-        return rows.select(*columns, DS, F.lit(UPSERT).alias(OP))
-    nexts = rows.sparkSession.createDataFrame(following, f"{DS} string, {_NEXT_SNAPSHOT} string")
-    rows = rows.join(F.broadcast(nexts), on=DS, how="left").select(
-        *columns, DS, _NEXT_SNAPSHOT, F.lead(DS).over(by_key).alias(_NEXT_SEEN)
+def _marked_states(rows: DataFrame, timeline: Timeline) -> DataFrame:
+    """`marked` for rows that are whole states of their keys (no OP), in one window over each key
+    (one shuffle, one sort): the row's kind from the row before it, and a delete row (the key's
+    values, OP delete, kind deleted) on the next snapshot date of each row whose key that snapshot
+    lacks, added after the window, so that marking it needs no second sort. Each date's snapshot
+    neighbours are looked up in a broadcast table of the dates (a map literal would be scanned per
+    row). A key NULL or repeated on a date is marked BAD_KEY: counted, so that the rebuild refuses
+    its date as the merge does (`one_pass`) without a shuffle of its own to look for them."""
+    keys, columns = list(timeline.keys), list(timeline.columns)
+    by_key = Window.partitionBy(*keys).orderBy(DS)
+    prev_ds, next_seen = F.lag(DS).over(by_key), F.lead(DS).over(by_key)
+    dates = timeline.snapshot_dates
+    if dates:
+        neighbours = [(d, before, after) for before, d, after in zip((None, *dates), dates, (*dates[1:], None))]
+        table = rows.sparkSession.createDataFrame(
+            neighbours, f"{DS} string, {_PREV_SNAPSHOT} string, {_NEXT_SNAPSHOT} string"
+        )
+        rows = rows.join(F.broadcast(table), on=DS, how="left")
+        # live before: a row on the snapshot before, or the key was closed in between
+        present = F.coalesce(prev_ds == F.col(_PREV_SNAPSHOT), F.lit(False))
+    else:
+        present = prev_ds.isNotNull()
+    types = types_of(rows)
+
+    def same_as_before(names: list[str]) -> Column:
+        return all_of([same(F.col(c), F.lag(c).over(by_key), types[c]) for c in names])
+
+    # back after a delete: with tombstones, a change of the tombstone
+    back = F.when(prev_ds.isNotNull(), F.lit("changed")).otherwise(F.lit("new")) if timeline.tombstone else F.lit("new")
+    kind = (
+        F.when(any_of([F.col(k).isNull() for k in keys]) | (prev_ds == F.col(DS)), F.lit(BAD_KEY))
+        .when(~present, back)
+        .when(~same_as_before(list(timeline.tracked)), F.lit("changed"))
+        .when(same_as_before(timeline.untracked), F.lit("unchanged"))
+        .otherwise(F.lit("updated"))
     )
-    next_snapshot, next_seen = F.col(_NEXT_SNAPSHOT), F.col(_NEXT_SEEN)
+    if not dates:
+        return rows.select(*columns, DS, F.lit(UPSERT).alias(OP), kind.alias(KIND))
+    next_snapshot = F.col(_NEXT_SNAPSHOT)
     gone = next_snapshot.isNotNull() & (next_seen.isNull() | (next_seen != next_snapshot))
+    rows = rows.select(*columns, DS, _NEXT_SNAPSHOT, kind.alias(KIND), gone.alias(_GONE))
 
-    def row(ds: Column, op: str) -> Column:
-        return F.struct(ds.alias(DS), F.lit(op).alias(OP))
+    def row(ds: Column, op: str, what: Column) -> Column:
+        return F.struct(ds.alias(DS), F.lit(op).alias(OP), what.alias(KIND))
 
-    seen, deleted = row(F.col(DS), UPSERT), row(next_snapshot, DELETE)
-    each = F.when(gone, F.array(seen, deleted)).otherwise(F.array(seen))
+    seen, deleted = row(F.col(DS), UPSERT, F.col(KIND)), row(next_snapshot, DELETE, F.lit("deleted"))
+    each = F.when(F.col(_GONE), F.array(seen, deleted)).otherwise(F.array(seen))  # no window in a generator
     return rows.select(*columns, F.explode(each).alias(_ROW)).select(*columns, f"{_ROW}.*")
 
 
@@ -166,7 +197,8 @@ def day_changes(
 def marked(rows: DataFrame, timeline: Timeline) -> DataFrame:
     """Each dated row with what it does to its key's version (one of KINDS, or VANISHED), and OP.
 
-    `rows`: columns + DS, at most one row per key and date; or the changes of `day_changes` (with
+    `rows`: columns + DS, whole states (a key NULL or repeated on a date marked BAD_KEY, to be
+    refused; `_marked_states`); or the changes of `day_changes` (with
     OP: cdc, ordered upserts), whose deletes may find their key absent (VANISHED: counted, no
     version) and whose first deletes must match the row they delete (MISMATCHED, with MATCH).
     `timeline.fill_nulls` (ignore_null_updates): a change's NULL keeps its key's last value, as
@@ -175,7 +207,10 @@ def marked(rows: DataFrame, timeline: Timeline) -> DataFrame:
     keys, columns, tracked = list(timeline.keys), list(timeline.columns), list(timeline.tracked)
     by_key = Window.partitionBy(*keys).orderBy(DS)
     if OP not in rows.columns:
-        rows = _with_deletes(rows, timeline)
+        if not timeline.fill_nulls:
+            return _marked_states(rows, timeline)
+        # ignore_null_updates: a mode whose rows are upserts, never snapshots that close keys
+        rows = rows.select("*", F.lit(UPSERT).alias(OP))
     counts = [c for c in EVENT_COUNTS if c in rows.columns]
     present = F.coalesce(F.lag(OP).over(by_key) == UPSERT, F.lit(False))
     rows = rows.select(
@@ -256,7 +291,9 @@ def versions(marked_rows: DataFrame, timeline: Timeline) -> DataFrame:
     begin_column, tombstone = timeline.begin_column, timeline.tombstone
     running = Window.partitionBy(*keys).orderBy(DS).rowsBetween(Window.unboundedPreceding, Window.currentRow)
     starts = F.when(F.col(KIND).isin("new", "changed", "deleted"), 1).otherwise(0)
-    marked_rows = marked_rows.where(F.col(KIND) != VANISHED)  # a delete of an absent key changes nothing
+    # a delete of an absent key changes nothing; an unchanged row is the row before it again (its
+    # untracked values too: the merge leaves the version as it was)
+    marked_rows = marked_rows.where(~F.col(KIND).isin(VANISHED, "unchanged"))
     numbered = marked_rows.select(*columns, DS, F.col(OP), F.sum(starts).over(running).alias(VERSION))
     firsts = [c for c in columns if c in tracked and c not in keys]
     lasts = timeline.untracked
@@ -294,11 +331,35 @@ def with_slot(versions_df: DataFrame, end_column: str, open_end: str) -> DataFra
     return versions_df.select(*[c for c in versions_df.columns if c != end_column], slot.alias(SLOT))
 
 
+def collapsed(marked_rows: DataFrame) -> DataFrame:
+    """The marked rows with the unchanged ones of each date collapsed into one (ROWS: how many it
+    stands for; NULL values), the others as they are (ROWS 1): what the counts and the versions
+    need, at the changes' size, as most rows of most days are unchanged. One hash aggregate on the
+    date, kind and a row id that only kept rows have: its partial aggregation collapses them
+    where the marking left them, before any shuffle. The values are an aggregate's, not grouped
+    by: grouping would fold -0.0 into 0.0 and refuses maps."""
+    unchanged = F.col(KIND) == "unchanged"
+    counted = [c for c in (DS, KIND, *EVENT_COUNTS) if c in marked_rows.columns]
+    values = [c for c in marked_rows.columns if c not in counted]
+    numbered = marked_rows.select(
+        *counted,
+        F.struct(*values).alias(_VALUES),
+        F.when(~unchanged, F.monotonically_increasing_id()).alias(_ROW_ID),
+    )
+    grouped = numbered.groupBy(*counted, _ROW_ID).agg(
+        F.first(F.when(~unchanged, F.col(_VALUES))).alias(_VALUES), F.count(F.lit(1)).alias(ROWS)
+    )
+    return grouped.select(
+        *[F.col(_VALUES).getField(c).alias(c) if c in values else F.col(c) for c in marked_rows.columns], ROWS
+    )
+
+
 def daily_counts(marked_rows: DataFrame) -> DataFrame:
-    """Rows of each kind per date: DS, then one column per kind (VANISHED too), and the sums of
-    the changes' EVENT_COUNTS where they have them."""
-    kinds = [F.sum(F.when(F.col(KIND) == kind, 1).otherwise(0)).alias(kind) for kind in (*KINDS, VANISHED)]
-    counted = [F.sum(F.col(c).cast("int")).alias(c) for c in EVENT_COUNTS if c in marked_rows.columns]
+    """Rows of each kind per date: DS, then one column per kind (VANISHED and BAD_KEY too), and the
+    sums of the changes' EVENT_COUNTS where they have them. Of `collapsed` rows too (ROWS each)."""
+    rows = F.col(ROWS) if ROWS in marked_rows.columns else F.lit(1)
+    kinds = [F.sum(F.when(F.col(KIND) == kind, rows).otherwise(0)).alias(kind) for kind in (*KINDS, VANISHED, BAD_KEY)]
+    counted = [F.sum(F.col(c).cast("int") * rows).alias(c) for c in EVENT_COUNTS if c in marked_rows.columns]
     return marked_rows.groupBy(DS).agg(*kinds, *counted)
 
 
