@@ -125,7 +125,7 @@ def _marked_states(rows: DataFrame, timeline: Timeline) -> DataFrame:
             neighbours, f"{DS} string, {_PREV_SNAPSHOT} string, {_NEXT_SNAPSHOT} string"
         )
         rows = rows.join(F.broadcast(table), on=DS, how="left")
-        # live before: a row on the snapshot before, or the key was closed in between
+        # live before: a row on the snapshot just before (else a snapshot between them closed the key)
         present = F.coalesce(prev_ds == F.col(_PREV_SNAPSHOT), F.lit(False))
     else:
         present = prev_ds.isNotNull()
