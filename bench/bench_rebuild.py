@@ -11,9 +11,10 @@ left come back) and times, side by side in one run, on one table:
            and replays every date through the daily merge in one application, publishing after
            each date (what a rebuild of a snapshot table had to be before).
 
-Both are whole `zipper` processes, clients of the warehouse's warm Spark server (started and
-warmed before, untimed). Each date's recorded counts and each partition's rows must be the same after both (checked), and
-`zipper check` must pass after each. The target: the rebuild at most 0.2x the rerun.
+Both are whole `zipper` processes, clients of the warehouse's Spark server (started before,
+untimed, but not warmed: the rebuild, run first, pays its warm-up). Each date's recorded counts and
+each partition's rows must be the same after both (checked), and `zipper check` must pass after
+each. The target: the rebuild at most 0.2x the rerun.
 
     .venv/bin/python bench/bench_rebuild.py                          # 365 snapshots of 100,000 keys
     .venv/bin/python bench/bench_rebuild.py --days 10 --rows 5000    # smoke run, ~3 min
