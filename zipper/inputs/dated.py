@@ -168,6 +168,11 @@ _FILE = "zipper__file"
 _NO_AUTHORITY = r"^([A-Za-z][A-Za-z0-9+.-]*):///"
 
 
+def _as_scans_name(path: str) -> str:
+    """A file of Spark's listing (`inputFiles()`) as its scans name it (`_metadata.file_path`)."""
+    return re.sub(_NO_AUTHORITY, r"\1:/", path)
+
+
 def _in_one_scan(spark, spec: TableSpec, located: dict[dt.date, sources.Input], read: dict[dt.date, object]):
     """The dates' Parquet inputs that share one schema (as read and checked, each on its own) in one
     scan, each row tagged with its date (DS) by the file it comes from; and those dates. A scan
@@ -182,13 +187,12 @@ def _in_one_scan(spark, spec: TableSpec, located: dict[dt.date, sources.Input], 
     schema = read[days[0]].schema
     files: dict[str, str] = {}
     for day in days:
-        for path in read[day].inputFiles():
-            path = re.sub(_NO_AUTHORITY, r"\1:/", path)
+        for path in map(_as_scans_name, read[day].inputFiles()):
             if path in files:
                 return None, set()
             files[path] = day.isoformat()
     together = reader.read_together(spark, [located[d] for d in days], spec.source, schema)
-    scanned = {re.sub(_NO_AUTHORITY, r"\1:/", p) for p in together.inputFiles()}
+    scanned = set(map(_as_scans_name, together.inputFiles()))
     if together.schema != schema or scanned != set(files):
         return None, set()
     by_file = spark.createDataFrame(sorted(files.items()), f"{_FILE} string, {DS} string")

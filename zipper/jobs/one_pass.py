@@ -68,10 +68,13 @@ def one_pass(
     if changed is not None:
         return Marked(timelines.marked(changed, timeline), timeline)
     rows = dated.dated_rows(spark, spec, table_columns, found.increments, base, found.base_ds)
-    key_check = functools.partial(dated.check_keys, rows, spec, described, roots) if checks else None
-    if key_check is not None and (spec.source.fills_null_updates or spec.source.format == SourceFormat.CSV):
-        key_check()  # filled rows are marked as changes; a CSV's values are all read and typed by the check
-        key_check = None
+    key_check = None
+    if checks:
+        check = functools.partial(dated.check_keys, rows, spec, described, roots)
+        if spec.source.fills_null_updates or spec.source.format == SourceFormat.CSV:
+            check()  # filled rows are marked as changes; a CSV's values are all read and typed by the check
+        else:
+            key_check = check
     if keep is not None:
         rows = keep(rows)
     return Marked(timelines.marked(rows, timeline), timeline, key_check)

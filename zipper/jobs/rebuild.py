@@ -12,7 +12,6 @@ partitions without a commit record, which the next run drops); after it, the reb
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import time
 
@@ -20,7 +19,7 @@ from pyspark.sql import functions as F
 
 from zipper.core import faults, fs, layout
 from zipper.core.dates import DAY, date_range, describe_dates
-from zipper.core.errors import InputError, StateError
+from zipper.core.errors import StateError
 from zipper.core.reports import NO_INPUT_REASON, SKIPPED, RunAction
 from zipper.inputs import conform, dated, modes, refusals
 from zipper.inputs.refusals import MAX_LISTED_KEYS
@@ -219,7 +218,7 @@ def _write_versions(
                 r[DS]: {k: int(v or 0) for k, v in r.asDict().items() if k != DS}
                 for r in timelines.daily_counts(kept).collect()
             }
-            with _nothing_changed():
+            with replay.said_nothing_changed(spec.table):  # found once marked, before anything is written
                 marked.refuse_bad_keys(per_date)
                 _refuse_mismatched_deletes(spec, kept, per_date, found)
             versions = timelines.with_slot(
@@ -244,15 +243,6 @@ def _refuse_mismatched_deletes(spec: TableSpec, rows, per_date: dict, found: Loc
     }
     what = f"increment {found.increments[ds].description}"
     refusals.handle_problems(spec, ds, what, found_problems, "the open row", anomalies=False)
-
-
-@contextlib.contextmanager
-def _nothing_changed():
-    """A refusal found once the inputs are marked, before anything is written, says so."""
-    try:
-        yield
-    except InputError as exc:
-        raise exc.reworded(f"{exc.detail}{replay.NOTHING_CHANGED}", table=exc.table, ds=exc.ds) from None
 
 
 def audit_slots(spec: TableSpec, end: dt.date, expected: dict[str, int]) -> None:

@@ -11,6 +11,7 @@ last keeps it, so a crash leaves a consistent table at some date and the same co
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import time
 
@@ -215,12 +216,24 @@ def _left_pending(exc: Exception, spec: TableSpec, st: state.TableState, marker:
 NOTHING_CHANGED = "; nothing was changed"
 
 
+@contextlib.contextmanager
+def said_nothing_changed(table: str):
+    """A refusal that comes before anything is written says the table was left as it was (once)."""
+    try:
+        yield
+    except ZipperError as exc:
+        if exc.detail.endswith(NOTHING_CHANGED):
+            raise
+        raise exc.reworded(exc.detail + NOTHING_CHANGED, table=exc.table or table, ds=exc.ds) from None
+
+
 def _check_inputs(spark, spec: TableSpec, first: dt.date, replayed: dict) -> dict[dt.date, dayinput.CheckedInput]:
     """The replayed dates' inputs checked before the restore, as far as they can be without the
     open rows, so that a bad one fails while nothing has changed. Returns each date's input as
     read here: its merge takes it rather than reading the files again."""
     try:
         with (
+            said_nothing_changed(spec.table),  # every refusal of the check comes before the restore
             csv_values.explained(spark, spec.table, spec.keys, first.isoformat()),
             file_types.explained_column_types_of(spark, spec, replayed, NOTHING_CHANGED),
         ):
@@ -235,10 +248,6 @@ def _check_inputs(spark, spec: TableSpec, first: dt.date, replayed: dict) -> dic
         raise UnreadableInputError(
             f"{summarize_failure(exc)}{NOTHING_CHANGED}", table=spec.table, ds=day.isoformat()
         ) from exc
-    except ZipperError as exc:  # every refusal of the check comes before the restore: say so
-        if exc.detail.endswith(NOTHING_CHANGED):
-            raise
-        raise exc.reworded(exc.detail + NOTHING_CHANGED, table=exc.table or spec.table, ds=exc.ds) from None
 
 
 def _checked_inputs(spark, spec: TableSpec, replayed: dict) -> dict[dt.date, dayinput.CheckedInput]:
