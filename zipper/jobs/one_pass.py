@@ -38,7 +38,7 @@ class Marked:
     computed from: the columns and the tracked ones (worked out once, for marking and for the
     versions alike)."""
 
-    rows: object  # DataFrame: columns + DS + OP + KIND
+    rows: object  # DataFrame: columns + DS + OP + KIND (deletes pending: `timelines.with_deletes`)
     timeline: timelines.Timeline
     # the key check left to the counts: rows of whole states find their NULL and repeated keys in
     # the marking's own sort (BAD_KEY); a date that has any is then refused with its keys named

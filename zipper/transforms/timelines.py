@@ -109,9 +109,9 @@ def dated(rows: DataFrame, columns: list[str], ds: str) -> DataFrame:
 
 def _marked_states(rows: DataFrame, timeline: Timeline) -> DataFrame:
     """`marked` for rows that are whole states of their keys (no OP), in one window over each key
-    (one shuffle, one sort): the row's kind from the row before it, and a delete row (the key's
-    values, OP delete, kind deleted) on the next snapshot date of each row whose key that snapshot
-    lacks, added after the window, so that marking it needs no second sort. Each date's snapshot
+    (one shuffle, one sort): the row's kind from the row before it, and whether the next snapshot
+    lacks its key (a delete there, left pending: `with_deletes` adds it), so that marking the
+    delete needs no second sort. Each date's snapshot
     neighbours are looked up in a broadcast table of the dates (a map literal would be scanned per
     row). A key NULL or repeated on a date is marked BAD_KEY: counted, so that the rebuild refuses
     its date as the merge does (`one_pass`) without a shuffle of its own to look for them."""
@@ -143,18 +143,31 @@ def _marked_states(rows: DataFrame, timeline: Timeline) -> DataFrame:
         .when(same_as_before(timeline.untracked), F.lit("unchanged"))
         .otherwise(F.lit("updated"))
     )
+    marked_rows = [*columns, DS, F.lit(UPSERT).alias(OP), kind.alias(KIND)]
     if not dates:
-        return rows.select(*columns, DS, F.lit(UPSERT).alias(OP), kind.alias(KIND))
+        return rows.select(*marked_rows)
     next_snapshot = F.col(_NEXT_SNAPSHOT)
     gone = next_snapshot.isNotNull() & (next_seen.isNull() | (next_seen != next_snapshot))
-    rows = rows.select(*columns, DS, _NEXT_SNAPSHOT, kind.alias(KIND), gone.alias(_GONE))
+    return rows.select(*marked_rows, gone.alias(_GONE), _NEXT_SNAPSHOT)
 
-    def row(ds: Column, op: str, what: Column) -> Column:
-        return F.struct(ds.alias(DS), F.lit(op).alias(OP), what.alias(KIND))
 
-    seen, deleted = row(F.col(DS), UPSERT, F.col(KIND)), row(next_snapshot, DELETE, F.lit("deleted"))
-    each = F.when(F.col(_GONE), F.array(seen, deleted)).otherwise(F.array(seen))  # no window in a generator
-    return rows.select(*columns, F.explode(each).alias(_ROW)).select(*columns, f"{_ROW}.*")
+def with_deletes(marked_rows: DataFrame) -> DataFrame:
+    """`marked` rows with their pending deletes added: after each row whose key the next snapshot
+    lacks (`_GONE`), a delete row on that snapshot's date (the key's values, OP delete, kind
+    deleted). Left pending by the marking (Spark refuses a window inside a generator, so adding
+    them is a projection of its own), so that `collapsed` adds them to its few rows, not to every
+    row. Rows without pending deletes are returned as they are."""
+    if _GONE not in marked_rows.columns:
+        return marked_rows
+    carried = [c for c in marked_rows.columns if c not in (DS, OP, KIND, _GONE, _NEXT_SNAPSHOT)]
+
+    def row(ds: Column, op: Column, what: Column) -> Column:
+        return F.struct(ds.alias(DS), op.alias(OP), what.alias(KIND))
+
+    seen = row(F.col(DS), F.col(OP), F.col(KIND))
+    deleted = row(F.col(_NEXT_SNAPSHOT), F.lit(DELETE), F.lit("deleted"))
+    each = F.when(F.col(_GONE), F.array(seen, deleted)).otherwise(F.array(seen))
+    return marked_rows.select(*carried, F.explode(each).alias(_ROW)).select(*carried, f"{_ROW}.*")
 
 
 def day_changes(
@@ -198,7 +211,8 @@ def marked(rows: DataFrame, timeline: Timeline) -> DataFrame:
     """Each dated row with what it does to its key's version (one of KINDS, or VANISHED), and OP.
 
     `rows`: columns + DS, whole states (a key NULL or repeated on a date marked BAD_KEY, to be
-    refused; `_marked_states`); or the changes of `day_changes` (with
+    refused; the deletes of keys a snapshot lacks pending, for `with_deletes`, which `collapsed`,
+    `versions` and `daily_counts` call: `_marked_states`); or the changes of `day_changes` (with
     OP: cdc, ordered upserts), whose deletes may find their key absent (VANISHED: counted, no
     version) and whose first deletes must match the row they delete (MISMATCHED, with MATCH).
     `timeline.fill_nulls` (ignore_null_updates): a change's NULL keeps its key's last value, as
@@ -293,7 +307,7 @@ def versions(marked_rows: DataFrame, timeline: Timeline) -> DataFrame:
     starts = F.when(F.col(KIND).isin("new", "changed", "deleted"), 1).otherwise(0)
     # a delete of an absent key changes nothing; an unchanged row is the row before it again (its
     # untracked values too: the merge leaves the version as it was)
-    marked_rows = marked_rows.where(~F.col(KIND).isin(VANISHED, "unchanged"))
+    marked_rows = with_deletes(marked_rows).where(~F.col(KIND).isin(VANISHED, "unchanged"))
     numbered = marked_rows.select(*columns, DS, F.col(OP), F.sum(starts).over(running).alias(VERSION))
     firsts = [c for c in columns if c in tracked and c not in keys]
     lasts = timeline.untracked
@@ -337,26 +351,32 @@ def collapsed(marked_rows: DataFrame) -> DataFrame:
     need, at the changes' size, as most rows of most days are unchanged. One hash aggregate on the
     date, kind and a row id that only kept rows have: its partial aggregation collapses them
     where the marking left them, before any shuffle. The values are an aggregate's, not grouped
-    by: grouping would fold -0.0 into 0.0 and refuses maps."""
-    unchanged = F.col(KIND) == "unchanged"
+    by: grouping would fold -0.0 into 0.0 and refuses maps. A row whose key the next snapshot
+    lacks is kept, and its pending delete added after the collapse (`with_deletes`)."""
+    collapses = F.col(KIND) == "unchanged"
+    if _GONE in marked_rows.columns:
+        collapses = collapses & ~F.col(_GONE)
     counted = [c for c in (DS, KIND, *EVENT_COUNTS) if c in marked_rows.columns]
     values = [c for c in marked_rows.columns if c not in counted]
     numbered = marked_rows.select(
         *counted,
         F.struct(*values).alias(_VALUES),
-        F.when(~unchanged, F.monotonically_increasing_id()).alias(_ROW_ID),
+        F.when(~collapses, F.monotonically_increasing_id()).alias(_ROW_ID),
     )
     grouped = numbered.groupBy(*counted, _ROW_ID).agg(
-        F.first(F.when(~unchanged, F.col(_VALUES))).alias(_VALUES), F.count(F.lit(1)).alias(ROWS)
+        F.first(F.when(F.col(_ROW_ID).isNotNull(), F.col(_VALUES))).alias(_VALUES), F.count(F.lit(1)).alias(ROWS)
     )
-    return grouped.select(
-        *[F.col(_VALUES).getField(c).alias(c) if c in values else F.col(c) for c in marked_rows.columns], ROWS
+    return with_deletes(
+        grouped.select(
+            *[F.col(_VALUES).getField(c).alias(c) if c in values else F.col(c) for c in marked_rows.columns], ROWS
+        )
     )
 
 
 def daily_counts(marked_rows: DataFrame) -> DataFrame:
     """Rows of each kind per date: DS, then one column per kind (VANISHED and BAD_KEY too), and the
     sums of the changes' EVENT_COUNTS where they have them. Of `collapsed` rows too (ROWS each)."""
+    marked_rows = with_deletes(marked_rows)
     rows = F.col(ROWS) if ROWS in marked_rows.columns else F.lit(1)
     kinds = [F.sum(F.when(F.col(KIND) == kind, rows).otherwise(0)).alias(kind) for kind in (*KINDS, VANISHED, BAD_KEY)]
     counted = [F.sum(F.col(c).cast("int") * rows).alias(c) for c in EVENT_COUNTS if c in marked_rows.columns]
