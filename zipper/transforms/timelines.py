@@ -48,6 +48,7 @@ _FIRST = "zipper__first"
 _ENDED = "zipper__ended"  # a version a delete began: a tombstone, or no version at all
 _PREV_SNAPSHOT, _NEXT_SNAPSHOT, _ROW = "zipper__prev_snapshot", "zipper__next_snapshot", "zipper__row"
 _GONE = "zipper__gone"  # the next snapshot lacks the key
+_PREV_DS, _NEXT_SEEN = "zipper__prev_ds", "zipper__next_seen"  # the key's dates before and after the row's
 ROWS = "zipper__rows"  # the marked rows a `collapsed` row stands for
 _VALUES, _ROW_ID = "zipper__values", "zipper__row_id"
 _PRESENT = "zipper__present"  # the key had a live version before the row's date
@@ -111,44 +112,52 @@ def _marked_states(rows: DataFrame, timeline: Timeline) -> DataFrame:
     """`marked` for rows that are whole states of their keys (no OP), in one window over each key
     (one shuffle, one sort): the row's kind from the row before it, and whether the next snapshot
     lacks its key (a delete there, left pending: `with_deletes` adds it), so that marking the
-    delete needs no second sort. Each date's snapshot
-    neighbours are looked up in a broadcast table of the dates (a map literal would be scanned per
-    row). A key NULL or repeated on a date is marked BAD_KEY: counted, so that the rebuild refuses
-    its date as the merge does (`one_pass`) without a shuffle of its own to look for them."""
+    delete needs no second sort. Each date's snapshot neighbours are looked up after the window,
+    in a broadcast table of the dates, so that the shuffle does not carry them (a map literal
+    would be scanned per row). A key NULL or repeated on a date is marked BAD_KEY: counted, so
+    that the rebuild refuses its date as the merge does (`one_pass`) without a shuffle of its own
+    to look for them."""
     keys, columns = list(timeline.keys), list(timeline.columns)
     by_key = Window.partitionBy(*keys).orderBy(DS)
-    prev_ds, next_seen = F.lag(DS).over(by_key), F.lead(DS).over(by_key)
-    dates = timeline.snapshot_dates
-    if dates:
-        neighbours = [(d, before, after) for before, d, after in zip((None, *dates), dates, (*dates[1:], None))]
-        table = rows.sparkSession.createDataFrame(
-            neighbours, f"{DS} string, {_PREV_SNAPSHOT} string, {_NEXT_SNAPSHOT} string"
-        )
-        rows = rows.join(F.broadcast(table), on=DS, how="left")
-        # live before: a row on the snapshot just before (else a snapshot between them closed the key)
-        present = F.coalesce(prev_ds == F.col(_PREV_SNAPSHOT), F.lit(False))
-    else:
-        present = prev_ds.isNotNull()
     types = types_of(rows)
 
     def same_as_before(names: list[str]) -> Column:
         return all_of([same(F.col(c), F.lag(c).over(by_key), types[c]) for c in names])
 
-    # back after a delete: with tombstones, a change of the tombstone
-    back = F.when(prev_ds.isNotNull(), F.lit("changed")).otherwise(F.lit("new")) if timeline.tombstone else F.lit("new")
-    kind = (
-        F.when(any_of([F.col(k).isNull() for k in keys]) | (prev_ds == F.col(DS)), F.lit(BAD_KEY))
-        .when(~present, back)
+    # the kind of a row whose key was live before it (whether it was is known after the window)
+    if_present = (
+        F.when(any_of([F.col(k).isNull() for k in keys]) | (F.lag(DS).over(by_key) == F.col(DS)), F.lit(BAD_KEY))
         .when(~same_as_before(list(timeline.tracked)), F.lit("changed"))
         .when(same_as_before(timeline.untracked), F.lit("unchanged"))
         .otherwise(F.lit("updated"))
     )
+    windowed = rows.select(
+        *columns,
+        DS,
+        F.lag(DS).over(by_key).alias(_PREV_DS),
+        F.lead(DS).over(by_key).alias(_NEXT_SEEN),
+        if_present.alias(KIND),
+    )
+    prev_ds, dates = F.col(_PREV_DS), timeline.snapshot_dates
+    if dates:
+        neighbours = [(d, before, after) for before, d, after in zip((None, *dates), dates, (*dates[1:], None))]
+        table = rows.sparkSession.createDataFrame(
+            neighbours, f"{DS} string, {_PREV_SNAPSHOT} string, {_NEXT_SNAPSHOT} string"
+        )
+        windowed = windowed.join(F.broadcast(table), on=DS, how="left")
+        # live before: a row on the snapshot just before (else a snapshot between them closed the key)
+        present = F.coalesce(prev_ds == F.col(_PREV_SNAPSHOT), F.lit(False))
+    else:
+        present = prev_ds.isNotNull()
+    # back after a delete: with tombstones, a change of the tombstone
+    back = F.when(prev_ds.isNotNull(), F.lit("changed")).otherwise(F.lit("new")) if timeline.tombstone else F.lit("new")
+    kind = F.when(F.col(KIND) == BAD_KEY, F.col(KIND)).when(~present, back).otherwise(F.col(KIND))
     marked_rows = [*columns, DS, F.lit(UPSERT).alias(OP), kind.alias(KIND)]
     if not dates:
-        return rows.select(*marked_rows)
-    next_snapshot = F.col(_NEXT_SNAPSHOT)
+        return windowed.select(*marked_rows)
+    next_snapshot, next_seen = F.col(_NEXT_SNAPSHOT), F.col(_NEXT_SEEN)
     gone = next_snapshot.isNotNull() & (next_seen.isNull() | (next_seen != next_snapshot))
-    return rows.select(*marked_rows, gone.alias(_GONE), _NEXT_SNAPSHOT)
+    return windowed.select(*marked_rows, gone.alias(_GONE), _NEXT_SNAPSHOT)
 
 
 def with_deletes(marked_rows: DataFrame) -> DataFrame:
@@ -360,12 +369,10 @@ def collapsed(marked_rows: DataFrame) -> DataFrame:
     values = [c for c in marked_rows.columns if c not in counted]
     numbered = marked_rows.select(
         *counted,
-        F.struct(*values).alias(_VALUES),
+        F.when(~collapses, F.struct(*values)).alias(_VALUES),  # no values copied for rows that collapse
         F.when(~collapses, F.monotonically_increasing_id()).alias(_ROW_ID),
     )
-    grouped = numbered.groupBy(*counted, _ROW_ID).agg(
-        F.first(F.when(F.col(_ROW_ID).isNotNull(), F.col(_VALUES))).alias(_VALUES), F.count(F.lit(1)).alias(ROWS)
-    )
+    grouped = numbered.groupBy(*counted, _ROW_ID).agg(F.first(_VALUES).alias(_VALUES), F.count(F.lit(1)).alias(ROWS))
     return with_deletes(
         grouped.select(
             *[F.col(_VALUES).getField(c).alias(c) if c in values else F.col(c) for c in marked_rows.columns], ROWS
