@@ -173,6 +173,13 @@ def _as_scans_name(path: str) -> str:
     return re.sub(_NO_AUTHORITY, r"\1:/", path)
 
 
+def _spellings(scans_name: str) -> list[str]:
+    """A file as a scan may name it: without authority as `file:/a` and as `file:///a`. The
+    rows' file names are looked up as they come, not rewritten (a regular expression per row)."""
+    with_authority = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*):/(?!/)", r"\1:///", scans_name)
+    return sorted({scans_name, with_authority})
+
+
 def _in_one_scan(spark, spec: TableSpec, located: dict[dt.date, sources.Input], read: dict[dt.date, object]):
     """The dates' Parquet inputs that share one schema (as read and checked, each on its own) in one
     scan, each row tagged with its date (DS) by the file it comes from; and those dates. A scan
@@ -195,8 +202,9 @@ def _in_one_scan(spark, spec: TableSpec, located: dict[dt.date, sources.Input], 
     scanned = set(map(_as_scans_name, together.inputFiles()))
     if together.schema != schema or scanned != set(files):
         return None, set()
-    by_file = spark.createDataFrame(sorted(files.items()), f"{_FILE} string, {DS} string")
-    tagged = together.select("*", F.regexp_replace("_metadata.file_path", _NO_AUTHORITY, r"$1:/").alias(_FILE))
+    by_name = sorted((name, ds) for path, ds in files.items() for name in _spellings(path))
+    by_file = spark.createDataFrame(by_name, f"{_FILE} string, {DS} string")
+    tagged = together.select("*", F.col("_metadata.file_path").alias(_FILE))
     joined = tagged.join(F.broadcast(by_file), on=_FILE, how="left")
     # a file no date read cannot be here (the file sets are equal): should one be, fail, not lose it
     unknown = F.raise_error(F.concat(F.lit("zipper: a row of a file no date read: "), F.col(_FILE)))
