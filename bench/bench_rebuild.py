@@ -111,7 +111,7 @@ def write_spec(specs: Path, name: str, data: Path, days: int) -> None:
         "source": {"mode": "snapshot", "format": "parquet", "path": str(data / "data" / "incr" / "ds={{ ds }}")},
         "base": {"format": "parquet", "path": str(data / "data" / "base")},
         "start_date": START.isoformat(),
-        "end_date": (START + dt.timedelta(days=days - 1)).isoformat(),
+        "end_date": last_date(days),
     }
     specs.mkdir(exist_ok=True)
     (specs / f"{name}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))

@@ -164,8 +164,9 @@ def _read_all(spark, spec: TableSpec, table_columns, located: dict[dt.date, sour
 
 
 _FILE = "zipper__file"
+_SCHEME = r"^([A-Za-z][A-Za-z0-9+.-]*)"
 # a URI without authority as Spark's scans name their files (file:/a), not as its listings (file:///a)
-_NO_AUTHORITY = r"^([A-Za-z][A-Za-z0-9+.-]*):///"
+_NO_AUTHORITY, _SCANS_SPELLING = _SCHEME + ":///", _SCHEME + ":/(?!/)"
 
 
 def _as_scans_name(path: str) -> str:
@@ -176,7 +177,7 @@ def _as_scans_name(path: str) -> str:
 def _spellings(scans_name: str) -> list[str]:
     """A file as a scan may name it: without authority as `file:/a` and as `file:///a`. The
     rows' file names are looked up as they come, not rewritten (a regular expression per row)."""
-    with_authority = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*):/(?!/)", r"\1:///", scans_name)
+    with_authority = re.sub(_SCANS_SPELLING, r"\1:///", scans_name)
     return sorted({scans_name, with_authority})
 
 

@@ -124,9 +124,10 @@ def _marked_states(rows: DataFrame, timeline: Timeline) -> DataFrame:
     def same_as_before(names: list[str]) -> Column:
         return all_of([same(F.col(c), F.lag(c).over(by_key), types[c]) for c in names])
 
+    seen_before = F.lag(DS).over(by_key)  # the key's date before the row's
     # the kind of a row whose key was live before it (whether it was is known after the window)
     if_present = (
-        F.when(any_of([F.col(k).isNull() for k in keys]) | (F.lag(DS).over(by_key) == F.col(DS)), F.lit(BAD_KEY))
+        F.when(any_of([F.col(k).isNull() for k in keys]) | (seen_before == F.col(DS)), F.lit(BAD_KEY))
         .when(~same_as_before(list(timeline.tracked)), F.lit("changed"))
         .when(same_as_before(timeline.untracked), F.lit("unchanged"))
         .otherwise(F.lit("updated"))
@@ -134,7 +135,7 @@ def _marked_states(rows: DataFrame, timeline: Timeline) -> DataFrame:
     windowed = rows.select(
         *columns,
         DS,
-        F.lag(DS).over(by_key).alias(_PREV_DS),
+        seen_before.alias(_PREV_DS),
         F.lead(DS).over(by_key).alias(_NEXT_SEEN),
         if_present.alias(KIND),
     )
